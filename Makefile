@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: MIT
+# PyBox: build, tests, benchmarks. `make check` sets up everything it needs first
+# (packages, engine, image) through scripts/setup.sh.
+
+SANITIZE ?=
+BUILD ?= build$(if $(SANITIZE),-san)
+CC ?= gcc
+PKGS := libcjson libcurl libcrypto libarchive
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS = $(shell pkg-config --libs $(PKGS))
+CHECK_CFLAGS = $(shell pkg-config --cflags check)
+CHECK_LIBS = $(shell pkg-config --libs check)
+
+WARN := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wstrict-prototypes \
+        -Wmissing-prototypes -Wvla -Wpointer-arith -Wimplicit-fallthrough -Wundef -Wwrite-strings
+HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE -fno-common
+CFLAGS_ALL = -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) $(HARDEN) -MMD -MP $(PKG_CFLAGS) $(CFLAGS)
+LDFLAGS_ALL = -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack $(LDFLAGS)
+ifneq ($(SANITIZE),)
+CFLAGS_ALL += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS_ALL += -fsanitize=$(SANITIZE)
+endif
+
+LIB_SRC := $(filter-out pybox/main.c,$(wildcard pybox/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/pybox/seccomp_blob.o
+UNIT_SRC := $(wildcard unit/*.c)
+UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
+ITEST_SRC := $(wildcard tests/*.c)
+ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
+
+.PHONY: all check unit integration setup bench demo format format-check clean
+all: $(BUILD)/pybox $(BUILD)/pybox-init
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/obj/pybox/seccomp_blob.o: pybox/seccomp_blob.S pybox/seccomp.json
+	@mkdir -p $(dir $@)
+	$(CC) -c -DPYBOX_SECCOMP_FILE='"$(CURDIR)/pybox/seccomp.json"' $< -o $@
+
+$(BUILD)/libpybox.a: $(LIB_OBJ)
+	ar rcs $@ $^
+
+$(BUILD)/pybox: $(BUILD)/obj/pybox/main.o $(BUILD)/libpybox.a
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
+
+# The guest init is static and never sanitised: it runs as PID 1 inside the box.
+GUEST_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Wshadow -static
+$(BUILD)/pybox-init: guest/init.c guest/proto.h
+	@mkdir -p $(dir $@)
+	$(CC) $(GUEST_CFLAGS) guest/init.c -o $@
+
+$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/libpybox.a
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) -lpthread -o $@
+
+$(BUILD)/obj/unit/%.o: unit/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -DPYBOX_FIXTURES='"$(CURDIR)/unit/fixtures"' -c $< -o $@
+
+$(BUILD)/itest: $(ITEST_OBJ) $(BUILD)/libpybox.a
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) -lpthread -o $@
+
+$(BUILD)/obj/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -c $< -o $@
+
+setup:
+	scripts/setup.sh
+
+unit: $(BUILD)/unit-tests
+	$(BUILD)/unit-tests
+
+integration: $(BUILD)/itest $(BUILD)/pybox
+	PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
+
+# Everything, from nothing: packages, engine, image, then unit and integration tests.
+check: setup
+	$(MAKE) unit integration
+
+bench: setup
+	scripts/bench.sh $(BUILD)/pybox
+
+demo: setup
+	scripts/demo.sh $(BUILD)/pybox
+
+FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h)
+format:
+	clang-format -i $(FORMAT_FILES)
+format-check:
+	clang-format --dry-run -Werror $(FORMAT_FILES)
+
+clean:
+	rm -rf build build-san
+
+-include $(LIB_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(ITEST_OBJ:.o=.d) $(BUILD)/obj/pybox/main.d

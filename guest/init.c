@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+/* pybox-init: the static PID 1 of every box: timer, reaper, hold-at-exit, done record.
+ *
+ * It trusts nothing the program does. Every signal is blocked and taken synchronously;
+ * only signals sent from outside the box (si_pid == 0 as seen from inside the PID
+ * namespace) are obeyed. It is not dumpable, so the program, which runs as the same
+ * user, can neither ptrace it nor read /proc/1/mem, /proc/1/environ or its fds.
+ * Contract: docs/guest-protocol.md. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto.h"
+
+extern char **environ;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void say(const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    size_t len = (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
+    ssize_t w = write(STDERR_FILENO, buf, len);
+    (void)w;
+}
+
+/* Parse "--timer-ms=N" strictly: digits only, 1..PYBOX_GUEST_TIMER_MAX_MS. */
+static int parse_timer(const char *arg, int64_t *out)
+{
+    size_t flen = strlen(PYBOX_GUEST_TIMER_FLAG);
+    if (strncmp(arg, PYBOX_GUEST_TIMER_FLAG, flen) != 0)
+        return -1;
+    const char *p = arg + flen;
+    if (*p == '\0')
+        return -1;
+    int64_t v = 0;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        v = v * 10 + (*p - '0');
+        if (v > PYBOX_GUEST_TIMER_MAX_MS)
+            return -1;
+    }
+    if (v <= 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Read the hello line byte by byte so not one byte of the program is consumed.
+ * Gives up at the deadline: with no host, the box still ends. */
+static int read_hello(char *secret, int64_t deadline)
+{
+    char line[PYBOX_GUEST_HELLO_LEN];
+    size_t got = 0;
+    while (got < sizeof line) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0)
+            return -1;
+        struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)(left > 1000 ? 1000 : left));
+        if (pr < 0 && errno != EINTR)
+            return -1;
+        if (pr <= 0)
+            continue;
+        ssize_t r = read(STDIN_FILENO, line + got, 1);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (r <= 0)
+            return -1;
+        got++;
+        if (line[got - 1] == '\n')
+            break;
+    }
+    size_t hlen = strlen(PYBOX_GUEST_HELLO);
+    if (got != sizeof line || line[got - 1] != '\n' || memcmp(line, PYBOX_GUEST_HELLO, hlen) != 0)
+        return -1;
+    for (size_t i = 0; i < PYBOX_GUEST_SECRET_HEX; i++) {
+        char c = line[hlen + i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return -1;
+    }
+    memcpy(secret, line + hlen, PYBOX_GUEST_SECRET_HEX);
+    secret[PYBOX_GUEST_SECRET_HEX] = '\0';
+    explicit_bzero(line, sizeof line);
+    return 0;
+}
+
+static pid_t program_pid = -1;
+static int program_done = 0;
+static int program_status = 0;
+static unsigned reaped_others = 0;
+
+static void note_reaped(pid_t pid, int status)
+{
+    if (pid == program_pid && !program_done) {
+        program_done = 1;
+        program_status = status;
+    } else {
+        reaped_others++;
+    }
+}
+
+static void reap_nohang(void)
+{
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0)
+            return;
+        note_reaped(pid, status);
+    }
+}
+
+/* Kill every process in the box but this one and reap them all. kill(-1) from PID 1
+ * reaches every process of the namespace; a fork racing it is caught by the next round,
+ * and orphans are reparented here, so waiting until ECHILD means all are gone. */
+static void kill_all_and_reap(void)
+{
+    for (;;) {
+        int k = kill(-1, SIGKILL);
+        int kerr = errno;
+        for (;;) {
+            int status;
+            pid_t pid = waitpid(-1, &status, 0);
+            if (pid < 0) {
+                if (errno == EINTR)
+                    continue;
+                break;
+            }
+            note_reaped(pid, status);
+        }
+        if (k < 0 && kerr == ESRCH)
+            return;
+    }
+}
+
+static int exit_code_of(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 255;
+}
+
+/* Write all of buf to stdout before the deadline. The program may have set O_NONBLOCK
+ * on the shared pipe, or left it full with nobody reading: never block past the timer. */
+static void write_record(const char *buf, size_t len, int64_t deadline)
+{
+    int fl = fcntl(STDOUT_FILENO, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(STDOUT_FILENO, F_SETFL, fl | O_NONBLOCK);
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(STDOUT_FILENO, buf + off, len - off);
+        if (w > 0) {
+            off += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno != EAGAIN && errno != EINTR)
+            return;
+        int64_t left = deadline - now_ms();
+        if (left <= 0)
+            return;
+        struct pollfd pfd = {.fd = STDOUT_FILENO, .events = POLLOUT};
+        (void)poll(&pfd, 1, (int)(left > 1000 ? 1000 : left));
+    }
+}
+
+static void child_exec(void)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    /* The program leads its own session and process group, so signals aimed at it
+     * reach its whole group; the box's PID 1 stays outside of it. */
+    if (setsid() < 0)
+        _exit(PYBOX_GUEST_EXIT_FORK);
+    for (int s = 1; s < NSIG; s++)
+        signal(s, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    char *const args[] = {"python3", "-I", "-u", "-", NULL};
+    execve(PYBOX_GUEST_PYTHON, args, environ);
+    say("pybox-init: cannot start %s: %s\n", PYBOX_GUEST_PYTHON, strerror(errno));
+    _exit(127);
+}
+
+int main(int argc, char **argv)
+{
+    int64_t t0 = now_ms();
+    int64_t timer_ms;
+    if (argc != 2 || parse_timer(argv[1], &timer_ms) < 0) {
+        say("pybox-init: usage: %s %sMILLISECONDS\n", PYBOX_GUEST_INIT_PATH, PYBOX_GUEST_TIMER_FLAG);
+        return PYBOX_GUEST_EXIT_USAGE;
+    }
+    int64_t deadline = t0 + timer_ms;
+
+    (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, NULL);
+
+    char secret[PYBOX_GUEST_SECRET_HEX + 1];
+    if (read_hello(secret, deadline) < 0) {
+        say("pybox-init: no valid hello on stdin\n");
+        return PYBOX_GUEST_EXIT_PROTOCOL;
+    }
+
+    program_pid = fork();
+    if (program_pid < 0) {
+        say("pybox-init: fork: %s\n", strerror(errno));
+        return PYBOX_GUEST_EXIT_FORK;
+    }
+    if (program_pid == 0) {
+        explicit_bzero(secret, sizeof secret);
+        child_exec();
+    }
+    int64_t t_program = now_ms();
+    /* The program owns stdin from here on; init keeps only stdout and stderr. */
+    (void)close(STDIN_FILENO);
+
+    int timer_fired = 0, stopped = 0, terminate = 0, holding = 0;
+    int64_t program_ms = 0;
+    for (;;) {
+        if (program_done && !holding) {
+            program_ms = now_ms() - t_program;
+            kill_all_and_reap();
+            char rec[PYBOX_GUEST_RECORD_MAX];
+            int n = snprintf(rec, sizeof rec,
+                             "%s%s exit=%d signal=%d timer=%d stopped=%d program_ms=%lld reaped=%u\n",
+                             PYBOX_GUEST_DONE, secret, exit_code_of(program_status),
+                             WIFSIGNALED(program_status) ? WTERMSIG(program_status) : 0, timer_fired,
+                             stopped, (long long)program_ms, reaped_others);
+            if (n > 0 && (size_t)n < sizeof rec)
+                write_record(rec, (size_t)n, deadline);
+            explicit_bzero(secret, sizeof secret);
+            holding = 1;
+            if (timer_fired)
+                return PYBOX_GUEST_EXIT_TIMER;
+            if (terminate)
+                return exit_code_of(program_status);
+        }
+
+        int64_t left = deadline - now_ms();
+        if (left <= 0) {
+            if (holding)
+                return exit_code_of(program_status);
+            timer_fired = 1;
+            kill_all_and_reap();
+            continue;
+        }
+        struct timespec ts = {.tv_sec = left / 1000, .tv_nsec = (left % 1000) * 1000000};
+        siginfo_t si;
+        int sig = sigtimedwait(&all, &si, &ts);
+        if (sig < 0)
+            continue; /* EAGAIN: timer; EINTR: again */
+        if (sig == SIGCHLD) {
+            reap_nohang();
+            continue;
+        }
+        /* Obey only the outside world: the engine's kill arrives with si_pid 0 here. */
+        if (si.si_code != SI_USER || si.si_pid != 0)
+            continue;
+        if (sig == PYBOX_GUEST_SIG_RELEASE) {
+            if (holding)
+                return exit_code_of(program_status);
+        } else if (sig == PYBOX_GUEST_SIG_STOP) {
+            if (!program_done) {
+                stopped = 1;
+                kill_all_and_reap();
+            }
+        } else if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
+            if (holding)
+                return exit_code_of(program_status);
+            terminate = 1;
+            (void)kill(-program_pid, sig);
+        }
+    }
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* The guest protocol: what the host and the guest init (PID 1 in the box) agree on.
+ * Contract: docs/guest-protocol.md. Shared by guest/init.c and the host's run flow. */
+#ifndef PYBOX_GUEST_PROTO_H
+#define PYBOX_GUEST_PROTO_H
+
+#include <signal.h>
+
+/* Where the init lives in every PyBox image, and how it is called:
+ *   /pybox/init --timer-ms=N
+ * N is the box's own clock, verified by the host in the read-back before start. */
+#define PYBOX_GUEST_INIT_PATH "/pybox/init"
+#define PYBOX_GUEST_TIMER_FLAG "--timer-ms="
+#define PYBOX_GUEST_TIMER_MAX_MS (24LL * 3600 * 1000)
+
+/* The program: run from the box's standard input, never from a file or a command line.
+ * -I isolates from the environment and user site; -u keeps output flowing so that what
+ * a killed program said before it died is still seen. */
+#define PYBOX_GUEST_PYTHON "/usr/bin/python3"
+
+/* First line on the box's stdin, read by init and never seen by the program:
+ *   "PYBOX1 <64 lowercase hex digits>\n"
+ * The rest of stdin is the program. */
+#define PYBOX_GUEST_HELLO "PYBOX1 "
+#define PYBOX_GUEST_SECRET_HEX 64
+#define PYBOX_GUEST_HELLO_LEN (sizeof(PYBOX_GUEST_HELLO) - 1 + PYBOX_GUEST_SECRET_HEX + 1)
+
+/* The done record: the last bytes init writes on the box's stdout after every other
+ * process in the box is gone, so nothing can follow it:
+ *   "\x1epybox-done v1 <secret> exit=E signal=S timer=T stopped=X program_ms=M reaped=R\n"
+ * Only init knows the secret, so the program cannot forge it. */
+#define PYBOX_GUEST_DONE "\x1epybox-done v1 "
+#define PYBOX_GUEST_RECORD_MAX 256
+
+/* Signals from outside the box (the engine's kill, si_pid == 0 inside the box).
+ * The same signals sent from inside the box are ignored. */
+#define PYBOX_GUEST_SIG_RELEASE SIGUSR1 /* held box: exit with the program's status */
+#define PYBOX_GUEST_SIG_STOP SIGUSR2    /* host deadline: kill the program, then hold */
+
+/* init's own failures (the program never ran). */
+#define PYBOX_GUEST_EXIT_USAGE 120    /* bad argv */
+#define PYBOX_GUEST_EXIT_PROTOCOL 121 /* no valid hello on stdin */
+#define PYBOX_GUEST_EXIT_FORK 122     /* could not start the program */
+#define PYBOX_GUEST_EXIT_TIMER 137    /* the box timer ended a running program */
+
+#endif

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/* The box interface: everything the run flow needs from whatever builds boxes. The run
+ * flow, receipts and front-ends know only this; the Docker Engine API is the first
+ * implementation (box_docker.c). Contract: docs/box-interface.md. */
+#ifndef PYBOX_BOX_H
+#define PYBOX_BOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "policy.h"
+#include "stream.h"
+
+typedef struct pybox_box pybox_box_t;
+typedef struct pybox_backend pybox_backend_t;
+
+/* How the box ended, as the engine recorded it (never as the program said). */
+typedef struct pybox_box_exit {
+    int exit_code;
+    bool oom_killed;        /* something in the box was OOM-killed (not necessarily the program) */
+    char started_at[40];
+    char finished_at[40];
+    char error[256];        /* the engine's own error for the box, if any */
+} pybox_box_exit_t;
+
+/* Signals: 0 = sent, 1 = the box was not running any more. */
+typedef struct pybox_box_ops {
+    const char *name;
+    /* Build a box from the policy; nothing runs yet. */
+    int (*create)(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **out, pybox_error_t *err);
+    /* Read the box back and compare it with the policy (PYBOX_ERR_POLICY on a difference). */
+    int (*verify)(pybox_box_t *b, const pybox_policy_t *p, int *checked, pybox_error_t *err);
+    /* Connect to the box's stdin/stdout/stderr before it starts. */
+    int (*open_io)(pybox_box_t *b, pybox_error_t *err);
+    int (*start)(pybox_box_t *b, pybox_error_t *err);
+    /* The descriptor to poll for I/O readiness. */
+    int (*io_fd)(const pybox_box_t *b);
+    /* Non-blocking; -1 with errno EAGAIN when full. */
+    ssize_t (*io_write)(pybox_box_t *b, const void *data, size_t len, pybox_error_t *err);
+    int (*io_close_write)(pybox_box_t *b, pybox_error_t *err);
+    /* Read what is ready and hand it over per stream (1 stdout, 2 stderr).
+     * Returns 0 (more may come), 1 (the box's output ended) or -1. */
+    int (*io_read)(pybox_box_t *b, pybox_demux_cb cb, void *arg, pybox_error_t *err);
+    /* Send a signal to the box's PID 1 from outside the box. */
+    int (*signal)(pybox_box_t *b, int sig, pybox_error_t *err);
+    /* Wait until the box has ended (bounded), then read the engine's record of it. */
+    int (*wait)(pybox_box_t *b, int64_t timeout_ms, pybox_box_exit_t *out, pybox_error_t *err);
+    /* Remove the box and its volumes, then look it up again: *gone only when the
+     * engine says it no longer exists. */
+    int (*remove)(pybox_box_t *b, bool *gone, pybox_error_t *err);
+    const char *(*id)(const pybox_box_t *b);
+    void (*free)(pybox_box_t *b);
+} pybox_box_ops_t;
+
+struct pybox_backend {
+    const pybox_box_ops_t *ops;
+    void *impl;
+};
+
+struct pybox_box {
+    const pybox_box_ops_t *ops;
+};
+
+/* The Docker Engine API backend over an open engine (not owned). */
+struct pybox_engine;
+void pybox_docker_backend(pybox_backend_t *be, struct pybox_engine *engine);
+
+#endif

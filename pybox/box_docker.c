@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/* The box interface over the Docker Engine API (see box.h). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "box.h"
+#include "engine.h"
+#include "limits.h"
+#include "util.h"
+
+typedef struct docker_box {
+    pybox_box_t base;
+    pybox_engine_t *engine;
+    char id[PYBOX_ID_MAX];
+    pybox_engine_stream_t *io;
+    pybox_demux_t demux;
+} docker_box_t;
+
+static const pybox_box_ops_t docker_ops;
+
+static int valid_id(const char *id)
+{
+    size_t n = strlen(id);
+    if (n < 12 || n > 64)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+static int d_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **out, pybox_error_t *err)
+{
+    pybox_engine_t *e = be->impl;
+    cJSON *body = pybox_policy_create_body(p);
+    if (body == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "building the create body");
+    char path[256];
+    snprintf(path, sizeof path, "/containers/create?name=%s", p->name);
+    long status = 0;
+    cJSON *reply = NULL;
+    int rc = pybox_engine_call(e, "POST", path, body, &status, &reply, err);
+    cJSON_Delete(body);
+    if (rc < 0)
+        return -1;
+    if (status != 201) {
+        pybox_engine_fail(err, "POST /containers/create", status, reply);
+        cJSON_Delete(reply);
+        return -1;
+    }
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(reply, "Id");
+    if (!cJSON_IsString(id) || !valid_id(id->valuestring)) {
+        cJSON_Delete(reply);
+        return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "POST /containers/create: no valid Id in the reply");
+    }
+    docker_box_t *b = calloc(1, sizeof *b);
+    if (b == NULL) {
+        cJSON_Delete(reply);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
+    }
+    b->base.ops = &docker_ops;
+    b->engine = e;
+    pybox_strlcpy(b->id, id->valuestring, sizeof b->id);
+    pybox_demux_init(&b->demux);
+    cJSON_Delete(reply);
+    *out = &b->base;
+    return 0;
+}
+
+static int inspect(docker_box_t *b, long *status, cJSON **reply, pybox_error_t *err)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/containers/%s/json", b->id);
+    return pybox_engine_call(b->engine, "GET", path, NULL, status, reply, err);
+}
+
+static int d_verify(pybox_box_t *base, const pybox_policy_t *p, int *checked, pybox_error_t *err)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    long status = 0;
+    cJSON *reply = NULL;
+    if (inspect(b, &status, &reply, err) < 0)
+        return -1;
+    if (status != 200) {
+        pybox_engine_fail(err, "reading the box back", status, reply);
+        cJSON_Delete(reply);
+        return -1;
+    }
+    int rc = pybox_policy_verify(p, reply, checked, err);
+    cJSON_Delete(reply);
+    return rc;
+}
+
+static int d_open_io(pybox_box_t *base, pybox_error_t *err)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    char path[200];
+    snprintf(path, sizeof path, "/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1", b->id);
+    return pybox_engine_upgrade(b->engine, path, &b->io, err);
+}
+
+static int post_simple(docker_box_t *b, const char *path, long *status, pybox_error_t *err)
+{
+    cJSON *reply = NULL;
+    if (pybox_engine_call(b->engine, "POST", path, NULL, status, &reply, err) < 0)
+        return -1;
+    if (*status >= 400 && *status != 409 && *status != 304) {
+        pybox_engine_fail(err, path, *status, reply);
+        cJSON_Delete(reply);
+        return -1;
+    }
+    cJSON_Delete(reply);
+    return 0;
+}
+
+static int d_start(pybox_box_t *base, pybox_error_t *err)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    char path[160];
+    snprintf(path, sizeof path, "/containers/%s/start", b->id);
+    long status = 0;
+    cJSON *reply = NULL;
+    if (pybox_engine_call(b->engine, "POST", path, NULL, &status, &reply, err) < 0)
+        return -1;
+    if (status != 204) {
+        pybox_engine_fail(err, "starting the box", status, reply);
+        cJSON_Delete(reply);
+        return -1;
+    }
+    cJSON_Delete(reply);
+    return 0;
+}
+
+static int d_io_fd(const pybox_box_t *base)
+{
+    const docker_box_t *b = (const docker_box_t *)base;
+    return b->io ? pybox_engine_stream_fd(b->io) : -1;
+}
+
+static ssize_t d_io_write(pybox_box_t *base, const void *data, size_t len, pybox_error_t *err)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    return pybox_engine_stream_write(b->io, data, len, err);
+}
+
+static int d_io_close_write(pybox_box_t *base, pybox_error_t *err)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    return pybox_engine_stream_close_write(b->io, err);
+}
+
+static int d_io_read(pybox_box_t *base, pybox_demux_cb cb, void *arg, pybox_error_t *err)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    char chunk[65536];
+    for (int rounds = 0; rounds < 16; rounds++) {
+        ssize_t r = pybox_engine_stream_read(b->io, chunk, sizeof chunk, err);
+        if (r < 0)
+            return errno == EAGAIN ? 0 : -1;
+        if (r == 0) {
+            if (!pybox_demux_clean_end(&b->demux))
+                return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "the box's output stream ended inside a frame");
+            return 1;
+        }
+        if (pybox_demux_feed(&b->demux, chunk, (size_t)r, cb, arg, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int d_signal(pybox_box_t *base, int sig, pybox_error_t *err)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    char path[200];
+    snprintf(path, sizeof path, "/containers/%s/kill?signal=%d", b->id, sig);
+    long status = 0;
+    if (post_simple(b, path, &status, err) < 0)
+        return -1;
+    return status == 409 ? 1 : 0; /* 409: the box is not running */
+}
+
+static void copy_str(char *dst, size_t len, const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (cJSON_IsString(v))
+        snprintf(dst, len, "%s", v->valuestring);
+    else
+        dst[0] = '\0';
+}
+
+static int d_wait(pybox_box_t *base, int64_t timeout_ms, pybox_box_exit_t *out, pybox_error_t *err)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    int64_t deadline = pybox_now_ms() + timeout_ms;
+    for (;;) {
+        long status = 0;
+        cJSON *reply = NULL;
+        if (inspect(b, &status, &reply, err) < 0)
+            return -1;
+        if (status != 200) {
+            pybox_engine_fail(err, "reading the box's end", status, reply);
+            cJSON_Delete(reply);
+            return -1;
+        }
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(reply, "State");
+        const cJSON *running = cJSON_GetObjectItemCaseSensitive(st, "Running");
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(st, "ExitCode");
+        const cJSON *oom = cJSON_GetObjectItemCaseSensitive(st, "OOMKilled");
+        if (cJSON_IsFalse(running) && cJSON_IsNumber(code)) {
+            out->exit_code = code->valueint;
+            out->oom_killed = cJSON_IsTrue(oom);
+            copy_str(out->started_at, sizeof out->started_at, st, "StartedAt");
+            copy_str(out->finished_at, sizeof out->finished_at, st, "FinishedAt");
+            copy_str(out->error, sizeof out->error, st, "Error");
+            cJSON_Delete(reply);
+            return 0;
+        }
+        cJSON_Delete(reply);
+        if (pybox_now_ms() >= deadline)
+            return pybox_error_set(err, PYBOX_ERR_ENGINE, ETIMEDOUT, "the box %.12s did not end", b->id);
+        /* Block in the engine until the box is no longer running (bounded). */
+        char path[200];
+        snprintf(path, sizeof path, "/containers/%s/wait?condition=not-running", b->id);
+        cJSON *w = NULL;
+        if (pybox_engine_call(b->engine, "POST", path, NULL, &status, &w, err) < 0)
+            return -1;
+        cJSON_Delete(w);
+    }
+}
+
+static int d_remove(pybox_box_t *base, bool *gone, pybox_error_t *err)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    *gone = false;
+    if (b->io) {
+        pybox_engine_stream_free(b->io);
+        b->io = NULL;
+    }
+    char path[200];
+    snprintf(path, sizeof path, "/containers/%s?force=1&v=1", b->id);
+    long status = 0;
+    cJSON *reply = NULL;
+    if (pybox_engine_call(b->engine, "DELETE", path, NULL, &status, &reply, err) < 0)
+        return -1;
+    if (status != 204 && status != 404 && status != 409) {
+        pybox_engine_fail(err, "removing the box", status, reply);
+        cJSON_Delete(reply);
+        return -1;
+    }
+    cJSON_Delete(reply);
+    /* Confirm: the engine must no longer know the box. A 409 above means a removal is
+     * already under way; look again until it is done (bounded). */
+    int64_t deadline = pybox_now_ms() + 10000;
+    for (;;) {
+        if (inspect(b, &status, &reply, err) < 0)
+            return -1;
+        cJSON_Delete(reply);
+        if (status == 404) {
+            *gone = true;
+            return 0;
+        }
+        if (pybox_now_ms() >= deadline)
+            return pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "the box %.12s still exists after removal", b->id);
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL); /* polling the engine's state, not synchronising with it */
+        if (pybox_engine_call(b->engine, "DELETE", path, NULL, &status, &reply, err) < 0)
+            return -1;
+        cJSON_Delete(reply);
+    }
+}
+
+static const char *d_id(const pybox_box_t *base)
+{
+    return ((const docker_box_t *)base)->id;
+}
+
+static void d_free(pybox_box_t *base)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    if (b == NULL)
+        return;
+    pybox_engine_stream_free(b->io);
+    free(b);
+}
+
+static const pybox_box_ops_t docker_ops = {
+    .name = "docker",
+    .create = d_create,
+    .verify = d_verify,
+    .open_io = d_open_io,
+    .start = d_start,
+    .io_fd = d_io_fd,
+    .io_write = d_io_write,
+    .io_close_write = d_io_close_write,
+    .io_read = d_io_read,
+    .signal = d_signal,
+    .wait = d_wait,
+    .remove = d_remove,
+    .id = d_id,
+    .free = d_free,
+};
+
+void pybox_docker_backend(pybox_backend_t *be, struct pybox_engine *engine)
+{
+    be->ops = &docker_ops;
+    be->impl = engine;
+}

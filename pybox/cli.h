@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* Command-line parsing for the front-ends, kept apart from main() so it is unit-tested.
+ * Bad arguments are refused (PYBOX_ERR_USAGE) before anything else happens. */
+#ifndef PYBOX_CLI_H
+#define PYBOX_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef struct pybox_exec_opts {
+    int64_t timeout_ms;
+    bool json;
+    const char *image;
+} pybox_exec_opts_t;
+
+/* argv[0] is "exec". */
+int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_error_t *err);
+
+/* Check the program read from stdin: not empty, not over the limit (over says the input
+ * went past PYBOX_PROGRAM_MAX). */
+int pybox_cli_check_program(const char *prog, size_t len, bool over, pybox_error_t *err);
+
+#endif

@@ -1,0 +1,548 @@
+/* SPDX-License-Identifier: MIT */
+/* The Docker Engine API client (see engine.h). */
+#include "engine.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "escape.h"
+#include "limits.h"
+#include "util.h"
+
+struct pybox_engine {
+    CURL *curl; /* kept for its connection: requests reuse one keep-alive socket */
+    char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    char version[64];
+    char base[64];
+};
+
+struct pybox_engine_stream {
+    CURL *curl; /* owns the socket */
+    int fd;
+    char *pending; /* bytes after the 101 headers, returned first */
+    size_t pending_len, pending_off;
+};
+
+static int curl_ready(pybox_error_t *err)
+{
+    static int done;
+    if (!done) {
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "curl_global_init failed");
+        done = 1;
+    }
+    return 0;
+}
+
+static int socket_from_host(const char *docker_host, char *out, size_t outlen, pybox_error_t *err)
+{
+    const char *h = docker_host;
+    if (h == NULL || *h == '\0')
+        h = getenv("DOCKER_HOST");
+    if (h == NULL || *h == '\0')
+        h = "unix:///var/run/docker.sock";
+    if (strncmp(h, "unix://", 7) != 0) {
+        pybox_buf_t esc;
+        pybox_buf_init(&esc, 512);
+        pybox_escape_terminal(&esc, h, strlen(h) > 200 ? 200 : strlen(h), false);
+        pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                        "DOCKER_HOST=%s: only a local engine socket (unix:///path) is supported",
+                        esc.data ? esc.data : "");
+        pybox_buf_free(&esc);
+        return -1;
+    }
+    const char *path = h + 7;
+    if (*path != '/' || pybox_strlcpy(out, path, outlen) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "DOCKER_HOST: the socket path must be absolute and short");
+    return 0;
+}
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    pybox_buf_t *b = userdata;
+    size_t n = size * nmemb;
+    if (pybox_buf_append(b, ptr, n) < 0)
+        return 0; /* over PYBOX_ENGINE_REPLY_MAX: curl aborts the transfer */
+    return n;
+}
+
+typedef struct {
+    int fd;
+} upload_src_t;
+
+static size_t on_upload(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    upload_src_t *src = userdata;
+    for (;;) {
+        ssize_t r = read(src->fd, ptr, size * nmemb);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return CURL_READFUNC_ABORT;
+        return (size_t)r;
+    }
+}
+
+static int transfer(pybox_engine_t *e, const char *method, const char *url, const char *body, size_t body_len,
+                    int upload_fd, const char *content_type, long timeout_ms, long *status, pybox_buf_t *reply,
+                    pybox_error_t *err)
+{
+    CURL *c = e->curl;
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)PYBOX_ENGINE_CONNECT_TIMEOUT_MS);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, reply);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+    struct curl_slist *hdrs = NULL;
+    upload_src_t src = {.fd = upload_fd};
+    if (upload_fd >= 0) {
+        curl_easy_setopt(c, CURLOPT_POST, 1L);
+        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_upload);
+        curl_easy_setopt(c, CURLOPT_READDATA, &src);
+        hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
+        hdrs = curl_slist_append(hdrs, "Expect:");
+    } else if (strcmp(method, "POST") == 0) {
+        curl_easy_setopt(c, CURLOPT_POST, 1L);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)(body ? body_len : 0));
+    } else if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    }
+    if (content_type != NULL) {
+        char h[128];
+        snprintf(h, sizeof h, "Content-Type: %s", content_type);
+        hdrs = curl_slist_append(hdrs, h);
+    }
+    if (hdrs != NULL)
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    CURLcode rc = curl_easy_perform(c);
+    curl_slist_free_all(hdrs);
+    if (rc != CURLE_OK) {
+        int kind_errno = 0;
+        if (rc == CURLE_COULDNT_CONNECT)
+            kind_errno = ECONNREFUSED;
+        if (rc == CURLE_WRITE_ERROR)
+            return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "%s %s: the engine's reply is larger than %d bytes",
+                                   method, url, PYBOX_ENGINE_REPLY_MAX);
+        return pybox_error_set(err, PYBOX_ERR_ENGINE, kind_errno, "%s %s via %s: %s", method, url,
+                               e->socket_path, curl_easy_strerror(rc));
+    }
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    return 0;
+}
+
+static int make_url(pybox_engine_t *e, const char *path, char *url, size_t len, pybox_error_t *err)
+{
+    int n = snprintf(url, len, "%s%s", e->base, path);
+    if (n < 0 || (size_t)n >= len)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "engine path too long");
+    return 0;
+}
+
+int pybox_engine_call_raw(pybox_engine_t *e, const char *method, const char *path, const cJSON *body,
+                          long *status, pybox_buf_t *reply, pybox_error_t *err)
+{
+    char url[2048];
+    if (make_url(e, path, url, sizeof url, err) < 0)
+        return -1;
+    _cleanup_free_ char *text = NULL;
+    if (body != NULL) {
+        text = cJSON_PrintUnformatted(body);
+        if (text == NULL)
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "encoding a request to the engine");
+    }
+    long timeout = PYBOX_ENGINE_TIMEOUT_MS;
+    return transfer(e, method, url, text, text ? strlen(text) : 0, -1, text ? "application/json" : NULL, timeout,
+                    status, reply, err);
+}
+
+int pybox_engine_call(pybox_engine_t *e, const char *method, const char *path, const cJSON *body, long *status,
+                      cJSON **reply, pybox_error_t *err)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, PYBOX_ENGINE_REPLY_MAX);
+    *reply = NULL;
+    if (pybox_engine_call_raw(e, method, path, body, status, &b, err) < 0) {
+        pybox_buf_free(&b);
+        return -1;
+    }
+    if (b.len > 0) {
+        *reply = cJSON_ParseWithLength(b.data, b.len);
+        if (*reply == NULL && *status < 400) {
+            pybox_buf_free(&b);
+            return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "%s %s: the engine's reply (HTTP %ld) is not JSON",
+                                   method, path, *status);
+        }
+        if (*reply == NULL) {
+            /* An error reply that is not JSON: carry its text as the message. */
+            *reply = cJSON_CreateObject();
+            pybox_buf_t s;
+            pybox_buf_init(&s, 0);
+            pybox_utf8_sanitize(&s, b.data, b.len > 512 ? 512 : b.len, NULL);
+            cJSON_AddStringToObject(*reply, "message", s.data ? s.data : "");
+            pybox_buf_free(&s);
+        }
+    }
+    pybox_buf_free(&b);
+    return 0;
+}
+
+int pybox_engine_upload(pybox_engine_t *e, const char *path, int fd, const char *content_type, long *status,
+                        pybox_buf_t *reply, pybox_error_t *err)
+{
+    char url[2048];
+    if (make_url(e, path, url, sizeof url, err) < 0)
+        return -1;
+    /* Imports of large images take a while; bound them generously, not forever. */
+    return transfer(e, "POST", url, NULL, 0, fd, content_type, 30L * 60 * 1000, status, reply, err);
+}
+
+int pybox_engine_fail(pybox_error_t *err, const char *what, long status, const cJSON *reply)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(reply, "message");
+    const char *msg = cJSON_IsString(m) ? m->valuestring : "(no message)";
+    return pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "%s: the engine answered HTTP %ld: %s", what, status, msg);
+}
+
+char *pybox_engine_escape(pybox_engine_t *e, const char *s)
+{
+    char *c = curl_easy_escape(e->curl, s, 0);
+    if (c == NULL)
+        return NULL;
+    char *r = strdup(c);
+    curl_free(c);
+    return r;
+}
+
+static int parse_api(const char *v, int *major, int *minor)
+{
+    char *end;
+    long a = strtol(v, &end, 10);
+    if (end == v || *end != '.')
+        return -1;
+    const char *p = end + 1;
+    long b = strtol(p, &end, 10);
+    if (end == p || *end != '\0' || a < 0 || b < 0 || a > 100 || b > 1000)
+        return -1;
+    *major = (int)a;
+    *minor = (int)b;
+    return 0;
+}
+
+static int api_cmp(const char *a, const char *b)
+{
+    int a1, a2, b1, b2;
+    if (parse_api(a, &a1, &a2) < 0 || parse_api(b, &b1, &b2) < 0)
+        return -2;
+    if (a1 != b1)
+        return a1 < b1 ? -1 : 1;
+    return a2 < b2 ? -1 : (a2 > b2 ? 1 : 0);
+}
+
+int pybox_engine_open(const char *docker_host, pybox_engine_t **out, pybox_error_t *err)
+{
+    if (curl_ready(err) < 0)
+        return -1;
+    pybox_engine_t *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
+    if (socket_from_host(docker_host, e->socket_path, sizeof e->socket_path, err) < 0) {
+        free(e);
+        return -1;
+    }
+    e->curl = curl_easy_init();
+    if (e->curl == NULL) {
+        free(e);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "curl_easy_init failed");
+    }
+    snprintf(e->base, sizeof e->base, "http://localhost");
+    long status = 0;
+    cJSON *v = NULL;
+    if (pybox_engine_call(e, "GET", "/version", NULL, &status, &v, err) < 0) {
+        pybox_error_prefix(err, "no container engine answers at %s (start it: scripts/engine-start.sh)",
+                           e->socket_path);
+        pybox_engine_free(e);
+        return -1;
+    }
+    if (status != 200) {
+        pybox_engine_fail(err, "GET /version", status, v);
+        cJSON_Delete(v);
+        pybox_engine_free(e);
+        return -1;
+    }
+    const cJSON *api = cJSON_GetObjectItemCaseSensitive(v, "ApiVersion");
+    const cJSON *min = cJSON_GetObjectItemCaseSensitive(v, "MinAPIVersion");
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(v, "Version");
+    if (!cJSON_IsString(api)) {
+        cJSON_Delete(v);
+        pybox_engine_free(e);
+        return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "GET /version: no ApiVersion in the engine's reply");
+    }
+    if (api_cmp(api->valuestring, PYBOX_ENGINE_API) < 0 ||
+        (cJSON_IsString(min) && api_cmp(min->valuestring, PYBOX_ENGINE_API) > 0)) {
+        pybox_error_set(err, PYBOX_ERR_ENGINE, 0,
+                        "the engine at %s speaks API %.16s (from %.16s); PyBox needs API %s",
+                        e->socket_path, api->valuestring, cJSON_IsString(min) ? min->valuestring : "?",
+                        PYBOX_ENGINE_API);
+        cJSON_Delete(v);
+        pybox_engine_free(e);
+        return -1;
+    }
+    snprintf(e->version, sizeof e->version, "%.24s (API %.8s)", cJSON_IsString(ver) ? ver->valuestring : "?",
+             api->valuestring);
+    cJSON_Delete(v);
+    snprintf(e->base, sizeof e->base, "http://localhost/v%s", PYBOX_ENGINE_API);
+    *out = e;
+    return 0;
+}
+
+void pybox_engine_free(pybox_engine_t *e)
+{
+    if (e == NULL)
+        return;
+    if (e->curl)
+        curl_easy_cleanup(e->curl);
+    free(e);
+}
+
+void pybox_engine_freep(pybox_engine_t **e)
+{
+    pybox_engine_free(*e);
+    *e = NULL;
+}
+
+const char *pybox_engine_socket(const pybox_engine_t *e)
+{
+    return e->socket_path;
+}
+
+const char *pybox_engine_version(const pybox_engine_t *e)
+{
+    return e->version;
+}
+
+/* ---- upgraded streams ---- */
+
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+    for (;;) {
+        int64_t left = deadline - pybox_now_ms();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        struct pollfd p = {.fd = fd, .events = events};
+        int r = poll(&p, 1, (int)left);
+        if (r > 0)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+/* Parse "HTTP/1.x NNN" from the start of the reply. */
+static long status_of(const char *head)
+{
+    if (strncmp(head, "HTTP/1.", 7) != 0 || head[8] != ' ')
+        return -1;
+    long s = 0;
+    for (int i = 9; i < 12; i++) {
+        if (head[i] < '0' || head[i] > '9')
+            return -1;
+        s = s * 10 + (head[i] - '0');
+    }
+    return s;
+}
+
+int pybox_engine_upgrade(pybox_engine_t *e, const char *path, pybox_engine_stream_t **out, pybox_error_t *err)
+{
+    pybox_engine_stream_t *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
+    s->fd = -1;
+    s->curl = curl_easy_init();
+    if (s->curl == NULL) {
+        free(s);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "curl_easy_init failed");
+    }
+    curl_easy_setopt(s->curl, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
+    curl_easy_setopt(s->curl, CURLOPT_URL, "http://localhost/");
+    curl_easy_setopt(s->curl, CURLOPT_CONNECT_ONLY, 1L);
+    curl_easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)PYBOX_ENGINE_CONNECT_TIMEOUT_MS);
+    CURLcode rc = curl_easy_perform(s->curl);
+    curl_socket_t fd = CURL_SOCKET_BAD;
+    if (rc == CURLE_OK)
+        rc = curl_easy_getinfo(s->curl, CURLINFO_ACTIVESOCKET, &fd);
+    if (rc != CURLE_OK || fd == CURL_SOCKET_BAD) {
+        pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "connecting to %s for %s: %s", e->socket_path, path,
+                        curl_easy_strerror(rc));
+        pybox_engine_stream_free(s);
+        return -1;
+    }
+    s->fd = fd;
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+        pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "fcntl(O_NONBLOCK) on the engine socket");
+        pybox_engine_stream_free(s);
+        return -1;
+    }
+    char req[2048];
+    int n = snprintf(req, sizeof req,
+                     "POST %s%s HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n"
+                     "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
+                     e->base + strlen("http://localhost"), path);
+    if (n < 0 || (size_t)n >= sizeof req) {
+        pybox_engine_stream_free(s);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "upgrade path too long");
+    }
+    int64_t deadline = pybox_now_ms() + PYBOX_ENGINE_TIMEOUT_MS;
+    size_t off = 0;
+    while (off < (size_t)n) {
+        ssize_t w = send(fd, req + off, (size_t)n - off, MSG_NOSIGNAL);
+        if (w > 0) {
+            off += (size_t)w;
+            continue;
+        }
+        if (w < 0 && (errno == EAGAIN || errno == EINTR) && wait_fd(fd, POLLOUT, deadline) == 0)
+            continue;
+        pybox_error_set(err, PYBOX_ERR_ENGINE, errno, "sending %s to the engine", path);
+        pybox_engine_stream_free(s);
+        return -1;
+    }
+    /* Read the reply head (bounded); keep whatever follows it. */
+    pybox_buf_t head;
+    pybox_buf_init(&head, PYBOX_ENGINE_HEADER_MAX);
+    char *end = NULL;
+    while (end == NULL) {
+        char chunk[4096];
+        ssize_t r = recv(fd, chunk, sizeof chunk, 0);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+            if (wait_fd(fd, POLLIN, deadline) < 0) {
+                pybox_error_set(err, PYBOX_ERR_ENGINE, errno, "waiting for the engine's answer to %s", path);
+                goto fail;
+            }
+            continue;
+        }
+        if (r <= 0) {
+            pybox_error_set(err, PYBOX_ERR_ENGINE, r < 0 ? errno : 0,
+                            "the engine closed the connection during %s", path);
+            goto fail;
+        }
+        if (pybox_buf_append(&head, chunk, (size_t)r) < 0) {
+            pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "the engine's answer to %s has oversized headers", path);
+            goto fail;
+        }
+        end = strstr(head.data, "\r\n\r\n");
+    }
+    long status = status_of(head.data);
+    size_t hlen = (size_t)(end - head.data) + 4;
+    if (status != 101) {
+        /* An error: the body (JSON with "message") may follow the headers. */
+        const char *body = head.data + hlen;
+        cJSON *j = cJSON_ParseWithLength(body, head.len - hlen);
+        char what[256];
+        snprintf(what, sizeof what, "POST %s", path);
+        if (status < 0)
+            pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "%s: the engine's answer is not HTTP", what);
+        else
+            pybox_engine_fail(err, what, status, j);
+        cJSON_Delete(j);
+        goto fail;
+    }
+    if (head.len > hlen) {
+        s->pending_len = head.len - hlen;
+        s->pending = malloc(s->pending_len);
+        if (s->pending == NULL) {
+            pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "malloc");
+            goto fail;
+        }
+        memcpy(s->pending, head.data + hlen, s->pending_len);
+    }
+    pybox_buf_free(&head);
+    *out = s;
+    return 0;
+fail:
+    pybox_buf_free(&head);
+    pybox_engine_stream_free(s);
+    return -1;
+}
+
+void pybox_engine_stream_free(pybox_engine_stream_t *s)
+{
+    if (s == NULL)
+        return;
+    if (s->curl)
+        curl_easy_cleanup(s->curl); /* closes the socket */
+    free(s->pending);
+    free(s);
+}
+
+int pybox_engine_stream_fd(const pybox_engine_stream_t *s)
+{
+    return s->fd;
+}
+
+ssize_t pybox_engine_stream_read(pybox_engine_stream_t *s, void *buf, size_t len, pybox_error_t *err)
+{
+    if (s->pending_off < s->pending_len) {
+        size_t n = s->pending_len - s->pending_off;
+        if (n > len)
+            n = len;
+        memcpy(buf, s->pending + s->pending_off, n);
+        s->pending_off += n;
+        return (ssize_t)n;
+    }
+    for (;;) {
+        ssize_t r = recv(s->fd, buf, len, 0);
+        if (r >= 0)
+            return r;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            errno = EAGAIN;
+            return -1;
+        }
+        int e = errno;
+        pybox_error_set(err, PYBOX_ERR_ENGINE, e, "reading the box's output stream");
+        errno = e;
+        return -1;
+    }
+}
+
+ssize_t pybox_engine_stream_write(pybox_engine_stream_t *s, const void *buf, size_t len, pybox_error_t *err)
+{
+    for (;;) {
+        ssize_t w = send(s->fd, buf, len, MSG_NOSIGNAL);
+        if (w >= 0)
+            return w;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            errno = EAGAIN;
+            return -1;
+        }
+        int e = errno;
+        pybox_error_set(err, PYBOX_ERR_ENGINE, e, "writing the program to the box");
+        errno = e;
+        return -1;
+    }
+}
+
+int pybox_engine_stream_close_write(pybox_engine_stream_t *s, pybox_error_t *err)
+{
+    if (shutdown(s->fd, SHUT_WR) < 0)
+        return pybox_error_set(err, PYBOX_ERR_ENGINE, errno, "shutdown(SHUT_WR) of the box's input");
+    return 0;
+}

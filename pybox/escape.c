@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/* Escaping untrusted bytes for terminals and JSON (see escape.h). */
+#include "escape.h"
+
+#include <openssl/evp.h>
+#include <stdio.h>
+
+size_t pybox_utf8_seq(const unsigned char *s, size_t len, unsigned *cp)
+{
+    if (len == 0)
+        return 0;
+    unsigned c = s[0];
+    size_t n;
+    unsigned min;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+        n = 2;
+        c &= 0x1f;
+        min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        c &= 0x0f;
+        min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        c &= 0x07;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (len < n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        c = (c << 6) | (s[i] & 0x3f);
+    }
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+        return 0;
+    *cp = c;
+    return n;
+}
+
+bool pybox_utf8_valid(const void *s, size_t len)
+{
+    const unsigned char *p = s;
+    size_t i = 0;
+    while (i < len) {
+        unsigned cp;
+        size_t n = pybox_utf8_seq(p + i, len - i, &cp);
+        if (n == 0)
+            return false;
+        i += n;
+    }
+    return true;
+}
+
+/* Code points that change how text is laid out or hide it without being C0/C1 controls. */
+static bool is_format_control(unsigned cp)
+{
+    return (cp >= 0x80 && cp <= 0x9f) || cp == 0xad || cp == 0x061c || (cp >= 0x200b && cp <= 0x200f) ||
+           (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff ||
+           (cp >= 0xfff9 && cp <= 0xfffb) || (cp >= 0xe0000 && cp <= 0xe007f);
+}
+
+int pybox_escape_terminal(pybox_buf_t *out, const void *s, size_t len, bool keep_newlines)
+{
+    const unsigned char *p = s;
+    size_t i = 0;
+    char tmp[16];
+    while (i < len) {
+        unsigned char c = p[i];
+        if (c >= 0x20 && c < 0x7f) {
+            size_t j = i;
+            while (j < len && p[j] >= 0x20 && p[j] < 0x7f && p[j] != '\\')
+                j++;
+            if (j > i) {
+                if (pybox_buf_append(out, p + i, j - i) < 0)
+                    return -1;
+                i = j;
+                continue;
+            }
+            /* backslash */
+            if (pybox_buf_puts(out, "\\\\") < 0)
+                return -1;
+            i++;
+            continue;
+        }
+        if (c < 0x80) {
+            const char *e = NULL;
+            if (c == '\n')
+                e = keep_newlines ? "\n" : "\\n";
+            else if (c == '\t')
+                e = "\\t";
+            else if (c == '\r')
+                e = "\\r";
+            if (e == NULL) {
+                snprintf(tmp, sizeof tmp, "\\x%02x", c);
+                e = tmp;
+            }
+            if (pybox_buf_puts(out, e) < 0)
+                return -1;
+            i++;
+            continue;
+        }
+        unsigned cp;
+        size_t n = pybox_utf8_seq(p + i, len - i, &cp);
+        if (n == 0) {
+            snprintf(tmp, sizeof tmp, "\\x%02x", c);
+            if (pybox_buf_puts(out, tmp) < 0)
+                return -1;
+            i++;
+            continue;
+        }
+        if (is_format_control(cp)) {
+            snprintf(tmp, sizeof tmp, "\\u{%04x}", cp);
+            if (pybox_buf_puts(out, tmp) < 0)
+                return -1;
+        } else if (pybox_buf_append(out, p + i, n) < 0) {
+            return -1;
+        }
+        i += n;
+    }
+    if (out->data == NULL && pybox_buf_append(out, "", 0) < 0)
+        return -1;
+    return 0;
+}
+
+int pybox_utf8_sanitize(pybox_buf_t *out, const void *s, size_t len, size_t *replaced)
+{
+    const unsigned char *p = s;
+    size_t i = 0, bad = 0;
+    while (i < len) {
+        unsigned cp;
+        size_t n = pybox_utf8_seq(p + i, len - i, &cp);
+        if (n == 0) {
+            if (pybox_buf_append(out, "\xef\xbf\xbd", 3) < 0)
+                return -1;
+            bad++;
+            i++;
+            continue;
+        }
+        size_t j = i + n;
+        /* copy runs of valid sequences at once */
+        while (j < len && (n = pybox_utf8_seq(p + j, len - j, &cp)) != 0)
+            j += n;
+        if (pybox_buf_append(out, p + i, j - i) < 0)
+            return -1;
+        i = j;
+    }
+    if (out->data == NULL && pybox_buf_append(out, "", 0) < 0)
+        return -1;
+    if (replaced != NULL)
+        *replaced = bad;
+    return 0;
+}
+
+int pybox_base64(pybox_buf_t *out, const void *s, size_t len)
+{
+    size_t olen = 4 * ((len + 2) / 3);
+    size_t start = out->len;
+    /* reserve by appending placeholder bytes, then encode in place */
+    for (size_t k = 0; k < olen; k += 64) {
+        static const char pad[64] = {0};
+        size_t chunk = olen - k < 64 ? olen - k : 64;
+        if (pybox_buf_append(out, pad, chunk) < 0)
+            return -1;
+    }
+    if (olen == 0)
+        return pybox_buf_append(out, "", 0);
+    int n = EVP_EncodeBlock((unsigned char *)out->data + start, s, (int)len);
+    if (n < 0 || (size_t)n != olen)
+        return -1;
+    out->data[out->len] = '\0';
+    return 0;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* Making untrusted bytes safe to show: on a terminal (nothing can move the cursor, change
+ * colours, reorder text or pass for a receipt line) and in JSON (always valid UTF-8). */
+#ifndef PYBOX_ESCAPE_H
+#define PYBOX_ESCAPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if the bytes there are not one.
+ * Rejects overlongs, surrogates and code points above U+10FFFF. *cp gets the code point. */
+size_t pybox_utf8_seq(const unsigned char *s, size_t len, unsigned *cp);
+bool pybox_utf8_valid(const void *s, size_t len);
+
+/* Append a terminal-safe form of the bytes: printable text as is; backslash as "\\";
+ * tab "\t", CR "\r", newline "\n" (unless keep_newlines), other C0/DEL/C1 controls and
+ * Unicode format/bidi controls as "\xNN" or "\u{XXXX}"; invalid UTF-8 bytes as "\xNN". */
+int pybox_escape_terminal(pybox_buf_t *out, const void *s, size_t len, bool keep_newlines);
+
+/* Append valid UTF-8: each byte of an invalid sequence becomes U+FFFD. Returns the number
+ * of bytes replaced via *replaced. */
+int pybox_utf8_sanitize(pybox_buf_t *out, const void *s, size_t len, size_t *replaced);
+
+/* Append base64 (standard alphabet, padded). */
+int pybox_base64(pybox_buf_t *out, const void *s, size_t len);
+
+#endif

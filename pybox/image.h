@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* Images: built from a recipe under images/ with Debian's packages, the guest init and a
+ * manifest added, imported into the engine, and pinned by the ID the engine gave it.
+ * A run uses the pinned ID only; a pin whose image is gone is refused, never re-pinned. */
+#ifndef PYBOX_IMAGE_H
+#define PYBOX_IMAGE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "engine.h"
+#include "error.h"
+#include "state.h"
+
+typedef struct pybox_image_paths {
+    char recipes[PATH_MAX]; /* the images/ folder: <name>/packages and build-rootfs.sh */
+    char init[PATH_MAX];    /* the static guest init binary */
+} pybox_image_paths_t;
+
+/* Find images/ and the guest init next to the running binary (build/pybox ->
+ * images/, build/pybox-init), unless PYBOX_IMAGES / PYBOX_INIT say otherwise. */
+int pybox_image_paths_default(pybox_image_paths_t *paths, pybox_error_t *err);
+
+/* The pinned image for name, confirmed to exist in the engine under that exact ID. */
+int pybox_image_resolve(const pybox_state_t *st, pybox_engine_t *e, const char *name, pybox_pin_t *pin,
+                        pybox_error_t *err);
+
+/* Build (or confirm up to date) and pin. Progress lines go to progress (may be NULL).
+ * *built tells whether anything was built. */
+int pybox_image_build(const pybox_state_t *st, pybox_engine_t *e, const pybox_image_paths_t *paths, const char *name,
+                      bool force, FILE *progress, bool *built, pybox_error_t *err);
+
+#endif

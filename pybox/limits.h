@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* Every hard maximum and default in one place. Anything that comes from outside
+ * (the program, engine replies, stream frames, arguments) is bounded by one of these. */
+#ifndef PYBOX_LIMITS_H
+#define PYBOX_LIMITS_H
+
+/* The program on stdin. */
+#define PYBOX_PROGRAM_MAX (1024 * 1024)
+
+/* What the program said: kept per stream; the rest is counted, not kept. */
+#define PYBOX_OUTPUT_CAP 65536
+
+/* Engine replies (JSON) and the engine's error messages. */
+#define PYBOX_ENGINE_REPLY_MAX (8 * 1024 * 1024)
+#define PYBOX_ENGINE_HEADER_MAX 16384
+#define PYBOX_ENGINE_TIMEOUT_MS 60000
+#define PYBOX_ENGINE_CONNECT_TIMEOUT_MS 5000
+/* One stream frame as the engine sends it; larger declared lengths are a protocol error. */
+#define PYBOX_FRAME_MAX (16 * 1024 * 1024)
+
+/* Defaults of the sealed box (docs/policy.md), and the installation's ceilings. */
+#define PYBOX_DEFAULT_MEMORY (128LL * 1024 * 1024)
+#define PYBOX_DEFAULT_PIDS 32
+#define PYBOX_DEFAULT_NANO_CPUS 500000000LL
+#define PYBOX_DEFAULT_TIMEOUT_MS 2000
+#define PYBOX_TIMEOUT_MIN_MS 100
+#define PYBOX_TIMEOUT_MAX_MS (3600LL * 1000)
+/* The box's own timer runs this much longer than the host's deadline. */
+#define PYBOX_BOX_TIMER_MARGIN_MS 1000
+/* After the host asks the box to stop the program, how long before it kills the box. */
+#define PYBOX_STOP_GRACE_MS 1000
+/* After release, how long the box may take to end before it is killed. */
+#define PYBOX_RELEASE_GRACE_MS 2000
+#define PYBOX_TMP_BYTES (16LL * 1024 * 1024)
+#define PYBOX_SHM_BYTES (16LL * 1024 * 1024)
+#define PYBOX_NOFILE 256
+#define PYBOX_FSIZE_BYTES (64LL * 1024 * 1024)
+
+/* Names and ids. */
+#define PYBOX_ID_MAX 128
+#define PYBOX_NAME_MAX 64
+
+#endif

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/* pybox: the command-line front-end. The only place that prints errors. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "engine.h"
+#include "escape.h"
+#include "image.h"
+#include "limits.h"
+#include "receipt.h"
+#include "run.h"
+#include "state.h"
+#include "util.h"
+#include "version.h"
+
+static const char usage[] =
+    "usage: pybox exec [--timeout SECONDS] [--image NAME] [--json] < program.py\n"
+    "       pybox image build NAME [--force]\n"
+    "       pybox image list\n"
+    "       pybox version\n"
+    "\n"
+    "pybox exec runs the Python program given on standard input in a fresh, sealed box\n"
+    "and prints its receipt. Exit code: the program's own; 124 when a deadline stopped it;\n"
+    "125 when PyBox refused or failed. See docs/receipt.md.\n";
+
+/* Print an error as PyBox's own, escaped; exit 125. */
+static int fail(const pybox_error_t *err, bool json)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    pybox_escape_terminal(&b, err->msg, strlen(err->msg), false);
+    fprintf(stderr, "pybox: %s: %s\n", err->kind == PYBOX_ERR_USAGE ? "refused" : "error", b.data ? b.data : "");
+    pybox_buf_free(&b);
+    if (json) {
+        cJSON *r = pybox_receipt_refusal(err);
+        char *t = r ? cJSON_PrintUnformatted(r) : NULL;
+        if (t)
+            printf("%s\n", t);
+        free(t);
+        cJSON_Delete(r);
+    }
+    return 125;
+}
+
+static void on_signal(int sig)
+{
+    pybox_interrupt_signal = sig;
+}
+
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART: poll() returns and the run reacts */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static int cmd_exec(int argc, char **argv)
+{
+    pybox_error_t err = {0};
+    pybox_exec_opts_t o;
+    bool json = false;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        }
+    }
+    if (pybox_cli_parse_exec(argc, argv, &o, &err) < 0)
+        return fail(&err, json);
+    if (isatty(STDIN_FILENO)) {
+        pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
+                        "standard input is a terminal: give the program on it (pybox exec < program.py)");
+        return fail(&err, o.json);
+    }
+    _cleanup_free_ char *prog = NULL;
+    size_t len = 0;
+    bool over = false;
+    if (pybox_read_bounded(STDIN_FILENO, PYBOX_PROGRAM_MAX, &prog, &len, &over, &err) < 0 ||
+        pybox_cli_check_program(prog, len, over, &err) < 0)
+        return fail(&err, o.json);
+
+    pybox_state_t st;
+    if (pybox_state_open(&st, false, &err) < 0)
+        return fail(&err, o.json);
+    pybox_engine_t *e = NULL;
+    if (pybox_engine_open(NULL, &e, &err) < 0)
+        return fail(&err, o.json);
+    pybox_pin_t pin;
+    if (pybox_image_resolve(&st, e, o.image, &pin, &err) < 0) {
+        pybox_engine_free(e);
+        return fail(&err, o.json);
+    }
+
+    pybox_run_request_t req = {.program = prog, .program_len = len, .image_name = o.image};
+    pybox_policy_defaults(&req.policy);
+    snprintf(req.policy.image_id, sizeof req.policy.image_id, "%s", pin.id);
+    snprintf(req.policy.install_id, sizeof req.policy.install_id, "%s", st.install_id);
+    req.policy.timeout_ms = o.timeout_ms;
+    req.policy.box_timer_ms = o.timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
+
+    pybox_backend_t be;
+    pybox_docker_backend(&be, e);
+    catch_signals();
+    pybox_run_result_t res;
+    int rc = pybox_run(&be, &req, &res);
+    snprintf(res.engine, sizeof res.engine, "engine %s", pybox_engine_version(e));
+    pybox_engine_free(e);
+
+    pybox_buf_t out;
+    pybox_buf_init(&out, 0);
+    if (o.json) {
+        cJSON *r = pybox_receipt_json(&res);
+        char *t = r ? cJSON_PrintUnformatted(r) : NULL;
+        if (t) {
+            pybox_buf_puts(&out, t);
+            pybox_buf_puts(&out, "\n");
+        }
+        free(t);
+        cJSON_Delete(r);
+    } else {
+        pybox_receipt_text(&res, &out);
+    }
+    int code = res.exit_code;
+    if (out.data == NULL || pybox_write_all(STDOUT_FILENO, out.data, out.len) < 0) {
+        fprintf(stderr, "pybox: error: the receipt could not be written: %s\n", strerror(errno));
+        code = 125;
+    }
+    if (rc < 0) {
+        pybox_buf_t b;
+        pybox_buf_init(&b, 0);
+        pybox_escape_terminal(&b, res.error.msg, strlen(res.error.msg), false);
+        fprintf(stderr, "pybox: error: %s\n", b.data ? b.data : "");
+        pybox_buf_free(&b);
+    }
+    pybox_buf_free(&out);
+    pybox_run_result_free(&res);
+    return code;
+}
+
+static int cmd_image(int argc, char **argv)
+{
+    pybox_error_t err = {0};
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 125;
+    }
+    pybox_state_t st;
+    if (strcmp(argv[1], "build") == 0) {
+        if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "--force") != 0)) {
+            pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox image build NAME [--force]");
+            return fail(&err, false);
+        }
+        pybox_image_paths_t paths;
+        if (pybox_state_open(&st, true, &err) < 0 || pybox_image_paths_default(&paths, &err) < 0)
+            return fail(&err, false);
+        pybox_engine_t *e = NULL;
+        if (pybox_engine_open(NULL, &e, &err) < 0)
+            return fail(&err, false);
+        bool built = false;
+        int rc = pybox_image_build(&st, e, &paths, argv[2], argc == 4, stderr, &built, &err);
+        pybox_engine_free(e);
+        return rc < 0 ? fail(&err, false) : 0;
+    }
+    if (strcmp(argv[1], "list") == 0) {
+        if (pybox_state_open(&st, false, &err) < 0)
+            return fail(&err, false);
+        pybox_pin_t *pins = NULL;
+        size_t n = 0;
+        if (pybox_pin_list(&st, &pins, &n, &err) < 0)
+            return fail(&err, false);
+        printf("%-12s %-71s %10s  %-16s  %s\n", "NAME", "PINNED IMAGE ID", "SIZE", "RECIPE", "BUILT");
+        for (size_t i = 0; i < n; i++)
+            printf("%-12s %-71s %7.1f MB  %.16s  %s\n", pins[i].name, pins[i].id, (double)pins[i].size / 1e6,
+                   pins[i].recipe_sha256, pins[i].built_at);
+        free(pins);
+        return 0;
+    }
+    pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "unknown image command (build, list)");
+    return fail(&err, false);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 125;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "exec") == 0)
+        return cmd_exec(argc - 1, argv + 1);
+    if (strcmp(cmd, "image") == 0)
+        return cmd_image(argc - 1, argv + 1);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("pybox %s\n", PYBOX_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    pybox_error_t err = {0};
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    pybox_escape_terminal(&b, cmd, strlen(cmd) > 64 ? 64 : strlen(cmd), false);
+    pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "unknown command '%s' (see pybox help)", b.data ? b.data : "");
+    pybox_buf_free(&b);
+    return fail(&err, false);
+}

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: MIT */
+/* The sealed-box policy: create body and read-back verifier (see policy.h). */
+#include "policy.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../guest/proto.h"
+#include "buf.h"
+#include "util.h"
+
+/* The profile's source text, linked in by seccomp_blob.S. */
+extern const char pybox_seccomp_src[];
+extern const char pybox_seccomp_src_end[];
+
+static char *seccomp_compact;
+static char seccomp_digest[65];
+static pthread_once_t seccomp_once = PTHREAD_ONCE_INIT;
+
+static void seccomp_load(void)
+{
+    size_t len = (size_t)(pybox_seccomp_src_end - pybox_seccomp_src);
+    cJSON *j = cJSON_ParseWithLength(pybox_seccomp_src, len);
+    if (j == NULL)
+        abort(); /* the build embeds a profile that `make check` parses: cannot happen */
+    seccomp_compact = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (seccomp_compact == NULL)
+        abort();
+    pybox_sha256_hex(seccomp_compact, strlen(seccomp_compact), seccomp_digest);
+}
+
+const char *pybox_policy_seccomp(void)
+{
+    pthread_once(&seccomp_once, seccomp_load);
+    return seccomp_compact;
+}
+
+const char *pybox_policy_seccomp_sha256(void)
+{
+    pthread_once(&seccomp_once, seccomp_load);
+    return seccomp_digest;
+}
+
+void pybox_policy_defaults(pybox_policy_t *p)
+{
+    memset(p, 0, sizeof *p);
+    p->memory_bytes = PYBOX_DEFAULT_MEMORY;
+    p->pids = PYBOX_DEFAULT_PIDS;
+    p->nano_cpus = PYBOX_DEFAULT_NANO_CPUS;
+    p->timeout_ms = PYBOX_DEFAULT_TIMEOUT_MS;
+    p->box_timer_ms = PYBOX_DEFAULT_TIMEOUT_MS + PYBOX_BOX_TIMER_MARGIN_MS;
+    p->tmp_bytes = PYBOX_TMP_BYTES;
+    p->shm_bytes = PYBOX_SHM_BYTES;
+    p->nofile = PYBOX_NOFILE;
+    p->fsize_bytes = PYBOX_FSIZE_BYTES;
+}
+
+/* Paths the engine hides or makes read-only inside the box. Stated here rather than left
+ * to the engine's defaults, which differ between engines and versions. */
+static const char *const masked_paths[] = {
+    "/proc/asound",     "/proc/acpi",      "/proc/kcore",       "/proc/keys",   "/proc/latency_stats",
+    "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
+};
+static const char *const readonly_paths[] = {
+    "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+};
+
+static cJSON *string_array(const char *const *v, size_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+    return a;
+}
+
+static cJSON *ulimit(const char *name, int64_t v)
+{
+    cJSON *u = cJSON_CreateObject();
+    cJSON_AddStringToObject(u, "Name", name);
+    cJSON_AddNumberToObject(u, "Soft", (double)v);
+    cJSON_AddNumberToObject(u, "Hard", (double)v);
+    return u;
+}
+
+static int tampered(const pybox_policy_t *p, const char *what)
+{
+    return p->tamper != NULL && strcmp(p->tamper, what) == 0;
+}
+
+/* The part of the body that the engine reports back under "Config". */
+static cJSON *config_part(const pybox_policy_t *p)
+{
+    cJSON *c = cJSON_CreateObject();
+    char timer[64];
+    snprintf(timer, sizeof timer, "%s%lld", PYBOX_GUEST_TIMER_FLAG, (long long)p->box_timer_ms);
+    char expires[32];
+    snprintf(expires, sizeof expires, "%lld", (long long)p->expires);
+
+    cJSON_AddStringToObject(c, "Image", p->image_id);
+    cJSON_AddStringToObject(c, "User", tampered(p, "user") ? "0:0" : PYBOX_BOX_USER);
+    cJSON_AddStringToObject(c, "Hostname", "pybox");
+    cJSON_AddStringToObject(c, "Domainname", "");
+    cJSON_AddStringToObject(c, "WorkingDir", "/tmp");
+    const char *env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp"};
+    cJSON_AddItemToObject(c, "Env", string_array(env, 3));
+    const char *entry[] = {PYBOX_GUEST_INIT_PATH, timer};
+    cJSON_AddItemToObject(c, "Entrypoint", string_array(entry, 2));
+    cJSON_AddItemToObject(c, "Cmd", cJSON_CreateArray());
+    cJSON_AddBoolToObject(c, "NetworkDisabled", 1);
+    cJSON_AddBoolToObject(c, "AttachStdin", 1);
+    cJSON_AddBoolToObject(c, "AttachStdout", 1);
+    cJSON_AddBoolToObject(c, "AttachStderr", 1);
+    cJSON_AddBoolToObject(c, "OpenStdin", 1);
+    cJSON_AddBoolToObject(c, "StdinOnce", 1);
+    cJSON_AddBoolToObject(c, "Tty", 0);
+    cJSON *labels = cJSON_AddObjectToObject(c, "Labels");
+    cJSON_AddStringToObject(labels, PYBOX_LABEL_INSTALL, p->install_id);
+    cJSON_AddStringToObject(labels, PYBOX_LABEL_RUN, p->run_id);
+    cJSON_AddStringToObject(labels, PYBOX_LABEL_EXPIRES, expires);
+    return c;
+}
+
+static cJSON *host_part(const pybox_policy_t *p)
+{
+    cJSON *h = cJSON_CreateObject();
+    int64_t mem = tampered(p, "memory") ? p->memory_bytes * 2 : p->memory_bytes;
+    cJSON_AddStringToObject(h, "NetworkMode", "none");
+    cJSON_AddBoolToObject(h, "ReadonlyRootfs", tampered(p, "readonly") ? 0 : 1);
+    cJSON_AddBoolToObject(h, "Privileged", 0);
+    cJSON_AddBoolToObject(h, "Init", 0);
+    cJSON_AddNumberToObject(h, "Memory", (double)mem);
+    cJSON_AddNumberToObject(h, "MemorySwap", (double)mem);
+    cJSON_AddNumberToObject(h, "PidsLimit", (double)(tampered(p, "pids") ? p->pids + 1 : p->pids));
+    cJSON_AddNumberToObject(h, "NanoCpus", (double)p->nano_cpus);
+    const char *capdrop[] = {"ALL"};
+    if (tampered(p, "capdrop"))
+        cJSON_AddItemToObject(h, "CapDrop", cJSON_CreateArray());
+    else
+        cJSON_AddItemToObject(h, "CapDrop", string_array(capdrop, 1));
+    const char *secopt[] = {"no-new-privileges", NULL};
+    pybox_buf_t sc;
+    pybox_buf_init(&sc, 0);
+    pybox_buf_puts(&sc, "seccomp=");
+    pybox_buf_puts(&sc, pybox_policy_seccomp());
+    secopt[1] = sc.data;
+    cJSON_AddItemToObject(h, "SecurityOpt", string_array(secopt, 2));
+    pybox_buf_free(&sc);
+    cJSON *tmpfs = cJSON_AddObjectToObject(h, "Tmpfs");
+    char opts[128];
+    snprintf(opts, sizeof opts, "rw,noexec,nosuid,nodev,size=%lld,mode=1777", (long long)p->tmp_bytes);
+    cJSON_AddStringToObject(tmpfs, "/tmp", opts);
+    cJSON_AddNumberToObject(h, "ShmSize", (double)p->shm_bytes);
+    cJSON *ul = cJSON_AddArrayToObject(h, "Ulimits");
+    cJSON_AddItemToArray(ul, ulimit("nofile", p->nofile));
+    cJSON_AddItemToArray(ul, ulimit("fsize", p->fsize_bytes));
+    cJSON_AddItemToArray(ul, ulimit("core", 0));
+    cJSON *log = cJSON_AddObjectToObject(h, "LogConfig");
+    cJSON_AddStringToObject(log, "Type", "none");
+    cJSON_AddObjectToObject(log, "Config");
+    cJSON_AddStringToObject(h, "IpcMode", "private");
+    cJSON_AddStringToObject(h, "CgroupnsMode", "private");
+    /* The engine writes /etc/resolv.conf even without a network; these keep the host's
+     * resolver settings out of it. */
+    const char *dns[] = {"127.0.0.1"};
+    const char *dnssearch[] = {"."};
+    const char *dnsopt[] = {"ndots:0"};
+    cJSON_AddItemToObject(h, "Dns", string_array(dns, 1));
+    cJSON_AddItemToObject(h, "DnsSearch", string_array(dnssearch, 1));
+    cJSON_AddItemToObject(h, "DnsOptions", string_array(dnsopt, 1));
+    cJSON_AddItemToObject(h, "MaskedPaths", string_array(masked_paths, sizeof masked_paths / sizeof *masked_paths));
+    cJSON_AddItemToObject(h, "ReadonlyPaths",
+                          string_array(readonly_paths, sizeof readonly_paths / sizeof *readonly_paths));
+    cJSON *rp = cJSON_AddObjectToObject(h, "RestartPolicy");
+    cJSON_AddStringToObject(rp, "Name", "no");
+    cJSON_AddNumberToObject(rp, "MaximumRetryCount", 0);
+    cJSON_AddBoolToObject(h, "AutoRemove", 0);
+    return h;
+}
+
+cJSON *pybox_policy_create_body(const pybox_policy_t *p)
+{
+    cJSON *body = config_part(p);
+    if (body == NULL)
+        return NULL;
+    cJSON *h = host_part(p);
+    if (h == NULL) {
+        cJSON_Delete(body);
+        return NULL;
+    }
+    cJSON_AddItemToObject(body, "HostConfig", h);
+    return body;
+}
+
+/* ---- verification ---- */
+
+typedef struct {
+    pybox_buf_t diffs;
+    int count;
+    int checked;
+} verdict_t;
+
+static void show(pybox_buf_t *b, const cJSON *v)
+{
+    if (v == NULL) {
+        pybox_buf_puts(b, "(absent)");
+        return;
+    }
+    char *t = cJSON_PrintUnformatted(v);
+    if (t == NULL) {
+        pybox_buf_puts(b, "?");
+        return;
+    }
+    size_t n = strlen(t);
+    if (n > 96) {
+        pybox_buf_append(b, t, 90);
+        pybox_buf_puts(b, "...");
+    } else {
+        pybox_buf_puts(b, t);
+    }
+    free(t);
+}
+
+static void differ(verdict_t *v, const char *where, const cJSON *want, const cJSON *got)
+{
+    v->count++;
+    if (v->count > 12)
+        return;
+    pybox_buf_printf(&v->diffs, "%s%s: policy ", v->count > 1 ? "; " : "", where);
+    show(&v->diffs, want);
+    pybox_buf_puts(&v->diffs, ", engine ");
+    show(&v->diffs, got);
+}
+
+static void expect(verdict_t *v, const char *where, const cJSON *want, const cJSON *got)
+{
+    v->checked++;
+    if (got == NULL || !cJSON_Compare(want, got, 1))
+        differ(v, where, want, got);
+}
+
+/* Values that mean "nothing granted": null, false, 0, "" or an empty array/object. */
+static int is_empty(const cJSON *j)
+{
+    if (j == NULL || cJSON_IsNull(j) || cJSON_IsFalse(j))
+        return 1;
+    if (cJSON_IsNumber(j))
+        return j->valuedouble == 0;
+    if (cJSON_IsString(j))
+        return j->valuestring[0] == '\0';
+    if (cJSON_IsArray(j) || cJSON_IsObject(j))
+        return j->child == NULL;
+    return 0;
+}
+
+static void expect_empty(verdict_t *v, const char *section, const cJSON *obj, const char *key)
+{
+    const cJSON *got = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char where[96];
+    snprintf(where, sizeof where, "%s%s", section, key);
+    v->checked++;
+    if (!is_empty(got)) {
+        cJSON *want = cJSON_CreateNull();
+        differ(v, where, want, got);
+        cJSON_Delete(want);
+    }
+}
+
+static void expect_section(verdict_t *v, const char *section, const cJSON *want, const cJSON *got_obj)
+{
+    for (const cJSON *w = want ? want->child : NULL; w != NULL; w = w->next) {
+        char where[96];
+        snprintf(where, sizeof where, "%s%s", section, w->string);
+        expect(v, where, w, cJSON_GetObjectItemCaseSensitive(got_obj, w->string));
+    }
+}
+
+static int verify(const pybox_policy_t *p, const cJSON *inspect, verdict_t *v)
+{
+    cJSON *want = pybox_policy_create_body(p);
+    if (want == NULL)
+        return -1;
+    /* An honest policy is compared, not the body actually sent (which a test may have
+     * tampered with): the read-back must match what the policy says. */
+    if (p->tamper != NULL) {
+        pybox_policy_t honest = *p;
+        honest.tamper = NULL;
+        cJSON_Delete(want);
+        want = pybox_policy_create_body(&honest);
+        if (want == NULL)
+            return -1;
+    }
+    cJSON *want_host = cJSON_DetachItemFromObjectCaseSensitive(want, "HostConfig");
+    const cJSON *config = cJSON_GetObjectItemCaseSensitive(inspect, "Config");
+    const cJSON *host = cJSON_GetObjectItemCaseSensitive(inspect, "HostConfig");
+
+    /* The exact image, the exact program started as PID 1. */
+    cJSON *img = cJSON_CreateString(p->image_id);
+    expect(v, "Image", img, cJSON_GetObjectItemCaseSensitive(inspect, "Image"));
+    cJSON_Delete(img);
+    const cJSON *entry = cJSON_GetObjectItemCaseSensitive(want, "Entrypoint");
+    expect(v, "Path", entry->child, cJSON_GetObjectItemCaseSensitive(inspect, "Path"));
+    cJSON *args = cJSON_CreateArray();
+    for (const cJSON *a = entry->child->next; a; a = a->next)
+        cJSON_AddItemToArray(args, cJSON_Duplicate(a, 1));
+    expect(v, "Args", args, cJSON_GetObjectItemCaseSensitive(inspect, "Args"));
+    cJSON_Delete(args);
+
+    expect_section(v, "Config.", want, config);
+    expect_section(v, "HostConfig.", want_host, host);
+
+    /* Nothing granted that the policy does not mention. */
+    static const char *const host_empty[] = {
+        "Binds",        "VolumesFrom",     "CapAdd",      "Devices",        "DeviceCgroupRules",
+        "DeviceRequests", "Links",         "ExtraHosts",  "GroupAdd",       "PortBindings",
+        "PublishAllPorts", "PidMode",      "UTSMode",     "UsernsMode",     "Cgroup",
+        "CgroupParent", "OomKillDisable",  "VolumeDriver", "Sysctls",       "CpusetCpus",
+        "CpuRealtimeRuntime",
+    };
+    for (size_t i = 0; i < sizeof host_empty / sizeof *host_empty; i++)
+        expect_empty(v, "HostConfig.", host, host_empty[i]);
+    expect_empty(v, "", inspect, "Mounts");
+    expect_empty(v, "Config.", config, "ExposedPorts");
+    expect_empty(v, "Config.", config, "Volumes");
+    expect_empty(v, "Config.", config, "Healthcheck");
+    expect_empty(v, "Config.", config, "OnBuild");
+
+    /* Not started yet: the program must not run before this check passes. */
+    const cJSON *state = cJSON_GetObjectItemCaseSensitive(inspect, "State");
+    cJSON *created = cJSON_CreateString("created");
+    expect(v, "State.Status", created, cJSON_GetObjectItemCaseSensitive(state, "Status"));
+    cJSON_Delete(created);
+
+    cJSON_Delete(want_host);
+    cJSON_Delete(want);
+    return 0;
+}
+
+int pybox_policy_verify(const pybox_policy_t *p, const cJSON *inspect, int *checked, pybox_error_t *err)
+{
+    verdict_t v = {.count = 0, .checked = 0};
+    pybox_buf_init(&v.diffs, 0);
+    if (!cJSON_IsObject(inspect)) {
+        pybox_buf_free(&v.diffs);
+        return pybox_error_set(err, PYBOX_ERR_POLICY, 0, "the engine's read-back of the box is not an object");
+    }
+    if (verify(p, inspect, &v) < 0) {
+        pybox_buf_free(&v.diffs);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 12, "building the expected box");
+    }
+    int rc = 0;
+    if (checked != NULL)
+        *checked = v.checked;
+    if (v.count > 0) {
+        rc = pybox_error_set(err, PYBOX_ERR_POLICY, 0, "the box differs from the policy in %d of %d settings: %s%s",
+                             v.count, v.checked, v.diffs.data ? v.diffs.data : "", v.count > 12 ? "; ..." : "");
+    }
+    pybox_buf_free(&v.diffs);
+    return rc;
+}

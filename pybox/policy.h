@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* The sealed-box policy: the one place that says what a box is allowed. It turns a
+ * policy into the engine's create body, and checks the engine's read-back of a created
+ * box against it, setting by setting. Contract: docs/policy.md. */
+#ifndef PYBOX_POLICY_H
+#define PYBOX_POLICY_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "limits.h"
+
+#define PYBOX_BOX_USER "65534:65534"
+#define PYBOX_LABEL_INSTALL "pybox.install"
+#define PYBOX_LABEL_RUN "pybox.run"
+#define PYBOX_LABEL_EXPIRES "pybox.expires"
+
+typedef struct pybox_policy {
+    char image_id[PYBOX_ID_MAX]; /* pinned: "sha256:<64 hex>" */
+    char name[PYBOX_NAME_MAX];   /* the box's name in the engine */
+    char install_id[PYBOX_ID_MAX];
+    char run_id[PYBOX_ID_MAX];
+    int64_t expires;       /* wall-clock seconds; after it, leftovers may be removed */
+    int64_t memory_bytes;  /* memory limit; swap limit equal, i.e. no swap */
+    int64_t pids;          /* process limit */
+    int64_t nano_cpus;     /* CPU limit in 1e-9 CPUs */
+    int64_t timeout_ms;    /* the host's deadline */
+    int64_t box_timer_ms;  /* the guest init's own timer (deadline + margin) */
+    int64_t tmp_bytes;     /* size of the noexec tmpfs /tmp */
+    int64_t shm_bytes;     /* size of /dev/shm */
+    int64_t nofile;        /* open files */
+    int64_t fsize_bytes;   /* largest file the program may write */
+    /* Testing only: when set, the create body deviates from the policy in this one
+     * setting, so the verifier can be shown to catch it against a real engine. */
+    const char *tamper;
+} pybox_policy_t;
+
+/* Defaults for everything but image, names and labels. */
+void pybox_policy_defaults(pybox_policy_t *p);
+
+/* The seccomp profile PyBox owns, compact JSON (static storage), and its SHA-256. */
+const char *pybox_policy_seccomp(void);
+const char *pybox_policy_seccomp_sha256(void);
+
+/* The body of POST /containers/create. The caller frees it (cJSON_Delete). NULL on
+ * out of memory. */
+cJSON *pybox_policy_create_body(const pybox_policy_t *p);
+
+/* Compare the engine's read-back of a created box (GET /containers/{id}/json) with the
+ * policy. *checked gets the number of settings compared. Every difference is listed in a PYBOX_ERR_POLICY error; returns -1 if any. */
+int pybox_policy_verify(const pybox_policy_t *p, const cJSON *inspect, int *checked, pybox_error_t *err);
+
+#endif

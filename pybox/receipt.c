@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/* Receipts in JSON and for the terminal (see receipt.h and docs/receipt.md). */
+#include "receipt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../guest/proto.h"
+#include "escape.h"
+#include "util.h"
+#include "version.h"
+
+static const char *clock_name(const pybox_run_result_t *res)
+{
+    if (res->record.seen && res->record.stopped)
+        return "host_deadline";
+    if (res->record.seen && res->record.timer)
+        return "box_timer";
+    if (res->end == PYBOX_END_SUPERVISOR_KILL)
+        return "host_deadline";
+    return "none";
+}
+
+static cJSON *said_json(const pybox_said_t *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    char digest[65];
+    pybox_sha256_hex(s->data, s->kept, digest);
+    cJSON_AddNumberToObject(o, "total_bytes", (double)s->total);
+    cJSON_AddNumberToObject(o, "kept_bytes", (double)s->kept);
+    cJSON_AddBoolToObject(o, "truncated", s->truncated);
+    cJSON_AddStringToObject(o, "sha256", digest);
+    bool valid = pybox_utf8_valid(s->data, s->kept);
+    cJSON_AddBoolToObject(o, "utf8_valid", valid);
+    pybox_buf_t t;
+    pybox_buf_init(&t, 0);
+    pybox_utf8_sanitize(&t, s->data, s->kept, NULL);
+    cJSON_AddStringToObject(o, "text", t.data ? t.data : "");
+    pybox_buf_free(&t);
+    if (!valid) {
+        /* The text above has U+FFFD where bytes were not UTF-8; the exact bytes: */
+        pybox_buf_t b;
+        pybox_buf_init(&b, 0);
+        pybox_base64(&b, s->data, s->kept);
+        cJSON_AddStringToObject(o, "base64", b.data ? b.data : "");
+        pybox_buf_free(&b);
+    }
+    return o;
+}
+
+static double ms1(double v)
+{
+    return (double)(long long)(v * 10.0 + 0.5) / 10.0;
+}
+
+cJSON *pybox_receipt_json(const pybox_run_result_t *res)
+{
+    const pybox_policy_t *p = &res->policy;
+    cJSON *r = cJSON_CreateObject();
+    if (r == NULL)
+        return NULL;
+    cJSON_AddStringToObject(r, "schema", PYBOX_RECEIPT_SCHEMA);
+    cJSON_AddStringToObject(r, "pybox_version", PYBOX_VERSION);
+    cJSON_AddStringToObject(r, "run_id", res->run_id);
+    cJSON_AddStringToObject(r, "status", pybox_end_word(res->end));
+    cJSON_AddNumberToObject(r, "exit_code", res->exit_code);
+
+    cJSON *asked = cJSON_AddObjectToObject(r, "asked");
+    cJSON_AddStringToObject(asked, "at", res->started_wall);
+    cJSON *prog = cJSON_AddObjectToObject(asked, "program");
+    cJSON_AddNumberToObject(prog, "bytes", (double)res->program_bytes);
+    cJSON_AddStringToObject(prog, "sha256", res->program_sha256);
+    cJSON *img = cJSON_AddObjectToObject(asked, "image");
+    cJSON_AddStringToObject(img, "name", res->image_name);
+    cJSON_AddStringToObject(img, "id", p->image_id);
+    cJSON *lim = cJSON_AddObjectToObject(asked, "limits");
+    cJSON_AddNumberToObject(lim, "memory_bytes", (double)p->memory_bytes);
+    cJSON_AddNumberToObject(lim, "swap_bytes", 0);
+    cJSON_AddNumberToObject(lim, "pids", (double)p->pids);
+    cJSON_AddNumberToObject(lim, "cpus", (double)p->nano_cpus / 1e9);
+    cJSON_AddNumberToObject(lim, "timeout_s", (double)p->timeout_ms / 1000.0);
+    cJSON_AddNumberToObject(lim, "box_timer_s", (double)p->box_timer_ms / 1000.0);
+    cJSON_AddNumberToObject(lim, "tmp_bytes", (double)p->tmp_bytes);
+    cJSON_AddNumberToObject(lim, "open_files", (double)p->nofile);
+    cJSON_AddNumberToObject(lim, "file_size_bytes", (double)p->fsize_bytes);
+    cJSON *pol = cJSON_AddObjectToObject(asked, "policy");
+    cJSON_AddStringToObject(pol, "sha256", res->policy_sha256);
+    cJSON_AddStringToObject(pol, "seccomp_sha256", pybox_policy_seccomp_sha256());
+    cJSON_AddStringToObject(pol, "user", PYBOX_BOX_USER);
+    cJSON_AddStringToObject(pol, "network", "none");
+    cJSON_AddBoolToObject(pol, "read_only_root", 1);
+    cJSON_AddStringToObject(pol, "capabilities", "none");
+    cJSON_AddBoolToObject(pol, "no_new_privileges", 1);
+    cJSON_AddBoolToObject(pol, "host_mounts", 0);
+
+    cJSON *seen = cJSON_AddObjectToObject(r, "seen");
+    cJSON_AddStringToObject(seen, "engine", res->engine);
+    cJSON *box = cJSON_AddObjectToObject(seen, "box");
+    cJSON_AddStringToObject(box, "id", res->box_id);
+    cJSON_AddStringToObject(box, "name", res->box_name);
+    cJSON_AddBoolToObject(box, "created", res->created);
+    cJSON_AddBoolToObject(box, "verified", res->verified);
+    cJSON_AddNumberToObject(box, "settings_checked", res->checked);
+    cJSON_AddBoolToObject(box, "started", res->started);
+    cJSON_AddBoolToObject(box, "removed", res->removed);
+    cJSON_AddBoolToObject(box, "confirmed_gone", res->gone);
+    if (res->have_exit) {
+        cJSON *ex = cJSON_AddObjectToObject(seen, "engine_record");
+        cJSON_AddNumberToObject(ex, "exit_code", res->exit.exit_code);
+        cJSON_AddBoolToObject(ex, "oom_killed", res->exit.oom_killed);
+        cJSON_AddStringToObject(ex, "started_at", res->exit.started_at);
+        cJSON_AddStringToObject(ex, "finished_at", res->exit.finished_at);
+        if (res->exit.error[0])
+            cJSON_AddStringToObject(ex, "error", res->exit.error);
+    } else {
+        cJSON_AddNullToObject(seen, "engine_record");
+    }
+    if (res->record.seen) {
+        const pybox_done_record_t *d = &res->record;
+        cJSON *ir = cJSON_AddObjectToObject(seen, "init_record");
+        cJSON_AddNumberToObject(ir, "exit_code", d->exit_code);
+        cJSON_AddNumberToObject(ir, "signal", d->signal);
+        cJSON_AddBoolToObject(ir, "box_timer_fired", d->timer);
+        cJSON_AddBoolToObject(ir, "stopped_on_request", d->stopped);
+        cJSON_AddNumberToObject(ir, "program_ms", (double)d->program_ms);
+        cJSON_AddNumberToObject(ir, "other_processes_reaped", d->reaped);
+    } else {
+        cJSON_AddNullToObject(seen, "init_record");
+    }
+    cJSON_AddStringToObject(seen, "clock", clock_name(res));
+    cJSON_AddBoolToObject(seen, "host_deadline_passed", res->deadline_fired);
+    cJSON_AddBoolToObject(seen, "box_killed_by_pybox", res->box_killed);
+    cJSON_AddBoolToObject(seen, "program_input_complete", res->input_complete);
+    cJSON *tm = cJSON_AddObjectToObject(seen, "timings_ms");
+    cJSON_AddNumberToObject(tm, "create", ms1(res->t.create_ms));
+    cJSON_AddNumberToObject(tm, "verify", ms1(res->t.verify_ms));
+    cJSON_AddNumberToObject(tm, "attach", ms1(res->t.attach_ms));
+    cJSON_AddNumberToObject(tm, "start", ms1(res->t.start_ms));
+    cJSON_AddNumberToObject(tm, "run", ms1(res->t.run_ms));
+    cJSON_AddNumberToObject(tm, "collect", ms1(res->t.collect_ms));
+    cJSON_AddNumberToObject(tm, "remove", ms1(res->t.remove_ms));
+    cJSON_AddNumberToObject(tm, "total", ms1(res->t.total_ms));
+
+    cJSON *said = cJSON_AddObjectToObject(r, "said");
+    cJSON_AddStringToObject(said, "trust", "untrusted: written by the program");
+    cJSON_AddItemToObject(said, "stdout", said_json(&res->said_out));
+    cJSON_AddItemToObject(said, "stderr", said_json(&res->said_err));
+
+    cJSON *unk = cJSON_AddArrayToObject(r, "unknown");
+    for (int i = 0; i < res->n_unknown; i++)
+        cJSON_AddItemToArray(unk, cJSON_CreateString(res->unknown[i]));
+
+    if (res->end == PYBOX_END_PYBOX_ERROR || res->error.kind != PYBOX_ERR_NONE) {
+        cJSON *e = cJSON_AddObjectToObject(r, "error");
+        cJSON_AddStringToObject(e, "kind", pybox_error_kind_name(res->error.kind));
+        pybox_buf_t m;
+        pybox_buf_init(&m, 0);
+        pybox_utf8_sanitize(&m, res->error.msg, strlen(res->error.msg), NULL);
+        cJSON_AddStringToObject(e, "message", m.data ? m.data : "");
+        pybox_buf_free(&m);
+    }
+    return r;
+}
+
+cJSON *pybox_receipt_refusal(const pybox_error_t *err)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "schema", PYBOX_RECEIPT_SCHEMA);
+    cJSON_AddStringToObject(r, "pybox_version", PYBOX_VERSION);
+    cJSON_AddStringToObject(r, "status", err->kind == PYBOX_ERR_USAGE ? "REFUSED" : "PYBOX_ERROR");
+    cJSON_AddNumberToObject(r, "exit_code", 125);
+    cJSON *e = cJSON_AddObjectToObject(r, "error");
+    cJSON_AddStringToObject(e, "kind", pybox_error_kind_name(err->kind));
+    pybox_buf_t m;
+    pybox_buf_init(&m, 0);
+    pybox_utf8_sanitize(&m, err->msg, strlen(err->msg), NULL);
+    cJSON_AddStringToObject(e, "message", m.data ? m.data : "");
+    pybox_buf_free(&m);
+    cJSON_AddBoolToObject(r, "box_built", 0);
+    return r;
+}
+
+/* ---- terminal form ---- */
+
+static void size_text(char *buf, size_t len, int64_t bytes)
+{
+    if (bytes % (1024 * 1024) == 0 && bytes >= 1024 * 1024)
+        snprintf(buf, len, "%lld MiB", (long long)(bytes / (1024 * 1024)));
+    else
+        snprintf(buf, len, "%lld bytes", (long long)bytes);
+}
+
+static void said_text(pybox_buf_t *o, const char *name, const pybox_said_t *s)
+{
+    char digest[65];
+    pybox_sha256_hex(s->data, s->kept, digest);
+    if (s->total == 0) {
+        pybox_buf_printf(o, "  %-10s nothing\n", name);
+        return;
+    }
+    if (s->truncated)
+        pybox_buf_printf(o, "  %-10s %llu bytes, first %zu kept (TRUNCATED), sha256 %.16s... of what was kept\n",
+                         name, (unsigned long long)s->total, s->kept, digest);
+    else
+        pybox_buf_printf(o, "  %-10s %llu bytes, sha256 %.16s...\n", name, (unsigned long long)s->total, digest);
+    /* One fenced line per program line; control characters, escape sequences and
+     * invalid UTF-8 shown escaped, so no program line can pass for a receipt line. */
+    size_t i = 0;
+    while (i < s->kept) {
+        const char *nl = memchr(s->data + i, '\n', s->kept - i);
+        size_t n = nl ? (size_t)(nl - (s->data + i)) : s->kept - i;
+        pybox_buf_puts(o, PYBOX_RECEIPT_FENCE);
+        pybox_escape_terminal(o, s->data + i, n, false);
+        pybox_buf_puts(o, "\n");
+        i += n + (nl ? 1 : 0);
+    }
+    if (s->kept > 0 && s->data[s->kept - 1] != '\n')
+        pybox_buf_printf(o, "  %-10s (no newline at the end%s)\n", "", s->truncated ? "; cut here" : "");
+}
+
+int pybox_receipt_text(const pybox_run_result_t *res, pybox_buf_t *o)
+{
+    const pybox_policy_t *p = &res->policy;
+    const pybox_done_record_t *d = &res->record;
+    char mem[32];
+    size_text(mem, sizeof mem, p->memory_bytes);
+
+    pybox_buf_printf(o, "PyBox receipt  run %s  %s\n", res->run_id, res->started_wall);
+    pybox_buf_printf(o, "  %-10s %s\n", "status", pybox_end_word(res->end));
+    switch (res->end) {
+    case PYBOX_END_TARGET_EXIT:
+        if (d->signal)
+            pybox_buf_printf(o, "  %-10s the program ended by itself, killed by signal %d (exit %d)\n", "", d->signal,
+                             res->exit.exit_code);
+        else
+            pybox_buf_printf(o, "  %-10s the program exited by itself with code %d\n", "", res->exit.exit_code);
+        break;
+    case PYBOX_END_SUPERVISOR_KILL:
+        pybox_buf_printf(o, "  %-10s PyBox's deadline (%.3g s) stopped the program\n", "", (double)p->timeout_ms / 1000.0);
+        break;
+    case PYBOX_END_BOX_TIMER_KILL:
+        pybox_buf_printf(o, "  %-10s the box's own timer (%.3g s) stopped the program\n", "",
+                         (double)p->box_timer_ms / 1000.0);
+        break;
+    case PYBOX_END_UNEXPLAINED:
+        pybox_buf_printf(o, "  %-10s the box ended without its init's record\n", "");
+        break;
+    case PYBOX_END_PYBOX_ERROR:
+    case PYBOX_END_NONE: {
+        pybox_buf_printf(o, "  %-10s PyBox failed: ", "");
+        pybox_escape_terminal(o, res->error.msg, strlen(res->error.msg), false);
+        pybox_buf_puts(o, "\n");
+        break;
+    }
+    }
+    pybox_buf_printf(o, "  %-10s %d\n", "exit code", res->exit_code);
+
+    pybox_buf_puts(o, "ASKED\n");
+    pybox_buf_printf(o, "  %-10s %zu bytes on stdin, sha256 %.16s...\n", "program", res->program_bytes,
+                     res->program_sha256);
+    pybox_buf_printf(o, "  %-10s %s %s\n", "image", res->image_name, p->image_id);
+    pybox_buf_printf(o, "  %-10s memory %s (no swap), %lld processes, %.3g CPU, deadline %.3g s (box timer %.3g s)\n",
+                     "limits", mem, (long long)p->pids, (double)p->nano_cpus / 1e9, (double)p->timeout_ms / 1000.0,
+                     (double)p->box_timer_ms / 1000.0);
+    pybox_buf_printf(o, "  %-10s user 65534, read-only root, no network, no host mounts, no capabilities,\n", "box");
+    pybox_buf_printf(o, "  %-10s no new privileges, seccomp %.16s..., policy %.16s...\n", "",
+                     pybox_policy_seccomp_sha256(), res->policy_sha256);
+
+    pybox_buf_puts(o, "SEEN\n");
+    if (res->have_exit)
+        pybox_buf_printf(o, "  %-10s exit %d, out-of-memory kill: %s   (%s)\n", "engine", res->exit.exit_code,
+                         res->exit.oom_killed ? "YES" : "no", res->engine);
+    else
+        pybox_buf_printf(o, "  %-10s no record of the box's end   (%s)\n", "engine", res->engine[0] ? res->engine : "-");
+    if (d->seen) {
+        pybox_buf_printf(o, "  %-10s program ended after %lld ms: ", "box init", (long long)d->program_ms);
+        if (d->signal)
+            pybox_buf_printf(o, "killed by signal %d", d->signal);
+        else
+            pybox_buf_printf(o, "exit %d", d->exit_code);
+        pybox_buf_printf(o, "; %u other process%s reaped\n", d->reaped, d->reaped == 1 ? "" : "es");
+    } else {
+        pybox_buf_printf(o, "  %-10s no record\n", "box init");
+    }
+    pybox_buf_printf(o, "  %-10s PyBox deadline: %s; box timer: %s\n", "clocks",
+                     d->stopped ? "FIRED, program stopped" : (res->deadline_fired ? "passed" : "not reached"),
+                     d->timer ? "FIRED" : "not fired");
+    pybox_buf_printf(o, "  %-10s %s%s, %d settings verified before start%s, %s, %s\n", "box",
+                     res->created ? "created " : "not created", res->created ? res->box_id : "", res->checked,
+                     res->verified ? "" : " (FAILED)", res->removed ? "removed" : "NOT removed",
+                     res->gone ? "confirmed gone" : "NOT confirmed gone");
+    pybox_buf_printf(o,
+                     "  %-10s create %.0f ms, verify %.0f, attach %.0f, start %.0f, run %.0f, collect %.0f, "
+                     "remove %.0f, total %.0f\n",
+                     "timings", res->t.create_ms, res->t.verify_ms, res->t.attach_ms, res->t.start_ms, res->t.run_ms,
+                     res->t.collect_ms, res->t.remove_ms, res->t.total_ms);
+
+    pybox_buf_printf(o, "SAID (untrusted: written by the program; escaped; each of its lines starts with \"%s\")\n",
+                     PYBOX_RECEIPT_FENCE);
+    said_text(o, "stdout", &res->said_out);
+    said_text(o, "stderr", &res->said_err);
+
+    pybox_buf_puts(o, "UNKNOWN\n");
+    if (res->n_unknown == 0)
+        pybox_buf_printf(o, "  %-10s nothing noted\n", "-");
+    for (int i = 0; i < res->n_unknown; i++) {
+        pybox_buf_puts(o, "  - ");
+        pybox_escape_terminal(o, res->unknown[i], strlen(res->unknown[i]), false);
+        pybox_buf_puts(o, "\n");
+    }
+    return o->data ? 0 : -1;
+}

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: MIT */
+/* One run, step by step (see run.h and docs/receipt.md). */
+#include "run.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../guest/proto.h"
+#include "limits.h"
+#include "util.h"
+
+const char *pybox_end_word(pybox_end_t end)
+{
+    switch (end) {
+    case PYBOX_END_NONE:
+        return "NOT_RUN";
+    case PYBOX_END_TARGET_EXIT:
+        return "TARGET_EXIT_OBSERVED";
+    case PYBOX_END_SUPERVISOR_KILL:
+        return "SUPERVISOR_KILL_OBSERVED";
+    case PYBOX_END_BOX_TIMER_KILL:
+        return "BOX_TIMER_KILL_OBSERVED";
+    case PYBOX_END_UNEXPLAINED:
+        return "BOX_END_UNEXPLAINED";
+    case PYBOX_END_PYBOX_ERROR:
+        return "PYBOX_ERROR";
+    }
+    return "?";
+}
+
+volatile sig_atomic_t pybox_interrupt_signal;
+
+static void unknown(pybox_run_result_t *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void unknown(pybox_run_result_t *res, const char *fmt, ...)
+{
+    if (res->n_unknown >= PYBOX_UNKNOWN_MAX)
+        return;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    char *s = strdup(buf);
+    if (s != NULL)
+        res->unknown[res->n_unknown++] = s;
+}
+
+static double since(double t)
+{
+    return (pybox_now_s() - t) * 1000.0;
+}
+
+static int on_output(void *arg, int stream, const char *data, size_t len)
+{
+    pybox_run_result_t *res = arg;
+    return pybox_sink_add(stream == 1 ? &res->out : &res->err, data, len);
+}
+
+typedef enum { PH_RUNNING, PH_STOPPING, PH_RELEASING, PH_KILLED } phase_t;
+
+/* Feed the program, read everything the box says, and drive the two clocks until the
+ * box's output ends. Returns -1 on a PyBox failure (res->error). */
+static int io_loop(pybox_box_t *box, pybox_run_result_t *res, const char *input, size_t input_len,
+                   const char *secret, double t_start)
+{
+    const pybox_box_ops_t *ops = box->ops;
+    size_t woff = 0;
+    bool wclosed = false;
+    phase_t phase = PH_RUNNING;
+    int64_t start_ms = (int64_t)(t_start * 1000.0);
+    int64_t deadline = start_ms + res->policy.timeout_ms;
+    int fd = ops->io_fd(box);
+    res->input_complete = false;
+
+    for (;;) {
+        int64_t now = pybox_now_ms();
+        if (pybox_interrupt_signal && !res->interrupted) {
+            res->interrupted = pybox_interrupt_signal;
+            if (phase == PH_RUNNING)
+                deadline = now; /* stop the program as at a deadline, then remove the box */
+        }
+        if (now >= deadline) {
+            switch (phase) {
+            case PH_RUNNING: {
+                /* PyBox's deadline: ask the box's init to stop the program and hold, so
+                 * the end can still be observed. */
+                res->deadline_fired = !res->interrupted;
+                int r = ops->signal(box, PYBOX_GUEST_SIG_STOP, &res->error);
+                if (r < 0)
+                    return -1;
+                phase = PH_STOPPING;
+                deadline = now + PYBOX_STOP_GRACE_MS;
+                continue;
+            }
+            case PH_STOPPING:
+            case PH_RELEASING:
+                /* The box did not answer in time: end it through the engine. */
+                res->box_killed = true;
+                if (ops->signal(box, SIGKILL, &res->error) < 0)
+                    return -1;
+                phase = PH_KILLED;
+                deadline = now + 10000;
+                continue;
+            case PH_KILLED:
+                return pybox_error_set(&res->error, PYBOX_ERR_ENGINE, ETIMEDOUT,
+                                       "the box's output did not end after it was killed");
+            }
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (!wclosed)
+            p.events |= POLLOUT;
+        int64_t wait = deadline - now;
+        int pr = poll(&p, 1, (int)(wait > 60000 ? 60000 : wait));
+        if (pr < 0) {
+            if (errno == EINTR)
+                continue;
+            return pybox_error_set(&res->error, PYBOX_ERR_SYSTEM, errno, "poll on the box's stream");
+        }
+        if (pr == 0)
+            continue;
+        if (!wclosed && (p.revents & (POLLOUT | POLLERR | POLLHUP))) {
+            ssize_t w = 0;
+            if (woff < input_len)
+                w = ops->io_write(box, input + woff, input_len - woff, NULL);
+            if (w > 0)
+                woff += (size_t)w;
+            if (woff == input_len || (w < 0 && errno != EAGAIN)) {
+                /* All sent, or the box no longer reads: end of input either way. */
+                res->input_complete = woff == input_len;
+                (void)ops->io_close_write(box, NULL);
+                wclosed = true;
+            }
+        }
+        if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+            int r = ops->io_read(box, on_output, res, &res->error);
+            if (r < 0)
+                return -1;
+            if (!res->record.seen) {
+                int f = pybox_done_record_find(&res->out, secret, &res->record, &res->error);
+                if (f < 0)
+                    return -1;
+                if (f == 1) {
+                    res->t.run_ms = since(t_start);
+                    /* The program and every process it left have ended, and the box is
+                     * held: this is where final readings and files are taken. Then
+                     * release it. */
+                    if (phase != PH_KILLED) {
+                        int s = ops->signal(box, PYBOX_GUEST_SIG_RELEASE, &res->error);
+                        if (s < 0)
+                            return -1;
+                        phase = PH_RELEASING;
+                        deadline = pybox_now_ms() + PYBOX_RELEASE_GRACE_MS;
+                    }
+                }
+            }
+            if (r == 1) {
+                if (!wclosed)
+                    res->input_complete = woff == input_len;
+                if (!res->record.seen)
+                    res->t.run_ms = since(t_start);
+                return 0;
+            }
+        }
+    }
+}
+
+static void judge(pybox_run_result_t *res)
+{
+    const pybox_done_record_t *rec = &res->record;
+    if (!res->have_exit) {
+        res->end = PYBOX_END_PYBOX_ERROR;
+        res->exit_code = 125;
+        return;
+    }
+    if (rec->seen && rec->stopped) {
+        res->end = PYBOX_END_SUPERVISOR_KILL;
+        res->exit_code = 124;
+    } else if (rec->seen && rec->timer) {
+        res->end = PYBOX_END_BOX_TIMER_KILL;
+        res->exit_code = 124;
+    } else if (rec->seen) {
+        res->end = PYBOX_END_TARGET_EXIT;
+        res->exit_code = res->exit.exit_code;
+        if (res->deadline_fired)
+            unknown(res, "the program ended by itself as PyBox's deadline passed; "
+                         "which came first is not established");
+    } else if (res->deadline_fired && res->box_killed) {
+        res->end = PYBOX_END_SUPERVISOR_KILL;
+        res->exit_code = 124;
+        unknown(res, "the box did not stop the program when asked; PyBox killed the box, so the "
+                     "program's own end was not observed");
+    } else {
+        res->end = PYBOX_END_UNEXPLAINED;
+        res->exit_code = res->exit.exit_code;
+        unknown(res, "the box ended without its init's record: how the program ended is not established");
+    }
+    if (rec->seen && rec->exit_code != res->exit.exit_code)
+        unknown(res, "the box's init saw exit %d, the engine recorded %d (the engine's is reported)",
+                rec->exit_code, res->exit.exit_code);
+    if (res->exit.oom_killed)
+        unknown(res, "the engine reports an out-of-memory kill in the box; which process was "
+                     "killed is not established");
+    if (res->exit.exit_code == 137 && !res->exit.oom_killed && !rec->timer && !rec->stopped &&
+        !res->deadline_fired && !(rec->seen && rec->signal == SIGKILL))
+        unknown(res, "exit 137 without out-of-memory evidence or a deadline: cause not established");
+}
+
+int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_result_t *res)
+{
+    memset(res, 0, sizeof *res);
+    pybox_sink_init(&res->out, PYBOX_OUTPUT_CAP);
+    pybox_sink_init(&res->err, PYBOX_OUTPUT_CAP);
+    double t0 = pybox_now_s();
+    res->policy = req->policy;
+    res->end = PYBOX_END_NONE;
+    res->exit_code = 125;
+    pybox_wall_iso(res->started_wall, sizeof res->started_wall);
+    snprintf(res->image_name, sizeof res->image_name, "%s", req->image_name ? req->image_name : "");
+    pybox_sha256_hex(req->program, req->program_len, res->program_sha256);
+    res->program_bytes = req->program_len;
+
+    char secret[PYBOX_GUEST_SECRET_HEX + 1];
+    if (pybox_random_hex(16, res->run_id, &res->error) < 0 ||
+        pybox_random_hex(PYBOX_GUEST_SECRET_HEX / 2, secret, &res->error) < 0) {
+        res->end = PYBOX_END_PYBOX_ERROR;
+        return -1;
+    }
+    pybox_policy_t *p = &res->policy;
+    snprintf(p->run_id, sizeof p->run_id, "%s", res->run_id);
+    snprintf(p->name, sizeof p->name, "pybox-%s", res->run_id);
+    snprintf(res->box_name, sizeof res->box_name, "%s", p->name);
+    /* Leftovers may be removed after this; never before the box's own timer fired. */
+    int64_t life_s = (p->box_timer_ms + 999) / 1000 + 60;
+    p->expires = pybox_wall_s() + (life_s > 120 ? life_s : 120);
+    cJSON *body = pybox_policy_create_body(p);
+    char *text = body ? cJSON_PrintUnformatted(body) : NULL;
+    if (text != NULL)
+        pybox_sha256_hex(text, strlen(text), res->policy_sha256);
+    free(text);
+    cJSON_Delete(body);
+
+    /* The box's stdin: the hello line for init, then the program. */
+    size_t input_len = PYBOX_GUEST_HELLO_LEN + req->program_len;
+    char *input = malloc(input_len);
+    if (input == NULL) {
+        pybox_error_set(&res->error, PYBOX_ERR_SYSTEM, ENOMEM, "malloc(%zu)", input_len);
+        res->end = PYBOX_END_PYBOX_ERROR;
+        return -1;
+    }
+    snprintf(input, PYBOX_GUEST_HELLO_LEN + 1, "%s%s\n", PYBOX_GUEST_HELLO, secret);
+    memcpy(input + PYBOX_GUEST_HELLO_LEN, req->program, req->program_len);
+
+    pybox_box_t *box = NULL;
+    double t = pybox_now_s();
+    int rc = be->ops->create(be, p, &box, &res->error);
+    res->t.create_ms = since(t);
+    if (rc < 0)
+        goto out;
+    res->created = true;
+    snprintf(res->box_id, sizeof res->box_id, "%s", box->ops->id(box));
+
+    t = pybox_now_s();
+    rc = box->ops->verify(box, p, &res->checked, &res->error);
+    res->t.verify_ms = since(t);
+    if (rc < 0)
+        goto out;
+    res->verified = true;
+
+    t = pybox_now_s();
+    rc = box->ops->open_io(box, &res->error);
+    res->t.attach_ms = since(t);
+    if (rc < 0)
+        goto out;
+
+    t = pybox_now_s();
+    rc = box->ops->start(box, &res->error);
+    res->t.start_ms = since(t);
+    if (rc < 0)
+        goto out;
+    res->started = true;
+
+    rc = io_loop(box, res, input, input_len, secret, t);
+    if (rc < 0)
+        goto out;
+
+    t = pybox_now_s();
+    rc = box->ops->wait(box, 10000, &res->exit, &res->error);
+    res->t.collect_ms = since(t);
+    if (rc < 0)
+        goto out;
+    res->have_exit = true;
+
+out:
+    explicit_bzero(secret, sizeof secret);
+    explicit_bzero(input, PYBOX_GUEST_HELLO_LEN);
+    free(input);
+    if (box != NULL) {
+        pybox_error_t rerr = {0};
+        t = pybox_now_s();
+        if (box->ops->remove(box, &res->gone, &rerr) == 0)
+            res->removed = true;
+        res->t.remove_ms = since(t);
+        if (!res->gone) {
+            unknown(res, "the box %.12s could not be confirmed removed: %s", res->box_id, rerr.msg);
+            if (rc == 0) {
+                res->error = rerr;
+                rc = -1;
+            }
+        }
+        box->ops->free(box);
+    }
+    pybox_sink_said(&res->out, res->record.seen ? res->record.length : 0, &res->said_out);
+    pybox_sink_said(&res->err, 0, &res->said_err);
+    res->t.total_ms = since(t0);
+    if (rc < 0) {
+        res->end = PYBOX_END_PYBOX_ERROR;
+        res->exit_code = 125;
+        return -1;
+    }
+    if (res->interrupted) {
+        pybox_error_set(&res->error, PYBOX_ERR_SYSTEM, 0,
+                        "PyBox was interrupted by signal %d: the program was stopped and its box %s",
+                        res->interrupted, res->gone ? "removed" : "NOT confirmed removed");
+        res->end = PYBOX_END_PYBOX_ERROR;
+        res->exit_code = 125;
+        return -1;
+    }
+    judge(res);
+    return res->end == PYBOX_END_PYBOX_ERROR ? -1 : 0;
+}
+
+void pybox_run_result_free(pybox_run_result_t *res)
+{
+    pybox_sink_free(&res->out);
+    pybox_sink_free(&res->err);
+    for (int i = 0; i < res->n_unknown; i++)
+        free(res->unknown[i]);
+    res->n_unknown = 0;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/* One run, step by step: build a sealed box, verify it, feed it the program, watch the
+ * two clocks, collect what the engine and the box's init observed, remove the box and
+ * confirm it is gone. Everything a receipt says is gathered here. */
+#ifndef PYBOX_RUN_H
+#define PYBOX_RUN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "box.h"
+#include "error.h"
+#include "policy.h"
+#include "stream.h"
+
+#define PYBOX_UNKNOWN_MAX 16
+
+typedef enum {
+    PYBOX_END_NONE = 0,        /* no run (refused or failed before start) */
+    PYBOX_END_TARGET_EXIT,     /* the program ended by itself */
+    PYBOX_END_SUPERVISOR_KILL, /* the host's deadline stopped it */
+    PYBOX_END_BOX_TIMER_KILL,  /* the box's own timer stopped it */
+    PYBOX_END_UNEXPLAINED,     /* the box ended without its init's record */
+    PYBOX_END_PYBOX_ERROR,     /* PyBox failed; see error */
+} pybox_end_t;
+
+typedef struct pybox_run_request {
+    const char *program;
+    size_t program_len;
+    const char *image_name; /* for the receipt */
+    pybox_policy_t policy;  /* limits and image set by the caller; names and labels by the run */
+} pybox_run_request_t;
+
+typedef struct pybox_timings {
+    double create_ms, verify_ms, attach_ms, start_ms, run_ms, collect_ms, remove_ms, total_ms;
+} pybox_timings_t;
+
+typedef struct pybox_run_result {
+    /* asked */
+    char run_id[33];
+    char box_name[PYBOX_NAME_MAX];
+    char started_wall[40];
+    pybox_policy_t policy;
+    char image_name[PYBOX_NAME_MAX];
+    char program_sha256[65];
+    size_t program_bytes;
+    char policy_sha256[65];
+    /* seen */
+    char box_id[PYBOX_ID_MAX];
+    char engine[96];
+    bool created, verified, started;
+    int checked;                /* settings compared in the read-back */
+    pybox_done_record_t record; /* the box init's account (authenticated by the secret) */
+    bool have_exit;
+    pybox_box_exit_t exit;      /* the engine's account */
+    bool deadline_fired;        /* the host's deadline passed while the program ran */
+    bool box_killed;            /* the host had to kill the box through the engine */
+    bool input_complete;        /* the whole program reached the box's stdin */
+    int interrupted;            /* PyBox itself got this signal during the run */
+    bool removed, gone;
+    pybox_timings_t t;
+    /* said (untrusted) */
+    pybox_sink_t out, err;
+    pybox_said_t said_out, said_err;
+    /* unknown */
+    char *unknown[PYBOX_UNKNOWN_MAX];
+    int n_unknown;
+    /* verdict */
+    pybox_end_t end;
+    int exit_code; /* PyBox's own exit code */
+    pybox_error_t error;
+} pybox_run_result_t;
+
+/* Set by the front-end's signal handler (SIGINT, SIGTERM, SIGHUP): the run stops the
+ * program, removes the box and reports a PyBox error naming the signal. */
+extern volatile sig_atomic_t pybox_interrupt_signal;
+
+/* Run the program. Always fills *res (also on failure, as far as the run got), and
+ * always removes a box it created. Returns 0 when the run produced a verdict about the
+ * program, -1 when PyBox failed (res->error, exit code 125). */
+int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_result_t *res);
+void pybox_run_result_free(pybox_run_result_t *res);
+
+const char *pybox_end_word(pybox_end_t end);
+
+#endif

@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/* The installation's state directory (see state.h). */
+#include "state.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+bool pybox_name_valid(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 32)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && (c == '-' || c == '_'));
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+static int mkdir_p(const char *path, mode_t mode, pybox_error_t *err)
+{
+    char tmp[PATH_MAX];
+    if (pybox_strlcpy(tmp, path, sizeof tmp) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "state directory path");
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+            return pybox_error_set(err, PYBOX_ERR_STATE, errno, "mkdir(%s)", tmp);
+        *p = '/';
+    }
+    if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "mkdir(%s)", tmp);
+    return 0;
+}
+
+static int state_dir(char *out, size_t len, pybox_error_t *err)
+{
+    const char *home = getenv("PYBOX_HOME");
+    int n;
+    if (home != NULL && *home != '\0') {
+        if (home[0] != '/')
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "PYBOX_HOME must be an absolute path");
+        n = snprintf(out, len, "%s", home);
+    } else if (geteuid() == 0) {
+        n = snprintf(out, len, "/var/lib/pybox");
+    } else {
+        const char *xdg = getenv("XDG_STATE_HOME");
+        const char *h = getenv("HOME");
+        if (xdg != NULL && xdg[0] == '/')
+            n = snprintf(out, len, "%s/pybox", xdg);
+        else if (h != NULL && h[0] == '/')
+            n = snprintf(out, len, "%s/.local/state/pybox", h);
+        else
+            return pybox_error_set(err, PYBOX_ERR_STATE, 0, "no state directory: set PYBOX_HOME or HOME");
+    }
+    if (n < 0 || (size_t)n >= len)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "state directory path");
+    return 0;
+}
+
+int pybox_state_path(const pybox_state_t *st, const char *name, char *out, size_t len, pybox_error_t *err)
+{
+    if (pybox_fmt(out, len, "%s/%s", st->dir, name) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "path in the state directory");
+    return 0;
+}
+
+int pybox_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, pybox_error_t *err)
+{
+    char tmp[PATH_MAX];
+    char rnd[17];
+    if (pybox_random_hex(8, rnd, err) < 0)
+        return -1;
+    if (pybox_fmt(tmp, sizeof tmp, "%s.tmp-%s", path, rnd) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "%s", path);
+    _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "open(%s)", tmp);
+    if (pybox_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+        int e = errno;
+        unlink(tmp);
+        return pybox_error_set(err, PYBOX_ERR_STATE, e, "write(%s)", tmp);
+    }
+    if (rename(tmp, path) < 0) {
+        int e = errno;
+        unlink(tmp);
+        return pybox_error_set(err, PYBOX_ERR_STATE, e, "rename(%s)", path);
+    }
+    return 0;
+}
+
+static int read_small(const char *path, char **out, size_t *len, pybox_error_t *err)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "open(%s)", path);
+    }
+    bool over = false;
+    if (pybox_read_bounded(fd, 1024 * 1024, out, len, &over, err) < 0)
+        return -1;
+    if (over) {
+        free(*out);
+        *out = NULL;
+        return pybox_error_set(err, PYBOX_ERR_STATE, EFBIG, "%s is larger than 1 MiB", path);
+    }
+    return 1;
+}
+
+static int load_install_id(pybox_state_t *st, bool create, pybox_error_t *err)
+{
+    char path[PATH_MAX];
+    if (pybox_state_path(st, "install-id", path, sizeof path, err) < 0)
+        return -1;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r = read_small(path, &text, &len, err);
+        if (r < 0)
+            return -1;
+        if (r == 1) {
+            while (len > 0 && text[len - 1] == '\n')
+                text[--len] = '\0';
+            if (len != 32 || strspn(text, "0123456789abcdef") != 32)
+                return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s is not a valid installation id", path);
+            memcpy(st->install_id, text, 33);
+            return 0;
+        }
+        if (!create)
+            return pybox_error_set(err, PYBOX_ERR_STATE, 0,
+                                   "PyBox is not set up in %s (no installation id): run scripts/setup.sh", st->dir);
+        /* Create it once: link() refuses to replace, so concurrent first runs agree. */
+        char id[34];
+        if (pybox_random_hex(16, id, err) < 0)
+            return -1;
+        id[32] = '\n';
+        id[33] = '\0';
+        char tmp[PATH_MAX];
+        if (pybox_fmt(tmp, sizeof tmp, "%s.new-%.8s", path, id) < 0)
+            return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "%s", path);
+        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return pybox_error_set(err, PYBOX_ERR_STATE, errno, "open(%s)", tmp);
+        if (pybox_write_all(fd, id, 33) < 0 || fsync(fd) < 0) {
+            int e = errno;
+            unlink(tmp);
+            return pybox_error_set(err, PYBOX_ERR_STATE, e, "write(%s)", tmp);
+        }
+        int lr = link(tmp, path);
+        int le = errno;
+        unlink(tmp);
+        if (lr < 0 && le != EEXIST)
+            return pybox_error_set(err, PYBOX_ERR_STATE, le, "link(%s)", path);
+    }
+    return pybox_error_set(err, PYBOX_ERR_STATE, 0, "cannot establish the installation id in %s", st->dir);
+}
+
+int pybox_state_open(pybox_state_t *st, bool create, pybox_error_t *err)
+{
+    memset(st, 0, sizeof *st);
+    if (state_dir(st->dir, sizeof st->dir, err) < 0)
+        return -1;
+    if (create && mkdir_p(st->dir, 0700, err) < 0)
+        return -1;
+    struct stat sb;
+    if (stat(st->dir, &sb) < 0) {
+        if (errno == ENOENT)
+            return pybox_error_set(err, PYBOX_ERR_STATE, 0, "PyBox is not set up: %s does not exist (run scripts/setup.sh)",
+                                   st->dir);
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "stat(%s)", st->dir);
+    }
+    if (!S_ISDIR(sb.st_mode))
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENOTDIR, "%s", st->dir);
+    if (sb.st_uid != geteuid())
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s belongs to another user (uid %u)", st->dir,
+                               (unsigned)sb.st_uid);
+    if ((sb.st_mode & 077) != 0 && chmod(st->dir, 0700) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "chmod(%s, 0700)", st->dir);
+    return load_install_id(st, create, err);
+}
+
+/* ---- pins (images.json) ---- */
+
+static int lock_pins(const pybox_state_t *st, int how, pybox_error_t *err)
+{
+    char path[PATH_MAX];
+    if (pybox_state_path(st, "images.lock", path, sizeof path, err) < 0)
+        return -1;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "open(%s)", path);
+    while (flock(fd, how) < 0) {
+        if (errno != EINTR) {
+            int e = errno;
+            close(fd);
+            return pybox_error_set(err, PYBOX_ERR_STATE, e, "flock(%s)", path);
+        }
+    }
+    return fd;
+}
+
+static int load_pins(const pybox_state_t *st, cJSON **out, pybox_error_t *err)
+{
+    char path[PATH_MAX];
+    if (pybox_state_path(st, "images.json", path, sizeof path, err) < 0)
+        return -1;
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    int r = read_small(path, &text, &len, err);
+    if (r < 0)
+        return -1;
+    if (r == 0) {
+        *out = cJSON_CreateObject();
+        return 0;
+    }
+    *out = cJSON_ParseWithLength(text, len);
+    if (!cJSON_IsObject(*out)) {
+        cJSON_Delete(*out);
+        *out = NULL;
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s is not a JSON object", path);
+    }
+    return 0;
+}
+
+static void pin_from_json(const char *name, const cJSON *o, pybox_pin_t *pin)
+{
+    memset(pin, 0, sizeof *pin);
+    snprintf(pin->name, sizeof pin->name, "%s", name);
+    const cJSON *v;
+    if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "id")))
+        snprintf(pin->id, sizeof pin->id, "%s", v->valuestring);
+    if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "recipe_sha256")))
+        snprintf(pin->recipe_sha256, sizeof pin->recipe_sha256, "%s", v->valuestring);
+    if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "built_at")))
+        snprintf(pin->built_at, sizeof pin->built_at, "%s", v->valuestring);
+    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "size")))
+        pin->size = (int64_t)v->valuedouble;
+}
+
+int pybox_pin_get(const pybox_state_t *st, const char *name, pybox_pin_t *out, pybox_error_t *err)
+{
+    _cleanup_close_ int lfd = lock_pins(st, LOCK_SH, err);
+    if (lfd < 0)
+        return -1;
+    cJSON *pins = NULL;
+    if (load_pins(st, &pins, err) < 0)
+        return -1;
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(pins, name);
+    int found = cJSON_IsObject(o);
+    if (found)
+        pin_from_json(name, o, out);
+    cJSON_Delete(pins);
+    return found;
+}
+
+int pybox_pin_list(const pybox_state_t *st, pybox_pin_t **out, size_t *n, pybox_error_t *err)
+{
+    _cleanup_close_ int lfd = lock_pins(st, LOCK_SH, err);
+    if (lfd < 0)
+        return -1;
+    cJSON *pins = NULL;
+    if (load_pins(st, &pins, err) < 0)
+        return -1;
+    size_t count = (size_t)cJSON_GetArraySize(pins);
+    pybox_pin_t *v = calloc(count ? count : 1, sizeof *v);
+    if (v == NULL) {
+        cJSON_Delete(pins);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
+    }
+    size_t i = 0;
+    for (const cJSON *o = pins->child; o && i < count; o = o->next)
+        if (cJSON_IsObject(o))
+            pin_from_json(o->string, o, &v[i++]);
+    cJSON_Delete(pins);
+    *out = v;
+    *n = i;
+    return 0;
+}
+
+int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t *err)
+{
+    _cleanup_close_ int lfd = lock_pins(st, LOCK_EX, err);
+    if (lfd < 0)
+        return -1;
+    cJSON *pins = NULL;
+    if (load_pins(st, &pins, err) < 0)
+        return -1;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", pin->id);
+    cJSON_AddStringToObject(o, "recipe_sha256", pin->recipe_sha256);
+    cJSON_AddStringToObject(o, "built_at", pin->built_at);
+    cJSON_AddNumberToObject(o, "size", (double)pin->size);
+    cJSON_DeleteItemFromObjectCaseSensitive(pins, pin->name);
+    cJSON_AddItemToObject(pins, pin->name, o);
+    char *text = cJSON_Print(pins);
+    cJSON_Delete(pins);
+    if (text == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "encoding images.json");
+    char path[PATH_MAX];
+    int rc = pybox_state_path(st, "images.json", path, sizeof path, err);
+    if (rc == 0)
+        rc = pybox_write_file_atomic(path, text, strlen(text), 0600, err);
+    free(text);
+    return rc;
+}

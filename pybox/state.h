@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* The installation's private state directory: its identity, pinned images, caches.
+ * Root: /var/lib/pybox; others: $XDG_STATE_HOME/pybox or ~/.local/state/pybox;
+ * PYBOX_HOME overrides. Only its owner can read it. */
+#ifndef PYBOX_STATE_H
+#define PYBOX_STATE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "limits.h"
+
+typedef struct pybox_state {
+    char dir[PATH_MAX];
+    char install_id[33];
+} pybox_state_t;
+
+/* Find (and with create, make) the state directory and the installation id. */
+int pybox_state_open(pybox_state_t *st, bool create, pybox_error_t *err);
+
+/* A path inside the state directory. */
+int pybox_state_path(const pybox_state_t *st, const char *name, char *out, size_t len, pybox_error_t *err);
+
+/* Write a file atomically (temporary file, fsync, rename) with the given mode. */
+int pybox_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, pybox_error_t *err);
+
+/* A pinned image. */
+typedef struct pybox_pin {
+    char name[PYBOX_NAME_MAX];
+    char id[PYBOX_ID_MAX];       /* "sha256:..." as the engine named it at import */
+    char recipe_sha256[65];      /* fingerprint of what it was built from */
+    char built_at[40];
+    int64_t size;
+} pybox_pin_t;
+
+/* 1 and *out filled when name is pinned, 0 when it is not, -1 on error. */
+int pybox_pin_get(const pybox_state_t *st, const char *name, pybox_pin_t *out, pybox_error_t *err);
+int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t *err);
+/* All pins; *out is malloc'd (caller frees), *n their number. */
+int pybox_pin_list(const pybox_state_t *st, pybox_pin_t **out, size_t *n, pybox_error_t *err);
+
+/* A valid image or recipe name: [a-z0-9][a-z0-9_-]{0,31}. */
+bool pybox_name_valid(const char *name);
+
+#endif

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/* Demultiplexing, capped output and the done record (see stream.h). */
+#include "stream.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "limits.h"
+#include "util.h"
+
+void pybox_demux_init(pybox_demux_t *d)
+{
+    memset(d, 0, sizeof *d);
+}
+
+int pybox_demux_feed(pybox_demux_t *d, const char *data, size_t len, pybox_demux_cb cb, void *arg,
+                     pybox_error_t *err)
+{
+    size_t i = 0;
+    while (i < len) {
+        if (d->remaining == 0 && d->hdr_len < 8) {
+            size_t n = 8 - d->hdr_len;
+            if (n > len - i)
+                n = len - i;
+            memcpy(d->hdr + d->hdr_len, data + i, n);
+            d->hdr_len += n;
+            i += n;
+            if (d->hdr_len < 8)
+                break;
+            if ((d->hdr[0] != 1 && d->hdr[0] != 2) || d->hdr[1] || d->hdr[2] || d->hdr[3])
+                return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0,
+                                       "the engine's output stream has a frame of unknown type %u",
+                                       (unsigned)d->hdr[0]);
+            uint32_t flen = ((uint32_t)d->hdr[4] << 24) | ((uint32_t)d->hdr[5] << 16) |
+                            ((uint32_t)d->hdr[6] << 8) | d->hdr[7];
+            if (flen > PYBOX_FRAME_MAX)
+                return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0,
+                                       "the engine's output stream declares a frame of %u bytes", flen);
+            d->stream = d->hdr[0];
+            d->remaining = flen;
+            d->frames++;
+            if (flen == 0)
+                d->hdr_len = 0;
+            continue;
+        }
+        size_t n = d->remaining;
+        if (n > len - i)
+            n = len - i;
+        if (cb(arg, d->stream, data + i, n) < 0)
+            return -1;
+        d->remaining -= (uint32_t)n;
+        i += n;
+        if (d->remaining == 0)
+            d->hdr_len = 0;
+    }
+    return 0;
+}
+
+bool pybox_demux_clean_end(const pybox_demux_t *d)
+{
+    return d->hdr_len == 0 && d->remaining == 0;
+}
+
+void pybox_sink_init(pybox_sink_t *s, size_t cap)
+{
+    memset(s, 0, sizeof *s);
+    s->cap = cap;
+    pybox_buf_init(&s->head, cap + PYBOX_SINK_TAIL);
+}
+
+void pybox_sink_free(pybox_sink_t *s)
+{
+    pybox_buf_free(&s->head);
+}
+
+int pybox_sink_add(pybox_sink_t *s, const char *data, size_t len)
+{
+    s->total += len;
+    size_t room = s->head.max - s->head.len;
+    size_t take = len < room ? len : room;
+    if (take > 0 && pybox_buf_append(&s->head, data, take) < 0)
+        return -1;
+    if (len >= PYBOX_SINK_TAIL) {
+        memcpy(s->tail, data + len - PYBOX_SINK_TAIL, PYBOX_SINK_TAIL);
+        s->tail_len = PYBOX_SINK_TAIL;
+    } else {
+        size_t keep = s->tail_len + len > PYBOX_SINK_TAIL ? PYBOX_SINK_TAIL - len : s->tail_len;
+        memmove(s->tail, s->tail + s->tail_len - keep, keep);
+        memcpy(s->tail + keep, data, len);
+        s->tail_len = keep + len;
+    }
+    return 0;
+}
+
+void pybox_sink_said(const pybox_sink_t *s, uint64_t record_len, pybox_said_t *out)
+{
+    uint64_t total = s->total >= record_len ? s->total - record_len : 0;
+    out->total = total;
+    out->truncated = total > s->cap;
+    out->kept = (size_t)(total > s->cap ? s->cap : total);
+    if (out->kept > s->head.len) /* cannot happen: head holds cap + tail bytes */
+        out->kept = s->head.len;
+    out->data = s->head.data ? s->head.data : "";
+}
+
+static int parse_field(const char **p, const char *name, int64_t max, int64_t *out)
+{
+    size_t n = strlen(name);
+    if (strncmp(*p, name, n) != 0 || (*p)[n] != '=')
+        return -1;
+    const char *q = *p + n + 1;
+    int64_t v = 0;
+    int digits = 0;
+    while (*q >= '0' && *q <= '9') {
+        v = v * 10 + (*q - '0');
+        if (v > max)
+            return -1;
+        q++;
+        digits++;
+    }
+    if (digits == 0 || (*q != ' ' && *q != '\n'))
+        return -1;
+    *out = v;
+    *p = *q == ' ' ? q + 1 : q;
+    return 0;
+}
+
+int pybox_done_record_find(const pybox_sink_t *out, const char *secret, pybox_done_record_t *rec,
+                           pybox_error_t *err)
+{
+    if (out->tail_len == 0 || out->tail[out->tail_len - 1] != '\n')
+        return 0;
+    char marker[sizeof(PYBOX_GUEST_DONE) + PYBOX_GUEST_SECRET_HEX + 2];
+    int mlen = snprintf(marker, sizeof marker, "%s%s ", PYBOX_GUEST_DONE, secret);
+    if (mlen <= 0 || (size_t)mlen >= sizeof marker)
+        return 0;
+    /* The record is the last line: search backwards for the marker. */
+    const char *found = NULL;
+    for (size_t i = out->tail_len; i-- > 0;) {
+        if (out->tail_len - i >= (size_t)mlen && memcmp(out->tail + i, marker, (size_t)mlen) == 0) {
+            found = out->tail + i;
+            break;
+        }
+    }
+    if (found == NULL)
+        return 0;
+    char line[PYBOX_GUEST_RECORD_MAX + 1];
+    size_t len = (size_t)(out->tail + out->tail_len - found);
+    memcpy(line, found, len);
+    line[len] = '\0';
+    const char *p = line + mlen;
+    int64_t v[6];
+    static const char *const names[] = {"exit", "signal", "timer", "stopped", "program_ms", "reaped"};
+    static const int64_t maxes[] = {255, 128, 1, 1, PYBOX_GUEST_TIMER_MAX_MS, 1 << 30};
+    for (int i = 0; i < 6; i++) {
+        if (parse_field(&p, names[i], maxes[i], &v[i]) < 0)
+            return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "the guest init's done record is malformed");
+    }
+    if (p[0] != '\n' || p[1] != '\0')
+        return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "the guest init's done record is malformed");
+    rec->seen = true;
+    rec->exit_code = (int)v[0];
+    rec->signal = (int)v[1];
+    rec->timer = v[2] != 0;
+    rec->stopped = v[3] != 0;
+    rec->program_ms = v[4];
+    rec->reaped = (unsigned)v[5];
+    rec->length = len;
+    return 1;
+}

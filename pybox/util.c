@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+/* Small shared helpers (see util.h). */
+#include "util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+void pybox_freep(void *p)
+{
+    free(*(void **)p);
+}
+
+void pybox_closep(int *fd)
+{
+    if (*fd >= 0) {
+        int saved = errno;
+        (void)close(*fd);
+        errno = saved;
+        *fd = -1;
+    }
+}
+
+int64_t pybox_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+double pybox_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int64_t pybox_wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec;
+}
+
+void pybox_wall_iso(char *buf, size_t len)
+{
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    char day[24];
+    strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, len, "%s.%03ldZ", day, ts.tv_nsec / 1000000);
+}
+
+int pybox_random(void *buf, size_t n, pybox_error_t *err)
+{
+    unsigned char *p = buf;
+    while (n > 0) {
+        ssize_t r = getrandom(p, n, 0);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "getrandom(%zu)", n);
+        }
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+void pybox_hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+int pybox_random_hex(size_t n, char *out, pybox_error_t *err)
+{
+    unsigned char raw[64];
+    if (n > sizeof raw)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EINVAL, "random id of %zu bytes", n);
+    if (pybox_random(raw, n, err) < 0)
+        return -1;
+    pybox_hex(raw, n, out);
+    return 0;
+}
+
+void pybox_sha256_hex(const void *data, size_t len, char out[65])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32) {
+        /* libcrypto cannot fail on SHA-256 of memory unless it is broken; say so loudly
+         * rather than print a digest that was not computed. */
+        abort();
+    }
+    pybox_hex(md, 32, out);
+}
+
+int pybox_read_bounded(int fd, size_t max, char **out, size_t *len, bool *over, pybox_error_t *err)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    if (buf == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "malloc(%zu)", cap + 1);
+    *over = false;
+    for (;;) {
+        if (n == cap) {
+            if (cap > max) {
+                *over = true;
+                break;
+            }
+            size_t ncap = cap * 2;
+            if (ncap > max + 1)
+                ncap = max + 1;
+            char *nb = realloc(buf, ncap + 1);
+            if (nb == NULL) {
+                free(buf);
+                return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "realloc(%zu)", ncap + 1);
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            free(buf);
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, e, "read(fd %d)", fd);
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n > max) {
+            *over = true;
+            break;
+        }
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+int pybox_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+int pybox_parse_u64(const char *s, uint64_t *out)
+{
+    if (s == NULL || *s == '\0')
+        return -1;
+    uint64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+int pybox_parse_seconds_ms(const char *s, int64_t *out_ms)
+{
+    if (s == NULL || *s == '\0')
+        return -1;
+    int64_t whole = 0, frac = 0;
+    int frac_digits = 0;
+    const char *p = s;
+    if (*p == '.')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        whole = whole * 10 + (*p - '0');
+        if (whole > 1000000000LL)
+            return -1;
+    }
+    if (*p == '.') {
+        p++;
+        if (*p == '\0')
+            return -1;
+        for (; *p >= '0' && *p <= '9'; p++) {
+            if (++frac_digits > 3)
+                return -1;
+            frac = frac * 10 + (*p - '0');
+        }
+    }
+    if (*p != '\0')
+        return -1;
+    while (frac_digits < 3) {
+        frac *= 10;
+        frac_digits++;
+    }
+    *out_ms = whole * 1000 + frac;
+    return 0;
+}
+
+int pybox_strlcpy(char *dst, const char *src, size_t size)
+{
+    if (size == 0)
+        return -1;
+    size_t n = strlen(src);
+    if (n >= size) {
+        memcpy(dst, src, size - 1);
+        dst[size - 1] = '\0';
+        return -1;
+    }
+    memcpy(dst, src, n + 1);
+    return 0;
+}
+
+int pybox_fmt(char *out, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out, len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= len) {
+        if (len > 0)
+            out[0] = '\0';
+        return -1;
+    }
+    return 0;
+}

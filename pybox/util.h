@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* Small shared helpers: cleanup attributes, ownership hand-off, clocks, random ids,
+ * SHA-256, bounded reads. Nothing here knows about boxes or engines. */
+#ifndef PYBOX_UTIL_H
+#define PYBOX_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "error.h"
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(pybox_freep)
+#define _cleanup_close_ _cleanup_(pybox_closep)
+
+void pybox_freep(void *p);
+void pybox_closep(int *fd);
+
+/* Take ownership out of a cleanup variable: returns *pp and sets it to NULL. */
+static inline void *pybox_steal_pointer(void *pp)
+{
+    void **p = (void **)pp;
+    void *v = *p;
+    *p = NULL;
+    return v;
+}
+#define steal_pointer(pp) pybox_steal_pointer(pp)
+
+static inline int pybox_steal_fd(int *fd)
+{
+    int v = *fd;
+    *fd = -1;
+    return v;
+}
+
+/* Monotonic time, for durations and deadlines. */
+int64_t pybox_now_ms(void);
+double pybox_now_s(void);
+/* Wall-clock seconds since the epoch. */
+int64_t pybox_wall_s(void);
+/* UTC time as "YYYY-MM-DDTHH:MM:SS.mmmZ"; buf at least 32 bytes. */
+void pybox_wall_iso(char *buf, size_t len);
+
+/* Fill buf with n bytes from the kernel's random source. */
+int pybox_random(void *buf, size_t n, pybox_error_t *err);
+/* Lowercase hex of n bytes into out (2n+1 bytes). */
+void pybox_hex(const unsigned char *in, size_t n, char *out);
+/* A random id of 2n hex characters. out holds 2n+1. */
+int pybox_random_hex(size_t n, char *out, pybox_error_t *err);
+
+/* SHA-256 of a buffer as 64 hex characters + NUL. */
+void pybox_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* Read all of fd up to max bytes. On success *out is malloc'd (NUL-terminated, not
+ * counted) and *len is the size. If the input holds more than max bytes, *over is set
+ * and reading stops (the content is still returned). */
+int pybox_read_bounded(int fd, size_t max, char **out, size_t *len, bool *over, pybox_error_t *err);
+
+/* write() all of buf, retrying on EINTR. */
+int pybox_write_all(int fd, const void *buf, size_t len);
+
+/* Parse a decimal (optionally fractional) number of seconds into milliseconds.
+ * Strict: no sign, no exponent, no trailing garbage, at most 3 decimals. */
+int pybox_parse_seconds_ms(const char *s, int64_t *out_ms);
+/* Parse a strict non-negative decimal integer. */
+int pybox_parse_u64(const char *s, uint64_t *out);
+
+/* snprintf that reports truncation: 0 if the whole text fit, -1 if not (out is then
+ * unusable: never use a cut path). */
+int pybox_fmt(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Bounded copy that always terminates; returns -1 if src did not fit. */
+int pybox_strlcpy(char *dst, const char *src, size_t size);
+
+#endif
