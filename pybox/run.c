@@ -285,7 +285,8 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
         goto out;
     res->started = true;
 
-    rc = io_loop(box, res, input, input_len, secret, t);
+    /* Both the deadline and the run's time count from the moment the box is running. */
+    rc = io_loop(box, res, input, input_len, secret, pybox_now_s());
     if (rc < 0)
         goto out;
 
