@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* The unit test runner: every suite under one Check runner, in fork mode (a crash in
+ * one test fails that test, not the run), each test with a timeout. */
+#include <check.h>
+#include <stdlib.h>
+
+#include "suites.h"
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite_util());
+    srunner_add_suite(sr, suite_escape());
+    srunner_add_suite(sr, suite_stream());
+    srunner_add_suite(sr, suite_policy());
+    srunner_add_suite(sr, suite_receipt());
+    srunner_add_suite(sr, suite_cli());
+    srunner_add_suite(sr, suite_engine());
+    srunner_add_suite(sr, suite_state());
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/* The unit test suites, one per module (unit/test_<module>.c). */
+#ifndef PYBOX_UNIT_SUITES_H
+#define PYBOX_UNIT_SUITES_H
+
+#include <check.h>
+
+Suite *suite_util(void);
+Suite *suite_escape(void);
+Suite *suite_stream(void);
+Suite *suite_policy(void);
+Suite *suite_receipt(void);
+Suite *suite_cli(void);
+Suite *suite_engine(void);
+Suite *suite_state(void);
+
+#endif
