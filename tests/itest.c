@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: MIT */
+/* Integration test helpers (see itest.h). */
+#include "itest.h"
+
+#include <check.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../pybox/buf.h"
+
+extern char **environ;
+
+static const char *pybox_bin(void)
+{
+    const char *b = getenv("PYBOX_BIN");
+    return b && *b ? b : "build/pybox";
+}
+
+static void set_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    ck_assert_int_ge(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
+}
+
+void itest_pybox(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r)
+{
+    memset(r, 0, sizeof *r);
+    signal(SIGPIPE, SIG_IGN); /* pybox may refuse before reading all of its input */
+    int in[2], out[2], err[2];
+    ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+    ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+    ck_assert_int_eq(pipe2(err, O_CLOEXEC), 0);
+    const char *argv[32];
+    int argc = 0;
+    argv[argc++] = pybox_bin();
+    for (int i = 0; args && args[i] && argc < 31; i++)
+        argv[argc++] = args[i];
+    argv[argc] = NULL;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        dup2(err[1], 2);
+        for (int i = 0; env && env[i]; i++)
+            putenv((char *)env[i]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    close(err[1]);
+    set_nonblock(in[1]);
+    pybox_buf_t ob, eb;
+    pybox_buf_init(&ob, 0);
+    pybox_buf_init(&eb, 0);
+    size_t off = 0;
+    int wfd = in[1];
+    if (len == 0) {
+        close(wfd);
+        wfd = -1;
+    }
+    int open_fds = 2;
+    while (open_fds > 0) {
+        struct pollfd p[3] = {{.fd = out[0], .events = POLLIN}, {.fd = err[0], .events = POLLIN}, {.fd = wfd, .events = POLLOUT}};
+        int n = poll(p, wfd >= 0 ? 3 : 2, 120000);
+        ck_assert_msg(n > 0, "pybox produced nothing for 120 s");
+        for (int i = 0; i < 2; i++) {
+            if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            char buf[65536];
+            ssize_t k = read(p[i].fd, buf, sizeof buf);
+            if (k > 0) {
+                pybox_buf_append(i == 0 ? &ob : &eb, buf, (size_t)k);
+            } else if (k == 0 || errno != EINTR) {
+                close(p[i].fd);
+                if (i == 0)
+                    out[0] = -1;
+                else
+                    err[0] = -1;
+                open_fds--;
+            }
+        }
+        if (wfd >= 0 && (p[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
+            ssize_t w = write(wfd, program + off, len - off);
+            if (w > 0)
+                off += (size_t)w;
+            if (off == len || (w < 0 && errno != EAGAIN && errno != EINTR)) {
+                close(wfd);
+                wfd = -1;
+            }
+        }
+    }
+    if (wfd >= 0)
+        close(wfd);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    pybox_buf_append(&ob, "", 0);
+    pybox_buf_append(&eb, "", 0);
+    r->out_len = ob.len;
+    r->err_len = eb.len;
+    r->out = pybox_buf_steal(&ob);
+    r->err = pybox_buf_steal(&eb);
+    r->receipt = cJSON_ParseWithLength(r->out, r->out_len);
+}
+
+void itest_exec(const char *program, const char *const *extra, itest_run_t *r)
+{
+    const char *args[24] = {"exec", "--json"};
+    int n = 2;
+    for (int i = 0; extra && extra[i] && n < 23; i++)
+        args[n++] = extra[i];
+    args[n] = NULL;
+    itest_pybox(program, strlen(program), args, NULL, r);
+    ck_assert_msg(r->receipt != NULL, "no JSON receipt (exit %d): %s", r->status, r->err);
+}
+
+void itest_run_free(itest_run_t *r)
+{
+    free(r->out);
+    free(r->err);
+    cJSON_Delete(r->receipt);
+    memset(r, 0, sizeof *r);
+}
+
+pid_t itest_spawn(const char *program, const char *const *args)
+{
+    int in[2];
+    ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+    const char *argv[32];
+    int argc = 0;
+    argv[argc++] = pybox_bin();
+    for (int i = 0; args && args[i] && argc < 31; i++)
+        argv[argc++] = args[i];
+    argv[argc] = NULL;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(in[0], 0);
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(in[0]);
+    size_t len = strlen(program);
+    ck_assert_int_eq(write(in[1], program, len), (ssize_t)len);
+    close(in[1]);
+    return pid;
+}
+
+const cJSON *itest_get(const cJSON *j, const char *path)
+{
+    char key[128];
+    const char *p = path;
+    while (j != NULL && *p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (n >= sizeof key)
+            return NULL;
+        memcpy(key, p, n);
+        key[n] = '\0';
+        j = cJSON_GetObjectItemCaseSensitive(j, key);
+        p += n + (dot ? 1 : 0);
+    }
+    return j;
+}
+
+const char *itest_str(const cJSON *j, const char *path)
+{
+    const cJSON *v = itest_get(j, path);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+double itest_num(const cJSON *j, const char *path)
+{
+    const cJSON *v = itest_get(j, path);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+int itest_bool(const cJSON *j, const char *path)
+{
+    const cJSON *v = itest_get(j, path);
+    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
+}
+
+pybox_engine_t *itest_engine(void)
+{
+    pybox_engine_t *e = NULL;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_engine_open(NULL, &e, &err) == 0, "engine: %s", err.msg);
+    return e;
+}
+
+const pybox_state_t *itest_state(void)
+{
+    static pybox_state_t st;
+    static int done;
+    if (!done) {
+        pybox_error_t err = {0};
+        ck_assert_msg(pybox_state_open(&st, false, &err) == 0, "state: %s", err.msg);
+        done = 1;
+    }
+    return &st;
+}
+
+long itest_box_status(pybox_engine_t *e, const char *id)
+{
+    char path[200];
+    snprintf(path, sizeof path, "/containers/%s/json", id);
+    long status = 0;
+    cJSON *reply = NULL;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_engine_call(e, "GET", path, NULL, &status, &reply, &err) == 0, "%s", err.msg);
+    cJSON_Delete(reply);
+    return status;
+}
+
+int itest_list(pybox_engine_t *e, const char *label, const char *value, cJSON **list)
+{
+    char filter[512];
+    snprintf(filter, sizeof filter, "{\"label\":[\"pybox.install=%s\",\"%s=%s\"]}", itest_state()->install_id, label,
+             value);
+    char *esc = pybox_engine_escape(e, filter);
+    char path[1024];
+    snprintf(path, sizeof path, "/containers/json?all=1&filters=%s", esc);
+    free(esc);
+    long status = 0;
+    cJSON *reply = NULL;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_engine_call(e, "GET", path, NULL, &status, &reply, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(status, 200);
+    int n = cJSON_GetArraySize(reply);
+    if (list)
+        *list = reply;
+    else
+        cJSON_Delete(reply);
+    return n;
+}
+
+int itest_remove_run(pybox_engine_t *e, const char *run_id)
+{
+    cJSON *list = NULL;
+    int n = itest_list(e, "pybox.run", run_id, &list);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, list)
+    {
+        const char *id = itest_str(c, "Id");
+        char path[200];
+        snprintf(path, sizeof path, "/containers/%s?force=1&v=1", id);
+        long status = 0;
+        cJSON *reply = NULL;
+        pybox_error_t err = {0};
+        pybox_engine_call(e, "DELETE", path, NULL, &status, &reply, &err);
+        cJSON_Delete(reply);
+    }
+    cJSON_Delete(list);
+    return n;
+}
+
+typedef struct {
+    pybox_buf_t line;
+    int done;
+} event_wait_t;
+
+static size_t on_event(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    event_wait_t *w = userdata;
+    size_t n = size * nmemb;
+    pybox_buf_append(&w->line, ptr, n);
+    if (w->line.data && memchr(w->line.data, '\n', w->line.len)) {
+        w->done = 1;
+        return 0; /* one event is all we wait for: stop the stream */
+    }
+    return n;
+}
+
+int itest_wait_start(double since, char *id, double timeout_s)
+{
+    pybox_engine_t *e = itest_engine();
+    char filter[512];
+    snprintf(filter, sizeof filter,
+             "{\"type\":[\"container\"],\"event\":[\"start\"],\"label\":[\"pybox.install=%s\"]}",
+             itest_state()->install_id);
+    char *esc = pybox_engine_escape(e, filter);
+    char url[1024];
+    snprintf(url, sizeof url, "http://localhost/v1.41/events?since=%.6f&filters=%s", since, esc);
+    free(esc);
+    const char *host = getenv("DOCKER_HOST");
+    const char *sock = host && strncmp(host, "unix://", 7) == 0 ? host + 7 : "/var/run/docker.sock";
+    CURL *c = curl_easy_init();
+    event_wait_t w = {.done = 0};
+    pybox_buf_init(&w.line, 65536);
+    curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, sock);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_event);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &w);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
+    curl_easy_perform(c);
+    curl_easy_cleanup(c);
+    pybox_engine_free(e);
+    int rc = -1;
+    if (w.done) {
+        cJSON *ev = cJSON_ParseWithLength(w.line.data, (size_t)(strchr(w.line.data, '\n') - w.line.data));
+        const char *i = itest_str(ev, "id");
+        if (i) {
+            snprintf(id, 65, "%s", i);
+            rc = 0;
+        }
+        cJSON_Delete(ev);
+    }
+    pybox_buf_free(&w.line);
+    return rc;
+}
+
+cJSON *itest_events(pybox_engine_t *e, const char *id, long since, long until)
+{
+    char filter[256];
+    snprintf(filter, sizeof filter, "{\"container\":[\"%s\"]}", id);
+    char *esc = pybox_engine_escape(e, filter);
+    char path[1024];
+    snprintf(path, sizeof path, "/events?since=%ld&until=%ld&filters=%s", since, until, esc);
+    free(esc);
+    pybox_buf_t raw;
+    pybox_buf_init(&raw, 0);
+    long status = 0;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_engine_call_raw(e, "GET", path, NULL, &status, &raw, &err) == 0, "%s", err.msg);
+    cJSON *list = cJSON_CreateArray();
+    const char *p = raw.data ? raw.data : "";
+    const char *end = p + raw.len;
+    while (p < end) {
+        const char *next = NULL;
+        cJSON *ev = cJSON_ParseWithOpts(p, &next, 0);
+        if (ev == NULL)
+            break;
+        cJSON_AddItemToArray(list, ev);
+        p = next;
+        while (p < end && (*p == '\n' || *p == '\r'))
+            p++;
+    }
+    pybox_buf_free(&raw);
+    return list;
+}
+
+bool itest_contains(const char *hay, size_t len, const char *needle)
+{
+    size_t n = strlen(needle);
+    if (n == 0 || hay == NULL)
+        return n == 0;
+    return memmem(hay, len, needle, n) != NULL;
+}
+
+double itest_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}

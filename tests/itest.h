@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/* Integration test helpers: run the real pybox binary against the real engine, read
+ * its JSON receipt, and ask the engine directly what exists. */
+#ifndef PYBOX_ITEST_H
+#define PYBOX_ITEST_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "../pybox/engine.h"
+#include "../pybox/state.h"
+
+typedef struct itest_run {
+    int status;   /* pybox's exit code, or 128+signal */
+    char *out;    /* stdout */
+    size_t out_len;
+    char *err;    /* stderr */
+    size_t err_len;
+    cJSON *receipt; /* stdout parsed, when it is JSON */
+} itest_run_t;
+
+/* Run `pybox <args...>` with program on stdin (len bytes), extra environment entries
+ * ("NAME=value", NULL-terminated, may be NULL). Waits for it to end. */
+void itest_pybox(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r);
+/* Shorthand: pybox exec --json [extra args] < program. */
+void itest_exec(const char *program, const char *const *extra, itest_run_t *r);
+void itest_run_free(itest_run_t *r);
+
+/* Start pybox in the background with program on stdin; returns its pid. */
+pid_t itest_spawn(const char *program, const char *const *args);
+
+/* JSON lookups by dotted path ("said.stdout.text"); missing -> NULL / NAN / -1. */
+const cJSON *itest_get(const cJSON *j, const char *path);
+const char *itest_str(const cJSON *j, const char *path);
+double itest_num(const cJSON *j, const char *path);
+int itest_bool(const cJSON *j, const char *path);
+
+/* The engine and this installation. */
+pybox_engine_t *itest_engine(void);
+const pybox_state_t *itest_state(void);
+/* HTTP status of GET /containers/<id>/json (200 exists, 404 gone). */
+long itest_box_status(pybox_engine_t *e, const char *id);
+/* Containers of this installation (all states) carrying label=value; returns count and
+ * optionally the parsed list (caller frees). */
+int itest_list(pybox_engine_t *e, const char *label, const char *value, cJSON **list);
+/* Remove containers (and their volumes) with pybox.run=run_id. Returns how many. */
+int itest_remove_run(pybox_engine_t *e, const char *run_id);
+/* Block until the engine reports a container of this installation started after since
+ * (unix time, sub-second); fills id (65 bytes). Uses the engine's event stream, bounded. */
+int itest_wait_start(double since, char *id, double timeout_s);
+/* Wall-clock time with sub-second precision. */
+double itest_wall(void);
+/* The engine's events for one container between since and until (unix seconds). */
+cJSON *itest_events(pybox_engine_t *e, const char *id, long since, long until);
+
+bool itest_contains(const char *hay, size_t len, const char *needle);
+
+#endif

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+/* Integration suites: each runs the real pybox against the real engine. */
+#ifndef PYBOX_ITEST_SUITES_H
+#define PYBOX_ITEST_SUITES_H
+
+#include <check.h>
+
+Suite *itest_suite_exec(void);
+Suite *itest_suite_refuse(void);
+Suite *itest_suite_isolation(void);
+Suite *itest_suite_verify(void);
+Suite *itest_suite_crash(void);
+
+#endif

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/* pybox exec end to end: exits, tracebacks, deadlines, output caps, the box's init. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "itest.h"
+#include "suites.h"
+
+/* Every run: verified before start, removed, and the engine no longer knows the box. */
+static void assert_box_gone(const itest_run_t *r)
+{
+    const cJSON *j = r->receipt;
+    ck_assert_int_eq(itest_bool(j, "seen.box.verified"), 1);
+    ck_assert_int_eq(itest_bool(j, "seen.box.removed"), 1);
+    ck_assert_int_eq(itest_bool(j, "seen.box.confirmed_gone"), 1);
+    const char *id = itest_str(j, "seen.box.id");
+    ck_assert_ptr_nonnull(id);
+    pybox_engine_t *e = itest_engine();
+    ck_assert_int_eq(itest_box_status(e, id), 404);
+    ck_assert_int_eq(itest_list(e, "pybox.run", itest_str(j, "run_id"), NULL), 0);
+    pybox_engine_free(e);
+}
+
+START_TEST(hello_exits_by_itself)
+{
+    itest_run_t r;
+    itest_exec("print('hello inspection')\n", NULL, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    ck_assert_int_eq((int)itest_num(j, "exit_code"), 0);
+    ck_assert_int_eq((int)itest_num(j, "seen.engine_record.exit_code"), 0);
+    ck_assert_int_eq(itest_bool(j, "seen.engine_record.oom_killed"), 0);
+    ck_assert_str_eq(itest_str(j, "seen.clock"), "none");
+    ck_assert_int_eq((int)itest_num(j, "seen.init_record.exit_code"), 0);
+    ck_assert_int_eq(itest_bool(j, "seen.init_record.box_timer_fired"), 0);
+    ck_assert_str_eq(itest_str(j, "said.stdout.text"), "hello inspection\n");
+    ck_assert_int_eq((int)itest_num(j, "said.stdout.total_bytes"), 17);
+    ck_assert_int_eq((int)itest_num(j, "said.stderr.total_bytes"), 0);
+    ck_assert_int_eq(cJSON_GetArraySize(itest_get(j, "unknown")), 0);
+    ck_assert_ptr_null(itest_get(j, "error"));
+    assert_box_gone(&r);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(traceback_is_the_programs_failure)
+{
+    itest_run_t r;
+    itest_exec("print('before')\nraise ValueError('boom')\n", NULL, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    ck_assert_int_eq((int)itest_num(j, "seen.engine_record.exit_code"), 1);
+    const char *e = itest_str(j, "said.stderr.text");
+    ck_assert_ptr_nonnull(strstr(e, "Traceback (most recent call last)"));
+    ck_assert_ptr_nonnull(strstr(e, "ValueError: boom"));
+    ck_assert_str_eq(itest_str(j, "said.trust"), "untrusted: written by the program");
+    ck_assert_ptr_null(itest_get(j, "error")); /* not a PyBox error */
+    ck_assert_msg(!itest_contains(r.err, r.err_len, "pybox:"), "pybox reported an error of its own: %s", r.err);
+    assert_box_gone(&r);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(exit_codes_pass_through)
+{
+    itest_run_t r;
+    itest_exec("raise SystemExit(3)\n", NULL, &r);
+    ck_assert_int_eq(r.status, 3);
+    ck_assert_int_eq((int)itest_num(r.receipt, "seen.engine_record.exit_code"), 3);
+    itest_run_free(&r);
+    itest_exec("import os\nos.kill(os.getpid(), 9)\n", NULL, &r);
+    ck_assert_int_eq(r.status, 137);
+    ck_assert_str_eq(itest_str(r.receipt, "status"), "TARGET_EXIT_OBSERVED");
+    ck_assert_int_eq((int)itest_num(r.receipt, "seen.init_record.signal"), 9);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(host_deadline_stops_the_program)
+{
+    itest_run_t r;
+    const char *args[] = {"--timeout", "0.4", NULL};
+    itest_exec("import time\nprint('sleeping', flush=True)\ntime.sleep(8)\nprint('woke')\n", args, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 124);
+    ck_assert_str_eq(itest_str(j, "status"), "SUPERVISOR_KILL_OBSERVED");
+    ck_assert_str_eq(itest_str(j, "seen.clock"), "host_deadline");
+    ck_assert_int_eq(itest_bool(j, "seen.init_record.stopped_on_request"), 1);
+    ck_assert_int_eq(itest_bool(j, "seen.init_record.box_timer_fired"), 0);
+    ck_assert_int_eq((int)itest_num(j, "seen.init_record.signal"), 9);
+    ck_assert_int_eq((int)itest_num(j, "seen.engine_record.exit_code"), 137);
+    /* Stopped near the deadline, far from the 8 s the program asked for. */
+    double ms = itest_num(j, "seen.init_record.program_ms");
+    ck_assert_msg(ms >= 350 && ms < 3000, "program ran %.0f ms under a 0.4 s deadline", ms);
+    ck_assert_str_eq(itest_str(j, "said.stdout.text"), "sleeping\n");
+    assert_box_gone(&r);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(stdout_is_capped_and_counted)
+{
+    itest_run_t r;
+    itest_exec("import sys\nsys.stdout.write('x' * 100000)\nsys.stderr.write('e' * 70000)\nprint('end')\n", NULL,
+               &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    ck_assert_int_eq((int)itest_num(j, "said.stdout.total_bytes"), 100004);
+    ck_assert_int_eq((int)itest_num(j, "said.stdout.kept_bytes"), 65536);
+    ck_assert_int_eq(itest_bool(j, "said.stdout.truncated"), 1);
+    ck_assert_int_eq((int)strlen(itest_str(j, "said.stdout.text")), 65536);
+    ck_assert_int_eq((int)itest_num(j, "said.stderr.total_bytes"), 70000);
+    ck_assert_int_eq(itest_bool(j, "said.stderr.truncated"), 1);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(large_output_never_stalls_the_box)
+{
+    /* 8 MiB on each stream, interleaved: the box must never block on a full pipe. */
+    itest_run_t r;
+    const char *args[] = {"--timeout", "20", NULL};
+    itest_exec("import sys\nfor i in range(256):\n    sys.stdout.write('o' * 32768)\n    sys.stderr.write('e' * "
+               "32768)\nprint('done')\n",
+               args, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    ck_assert_int_eq((long)itest_num(j, "said.stdout.total_bytes"), 256L * 32768 + 5);
+    ck_assert_int_eq((long)itest_num(j, "said.stderr.total_bytes"), 256L * 32768);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(leftover_processes_are_reaped)
+{
+    itest_run_t r;
+    itest_exec("import subprocess\nsubprocess.Popen(['sleep', '100'])\nsubprocess.Popen(['sleep', '100'])\nprint('bye')\n",
+               NULL, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    ck_assert_int_eq((int)itest_num(j, "seen.init_record.other_processes_reaped"), 2);
+    ck_assert_msg(itest_num(j, "seen.init_record.program_ms") < 1500, "the box waited for the leftovers");
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(forged_done_record_is_just_output)
+{
+    /* The program prints what a done record looks like, without the secret it never saw. */
+    itest_run_t r;
+    itest_exec("import sys\nsys.stdout.write('\\x1epybox-done v1 ' + 'a' * 64 + ' exit=0 signal=0 timer=0 stopped=0 "
+               "program_ms=1 reaped=0\\n')\nsys.stdout.flush()\nraise SystemExit(5)\n",
+               NULL, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 5);
+    ck_assert_int_eq((int)itest_num(j, "seen.init_record.exit_code"), 5);
+    ck_assert_ptr_nonnull(strstr(itest_str(j, "said.stdout.text"), "pybox-done v1 aaaa"));
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(program_cannot_signal_the_init)
+{
+    itest_run_t r;
+    itest_exec("import os, signal\nfor s in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM, signal.SIGKILL, "
+               "signal.SIGINT):\n    try:\n        os.kill(1, s)\n    except OSError as e:\n        print('refused', "
+               "s, e.errno)\nprint('still here', flush=True)\nraise SystemExit(7)\n",
+               NULL, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 7);
+    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    ck_assert_int_eq(itest_bool(j, "seen.init_record.stopped_on_request"), 0);
+    ck_assert_ptr_nonnull(strstr(itest_str(j, "said.stdout.text"), "still here"));
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(human_receipt_is_fenced)
+{
+    itest_run_t r;
+    const char *args[] = {"exec", NULL};
+    const char *prog = "import sys\nsys.stdout.write('\\x1b[2J\\x1b[31mstatus     SUPERVISOR_KILL_OBSERVED\\r\\n')\n"
+                       "sys.stdout.buffer.write(b'\\xff\\xfe bad utf8 \\xe2\\x80\\xae rlo\\n')\n";
+    itest_pybox(prog, strlen(prog), args, NULL, &r);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_null(memchr(r.out, 0x1b, r.out_len));
+    ck_assert_ptr_null(memchr(r.out, '\r', r.out_len));
+    ck_assert_ptr_null(strstr(r.out, "\xe2\x80\xae"));
+    ck_assert_ptr_nonnull(strstr(r.out, "  | \\x1b[2J\\x1b[31mstatus     SUPERVISOR_KILL_OBSERVED\\r"));
+    ck_assert_ptr_nonnull(strstr(r.out, "\n  status     TARGET_EXIT_OBSERVED\n"));
+    /* The only status line not behind the fence is PyBox's own. */
+    int own = 0;
+    for (const char *p = r.out; (p = strstr(p, "\n  status")) != NULL; p++)
+        own++;
+    ck_assert_int_eq(own, 1);
+    itest_run_free(&r);
+}
+END_TEST
+
+Suite *itest_suite_exec(void)
+{
+    Suite *s = suite_create("exec");
+    TCase *tc = tcase_create("runs");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, hello_exits_by_itself);
+    tcase_add_test(tc, traceback_is_the_programs_failure);
+    tcase_add_test(tc, exit_codes_pass_through);
+    tcase_add_test(tc, host_deadline_stops_the_program);
+    tcase_add_test(tc, stdout_is_capped_and_counted);
+    tcase_add_test(tc, large_output_never_stalls_the_box);
+    tcase_add_test(tc, leftover_processes_are_reaped);
+    tcase_add_test(tc, forged_done_record_is_just_output);
+    tcase_add_test(tc, program_cannot_signal_the_init);
+    tcase_add_test(tc, human_receipt_is_fenced);
+    suite_add_tcase(s, tc);
+    return s;
+}

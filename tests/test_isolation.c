@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/* The program gets nothing of the host: no host files, no PyBox environment, no network,
+ * no way into the box's init. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../pybox/util.h"
+#include "itest.h"
+#include "suites.h"
+
+/* A non-loopback IPv4 address of this host, if it has one. */
+static int host_ipv4(char *out, size_t len)
+{
+    struct ifaddrs *ifa = NULL;
+    if (getifaddrs(&ifa) < 0)
+        return -1;
+    int rc = -1;
+    for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+            continue;
+        struct sockaddr_in *a = (struct sockaddr_in *)i->ifa_addr;
+        if ((ntohl(a->sin_addr.s_addr) >> 24) == 127)
+            continue;
+        inet_ntop(AF_INET, &a->sin_addr, out, (socklen_t)len);
+        rc = 0;
+        break;
+    }
+    freeifaddrs(ifa);
+    return rc;
+}
+
+START_TEST(nothing_of_the_host)
+{
+    /* Canaries the program must not see: a host file, an environment variable of
+     * PyBox's, the host's name, and a TCP listener on the host. */
+    char canary[33], path[128];
+    pybox_random_hex(16, canary, NULL);
+    snprintf(path, sizeof path, "/tmp/pybox-itest-%s", canary);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, canary, 32), 32);
+    close(fd);
+    char hostname[256] = "";
+    gethostname(hostname, sizeof hostname - 1);
+
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(ls, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    ck_assert_int_eq(bind(ls, (struct sockaddr *)&addr, sizeof addr), 0);
+    ck_assert_int_eq(listen(ls, 8), 0);
+    socklen_t alen = sizeof addr;
+    getsockname(ls, (struct sockaddr *)&addr, &alen);
+    int port = ntohs(addr.sin_port);
+    char ip[64] = "127.0.0.1";
+    host_ipv4(ip, sizeof ip);
+
+    char prog[4096];
+    snprintf(prog, sizeof prog,
+             "import os, socket\n"
+             "try:\n    print('file', open('%s').read())\nexcept OSError as e:\n    print('file-error', e.errno)\n"
+             "print('hostname', open('/etc/hostname').read().strip(), socket.gethostname())\n"
+             "print('env', sorted(os.environ.items()))\n"
+             "for host in ('%s', '127.0.0.1', '1.1.1.1'):\n"
+             "    try:\n        socket.create_connection((host, %d), timeout=2)\n        print('connected', host)\n"
+             "    except OSError as e:\n        print('net-error', host, e.errno)\n"
+             "try:\n    socket.getaddrinfo('debian.org', 80)\n    print('dns resolved')\n"
+             "except OSError as e:\n    print('dns-error')\n"
+             "print('ifaces', sorted(os.listdir('/sys/class/net')))\n"
+             "for f in ('/proc/1/environ', '/proc/1/mem', '/var/run/docker.sock'):\n"
+             "    try:\n        open(f, 'rb').read(1)\n        print('read', f)\n"
+             "    except OSError as e:\n        print('denied', f, e.errno)\n",
+             path, ip, port);
+    char envvar[96];
+    snprintf(envvar, sizeof envvar, "PYBOX_ITEST_CANARY=%s", canary);
+    const char *env[] = {envvar, NULL};
+    const char *args[] = {"exec", "--json", "--timeout", "10", NULL};
+    itest_run_t r;
+    itest_pybox(prog, strlen(prog), args, env, &r);
+    ck_assert_ptr_nonnull(r.receipt);
+    ck_assert_int_eq(r.status, 0);
+    const char *out = itest_str(r.receipt, "said.stdout.text");
+    ck_assert_ptr_nonnull(out);
+    ck_assert_msg(!strstr(out, canary), "a canary reached the box: %s", out);
+    ck_assert_ptr_nonnull(strstr(out, "file-error 2")); /* ENOENT: not the host's /tmp */
+    ck_assert_ptr_nonnull(strstr(out, "hostname pybox pybox"));
+    if (strcmp(hostname, "pybox") != 0)
+        ck_assert_msg(!strstr(out, hostname), "the host's name reached the box");
+    ck_assert_ptr_null(strstr(out, "connected"));
+    ck_assert_ptr_nonnull(strstr(out, "dns-error"));
+    ck_assert_ptr_nonnull(strstr(out, "ifaces ['lo']"));
+    ck_assert_ptr_nonnull(strstr(out, "denied /proc/1/environ 13"));
+    ck_assert_ptr_nonnull(strstr(out, "denied /proc/1/mem 13"));
+    ck_assert_ptr_nonnull(strstr(out, "denied /var/run/docker.sock 2"));
+    ck_assert_ptr_nonnull(strstr(out, "env [('HOME', '/tmp'), ('HOSTNAME', 'pybox'), ('LANG', 'C.UTF-8'), ('PATH', "));
+    /* Nothing ever reached the host's listener. */
+    int c = accept(ls, NULL, NULL);
+    ck_assert_int_lt(c, 0);
+    close(ls);
+    unlink(path);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(read_only_root_and_no_privileges)
+{
+    itest_run_t r;
+    itest_exec("import os\n"
+               "for p in ('/etc/x', '/usr/x', '/x'):\n"
+               "    try:\n        open(p, 'w')\n        print('wrote', p)\n"
+               "    except OSError as e:\n        print('ro', p, e.errno)\n"
+               "open('/tmp/scratch', 'w').write('ok')\nprint('tmp', open('/tmp/scratch').read())\n"
+               "print('uid', os.getuid(), os.geteuid(), os.getgid())\n"
+               "st = dict(l.split(':\\t') for l in open('/proc/self/status').read().splitlines() if ':\\t' in l)\n"
+               "print('caps', st['CapEff'], st['CapBnd'], 'nnp', st['NoNewPrivs'], 'seccomp', st['Seccomp'])\n",
+               NULL, &r);
+    ck_assert_int_eq(r.status, 0);
+    const char *out = itest_str(r.receipt, "said.stdout.text");
+    ck_assert_ptr_null(strstr(out, "wrote"));
+    ck_assert_ptr_nonnull(strstr(out, "ro /x 30")); /* EROFS */
+    ck_assert_ptr_nonnull(strstr(out, "tmp ok"));
+    ck_assert_ptr_nonnull(strstr(out, "uid 65534 65534 65534"));
+    ck_assert_ptr_nonnull(strstr(out, "caps 0000000000000000 0000000000000000 nnp 1 seccomp 2"));
+    itest_run_free(&r);
+}
+END_TEST
+
+Suite *itest_suite_isolation(void)
+{
+    Suite *s = suite_create("isolation");
+    TCase *tc = tcase_create("host");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, nothing_of_the_host);
+    tcase_add_test(tc, read_only_root_and_no_privileges);
+    suite_add_tcase(s, tc);
+    return s;
+}
