@@ -65,6 +65,9 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -c $< -o $@
 
+$(BUILD)/pybox-bench: campaign/bench.c $(BUILD)/libpybox.a
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
+
 setup:
 	scripts/setup.sh
 
@@ -78,7 +81,7 @@ integration: $(BUILD)/itest $(BUILD)/pybox
 check: setup
 	$(MAKE) unit integration
 
-bench: setup
+bench: setup $(BUILD)/pybox-bench
 	scripts/bench.sh $(BUILD)/pybox
 
 demo: setup

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* pybox-init: the static PID 1 of every box: timer, reaper, hold-at-exit, done record.
  *
- * It trusts nothing the program does. Every signal is blocked and taken synchronously;
+ * It trusts nothing the program does. Every signal is blocked and read from a signalfd;
  * only signals sent from outside the box (si_pid == 0 as seen from inside the PID
  * namespace) are obeyed. It is not dumpable, so the program, which runs as the same
- * user, can neither ptrace it nor read /proc/1/mem, /proc/1/environ or its fds.
- * Contract: docs/guest-protocol.md. */
+ * user, can neither ptrace it nor read /proc/1/mem, /proc/1/environ or its fds. The
+ * program's stdin is a pipe fed by init, so the secret and the host's control bytes
+ * never reach it. Contract: docs/guest-protocol.md. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,34 +47,38 @@ static void say(const char *fmt, ...)
     (void)w;
 }
 
-/* Parse "--timer-ms=N" strictly: digits only, 1..PYBOX_GUEST_TIMER_MAX_MS. */
+/* Strict decimal: digits only, 1..max. */
+static int parse_num(const char *p, const char *end, int64_t max, int64_t *out)
+{
+    if (p == end)
+        return -1;
+    int64_t v = 0;
+    for (; p < end; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        v = v * 10 + (*p - '0');
+        if (v > max)
+            return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 static int parse_timer(const char *arg, int64_t *out)
 {
     size_t flen = strlen(PYBOX_GUEST_TIMER_FLAG);
     if (strncmp(arg, PYBOX_GUEST_TIMER_FLAG, flen) != 0)
         return -1;
-    const char *p = arg + flen;
-    if (*p == '\0')
+    if (parse_num(arg + flen, arg + strlen(arg), PYBOX_GUEST_TIMER_MAX_MS, out) < 0 || *out <= 0)
         return -1;
-    int64_t v = 0;
-    for (; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return -1;
-        v = v * 10 + (*p - '0');
-        if (v > PYBOX_GUEST_TIMER_MAX_MS)
-            return -1;
-    }
-    if (v <= 0)
-        return -1;
-    *out = v;
     return 0;
 }
 
-/* Read the hello line byte by byte so not one byte of the program is consumed.
- * Gives up at the deadline: with no host, the box still ends. */
-static int read_hello(char *secret, int64_t deadline)
+/* Read the hello line byte by byte so not one byte after it is consumed. Gives up at
+ * the deadline: with no host, the box still ends. */
+static int read_hello(char *secret, int64_t *program_len, int64_t deadline)
 {
-    char line[PYBOX_GUEST_HELLO_LEN];
+    char line[PYBOX_GUEST_HELLO_MAX];
     size_t got = 0;
     while (got < sizeof line) {
         int64_t left = deadline - now_ms();
@@ -89,18 +95,21 @@ static int read_hello(char *secret, int64_t deadline)
             continue;
         if (r <= 0)
             return -1;
-        got++;
-        if (line[got - 1] == '\n')
+        if (line[got++] == '\n')
             break;
     }
     size_t hlen = strlen(PYBOX_GUEST_HELLO);
-    if (got != sizeof line || line[got - 1] != '\n' || memcmp(line, PYBOX_GUEST_HELLO, hlen) != 0)
+    if (got < hlen + PYBOX_GUEST_SECRET_HEX + 3 || line[got - 1] != '\n' || memcmp(line, PYBOX_GUEST_HELLO, hlen) != 0 ||
+        line[hlen + PYBOX_GUEST_SECRET_HEX] != ' ')
         return -1;
     for (size_t i = 0; i < PYBOX_GUEST_SECRET_HEX; i++) {
         char c = line[hlen + i];
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
             return -1;
     }
+    const char *len_start = line + hlen + PYBOX_GUEST_SECRET_HEX + 1;
+    if (parse_num(len_start, line + got - 1, PYBOX_GUEST_PROGRAM_MAX, program_len) < 0)
+        return -1;
     memcpy(secret, line + hlen, PYBOX_GUEST_SECRET_HEX);
     secret[PYBOX_GUEST_SECRET_HEX] = '\0';
     explicit_bzero(line, sizeof line);
@@ -165,8 +174,8 @@ static int exit_code_of(int status)
     return 255;
 }
 
-/* Write all of buf to stdout before the deadline. The program may have set O_NONBLOCK
- * on the shared pipe, or left it full with nobody reading: never block past the timer. */
+/* Write all of buf to stdout before the deadline. The program may have left the pipe
+ * full with nobody reading: never block past the timer. */
 static void write_record(const char *buf, size_t len, int64_t deadline)
 {
     int fl = fcntl(STDOUT_FILENO, F_GETFL);
@@ -189,12 +198,14 @@ static void write_record(const char *buf, size_t len, int64_t deadline)
     }
 }
 
-static void child_exec(void)
+static void child_exec(int stdin_pipe)
 {
     sigset_t none;
     sigemptyset(&none);
-    /* The program leads its own session and process group, so signals aimed at it
-     * reach its whole group; the box's PID 1 stays outside of it. */
+    if (dup2(stdin_pipe, STDIN_FILENO) < 0)
+        _exit(PYBOX_GUEST_EXIT_PIPE);
+    /* The program leads its own session and process group; the box's PID 1 stays
+     * outside of it. */
     if (setsid() < 0)
         _exit(PYBOX_GUEST_EXIT_FORK);
     for (int s = 1; s < NSIG; s++)
@@ -220,13 +231,23 @@ int main(int argc, char **argv)
     sigset_t all;
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, NULL);
+    int sfd = signalfd(-1, &all, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sfd < 0) {
+        say("pybox-init: signalfd: %s\n", strerror(errno));
+        return PYBOX_GUEST_EXIT_FORK;
+    }
 
     char secret[PYBOX_GUEST_SECRET_HEX + 1];
-    if (read_hello(secret, deadline) < 0) {
+    int64_t program_left;
+    if (read_hello(secret, &program_left, deadline) < 0) {
         say("pybox-init: no valid hello on stdin\n");
         return PYBOX_GUEST_EXIT_PROTOCOL;
     }
-
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0) {
+        say("pybox-init: pipe: %s\n", strerror(errno));
+        return PYBOX_GUEST_EXIT_PIPE;
+    }
     program_pid = fork();
     if (program_pid < 0) {
         say("pybox-init: fork: %s\n", strerror(errno));
@@ -234,24 +255,31 @@ int main(int argc, char **argv)
     }
     if (program_pid == 0) {
         explicit_bzero(secret, sizeof secret);
-        child_exec();
+        child_exec(pipefd[0]);
     }
     int64_t t_program = now_ms();
-    /* The program owns stdin from here on; init keeps only stdout and stderr. */
-    (void)close(STDIN_FILENO);
+    close(pipefd[0]);
+    int to_program = pipefd[1];
+    (void)fcntl(to_program, F_SETFL, O_NONBLOCK);
+    (void)fcntl(STDIN_FILENO, F_SETFL, O_NONBLOCK);
+    if (program_left == 0) {
+        close(to_program);
+        to_program = -1;
+    }
 
-    int timer_fired = 0, stopped = 0, terminate = 0, holding = 0;
-    int64_t program_ms = 0;
+    char buf[65536];
+    size_t buf_len = 0, buf_off = 0;
+    int ctl_open = 1, timer_fired = 0, stopped = 0, terminate = 0, holding = 0;
     for (;;) {
         if (program_done && !holding) {
-            program_ms = now_ms() - t_program;
+            int64_t program_ms = now_ms() - t_program;
             kill_all_and_reap();
             char rec[PYBOX_GUEST_RECORD_MAX];
             int n = snprintf(rec, sizeof rec,
                              "%s%s exit=%d signal=%d timer=%d stopped=%d program_ms=%lld reaped=%u\n",
                              PYBOX_GUEST_DONE, secret, exit_code_of(program_status),
-                             WIFSIGNALED(program_status) ? WTERMSIG(program_status) : 0, timer_fired,
-                             stopped, (long long)program_ms, reaped_others);
+                             WIFSIGNALED(program_status) ? WTERMSIG(program_status) : 0, timer_fired, stopped,
+                             (long long)program_ms, reaped_others);
             if (n > 0 && (size_t)n < sizeof rec)
                 write_record(rec, (size_t)n, deadline);
             explicit_bzero(secret, sizeof secret);
@@ -270,31 +298,91 @@ int main(int argc, char **argv)
             kill_all_and_reap();
             continue;
         }
-        struct timespec ts = {.tv_sec = left / 1000, .tv_nsec = (left % 1000) * 1000000};
-        siginfo_t si;
-        int sig = sigtimedwait(&all, &si, &ts);
-        if (sig < 0)
-            continue; /* EAGAIN: timer; EINTR: again */
-        if (sig == SIGCHLD) {
-            reap_nohang();
+        /* Read stdin only when there is room for program bytes, or for control bytes. */
+        int want_in = ctl_open && (program_left == 0 || (to_program >= 0 && buf_len == 0));
+        struct pollfd p[3] = {
+            {.fd = sfd, .events = POLLIN},
+            {.fd = want_in ? STDIN_FILENO : -1, .events = POLLIN},
+            {.fd = (to_program >= 0 && buf_len > buf_off) ? to_program : -1, .events = POLLOUT},
+        };
+        int pr = poll(p, 3, (int)(left > 60000 ? 60000 : left));
+        if (pr < 0 && errno != EINTR)
             continue;
-        }
-        /* Obey only the outside world: the engine's kill arrives with si_pid 0 here. */
-        if (si.si_code != SI_USER || si.si_pid != 0)
+        if (pr <= 0)
             continue;
-        if (sig == PYBOX_GUEST_SIG_RELEASE) {
-            if (holding)
-                return exit_code_of(program_status);
-        } else if (sig == PYBOX_GUEST_SIG_STOP) {
-            if (!program_done) {
-                stopped = 1;
-                kill_all_and_reap();
+
+        if (p[0].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                int sig = (int)si.ssi_signo;
+                if (sig == SIGCHLD) {
+                    reap_nohang();
+                    continue;
+                }
+                /* Obey only the outside world: the engine's kill arrives with pid 0. */
+                if (si.ssi_code != SI_USER || si.ssi_pid != 0)
+                    continue;
+                if (sig == PYBOX_GUEST_SIG_RELEASE) {
+                    if (holding)
+                        return exit_code_of(program_status);
+                } else if (sig == PYBOX_GUEST_SIG_STOP) {
+                    if (!program_done) {
+                        stopped = 1;
+                        kill_all_and_reap();
+                    }
+                } else if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
+                    if (holding)
+                        return exit_code_of(program_status);
+                    terminate = 1;
+                    (void)kill(-program_pid, sig);
+                }
             }
-        } else if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
-            if (holding)
-                return exit_code_of(program_status);
-            terminate = 1;
-            (void)kill(-program_pid, sig);
+        }
+
+        if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+            size_t room = sizeof buf;
+            if (program_left > 0 && (int64_t)room > program_left)
+                room = (size_t)program_left;
+            ssize_t r = read(STDIN_FILENO, buf, program_left > 0 ? room : sizeof buf);
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+                /* The host is gone (or never sent the whole program): no more commands. */
+                ctl_open = 0;
+                if (to_program >= 0 && buf_len == buf_off) {
+                    close(to_program);
+                    to_program = -1;
+                }
+            } else if (r > 0 && program_left > 0) {
+                program_left -= r;
+                buf_len = (size_t)r;
+                buf_off = 0;
+            } else if (r > 0) {
+                for (ssize_t i = 0; i < r; i++) {
+                    if (buf[i] == PYBOX_GUEST_CTL_RELEASE && holding)
+                        return exit_code_of(program_status);
+                    if (buf[i] == PYBOX_GUEST_CTL_STOP && !program_done) {
+                        stopped = 1;
+                        kill_all_and_reap();
+                    }
+                }
+            }
+        }
+
+        if (to_program >= 0 && buf_len > buf_off && (p[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
+            ssize_t w = write(to_program, buf + buf_off, buf_len - buf_off);
+            if (w > 0)
+                buf_off += (size_t)w;
+            else if (w < 0 && errno != EAGAIN && errno != EINTR)
+                buf_off = buf_len; /* the program stopped reading: drop the rest */
+            if (buf_off == buf_len) {
+                buf_len = buf_off = 0;
+                if (program_left == 0 || !ctl_open) {
+                    close(to_program);
+                    to_program = -1;
+                }
+            }
+        } else if (to_program >= 0 && program_left == 0 && buf_len == 0) {
+            close(to_program);
+            to_program = -1;
         }
     }
 }

@@ -18,12 +18,21 @@
  * a killed program said before it died is still seen. */
 #define PYBOX_GUEST_PYTHON "/usr/bin/python3"
 
-/* First line on the box's stdin, read by init and never seen by the program:
- *   "PYBOX1 <64 lowercase hex digits>\n"
- * The rest of stdin is the program. */
+/* The box's stdin, all of it from the host:
+ *   "PYBOX1 <64 lowercase hex digits> <program length>\n"   read by init, never by the program
+ *   <program length bytes>                                   copied by init to the program
+ *   control bytes                                            read by init:
+ *       'S' stop the program now and hold (the host's deadline)
+ *       'R' release a held box: exit with the program's status
+ * End of file on stdin (the host went away) ends the control channel, not the box: the
+ * box's timer still ends it. The program's own stdin is a pipe that ends after the
+ * program, so it never sees the secret or the control bytes. */
 #define PYBOX_GUEST_HELLO "PYBOX1 "
 #define PYBOX_GUEST_SECRET_HEX 64
-#define PYBOX_GUEST_HELLO_LEN (sizeof(PYBOX_GUEST_HELLO) - 1 + PYBOX_GUEST_SECRET_HEX + 1)
+#define PYBOX_GUEST_HELLO_MAX 96
+#define PYBOX_GUEST_PROGRAM_MAX (64LL * 1024 * 1024)
+#define PYBOX_GUEST_CTL_STOP 'S'
+#define PYBOX_GUEST_CTL_RELEASE 'R'
 
 /* The done record: the last bytes init writes on the box's stdout after every other
  * process in the box is gone, so nothing can follow it:
@@ -32,14 +41,16 @@
 #define PYBOX_GUEST_DONE "\x1epybox-done v1 "
 #define PYBOX_GUEST_RECORD_MAX 256
 
-/* Signals from outside the box (the engine's kill, si_pid == 0 inside the box).
- * The same signals sent from inside the box are ignored. */
+/* The same commands as signals from outside the box (the engine's kill; si_pid == 0
+ * inside the box), for when the control channel is gone. The same signals sent from
+ * inside the box are ignored. */
 #define PYBOX_GUEST_SIG_RELEASE SIGUSR1 /* held box: exit with the program's status */
 #define PYBOX_GUEST_SIG_STOP SIGUSR2    /* host deadline: kill the program, then hold */
 
 /* init's own failures (the program never ran). */
 #define PYBOX_GUEST_EXIT_USAGE 120    /* bad argv */
 #define PYBOX_GUEST_EXIT_PROTOCOL 121 /* no valid hello on stdin */
+#define PYBOX_GUEST_EXIT_PIPE 123     /* could not make the program's stdin */
 #define PYBOX_GUEST_EXIT_FORK 122     /* could not start the program */
 #define PYBOX_GUEST_EXIT_TIMER 137    /* the box timer ended a running program */
 

@@ -416,5 +416,15 @@ int pybox_image_build(const pybox_state_t *st, pybox_engine_t *e, const pybox_im
         return -1;
     *built = true;
     progress_line(progress, t0, "pinned:", id);
+    if (have == 1 && strcmp(pin.id, id) != 0) {
+        /* The image this name was pinned to before is PyBox's own and no longer used by
+         * new runs; the engine refuses (409) while a box still uses it, which is fine. */
+        snprintf(path, sizeof path, "/images/%s", pin.id);
+        cJSON *gone = NULL;
+        pybox_error_t ignored = {0};
+        if (pybox_engine_call(e, "DELETE", path, NULL, &status, &gone, &ignored) == 0 && status == 200)
+            progress_line(progress, t0, "removed the image pinned before:", pin.id);
+        cJSON_Delete(gone);
+    }
     return 0;
 }

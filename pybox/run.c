@@ -64,19 +64,32 @@ static int on_output(void *arg, int stream, const char *data, size_t len)
 
 typedef enum { PH_RUNNING, PH_STOPPING, PH_RELEASING, PH_KILLED } phase_t;
 
+typedef struct {
+    pybox_box_t *box;
+    pybox_buf_t q; /* bytes for the box's stdin: hello, program, then control bytes */
+    size_t off;
+    bool broken;   /* the box's stdin no longer takes bytes */
+} feed_t;
+
+/* Tell the box's init: through its stdin when that still works, else by a signal
+ * from outside the box through the engine. Returns -1 on a PyBox failure. */
+static int command(feed_t *f, char ctl, int sig, pybox_run_result_t *res)
+{
+    if (!f->broken && pybox_buf_append(&f->q, &ctl, 1) == 0)
+        return 0;
+    return f->box->ops->signal(f->box, sig, &res->error) < 0 ? -1 : 0;
+}
+
 /* Feed the program, read everything the box says, and drive the two clocks until the
  * box's output ends. Returns -1 on a PyBox failure (res->error). */
-static int io_loop(pybox_box_t *box, pybox_run_result_t *res, const char *input, size_t input_len,
-                   const char *secret, double t_start)
+static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const char *secret, double t_start)
 {
+    pybox_box_t *box = f->box;
     const pybox_box_ops_t *ops = box->ops;
-    size_t woff = 0;
-    bool wclosed = false;
     phase_t phase = PH_RUNNING;
     int64_t start_ms = (int64_t)(t_start * 1000.0);
     int64_t deadline = start_ms + res->policy.timeout_ms;
     int fd = ops->io_fd(box);
-    res->input_complete = false;
 
     for (;;) {
         int64_t now = pybox_now_ms();
@@ -87,17 +100,15 @@ static int io_loop(pybox_box_t *box, pybox_run_result_t *res, const char *input,
         }
         if (now >= deadline) {
             switch (phase) {
-            case PH_RUNNING: {
+            case PH_RUNNING:
                 /* PyBox's deadline: ask the box's init to stop the program and hold, so
                  * the end can still be observed. */
                 res->deadline_fired = !res->interrupted;
-                int r = ops->signal(box, PYBOX_GUEST_SIG_STOP, &res->error);
-                if (r < 0)
+                if (command(f, PYBOX_GUEST_CTL_STOP, PYBOX_GUEST_SIG_STOP, res) < 0)
                     return -1;
                 phase = PH_STOPPING;
                 deadline = now + PYBOX_STOP_GRACE_MS;
                 continue;
-            }
             case PH_STOPPING:
             case PH_RELEASING:
                 /* The box did not answer in time: end it through the engine. */
@@ -113,7 +124,7 @@ static int io_loop(pybox_box_t *box, pybox_run_result_t *res, const char *input,
             }
         }
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (!wclosed)
+        if (!f->broken && f->off < f->q.len)
             p.events |= POLLOUT;
         int64_t wait = deadline - now;
         int pr = poll(&p, 1, (int)(wait > 60000 ? 60000 : wait));
@@ -124,35 +135,30 @@ static int io_loop(pybox_box_t *box, pybox_run_result_t *res, const char *input,
         }
         if (pr == 0)
             continue;
-        if (!wclosed && (p.revents & (POLLOUT | POLLERR | POLLHUP))) {
-            ssize_t w = 0;
-            if (woff < input_len)
-                w = ops->io_write(box, input + woff, input_len - woff, NULL);
+        if (!f->broken && f->off < f->q.len && (p.revents & (POLLOUT | POLLERR | POLLHUP))) {
+            ssize_t w = ops->io_write(box, f->q.data + f->off, f->q.len - f->off, NULL);
             if (w > 0)
-                woff += (size_t)w;
-            if (woff == input_len || (w < 0 && errno != EAGAIN)) {
-                /* All sent, or the box no longer reads: end of input either way. */
-                res->input_complete = woff == input_len;
-                (void)ops->io_close_write(box, NULL);
-                wclosed = true;
-            }
+                f->off += (size_t)w;
+            else if (w < 0 && errno != EAGAIN)
+                f->broken = true; /* the box no longer reads; commands go by signal */
+            if (f->off >= input_len)
+                res->input_complete = true;
         }
         if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
             int r = ops->io_read(box, on_output, res, &res->error);
             if (r < 0)
                 return -1;
             if (!res->record.seen) {
-                int f = pybox_done_record_find(&res->out, secret, &res->record, &res->error);
-                if (f < 0)
+                int found = pybox_done_record_find(&res->out, secret, &res->record, &res->error);
+                if (found < 0)
                     return -1;
-                if (f == 1) {
+                if (found == 1) {
                     res->t.run_ms = since(t_start);
                     /* The program and every process it left have ended, and the box is
                      * held: this is where final readings and files are taken. Then
                      * release it. */
                     if (phase != PH_KILLED) {
-                        int s = ops->signal(box, PYBOX_GUEST_SIG_RELEASE, &res->error);
-                        if (s < 0)
+                        if (command(f, PYBOX_GUEST_CTL_RELEASE, PYBOX_GUEST_SIG_RELEASE, res) < 0)
                             return -1;
                         phase = PH_RELEASING;
                         deadline = pybox_now_ms() + PYBOX_RELEASE_GRACE_MS;
@@ -160,8 +166,6 @@ static int io_loop(pybox_box_t *box, pybox_run_result_t *res, const char *input,
                 }
             }
             if (r == 1) {
-                if (!wclosed)
-                    res->input_complete = woff == input_len;
                 if (!res->record.seen)
                     res->t.run_ms = since(t_start);
                 return 0;
@@ -245,16 +249,17 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     free(text);
     cJSON_Delete(body);
 
-    /* The box's stdin: the hello line for init, then the program. */
-    size_t input_len = PYBOX_GUEST_HELLO_LEN + req->program_len;
-    char *input = malloc(input_len);
-    if (input == NULL) {
-        pybox_error_set(&res->error, PYBOX_ERR_SYSTEM, ENOMEM, "malloc(%zu)", input_len);
+    /* The box's stdin: the hello line for init, then the program; control bytes follow. */
+    feed_t feed = {.box = NULL, .off = 0, .broken = false};
+    pybox_buf_init(&feed.q, 0);
+    if (pybox_buf_printf(&feed.q, "%s%s %zu\n", PYBOX_GUEST_HELLO, secret, req->program_len) < 0 ||
+        pybox_buf_append(&feed.q, req->program, req->program_len) < 0) {
+        pybox_error_set(&res->error, PYBOX_ERR_SYSTEM, ENOMEM, "the box's input (%zu bytes)", req->program_len);
         res->end = PYBOX_END_PYBOX_ERROR;
+        pybox_buf_free(&feed.q);
         return -1;
     }
-    snprintf(input, PYBOX_GUEST_HELLO_LEN + 1, "%s%s\n", PYBOX_GUEST_HELLO, secret);
-    memcpy(input + PYBOX_GUEST_HELLO_LEN, req->program, req->program_len);
+    size_t input_len = feed.q.len;
 
     pybox_box_t *box = NULL;
     double t = pybox_now_s();
@@ -285,22 +290,25 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
         goto out;
     res->started = true;
 
-    /* Both the deadline and the run's time count from the moment the box is running. */
-    rc = io_loop(box, res, input, input_len, secret, pybox_now_s());
+    /* Both the deadline and the run's time count from the moment the box is running;
+     * collecting counts from the program's end (the done record) to the engine's record
+     * of the box's end. */
+    t = pybox_now_s();
+    feed.box = box;
+    rc = io_loop(&feed, res, input_len, secret, t);
     if (rc < 0)
         goto out;
-
-    t = pybox_now_s();
     rc = box->ops->wait(box, 10000, &res->exit, &res->error);
-    res->t.collect_ms = since(t);
+    res->t.collect_ms = since(t) - res->t.run_ms;
     if (rc < 0)
         goto out;
     res->have_exit = true;
 
 out:
     explicit_bzero(secret, sizeof secret);
-    explicit_bzero(input, PYBOX_GUEST_HELLO_LEN);
-    free(input);
+    if (feed.q.data != NULL)
+        explicit_bzero(feed.q.data, strlen(PYBOX_GUEST_HELLO) + PYBOX_GUEST_SECRET_HEX);
+    pybox_buf_free(&feed.q);
     if (box != NULL) {
         pybox_error_t rerr = {0};
         t = pybox_now_s();
