@@ -87,7 +87,7 @@ bench: setup $(BUILD)/pybox-bench
 demo: setup
 	scripts/demo.sh $(BUILD)/pybox
 
-FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h)
+FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h campaign/*.c)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

@@ -108,11 +108,43 @@ int main(int argc, char **argv)
     snprintf(tmpfs, sizeof tmpfs, "/tmp:rw,noexec,nosuid,nodev,size=%lld", (long long)PYBOX_TMP_BYTES);
     snprintf(nofile, sizeof nofile, "nofile=%d:%d", PYBOX_NOFILE, PYBOX_NOFILE);
     snprintf(fsize, sizeof fsize, "fsize=%lld:%lld", (long long)PYBOX_FSIZE_BYTES, (long long)PYBOX_FSIZE_BYTES);
-    const char *const docker[] = {"docker", "run", "--rm", "-i", "--network", "none", "--read-only", "--user", "65534:65534",
-                            "--memory", mem, "--memory-swap", mem, "--pids-limit", pids, "--cpus", cpus, "--cap-drop",
-                            "ALL", "--security-opt", "no-new-privileges", "--security-opt", secopt, "--tmpfs", tmpfs,
-                            "--ulimit", nofile, "--ulimit", fsize, "--log-driver", "none", "--entrypoint",
-                            "/usr/bin/python3", pin.id, "-I", "-", NULL};
+    const char *const docker[] = {"docker",
+                                  "run",
+                                  "--rm",
+                                  "-i",
+                                  "--network",
+                                  "none",
+                                  "--read-only",
+                                  "--user",
+                                  "65534:65534",
+                                  "--memory",
+                                  mem,
+                                  "--memory-swap",
+                                  mem,
+                                  "--pids-limit",
+                                  pids,
+                                  "--cpus",
+                                  cpus,
+                                  "--cap-drop",
+                                  "ALL",
+                                  "--security-opt",
+                                  "no-new-privileges",
+                                  "--security-opt",
+                                  secopt,
+                                  "--tmpfs",
+                                  tmpfs,
+                                  "--ulimit",
+                                  nofile,
+                                  "--ulimit",
+                                  fsize,
+                                  "--log-driver",
+                                  "none",
+                                  "--entrypoint",
+                                  "/usr/bin/python3",
+                                  pin.id,
+                                  "-I",
+                                  "-",
+                                  NULL};
     const char *const pybox[] = {argv[1], "exec", "--json", NULL};
 
     double *tp = calloc((size_t)runs, sizeof *tp), *td = calloc((size_t)runs, sizeof *td);

@@ -99,8 +99,8 @@ static int read_hello(char *secret, int64_t *program_len, int64_t deadline)
             break;
     }
     size_t hlen = strlen(PYBOX_GUEST_HELLO);
-    if (got < hlen + PYBOX_GUEST_SECRET_HEX + 3 || line[got - 1] != '\n' || memcmp(line, PYBOX_GUEST_HELLO, hlen) != 0 ||
-        line[hlen + PYBOX_GUEST_SECRET_HEX] != ' ')
+    if (got < hlen + PYBOX_GUEST_SECRET_HEX + 3 || line[got - 1] != '\n' ||
+        memcmp(line, PYBOX_GUEST_HELLO, hlen) != 0 || line[hlen + PYBOX_GUEST_SECRET_HEX] != ' ')
         return -1;
     for (size_t i = 0; i < PYBOX_GUEST_SECRET_HEX; i++) {
         char c = line[hlen + i];
@@ -275,8 +275,7 @@ int main(int argc, char **argv)
             int64_t program_ms = now_ms() - t_program;
             kill_all_and_reap();
             char rec[PYBOX_GUEST_RECORD_MAX];
-            int n = snprintf(rec, sizeof rec,
-                             "%s%s exit=%d signal=%d timer=%d stopped=%d program_ms=%lld reaped=%u\n",
+            int n = snprintf(rec, sizeof rec, "%s%s exit=%d signal=%d timer=%d stopped=%d program_ms=%lld reaped=%u\n",
                              PYBOX_GUEST_DONE, secret, exit_code_of(program_status),
                              WIFSIGNALED(program_status) ? WTERMSIG(program_status) : 0, timer_fired, stopped,
                              (long long)program_ms, reaped_others);

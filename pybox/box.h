@@ -19,10 +19,10 @@ typedef struct pybox_backend pybox_backend_t;
 /* How the box ended, as the engine recorded it (never as the program said). */
 typedef struct pybox_box_exit {
     int exit_code;
-    bool oom_killed;        /* something in the box was OOM-killed (not necessarily the program) */
+    bool oom_killed; /* something in the box was OOM-killed (not necessarily the program) */
     char started_at[40];
     char finished_at[40];
-    char error[256];        /* the engine's own error for the box, if any */
+    char error[256]; /* the engine's own error for the box, if any */
 } pybox_box_exit_t;
 
 /* Signals: 0 = sent, 1 = the box was not running any more. */

@@ -75,8 +75,11 @@ int pybox_buf_printf(pybox_buf_t *b, const char *fmt, ...)
 
 char *pybox_buf_steal(pybox_buf_t *b)
 {
-    if (b->data == NULL && reserve(b, 0) < 0)
-        return NULL;
+    if (b->data == NULL) {
+        if (reserve(b, 0) < 0)
+            return NULL;
+        b->data[0] = '\0'; /* reserve() only allocates: an empty buffer hands over "" */
+    }
     char *d = b->data;
     b->data = NULL;
     b->len = b->cap = 0;

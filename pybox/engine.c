@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -135,8 +136,8 @@ static int transfer(pybox_engine_t *e, const char *method, const char *url, cons
         if (rc == CURLE_WRITE_ERROR)
             return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "%s %s: the engine's reply is larger than %d bytes",
                                    method, url, PYBOX_ENGINE_REPLY_MAX);
-        return pybox_error_set(err, PYBOX_ERR_ENGINE, kind_errno, "%s %s via %s: %s", method, url,
-                               e->socket_path, curl_easy_strerror(rc));
+        return pybox_error_set(err, PYBOX_ERR_ENGINE, kind_errno, "%s %s via %s: %s", method, url, e->socket_path,
+                               curl_easy_strerror(rc));
     }
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
     return 0;
@@ -150,8 +151,8 @@ static int make_url(pybox_engine_t *e, const char *path, char *url, size_t len, 
     return 0;
 }
 
-int pybox_engine_call_raw(pybox_engine_t *e, const char *method, const char *path, const cJSON *body,
-                          long *status, pybox_buf_t *reply, pybox_error_t *err)
+int pybox_engine_call_raw(pybox_engine_t *e, const char *method, const char *path, const cJSON *body, long *status,
+                          pybox_buf_t *reply, pybox_error_t *err)
 {
     char url[2048];
     if (make_url(e, path, url, sizeof url, err) < 0)
@@ -270,8 +271,9 @@ int pybox_engine_open(const char *docker_host, pybox_engine_t **out, pybox_error
     long status = 0;
     cJSON *v = NULL;
     if (pybox_engine_call(e, "GET", "/version", NULL, &status, &v, err) < 0) {
-        pybox_error_prefix(err, "no container engine answers at %s (start it: scripts/engine-start.sh)",
-                           e->socket_path);
+        if (err != NULL && err->kind == PYBOX_ERR_ENGINE)
+            pybox_error_prefix(err, "no container engine answers at %s (start it: scripts/engine-start.sh)",
+                               e->socket_path);
         pybox_engine_free(e);
         return -1;
     }
@@ -291,8 +293,7 @@ int pybox_engine_open(const char *docker_host, pybox_engine_t **out, pybox_error
     }
     if (api_cmp(api->valuestring, PYBOX_ENGINE_API) < 0 ||
         (cJSON_IsString(min) && api_cmp(min->valuestring, PYBOX_ENGINE_API) > 0)) {
-        pybox_error_set(err, PYBOX_ERR_ENGINE, 0,
-                        "the engine at %s speaks API %.16s (from %.16s); PyBox needs API %s",
+        pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "the engine at %s speaks API %.16s (from %.16s); PyBox needs API %s",
                         e->socket_path, api->valuestring, cJSON_IsString(min) ? min->valuestring : "?",
                         PYBOX_ENGINE_API);
         cJSON_Delete(v);
@@ -363,6 +364,15 @@ static long status_of(const char *head)
         s = s * 10 + (head[i] - '0');
     }
     return s;
+}
+
+/* The Content-Length in a reply head of hlen bytes; 0 when there is none. */
+static size_t content_length(const char *head, size_t hlen)
+{
+    for (const char *p = strstr(head, "\r\n"); p != NULL && (size_t)(p - head) + 2 < hlen; p = strstr(p + 2, "\r\n"))
+        if (strncasecmp(p + 2, "Content-Length:", 15) == 0)
+            return (size_t)strtoull(p + 17, NULL, 10);
+    return 0;
 }
 
 int pybox_engine_upgrade(pybox_engine_t *e, const char *path, pybox_engine_stream_t **out, pybox_error_t *err)
@@ -436,8 +446,8 @@ int pybox_engine_upgrade(pybox_engine_t *e, const char *path, pybox_engine_strea
             continue;
         }
         if (r <= 0) {
-            pybox_error_set(err, PYBOX_ERR_ENGINE, r < 0 ? errno : 0,
-                            "the engine closed the connection during %s", path);
+            pybox_error_set(err, PYBOX_ERR_ENGINE, r < 0 ? errno : 0, "the engine closed the connection during %s",
+                            path);
             goto fail;
         }
         if (pybox_buf_append(&head, chunk, (size_t)r) < 0) {
@@ -449,7 +459,20 @@ int pybox_engine_upgrade(pybox_engine_t *e, const char *path, pybox_engine_strea
     long status = status_of(head.data);
     size_t hlen = (size_t)(end - head.data) + 4;
     if (status != 101) {
-        /* An error: the body (JSON with "message") may follow the headers. */
+        /* An error: the body (JSON with "message") follows the headers, possibly in
+         * later packets; read up to its Content-Length, within the same bound. */
+        size_t want = content_length(head.data, hlen);
+        while (head.len - hlen < want) {
+            char chunk[4096];
+            ssize_t r = recv(fd, chunk, sizeof chunk, 0);
+            if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+                if (wait_fd(fd, POLLIN, deadline) < 0)
+                    break;
+                continue;
+            }
+            if (r <= 0 || pybox_buf_append(&head, chunk, (size_t)r) < 0)
+                break;
+        }
         const char *body = head.data + hlen;
         cJSON *j = cJSON_ParseWithLength(body, head.len - hlen);
         char what[256];

@@ -39,8 +39,8 @@ int pybox_engine_call(pybox_engine_t *e, const char *method, const char *path, c
                       cJSON **reply, pybox_error_t *err);
 
 /* The same, for replies that are not one JSON document (streams of JSON lines). */
-int pybox_engine_call_raw(pybox_engine_t *e, const char *method, const char *path, const cJSON *body,
-                          long *status, pybox_buf_t *reply, pybox_error_t *err);
+int pybox_engine_call_raw(pybox_engine_t *e, const char *method, const char *path, const cJSON *body, long *status,
+                          pybox_buf_t *reply, pybox_error_t *err);
 
 /* POST a file's content (e.g. a tar for image import) and read the raw reply. */
 int pybox_engine_upload(pybox_engine_t *e, const char *path, int fd, const char *content_type, long *status,

@@ -196,7 +196,8 @@ static int compose(const char *base, int out_fd, const char *init_path, const ch
     {
         _cleanup_close_ int fd = open(init_path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
-            return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "open(%s): build the guest init first (make)", init_path);
+            return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "open(%s): build the guest init first (make)",
+                                   init_path);
         bool over;
         if (pybox_read_bounded(fd, 16 * 1024 * 1024, &init, &init_len, &over, err) < 0)
             return -1;

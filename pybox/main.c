@@ -19,15 +19,14 @@
 #include "util.h"
 #include "version.h"
 
-static const char usage[] =
-    "usage: pybox exec [--timeout SECONDS] [--image NAME] [--json] < program.py\n"
-    "       pybox image build NAME [--force]\n"
-    "       pybox image list\n"
-    "       pybox version\n"
-    "\n"
-    "pybox exec runs the Python program given on standard input in a fresh, sealed box\n"
-    "and prints its receipt. Exit code: the program's own; 124 when a deadline stopped it;\n"
-    "125 when PyBox refused or failed. See docs/receipt.md.\n";
+static const char usage[] = "usage: pybox exec [--timeout SECONDS] [--image NAME] [--json] < program.py\n"
+                            "       pybox image build NAME [--force]\n"
+                            "       pybox image list\n"
+                            "       pybox version\n"
+                            "\n"
+                            "pybox exec runs the Python program given on standard input in a fresh, sealed box\n"
+                            "and prints its receipt. Exit code: the program's own; 124 when a deadline stopped it;\n"
+                            "125 when PyBox refused or failed. See docs/receipt.md.\n";
 
 /* Print an error as PyBox's own, escaped; exit 125. */
 static int fail(const pybox_error_t *err, bool json)

@@ -61,7 +61,7 @@ void pybox_policy_defaults(pybox_policy_t *p)
 /* Paths the engine hides or makes read-only inside the box. Stated here rather than left
  * to the engine's defaults, which differ between engines and versions. */
 static const char *const masked_paths[] = {
-    "/proc/asound",     "/proc/acpi",      "/proc/kcore",       "/proc/keys",   "/proc/latency_stats",
+    "/proc/asound",     "/proc/acpi",        "/proc/kcore",       "/proc/keys", "/proc/latency_stats",
     "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
 };
 static const char *const readonly_paths[] = {
@@ -131,6 +131,7 @@ static cJSON *host_part(const pybox_policy_t *p)
     cJSON_AddBoolToObject(h, "ReadonlyRootfs", tampered(p, "readonly") ? 0 : 1);
     cJSON_AddBoolToObject(h, "Privileged", 0);
     cJSON_AddBoolToObject(h, "Init", 0);
+    cJSON_AddNumberToObject(h, "OomScoreAdj", 0);
     cJSON_AddNumberToObject(h, "Memory", (double)mem);
     cJSON_AddNumberToObject(h, "MemorySwap", (double)mem);
     cJSON_AddNumberToObject(h, "PidsLimit", (double)(tampered(p, "pids") ? p->pids + 1 : p->pids));
@@ -313,11 +314,13 @@ static int verify(const pybox_policy_t *p, const cJSON *inspect, verdict_t *v)
 
     /* Nothing granted that the policy does not mention. */
     static const char *const host_empty[] = {
-        "Binds",        "VolumesFrom",     "CapAdd",      "Devices",        "DeviceCgroupRules",
-        "DeviceRequests", "Links",         "ExtraHosts",  "GroupAdd",       "PortBindings",
-        "PublishAllPorts", "PidMode",      "UTSMode",     "UsernsMode",     "Cgroup",
-        "CgroupParent", "OomKillDisable",  "VolumeDriver", "Sysctls",       "CpusetCpus",
-        "CpuRealtimeRuntime",
+        "Binds",        "VolumesFrom",       "CapAdd",
+        "Devices",      "DeviceCgroupRules", "DeviceRequests",
+        "Links",        "ExtraHosts",        "GroupAdd",
+        "PortBindings", "PublishAllPorts",   "PidMode",
+        "UTSMode",      "UsernsMode",        "Cgroup",
+        "CgroupParent", "OomKillDisable",    "VolumeDriver",
+        "Sysctls",      "CpusetCpus",        "CpuRealtimeRuntime",
     };
     for (size_t i = 0; i < sizeof host_empty / sizeof *host_empty; i++)
         expect_empty(v, "HostConfig.", host, host_empty[i]);

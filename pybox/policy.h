@@ -21,16 +21,16 @@ typedef struct pybox_policy {
     char name[PYBOX_NAME_MAX];   /* the box's name in the engine */
     char install_id[PYBOX_ID_MAX];
     char run_id[PYBOX_ID_MAX];
-    int64_t expires;       /* wall-clock seconds; after it, leftovers may be removed */
-    int64_t memory_bytes;  /* memory limit; swap limit equal, i.e. no swap */
-    int64_t pids;          /* process limit */
-    int64_t nano_cpus;     /* CPU limit in 1e-9 CPUs */
-    int64_t timeout_ms;    /* the host's deadline */
-    int64_t box_timer_ms;  /* the guest init's own timer (deadline + margin) */
-    int64_t tmp_bytes;     /* size of the noexec tmpfs /tmp */
-    int64_t shm_bytes;     /* size of /dev/shm */
-    int64_t nofile;        /* open files */
-    int64_t fsize_bytes;   /* largest file the program may write */
+    int64_t expires;      /* wall-clock seconds; after it, leftovers may be removed */
+    int64_t memory_bytes; /* memory limit; swap limit equal, i.e. no swap */
+    int64_t pids;         /* process limit */
+    int64_t nano_cpus;    /* CPU limit in 1e-9 CPUs */
+    int64_t timeout_ms;   /* the host's deadline */
+    int64_t box_timer_ms; /* the guest init's own timer (deadline + margin) */
+    int64_t tmp_bytes;    /* size of the noexec tmpfs /tmp */
+    int64_t shm_bytes;    /* size of /dev/shm */
+    int64_t nofile;       /* open files */
+    int64_t fsize_bytes;  /* largest file the program may write */
     /* Testing only: when set, the create body deviates from the policy in this one
      * setting, so the verifier can be shown to catch it against a real engine. */
     const char *tamper;
@@ -48,7 +48,8 @@ const char *pybox_policy_seccomp_sha256(void);
 cJSON *pybox_policy_create_body(const pybox_policy_t *p);
 
 /* Compare the engine's read-back of a created box (GET /containers/{id}/json) with the
- * policy. *checked gets the number of settings compared. Every difference is listed in a PYBOX_ERR_POLICY error; returns -1 if any. */
+ * policy. *checked gets the number of settings compared. Every difference is listed in a PYBOX_ERR_POLICY error;
+ * returns -1 if any. */
 int pybox_policy_verify(const pybox_policy_t *p, const cJSON *inspect, int *checked, pybox_error_t *err);
 
 #endif

@@ -32,13 +32,24 @@ static cJSON *said_json(const pybox_said_t *s)
     cJSON_AddStringToObject(o, "sha256", digest);
     bool valid = pybox_utf8_valid(s->data, s->kept);
     cJSON_AddBoolToObject(o, "utf8_valid", valid);
+    /* A NUL would end the JSON string early (cJSON strings are C strings): it becomes
+     * U+FFFD like an invalid byte, so nothing after it is lost from the text. */
+    bool has_nul = memchr(s->data, '\0', s->kept) != NULL;
     pybox_buf_t t;
     pybox_buf_init(&t, 0);
-    pybox_utf8_sanitize(&t, s->data, s->kept, NULL);
+    for (size_t i = 0;;) {
+        const char *z = memchr(s->data + i, '\0', s->kept - i);
+        size_t n = z ? (size_t)(z - (s->data + i)) : s->kept - i;
+        pybox_utf8_sanitize(&t, s->data + i, n, NULL);
+        if (z == NULL)
+            break;
+        pybox_buf_append(&t, "\xef\xbf\xbd", 3);
+        i += n + 1;
+    }
     cJSON_AddStringToObject(o, "text", t.data ? t.data : "");
     pybox_buf_free(&t);
-    if (!valid) {
-        /* The text above has U+FFFD where bytes were not UTF-8; the exact bytes: */
+    if (!valid || has_nul) {
+        /* The text above has U+FFFD where bytes were not UTF-8 or were NUL; the exact bytes: */
         pybox_buf_t b;
         pybox_buf_init(&b, 0);
         pybox_base64(&b, s->data, s->kept);
@@ -199,8 +210,8 @@ static void said_text(pybox_buf_t *o, const char *name, const pybox_said_t *s)
         return;
     }
     if (s->truncated)
-        pybox_buf_printf(o, "  %-10s %llu bytes, first %zu kept (TRUNCATED), sha256 %.16s... of what was kept\n",
-                         name, (unsigned long long)s->total, s->kept, digest);
+        pybox_buf_printf(o, "  %-10s %llu bytes, first %zu kept (TRUNCATED), sha256 %.16s... of what was kept\n", name,
+                         (unsigned long long)s->total, s->kept, digest);
     else
         pybox_buf_printf(o, "  %-10s %llu bytes, sha256 %.16s...\n", name, (unsigned long long)s->total, digest);
     /* One fenced line per program line; control characters, escape sequences and
@@ -236,7 +247,8 @@ int pybox_receipt_text(const pybox_run_result_t *res, pybox_buf_t *o)
             pybox_buf_printf(o, "  %-10s the program exited by itself with code %d\n", "", res->exit.exit_code);
         break;
     case PYBOX_END_SUPERVISOR_KILL:
-        pybox_buf_printf(o, "  %-10s PyBox's deadline (%.3g s) stopped the program\n", "", (double)p->timeout_ms / 1000.0);
+        pybox_buf_printf(o, "  %-10s PyBox's deadline (%.3g s) stopped the program\n", "",
+                         (double)p->timeout_ms / 1000.0);
         break;
     case PYBOX_END_BOX_TIMER_KILL:
         pybox_buf_printf(o, "  %-10s the box's own timer (%.3g s) stopped the program\n", "",
@@ -271,7 +283,8 @@ int pybox_receipt_text(const pybox_run_result_t *res, pybox_buf_t *o)
         pybox_buf_printf(o, "  %-10s exit %d, out-of-memory kill: %s   (%s)\n", "engine", res->exit.exit_code,
                          res->exit.oom_killed ? "YES" : "no", res->engine);
     else
-        pybox_buf_printf(o, "  %-10s no record of the box's end   (%s)\n", "engine", res->engine[0] ? res->engine : "-");
+        pybox_buf_printf(o, "  %-10s no record of the box's end   (%s)\n", "engine",
+                         res->engine[0] ? res->engine : "-");
     if (d->seen) {
         pybox_buf_printf(o, "  %-10s program ended after %lld ms: ", "box init", (long long)d->program_ms);
         if (d->signal)

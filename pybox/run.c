@@ -68,7 +68,7 @@ typedef struct {
     pybox_box_t *box;
     pybox_buf_t q; /* bytes for the box's stdin: hello, program, then control bytes */
     size_t off;
-    bool broken;   /* the box's stdin no longer takes bytes */
+    bool broken; /* the box's stdin no longer takes bytes */
 } feed_t;
 
 /* Tell the box's init: through its stdin when that still works, else by a signal
@@ -90,6 +90,9 @@ static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const c
     int64_t start_ms = (int64_t)(t_start * 1000.0);
     int64_t deadline = start_ms + res->policy.timeout_ms;
     int fd = ops->io_fd(box);
+    /* Bytes may already be waiting in the stream's own buffer (they came with the
+     * attach answer) where poll() cannot see them: read once before polling. */
+    bool read_first = true;
 
     for (;;) {
         int64_t now = pybox_now_ms();
@@ -127,7 +130,14 @@ static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const c
         if (!f->broken && f->off < f->q.len)
             p.events |= POLLOUT;
         int64_t wait = deadline - now;
-        int pr = poll(&p, 1, (int)(wait > 60000 ? 60000 : wait));
+        int pr;
+        if (read_first) {
+            read_first = false;
+            pr = 1;
+            p.revents = POLLIN;
+        } else {
+            pr = poll(&p, 1, (int)(wait > 60000 ? 60000 : wait));
+        }
         if (pr < 0) {
             if (errno == EINTR)
                 continue;
@@ -205,13 +215,13 @@ static void judge(pybox_run_result_t *res)
         unknown(res, "the box ended without its init's record: how the program ended is not established");
     }
     if (rec->seen && rec->exit_code != res->exit.exit_code)
-        unknown(res, "the box's init saw exit %d, the engine recorded %d (the engine's is reported)",
-                rec->exit_code, res->exit.exit_code);
+        unknown(res, "the box's init saw exit %d, the engine recorded %d (the engine's is reported)", rec->exit_code,
+                res->exit.exit_code);
     if (res->exit.oom_killed)
         unknown(res, "the engine reports an out-of-memory kill in the box; which process was "
                      "killed is not established");
-    if (res->exit.exit_code == 137 && !res->exit.oom_killed && !rec->timer && !rec->stopped &&
-        !res->deadline_fired && !(rec->seen && rec->signal == SIGKILL))
+    if (res->exit.exit_code == 137 && !res->exit.oom_killed && !rec->timer && !rec->stopped && !res->deadline_fired &&
+        !(rec->seen && rec->signal == SIGKILL))
         unknown(res, "exit 137 without out-of-memory evidence or a deadline: cause not established");
 }
 
@@ -334,8 +344,8 @@ out:
     }
     if (res->interrupted) {
         pybox_error_set(&res->error, PYBOX_ERR_SYSTEM, 0,
-                        "PyBox was interrupted by signal %d: the program was stopped and its box %s",
-                        res->interrupted, res->gone ? "removed" : "NOT confirmed removed");
+                        "PyBox was interrupted by signal %d: the program was stopped and its box %s", res->interrupted,
+                        res->gone ? "removed" : "NOT confirmed removed");
         res->end = PYBOX_END_PYBOX_ERROR;
         res->exit_code = 125;
         return -1;

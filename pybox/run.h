@@ -53,11 +53,11 @@ typedef struct pybox_run_result {
     int checked;                /* settings compared in the read-back */
     pybox_done_record_t record; /* the box init's account (authenticated by the secret) */
     bool have_exit;
-    pybox_box_exit_t exit;      /* the engine's account */
-    bool deadline_fired;        /* the host's deadline passed while the program ran */
-    bool box_killed;            /* the host had to kill the box through the engine */
-    bool input_complete;        /* the whole program reached the box's stdin */
-    int interrupted;            /* PyBox itself got this signal during the run */
+    pybox_box_exit_t exit; /* the engine's account */
+    bool deadline_fired;   /* the host's deadline passed while the program ran */
+    bool box_killed;       /* the host had to kill the box through the engine */
+    bool input_complete;   /* the whole program reached the box's stdin */
+    int interrupted;       /* PyBox itself got this signal during the run */
     bool removed, gone;
     pybox_timings_t t;
     /* said (untrusted) */

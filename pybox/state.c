@@ -179,8 +179,8 @@ int pybox_state_open(pybox_state_t *st, bool create, pybox_error_t *err)
     struct stat sb;
     if (stat(st->dir, &sb) < 0) {
         if (errno == ENOENT)
-            return pybox_error_set(err, PYBOX_ERR_STATE, 0, "PyBox is not set up: %s does not exist (run scripts/setup.sh)",
-                                   st->dir);
+            return pybox_error_set(err, PYBOX_ERR_STATE, 0,
+                                   "PyBox is not set up: %s does not exist (run scripts/setup.sh)", st->dir);
         return pybox_error_set(err, PYBOX_ERR_STATE, errno, "stat(%s)", st->dir);
     }
     if (!S_ISDIR(sb.st_mode))

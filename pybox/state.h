@@ -30,8 +30,8 @@ int pybox_write_file_atomic(const char *path, const void *data, size_t len, mode
 /* A pinned image. */
 typedef struct pybox_pin {
     char name[PYBOX_NAME_MAX];
-    char id[PYBOX_ID_MAX];       /* "sha256:..." as the engine named it at import */
-    char recipe_sha256[65];      /* fingerprint of what it was built from */
+    char id[PYBOX_ID_MAX];  /* "sha256:..." as the engine named it at import */
+    char recipe_sha256[65]; /* fingerprint of what it was built from */
     char built_at[40];
     int64_t size;
 } pybox_pin_t;

@@ -13,8 +13,7 @@ void pybox_demux_init(pybox_demux_t *d)
     memset(d, 0, sizeof *d);
 }
 
-int pybox_demux_feed(pybox_demux_t *d, const char *data, size_t len, pybox_demux_cb cb, void *arg,
-                     pybox_error_t *err)
+int pybox_demux_feed(pybox_demux_t *d, const char *data, size_t len, pybox_demux_cb cb, void *arg, pybox_error_t *err)
 {
     size_t i = 0;
     while (i < len) {
@@ -31,8 +30,8 @@ int pybox_demux_feed(pybox_demux_t *d, const char *data, size_t len, pybox_demux
                 return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0,
                                        "the engine's output stream has a frame of unknown type %u",
                                        (unsigned)d->hdr[0]);
-            uint32_t flen = ((uint32_t)d->hdr[4] << 24) | ((uint32_t)d->hdr[5] << 16) |
-                            ((uint32_t)d->hdr[6] << 8) | d->hdr[7];
+            uint32_t flen =
+                ((uint32_t)d->hdr[4] << 24) | ((uint32_t)d->hdr[5] << 16) | ((uint32_t)d->hdr[6] << 8) | d->hdr[7];
             if (flen > PYBOX_FRAME_MAX)
                 return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0,
                                        "the engine's output stream declares a frame of %u bytes", flen);
@@ -103,7 +102,8 @@ void pybox_sink_said(const pybox_sink_t *s, uint64_t record_len, pybox_said_t *o
     out->data = s->head.data ? s->head.data : "";
 }
 
-static int parse_field(const char **p, const char *name, int64_t max, int64_t *out)
+/* One "name=digits" field, followed by exactly one space, or by the newline when last. */
+static int parse_field(const char **p, const char *name, int64_t max, bool last, int64_t *out)
 {
     size_t n = strlen(name);
     if (strncmp(*p, name, n) != 0 || (*p)[n] != '=')
@@ -118,15 +118,14 @@ static int parse_field(const char **p, const char *name, int64_t max, int64_t *o
         q++;
         digits++;
     }
-    if (digits == 0 || (*q != ' ' && *q != '\n'))
+    if (digits == 0 || *q != (last ? '\n' : ' '))
         return -1;
     *out = v;
-    *p = *q == ' ' ? q + 1 : q;
+    *p = last ? q : q + 1;
     return 0;
 }
 
-int pybox_done_record_find(const pybox_sink_t *out, const char *secret, pybox_done_record_t *rec,
-                           pybox_error_t *err)
+int pybox_done_record_find(const pybox_sink_t *out, const char *secret, pybox_done_record_t *rec, pybox_error_t *err)
 {
     if (out->tail_len == 0 || out->tail[out->tail_len - 1] != '\n')
         return 0;
@@ -153,11 +152,12 @@ int pybox_done_record_find(const pybox_sink_t *out, const char *secret, pybox_do
     static const char *const names[] = {"exit", "signal", "timer", "stopped", "program_ms", "reaped"};
     static const int64_t maxes[] = {255, 128, 1, 1, PYBOX_GUEST_TIMER_MAX_MS, 1 << 30};
     for (int i = 0; i < 6; i++) {
-        if (parse_field(&p, names[i], maxes[i], &v[i]) < 0)
+        if (parse_field(&p, names[i], maxes[i], i == 5, &v[i]) < 0)
             return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "the guest init's done record is malformed");
     }
-    if (p[0] != '\n' || p[1] != '\0')
-        return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "the guest init's done record is malformed");
+    /* A whole record with more bytes after it is not the record at the very end. */
+    if (p + 1 != line + len)
+        return 0;
     rec->seen = true;
     rec->exit_code = (int)v[0];
     rec->signal = (int)v[1];

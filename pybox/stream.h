@@ -29,8 +29,7 @@ void pybox_demux_init(pybox_demux_t *d);
 /* Feed bytes as they arrive, in any chunking. Calls cb for each payload piece with
  * stream 1 (stdout) or 2 (stderr). A frame of another type or above PYBOX_FRAME_MAX is
  * a protocol error. cb returning -1 stops with that error. */
-int pybox_demux_feed(pybox_demux_t *d, const char *data, size_t len, pybox_demux_cb cb, void *arg,
-                     pybox_error_t *err);
+int pybox_demux_feed(pybox_demux_t *d, const char *data, size_t len, pybox_demux_cb cb, void *arg, pybox_error_t *err);
 /* True when the stream ended between frames (not in the middle of one). */
 bool pybox_demux_clean_end(const pybox_demux_t *d);
 
@@ -39,11 +38,11 @@ bool pybox_demux_clean_end(const pybox_demux_t *d);
 #define PYBOX_SINK_TAIL PYBOX_GUEST_RECORD_MAX
 
 typedef struct pybox_sink {
-    size_t cap;        /* bytes kept for the receipt */
-    pybox_buf_t head;  /* the first cap + PYBOX_SINK_TAIL bytes */
+    size_t cap;       /* bytes kept for the receipt */
+    pybox_buf_t head; /* the first cap + PYBOX_SINK_TAIL bytes */
     char tail[PYBOX_SINK_TAIL];
-    size_t tail_len;   /* the last bytes seen, up to PYBOX_SINK_TAIL */
-    uint64_t total;    /* every byte seen */
+    size_t tail_len; /* the last bytes seen, up to PYBOX_SINK_TAIL */
+    uint64_t total;  /* every byte seen */
 } pybox_sink_t;
 
 void pybox_sink_init(pybox_sink_t *s, size_t cap);
@@ -54,7 +53,7 @@ int pybox_sink_add(pybox_sink_t *s, const char *data, size_t len);
 typedef struct pybox_said {
     const char *data; /* kept bytes (points into the sink) */
     size_t kept;
-    uint64_t total;   /* the program's bytes in all */
+    uint64_t total; /* the program's bytes in all */
     bool truncated;
 } pybox_said_t;
 
@@ -64,10 +63,10 @@ void pybox_sink_said(const pybox_sink_t *s, uint64_t record_len, pybox_said_t *o
 
 typedef struct pybox_done_record {
     bool seen;
-    int exit_code;   /* as init saw it: status, or 128+signal */
-    int signal;      /* signal that ended the program, 0 if none */
-    bool timer;      /* the box's own timer ended the program */
-    bool stopped;    /* the host asked the box to stop the program */
+    int exit_code; /* as init saw it: status, or 128+signal */
+    int signal;    /* signal that ended the program, 0 if none */
+    bool timer;    /* the box's own timer ended the program */
+    bool stopped;  /* the host asked the box to stop the program */
     int64_t program_ms;
     unsigned reaped; /* other processes killed and reaped at the end */
     uint64_t length; /* bytes of the record at the end of stdout */
@@ -76,7 +75,6 @@ typedef struct pybox_done_record {
 /* Look for a complete done record carrying this secret at the very end of the stdout
  * sink. Returns 1 and fills rec if found, 0 if not (yet), -1 if one is there but is
  * malformed. */
-int pybox_done_record_find(const pybox_sink_t *out, const char *secret, pybox_done_record_t *rec,
-                           pybox_error_t *err);
+int pybox_done_record_find(const pybox_sink_t *out, const char *secret, pybox_done_record_t *rec, pybox_error_t *err);
 
 #endif

@@ -3,8 +3,8 @@
 #include "util.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <openssl/evp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>

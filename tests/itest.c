@@ -72,7 +72,8 @@ void itest_pybox(const char *program, size_t len, const char *const *args, const
     }
     int open_fds = 2;
     while (open_fds > 0) {
-        struct pollfd p[3] = {{.fd = out[0], .events = POLLIN}, {.fd = err[0], .events = POLLIN}, {.fd = wfd, .events = POLLOUT}};
+        struct pollfd p[3] = {
+            {.fd = out[0], .events = POLLIN}, {.fd = err[0], .events = POLLIN}, {.fd = wfd, .events = POLLOUT}};
         int n = poll(p, wfd >= 0 ? 3 : 2, 120000);
         ck_assert_msg(n > 0, "pybox produced nothing for 120 s");
         for (int i = 0; i < 2; i++) {
@@ -255,8 +256,7 @@ int itest_remove_run(pybox_engine_t *e, const char *run_id)
     cJSON *list = NULL;
     int n = itest_list(e, "pybox.run", run_id, &list);
     const cJSON *c;
-    cJSON_ArrayForEach(c, list)
-    {
+    cJSON_ArrayForEach (c, list) {
         const char *id = itest_str(c, "Id");
         char path[200];
         snprintf(path, sizeof path, "/containers/%s?force=1&v=1", id);
@@ -291,8 +291,7 @@ int itest_wait_start(double since, char *id, double timeout_s)
 {
     pybox_engine_t *e = itest_engine();
     char filter[512];
-    snprintf(filter, sizeof filter,
-             "{\"type\":[\"container\"],\"event\":[\"start\"],\"label\":[\"pybox.install=%s\"]}",
+    snprintf(filter, sizeof filter, "{\"type\":[\"container\"],\"event\":[\"start\"],\"label\":[\"pybox.install=%s\"]}",
              itest_state()->install_id);
     char *esc = pybox_engine_escape(e, filter);
     char url[1024];

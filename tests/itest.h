@@ -13,10 +13,10 @@
 #include "../pybox/state.h"
 
 typedef struct itest_run {
-    int status;   /* pybox's exit code, or 128+signal */
-    char *out;    /* stdout */
+    int status; /* pybox's exit code, or 128+signal */
+    char *out;  /* stdout */
     size_t out_len;
-    char *err;    /* stderr */
+    char *err; /* stderr */
     size_t err_len;
     cJSON *receipt; /* stdout parsed, when it is JSON */
 } itest_run_t;

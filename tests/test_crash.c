@@ -60,8 +60,7 @@ START_TEST(box_timer_ends_the_box_after_pybox_is_killed)
     cJSON *events = itest_events(e, id, (long)since - 1, (long)time(NULL) + 1);
     const cJSON *ev;
     int died = 0;
-    cJSON_ArrayForEach(ev, events)
-    {
+    cJSON_ArrayForEach (ev, events) {
         const char *action = itest_str(ev, "Action");
         ck_assert_ptr_nonnull(action);
         ck_assert_msg(strcmp(action, "kill") != 0 && strcmp(action, "stop") != 0, "someone sent %s", action);

@@ -105,8 +105,7 @@ END_TEST
 START_TEST(stdout_is_capped_and_counted)
 {
     itest_run_t r;
-    itest_exec("import sys\nsys.stdout.write('x' * 100000)\nsys.stderr.write('e' * 70000)\nprint('end')\n", NULL,
-               &r);
+    itest_exec("import sys\nsys.stdout.write('x' * 100000)\nsys.stderr.write('e' * 70000)\nprint('end')\n", NULL, &r);
     const cJSON *j = r.receipt;
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
@@ -140,8 +139,9 @@ END_TEST
 START_TEST(leftover_processes_are_reaped)
 {
     itest_run_t r;
-    itest_exec("import subprocess\nsubprocess.Popen(['sleep', '100'])\nsubprocess.Popen(['sleep', '100'])\nprint('bye')\n",
-               NULL, &r);
+    itest_exec(
+        "import subprocess\nsubprocess.Popen(['sleep', '100'])\nsubprocess.Popen(['sleep', '100'])\nprint('bye')\n",
+        NULL, &r);
     const cJSON *j = r.receipt;
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for escaping untrusted bytes: terminal form, UTF-8 checks, base64 (escape.h). */
+#include <check.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../pybox/buf.h"
+#include "../pybox/escape.h"
+#include "suites.h"
+
+/* Escape s (len bytes) for the terminal; the caller frees the result. Every result is
+ * also checked for the property the receipt relies on: no control byte survives. */
+static char *esc_n(const char *s, size_t len, bool keep_newlines)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    ck_assert_int_eq(pybox_escape_terminal(&b, s, len, keep_newlines), 0);
+    ck_assert_ptr_nonnull(b.data);
+    ck_assert_uint_eq(strlen(b.data), b.len);
+    for (size_t i = 0; i < b.len; i++) {
+        unsigned char c = (unsigned char)b.data[i];
+        ck_assert_msg(c != 0x7f && (c >= 0x20 || (keep_newlines && c == '\n')),
+                      "control byte 0x%02x at %zu in the escaped form of a %zu-byte input", c, i, len);
+    }
+    ck_assert_msg(pybox_utf8_valid(b.data, b.len), "escaped form is not valid UTF-8");
+    return b.data;
+}
+
+static char *esc(const char *s, bool keep_newlines)
+{
+    return esc_n(s, strlen(s), keep_newlines);
+}
+
+static void expect_esc(const char *in, bool keep, const char *want)
+{
+    char *got = esc(in, keep);
+    ck_assert_str_eq(got, want);
+    free(got);
+}
+
+START_TEST(escape_plain_and_backslash)
+{
+    expect_esc("hello, world", false, "hello, world");
+    expect_esc("", false, "");
+    expect_esc("a\\b", false, "a\\\\b");
+    expect_esc("\\", false, "\\\\");
+    /* an escaped form written by the program stays distinguishable from a real escape */
+    expect_esc("\\x1b", false, "\\\\x1b");
+}
+END_TEST
+
+START_TEST(escape_c0_controls)
+{
+    expect_esc("\x1b[2J\x1b[H", false, "\\x1b[2J\\x1b[H");
+    expect_esc("\x1b]0;title\x07", false, "\\x1b]0;title\\x07");
+    expect_esc("a\rb", false, "a\\rb");
+    expect_esc("a\tb", false, "a\\tb");
+    expect_esc("a\nb", false, "a\\nb");
+    expect_esc("a\nb", true, "a\nb");
+    expect_esc("a\r\nb", true, "a\\r\nb");
+    expect_esc("\x7f", false, "\\x7f");
+    expect_esc("\x01\x08\x0b\x0c\x1f", false, "\\x01\\x08\\x0b\\x0c\\x1f");
+    char *got = esc_n("a\0b", 3, false);
+    ck_assert_str_eq(got, "a\\x00b");
+    free(got);
+}
+END_TEST
+
+START_TEST(escape_unicode_controls)
+{
+    /* C1 controls: U+009B is a one-character CSI on some terminals, U+0085 a newline */
+    expect_esc("\xc2\x9b"
+               "2J",
+               false, "\\u{009b}2J");
+    expect_esc("\xc2\x85", false, "\\u{0085}");
+    expect_esc("\xc2\x80\xc2\x9f", false, "\\u{0080}\\u{009f}");
+    /* bidi overrides and isolates */
+    expect_esc("abc\xe2\x80\xae"
+               "def",
+               false, "abc\\u{202e}def");
+    expect_esc("\xe2\x81\xa6x\xe2\x81\xa9", false, "\\u{2066}x\\u{2069}");
+    expect_esc("\xe2\x80\x8f", false, "\\u{200f}");
+    /* zero-width and invisible characters */
+    expect_esc("a\xe2\x80\x8b"
+               "b",
+               false, "a\\u{200b}b");
+    expect_esc("\xe2\x81\xa0", false, "\\u{2060}");
+    expect_esc("\xc2\xad", false, "\\u{00ad}");
+    /* byte order mark, line and paragraph separators */
+    expect_esc("\xef\xbb\xbfstart", false, "\\u{feff}start");
+    expect_esc("\xe2\x80\xa8\xe2\x80\xa9", false, "\\u{2028}\\u{2029}");
+    /* tag characters (invisible, used to hide text) */
+    expect_esc("\xf3\xa0\x80\x81\xf3\xa0\x81\xbf", false, "\\u{e0001}\\u{e007f}");
+}
+END_TEST
+
+START_TEST(escape_invalid_utf8)
+{
+    expect_esc("\xff", false, "\\xff");
+    expect_esc("a\x80z", false, "a\\x80z");
+    expect_esc("\xfe\xfe", false, "\\xfe\\xfe");
+    /* overlong "/" */
+    expect_esc("\xc0\xaf", false, "\\xc0\\xaf");
+    expect_esc("\xe0\x80\xaf", false, "\\xe0\\x80\\xaf");
+    expect_esc("\xf0\x80\x80\xaf", false, "\\xf0\\x80\\x80\\xaf");
+    /* surrogates */
+    expect_esc("\xed\xa0\x80", false, "\\xed\\xa0\\x80");
+    expect_esc("\xed\xbf\xbf", false, "\\xed\\xbf\\xbf");
+    /* above U+10FFFF */
+    expect_esc("\xf4\x90\x80\x80", false, "\\xf4\\x90\\x80\\x80");
+    expect_esc("\xf5\x80\x80\x80", false, "\\xf5\\x80\\x80\\x80");
+    /* truncated sequences, at the end and before other text */
+    expect_esc("\xe2\x82", false, "\\xe2\\x82");
+    expect_esc("\xe2\x82z", false, "\\xe2\\x82z");
+    expect_esc("\xf0\x9f\x98", false, "\\xf0\\x9f\\x98");
+    /* a truncated lead byte does not swallow a following escape */
+    expect_esc("\xe2\x1b[1m", false, "\\xe2\\x1b[1m");
+    /* an encoded C1 control split across a bad byte stays escaped */
+    expect_esc("\xc2\xc2\x9b", false, "\\xc2\\u{009b}");
+}
+END_TEST
+
+START_TEST(escape_valid_text_unchanged)
+{
+    const char *t = "h\xc3\xa9llo \xe2\x9c\x93 \xe6\x97\xa5\xe6\x9c\xac";
+    expect_esc(t, false, t);
+    expect_esc("\xf0\x9f\x98\x80 emoji", false, "\xf0\x9f\x98\x80 emoji");
+    expect_esc("\xef\xbf\xbd", false, "\xef\xbf\xbd"); /* U+FFFD itself is text */
+    expect_esc("\xc2\xa0", false, "\xc2\xa0");         /* U+00A0 is printable */
+}
+END_TEST
+
+/* Every single byte value, and a blob of every byte pair: nothing dangerous comes out. */
+START_TEST(escape_all_bytes)
+{
+    char all[256];
+    for (int i = 0; i < 256; i++)
+        all[i] = (char)i;
+    for (int keep = 0; keep < 2; keep++) {
+        for (int i = 0; i < 256; i++)
+            free(esc_n(all + i, 1, keep != 0));
+        free(esc_n(all, sizeof all, keep != 0));
+    }
+    char *pairs = malloc(2 * 256 * 256);
+    ck_assert_ptr_nonnull(pairs);
+    for (int i = 0; i < 256 * 256; i++) {
+        pairs[2 * i] = (char)(i >> 8);
+        pairs[2 * i + 1] = (char)(i & 0xff);
+    }
+    free(esc_n(pairs, 2 * 256 * 256, false));
+    free(esc_n(pairs, 2 * 256 * 256, true));
+    free(pairs);
+}
+END_TEST
+
+START_TEST(escape_respects_buffer_max)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 8);
+    ck_assert_int_lt(pybox_escape_terminal(&b, "\x1b\x1b\x1b", 3, false), 0);
+    ck_assert_uint_le(b.len, 8);
+    pybox_buf_free(&b);
+}
+END_TEST
+
+/* ---- UTF-8 validity and sanitising ---- */
+
+START_TEST(utf8_valid_cases)
+{
+    ck_assert(pybox_utf8_valid("", 0));
+    ck_assert(pybox_utf8_valid("ascii", 5));
+    ck_assert(pybox_utf8_valid("h\xc3\xa9llo \xe2\x9c\x93 \xe6\x97\xa5", 14));
+    ck_assert(pybox_utf8_valid("\xf4\x8f\xbf\xbf", 4)); /* U+10FFFF */
+    ck_assert(pybox_utf8_valid("a\0b", 3));
+    ck_assert(!pybox_utf8_valid("\xc0\xaf", 2));
+    ck_assert(!pybox_utf8_valid("\xed\xa0\x80", 3));
+    ck_assert(!pybox_utf8_valid("\xf4\x90\x80\x80", 4));
+    ck_assert(!pybox_utf8_valid("\xe2\x82", 2));
+    ck_assert(!pybox_utf8_valid("ok\xff", 3));
+    ck_assert(!pybox_utf8_valid("\x80", 1));
+    /* the length bounds the check: a sequence cut by len is invalid */
+    ck_assert(!pybox_utf8_valid("\xe2\x9c\x93", 2));
+}
+END_TEST
+
+static char *sanitized(const char *s, size_t len, size_t *replaced)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    *replaced = 12345;
+    ck_assert_int_eq(pybox_utf8_sanitize(&b, s, len, replaced), 0);
+    ck_assert_ptr_nonnull(b.data);
+    ck_assert(pybox_utf8_valid(b.data, b.len));
+    return b.data;
+}
+
+START_TEST(utf8_sanitize_cases)
+{
+    size_t r;
+    char *t = sanitized("", 0, &r);
+    ck_assert_str_eq(t, "");
+    ck_assert_uint_eq(r, 0);
+    free(t);
+
+    t = sanitized("h\xc3\xa9llo", 6, &r);
+    ck_assert_str_eq(t, "h\xc3\xa9llo");
+    ck_assert_uint_eq(r, 0);
+    free(t);
+
+    t = sanitized("a\xff"
+                  "b",
+                  3, &r);
+    ck_assert_str_eq(t, "a\xef\xbf\xbd"
+                        "b");
+    ck_assert_uint_eq(r, 1);
+    free(t);
+
+    /* each byte of an invalid sequence is replaced */
+    t = sanitized("\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xe2\x82", 14, &r);
+    ck_assert_str_eq(t, "\xef\xbf\xbd\xef\xbf\xbd|\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd|"
+                        "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd|\xef\xbf\xbd\xef\xbf\xbd");
+    ck_assert_uint_eq(r, 11);
+    free(t);
+
+    /* a truncated sequence followed by valid text keeps the text */
+    t = sanitized("\xe2\x82\xe2\x9c\x93", 5, &r);
+    ck_assert_str_eq(t, "\xef\xbf\xbd\xef\xbf\xbd\xe2\x9c\x93");
+    ck_assert_uint_eq(r, 2);
+    free(t);
+
+    /* replaced may be NULL */
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    ck_assert_int_eq(pybox_utf8_sanitize(&b, "\xff", 1, NULL), 0);
+    ck_assert_str_eq(b.data, "\xef\xbf\xbd");
+    pybox_buf_free(&b);
+}
+END_TEST
+
+START_TEST(utf8_sanitize_all_bytes)
+{
+    char all[256];
+    for (int i = 0; i < 256; i++)
+        all[i] = (char)i;
+    size_t r;
+    char *t = sanitized(all, sizeof all, &r);
+    /* 0x00..0x7f pass; every byte from 0x80 up is a stray continuation byte or a lead
+     * byte followed by another lead byte, so all 128 are replaced */
+    ck_assert_uint_eq(r, 128);
+    free(t);
+}
+END_TEST
+
+/* ---- base64 ---- */
+
+static void expect_b64(const char *in, const char *want)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    ck_assert_int_eq(pybox_base64(&b, in, strlen(in)), 0);
+    ck_assert_ptr_nonnull(b.data);
+    ck_assert_str_eq(b.data, want);
+    ck_assert_uint_eq(b.len, strlen(want));
+    pybox_buf_free(&b);
+}
+
+START_TEST(base64_rfc4648)
+{
+    expect_b64("", "");
+    expect_b64("f", "Zg==");
+    expect_b64("fo", "Zm8=");
+    expect_b64("foo", "Zm9v");
+    expect_b64("foob", "Zm9vYg==");
+    expect_b64("fooba", "Zm9vYmE=");
+    expect_b64("foobar", "Zm9vYmFy");
+}
+END_TEST
+
+START_TEST(base64_appends_and_binary)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    ck_assert_int_eq(pybox_buf_puts(&b, "x="), 0);
+    const unsigned char bin[] = {0x00, 0xff, 0xfe, 0x80};
+    ck_assert_int_eq(pybox_base64(&b, bin, sizeof bin), 0);
+    ck_assert_str_eq(b.data, "x=AP/+gA==");
+    pybox_buf_free(&b);
+
+    /* long input: output spans several internal chunks */
+    char in[300];
+    memset(in, 0, sizeof in);
+    pybox_buf_init(&b, 0);
+    ck_assert_int_eq(pybox_base64(&b, in, sizeof in), 0);
+    ck_assert_uint_eq(b.len, 400);
+    ck_assert_uint_eq(strspn(b.data, "A"), 400);
+    pybox_buf_free(&b);
+
+    /* would pass the buffer's maximum: refused */
+    pybox_buf_init(&b, 7);
+    ck_assert_int_lt(pybox_base64(&b, "foobar", 6), 0);
+    ck_assert_uint_le(b.len, 7);
+    pybox_buf_free(&b);
+}
+END_TEST
+
+Suite *suite_escape(void)
+{
+    Suite *s = suite_create("escape");
+    TCase *tc = tcase_create("terminal");
+    tcase_add_test(tc, escape_plain_and_backslash);
+    tcase_add_test(tc, escape_c0_controls);
+    tcase_add_test(tc, escape_unicode_controls);
+    tcase_add_test(tc, escape_invalid_utf8);
+    tcase_add_test(tc, escape_valid_text_unchanged);
+    tcase_add_test(tc, escape_all_bytes);
+    tcase_add_test(tc, escape_respects_buffer_max);
+    tcase_set_timeout(tc, 10);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("utf8");
+    tcase_add_test(tc, utf8_valid_cases);
+    tcase_add_test(tc, utf8_sanitize_cases);
+    tcase_add_test(tc, utf8_sanitize_all_bytes);
+    tcase_set_timeout(tc, 5);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("base64");
+    tcase_add_test(tc, base64_rfc4648);
+    tcase_add_test(tc, base64_appends_and_binary);
+    tcase_set_timeout(tc, 5);
+    suite_add_tcase(s, tc);
+    return s;
+}

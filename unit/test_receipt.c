@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for receipts: the JSON form, the fenced terminal form, refusals (receipt.h). */
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../guest/proto.h"
+#include "../pybox/buf.h"
+#include "../pybox/escape.h"
+#include "../pybox/limits.h"
+#include "../pybox/receipt.h"
+#include "../pybox/run.h"
+#include "../pybox/stream.h"
+#include "../pybox/util.h"
+#include "suites.h"
+
+/* ---- a synthetic run ---- */
+
+static void set_str(char *dst, size_t size, const char *src)
+{
+    ck_assert_int_eq(pybox_strlcpy(dst, src, size), 0);
+}
+
+/* A finished run as pybox_run() leaves it: the program wrote out/err (out followed by the
+ * init's done record, found and stripped the way the run flow does it). */
+static void make_result(pybox_run_result_t *r, pybox_end_t end, const char *out, size_t out_len, const char *err,
+                        size_t err_len)
+{
+    memset(r, 0, sizeof *r);
+    set_str(r->run_id, sizeof r->run_id, "0123456789abcdef0123456789abcdef");
+    set_str(r->box_name, sizeof r->box_name, "pybox-0123456789abcdef0123456789abcdef");
+    set_str(r->started_wall, sizeof r->started_wall, "2026-01-02T03:04:05.678Z");
+    pybox_policy_defaults(&r->policy);
+    set_str(r->policy.image_id, sizeof r->policy.image_id,
+            "sha256:7588a45de040c00cb94096221b510e8808062e8084d7c43fce079d2751ad8434");
+    set_str(r->image_name, sizeof r->image_name, "stdlib");
+    pybox_sha256_hex("print(1)\n", 9, r->program_sha256);
+    r->program_bytes = 9;
+    pybox_sha256_hex("policy", 6, r->policy_sha256);
+    set_str(r->box_id, sizeof r->box_id, "08e304e9b9ce733e8d31601fc4d09b850616bafb579e49f90cc92b0c371f396b");
+    set_str(r->engine, sizeof r->engine, "docker 20.10.24 (API 1.41)");
+    r->created = r->verified = r->started = r->removed = r->gone = true;
+    r->checked = 57;
+    r->input_complete = true;
+    r->t.create_ms = 11.04;
+    r->t.total_ms = 250.06;
+
+    char secret[PYBOX_GUEST_SECRET_HEX + 1];
+    pybox_error_t e = {0};
+    ck_assert_int_eq(pybox_random_hex(PYBOX_GUEST_SECRET_HEX / 2, secret, &e), 0);
+    char rec[PYBOX_GUEST_RECORD_MAX + 1];
+    int code = end == PYBOX_END_TARGET_EXIT ? 3 : 137;
+    ck_assert_int_eq(pybox_fmt(rec, sizeof rec, "%s%s exit=%d signal=%d timer=0 stopped=%d program_ms=42 reaped=0\n",
+                               PYBOX_GUEST_DONE, secret, code, code == 137 ? 9 : 0,
+                               end == PYBOX_END_SUPERVISOR_KILL ? 1 : 0),
+                     0);
+
+    pybox_sink_init(&r->out, PYBOX_OUTPUT_CAP);
+    pybox_sink_init(&r->err, PYBOX_OUTPUT_CAP);
+    /* in uneven pieces, as the stream delivers it */
+    for (size_t off = 0; off < out_len; off += 1000)
+        ck_assert_int_eq(pybox_sink_add(&r->out, out + off, out_len - off < 1000 ? out_len - off : 1000), 0);
+    ck_assert_int_eq(pybox_sink_add(&r->err, err, err_len), 0);
+    bool with_record = end == PYBOX_END_TARGET_EXIT || end == PYBOX_END_SUPERVISOR_KILL;
+    if (with_record) {
+        ck_assert_int_eq(pybox_sink_add(&r->out, rec, strlen(rec)), 0);
+        ck_assert_int_eq(pybox_done_record_find(&r->out, secret, &r->record, &e), 1);
+    }
+    pybox_sink_said(&r->out, r->record.seen ? r->record.length : 0, &r->said_out);
+    pybox_sink_said(&r->err, 0, &r->said_err);
+
+    r->have_exit = end != PYBOX_END_PYBOX_ERROR;
+    r->exit.exit_code = code;
+    set_str(r->exit.started_at, sizeof r->exit.started_at, "2026-01-02T03:04:05.700Z");
+    set_str(r->exit.finished_at, sizeof r->exit.finished_at, "2026-01-02T03:04:05.742Z");
+    r->end = end;
+    switch (end) {
+    case PYBOX_END_TARGET_EXIT:
+        r->exit_code = code;
+        break;
+    case PYBOX_END_SUPERVISOR_KILL:
+        r->exit_code = 124;
+        r->deadline_fired = true;
+        break;
+    default:
+        r->exit_code = 125;
+        break;
+    }
+}
+
+static void add_unknown(pybox_run_result_t *r, const char *text)
+{
+    ck_assert_int_lt(r->n_unknown, PYBOX_UNKNOWN_MAX);
+    r->unknown[r->n_unknown] = strdup(text);
+    ck_assert_ptr_nonnull(r->unknown[r->n_unknown]);
+    r->n_unknown++;
+}
+
+/* The JSON receipt as a consumer sees it: printed, then parsed again. */
+static cJSON *receipt_roundtrip(const pybox_run_result_t *r)
+{
+    cJSON *j = pybox_receipt_json(r);
+    ck_assert_ptr_nonnull(j);
+    char *text = cJSON_PrintUnformatted(j);
+    ck_assert_ptr_nonnull(text);
+    ck_assert(pybox_utf8_valid(text, strlen(text)));
+    cJSON_Delete(j);
+    cJSON *back = cJSON_Parse(text);
+    free(text);
+    ck_assert_ptr_nonnull(back);
+    return back;
+}
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    ck_assert_msg(v != NULL, "the receipt has no %s", key);
+    return v;
+}
+
+static const char *get_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = get(o, key);
+    ck_assert_msg(cJSON_IsString(v), "%s is not a string", key);
+    return v->valuestring;
+}
+
+static double get_num(const cJSON *o, const char *key)
+{
+    const cJSON *v = get(o, key);
+    ck_assert_msg(cJSON_IsNumber(v), "%s is not a number", key);
+    return v->valuedouble;
+}
+
+static char *b64(const void *data, size_t len)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    ck_assert_int_eq(pybox_base64(&b, data, len), 0);
+    return pybox_buf_steal(&b);
+}
+
+/* ---- JSON ---- */
+
+START_TEST(json_shape)
+{
+    const char out[] = "hello\nworld\n";
+    const char err[] = "a warning\n";
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_TARGET_EXIT, out, sizeof out - 1, err, sizeof err - 1);
+    add_unknown(&r, "peak memory not established");
+    cJSON *j = receipt_roundtrip(&r);
+
+    ck_assert_str_eq(get_str(j, "schema"), "pybox.receipt/1");
+    ck_assert_str_eq(get_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    ck_assert_str_eq(get_str(j, "run_id"), r.run_id);
+    ck_assert_double_eq(get_num(j, "exit_code"), 3);
+
+    const cJSON *asked = get(j, "asked");
+    ck_assert(cJSON_IsObject(asked));
+    ck_assert_str_eq(get_str(get(asked, "program"), "sha256"), r.program_sha256);
+    ck_assert_double_eq(get_num(get(asked, "program"), "bytes"), 9);
+    ck_assert_str_eq(get_str(get(asked, "image"), "id"), r.policy.image_id);
+    ck_assert_double_eq(get_num(get(asked, "limits"), "memory_bytes"), (double)PYBOX_DEFAULT_MEMORY);
+    ck_assert_double_eq(get_num(get(asked, "limits"), "swap_bytes"), 0);
+    ck_assert_double_eq(get_num(get(asked, "limits"), "timeout_s"), 2.0);
+    ck_assert_str_eq(get_str(get(asked, "policy"), "seccomp_sha256"), pybox_policy_seccomp_sha256());
+
+    const cJSON *seen = get(j, "seen");
+    ck_assert(cJSON_IsObject(seen));
+    ck_assert_double_eq(get_num(get(seen, "engine_record"), "exit_code"), 3);
+    ck_assert(cJSON_IsFalse(get(get(seen, "engine_record"), "oom_killed")));
+    ck_assert_double_eq(get_num(get(seen, "init_record"), "exit_code"), 3);
+    ck_assert_double_eq(get_num(get(seen, "init_record"), "program_ms"), 42);
+    ck_assert_str_eq(get_str(seen, "clock"), "none");
+    ck_assert(cJSON_IsTrue(get(get(seen, "box"), "confirmed_gone")));
+    ck_assert_double_eq(get_num(get(seen, "box"), "settings_checked"), 57);
+
+    const cJSON *said = get(j, "said");
+    ck_assert_ptr_nonnull(strstr(get_str(said, "trust"), "untrusted"));
+    const cJSON *so = get(said, "stdout");
+    ck_assert_str_eq(get_str(so, "text"), "hello\nworld\n"); /* the done record is not the program's */
+    ck_assert(cJSON_IsTrue(get(so, "utf8_valid")));
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(so, "base64"));
+    ck_assert(cJSON_IsFalse(get(so, "truncated")));
+    ck_assert_double_eq(get_num(so, "total_bytes"), sizeof out - 1);
+    ck_assert_double_eq(get_num(so, "kept_bytes"), sizeof out - 1);
+    char d[65];
+    pybox_sha256_hex(out, sizeof out - 1, d);
+    ck_assert_str_eq(get_str(so, "sha256"), d);
+    const cJSON *se = get(said, "stderr");
+    ck_assert_str_eq(get_str(se, "text"), "a warning\n");
+    pybox_sha256_hex(err, sizeof err - 1, d);
+    ck_assert_str_eq(get_str(se, "sha256"), d);
+
+    const cJSON *unknown = get(j, "unknown");
+    ck_assert(cJSON_IsArray(unknown));
+    ck_assert_int_eq(cJSON_GetArraySize(unknown), 1);
+    ck_assert_str_eq(cJSON_GetArrayItem(unknown, 0)->valuestring, "peak memory not established");
+
+    /* only a PyBox failure carries an error */
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j, "error"));
+    cJSON_Delete(j);
+    pybox_run_result_free(&r);
+}
+END_TEST
+
+START_TEST(json_deadline)
+{
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_SUPERVISOR_KILL, "tick\n", 5, "", 0);
+    cJSON *j = receipt_roundtrip(&r);
+    ck_assert_str_eq(get_str(j, "status"), "SUPERVISOR_KILL_OBSERVED");
+    ck_assert_double_eq(get_num(j, "exit_code"), 124);
+    ck_assert_str_eq(get_str(get(j, "seen"), "clock"), "host_deadline");
+    ck_assert(cJSON_IsTrue(get(get(j, "seen"), "host_deadline_passed")));
+    const cJSON *se = get(get(j, "said"), "stderr");
+    ck_assert_str_eq(get_str(se, "text"), "");
+    ck_assert_double_eq(get_num(se, "total_bytes"), 0);
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j, "error"));
+    cJSON_Delete(j);
+    pybox_run_result_free(&r);
+}
+END_TEST
+
+START_TEST(json_invalid_utf8)
+{
+    const char out[] = "ok \xff\xfe then \xc0\xaf and \xe2\x9c\x93\n";
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_TARGET_EXIT, out, sizeof out - 1, "", 0);
+    cJSON *j = receipt_roundtrip(&r);
+    const cJSON *so = get(get(j, "said"), "stdout");
+    ck_assert(cJSON_IsFalse(get(so, "utf8_valid")));
+    const char *text = get_str(so, "text");
+    ck_assert(pybox_utf8_valid(text, strlen(text)));
+    ck_assert_str_eq(text, "ok \xef\xbf\xbd\xef\xbf\xbd then \xef\xbf\xbd\xef\xbf\xbd and \xe2\x9c\x93\n");
+    /* the exact bytes are there too */
+    char *want = b64(out, sizeof out - 1);
+    ck_assert_str_eq(get_str(so, "base64"), want);
+    free(want);
+    char d[65];
+    pybox_sha256_hex(out, sizeof out - 1, d);
+    ck_assert_str_eq(get_str(so, "sha256"), d);
+    /* stderr was fine: no base64 there */
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(get(get(j, "said"), "stderr"), "base64"));
+    cJSON_Delete(j);
+    pybox_run_result_free(&r);
+}
+END_TEST
+
+START_TEST(json_nul_bytes_not_lost)
+{
+    /* a NUL cannot live in a JSON string as cJSON holds it: the text must not silently
+     * stop there, and the exact bytes must be recoverable */
+    const char out[] = "before\0after\n";
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_TARGET_EXIT, out, sizeof out - 1, "", 0);
+    cJSON *j = receipt_roundtrip(&r);
+    const cJSON *so = get(get(j, "said"), "stdout");
+    const char *text = get_str(so, "text");
+    ck_assert_str_eq(text, "before\xef\xbf\xbd"
+                           "after\n");
+    char *want = b64(out, sizeof out - 1);
+    ck_assert_str_eq(get_str(so, "base64"), want);
+    free(want);
+    cJSON_Delete(j);
+    pybox_run_result_free(&r);
+}
+END_TEST
+
+START_TEST(json_truncated)
+{
+    size_t n = PYBOX_OUTPUT_CAP + 5000;
+    char *out = malloc(n);
+    ck_assert_ptr_nonnull(out);
+    for (size_t i = 0; i < n; i++)
+        out[i] = i % 80 == 79 ? '\n' : (char)('a' + i % 26);
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_TARGET_EXIT, out, n, "", 0);
+    cJSON *j = receipt_roundtrip(&r);
+    const cJSON *so = get(get(j, "said"), "stdout");
+    ck_assert(cJSON_IsTrue(get(so, "truncated")));
+    ck_assert_double_eq(get_num(so, "total_bytes"), (double)n);
+    ck_assert_double_eq(get_num(so, "kept_bytes"), PYBOX_OUTPUT_CAP);
+    ck_assert_uint_eq(strlen(get_str(so, "text")), PYBOX_OUTPUT_CAP);
+    char d[65];
+    pybox_sha256_hex(out, PYBOX_OUTPUT_CAP, d);
+    ck_assert_str_eq(get_str(so, "sha256"), d);
+    cJSON_Delete(j);
+    pybox_run_result_free(&r);
+    free(out);
+}
+END_TEST
+
+START_TEST(json_pybox_error)
+{
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_PYBOX_ERROR, "", 0, "", 0);
+    pybox_error_set(&r.error, PYBOX_ERR_POLICY, 0, "the box differs: HostConfig.Memory \xff\xfe");
+    cJSON *j = receipt_roundtrip(&r);
+    ck_assert_str_eq(get_str(j, "status"), "PYBOX_ERROR");
+    ck_assert_double_eq(get_num(j, "exit_code"), 125);
+    const cJSON *e = get(j, "error");
+    ck_assert(cJSON_IsObject(e));
+    ck_assert_str_eq(get_str(e, "kind"), "policy");
+    const char *msg = get_str(e, "message");
+    ck_assert(pybox_utf8_valid(msg, strlen(msg)));
+    ck_assert_ptr_nonnull(strstr(msg, "HostConfig.Memory"));
+    ck_assert(cJSON_IsNull(get(get(j, "seen"), "engine_record")));
+    ck_assert(cJSON_IsNull(get(get(j, "seen"), "init_record")));
+    cJSON_Delete(j);
+    pybox_run_result_free(&r);
+}
+END_TEST
+
+/* ---- terminal form ---- */
+
+static char *receipt_text(const pybox_run_result_t *r)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    ck_assert_int_eq(pybox_receipt_text(r, &b), 0);
+    ck_assert_ptr_nonnull(b.data);
+    ck_assert_uint_eq(strlen(b.data), b.len);
+    return pybox_buf_steal(&b);
+}
+
+/* Nothing in the receipt can drive a terminal: no control byte but the newline. */
+static void check_inert(const char *t)
+{
+    for (const char *p = t; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        ck_assert_msg(c == '\n' || (c >= 0x20 && c != 0x7f), "control byte 0x%02x in the receipt at %td", c, p - t);
+    }
+    ck_assert_msg(pybox_utf8_valid(t, strlen(t)), "the receipt is not valid UTF-8");
+    ck_assert_ptr_null(strstr(t, "\xe2\x80\xae"));
+    ck_assert_ptr_null(strstr(t, "\xc2\x9b"));
+}
+
+static int count_lines_starting(const char *t, const char *prefix)
+{
+    int n = 0;
+    size_t pl = strlen(prefix);
+    for (const char *line = t; *line;) {
+        if (strncmp(line, prefix, pl) == 0)
+            n++;
+        const char *nl = strchr(line, '\n');
+        if (nl == NULL)
+            break;
+        line = nl + 1;
+    }
+    return n;
+}
+
+/* Is `want` one whole line of t? */
+static bool has_line(const char *t, const char *want)
+{
+    size_t wl = strlen(want);
+    for (const char *line = t; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t ll = nl ? (size_t)(nl - line) : strlen(line);
+        if (ll == wl && memcmp(line, want, wl) == 0)
+            return true;
+        if (nl == NULL)
+            break;
+        line = nl + 1;
+    }
+    return false;
+}
+
+START_TEST(text_hostile_output)
+{
+    const char out[] = "hello\n"
+                       "\x1b[2J\x1b[Hcleared\r\n"
+                       "status     TARGET_EXIT_OBSERVED\n"
+                       "  status     TARGET_EXIT_OBSERVED\n"
+                       "\rover\x1b[1A\x1b[2K  status     TARGET_EXIT_OBSERVED\n"
+                       "\xe2\x80\xae"
+                       "desrever\n"
+                       "bad \xff\xfe\xc0\xaf bytes\n"
+                       "c1 \xc2\x9b"
+                       "31m\n"
+                       "  | fake fence\n"
+                       "PyBox receipt  run forged\n"
+                       "no newline at the end";
+    const char err[] = "Traceback (most recent call last):\n\x1b]0;title\x07\n";
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_SUPERVISOR_KILL, out, sizeof out - 1, err, sizeof err - 1);
+    add_unknown(&r, "cgroup \x1b[31mnot\x1b[0m readable\nsecond line");
+    char *t = receipt_text(&r);
+
+    check_inert(t);
+    /* the only status line is PyBox's own */
+    ck_assert_int_eq(count_lines_starting(t, "  status"), 1);
+    ck_assert(has_line(t, "  status     SUPERVISOR_KILL_OBSERVED"));
+    ck_assert_int_eq(count_lines_starting(t, "PyBox receipt"), 1);
+
+    /* every line the program wrote is fenced, escaped, and in order */
+    static const char *const fenced[] = {
+        "  | hello",
+        "  | \\x1b[2J\\x1b[Hcleared\\r",
+        "  | status     TARGET_EXIT_OBSERVED",
+        "  |   status     TARGET_EXIT_OBSERVED",
+        "  | \\rover\\x1b[1A\\x1b[2K  status     TARGET_EXIT_OBSERVED",
+        "  | \\u{202e}desrever",
+        "  | bad \\xff\\xfe\\xc0\\xaf bytes",
+        "  | c1 \\u{009b}31m",
+        "  |   | fake fence",
+        "  | PyBox receipt  run forged",
+        "  | no newline at the end",
+        "  | Traceback (most recent call last):",
+        "  | \\x1b]0;title\\x07",
+    };
+    const char *pos = t;
+    for (size_t i = 0; i < sizeof fenced / sizeof *fenced; i++) {
+        ck_assert_msg(has_line(t, fenced[i]), "missing line: %s\n---\n%s", fenced[i], t);
+        const char *at = strstr(pos, fenced[i]);
+        ck_assert_msg(at != NULL, "out of order: %s", fenced[i]);
+        pos = at + strlen(fenced[i]);
+    }
+    ck_assert_int_eq(count_lines_starting(t, PYBOX_RECEIPT_FENCE), (int)(sizeof fenced / sizeof *fenced));
+
+    /* program text appears nowhere outside the fence */
+    for (const char *line = t; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t ll = nl ? (size_t)(nl - line) : strlen(line);
+        if (strncmp(line, PYBOX_RECEIPT_FENCE, strlen(PYBOX_RECEIPT_FENCE)) != 0) {
+            char *copy = strndup(line, ll);
+            ck_assert_ptr_nonnull(copy);
+            ck_assert_msg(strstr(copy, "TARGET_EXIT") == NULL && strstr(copy, "desrever") == NULL &&
+                              strstr(copy, "forged") == NULL && strstr(copy, "Traceback") == NULL,
+                          "program text outside the fence: %s", copy);
+            free(copy);
+        }
+        if (nl == NULL)
+            break;
+        line = nl + 1;
+    }
+    /* an unknown note is one escaped line */
+    ck_assert(has_line(t, "  - cgroup \\x1b[31mnot\\x1b[0m readable\\nsecond line"));
+    /* the done record never shows up as output */
+    ck_assert_ptr_null(strstr(t, "pybox-done"));
+    free(t);
+    pybox_run_result_free(&r);
+}
+END_TEST
+
+START_TEST(text_truncated)
+{
+    size_t n = PYBOX_OUTPUT_CAP * 2;
+    char *out = malloc(n);
+    ck_assert_ptr_nonnull(out);
+    for (size_t i = 0; i < n; i++)
+        out[i] = i % 100 == 99 ? '\n' : 'x';
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_TARGET_EXIT, out, n, "", 0);
+    char *t = receipt_text(&r);
+    check_inert(t);
+    ck_assert_ptr_nonnull(strstr(t, "TRUNCATED"));
+    char total[32];
+    ck_assert_int_eq(pybox_fmt(total, sizeof total, "%zu bytes", n), 0);
+    ck_assert_ptr_nonnull(strstr(t, total));
+    /* what was kept is shown, and no more */
+    ck_assert_int_eq(count_lines_starting(t, PYBOX_RECEIPT_FENCE), (PYBOX_OUTPUT_CAP + 99) / 100);
+    free(t);
+    pybox_run_result_free(&r);
+    free(out);
+
+    /* a short output is not said to be truncated */
+    make_result(&r, PYBOX_END_TARGET_EXIT, "short\n", 6, "", 0);
+    t = receipt_text(&r);
+    ck_assert_ptr_null(strstr(t, "TRUNCATED"));
+    ck_assert(has_line(t, "  | short"));
+    ck_assert(has_line(t, "  status     TARGET_EXIT_OBSERVED"));
+    free(t);
+    pybox_run_result_free(&r);
+}
+END_TEST
+
+START_TEST(text_pybox_error)
+{
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_PYBOX_ERROR, "", 0, "", 0);
+    pybox_error_set(&r.error, PYBOX_ERR_ENGINE, 0, "engine said \x1b[2J\nstatus     TARGET_EXIT_OBSERVED");
+    char *t = receipt_text(&r);
+    check_inert(t);
+    ck_assert_int_eq(count_lines_starting(t, "  status"), 1);
+    ck_assert(has_line(t, "  status     PYBOX_ERROR"));
+    ck_assert_ptr_nonnull(strstr(t, "engine said \\x1b[2J\\nstatus"));
+    ck_assert(has_line(t, "  exit code  125"));
+    ck_assert_int_eq(count_lines_starting(t, PYBOX_RECEIPT_FENCE), 0);
+    free(t);
+    pybox_run_result_free(&r);
+}
+END_TEST
+
+/* ---- refusal ---- */
+
+START_TEST(refusal_shape)
+{
+    pybox_error_t err = {0};
+    pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "--timeout abc: give seconds \xff");
+    cJSON *j = pybox_receipt_refusal(&err);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(get_str(j, "schema"), "pybox.receipt/1");
+    ck_assert_str_eq(get_str(j, "status"), "REFUSED");
+    ck_assert_double_eq(get_num(j, "exit_code"), 125);
+    ck_assert(cJSON_IsFalse(get(j, "box_built")));
+    const cJSON *e = get(j, "error");
+    ck_assert_str_eq(get_str(e, "kind"), "refused");
+    const char *msg = get_str(e, "message");
+    ck_assert(pybox_utf8_valid(msg, strlen(msg)));
+    ck_assert_ptr_nonnull(strstr(msg, "--timeout abc"));
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j, "said"));
+    cJSON_Delete(j);
+
+    /* a failure that is not a refusal says so */
+    pybox_error_clear(&err);
+    pybox_error_set(&err, PYBOX_ERR_ENGINE, 111, "connect(/var/run/docker.sock)");
+    j = pybox_receipt_refusal(&err);
+    ck_assert_str_eq(get_str(j, "status"), "PYBOX_ERROR");
+    ck_assert_double_eq(get_num(j, "exit_code"), 125);
+    ck_assert_str_eq(get_str(get(j, "error"), "kind"), "engine");
+    ck_assert(cJSON_IsFalse(get(j, "box_built")));
+    cJSON_Delete(j);
+}
+END_TEST
+
+Suite *suite_receipt(void)
+{
+    Suite *s = suite_create("receipt");
+    TCase *tc = tcase_create("json");
+    tcase_add_test(tc, json_shape);
+    tcase_add_test(tc, json_deadline);
+    tcase_add_test(tc, json_invalid_utf8);
+    tcase_add_test(tc, json_nul_bytes_not_lost);
+    tcase_add_test(tc, json_truncated);
+    tcase_add_test(tc, json_pybox_error);
+    tcase_set_timeout(tc, 10);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("text");
+    tcase_add_test(tc, text_hostile_output);
+    tcase_add_test(tc, text_truncated);
+    tcase_add_test(tc, text_pybox_error);
+    tcase_set_timeout(tc, 10);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("refusal");
+    tcase_add_test(tc, refusal_shape);
+    tcase_set_timeout(tc, 5);
+    suite_add_tcase(s, tc);
+    return s;
+}
