@@ -368,3 +368,28 @@ double itest_wall(void)
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
+
+int itest_wait_process(pybox_engine_t *e, const char *id, const char *what, double timeout_s)
+{
+    char path[200];
+    snprintf(path, sizeof path, "/containers/%s/top?ps_args=-eo%%20pid,args", id);
+    double end = itest_wall() + timeout_s;
+    while (itest_wall() < end) {
+        long status = 0;
+        cJSON *reply = NULL;
+        pybox_error_t err = {0};
+        ck_assert_msg(pybox_engine_call(e, "GET", path, NULL, &status, &reply, &err) == 0, "%s", err.msg);
+        char *text = reply ? cJSON_PrintUnformatted(itest_get(reply, "Processes")) : NULL;
+        int found = status == 200 && text && strstr(text, what);
+        free(text);
+        cJSON_Delete(reply);
+        if (found)
+            return 0;
+        if (status != 200)
+            return -1;
+        /* Polling the engine's view of the box: there is no event for "a process started". */
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}

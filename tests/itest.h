@@ -52,6 +52,9 @@ int itest_remove_run(pybox_engine_t *e, const char *run_id);
 int itest_wait_start(double since, char *id, double timeout_s);
 /* Wall-clock time with sub-second precision. */
 double itest_wall(void);
+/* Poll the engine's process list of a running box (bounded) until a process whose
+ * command line contains what appears. */
+int itest_wait_process(pybox_engine_t *e, const char *id, const char *what, double timeout_s);
 /* The engine's events for one container between since and until (unix seconds). */
 cJSON *itest_events(pybox_engine_t *e, const char *id, long since, long until);
 

@@ -28,13 +28,16 @@ START_TEST(box_timer_ends_the_box_after_pybox_is_killed)
     pid_t pid = itest_spawn("import time\ntime.sleep(8)\n", args);
     char id[65];
     ck_assert_msg(itest_wait_start(since, id, 30) == 0, "the box never started");
-    /* The box runs: kill PyBox as hard as possible. */
+    /* Wait until the program itself runs (the box's process list shows python3), so
+     * PyBox is killed mid-run and not before it handed the program over. */
+    pybox_engine_t *e = itest_engine();
+    ck_assert_msg(itest_wait_process(e, id, "python3", 30) == 0, "the program never ran");
+    /* Now kill PyBox as hard as possible. */
     ck_assert_int_eq(kill(pid, SIGKILL), 0);
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     ck_assert(WIFSIGNALED(st));
 
-    pybox_engine_t *e = itest_engine();
     char path[200];
     snprintf(path, sizeof path, "/containers/%s/wait", id);
     long status = 0;
