@@ -1,13 +1,110 @@
 /* SPDX-License-Identifier: MIT */
-/* The integration test runner (needs a running engine and a set-up installation:
- * `make check` does both first). */
+/* The integration test runner. It needs a running engine and a set-up installation
+ * (`make check` does both first). The tests run as an installation of their own: a
+ * temporary state directory with its own installation id and the main installation's
+ * image pins, so every box they make carries a label that is theirs alone, and the
+ * safety sweep at the end removes exactly what the tests made and nothing else. */
 #include <check.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "../pybox/engine.h"
+#include "../pybox/state.h"
+#include "../pybox/util.h"
 #include "suites.h"
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* A state directory for the tests: fresh id, the main installation's pins. */
+static int make_test_home(char *home, size_t len)
+{
+    pybox_error_t err = {0};
+    pybox_state_t main_st, test_st;
+    if (pybox_state_open(&main_st, false, &err) < 0) {
+        fprintf(stderr, "itest: %s\n", err.msg);
+        return -1;
+    }
+    char pins[PATH_MAX];
+    if (pybox_state_path(&main_st, "images.json", pins, sizeof pins, &err) < 0)
+        return -1;
+    snprintf(home, len, "/tmp/pybox-itest-XXXXXX");
+    if (mkdtemp(home) == NULL)
+        return -1;
+    setenv("PYBOX_HOME", home, 1);
+    if (pybox_state_open(&test_st, true, &err) < 0) {
+        fprintf(stderr, "itest: %s\n", err.msg);
+        return -1;
+    }
+    FILE *in = fopen(pins, "re");
+    char dst[PATH_MAX];
+    if (in == NULL || pybox_fmt(dst, sizeof dst, "%s/images.json", home) < 0) {
+        fprintf(stderr, "itest: no image pins in the main installation (%s)\n", pins);
+        return -1;
+    }
+    FILE *out = fopen(dst, "we");
+    char buf[8192];
+    size_t n;
+    while (out && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        fwrite(buf, 1, n, out);
+    fclose(in);
+    if (out == NULL || fclose(out) != 0)
+        return -1;
+    printf("integration tests run as installation %s\n", test_st.install_id);
+    return 0;
+}
+
+/* Remove every container (and its volumes) labelled with the tests' installation id. */
+static int sweep(void)
+{
+    pybox_error_t err = {0};
+    pybox_state_t st;
+    pybox_engine_t *e = NULL;
+    if (pybox_state_open(&st, false, &err) < 0 || pybox_engine_open(NULL, &e, &err) < 0) {
+        fprintf(stderr, "itest: sweep: %s\n", err.msg);
+        return -1;
+    }
+    char filter[128];
+    snprintf(filter, sizeof filter, "{\"label\":[\"pybox.install=%s\"]}", st.install_id);
+    char *esc = pybox_engine_escape(e, filter);
+    char path[512];
+    snprintf(path, sizeof path, "/containers/json?all=1&filters=%s", esc);
+    free(esc);
+    long status = 0;
+    cJSON *list = NULL;
+    int left = 0;
+    if (pybox_engine_call(e, "GET", path, NULL, &status, &list, &err) == 0 && status == 200) {
+        const cJSON *c;
+        cJSON_ArrayForEach (c, list) {
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "Id");
+            if (!cJSON_IsString(id))
+                continue;
+            left++;
+            snprintf(path, sizeof path, "/containers/%s?force=1&v=1", id->valuestring);
+            cJSON *r = NULL;
+            pybox_engine_call(e, "DELETE", path, NULL, &status, &r, &err);
+            cJSON_Delete(r);
+        }
+    }
+    cJSON_Delete(list);
+    pybox_engine_free(e);
+    return left;
+}
 
 int main(void)
 {
+    char home[64];
+    if (make_test_home(home, sizeof home) < 0)
+        return EXIT_FAILURE;
     SRunner *sr = srunner_create(itest_suite_exec());
     srunner_add_suite(sr, itest_suite_refuse());
     srunner_add_suite(sr, itest_suite_isolation());
@@ -17,5 +114,12 @@ int main(void)
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    int left = sweep();
+    if (left > 0) {
+        /* Every test removes what it made; a leftover is a failure of its own. */
+        fprintf(stderr, "itest: %d box(es) of the tests were left behind (removed now)\n", left);
+        failed++;
+    }
+    nftw(home, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    return failed == 0 && left == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
