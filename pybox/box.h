@@ -50,6 +50,8 @@ typedef struct pybox_box_ops {
     /* Remove the box and its volumes, then look it up again: *gone only when the
      * engine says it no longer exists. */
     int (*remove)(pybox_box_t *b, bool *gone, pybox_error_t *err);
+    /* The box's PID 1 as the host sees it (for locating its cgroup); 0 if unknown. */
+    int (*host_pid)(pybox_box_t *b, pid_t *pid, pybox_error_t *err);
     const char *(*id)(const pybox_box_t *b);
     void (*free)(pybox_box_t *b);
 } pybox_box_ops_t;

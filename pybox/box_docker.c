@@ -273,6 +273,21 @@ static int d_remove(pybox_box_t *base, bool *gone, pybox_error_t *err)
     }
 }
 
+static int d_host_pid(pybox_box_t *base, pid_t *pid, pybox_error_t *err)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    long status = 0;
+    cJSON *reply = NULL;
+    *pid = 0;
+    if (inspect(b, &status, &reply, err) < 0)
+        return -1;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "State"), "Pid");
+    if (status == 200 && cJSON_IsNumber(p) && p->valuedouble > 0 && p->valuedouble < 1 << 30)
+        *pid = (pid_t)p->valuedouble;
+    cJSON_Delete(reply);
+    return 0;
+}
+
 static const char *d_id(const pybox_box_t *base)
 {
     return ((const docker_box_t *)base)->id;
@@ -300,6 +315,7 @@ static const pybox_box_ops_t docker_ops = {
     .signal = d_signal,
     .wait = d_wait,
     .remove = d_remove,
+    .host_pid = d_host_pid,
     .id = d_id,
     .free = d_free,
 };

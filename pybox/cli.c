@@ -27,11 +27,18 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
         {"timeout", required_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
         {"image", required_argument, NULL, 'i'},
+        {"memory", required_argument, NULL, 'm'},
+        {"pids", required_argument, NULL, 'p'},
+        {"cpus", required_argument, NULL, 'c'},
         {NULL, 0, NULL, 0},
     };
     o->timeout_ms = PYBOX_DEFAULT_TIMEOUT_MS;
     o->json = false;
     o->image = "stdlib";
+    o->memory_bytes = 0;
+    o->pids = 0;
+    o->nano_cpus = 0;
+    o->timeout_given = false;
     optind = 0; /* GNU: full re-initialisation, so parsing can run more than once */
     opterr = 0;
     char arg[128];
@@ -49,6 +56,40 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
                                        PYBOX_TIMEOUT_MIN_MS / 1000.0, (long long)(PYBOX_TIMEOUT_MAX_MS / 1000));
             }
             o->timeout_ms = ms;
+            o->timeout_given = true;
+            break;
+        }
+        case 'm': {
+            int64_t b;
+            if (pybox_parse_size(optarg, &b) < 0 || b < PYBOX_MEMORY_MIN) {
+                shown(arg, sizeof arg, optarg);
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                       "--memory %s: give a size of at least %lld MiB, e.g. --memory 512 (MiB), "
+                                       "512m or 1g",
+                                       arg, PYBOX_MEMORY_MIN / (1024 * 1024));
+            }
+            o->memory_bytes = b;
+            break;
+        }
+        case 'p': {
+            uint64_t n;
+            if (pybox_parse_u64(optarg, &n) < 0 || n < PYBOX_PIDS_MIN || n > 1000000) {
+                shown(arg, sizeof arg, optarg);
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--pids %s: give a whole number of at least %d", arg,
+                                       PYBOX_PIDS_MIN);
+            }
+            o->pids = (int64_t)n;
+            break;
+        }
+        case 'c': {
+            int64_t milli;
+            if (pybox_parse_seconds_ms(optarg, &milli) < 0 || milli * 1000000 < PYBOX_NANO_CPUS_MIN ||
+                milli > 1024 * 1000) {
+                shown(arg, sizeof arg, optarg);
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                       "--cpus %s: give a number of CPUs from 0.01, e.g. --cpus 0.5", arg);
+            }
+            o->nano_cpus = milli * 1000000;
             break;
         }
         case 'j':
@@ -84,5 +125,26 @@ int pybox_cli_check_program(const char *prog, size_t len, bool over, pybox_error
     if (i == len)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
                                "the program is empty: give it on standard input (pybox exec < program.py)");
+    return 0;
+}
+
+int pybox_cli_check_ceilings(const pybox_exec_opts_t *o, const pybox_ceilings_t *c, pybox_error_t *err)
+{
+    if (o->memory_bytes > c->memory_bytes)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "--memory %lld MiB is above this installation's ceiling of %lld MiB (set by %s)",
+                               (long long)(o->memory_bytes >> 20), (long long)(c->memory_bytes >> 20), c->source);
+    if (o->pids > c->pids)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "--pids %lld is above this installation's ceiling of %lld (set by %s)",
+                               (long long)o->pids, (long long)c->pids, c->source);
+    if (o->nano_cpus > c->nano_cpus)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "--cpus %.3g is above this installation's ceiling of %.3g (set by %s)",
+                               (double)o->nano_cpus / 1e9, (double)c->nano_cpus / 1e9, c->source);
+    if (o->timeout_ms > c->timeout_ms)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "--timeout %.3g s is above this installation's ceiling of %.3g s (set by %s)",
+                               (double)o->timeout_ms / 1000.0, (double)c->timeout_ms / 1000.0, c->source);
     return 0;
 }

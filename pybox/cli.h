@@ -9,12 +9,20 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "state.h"
 
 typedef struct pybox_exec_opts {
     int64_t timeout_ms;
     bool json;
     const char *image;
+    int64_t memory_bytes; /* 0: the image's default */
+    int64_t pids;         /* 0: default */
+    int64_t nano_cpus;    /* 0: default */
+    bool timeout_given;
 } pybox_exec_opts_t;
+
+/* Refuse what is above a ceiling, naming the ceiling and where it is set. */
+int pybox_cli_check_ceilings(const pybox_exec_opts_t *o, const pybox_ceilings_t *c, pybox_error_t *err);
 
 /* argv[0] is "exec". */
 int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_error_t *err);

@@ -31,6 +31,13 @@
 #define PYBOX_STOP_GRACE_MS 1000
 /* After release, how long the box may take to end before it is killed. */
 #define PYBOX_RELEASE_GRACE_MS 2000
+/* What a caller may ask for (--memory, --pids, --cpus), before the installation's ceilings. */
+#define PYBOX_MEMORY_MIN (32LL * 1024 * 1024)
+#define PYBOX_PIDS_MIN 8 /* the box's init, Python, and the runtime's own set-up processes */
+#define PYBOX_NANO_CPUS_MIN 10000000LL
+/* The installation's ceilings unless its config.json says otherwise. */
+#define PYBOX_CEILING_MEMORY (4096LL * 1024 * 1024)
+#define PYBOX_CEILING_PIDS 1024
 #define PYBOX_TMP_BYTES (16LL * 1024 * 1024)
 #define PYBOX_SHM_BYTES (16LL * 1024 * 1024)
 #define PYBOX_NOFILE 256

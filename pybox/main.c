@@ -93,7 +93,9 @@ static int cmd_exec(int argc, char **argv)
         return fail(&err, o.json);
 
     pybox_state_t st;
-    if (pybox_state_open(&st, false, &err) < 0)
+    pybox_ceilings_t ceil;
+    if (pybox_state_open(&st, false, &err) < 0 || pybox_state_ceilings(&st, &ceil, &err) < 0 ||
+        pybox_cli_check_ceilings(&o, &ceil, &err) < 0)
         return fail(&err, o.json);
     pybox_engine_t *e = NULL;
     if (pybox_engine_open(NULL, &e, &err) < 0)
@@ -109,6 +111,12 @@ static int cmd_exec(int argc, char **argv)
     snprintf(req.policy.image_id, sizeof req.policy.image_id, "%s", pin.id);
     snprintf(req.policy.install_id, sizeof req.policy.install_id, "%s", st.install_id);
     req.policy.timeout_ms = o.timeout_ms;
+    if (o.memory_bytes > 0)
+        req.policy.memory_bytes = o.memory_bytes;
+    if (o.pids > 0)
+        req.policy.pids = o.pids;
+    if (o.nano_cpus > 0)
+        req.policy.nano_cpus = o.nano_cpus;
     req.policy.box_timer_ms = o.timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
 
     pybox_backend_t be;

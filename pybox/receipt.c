@@ -59,6 +59,74 @@ static cJSON *said_json(const pybox_said_t *s)
     return o;
 }
 
+static double ms1(double v);
+
+static void num_or_null(cJSON *o, const char *key, const pybox_reading_t *r, unsigned bit, int64_t v)
+{
+    if (r != NULL && (r->valid & bit))
+        cJSON_AddNumberToObject(o, key, (double)v);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+static cJSON *reading_json(const pybox_reading_t *r, bool taken, int64_t pids_sampled_max)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddBoolToObject(o, "taken", taken);
+    num_or_null(o, "memory_peak_bytes", r, PYBOX_RD_MEM_PEAK, r ? r->mem_peak : 0);
+    num_or_null(o, "memory_bytes", r, PYBOX_RD_MEM_NOW, r ? r->mem_now : 0);
+    num_or_null(o, "oom_kills", r, PYBOX_RD_OOM_KILLS, r ? r->oom_kills : 0);
+    if (r != NULL && (r->valid & PYBOX_RD_PIDS_PEAK)) {
+        cJSON_AddNumberToObject(o, "pids_peak", (double)r->pids_peak);
+        cJSON_AddStringToObject(o, "pids_peak_source", "kernel");
+    } else if (pids_sampled_max >= 0) {
+        cJSON_AddNumberToObject(o, "pids_peak", (double)pids_sampled_max);
+        cJSON_AddStringToObject(o, "pids_peak_source", "samples");
+    } else {
+        cJSON_AddNullToObject(o, "pids_peak");
+    }
+    num_or_null(o, "pids_refused", r, PYBOX_RD_PIDS_REFUSED, r ? r->pids_refused : 0);
+    num_or_null(o, "cpu_ns", r, PYBOX_RD_CPU, r ? r->cpu_ns : 0);
+    num_or_null(o, "cpu_periods", r, PYBOX_RD_THROTTLE, r ? r->periods : 0);
+    num_or_null(o, "cpu_throttled_periods", r, PYBOX_RD_THROTTLE, r ? r->throttled : 0);
+    num_or_null(o, "cpu_throttled_ns", r, PYBOX_RD_THROTTLE, r ? r->throttled_ns : 0);
+    return o;
+}
+
+static cJSON *kernel_json(const pybox_run_result_t *res)
+{
+    const pybox_watch_t *w = &res->watch;
+    cJSON *k = cJSON_CreateObject();
+    if (!res->watched) {
+        cJSON_AddNullToObject(k, "cgroup");
+        cJSON_AddStringToObject(k, "not_read", res->started ? res->watch_error : "the box never started");
+        return k;
+    }
+    cJSON *cg = cJSON_AddObjectToObject(k, "cgroup");
+    cJSON_AddStringToObject(cg, "version", w->version == PYBOX_CG_V2 ? "v2" : "v1");
+    cJSON_AddStringToObject(cg, "path", w->where);
+    cJSON_AddNumberToObject(k, "armed_ms", ms1(res->t.arm_ms));
+    if (res->final_taken)
+        cJSON_AddItemToObject(k, "final", reading_json(&res->final, true, w->pids_seen_max));
+    else
+        cJSON_AddItemToObject(k, "final", reading_json(w->have_last ? &w->last : NULL, false, w->pids_seen_max));
+    cJSON *s = cJSON_AddObjectToObject(k, "samples");
+    cJSON_AddNumberToObject(s, "count", (double)w->n_samples);
+    cJSON_AddNumberToObject(s, "interval_ms", w->interval_ms);
+    const char *cols[] = {"t_ms", "memory_bytes", "pids", "cpu_ns"};
+    cJSON_AddItemToObject(s, "columns", cJSON_CreateStringArray(cols, 4));
+    cJSON *rows = cJSON_AddArrayToObject(s, "rows");
+    for (size_t i = 0; i < w->n_samples; i++) {
+        const pybox_sample_t *x = &w->samples[i];
+        double v[4] = {x->t_ms, (double)x->mem, x->pids, (double)x->cpu_ns};
+        cJSON *row = cJSON_CreateArray();
+        for (int c = 0; c < 4; c++)
+            cJSON_AddItemToArray(row, v[c] < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(v[c]));
+        cJSON_AddItemToArray(rows, row);
+    }
+    return k;
+}
+
 static double ms1(double v)
 {
     return (double)(long long)(v * 10.0 + 0.5) / 10.0;
@@ -138,6 +206,15 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     } else {
         cJSON_AddNullToObject(seen, "init_record");
     }
+    cJSON_AddItemToObject(seen, "kernel", kernel_json(res));
+    cJSON *oom = cJSON_AddObjectToObject(seen, "oom");
+    if (res->have_exit)
+        cJSON_AddBoolToObject(oom, "engine_flag", res->exit.oom_killed);
+    else
+        cJSON_AddNullToObject(oom, "engine_flag");
+    const pybox_reading_t *kr = res->final_taken ? &res->final : (res->watch.have_last ? &res->watch.last : NULL);
+    num_or_null(oom, "kernel_oom_kills", kr, PYBOX_RD_OOM_KILLS, kr ? kr->oom_kills : 0);
+    cJSON_AddStringToObject(oom, "finding", res->oom_finding ? res->oom_finding : "none");
     cJSON_AddStringToObject(seen, "clock", clock_name(res));
     cJSON_AddBoolToObject(seen, "host_deadline_passed", res->deadline_fired);
     cJSON_AddBoolToObject(seen, "box_killed_by_pybox", res->box_killed);
@@ -147,6 +224,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddNumberToObject(tm, "verify", ms1(res->t.verify_ms));
     cJSON_AddNumberToObject(tm, "attach", ms1(res->t.attach_ms));
     cJSON_AddNumberToObject(tm, "start", ms1(res->t.start_ms));
+    cJSON_AddNumberToObject(tm, "arm", ms1(res->t.arm_ms));
     cJSON_AddNumberToObject(tm, "run", ms1(res->t.run_ms));
     cJSON_AddNumberToObject(tm, "collect", ms1(res->t.collect_ms));
     cJSON_AddNumberToObject(tm, "remove", ms1(res->t.remove_ms));
@@ -229,6 +307,51 @@ static void said_text(pybox_buf_t *o, const char *name, const pybox_said_t *s)
         pybox_buf_printf(o, "  %-10s (no newline at the end%s)\n", "", s->truncated ? "; cut here" : "");
 }
 
+static void mib(char *buf, size_t len, const pybox_reading_t *r, unsigned bit, int64_t v)
+{
+    if (r != NULL && (r->valid & bit))
+        snprintf(buf, len, "%.1f MiB", (double)v / (1024.0 * 1024.0));
+    else
+        snprintf(buf, len, "unknown");
+}
+
+static void count(char *buf, size_t len, const pybox_reading_t *r, unsigned bit, int64_t v)
+{
+    if (r != NULL && (r->valid & bit))
+        snprintf(buf, len, "%lld", (long long)v);
+    else
+        snprintf(buf, len, "unknown");
+}
+
+static void kernel_text(pybox_buf_t *o, const pybox_run_result_t *res)
+{
+    const pybox_watch_t *w = &res->watch;
+    if (!res->watched) {
+        pybox_buf_printf(o, "  %-10s not read (%s)\n", "kernel", res->started ? res->watch_error : "never started");
+        return;
+    }
+    const pybox_reading_t *r = res->final_taken ? &res->final : (w->have_last ? &w->last : NULL);
+    char peak[32], oomk[32], pp[32], refused[32], thr[32];
+    mib(peak, sizeof peak, r, PYBOX_RD_MEM_PEAK, r ? r->mem_peak : 0);
+    count(oomk, sizeof oomk, r, PYBOX_RD_OOM_KILLS, r ? r->oom_kills : 0);
+    if (r && (r->valid & PYBOX_RD_PIDS_PEAK))
+        snprintf(pp, sizeof pp, "%lld", (long long)r->pids_peak);
+    else if (w->pids_seen_max >= 0)
+        snprintf(pp, sizeof pp, "%lld (sampled)", (long long)w->pids_seen_max);
+    else
+        snprintf(pp, sizeof pp, "unknown");
+    count(refused, sizeof refused, r, PYBOX_RD_PIDS_REFUSED, r ? r->pids_refused : 0);
+    count(thr, sizeof thr, r, PYBOX_RD_THROTTLE, r ? r->throttled : 0);
+    pybox_buf_printf(o, "  %-10s %s reading (cgroup %s, %zu samples): memory peak %s, out-of-memory kills %s\n",
+                     "kernel", res->final_taken ? "final" : "LAST (not final)", w->version == PYBOX_CG_V2 ? "v2" : "v1",
+                     w->n_samples, peak, oomk);
+    if (r && (r->valid & PYBOX_RD_CPU))
+        pybox_buf_printf(o, "  %-10s processes peak %s, forks refused %s; CPU %.3f s, throttled periods %s\n", "", pp,
+                         refused, (double)r->cpu_ns / 1e9, thr);
+    else
+        pybox_buf_printf(o, "  %-10s processes peak %s, forks refused %s; CPU unknown\n", "", pp, refused);
+}
+
 int pybox_receipt_text(const pybox_run_result_t *res, pybox_buf_t *o)
 {
     const pybox_policy_t *p = &res->policy;
@@ -295,6 +418,7 @@ int pybox_receipt_text(const pybox_run_result_t *res, pybox_buf_t *o)
     } else {
         pybox_buf_printf(o, "  %-10s no record\n", "box init");
     }
+    kernel_text(o, res);
     pybox_buf_printf(o, "  %-10s PyBox deadline: %s; box timer: %s\n", "clocks",
                      d->stopped ? "FIRED, program stopped" : (res->deadline_fired ? "passed" : "not reached"),
                      d->timer ? "FIRED" : "not fired");
@@ -303,10 +427,10 @@ int pybox_receipt_text(const pybox_run_result_t *res, pybox_buf_t *o)
                      res->verified ? "" : " (FAILED)", res->removed ? "removed" : "NOT removed",
                      res->gone ? "confirmed gone" : "NOT confirmed gone");
     pybox_buf_printf(o,
-                     "  %-10s create %.0f ms, verify %.0f, attach %.0f, start %.0f, run %.0f, collect %.0f, "
+                     "  %-10s create %.0f ms, verify %.0f, attach %.0f, start %.0f, arm %.1f, run %.0f, collect %.0f, "
                      "remove %.0f, total %.0f\n",
-                     "timings", res->t.create_ms, res->t.verify_ms, res->t.attach_ms, res->t.start_ms, res->t.run_ms,
-                     res->t.collect_ms, res->t.remove_ms, res->t.total_ms);
+                     "timings", res->t.create_ms, res->t.verify_ms, res->t.attach_ms, res->t.start_ms, res->t.arm_ms,
+                     res->t.run_ms, res->t.collect_ms, res->t.remove_ms, res->t.total_ms);
 
     pybox_buf_printf(o, "SAID (untrusted: written by the program; escaped; each of its lines starts with \"%s\")\n",
                      PYBOX_RECEIPT_FENCE);

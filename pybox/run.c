@@ -130,6 +130,11 @@ static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const c
         if (!f->broken && f->off < f->q.len)
             p.events |= POLLOUT;
         int64_t wait = deadline - now;
+        if (res->watched && !res->record.seen) {
+            int64_t next = pybox_watch_tick(&res->watch, now);
+            if (next < wait)
+                wait = next;
+        }
         int pr;
         if (read_first) {
             read_first = false;
@@ -164,6 +169,12 @@ static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const c
                     return -1;
                 if (found == 1) {
                     res->t.run_ms = since(t_start);
+                    if (res->watched) {
+                        /* The final reading: every process has ended but the box and
+                         * its cgroup still exist, so peaks and counts are complete. */
+                        pybox_watch_sample(&res->watch, pybox_now_ms(), &res->final);
+                        res->final_taken = res->final.vanished == 0;
+                    }
                     /* The program and every process it left have ended, and the box is
                      * held: this is where final readings and files are taken. Then
                      * release it. */
@@ -181,6 +192,49 @@ static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const c
                 return 0;
             }
         }
+    }
+}
+
+/* Out of memory, with care: the engine's flag and the kernel's counter side by side,
+ * and only what they establish. */
+static void memory_findings(pybox_run_result_t *res)
+{
+    const pybox_done_record_t *rec = &res->record;
+    const pybox_reading_t *k = res->final_taken ? &res->final : (res->watch.have_last ? &res->watch.last : NULL);
+    bool kernel_known = k != NULL && (k->valid & PYBOX_RD_OOM_KILLS);
+    int64_t kills = kernel_known ? k->oom_kills : 0;
+    bool engine = res->have_exit && res->exit.oom_killed;
+    bool program_sigkill = rec->seen ? rec->signal == SIGKILL : res->exit.exit_code == 137;
+    res->oom_finding = "none";
+    if (!engine && kills == 0) {
+        if (!kernel_known)
+            res->oom_finding = "kernel_not_read";
+        if (res->exit.exit_code == 137 && !rec->timer && !rec->stopped && !res->deadline_fired)
+            unknown(res, "exit 137 (killed) without out-of-memory evidence and without a deadline: cause not "
+                         "established");
+        return;
+    }
+    if (!kernel_known)
+        unknown(res, "the engine reports an out-of-memory kill; the kernel's counter could not be read");
+    if (program_sigkill && !rec->stopped && !rec->timer) {
+        res->oom_finding = "program_killed";
+        unknown(res,
+                "the program was killed (signal 9) and the box ran out of memory (engine: %s, kernel: %lld "
+                "kill%s); that the kernel chose the program itself is not established",
+                engine ? "yes" : "no", (long long)kills, kills == 1 ? "" : "s");
+    } else if (rec->seen && !program_sigkill) {
+        res->oom_finding = "other_process_killed";
+        unknown(res,
+                "a process in the box was killed for lack of memory (kernel: %lld kill%s) while the program "
+                "went on and ended by itself (%s %d); which process it was is not established",
+                (long long)kills, kills == 1 ? "" : "s", rec->signal ? "signal" : "exit",
+                rec->signal ? rec->signal : rec->exit_code);
+    } else {
+        res->oom_finding = "oom_in_box";
+        unknown(res,
+                "the box ran out of memory (engine: %s, kernel: %lld kill%s); which process was killed is not "
+                "established",
+                engine ? "yes" : "no", (long long)kills, kills == 1 ? "" : "s");
     }
 }
 
@@ -217,17 +271,13 @@ static void judge(pybox_run_result_t *res)
     if (rec->seen && rec->exit_code != res->exit.exit_code)
         unknown(res, "the box's init saw exit %d, the engine recorded %d (the engine's is reported)", rec->exit_code,
                 res->exit.exit_code);
-    if (res->exit.oom_killed)
-        unknown(res, "the engine reports an out-of-memory kill in the box; which process was "
-                     "killed is not established");
-    if (res->exit.exit_code == 137 && !res->exit.oom_killed && !rec->timer && !rec->stopped && !res->deadline_fired &&
-        !(rec->seen && rec->signal == SIGKILL))
-        unknown(res, "exit 137 without out-of-memory evidence or a deadline: cause not established");
+    memory_findings(res);
 }
 
 int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_result_t *res)
 {
     memset(res, 0, sizeof *res);
+    pybox_watch_init(&res->watch);
     pybox_sink_init(&res->out, PYBOX_OUTPUT_CAP);
     pybox_sink_init(&res->err, PYBOX_OUTPUT_CAP);
     double t0 = pybox_now_s();
@@ -300,6 +350,21 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
         goto out;
     res->started = true;
 
+    /* Arm the watcher: the box's cgroup exists from its start on. */
+    t = pybox_now_s();
+    pybox_error_t werr = {0};
+    int armed = pybox_watch_arm(&res->watch, pybox_watch_root(), "/proc", res->box_id, 0, &werr);
+    if (armed < 0) {
+        pid_t pid = 0;
+        pybox_error_clear(&werr);
+        if (box->ops->host_pid(box, &pid, &werr) == 0 && pid > 0)
+            armed = pybox_watch_arm(&res->watch, pybox_watch_root(), "/proc", res->box_id, pid, &werr);
+    }
+    res->watched = armed == 0;
+    if (!res->watched)
+        pybox_strlcpy(res->watch_error, werr.msg, sizeof res->watch_error);
+    res->t.arm_ms = since(t);
+
     /* Both the deadline and the run's time count from the moment the box is running;
      * collecting counts from the program's end (the done record) to the engine's record
      * of the box's end. */
@@ -334,6 +399,10 @@ out:
         }
         box->ops->free(box);
     }
+    if (res->started && !res->watched)
+        unknown(res, "the kernel's counters were not read: %s", res->watch_error);
+    else if (res->watched && !res->final_taken)
+        unknown(res, "no final kernel reading: the box ended before it could be held; the last sample is reported");
     pybox_sink_said(&res->out, res->record.seen ? res->record.length : 0, &res->said_out);
     pybox_sink_said(&res->err, 0, &res->said_err);
     res->t.total_ms = since(t0);
@@ -356,6 +425,7 @@ out:
 
 void pybox_run_result_free(pybox_run_result_t *res)
 {
+    pybox_watch_free(&res->watch);
     pybox_sink_free(&res->out);
     pybox_sink_free(&res->err);
     for (int i = 0; i < res->n_unknown; i++)

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "policy.h"
 #include "stream.h"
+#include "watch.h"
 
 #define PYBOX_UNKNOWN_MAX 16
 
@@ -33,7 +34,7 @@ typedef struct pybox_run_request {
 } pybox_run_request_t;
 
 typedef struct pybox_timings {
-    double create_ms, verify_ms, attach_ms, start_ms, run_ms, collect_ms, remove_ms, total_ms;
+    double create_ms, verify_ms, attach_ms, start_ms, arm_ms, run_ms, collect_ms, remove_ms, total_ms;
 } pybox_timings_t;
 
 typedef struct pybox_run_result {
@@ -60,6 +61,14 @@ typedef struct pybox_run_result {
     int interrupted;       /* PyBox itself got this signal during the run */
     bool removed, gone;
     pybox_timings_t t;
+    /* the kernel's account, read from the box's cgroup on the host */
+    pybox_watch_t watch;   /* samples live here */
+    bool watched;          /* the cgroup was found */
+    char watch_error[256]; /* why not, when not */
+    pybox_reading_t final; /* taken while the box was held after the program ended */
+    bool final_taken;
+    /* what the run concludes about memory (docs/receipt.md) */
+    const char *oom_finding;
     /* said (untrusted) */
     pybox_sink_t out, err;
     pybox_said_t said_out, said_err;

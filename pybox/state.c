@@ -317,3 +317,49 @@ int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t
     free(text);
     return rc;
 }
+
+/* A positive number from config.json, or the default when the key is absent. */
+static int ceiling(const cJSON *cfg, const char *key, double max, double scale, int64_t *v, const char *path,
+                   pybox_error_t *err)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    if (j == NULL)
+        return 0;
+    if (!cJSON_IsNumber(j) || j->valuedouble <= 0 || j->valuedouble > max)
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s: %s must be a positive number up to %g", path, key, max);
+    *v = (int64_t)(j->valuedouble * scale);
+    return 0;
+}
+
+int pybox_state_ceilings(const pybox_state_t *st, pybox_ceilings_t *c, pybox_error_t *err)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    c->memory_bytes = PYBOX_CEILING_MEMORY;
+    c->pids = PYBOX_CEILING_PIDS;
+    c->nano_cpus = (cpus > 0 ? cpus : 1) * 1000000000LL;
+    c->timeout_ms = PYBOX_TIMEOUT_MAX_MS;
+    snprintf(c->source, sizeof c->source, "the installation's defaults");
+    char path[PATH_MAX];
+    if (pybox_state_path(st, "config.json", path, sizeof path, err) < 0)
+        return -1;
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    int r = read_small(path, &text, &len, err);
+    if (r <= 0)
+        return r;
+    cJSON *cfg = cJSON_ParseWithLength(text, len);
+    if (!cJSON_IsObject(cfg)) {
+        cJSON_Delete(cfg);
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s is not a JSON object", path);
+    }
+    int rc = 0;
+    if (ceiling(cfg, "max_memory_mib", 1 << 20, 1024.0 * 1024.0, &c->memory_bytes, path, err) < 0 ||
+        ceiling(cfg, "max_pids", 1 << 22, 1, &c->pids, path, err) < 0 ||
+        ceiling(cfg, "max_cpus", 1024, 1e9, &c->nano_cpus, path, err) < 0 ||
+        ceiling(cfg, "max_timeout_s", 24 * 3600, 1000, &c->timeout_ms, path, err) < 0)
+        rc = -1;
+    cJSON_Delete(cfg);
+    if (rc == 0)
+        snprintf(c->source, sizeof c->source, "config.json of the installation");
+    return rc;
+}

@@ -27,6 +27,18 @@ int pybox_state_path(const pybox_state_t *st, const char *name, char *out, size_
 /* Write a file atomically (temporary file, fsync, rename) with the given mode. */
 int pybox_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, pybox_error_t *err);
 
+/* The installation's ceilings (config.json in the state directory, each key optional:
+ * max_memory_mib, max_pids, max_cpus, max_timeout_s; defaults in limits.h). */
+typedef struct pybox_ceilings {
+    int64_t memory_bytes;
+    int64_t pids;
+    int64_t nano_cpus;
+    int64_t timeout_ms;
+    char source[64]; /* where they came from, for messages */
+} pybox_ceilings_t;
+
+int pybox_state_ceilings(const pybox_state_t *st, pybox_ceilings_t *c, pybox_error_t *err);
+
 /* A pinned image. */
 typedef struct pybox_pin {
     char name[PYBOX_NAME_MAX];

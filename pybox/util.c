@@ -185,6 +185,37 @@ int pybox_parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
+int pybox_parse_size(const char *s, int64_t *out_bytes)
+{
+    if (s == NULL || *s < '0' || *s > '9')
+        return -1;
+    size_t nd = strspn(s, "0123456789");
+    if (nd > 12)
+        return -1;
+    char num[16];
+    memcpy(num, s, nd);
+    num[nd] = '\0';
+    uint64_t v;
+    if (pybox_parse_u64(num, &v) < 0)
+        return -1;
+    const char *u = s + nd;
+    int64_t unit;
+    if (*u == '\0')
+        unit = 1024 * 1024;
+    else if (strcmp(u, "k") == 0 || strcmp(u, "K") == 0 || strcmp(u, "KiB") == 0)
+        unit = 1024;
+    else if (strcmp(u, "m") == 0 || strcmp(u, "M") == 0 || strcmp(u, "MiB") == 0)
+        unit = 1024 * 1024;
+    else if (strcmp(u, "g") == 0 || strcmp(u, "G") == 0 || strcmp(u, "GiB") == 0)
+        unit = 1024LL * 1024 * 1024;
+    else
+        return -1;
+    if (v > (uint64_t)(INT64_MAX / unit))
+        return -1;
+    *out_bytes = (int64_t)v * unit;
+    return 0;
+}
+
 int pybox_parse_seconds_ms(const char *s, int64_t *out_ms)
 {
     if (s == NULL || *s == '\0')

@@ -65,6 +65,9 @@ int pybox_write_all(int fd, const void *buf, size_t len);
 /* Parse a decimal (optionally fractional) number of seconds into milliseconds.
  * Strict: no sign, no exponent, no trailing garbage, at most 3 decimals. */
 int pybox_parse_seconds_ms(const char *s, int64_t *out_ms);
+/* Parse a memory size: digits, then an optional unit k/K/KiB, m/M/MiB, g/G/GiB; a bare
+ * number is in MiB. Strict: no sign, no decimals, no spaces. */
+int pybox_parse_size(const char *s, int64_t *out_bytes);
 /* Parse a strict non-negative decimal integer. */
 int pybox_parse_u64(const char *s, uint64_t *out);
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,94 +27,75 @@ static const char *pybox_bin(void)
     return b && *b ? b : "build/pybox";
 }
 
-static void set_nonblock(int fd)
+static int memfd_with(const char *name, const void *data, size_t len)
 {
-    int fl = fcntl(fd, F_GETFL);
-    ck_assert_int_ge(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    if (len > 0)
+        ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+    ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+    return fd;
 }
 
-void itest_pybox(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r)
+static char *slurp_fd(int fd, size_t *len)
 {
-    memset(r, 0, sizeof *r);
-    signal(SIGPIPE, SIG_IGN); /* pybox may refuse before reading all of its input */
-    int in[2], out[2], err[2];
-    ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
-    ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
-    ck_assert_int_eq(pipe2(err, O_CLOEXEC), 0);
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        pybox_buf_append(&b, buf, (size_t)n);
+    pybox_buf_append(&b, "", 0);
+    *len = b.len;
+    return pybox_buf_steal(&b);
+}
+
+void itest_start(const char *program, size_t len, const char *const *args, const char *const *env, itest_job_t *j)
+{
+    /* stdin, stdout and stderr are memory files: no pipe can fill up, nothing to pump. */
+    memset(j, 0, sizeof *j);
+    int in = memfd_with("stdin", program, len);
+    j->out_fd = memfd_with("stdout", NULL, 0);
+    j->err_fd = memfd_with("stderr", NULL, 0);
     const char *argv[32];
     int argc = 0;
     argv[argc++] = pybox_bin();
     for (int i = 0; args && args[i] && argc < 31; i++)
         argv[argc++] = args[i];
     argv[argc] = NULL;
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        dup2(err[1], 2);
+    j->pid = fork();
+    ck_assert_int_ge(j->pid, 0);
+    if (j->pid == 0) {
+        dup2(in, 0);
+        dup2(j->out_fd, 1);
+        dup2(j->err_fd, 2);
         for (int i = 0; env && env[i]; i++)
             putenv((char *)env[i]);
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
-    close(in[0]);
-    close(out[1]);
-    close(err[1]);
-    set_nonblock(in[1]);
-    pybox_buf_t ob, eb;
-    pybox_buf_init(&ob, 0);
-    pybox_buf_init(&eb, 0);
-    size_t off = 0;
-    int wfd = in[1];
-    if (len == 0) {
-        close(wfd);
-        wfd = -1;
-    }
-    int open_fds = 2;
-    while (open_fds > 0) {
-        struct pollfd p[3] = {
-            {.fd = out[0], .events = POLLIN}, {.fd = err[0], .events = POLLIN}, {.fd = wfd, .events = POLLOUT}};
-        int n = poll(p, wfd >= 0 ? 3 : 2, 120000);
-        ck_assert_msg(n > 0, "pybox produced nothing for 120 s");
-        for (int i = 0; i < 2; i++) {
-            if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            char buf[65536];
-            ssize_t k = read(p[i].fd, buf, sizeof buf);
-            if (k > 0) {
-                pybox_buf_append(i == 0 ? &ob : &eb, buf, (size_t)k);
-            } else if (k == 0 || errno != EINTR) {
-                close(p[i].fd);
-                if (i == 0)
-                    out[0] = -1;
-                else
-                    err[0] = -1;
-                open_fds--;
-            }
-        }
-        if (wfd >= 0 && (p[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
-            ssize_t w = write(wfd, program + off, len - off);
-            if (w > 0)
-                off += (size_t)w;
-            if (off == len || (w < 0 && errno != EAGAIN && errno != EINTR)) {
-                close(wfd);
-                wfd = -1;
-            }
-        }
-    }
-    if (wfd >= 0)
-        close(wfd);
+    close(in);
+}
+
+void itest_finish(itest_job_t *j, itest_run_t *r)
+{
+    memset(r, 0, sizeof *r);
     int st;
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_int_eq(waitpid(j->pid, &st, 0), j->pid);
     r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    pybox_buf_append(&ob, "", 0);
-    pybox_buf_append(&eb, "", 0);
-    r->out_len = ob.len;
-    r->err_len = eb.len;
-    r->out = pybox_buf_steal(&ob);
-    r->err = pybox_buf_steal(&eb);
+    r->out = slurp_fd(j->out_fd, &r->out_len);
+    r->err = slurp_fd(j->err_fd, &r->err_len);
+    close(j->out_fd);
+    close(j->err_fd);
     r->receipt = cJSON_ParseWithLength(r->out, r->out_len);
+}
+
+void itest_pybox(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r)
+{
+    itest_job_t j;
+    itest_start(program, len, args, env, &j);
+    itest_finish(&j, r);
 }
 
 void itest_exec(const char *program, const char *const *extra, itest_run_t *r)

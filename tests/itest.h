@@ -21,6 +21,14 @@ typedef struct itest_run {
     cJSON *receipt; /* stdout parsed, when it is JSON */
 } itest_run_t;
 
+/* A pybox started in the background. */
+typedef struct itest_job {
+    pid_t pid;
+    int out_fd, err_fd;
+} itest_job_t;
+void itest_start(const char *program, size_t len, const char *const *args, const char *const *env, itest_job_t *j);
+void itest_finish(itest_job_t *j, itest_run_t *r);
+
 /* Run `pybox <args...>` with program on stdin (len bytes), extra environment entries
  * ("NAME=value", NULL-terminated, may be NULL). Waits for it to end. */
 void itest_pybox(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r);

@@ -110,6 +110,7 @@ int main(void)
     srunner_add_suite(sr, itest_suite_isolation());
     srunner_add_suite(sr, itest_suite_verify());
     srunner_add_suite(sr, itest_suite_crash());
+    srunner_add_suite(sr, itest_suite_kernel());
     srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -10,5 +10,6 @@ Suite *itest_suite_refuse(void);
 Suite *itest_suite_isolation(void);
 Suite *itest_suite_verify(void);
 Suite *itest_suite_crash(void);
+Suite *itest_suite_kernel(void);
 
 #endif

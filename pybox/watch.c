@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/* The watcher: cgroup location and kernel counters (see watch.h). */
+#include "watch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+enum { F_MEM_NOW, F_MEM_PEAK, F_OOM, F_PIDS_NOW, F_PIDS_PEAK, F_PIDS_EVENTS, F_CPU, F_CPU_STAT };
+
+const char *pybox_watch_root(void)
+{
+    const char *r = getenv("PYBOX_CGROUP_ROOT");
+    return r && r[0] == '/' ? r : "/sys/fs/cgroup";
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int open_in(const char *dir, const char *file)
+{
+    char p[PATH_MAX];
+    if (pybox_fmt(p, sizeof p, "%s/%s", dir, file) < 0)
+        return -1;
+    return open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+}
+
+static void open_v2(pybox_watch_t *w, const char *dir)
+{
+    w->version = PYBOX_CG_V2;
+    snprintf(w->where, sizeof w->where, "%s", dir);
+    w->fd[F_MEM_NOW] = open_in(dir, "memory.current");
+    w->fd[F_MEM_PEAK] = open_in(dir, "memory.peak");
+    w->fd[F_OOM] = open_in(dir, "memory.events");
+    w->fd[F_PIDS_NOW] = open_in(dir, "pids.current");
+    w->fd[F_PIDS_PEAK] = open_in(dir, "pids.peak");
+    w->fd[F_PIDS_EVENTS] = open_in(dir, "pids.events");
+    w->fd[F_CPU] = open_in(dir, "cpu.stat"); /* usage and throttling in one file */
+}
+
+/* v1: one folder per controller. */
+static void open_v1(pybox_watch_t *w, const char *mem, const char *pids, const char *cpuacct, const char *cpu)
+{
+    w->version = PYBOX_CG_V1;
+    snprintf(w->where, sizeof w->where, "%s", mem);
+    w->fd[F_MEM_NOW] = open_in(mem, "memory.usage_in_bytes");
+    w->fd[F_MEM_PEAK] = open_in(mem, "memory.max_usage_in_bytes");
+    w->fd[F_OOM] = open_in(mem, "memory.oom_control");
+    w->fd[F_PIDS_NOW] = open_in(pids, "pids.current");
+    w->fd[F_PIDS_PEAK] = open_in(pids, "pids.peak");
+    w->fd[F_PIDS_EVENTS] = open_in(pids, "pids.events");
+    w->fd[F_CPU] = open_in(cpuacct, "cpuacct.usage");
+    w->fd[F_CPU_STAT] = open_in(cpu, "cpu.stat");
+}
+
+/* A v1 controller's folder for a cgroup path: controllers may be mounted alone
+ * ("cpuacct") or together ("cpu,cpuacct"). */
+static int v1_dir(const char *root, const char *ctrl, const char *path, char *out, size_t len)
+{
+    const char *names[] = {ctrl, "cpu,cpuacct", "cpuacct,cpu"};
+    size_t n = strncmp(ctrl, "cpu", 3) == 0 ? 3 : 1;
+    for (size_t i = 0; i < n; i++)
+        if (pybox_fmt(out, len, "%s/%s%s", root, names[i], path) == 0 && is_dir(out))
+            return 0;
+    return -1;
+}
+
+static int try_layouts(pybox_watch_t *w, const char *root, const char *id)
+{
+    char dir[PATH_MAX];
+    char unified[PATH_MAX];
+    if (pybox_fmt(unified, sizeof unified, "%s/cgroup.controllers", root) == 0 && access(unified, F_OK) == 0) {
+        if (pybox_fmt(dir, sizeof dir, "%s/system.slice/docker-%s.scope", root, id) == 0 && is_dir(dir)) {
+            open_v2(w, dir);
+            return 0;
+        }
+        if (pybox_fmt(dir, sizeof dir, "%s/docker/%s", root, id) == 0 && is_dir(dir)) {
+            open_v2(w, dir);
+            return 0;
+        }
+        return -1;
+    }
+    char path[PATH_MAX], mem[PATH_MAX], pids[PATH_MAX], acct[PATH_MAX], cpu[PATH_MAX];
+    static const char *const parents[] = {"/docker/", "/system.slice/docker-"};
+    for (size_t i = 0; i < 2; i++) {
+        if (pybox_fmt(path, sizeof path, "%s%s%s", parents[i], id, i == 1 ? ".scope" : "") < 0)
+            continue;
+        if (v1_dir(root, "memory", path, mem, sizeof mem) == 0) {
+            if (v1_dir(root, "pids", path, pids, sizeof pids) < 0)
+                pids[0] = '\0';
+            if (v1_dir(root, "cpuacct", path, acct, sizeof acct) < 0)
+                acct[0] = '\0';
+            if (v1_dir(root, "cpu", path, cpu, sizeof cpu) < 0)
+                cpu[0] = '\0';
+            open_v1(w, mem, pids, acct, cpu);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Follow the kernel's own list of the box's PID 1 cgroups. */
+static int try_proc(pybox_watch_t *w, const char *root, const char *proc_root, pid_t pid)
+{
+    char p[PATH_MAX];
+    if (pybox_fmt(p, sizeof p, "%s/%d/cgroup", proc_root, (int)pid) < 0)
+        return -1;
+    FILE *f = fopen(p, "re");
+    if (f == NULL)
+        return -1;
+    char line[PATH_MAX + 64];
+    char mem[PATH_MAX] = "", pids[PATH_MAX] = "", acct[PATH_MAX] = "", cpu[PATH_MAX] = "", v2[PATH_MAX] = "";
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (c2 == NULL || c2[1] != '/' || strstr(c2 + 1, "/..") != NULL)
+            continue; /* malformed, or a path that climbs out of the root */
+        *c2 = '\0';
+        const char *ctrls = c1 + 1, *path = c2 + 1;
+        char dir[PATH_MAX];
+        if (ctrls[0] == '\0') {
+            if (pybox_fmt(dir, sizeof dir, "%s%s", root, path) == 0 && is_dir(dir))
+                snprintf(v2, sizeof v2, "%s", dir);
+            continue;
+        }
+        char list[256];
+        snprintf(list, sizeof list, ",%s,", ctrls);
+        if (pybox_fmt(dir, sizeof dir, "%s/%s%s", root, ctrls, path) < 0 || !is_dir(dir))
+            continue;
+        if (strstr(list, ",memory,"))
+            snprintf(mem, sizeof mem, "%s", dir);
+        if (strstr(list, ",pids,"))
+            snprintf(pids, sizeof pids, "%s", dir);
+        if (strstr(list, ",cpuacct,"))
+            snprintf(acct, sizeof acct, "%s", dir);
+        if (strstr(list, ",cpu,"))
+            snprintf(cpu, sizeof cpu, "%s", dir);
+    }
+    fclose(f);
+    if (mem[0]) {
+        open_v1(w, mem, pids, acct, cpu);
+        return 0;
+    }
+    if (v2[0]) {
+        open_v2(w, v2);
+        return 0;
+    }
+    return -1;
+}
+
+static bool valid_id(const char *id)
+{
+    size_t n = strlen(id);
+    return n >= 12 && n <= 64 && strspn(id, "0123456789abcdef") == n;
+}
+
+void pybox_watch_init(pybox_watch_t *w)
+{
+    memset(w, 0, sizeof *w);
+    for (int i = 0; i < PYBOX_WATCH_FILES; i++)
+        w->fd[i] = -1;
+    w->interval_ms = PYBOX_WATCH_INTERVAL_MS;
+    w->pids_seen_max = -1;
+}
+
+int pybox_watch_arm(pybox_watch_t *w, const char *root, const char *proc_root, const char *id, pid_t pid,
+                    pybox_error_t *err)
+{
+    double t0 = pybox_now_s();
+    pybox_watch_free(w);
+    pybox_watch_init(w);
+    if (!valid_id(id))
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EINVAL, "watcher: not a box id");
+    if (try_layouts(w, root, id) < 0 && (pid <= 0 || try_proc(w, root, proc_root, pid) < 0))
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the box's cgroup was not found under %s", root);
+    w->samples = calloc(PYBOX_WATCH_SAMPLES_MAX, sizeof *w->samples);
+    if (w->samples == NULL) {
+        pybox_watch_free(w);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "watcher samples");
+    }
+    w->armed_at_ms = pybox_now_ms();
+    w->next_ms = w->armed_at_ms;
+    w->arm_ms = (pybox_now_s() - t0) * 1000.0;
+    return 0;
+}
+
+void pybox_watch_free(pybox_watch_t *w)
+{
+    for (int i = 0; i < PYBOX_WATCH_FILES; i++)
+        if (w->fd[i] >= 0) {
+            close(w->fd[i]);
+            w->fd[i] = -1;
+        }
+    free(w->samples);
+    w->samples = NULL;
+    w->n_samples = 0;
+    w->version = PYBOX_CG_NONE;
+}
+
+/* Read a whole small counter file from its start. -1 with errno on failure. */
+static ssize_t slurp(int fd, char *buf, size_t len)
+{
+    if (fd < 0) {
+        errno = ENOENT;
+        return -1;
+    }
+    ssize_t n = pread(fd, buf, len - 1, 0);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    return n;
+}
+
+/* A file holding one non-negative integer. */
+static int parse_single(const char *s, int64_t *out)
+{
+    uint64_t v;
+    char num[32];
+    size_t n = strcspn(s, "\n");
+    if (n == 0 || n >= sizeof num || s[n] != '\n' || s[n + 1] != '\0')
+        return -1;
+    memcpy(num, s, n);
+    num[n] = '\0';
+    if (pybox_parse_u64(num, &v) < 0 || v > INT64_MAX)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* "key value" lines: the value for key. */
+static int parse_keyed(const char *s, const char *key, int64_t *out)
+{
+    size_t klen = strlen(key);
+    for (const char *p = s; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, key, klen) != 0 || p[klen] != ' ')
+            continue;
+        char num[32];
+        const char *v = p + klen + 1;
+        size_t n = strcspn(v, "\n");
+        if (n == 0 || n >= sizeof num)
+            return -1;
+        memcpy(num, v, n);
+        num[n] = '\0';
+        uint64_t u;
+        if (pybox_parse_u64(num, &u) < 0 || u > INT64_MAX)
+            return -1;
+        *out = (int64_t)u;
+        return 0;
+    }
+    return -1;
+}
+
+static void got(pybox_reading_t *r, unsigned bit, int ok)
+{
+    if (ok)
+        r->valid |= bit;
+}
+
+static void read_one(pybox_watch_t *w, int f, char *buf, size_t len, pybox_reading_t *r, unsigned bit, bool *have)
+{
+    *have = false;
+    ssize_t n = slurp(w->fd[f], buf, len);
+    if (n < 0) {
+        if (w->fd[f] >= 0 && (errno == ENODEV || errno == ENOENT))
+            r->vanished |= bit;
+        return;
+    }
+    *have = true;
+}
+
+void pybox_watch_read(pybox_watch_t *w, pybox_reading_t *r)
+{
+    memset(r, 0, sizeof *r);
+    char buf[4096];
+    bool have;
+    read_one(w, F_MEM_NOW, buf, sizeof buf, r, PYBOX_RD_MEM_NOW, &have);
+    got(r, PYBOX_RD_MEM_NOW, have && parse_single(buf, &r->mem_now) == 0);
+    read_one(w, F_MEM_PEAK, buf, sizeof buf, r, PYBOX_RD_MEM_PEAK, &have);
+    got(r, PYBOX_RD_MEM_PEAK, have && parse_single(buf, &r->mem_peak) == 0);
+    read_one(w, F_OOM, buf, sizeof buf, r, PYBOX_RD_OOM_KILLS, &have);
+    got(r, PYBOX_RD_OOM_KILLS, have && parse_keyed(buf, "oom_kill", &r->oom_kills) == 0);
+    read_one(w, F_PIDS_NOW, buf, sizeof buf, r, PYBOX_RD_PIDS_NOW, &have);
+    got(r, PYBOX_RD_PIDS_NOW, have && parse_single(buf, &r->pids_now) == 0);
+    read_one(w, F_PIDS_PEAK, buf, sizeof buf, r, PYBOX_RD_PIDS_PEAK, &have);
+    got(r, PYBOX_RD_PIDS_PEAK, have && parse_single(buf, &r->pids_peak) == 0);
+    read_one(w, F_PIDS_EVENTS, buf, sizeof buf, r, PYBOX_RD_PIDS_REFUSED, &have);
+    got(r, PYBOX_RD_PIDS_REFUSED, have && parse_keyed(buf, "max", &r->pids_refused) == 0);
+    read_one(w, F_CPU, buf, sizeof buf, r, PYBOX_RD_CPU, &have);
+    if (w->version == PYBOX_CG_V2) {
+        int64_t us = 0;
+        got(r, PYBOX_RD_CPU, have && parse_keyed(buf, "usage_usec", &us) == 0 && us <= INT64_MAX / 1000);
+        r->cpu_ns = us * 1000;
+        int64_t tus = 0;
+        got(r, PYBOX_RD_THROTTLE,
+            have && parse_keyed(buf, "nr_periods", &r->periods) == 0 &&
+                parse_keyed(buf, "nr_throttled", &r->throttled) == 0 && parse_keyed(buf, "throttled_usec", &tus) == 0 &&
+                tus <= INT64_MAX / 1000);
+        r->throttled_ns = tus * 1000;
+        if (r->vanished & PYBOX_RD_CPU)
+            r->vanished |= PYBOX_RD_THROTTLE;
+    } else {
+        got(r, PYBOX_RD_CPU, have && parse_single(buf, &r->cpu_ns) == 0);
+        read_one(w, F_CPU_STAT, buf, sizeof buf, r, PYBOX_RD_THROTTLE, &have);
+        got(r, PYBOX_RD_THROTTLE,
+            have && parse_keyed(buf, "nr_periods", &r->periods) == 0 &&
+                parse_keyed(buf, "nr_throttled", &r->throttled) == 0 &&
+                parse_keyed(buf, "throttled_time", &r->throttled_ns) == 0);
+    }
+    if ((r->valid & PYBOX_RD_PIDS_NOW) && r->pids_now > w->pids_seen_max)
+        w->pids_seen_max = r->pids_now;
+}
+
+void pybox_watch_sample(pybox_watch_t *w, int64_t now_ms, pybox_reading_t *r)
+{
+    pybox_watch_read(w, r);
+    if (r->valid != 0) {
+        w->last = *r;
+        w->have_last = true;
+    }
+    if (w->samples == NULL)
+        return;
+    if (w->n_samples == PYBOX_WATCH_SAMPLES_MAX) {
+        /* Full: keep every other sample and sample half as often from now on, so a
+         * long run stays covered end to end in bounded memory. */
+        size_t k = 0;
+        for (size_t i = 0; i < w->n_samples; i += 2)
+            w->samples[k++] = w->samples[i];
+        w->n_samples = k;
+        w->interval_ms *= 2;
+    }
+    pybox_sample_t *s = &w->samples[w->n_samples++];
+    int64_t t = now_ms - w->armed_at_ms;
+    s->t_ms = (uint32_t)(t < 0 ? 0 : (t > UINT32_MAX ? UINT32_MAX : t));
+    s->mem = (r->valid & PYBOX_RD_MEM_NOW) ? r->mem_now : -1;
+    s->pids = (r->valid & PYBOX_RD_PIDS_NOW) ? (int32_t)r->pids_now : -1;
+    s->cpu_ns = (r->valid & PYBOX_RD_CPU) ? r->cpu_ns : -1;
+}
+
+int64_t pybox_watch_tick(pybox_watch_t *w, int64_t now_ms)
+{
+    if (w->version == PYBOX_CG_NONE)
+        return INT64_MAX;
+    if (now_ms >= w->next_ms) {
+        pybox_reading_t r;
+        pybox_watch_sample(w, now_ms, &r);
+        w->next_ms = now_ms + w->interval_ms;
+    }
+    return w->next_ms - now_ms;
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/* The watcher: finds a box's cgroup on the host (v1 and v2 layouts) and reads the
+ * kernel's own counters for it: memory, OOM kills, processes, refused forks, CPU time,
+ * throttling. It only reads; it never writes a cgroup file or signals anything.
+ * Contract: docs/watcher.md. */
+#ifndef PYBOX_WATCH_H
+#define PYBOX_WATCH_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+typedef enum {
+    PYBOX_CG_NONE = 0,
+    PYBOX_CG_V1 = 1,
+    PYBOX_CG_V2 = 2,
+} pybox_cg_version_t;
+
+/* The counters, each with its own validity bit: a missing or malformed file leaves its
+ * field unknown, never zero. */
+enum {
+    PYBOX_RD_MEM_NOW = 1 << 0,
+    PYBOX_RD_MEM_PEAK = 1 << 1,
+    PYBOX_RD_OOM_KILLS = 1 << 2,
+    PYBOX_RD_PIDS_NOW = 1 << 3,
+    PYBOX_RD_PIDS_PEAK = 1 << 4,
+    PYBOX_RD_PIDS_REFUSED = 1 << 5,
+    PYBOX_RD_CPU = 1 << 6,
+    PYBOX_RD_THROTTLE = 1 << 7,
+};
+
+typedef struct pybox_reading {
+    unsigned valid;    /* PYBOX_RD_* bits */
+    unsigned vanished; /* PYBOX_RD_* bits whose file was gone (the cgroup vanished) */
+    int64_t mem_now, mem_peak, oom_kills;
+    int64_t pids_now, pids_peak, pids_refused;
+    int64_t cpu_ns;
+    int64_t periods, throttled, throttled_ns;
+} pybox_reading_t;
+
+typedef struct pybox_sample {
+    uint32_t t_ms;  /* since the watcher was armed */
+    int64_t mem;    /* -1: unknown */
+    int32_t pids;   /* -1: unknown */
+    int64_t cpu_ns; /* -1: unknown */
+} pybox_sample_t;
+
+#define PYBOX_WATCH_FILES 8
+#define PYBOX_WATCH_INTERVAL_MS 50
+#define PYBOX_WATCH_SAMPLES_MAX 1024
+
+typedef struct pybox_watch {
+    pybox_cg_version_t version;
+    char where[PATH_MAX];      /* the memory (v1) or unified (v2) cgroup folder */
+    int fd[PYBOX_WATCH_FILES]; /* open counter files, -1 when missing */
+    int64_t armed_at_ms;
+    double arm_ms;   /* time taken to find and open the cgroup */
+    int interval_ms; /* current sampling interval (doubles when samples are thinned) */
+    int64_t next_ms;
+    pybox_sample_t *samples; /* owned */
+    size_t n_samples;
+    int64_t pids_seen_max; /* the highest pids.current sampled (when no peak file) */
+    pybox_reading_t last;  /* the most recent reading */
+    bool have_last;
+} pybox_watch_t;
+
+/* The cgroup root: PYBOX_CGROUP_ROOT if set, else /sys/fs/cgroup. */
+const char *pybox_watch_root(void);
+
+/* An unarmed watcher (nothing open); pybox_watch_free is safe on it. */
+void pybox_watch_init(pybox_watch_t *w);
+
+/* Find and open the box's cgroup (w: initialised with pybox_watch_init). Tried in order under root: v2 systemd driver
+ * (system.slice/docker-<id>.scope), v2 cgroupfs driver (docker/<id>), v1 (<controller>/
+ * docker/<id>); then, when pid > 0, the paths the kernel lists in /proc/<pid>/cgroup
+ * (proc_root, normally "/proc", lets tests use a fixture). Fails with PYBOX_ERR_SYSTEM
+ * when nothing is found; the caller reports that as unknown. */
+int pybox_watch_arm(pybox_watch_t *w, const char *root, const char *proc_root, const char *id, pid_t pid,
+                    pybox_error_t *err);
+void pybox_watch_free(pybox_watch_t *w);
+
+/* Read every counter now. */
+void pybox_watch_read(pybox_watch_t *w, pybox_reading_t *r);
+
+/* Take a sample if one is due; returns the milliseconds until the next one is due. */
+int64_t pybox_watch_tick(pybox_watch_t *w, int64_t now_ms);
+/* Take a sample now (e.g. at the end). */
+void pybox_watch_sample(pybox_watch_t *w, int64_t now_ms, pybox_reading_t *r);
+
+#endif

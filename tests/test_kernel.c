@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/* Kernel readings: memory, OOM kills, processes, refused forks, CPU and throttling,
+ * read from the box's cgroup by the watcher, and which clock fired. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../pybox/watch.h"
+#include "itest.h"
+#include "suites.h"
+
+static bool unknown_mentions(const cJSON *j, const char *what)
+{
+    const cJSON *u;
+    cJSON_ArrayForEach (u, itest_get(j, "unknown")) {
+        if (cJSON_IsString(u) && strstr(u->valuestring, what))
+            return true;
+    }
+    return false;
+}
+
+START_TEST(oom_child_killed_parent_exits)
+{
+    itest_run_t r;
+    itest_exec("import os\npid = os.fork()\nif pid == 0:\n    x = b'x' * (160 * 1024 * 1024)\n    os._exit(0)\n"
+               "_, st = os.waitpid(pid, 0)\nprint(-os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st))\n",
+               NULL, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    ck_assert_str_eq(itest_str(j, "said.stdout.text"), "-9\n");
+    ck_assert_int_eq(itest_bool(j, "seen.oom.engine_flag"), 1);
+    ck_assert_int_eq((int)itest_num(j, "seen.oom.kernel_oom_kills"), 1);
+    ck_assert_int_eq((int)itest_num(j, "seen.kernel.final.oom_kills"), 1);
+    ck_assert_int_eq(itest_bool(j, "seen.kernel.final.taken"), 1);
+    ck_assert_str_eq(itest_str(j, "seen.oom.finding"), "other_process_killed");
+    ck_assert(unknown_mentions(j, "went on and ended by itself"));
+    /* The peak reached the limit: the kernel's own peak file says so. */
+    ck_assert_int_ge((long)itest_num(j, "seen.kernel.final.memory_peak_bytes"), 120L * 1024 * 1024);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(pids_limit_peak_and_refusals)
+{
+    itest_run_t r;
+    const char *args[] = {"--timeout", "5", NULL};
+    itest_exec("import os, time\nkids = []\nrefused = 0\nfor i in range(36):\n    try:\n        pid = os.fork()\n"
+               "    except OSError:\n        refused += 1\n        continue\n    if pid == 0:\n        time.sleep(3)\n"
+               "        os._exit(0)\n    kids.append(pid)\nprint(len(kids), refused)\n",
+               args, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 0);
+    int started, refused;
+    ck_assert_int_eq(sscanf(itest_str(j, "said.stdout.text"), "%d %d", &started, &refused), 2);
+    ck_assert_int_eq(started + refused, 36);
+    ck_assert_int_eq((int)itest_num(j, "asked.limits.pids"), 32);
+    /* The box's init and Python take two of the 32. */
+    ck_assert_int_eq(started, 30);
+    ck_assert_int_eq((int)itest_num(j, "seen.kernel.final.pids_peak"), 32);
+    ck_assert_int_ge((int)itest_num(j, "seen.kernel.final.pids_refused"), refused);
+    ck_assert_int_eq((int)itest_num(j, "seen.init_record.other_processes_reaped"), 30);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(cpu_time_and_throttling)
+{
+    itest_run_t r;
+    const char *args[] = {"--timeout", "5", NULL};
+    itest_exec("import time\nt = time.time()\nwhile time.time() - t < 1:\n    pass\n", args, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_double_eq_tol(itest_num(j, "asked.limits.cpus"), 0.5, 1e-9);
+    double cpu = itest_num(j, "seen.kernel.final.cpu_ns") / 1e9;
+    /* One second of wall time at half a CPU: about half a second of CPU. */
+    ck_assert_msg(cpu > 0.35 && cpu < 0.8, "CPU time %.3f s for 1 s at 0.5 CPU", cpu);
+    ck_assert_int_gt((int)itest_num(j, "seen.kernel.final.cpu_throttled_periods"), 0);
+    ck_assert_int_gt((long)itest_num(j, "seen.kernel.final.cpu_throttled_ns"), 0);
+    itest_run_free(&r);
+}
+END_TEST
+
+/* The kernel's own peak file for a box, read by the test itself. */
+static long peak_file(const char *id)
+{
+    const char *root = pybox_watch_root();
+    char paths[3][512];
+    snprintf(paths[0], sizeof paths[0], "%s/memory/docker/%s/memory.max_usage_in_bytes", root, id);
+    snprintf(paths[1], sizeof paths[1], "%s/system.slice/docker-%s.scope/memory.peak", root, id);
+    snprintf(paths[2], sizeof paths[2], "%s/docker/%s/memory.peak", root, id);
+    for (int i = 0; i < 3; i++) {
+        FILE *f = fopen(paths[i], "re");
+        if (f == NULL)
+            continue;
+        long v = -1;
+        if (fscanf(f, "%ld", &v) != 1)
+            v = -1;
+        fclose(f);
+        return v;
+    }
+    return -1;
+}
+
+START_TEST(large_array_fits_and_peak_is_the_kernels)
+{
+    double since = itest_wall();
+    const char *args[] = {"exec", "--json", "--memory", "512", "--timeout", "15", NULL};
+    const char *prog = "x = b'x' * (300 * 1024 * 1024)\nprint(len(x))\n";
+    itest_job_t job;
+    itest_start(prog, strlen(prog), args, NULL, &job);
+    char id[65];
+    ck_assert_msg(itest_wait_start(since, id, 30) == 0, "the box never started");
+    /* Follow the kernel's peak file until the box's cgroup is gone; the last value read
+     * is what the kernel said at the end. */
+    long last = -1, v;
+    while ((v = peak_file(id)) >= 0 || last < 0) {
+        if (v >= 0)
+            last = v;
+        if (itest_wall() - since > 30)
+            break;
+        struct timespec ts = {0, 2 * 1000 * 1000}; /* polling the kernel's file, gently */
+        nanosleep(&ts, NULL);
+    }
+    itest_run_t r;
+    itest_finish(&job, &r);
+    ck_assert_ptr_nonnull(r.receipt);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(itest_str(j, "said.stdout.text"), "314572800\n");
+    ck_assert_int_eq((long)itest_num(j, "asked.limits.memory_bytes"), 512L * 1024 * 1024);
+    ck_assert_int_eq(itest_bool(j, "seen.kernel.final.taken"), 1);
+    double peak = itest_num(j, "seen.kernel.final.memory_peak_bytes");
+    ck_assert_msg(peak >= 300.0 * 1024 * 1024, "peak %.0f below the array's size", peak);
+    ck_assert_msg(last > 0, "the test could not read the kernel's peak file");
+    ck_assert_msg(fabs(peak - (double)last) <= 0.05 * (double)last, "receipt peak %.0f, kernel's file said %ld", peak,
+                  last);
+    ck_assert_int_eq(itest_bool(j, "seen.oom.engine_flag"), 0);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(exit_just_before_the_deadline)
+{
+    itest_run_t r;
+    itest_exec("import time\ntime.sleep(1.6)\nraise SystemExit(3)\n", NULL, &r); /* deadline 2 s */
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 3);
+    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    ck_assert_str_eq(itest_str(j, "seen.clock"), "none");
+    ck_assert_int_eq(itest_bool(j, "seen.host_deadline_passed"), 0);
+    ck_assert_int_eq(itest_bool(j, "seen.init_record.stopped_on_request"), 0);
+    ck_assert_int_eq(itest_bool(j, "seen.kernel.final.taken"), 1);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(killed_without_evidence_is_not_explained)
+{
+    itest_run_t r;
+    itest_exec("import os\nos.kill(os.getpid(), 9)\n", NULL, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 137);
+    ck_assert_int_eq(itest_bool(j, "seen.oom.engine_flag"), 0);
+    ck_assert_int_eq((int)itest_num(j, "seen.oom.kernel_oom_kills"), 0);
+    ck_assert(unknown_mentions(j, "cause not established"));
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(long_sleep_ends_by_itself_with_samples)
+{
+    itest_run_t r;
+    const char *args[] = {"--timeout", "15", NULL};
+    itest_exec("import time\ntime.sleep(12)\nprint('awake')\n", args, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    double ms = itest_num(j, "seen.init_record.program_ms");
+    ck_assert_msg(ms >= 12000 && ms < 13500, "program ran %.0f ms", ms);
+    int n = (int)itest_num(j, "seen.kernel.samples.count");
+    ck_assert_msg(n >= 24, "only %d samples in 12 s", n);
+    const cJSON *rows = itest_get(j, "seen.kernel.samples.rows");
+    ck_assert_int_eq(cJSON_GetArraySize(rows), n);
+    double prev = -1;
+    const cJSON *row;
+    cJSON_ArrayForEach (row, rows) {
+        ck_assert_int_eq(cJSON_GetArraySize(row), 4);
+        double t = cJSON_GetArrayItem(row, 0)->valuedouble;
+        ck_assert(t > prev);
+        prev = t;
+        ck_assert_int_gt(cJSON_GetArrayItem(row, 1)->valuedouble, 0); /* memory in use */
+    }
+    ck_assert_msg(prev >= 11000, "the samples stop at %.0f ms", prev);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(long_sleep_is_stopped_at_the_deadline)
+{
+    itest_run_t r;
+    const char *args[] = {"--timeout", "30", NULL};
+    itest_exec("import time\ntime.sleep(60)\n", args, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 124);
+    ck_assert_str_eq(itest_str(j, "status"), "SUPERVISOR_KILL_OBSERVED");
+    ck_assert_str_eq(itest_str(j, "seen.clock"), "host_deadline");
+    double ms = itest_num(j, "seen.init_record.program_ms");
+    ck_assert_msg(ms >= 29900 && ms < 32000, "stopped after %.0f ms under a 30 s deadline", ms);
+    ck_assert_int_eq(itest_bool(j, "seen.kernel.final.taken"), 1);
+    ck_assert_int_eq(itest_bool(j, "seen.box.confirmed_gone"), 1);
+    itest_run_free(&r);
+}
+END_TEST
+
+Suite *itest_suite_kernel(void)
+{
+    Suite *s = suite_create("kernel");
+    TCase *tc = tcase_create("readings");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, oom_child_killed_parent_exits);
+    tcase_add_test(tc, pids_limit_peak_and_refusals);
+    tcase_add_test(tc, cpu_time_and_throttling);
+    tcase_add_test(tc, large_array_fits_and_peak_is_the_kernels);
+    tcase_add_test(tc, exit_just_before_the_deadline);
+    tcase_add_test(tc, killed_without_evidence_is_not_explained);
+    tcase_add_test(tc, long_sleep_ends_by_itself_with_samples);
+    tcase_add_test(tc, long_sleep_is_stopped_at_the_deadline);
+    suite_add_tcase(s, tc);
+    return s;
+}
