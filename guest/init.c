@@ -275,10 +275,11 @@ int main(int argc, char **argv)
             int64_t program_ms = now_ms() - t_program;
             kill_all_and_reap();
             char rec[PYBOX_GUEST_RECORD_MAX];
-            int n = snprintf(rec, sizeof rec, "%s%s exit=%d signal=%d timer=%d stopped=%d program_ms=%lld reaped=%u\n",
+            int n = snprintf(rec, sizeof rec,
+                             "%s%s exit=%d signal=%d timer=%d stopped=%d program_ms=%lld reaped=%u term=%d\n",
                              PYBOX_GUEST_DONE, secret, exit_code_of(program_status),
                              WIFSIGNALED(program_status) ? WTERMSIG(program_status) : 0, timer_fired, stopped,
-                             (long long)program_ms, reaped_others);
+                             (long long)program_ms, reaped_others, terminate);
             if (n > 0 && (size_t)n < sizeof rec)
                 write_record(rec, (size_t)n, deadline);
             explicit_bzero(secret, sizeof secret);
@@ -332,7 +333,8 @@ int main(int argc, char **argv)
                 } else if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
                     if (holding)
                         return exit_code_of(program_status);
-                    terminate = 1;
+                    if (terminate == 0)
+                        terminate = sig;
                     (void)kill(-program_pid, sig);
                 }
             }

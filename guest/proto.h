@@ -36,7 +36,8 @@
 
 /* The done record: the last bytes init writes on the box's stdout after every other
  * process in the box is gone, so nothing can follow it:
- *   "\x1epybox-done v1 <secret> exit=E signal=S timer=T stopped=X program_ms=M reaped=R\n"
+ *   "\x1epybox-done v1 <secret> exit=E signal=S timer=T stopped=X program_ms=M reaped=R term=N\n"
+ * term: the termination signal sent from outside the box (the engine's stop), 0 if none.
  * Only init knows the secret, so the program cannot forge it. */
 #define PYBOX_GUEST_DONE "\x1epybox-done v1 "
 #define PYBOX_GUEST_RECORD_MAX 256

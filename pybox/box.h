@@ -25,6 +25,17 @@ typedef struct pybox_box_exit {
     char error[256]; /* the engine's own error for the box, if any */
 } pybox_box_exit_t;
 
+/* Something this installation left in the engine, found by its labels. */
+typedef struct pybox_leftover {
+    char kind;                 /* 'b' box, 'v' volume */
+    char id[PYBOX_ID_MAX];     /* the box's id, or the volume's name */
+    char name[PYBOX_NAME_MAX]; /* the box's name (boxes only) */
+    char run_id[33];           /* its pybox.run label ("" if missing or malformed) */
+    int64_t expires;           /* its pybox.expires label; -1 if missing or malformed */
+    bool running;              /* a box that is running (or paused, restarting) */
+    char state[24];
+} pybox_leftover_t;
+
 /* Signals: 0 = sent, 1 = the box was not running any more. */
 typedef struct pybox_box_ops {
     const char *name;
@@ -56,8 +67,19 @@ typedef struct pybox_box_ops {
     void (*free)(pybox_box_t *b);
 } pybox_box_ops_t;
 
+/* Operations on what an installation left behind. */
+typedef struct pybox_backend_ops {
+    /* Everything (boxes and volumes) labelled pybox.install=install_id; *out malloc'd. */
+    int (*list_leftovers)(pybox_backend_t *be, const char *install_id, pybox_leftover_t **out, size_t *n,
+                          pybox_error_t *err);
+    /* Remove one if it is not running (the engine refuses a running box or a volume in
+     * use: *gone stays false); *gone when the engine no longer has it. */
+    int (*remove_leftover)(pybox_backend_t *be, const pybox_leftover_t *l, bool *gone, pybox_error_t *err);
+} pybox_backend_ops_t;
+
 struct pybox_backend {
     const pybox_box_ops_t *ops;
+    const pybox_backend_ops_t *bops;
     void *impl;
 };
 

@@ -320,8 +320,141 @@ static const pybox_box_ops_t docker_ops = {
     .free = d_free,
 };
 
+/* ---- leftovers ---- */
+
+static void leftover_labels(pybox_leftover_t *l, const cJSON *labels)
+{
+    const cJSON *run = cJSON_GetObjectItemCaseSensitive(labels, PYBOX_LABEL_RUN);
+    const cJSON *exp = cJSON_GetObjectItemCaseSensitive(labels, PYBOX_LABEL_EXPIRES);
+    if (cJSON_IsString(run) && strlen(run->valuestring) == 32 && strspn(run->valuestring, "0123456789abcdef") == 32)
+        memcpy(l->run_id, run->valuestring, 33);
+    uint64_t e;
+    l->expires = cJSON_IsString(exp) && pybox_parse_u64(exp->valuestring, &e) == 0 && e < INT64_MAX ? (int64_t)e : -1;
+}
+
+static int list_json(pybox_engine_t *e, const char *what, const char *install_id, cJSON **out, pybox_error_t *err)
+{
+    char filter[128];
+    snprintf(filter, sizeof filter, "{\"label\":[\"%s=%s\"]}", PYBOX_LABEL_INSTALL, install_id);
+    char *esc = pybox_engine_escape(e, filter);
+    if (esc == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "escaping a filter");
+    char path[512];
+    snprintf(path, sizeof path, "/%s?%sfilters=%s", what, strcmp(what, "containers/json") == 0 ? "all=1&" : "", esc);
+    free(esc);
+    long status = 0;
+    if (pybox_engine_call(e, "GET", path, NULL, &status, out, err) < 0)
+        return -1;
+    if (status != 200) {
+        pybox_engine_fail(err, what, status, *out);
+        cJSON_Delete(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int d_list_leftovers(pybox_backend_t *be, const char *install_id, pybox_leftover_t **out, size_t *n,
+                            pybox_error_t *err)
+{
+    pybox_engine_t *e = be->impl;
+    cJSON *boxes = NULL, *vols = NULL;
+    *out = NULL;
+    *n = 0;
+    if (list_json(e, "containers/json", install_id, &boxes, err) < 0)
+        return -1;
+    if (list_json(e, "volumes", install_id, &vols, err) < 0) {
+        cJSON_Delete(boxes);
+        return -1;
+    }
+    const cJSON *vl = cJSON_GetObjectItemCaseSensitive(vols, "Volumes");
+    size_t cap = (size_t)cJSON_GetArraySize(boxes) + (size_t)cJSON_GetArraySize(vl) + 1;
+    pybox_leftover_t *v = calloc(cap, sizeof *v);
+    if (v == NULL) {
+        cJSON_Delete(boxes);
+        cJSON_Delete(vols);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "listing leftovers");
+    }
+    size_t k = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach (c, boxes) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "Id");
+        const cJSON *state = cJSON_GetObjectItemCaseSensitive(c, "State");
+        const cJSON *names = cJSON_GetObjectItemCaseSensitive(c, "Names");
+        if (!cJSON_IsString(id) || !valid_id(id->valuestring) || k >= cap)
+            continue;
+        pybox_leftover_t *l = &v[k++];
+        l->kind = 'b';
+        snprintf(l->id, sizeof l->id, "%s", id->valuestring);
+        const cJSON *n0 = cJSON_GetArrayItem(names, 0);
+        if (cJSON_IsString(n0))
+            snprintf(l->name, sizeof l->name, "%s", n0->valuestring[0] == '/' ? n0->valuestring + 1 : n0->valuestring);
+        snprintf(l->state, sizeof l->state, "%s", cJSON_IsString(state) ? state->valuestring : "unknown");
+        /* Anything but a box that has ended (or never started) counts as running. */
+        l->running =
+            strcmp(l->state, "exited") != 0 && strcmp(l->state, "created") != 0 && strcmp(l->state, "dead") != 0;
+        leftover_labels(l, cJSON_GetObjectItemCaseSensitive(c, "Labels"));
+    }
+    cJSON_ArrayForEach (c, vl) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "Name");
+        if (!cJSON_IsString(name) || strlen(name->valuestring) >= sizeof v[0].id || k >= cap)
+            continue;
+        pybox_leftover_t *l = &v[k++];
+        l->kind = 'v';
+        snprintf(l->id, sizeof l->id, "%s", name->valuestring);
+        snprintf(l->state, sizeof l->state, "volume");
+        leftover_labels(l, cJSON_GetObjectItemCaseSensitive(c, "Labels"));
+    }
+    cJSON_Delete(boxes);
+    cJSON_Delete(vols);
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+static int d_remove_leftover(pybox_backend_t *be, const pybox_leftover_t *l, bool *gone, pybox_error_t *err)
+{
+    pybox_engine_t *e = be->impl;
+    *gone = false;
+    char *esc = pybox_engine_escape(e, l->id);
+    if (esc == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "escaping a name");
+    char path[512], check[512];
+    /* Never forced: the engine refuses to remove a running box or a volume in use. */
+    if (l->kind == 'b') {
+        snprintf(path, sizeof path, "/containers/%s?v=1", esc);
+        snprintf(check, sizeof check, "/containers/%s/json", esc);
+    } else {
+        snprintf(path, sizeof path, "/volumes/%s", esc);
+        snprintf(check, sizeof check, "/volumes/%s", esc);
+    }
+    free(esc);
+    long status = 0;
+    cJSON *reply = NULL;
+    if (pybox_engine_call(e, "DELETE", path, NULL, &status, &reply, err) < 0)
+        return -1;
+    cJSON_Delete(reply);
+    if (status == 409)
+        return 0; /* running, or in use: kept */
+    if (status != 204 && status != 404) {
+        pybox_engine_fail(err, path, status, NULL);
+        return -1;
+    }
+    if (pybox_engine_call(e, "GET", check, NULL, &status, &reply, err) < 0)
+        return -1;
+    cJSON_Delete(reply);
+    *gone = status == 404;
+    return 0;
+}
+
+static const pybox_backend_ops_t docker_backend_ops = {
+    .list_leftovers = d_list_leftovers,
+    .remove_leftover = d_remove_leftover,
+};
+
 void pybox_docker_backend(pybox_backend_t *be, struct pybox_engine *engine)
 {
     be->ops = &docker_ops;
+    be->bops = &docker_backend_ops;
     be->impl = engine;
 }

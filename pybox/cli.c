@@ -128,7 +128,7 @@ int pybox_cli_check_program(const char *prog, size_t len, bool over, pybox_error
     return 0;
 }
 
-int pybox_cli_check_ceilings(const pybox_exec_opts_t *o, const pybox_ceilings_t *c, pybox_error_t *err)
+int pybox_cli_check_ceilings(const pybox_exec_opts_t *o, const pybox_config_t *c, pybox_error_t *err)
 {
     if (o->memory_bytes > c->memory_bytes)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,

@@ -22,7 +22,7 @@ typedef struct pybox_exec_opts {
 } pybox_exec_opts_t;
 
 /* Refuse what is above a ceiling, naming the ceiling and where it is set. */
-int pybox_cli_check_ceilings(const pybox_exec_opts_t *o, const pybox_ceilings_t *c, pybox_error_t *err);
+int pybox_cli_check_ceilings(const pybox_exec_opts_t *o, const pybox_config_t *c, pybox_error_t *err);
 
 /* argv[0] is "exec". */
 int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_error_t *err);

@@ -11,7 +11,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "escape.h"
 #include "limits.h"
@@ -259,6 +261,27 @@ int pybox_engine_open(const char *docker_host, pybox_engine_t **out, pybox_error
     if (e == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
     if (socket_from_host(docker_host, e->socket_path, sizeof e->socket_path, err) < 0) {
+        free(e);
+        return -1;
+    }
+    /* Say plainly what is wrong with the socket before talking over it. */
+    struct stat sb;
+    if (stat(e->socket_path, &sb) < 0 || !S_ISSOCK(sb.st_mode)) {
+        int en = errno;
+        bool missing = stat(e->socket_path, &sb) < 0;
+        pybox_error_set(err, PYBOX_ERR_ENGINE, missing ? en : 0,
+                        missing ? "no container engine: its socket %s is not there (start one with "
+                                  "scripts/engine-start.sh, or point DOCKER_HOST at one)"
+                                : "no container engine: %s is not a socket",
+                        e->socket_path);
+        free(e);
+        return -1;
+    }
+    if (access(e->socket_path, R_OK | W_OK) < 0) {
+        pybox_error_set(err, PYBOX_ERR_ENGINE, errno,
+                        "the engine's socket %s is not open to this user (run as root, or as a member of the "
+                        "socket's group)",
+                        e->socket_path);
         free(e);
         return -1;
     }

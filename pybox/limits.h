@@ -38,6 +38,10 @@
 /* The installation's ceilings unless its config.json says otherwise. */
 #define PYBOX_CEILING_MEMORY (4096LL * 1024 * 1024)
 #define PYBOX_CEILING_PIDS 1024
+/* Leftovers of a run may be removed this long after the box was created, and never
+ * before its own timer can have fired plus this margin. */
+#define PYBOX_EXPIRY_S 120
+#define PYBOX_EXPIRY_MARGIN_S 10
 #define PYBOX_TMP_BYTES (16LL * 1024 * 1024)
 #define PYBOX_SHM_BYTES (16LL * 1024 * 1024)
 #define PYBOX_NOFILE 256

@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
+#include "cleanup.h"
 #include "cli.h"
 #include "engine.h"
 #include "escape.h"
@@ -20,6 +22,7 @@
 #include "version.h"
 
 static const char usage[] = "usage: pybox exec [--timeout SECONDS] [--image NAME] [--json] < program.py\n"
+                            "       pybox cleanup [--dry-run] [--json]\n"
                             "       pybox image build NAME [--force]\n"
                             "       pybox image list\n"
                             "       pybox version\n"
@@ -93,8 +96,8 @@ static int cmd_exec(int argc, char **argv)
         return fail(&err, o.json);
 
     pybox_state_t st;
-    pybox_ceilings_t ceil;
-    if (pybox_state_open(&st, false, &err) < 0 || pybox_state_ceilings(&st, &ceil, &err) < 0 ||
+    pybox_config_t ceil;
+    if (pybox_state_open(&st, false, &err) < 0 || pybox_state_config(&st, &ceil, &err) < 0 ||
         pybox_cli_check_ceilings(&o, &ceil, &err) < 0)
         return fail(&err, o.json);
     pybox_engine_t *e = NULL;
@@ -106,7 +109,12 @@ static int cmd_exec(int argc, char **argv)
         return fail(&err, o.json);
     }
 
-    pybox_run_request_t req = {.program = prog, .program_len = len, .image_name = o.image};
+    pybox_run_request_t req = {.program = prog,
+                               .program_len = len,
+                               .image_name = o.image,
+                               .state = &st,
+                               .expiry_s = ceil.expiry_s,
+                               .housekeeping = true};
     pybox_policy_defaults(&req.policy);
     snprintf(req.policy.image_id, sizeof req.policy.image_id, "%s", pin.id);
     snprintf(req.policy.install_id, sizeof req.policy.install_id, "%s", st.install_id);
@@ -152,9 +160,69 @@ static int cmd_exec(int argc, char **argv)
         pybox_escape_terminal(&b, res.error.msg, strlen(res.error.msg), false);
         fprintf(stderr, "pybox: error: %s\n", b.data ? b.data : "");
         pybox_buf_free(&b);
+        if (res.created && !res.gone) {
+            char when[32];
+            time_t ex = (time_t)res.policy.expires;
+            struct tm tm;
+            gmtime_r(&ex, &tm);
+            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+            fprintf(stderr,
+                    "pybox: the box %s may still exist; it ends by its own timer, and the next run or "
+                    "`pybox cleanup` removes it after %s (its run note is kept until then)\n",
+                    res.box_name, when);
+        }
     }
     pybox_buf_free(&out);
     pybox_run_result_free(&res);
+    return code;
+}
+
+static int cmd_cleanup(int argc, char **argv)
+{
+    pybox_error_t err = {0};
+    bool dry = false, json = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--dry-run") == 0) {
+            dry = true;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else {
+            pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox cleanup [--dry-run] [--json]");
+            return fail(&err, json);
+        }
+    }
+    pybox_state_t st;
+    if (pybox_state_open(&st, false, &err) < 0)
+        return fail(&err, json);
+    pybox_engine_t *e = NULL;
+    if (pybox_engine_open(NULL, &e, &err) < 0)
+        return fail(&err, json);
+    pybox_backend_t be;
+    pybox_docker_backend(&be, e);
+    pybox_cleanup_report_t rep;
+    int rc = pybox_cleanup(&st, &be, dry, &rep, &err);
+    pybox_engine_free(e);
+    if (rc < 0) {
+        pybox_cleanup_report_free(&rep);
+        return fail(&err, json);
+    }
+    pybox_buf_t out;
+    pybox_buf_init(&out, 0);
+    if (json) {
+        cJSON *j = pybox_cleanup_report_json(&rep);
+        char *t = j ? cJSON_PrintUnformatted(j) : NULL;
+        if (t) {
+            pybox_buf_puts(&out, t);
+            pybox_buf_puts(&out, "\n");
+        }
+        free(t);
+        cJSON_Delete(j);
+    } else {
+        pybox_cleanup_report_text(&rep, &out);
+    }
+    int code = out.data && pybox_write_all(STDOUT_FILENO, out.data, out.len) == 0 ? 0 : 125;
+    pybox_buf_free(&out);
+    pybox_cleanup_report_free(&rep);
     return code;
 }
 
@@ -211,6 +279,8 @@ int main(int argc, char **argv)
         return cmd_exec(argc - 1, argv + 1);
     if (strcmp(cmd, "image") == 0)
         return cmd_image(argc - 1, argv + 1);
+    if (strcmp(cmd, "cleanup") == 0)
+        return cmd_cleanup(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("pybox %s\n", PYBOX_VERSION);
         return 0;

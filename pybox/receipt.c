@@ -203,6 +203,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
         cJSON_AddBoolToObject(ir, "stopped_on_request", d->stopped);
         cJSON_AddNumberToObject(ir, "program_ms", (double)d->program_ms);
         cJSON_AddNumberToObject(ir, "other_processes_reaped", d->reaped);
+        cJSON_AddNumberToObject(ir, "stopped_from_outside_by_signal", d->term);
     } else {
         cJSON_AddNullToObject(seen, "init_record");
     }
@@ -239,7 +240,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     for (int i = 0; i < res->n_unknown; i++)
         cJSON_AddItemToArray(unk, cJSON_CreateString(res->unknown[i]));
 
-    if (res->end == PYBOX_END_PYBOX_ERROR || res->error.kind != PYBOX_ERR_NONE) {
+    if (res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP || res->error.kind != PYBOX_ERR_NONE) {
         cJSON *e = cJSON_AddObjectToObject(r, "error");
         cJSON_AddStringToObject(e, "kind", pybox_error_kind_name(res->error.kind));
         pybox_buf_t m;
@@ -379,6 +380,9 @@ int pybox_receipt_text(const pybox_run_result_t *res, pybox_buf_t *o)
         break;
     case PYBOX_END_UNEXPLAINED:
         pybox_buf_printf(o, "  %-10s the box ended without its init's record\n", "");
+        break;
+    case PYBOX_END_EXTERNAL_STOP:
+        pybox_buf_printf(o, "  %-10s the box was stopped from outside PyBox (signal %d)\n", "", res->record.term);
         break;
     case PYBOX_END_PYBOX_ERROR:
     case PYBOX_END_NONE: {

@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "../guest/proto.h"
+#include "cleanup.h"
 #include "limits.h"
+#include "note.h"
 #include "util.h"
 
 const char *pybox_end_word(pybox_end_t end)
@@ -26,6 +28,8 @@ const char *pybox_end_word(pybox_end_t end)
         return "BOX_TIMER_KILL_OBSERVED";
     case PYBOX_END_UNEXPLAINED:
         return "BOX_END_UNEXPLAINED";
+    case PYBOX_END_EXTERNAL_STOP:
+        return "EXTERNAL_STOP_OBSERVED";
     case PYBOX_END_PYBOX_ERROR:
         return "PYBOX_ERROR";
     }
@@ -51,6 +55,12 @@ static void unknown(pybox_run_result_t *res, const char *fmt, ...)
         res->unknown[res->n_unknown++] = s;
 }
 
+static void step(const pybox_run_request_t *req, const pybox_run_result_t *res, const char *name)
+{
+    if (req->hook != NULL)
+        req->hook(name, res->run_id, req->hook_arg);
+}
+
 static double since(double t)
 {
     return (pybox_now_s() - t) * 1000.0;
@@ -65,6 +75,7 @@ static int on_output(void *arg, int stream, const char *data, size_t len)
 typedef enum { PH_RUNNING, PH_STOPPING, PH_RELEASING, PH_KILLED } phase_t;
 
 typedef struct {
+    const pybox_run_request_t *req;
     pybox_box_t *box;
     pybox_buf_t q; /* bytes for the box's stdin: hello, program, then control bytes */
     size_t off;
@@ -156,8 +167,10 @@ static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const c
                 f->off += (size_t)w;
             else if (w < 0 && errno != EAGAIN)
                 f->broken = true; /* the box no longer reads; commands go by signal */
-            if (f->off >= input_len)
+            if (f->off >= input_len && !res->input_complete) {
                 res->input_complete = true;
+                step(f->req, res, PYBOX_STEP_RUNNING);
+            }
         }
         if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
             int r = ops->io_read(box, on_output, res, &res->error);
@@ -246,7 +259,15 @@ static void judge(pybox_run_result_t *res)
         res->exit_code = 125;
         return;
     }
-    if (rec->seen && rec->stopped) {
+    if (rec->seen && rec->term != 0 && !rec->stopped && !rec->timer) {
+        /* Not the program's doing, not PyBox's: report it as a failure of the run. */
+        res->end = PYBOX_END_EXTERNAL_STOP;
+        res->exit_code = 125;
+        pybox_error_set(&res->error, PYBOX_ERR_ENGINE, 0,
+                        "the box was stopped from outside PyBox (signal %d to its init, e.g. the engine shutting "
+                        "down); the program's own end was not reached",
+                        rec->term);
+    } else if (rec->seen && rec->stopped) {
         res->end = PYBOX_END_SUPERVISOR_KILL;
         res->exit_code = 124;
     } else if (rec->seen && rec->timer) {
@@ -300,8 +321,9 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     snprintf(p->name, sizeof p->name, "pybox-%s", res->run_id);
     snprintf(res->box_name, sizeof res->box_name, "%s", p->name);
     /* Leftovers may be removed after this; never before the box's own timer fired. */
-    int64_t life_s = (p->box_timer_ms + 999) / 1000 + 60;
-    p->expires = pybox_wall_s() + (life_s > 120 ? life_s : 120);
+    int64_t life_s = req->expiry_s > 0 ? req->expiry_s : PYBOX_EXPIRY_S;
+    int64_t min_life = (p->box_timer_ms + 999) / 1000 + PYBOX_EXPIRY_MARGIN_S;
+    p->expires = pybox_wall_s() + (life_s > min_life ? life_s : min_life);
     cJSON *body = pybox_policy_create_body(p);
     char *text = body ? cJSON_PrintUnformatted(body) : NULL;
     if (text != NULL)
@@ -310,7 +332,7 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     cJSON_Delete(body);
 
     /* The box's stdin: the hello line for init, then the program; control bytes follow. */
-    feed_t feed = {.box = NULL, .off = 0, .broken = false};
+    feed_t feed = {.req = req, .box = NULL, .off = 0, .broken = false};
     pybox_buf_init(&feed.q, 0);
     if (pybox_buf_printf(&feed.q, "%s%s %zu\n", PYBOX_GUEST_HELLO, secret, req->program_len) < 0 ||
         pybox_buf_append(&feed.q, req->program, req->program_len) < 0) {
@@ -321,6 +343,30 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     }
     size_t input_len = feed.q.len;
 
+    /* Housekeeping: this installation's expired leftovers go first. Its failure does not
+     * stop the run; it is reported. */
+    if (req->housekeeping && req->state != NULL) {
+        pybox_cleanup_report_t rep;
+        pybox_error_t herr = {0};
+        if (pybox_cleanup(req->state, be, false, &rep, &herr) == 0) {
+            res->housekept = rep.removed;
+        } else {
+            res->housekept = -1;
+            unknown(res, "housekeeping before the run failed: %s", herr.msg);
+        }
+        pybox_cleanup_report_free(&rep);
+    }
+
+    /* The note comes before anything exists, so a crash from here on leaves a trail. */
+    pybox_note_t note;
+    pybox_note_init(&note);
+    if (req->state != NULL && pybox_note_open(req->state, res->run_id, p->name, p->expires, &note, &res->error) < 0) {
+        res->end = PYBOX_END_PYBOX_ERROR;
+        pybox_buf_free(&feed.q);
+        return -1;
+    }
+    step(req, res, PYBOX_STEP_NOTED);
+
     pybox_box_t *box = NULL;
     double t = pybox_now_s();
     int rc = be->ops->create(be, p, &box, &res->error);
@@ -329,6 +375,7 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
         goto out;
     res->created = true;
     snprintf(res->box_id, sizeof res->box_id, "%s", box->ops->id(box));
+    step(req, res, PYBOX_STEP_CREATED);
 
     t = pybox_now_s();
     rc = box->ops->verify(box, p, &res->checked, &res->error);
@@ -349,6 +396,7 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     if (rc < 0)
         goto out;
     res->started = true;
+    step(req, res, PYBOX_STEP_STARTED);
 
     /* Arm the watcher: the box's cgroup exists from its start on. */
     t = pybox_now_s();
@@ -386,6 +434,7 @@ out:
     pybox_buf_free(&feed.q);
     if (box != NULL) {
         pybox_error_t rerr = {0};
+        step(req, res, PYBOX_STEP_REMOVING);
         t = pybox_now_s();
         if (box->ops->remove(box, &res->gone, &rerr) == 0)
             res->removed = true;
@@ -399,6 +448,15 @@ out:
         }
         box->ops->free(box);
     }
+    /* Close the note only once nothing of the run is left; otherwise leave it for cleanup. */
+    if (box == NULL || res->gone) {
+        pybox_error_t nerr = {0};
+        res->note_closed = pybox_note_close(&note, &nerr) == 0;
+        if (!res->note_closed)
+            unknown(res, "the run note could not be removed: %s", nerr.msg);
+    } else {
+        pybox_note_abandon(&note);
+    }
     if (res->started && !res->watched)
         unknown(res, "the kernel's counters were not read: %s", res->watch_error);
     else if (res->watched && !res->final_taken)
@@ -406,6 +464,8 @@ out:
     pybox_sink_said(&res->out, res->record.seen ? res->record.length : 0, &res->said_out);
     pybox_sink_said(&res->err, 0, &res->said_err);
     res->t.total_ms = since(t0);
+    if (rc < 0 && res->started && res->error.kind == PYBOX_ERR_ENGINE)
+        pybox_error_prefix(&res->error, "the engine failed during the run");
     if (rc < 0) {
         res->end = PYBOX_END_PYBOX_ERROR;
         res->exit_code = 125;
@@ -420,7 +480,7 @@ out:
         return -1;
     }
     judge(res);
-    return res->end == PYBOX_END_PYBOX_ERROR ? -1 : 0;
+    return res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP ? -1 : 0;
 }
 
 void pybox_run_result_free(pybox_run_result_t *res)

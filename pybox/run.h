@@ -12,6 +12,7 @@
 #include "box.h"
 #include "error.h"
 #include "policy.h"
+#include "state.h"
 #include "stream.h"
 #include "watch.h"
 
@@ -23,14 +24,29 @@ typedef enum {
     PYBOX_END_SUPERVISOR_KILL, /* the host's deadline stopped it */
     PYBOX_END_BOX_TIMER_KILL,  /* the box's own timer stopped it */
     PYBOX_END_UNEXPLAINED,     /* the box ended without its init's record */
+    PYBOX_END_EXTERNAL_STOP,   /* something outside PyBox stopped the box (e.g. the engine shutting down) */
     PYBOX_END_PYBOX_ERROR,     /* PyBox failed; see error */
 } pybox_end_t;
+
+/* Steps of a run, in order, as given to the request's hook. */
+#define PYBOX_STEP_NOTED "noted"       /* the run note is written; nothing exists yet */
+#define PYBOX_STEP_CREATED "created"   /* the box exists, not verified */
+#define PYBOX_STEP_STARTED "started"   /* the box runs */
+#define PYBOX_STEP_RUNNING "running"   /* the whole program reached the box */
+#define PYBOX_STEP_REMOVING "removing" /* about to remove the box */
 
 typedef struct pybox_run_request {
     const char *program;
     size_t program_len;
-    const char *image_name; /* for the receipt */
-    pybox_policy_t policy;  /* limits and image set by the caller; names and labels by the run */
+    const char *image_name;     /* for the receipt */
+    pybox_policy_t policy;      /* limits and image set by the caller; names and labels by the run */
+    const pybox_state_t *state; /* the installation: run notes, housekeeping */
+    int64_t expiry_s;           /* leftovers may be removed this long after creation (0: default) */
+    bool housekeeping;          /* remove this installation's expired leftovers first */
+    /* Called at each step with the run's id (tests use it to stop a run at a chosen
+     * moment). */
+    void (*hook)(const char *step, const char *run_id, void *arg);
+    void *hook_arg;
 } pybox_run_request_t;
 
 typedef struct pybox_timings {
@@ -59,6 +75,8 @@ typedef struct pybox_run_result {
     bool box_killed;       /* the host had to kill the box through the engine */
     bool input_complete;   /* the whole program reached the box's stdin */
     int interrupted;       /* PyBox itself got this signal during the run */
+    int housekept;         /* leftovers removed before the run; -1 if housekeeping failed */
+    bool note_closed;      /* the run note was removed after the box was confirmed gone */
     bool removed, gone;
     pybox_timings_t t;
     /* the kernel's account, read from the box's cgroup on the host */

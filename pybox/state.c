@@ -331,13 +331,14 @@ static int ceiling(const cJSON *cfg, const char *key, double max, double scale, 
     return 0;
 }
 
-int pybox_state_ceilings(const pybox_state_t *st, pybox_ceilings_t *c, pybox_error_t *err)
+int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t *err)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     c->memory_bytes = PYBOX_CEILING_MEMORY;
     c->pids = PYBOX_CEILING_PIDS;
     c->nano_cpus = (cpus > 0 ? cpus : 1) * 1000000000LL;
     c->timeout_ms = PYBOX_TIMEOUT_MAX_MS;
+    c->expiry_s = PYBOX_EXPIRY_S;
     snprintf(c->source, sizeof c->source, "the installation's defaults");
     char path[PATH_MAX];
     if (pybox_state_path(st, "config.json", path, sizeof path, err) < 0)
@@ -356,7 +357,8 @@ int pybox_state_ceilings(const pybox_state_t *st, pybox_ceilings_t *c, pybox_err
     if (ceiling(cfg, "max_memory_mib", 1 << 20, 1024.0 * 1024.0, &c->memory_bytes, path, err) < 0 ||
         ceiling(cfg, "max_pids", 1 << 22, 1, &c->pids, path, err) < 0 ||
         ceiling(cfg, "max_cpus", 1024, 1e9, &c->nano_cpus, path, err) < 0 ||
-        ceiling(cfg, "max_timeout_s", 24 * 3600, 1000, &c->timeout_ms, path, err) < 0)
+        ceiling(cfg, "max_timeout_s", 24 * 3600, 1000, &c->timeout_ms, path, err) < 0 ||
+        ceiling(cfg, "leftover_expiry_s", 7 * 24 * 3600, 1, &c->expiry_s, path, err) < 0)
         rc = -1;
     cJSON_Delete(cfg);
     if (rc == 0)

@@ -29,15 +29,16 @@ int pybox_write_file_atomic(const char *path, const void *data, size_t len, mode
 
 /* The installation's ceilings (config.json in the state directory, each key optional:
  * max_memory_mib, max_pids, max_cpus, max_timeout_s; defaults in limits.h). */
-typedef struct pybox_ceilings {
+typedef struct pybox_config {
     int64_t memory_bytes;
     int64_t pids;
     int64_t nano_cpus;
     int64_t timeout_ms;
-    char source[64]; /* where they came from, for messages */
-} pybox_ceilings_t;
+    int64_t expiry_s;
+    char source[64]; /* where the ceilings came from, for messages */
+} pybox_config_t;
 
-int pybox_state_ceilings(const pybox_state_t *st, pybox_ceilings_t *c, pybox_error_t *err);
+int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t *err);
 
 /* A pinned image. */
 typedef struct pybox_pin {

@@ -148,11 +148,11 @@ int pybox_done_record_find(const pybox_sink_t *out, const char *secret, pybox_do
     memcpy(line, found, len);
     line[len] = '\0';
     const char *p = line + mlen;
-    int64_t v[6];
-    static const char *const names[] = {"exit", "signal", "timer", "stopped", "program_ms", "reaped"};
-    static const int64_t maxes[] = {255, 128, 1, 1, PYBOX_GUEST_TIMER_MAX_MS, 1 << 30};
-    for (int i = 0; i < 6; i++) {
-        if (parse_field(&p, names[i], maxes[i], i == 5, &v[i]) < 0)
+    int64_t v[7];
+    static const char *const names[] = {"exit", "signal", "timer", "stopped", "program_ms", "reaped", "term"};
+    static const int64_t maxes[] = {255, 128, 1, 1, PYBOX_GUEST_TIMER_MAX_MS, 1 << 30, 64};
+    for (int i = 0; i < 7; i++) {
+        if (parse_field(&p, names[i], maxes[i], i == 6, &v[i]) < 0)
             return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "the guest init's done record is malformed");
     }
     /* A whole record with more bytes after it is not the record at the very end. */
@@ -165,6 +165,7 @@ int pybox_done_record_find(const pybox_sink_t *out, const char *secret, pybox_do
     rec->stopped = v[3] != 0;
     rec->program_ms = v[4];
     rec->reaped = (unsigned)v[5];
+    rec->term = (int)v[6];
     rec->length = len;
     return 1;
 }

@@ -69,6 +69,7 @@ typedef struct pybox_done_record {
     bool stopped;  /* the host asked the box to stop the program */
     int64_t program_ms;
     unsigned reaped; /* other processes killed and reaped at the end */
+    int term;        /* termination signal from outside the box, forwarded to the program; 0 if none */
     uint64_t length; /* bytes of the record at the end of stdout */
 } pybox_done_record_t;
 

@@ -29,8 +29,8 @@ static bool is_dir(const char *p)
 static int open_in(const char *dir, const char *file)
 {
     char p[PATH_MAX];
-    if (pybox_fmt(p, sizeof p, "%s/%s", dir, file) < 0)
-        return -1;
+    if (dir[0] == '\0' || pybox_fmt(p, sizeof p, "%s/%s", dir, file) < 0)
+        return -1; /* "": the controller's folder was not found; never open "/<file>" */
     return open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 }
 
@@ -299,13 +299,13 @@ void pybox_watch_read(pybox_watch_t *w, pybox_reading_t *r)
     if (w->version == PYBOX_CG_V2) {
         int64_t us = 0;
         got(r, PYBOX_RD_CPU, have && parse_keyed(buf, "usage_usec", &us) == 0 && us <= INT64_MAX / 1000);
-        r->cpu_ns = us * 1000;
+        r->cpu_ns = (r->valid & PYBOX_RD_CPU) ? us * 1000 : 0; /* multiply only when it fits */
         int64_t tus = 0;
         got(r, PYBOX_RD_THROTTLE,
             have && parse_keyed(buf, "nr_periods", &r->periods) == 0 &&
                 parse_keyed(buf, "nr_throttled", &r->throttled) == 0 && parse_keyed(buf, "throttled_usec", &tus) == 0 &&
                 tus <= INT64_MAX / 1000);
-        r->throttled_ns = tus * 1000;
+        r->throttled_ns = (r->valid & PYBOX_RD_THROTTLE) ? tus * 1000 : 0;
         if (r->vanished & PYBOX_RD_CPU)
             r->vanished |= PYBOX_RD_THROTTLE;
     } else {

@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "../pybox/buf.h"
+#include "../pybox/util.h"
 
 extern char **environ;
 
@@ -374,4 +376,72 @@ int itest_wait_process(pybox_engine_t *e, const char *id, const char *what, doub
         nanosleep(&ts, NULL);
     }
     return -1;
+}
+
+int itest_new_home(char *home, size_t len, char *id)
+{
+    pybox_error_t err = {0};
+    pybox_state_t from, to;
+    if (pybox_state_open(&from, false, &err) < 0) {
+        fprintf(stderr, "itest: %s\n", err.msg);
+        return -1;
+    }
+    char pins[PATH_MAX];
+    if (pybox_state_path(&from, "images.json", pins, sizeof pins, &err) < 0)
+        return -1;
+    snprintf(home, len, "/tmp/pybox-itest-XXXXXX");
+    if (mkdtemp(home) == NULL)
+        return -1;
+    char *saved = getenv("PYBOX_HOME") ? strdup(getenv("PYBOX_HOME")) : NULL;
+    setenv("PYBOX_HOME", home, 1);
+    int rc = pybox_state_open(&to, true, &err);
+    if (saved) {
+        setenv("PYBOX_HOME", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("PYBOX_HOME");
+    }
+    if (rc < 0) {
+        fprintf(stderr, "itest: %s\n", err.msg);
+        return -1;
+    }
+    snprintf(id, 33, "%s", to.install_id);
+    char dst[PATH_MAX];
+    FILE *in = fopen(pins, "re");
+    if (in == NULL || pybox_fmt(dst, sizeof dst, "%s/images.json", home) < 0) {
+        fprintf(stderr, "itest: no image pins in %s\n", pins);
+        if (in)
+            fclose(in);
+        return -1;
+    }
+    FILE *out = fopen(dst, "we");
+    char buf[8192];
+    size_t n;
+    while (out && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        fwrite(buf, 1, n, out);
+    fclose(in);
+    if (out == NULL || fclose(out) != 0)
+        return -1;
+    /* Leftovers of test runs expire as early as the rules allow (the box's timer plus
+     * the margin), so cleanup can be tested without waiting two minutes. */
+    if (pybox_fmt(dst, sizeof dst, "%s/config.json", home) < 0)
+        return -1;
+    out = fopen(dst, "we");
+    if (out == NULL)
+        return -1;
+    fputs("{\"leftover_expiry_s\": 1}\n", out);
+    return fclose(out) == 0 ? 0 : -1;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void itest_remove_home(const char *home)
+{
+    nftw(home, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 }

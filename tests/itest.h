@@ -45,6 +45,13 @@ const char *itest_str(const cJSON *j, const char *path);
 double itest_num(const cJSON *j, const char *path);
 int itest_bool(const cJSON *j, const char *path);
 
+/* A new installation for tests: a temporary state directory (home, >= 64 bytes) with a
+ * fresh id (id, 33 bytes), the image pins of the installation PYBOX_HOME names now (or
+ * the default one), and a short leftover expiry. Does not change PYBOX_HOME. */
+int itest_new_home(char *home, size_t len, char *id);
+/* Remove such a directory. */
+void itest_remove_home(const char *home);
+
 /* The engine and this installation. */
 pybox_engine_t *itest_engine(void);
 const pybox_state_t *itest_state(void);

@@ -15,53 +15,8 @@
 #include "../pybox/engine.h"
 #include "../pybox/state.h"
 #include "../pybox/util.h"
+#include "itest.h"
 #include "suites.h"
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-/* A state directory for the tests: fresh id, the main installation's pins. */
-static int make_test_home(char *home, size_t len)
-{
-    pybox_error_t err = {0};
-    pybox_state_t main_st, test_st;
-    if (pybox_state_open(&main_st, false, &err) < 0) {
-        fprintf(stderr, "itest: %s\n", err.msg);
-        return -1;
-    }
-    char pins[PATH_MAX];
-    if (pybox_state_path(&main_st, "images.json", pins, sizeof pins, &err) < 0)
-        return -1;
-    snprintf(home, len, "/tmp/pybox-itest-XXXXXX");
-    if (mkdtemp(home) == NULL)
-        return -1;
-    setenv("PYBOX_HOME", home, 1);
-    if (pybox_state_open(&test_st, true, &err) < 0) {
-        fprintf(stderr, "itest: %s\n", err.msg);
-        return -1;
-    }
-    FILE *in = fopen(pins, "re");
-    char dst[PATH_MAX];
-    if (in == NULL || pybox_fmt(dst, sizeof dst, "%s/images.json", home) < 0) {
-        fprintf(stderr, "itest: no image pins in the main installation (%s)\n", pins);
-        return -1;
-    }
-    FILE *out = fopen(dst, "we");
-    char buf[8192];
-    size_t n;
-    while (out && (n = fread(buf, 1, sizeof buf, in)) > 0)
-        fwrite(buf, 1, n, out);
-    fclose(in);
-    if (out == NULL || fclose(out) != 0)
-        return -1;
-    printf("integration tests run as installation %s\n", test_st.install_id);
-    return 0;
-}
 
 /* Remove every container (and its volumes) labelled with the tests' installation id. */
 static int sweep(void)
@@ -102,15 +57,19 @@ static int sweep(void)
 
 int main(void)
 {
-    char home[64];
-    if (make_test_home(home, sizeof home) < 0)
+    char home[64], id[33];
+    if (itest_new_home(home, sizeof home, id) < 0)
         return EXIT_FAILURE;
+    setenv("PYBOX_HOME", home, 1);
+    printf("integration tests run as installation %s\n", id);
     SRunner *sr = srunner_create(itest_suite_exec());
     srunner_add_suite(sr, itest_suite_refuse());
     srunner_add_suite(sr, itest_suite_isolation());
     srunner_add_suite(sr, itest_suite_verify());
     srunner_add_suite(sr, itest_suite_crash());
     srunner_add_suite(sr, itest_suite_kernel());
+    srunner_add_suite(sr, itest_suite_lifecycle());
+    srunner_add_suite(sr, itest_suite_engine_down()); /* last: it restarts the engine */
     srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
@@ -121,6 +80,6 @@ int main(void)
         fprintf(stderr, "itest: %d box(es) of the tests were left behind (removed now)\n", left);
         failed++;
     }
-    nftw(home, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    itest_remove_home(home);
     return failed == 0 && left == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

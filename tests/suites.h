@@ -11,5 +11,7 @@ Suite *itest_suite_isolation(void);
 Suite *itest_suite_verify(void);
 Suite *itest_suite_crash(void);
 Suite *itest_suite_kernel(void);
+Suite *itest_suite_lifecycle(void);
+Suite *itest_suite_engine_down(void);
 
 #endif

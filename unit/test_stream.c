@@ -408,7 +408,7 @@ static size_t record(char *out, size_t len, const char *secret, const char *fiel
     return strlen(out);
 }
 
-static const char good_fields[] = "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2";
+static const char good_fields[] = "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0";
 
 static int find_in(const char *data, size_t len, const char *secret, pybox_done_record_t *rec, pybox_error_t *err)
 {
@@ -455,7 +455,7 @@ START_TEST(record_found)
 
     /* the record alone, and limits at their edges */
     rlen = record(rec_text, sizeof rec_text, secret,
-                  "exit=255 signal=128 timer=1 stopped=0 program_ms=86400000 reaped=1073741824");
+                  "exit=255 signal=128 timer=1 stopped=0 program_ms=86400000 reaped=1073741824 term=64");
     ck_assert_int_eq(find_in(rec_text, rlen, secret, &rec, &err), 1);
     ck_assert_int_eq(rec.exit_code, 255);
     ck_assert_int_eq(rec.signal, 128);
@@ -571,24 +571,24 @@ START_TEST(record_malformed)
 {
     static const char *const bad[] = {
         "exit=3 signal=0 timer=0 stopped=1 program_ms=1234",              /* a field missing */
-        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 x=1", /* one too many */
-        "signal=0 exit=3 timer=0 stopped=1 program_ms=1234 reaped=2",     /* out of order */
-        "exit= signal=0 timer=0 stopped=1 program_ms=1234 reaped=2",      /* empty value */
-        "exit=-1 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2",    /* sign */
-        "exit=3x signal=0 timer=0 stopped=1 program_ms=1234 reaped=2",    /* trailing garbage */
-        "exit=3  signal=0 timer=0 stopped=1 program_ms=1234 reaped=2",    /* double space */
-        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 ",    /* trailing space */
-        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2\r",   /* CR before the newline */
-        "EXIT=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2",     /* wrong name */
+        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 x=1", /* one too many */
+        "signal=0 exit=3 timer=0 stopped=1 program_ms=1234 reaped=2 term=0",     /* out of order */
+        "exit= signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0",      /* empty value */
+        "exit=-1 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0",    /* sign */
+        "exit=3x signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0",    /* trailing garbage */
+        "exit=3  signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0",    /* double space */
+        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 ",    /* trailing space */
+        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0\r",   /* CR before the newline */
+        "EXIT=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0",     /* wrong name */
         "",                                                               /* nothing */
         /* values out of range */
-        "exit=256 signal=0 timer=0 stopped=0 program_ms=1 reaped=0",
-        "exit=0 signal=129 timer=0 stopped=0 program_ms=1 reaped=0",
-        "exit=0 signal=0 timer=2 stopped=0 program_ms=1 reaped=0",
-        "exit=0 signal=0 timer=0 stopped=2 program_ms=1 reaped=0",
-        "exit=0 signal=0 timer=0 stopped=0 program_ms=86400001 reaped=0",
-        "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=1073741825",
-        "exit=99999999999999999999999 signal=0 timer=0 stopped=0 program_ms=1 reaped=0",
+        "exit=256 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0",
+        "exit=0 signal=129 timer=0 stopped=0 program_ms=1 reaped=0 term=0",
+        "exit=0 signal=0 timer=2 stopped=0 program_ms=1 reaped=0 term=0",
+        "exit=0 signal=0 timer=0 stopped=2 program_ms=1 reaped=0 term=0",
+        "exit=0 signal=0 timer=0 stopped=0 program_ms=86400001 reaped=0 term=0",
+        "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=1073741825 term=0",
+        "exit=99999999999999999999999 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0",
     };
     char secret[65], rec_text[PYBOX_GUEST_RECORD_MAX + 1];
     make_secret(secret);
@@ -610,8 +610,8 @@ START_TEST(record_forged_then_real)
     make_secret(forged_secret);
     char forged[PYBOX_GUEST_RECORD_MAX + 1], real[PYBOX_GUEST_RECORD_MAX + 1];
     size_t flen =
-        record(forged, sizeof forged, forged_secret, "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=0");
-    size_t rlen = record(real, sizeof real, secret, "exit=137 signal=9 timer=1 stopped=0 program_ms=3000 reaped=4");
+        record(forged, sizeof forged, forged_secret, "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0");
+    size_t rlen = record(real, sizeof real, secret, "exit=137 signal=9 timer=1 stopped=0 program_ms=3000 reaped=4 term=0");
     pybox_sink_t s;
     pybox_sink_init(&s, PYBOX_OUTPUT_CAP);
     ck_assert_int_eq(pybox_sink_add(&s, "hi\n", 3), 0);

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/* Cleanup of this installation's leftovers (see cleanup.h and docs/cleanup.md). */
+#include "cleanup.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "note.h"
+#include "util.h"
+
+static void add(pybox_cleanup_report_t *rep, const char *what, const char *name, const char *run, bool removed,
+                const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void add(pybox_cleanup_report_t *rep, const char *what, const char *name, const char *run, bool removed,
+                const char *fmt, ...)
+{
+    if (rep->n == rep->cap) {
+        size_t ncap = rep->cap ? rep->cap * 2 : 16;
+        pybox_cleanup_entry_t *ne = realloc(rep->entries, ncap * sizeof *ne);
+        if (ne == NULL)
+            return;
+        rep->entries = ne;
+        rep->cap = ncap;
+    }
+    pybox_cleanup_entry_t *e = &rep->entries[rep->n++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->what, sizeof e->what, "%s", what);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    snprintf(e->run_id, sizeof e->run_id, "%s", run ? run : "");
+    e->removed = removed;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->reason, sizeof e->reason, fmt, ap);
+    va_end(ap);
+    if (removed)
+        rep->removed++;
+    else
+        rep->kept++;
+}
+
+static void iso(int64_t t, char *buf, size_t len)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static const char *label(const pybox_leftover_t *l)
+{
+    return l->kind == 'b' && l->name[0] ? l->name : l->id;
+}
+
+/* One box or volume: decide, and remove when it is due. */
+static void settle(const pybox_state_t *st, pybox_backend_t *be, const pybox_leftover_t *l, pybox_cleanup_report_t *rep,
+                   bool *removed_out)
+{
+    const char *what = l->kind == 'b' ? "box" : "volume";
+    char when[32];
+    *removed_out = false;
+    if (l->running) {
+        add(rep, what, label(l), l->run_id, false, "%s: a running box is never removed", l->state);
+        return;
+    }
+    if (l->expires < 0) {
+        add(rep, what, label(l), l->run_id, false, "no valid %s label: not removed", "pybox.expires");
+        return;
+    }
+    iso(l->expires, when, sizeof when);
+    if (l->expires > rep->at) {
+        add(rep, what, label(l), l->run_id, false, "not expired (expires %s)", when);
+        return;
+    }
+    int fd = -1;
+    int claim = 2;
+    if (l->run_id[0]) {
+        pybox_error_t cerr = {0};
+        claim = pybox_note_claim(st, l->run_id, &fd, &cerr);
+        if (claim < 0) {
+            add(rep, what, label(l), l->run_id, false, "its run note could not be checked: %s", cerr.msg);
+            return;
+        }
+        if (claim == 0) {
+            add(rep, what, label(l), l->run_id, false, "its run is still live");
+            return;
+        }
+    }
+    if (rep->dry_run) {
+        add(rep, what, label(l), l->run_id, true, "expired %s, %s", when, l->state);
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    bool gone = false;
+    pybox_error_t rerr = {0};
+    if (be->bops->remove_leftover(be, l, &gone, &rerr) < 0 || !gone) {
+        add(rep, what, label(l), l->run_id, false, "the engine did not remove it%s%s", rerr.msg[0] ? ": " : "",
+            rerr.msg);
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    add(rep, what, label(l), l->run_id, true, "expired %s, %s", when, l->state);
+    *removed_out = true;
+    if (claim == 1) {
+        pybox_note_remove_claimed(st, l->run_id, fd);
+        add(rep, "note", l->run_id, l->run_id, true, "its box is gone");
+    }
+}
+
+int pybox_cleanup(const pybox_state_t *st, pybox_backend_t *be, bool dry_run, pybox_cleanup_report_t *rep,
+                  pybox_error_t *err)
+{
+    memset(rep, 0, sizeof *rep);
+    rep->dry_run = dry_run;
+    rep->at = pybox_wall_s();
+    pybox_leftover_t *left = NULL;
+    size_t nleft = 0;
+    if (be->bops->list_leftovers(be, st->install_id, &left, &nleft, err) < 0)
+        return -1;
+    bool *gone = calloc(nleft + 1, sizeof *gone);
+    if (gone == NULL) {
+        free(left);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "cleanup");
+    }
+    /* Boxes first: a volume is in use until its box is gone. */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < nleft; i++)
+            if ((pass == 0) == (left[i].kind == 'b'))
+                settle(st, be, &left[i], rep, &gone[i]);
+
+    /* Notes whose run is over and whose boxes and volumes are all gone. */
+    pybox_note_info_t *notes = NULL;
+    size_t nnotes = 0;
+    int rc = pybox_note_list(st, &notes, &nnotes, err);
+    for (size_t k = 0; rc == 0 && k < nnotes; k++) {
+        const pybox_note_info_t *ni = &notes[k];
+        if (ni->live)
+            continue;
+        bool has_leftover = false;
+        for (size_t i = 0; i < nleft; i++)
+            if (!gone[i] && strcmp(left[i].run_id, ni->run_id) == 0)
+                has_leftover = true;
+        if (has_leftover)
+            continue; /* reported with its box */
+        if (!ni->torn && ni->expires > rep->at)
+            continue; /* a run that just ended; its own pybox closes it */
+        int fd = -1;
+        pybox_error_t cerr = {0};
+        int claim = pybox_note_claim(st, ni->run_id, &fd, &cerr);
+        if (claim != 1)
+            continue;
+        const char *why = ni->torn ? "unreadable note of a run that is over"
+                                   : "expired note of a run that is over, "
+                                     "with no box left";
+        if (dry_run)
+            close(fd);
+        else
+            pybox_note_remove_claimed(st, ni->run_id, fd);
+        add(rep, "note", ni->run_id, ni->run_id, true, "%s", why);
+    }
+    free(notes);
+    free(gone);
+    free(left);
+    return rc;
+}
+
+void pybox_cleanup_report_free(pybox_cleanup_report_t *rep)
+{
+    free(rep->entries);
+    memset(rep, 0, sizeof *rep);
+}
+
+cJSON *pybox_cleanup_report_json(const pybox_cleanup_report_t *rep)
+{
+    cJSON *r = cJSON_CreateObject();
+    char when[32];
+    iso(rep->at, when, sizeof when);
+    cJSON_AddStringToObject(r, "at", when);
+    cJSON_AddBoolToObject(r, "dry_run", rep->dry_run);
+    cJSON_AddNumberToObject(r, "removed", rep->removed);
+    cJSON_AddNumberToObject(r, "kept", rep->kept);
+    cJSON *items = cJSON_AddArrayToObject(r, "items");
+    for (size_t i = 0; i < rep->n; i++) {
+        const pybox_cleanup_entry_t *e = &rep->entries[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "what", e->what);
+        cJSON_AddStringToObject(o, "name", e->name);
+        cJSON_AddStringToObject(o, "run_id", e->run_id);
+        cJSON_AddStringToObject(o, "action", e->removed ? (rep->dry_run ? "would remove" : "removed") : "kept");
+        cJSON_AddStringToObject(o, "reason", e->reason);
+        cJSON_AddItemToArray(items, o);
+    }
+    return r;
+}
+
+int pybox_cleanup_report_text(const pybox_cleanup_report_t *rep, pybox_buf_t *out)
+{
+    char when[32];
+    iso(rep->at, when, sizeof when);
+    pybox_buf_printf(out, "PyBox cleanup%s at %s: %d %s, %d kept\n", rep->dry_run ? " (dry run)" : "", when,
+                     rep->removed, rep->dry_run ? "to remove" : "removed", rep->kept);
+    for (size_t i = 0; i < rep->n; i++) {
+        const pybox_cleanup_entry_t *e = &rep->entries[i];
+        pybox_buf_printf(out, "  %-12s %-6s %s: %s\n",
+                         e->removed ? (rep->dry_run ? "would remove" : "removed") : "kept", e->what, e->name,
+                         e->reason);
+    }
+    return out->data ? 0 : -1;
+}

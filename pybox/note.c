@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/* Run notes (see note.h). */
+#include "note.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+static bool run_id_valid(const char *id)
+{
+    return strlen(id) == 32 && strspn(id, "0123456789abcdef") == 32;
+}
+
+static int notes_dir(const pybox_state_t *st, char *out, size_t len, pybox_error_t *err)
+{
+    if (pybox_state_path(st, PYBOX_NOTES_DIR, out, len, err) < 0)
+        return -1;
+    if (mkdir(out, 0700) < 0 && errno != EEXIST)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "mkdir(%s)", out);
+    return 0;
+}
+
+void pybox_note_init(pybox_note_t *n)
+{
+    memset(n, 0, sizeof *n);
+    n->fd = -1;
+}
+
+int pybox_note_open(const pybox_state_t *st, const char *run_id, const char *box_name, int64_t expires, pybox_note_t *n,
+                    pybox_error_t *err)
+{
+    char dir[PATH_MAX], tmp[PATH_MAX];
+    pybox_note_init(n);
+    if (!run_id_valid(run_id))
+        return pybox_error_set(err, PYBOX_ERR_STATE, EINVAL, "run id");
+    if (notes_dir(st, dir, sizeof dir, err) < 0)
+        return -1;
+    if (pybox_fmt(n->path, sizeof n->path, "%s/%s.json", dir, run_id) < 0 ||
+        pybox_fmt(tmp, sizeof tmp, "%s/.%s.tmp", dir, run_id) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "run note path");
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "open(%s)", tmp);
+    /* Locked before it has its name: no one can see the note unlocked while we live. */
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return pybox_error_set(err, PYBOX_ERR_STATE, e, "flock(%s)", tmp);
+    }
+    char when[40];
+    pybox_wall_iso(when, sizeof when);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "run_id", run_id);
+    cJSON_AddStringToObject(j, "box_name", box_name);
+    cJSON_AddStringToObject(j, "install_id", st->install_id);
+    cJSON_AddNumberToObject(j, "pid", (double)getpid());
+    cJSON_AddStringToObject(j, "noted_at", when);
+    cJSON_AddNumberToObject(j, "expires", (double)expires);
+    char *text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    int rc = text != NULL && pybox_write_all(fd, text, strlen(text)) == 0 && pybox_write_all(fd, "\n", 1) == 0 ? 0 : -1;
+    int e = errno;
+    free(text);
+    if (rc < 0 || rename(tmp, n->path) < 0) {
+        if (rc == 0)
+            e = errno;
+        close(fd);
+        unlink(tmp);
+        return pybox_error_set(err, PYBOX_ERR_STATE, e, "writing the run note %s", n->path);
+    }
+    n->fd = fd;
+    n->expires = expires;
+    snprintf(n->run_id, sizeof n->run_id, "%s", run_id);
+    return 0;
+}
+
+int pybox_note_close(pybox_note_t *n, pybox_error_t *err)
+{
+    if (n->fd < 0)
+        return 0;
+    int rc = 0;
+    if (unlink(n->path) < 0 && errno != ENOENT)
+        rc = pybox_error_set(err, PYBOX_ERR_STATE, errno, "unlink(%s)", n->path);
+    close(n->fd);
+    n->fd = -1;
+    return rc;
+}
+
+void pybox_note_abandon(pybox_note_t *n)
+{
+    if (n->fd >= 0)
+        close(n->fd); /* the note stays, now unlocked: cleanup takes it from here */
+    n->fd = -1;
+}
+
+static int read_note(int fd, pybox_note_info_t *info)
+{
+    char buf[2048];
+    ssize_t r = pread(fd, buf, sizeof buf - 1, 0);
+    if (r <= 0)
+        return -1;
+    buf[r] = '\0';
+    cJSON *j = cJSON_Parse(buf);
+    const cJSON *exp = cJSON_GetObjectItemCaseSensitive(j, "expires");
+    const cJSON *run = cJSON_GetObjectItemCaseSensitive(j, "run_id");
+    int rc = -1;
+    if (cJSON_IsNumber(exp) && cJSON_IsString(run) && strcmp(run->valuestring, info->run_id) == 0) {
+        info->expires = (int64_t)exp->valuedouble;
+        rc = 0;
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
+int pybox_note_list(const pybox_state_t *st, pybox_note_info_t **out, size_t *count, pybox_error_t *err)
+{
+    char dir[PATH_MAX];
+    *out = NULL;
+    *count = 0;
+    if (notes_dir(st, dir, sizeof dir, err) < 0)
+        return -1;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "opendir(%s)", dir);
+    size_t cap = 16, n = 0;
+    pybox_note_info_t *v = calloc(cap, sizeof *v);
+    struct dirent *de;
+    while (v != NULL && (de = readdir(d)) != NULL) {
+        /* "<run>.json", or ".<run>.tmp" left by a run that died while writing it */
+        const char *name = de->d_name;
+        char run[33];
+        if (strlen(name) == 37 && strcmp(name + 32, ".json") == 0)
+            memcpy(run, name, 32);
+        else if (strlen(name) == 37 && name[0] == '.' && strcmp(name + 33, ".tmp") == 0)
+            memcpy(run, name + 1, 32);
+        else
+            continue;
+        run[32] = '\0';
+        if (!run_id_valid(run))
+            continue;
+        if (n == cap) {
+            pybox_note_info_t *nv = realloc(v, 2 * cap * sizeof *v);
+            if (nv == NULL)
+                break;
+            v = nv;
+            cap *= 2;
+        }
+        pybox_note_info_t *info = &v[n];
+        memset(info, 0, sizeof *info);
+        memcpy(info->run_id, run, 33);
+        int fd = openat(dirfd(d), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+            continue; /* removed meanwhile */
+        info->live = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+        /* A note being written is locked right after it is created; in that instant it
+         * is unlocked, so a fresh temporary note always counts as live. */
+        struct stat sb;
+        if (name[0] == '.' && fstat(fd, &sb) == 0 && (int64_t)sb.st_mtime > pybox_wall_s() - 60)
+            info->live = true;
+        info->torn = name[0] == '.' || read_note(fd, info) < 0;
+        close(fd);
+        n++;
+    }
+    closedir(d);
+    if (v == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "listing run notes");
+    *out = v;
+    *count = n;
+    return 0;
+}
+
+static int note_paths(const pybox_state_t *st, const char *run_id, char *path, char *tmp, pybox_error_t *err)
+{
+    char dir[PATH_MAX];
+    if (!run_id_valid(run_id))
+        return pybox_error_set(err, PYBOX_ERR_STATE, EINVAL, "run id");
+    if (notes_dir(st, dir, sizeof dir, err) < 0)
+        return -1;
+    if (pybox_fmt(path, PATH_MAX, "%s/%s.json", dir, run_id) < 0 ||
+        pybox_fmt(tmp, PATH_MAX, "%s/.%s.tmp", dir, run_id) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "run note path");
+    return 0;
+}
+
+int pybox_note_claim(const pybox_state_t *st, const char *run_id, int *fd, pybox_error_t *err)
+{
+    char path[PATH_MAX], tmp[PATH_MAX];
+    *fd = -1;
+    if (note_paths(st, run_id, path, tmp, err) < 0)
+        return -1;
+    const char *which = path;
+    int f = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (f < 0 && errno == ENOENT) {
+        which = tmp;
+        f = open(tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        struct stat sb;
+        if (f >= 0 && fstat(f, &sb) == 0 && (int64_t)sb.st_mtime > pybox_wall_s() - 60) {
+            close(f); /* being written right now (see pybox_note_list) */
+            return 0;
+        }
+    }
+    if (f < 0) {
+        if (errno == ENOENT)
+            return 2; /* no note at all: nothing to claim, nothing live */
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "open(%s)", which);
+    }
+    if (flock(f, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        close(f);
+        if (e == EWOULDBLOCK)
+            return 0; /* a live run holds it */
+        return pybox_error_set(err, PYBOX_ERR_STATE, e, "flock(%s)", which);
+    }
+    *fd = f;
+    return 1;
+}
+
+void pybox_note_remove_claimed(const pybox_state_t *st, const char *run_id, int fd)
+{
+    char path[PATH_MAX], tmp[PATH_MAX];
+    if (note_paths(st, run_id, path, tmp, NULL) == 0) {
+        unlink(path);
+        unlink(tmp);
+    }
+    if (fd >= 0)
+        close(fd);
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/* Run notes: a small private file per run in the state directory, written before
+ * anything is created and removed only after the run's box is confirmed gone, so a run
+ * that dies at any moment leaves a trail. The running pybox holds an exclusive lock on
+ * its note for its whole life; the kernel drops the lock when the process dies, which
+ * is how cleanup tells a live run from a dead one. Contract: docs/cleanup.md. */
+#ifndef PYBOX_NOTE_H
+#define PYBOX_NOTE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "state.h"
+
+typedef struct pybox_note {
+    int fd; /* locked; -1 when closed */
+    char path[PATH_MAX];
+    char run_id[33];
+    int64_t expires;
+} pybox_note_t;
+
+#define PYBOX_NOTES_DIR "runs"
+
+void pybox_note_init(pybox_note_t *n);
+/* Write the note (atomically: it appears whole and already locked). A note that is torn
+ * anyway (a foreign write, a full disk) is still handled by cleanup: the file's name
+ * alone names the run, and the boxes are found by their labels. */
+int pybox_note_open(const pybox_state_t *st, const char *run_id, const char *box_name, int64_t expires, pybox_note_t *n,
+                    pybox_error_t *err);
+/* The box is confirmed gone: remove the note and drop the lock. */
+int pybox_note_close(pybox_note_t *n, pybox_error_t *err);
+/* Leave the note in place (the box could not be confirmed gone) and drop the lock. */
+void pybox_note_abandon(pybox_note_t *n);
+
+/* What cleanup learns of a note. */
+typedef struct pybox_note_info {
+    char run_id[33];
+    bool live; /* a running pybox still holds it */
+    bool torn; /* its content could not be read */
+    int64_t expires;
+} pybox_note_info_t;
+
+/* The notes of this installation; *out malloc'd. */
+int pybox_note_list(const pybox_state_t *st, pybox_note_info_t **out, size_t *n, pybox_error_t *err);
+
+/* Try to take a dead run's note for removal. Returns 1 with *fd locked (hand it to
+ * pybox_note_remove_claimed), 0 if a live run holds it, 2 if there is no note, -1 on
+ * error. */
+int pybox_note_claim(const pybox_state_t *st, const char *run_id, int *fd, pybox_error_t *err);
+/* Remove a claimed note. */
+void pybox_note_remove_claimed(const pybox_state_t *st, const char *run_id, int fd);
+
+#endif
