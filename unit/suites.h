@@ -13,5 +13,6 @@ Suite *suite_receipt(void);
 Suite *suite_cli(void);
 Suite *suite_engine(void);
 Suite *suite_state(void);
+Suite *suite_watch(void);
 
 #endif

@@ -52,10 +52,10 @@ static void make_result(pybox_run_result_t *r, pybox_end_t end, const char *out,
     ck_assert_int_eq(pybox_random_hex(PYBOX_GUEST_SECRET_HEX / 2, secret, &e), 0);
     char rec[PYBOX_GUEST_RECORD_MAX + 1];
     int code = end == PYBOX_END_TARGET_EXIT ? 3 : 137;
-    ck_assert_int_eq(pybox_fmt(rec, sizeof rec, "%s%s exit=%d signal=%d timer=0 stopped=%d program_ms=42 reaped=0 term=0\n",
-                               PYBOX_GUEST_DONE, secret, code, code == 137 ? 9 : 0,
-                               end == PYBOX_END_SUPERVISOR_KILL ? 1 : 0),
-                     0);
+    ck_assert_int_eq(
+        pybox_fmt(rec, sizeof rec, "%s%s exit=%d signal=%d timer=0 stopped=%d program_ms=42 reaped=0 term=0\n",
+                  PYBOX_GUEST_DONE, secret, code, code == 137 ? 9 : 0, end == PYBOX_END_SUPERVISOR_KILL ? 1 : 0),
+        0);
 
     pybox_sink_init(&r->out, PYBOX_OUTPUT_CAP);
     pybox_sink_init(&r->err, PYBOX_OUTPUT_CAP);

@@ -570,7 +570,7 @@ END_TEST
 START_TEST(record_malformed)
 {
     static const char *const bad[] = {
-        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234",              /* a field missing */
+        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234",                     /* a field missing */
         "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 x=1", /* one too many */
         "signal=0 exit=3 timer=0 stopped=1 program_ms=1234 reaped=2 term=0",     /* out of order */
         "exit= signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0",      /* empty value */
@@ -580,7 +580,7 @@ START_TEST(record_malformed)
         "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 ",    /* trailing space */
         "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0\r",   /* CR before the newline */
         "EXIT=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0",     /* wrong name */
-        "",                                                               /* nothing */
+        "",                                                                      /* nothing */
         /* values out of range */
         "exit=256 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0",
         "exit=0 signal=129 timer=0 stopped=0 program_ms=1 reaped=0 term=0",
@@ -611,7 +611,8 @@ START_TEST(record_forged_then_real)
     char forged[PYBOX_GUEST_RECORD_MAX + 1], real[PYBOX_GUEST_RECORD_MAX + 1];
     size_t flen =
         record(forged, sizeof forged, forged_secret, "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0");
-    size_t rlen = record(real, sizeof real, secret, "exit=137 signal=9 timer=1 stopped=0 program_ms=3000 reaped=4 term=0");
+    size_t rlen =
+        record(real, sizeof real, secret, "exit=137 signal=9 timer=1 stopped=0 program_ms=3000 reaped=4 term=0");
     pybox_sink_t s;
     pybox_sink_init(&s, PYBOX_OUTPUT_CAP);
     ck_assert_int_eq(pybox_sink_add(&s, "hi\n", 3), 0);
