@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* pybox-init: the static PID 1 of every box: timer, reaper, hold-at-exit, done record.
  *
- * It trusts nothing the program does. Every signal is blocked and read from a signalfd;
- * only signals sent from outside the box (si_pid == 0 as seen from inside the PID
- * namespace) are obeyed. It is not dumpable, so the program, which runs as the same
- * user, can neither ptrace it nor read /proc/1/mem, /proc/1/environ or its fds. The
- * program's stdin is a pipe fed by init, so the secret and the host's control bytes
- * never reach it. Contract: docs/guest-protocol.md. */
+ * It trusts nothing the program does. It runs as root with nothing but CAP_KILL, while
+ * the program runs as another user with no capability, so the program can neither
+ * signal, renice, pin, rlimit nor trace it; it is also not dumpable. The few signals it
+ * acts on are blocked and read from a signalfd, and obeyed only when sent from outside
+ * the box (si_pid == 0 as seen from inside the PID namespace); every other signal keeps
+ * its default action, which the kernel never delivers to a namespace's PID 1 from
+ * inside, so nothing can pile up in its queue. The program's stdin is a pipe fed by
+ * init, so the secret and the host's control bytes never reach it.
+ * Contract: docs/guest-protocol.md. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -18,6 +23,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -198,12 +204,44 @@ static void write_record(const char *buf, size_t len, int64_t deadline)
     }
 }
 
+/* Set this process's capabilities (no libcap: a static binary calls capset itself). */
+static int set_caps(uint64_t caps)
+{
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    d[0].effective = d[0].permitted = (uint32_t)caps;
+    d[1].effective = d[1].permitted = (uint32_t)(caps >> 32);
+    return (int)syscall(SYS_capset, &h, d);
+}
+
+static int caps_are_empty(void)
+{
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct d[2];
+    if (syscall(SYS_capget, &h, d) < 0)
+        return 0;
+    for (int i = 0; i < 2; i++)
+        if (d[i].effective || d[i].permitted || d[i].inheritable)
+            return 0;
+    return 1;
+}
+
 static void child_exec(int stdin_pipe)
 {
     sigset_t none;
     sigemptyset(&none);
     if (dup2(stdin_pipe, STDIN_FILENO) < 0)
         _exit(PYBOX_GUEST_EXIT_PIPE);
+    /* The program's own user: changing from root clears every capability. Check that it
+     * did, and that there is no way back. */
+    if (setgroups(0, NULL) < 0 || setgid(PYBOX_GUEST_PROGRAM_GID) < 0 || setuid(PYBOX_GUEST_PROGRAM_UID) < 0 ||
+        getuid() != PYBOX_GUEST_PROGRAM_UID || geteuid() != PYBOX_GUEST_PROGRAM_UID ||
+        getgid() != PYBOX_GUEST_PROGRAM_GID || getegid() != PYBOX_GUEST_PROGRAM_GID || setuid(0) == 0 ||
+        !caps_are_empty()) {
+        say("pybox-init: cannot switch the program to uid %d: %s\n", PYBOX_GUEST_PROGRAM_UID, strerror(errno));
+        _exit(PYBOX_GUEST_EXIT_PRIVS);
+    }
     /* The program leads its own session and process group; the box's PID 1 stays
      * outside of it. */
     if (setsid() < 0)
@@ -228,8 +266,12 @@ int main(int argc, char **argv)
     int64_t deadline = t0 + timer_ms;
 
     (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    signal(SIGPIPE, SIG_IGN); /* writes to a closed pipe fail with EPIPE instead */
     sigset_t all;
-    sigfillset(&all);
+    sigemptyset(&all);
+    int wanted[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP, PYBOX_GUEST_SIG_RELEASE, PYBOX_GUEST_SIG_STOP};
+    for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++)
+        sigaddset(&all, wanted[i]);
     sigprocmask(SIG_BLOCK, &all, NULL);
     int sfd = signalfd(-1, &all, SFD_NONBLOCK | SFD_CLOEXEC);
     if (sfd < 0) {
@@ -240,9 +282,13 @@ int main(int argc, char **argv)
     char secret[PYBOX_GUEST_SECRET_HEX + 1];
     int64_t program_left;
     if (read_hello(secret, &program_left, deadline) < 0) {
-        say("pybox-init: no valid hello on stdin\n");
+        say("pybox-init: no valid hello on stdin (protocol %d)\n", PYBOX_GUEST_PROTOCOL);
         return PYBOX_GUEST_EXIT_PROTOCOL;
     }
+    /* The host starts its deadline when the box runs, just before the hello: counting the
+     * box's timer from the hello keeps it a full margin behind the host's deadline. A
+     * hello that never comes ends the box at the first deadline above. */
+    deadline = now_ms() + timer_ms;
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0) {
         say("pybox-init: pipe: %s\n", strerror(errno));
@@ -259,6 +305,9 @@ int main(int argc, char **argv)
     }
     int64_t t_program = now_ms();
     close(pipefd[0]);
+    /* Init keeps only what it needs to end the program's processes. */
+    if (set_caps(1ULL << CAP_KILL) < 0)
+        say("pybox-init: capset: %s\n", strerror(errno));
     int to_program = pipefd[1];
     (void)fcntl(to_program, F_SETFL, O_NONBLOCK);
     (void)fcntl(STDIN_FILENO, F_SETFL, O_NONBLOCK);
@@ -313,7 +362,8 @@ int main(int argc, char **argv)
 
         if (p[0].revents & POLLIN) {
             struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            /* Only the six signals above can be pending, at most once each. */
+            for (int drained = 0; drained < 16 && read(sfd, &si, sizeof si) == (ssize_t)sizeof si; drained++) {
                 int sig = (int)si.ssi_signo;
                 if (sig == SIGCHLD) {
                     reap_nohang();

@@ -6,6 +6,17 @@
 
 #include <signal.h>
 
+/* The protocol's version: in the hello, the done record, and every image's manifest
+ * and pin, so a host and an image that disagree are refused before a run. */
+#define PYBOX_GUEST_PROTOCOL 2
+
+/* Who runs what: the box starts as root with only CAP_KILL, CAP_SETGID and CAP_SETUID
+ * (and no-new-privileges). Init switches the program to this user before exec, which
+ * leaves the program no capability at all, and keeps only CAP_KILL for itself: so the
+ * program, running as another user, cannot signal, renice, pin, limit or trace init. */
+#define PYBOX_GUEST_PROGRAM_UID 65534
+#define PYBOX_GUEST_PROGRAM_GID 65534
+
 /* Where the init lives in every PyBox image, and how it is called:
  *   /pybox/init --timer-ms=N
  * N is the box's own clock, verified by the host in the read-back before start. */
@@ -19,7 +30,7 @@
 #define PYBOX_GUEST_PYTHON "/usr/bin/python3"
 
 /* The box's stdin, all of it from the host:
- *   "PYBOX1 <64 lowercase hex digits> <program length>\n"   read by init, never by the program
+ *   "PYBOX2 <64 lowercase hex digits> <program length>\n"   read by init, never by the program
  *   <program length bytes>                                   copied by init to the program
  *   control bytes                                            read by init:
  *       'S' stop the program now and hold (the host's deadline)
@@ -27,7 +38,7 @@
  * End of file on stdin (the host went away) ends the control channel, not the box: the
  * box's timer still ends it. The program's own stdin is a pipe that ends after the
  * program, so it never sees the secret or the control bytes. */
-#define PYBOX_GUEST_HELLO "PYBOX1 "
+#define PYBOX_GUEST_HELLO "PYBOX2 "
 #define PYBOX_GUEST_SECRET_HEX 64
 #define PYBOX_GUEST_HELLO_MAX 96
 #define PYBOX_GUEST_PROGRAM_MAX (64LL * 1024 * 1024)
@@ -36,10 +47,10 @@
 
 /* The done record: the last bytes init writes on the box's stdout after every other
  * process in the box is gone, so nothing can follow it:
- *   "\x1epybox-done v1 <secret> exit=E signal=S timer=T stopped=X program_ms=M reaped=R term=N\n"
+ *   "\x1epybox-done v2 <secret> exit=E signal=S timer=T stopped=X program_ms=M reaped=R term=N\n"
  * term: the termination signal sent from outside the box (the engine's stop), 0 if none.
  * Only init knows the secret, so the program cannot forge it. */
-#define PYBOX_GUEST_DONE "\x1epybox-done v1 "
+#define PYBOX_GUEST_DONE "\x1epybox-done v2 "
 #define PYBOX_GUEST_RECORD_MAX 256
 
 /* The same commands as signals from outside the box (the engine's kill; si_pid == 0
@@ -52,6 +63,7 @@
 #define PYBOX_GUEST_EXIT_USAGE 120    /* bad argv */
 #define PYBOX_GUEST_EXIT_PROTOCOL 121 /* no valid hello on stdin */
 #define PYBOX_GUEST_EXIT_PIPE 123     /* could not make the program's stdin */
+#define PYBOX_GUEST_EXIT_PRIVS 119    /* could not switch the program to its user */
 #define PYBOX_GUEST_EXIT_FORK 122     /* could not start the program */
 #define PYBOX_GUEST_EXIT_TIMER 137    /* the box timer ended a running program */
 

@@ -222,12 +222,18 @@ static int d_wait(pybox_box_t *base, int64_t timeout_ms, pybox_box_exit_t *out, 
         cJSON_Delete(reply);
         if (pybox_now_ms() >= deadline)
             return pybox_error_set(err, PYBOX_ERR_ENGINE, ETIMEDOUT, "the box %.12s did not end", b->id);
-        /* Block in the engine until the box is no longer running (bounded). */
+        /* Block in the engine until the box is no longer running, within what is left. */
         char path[200];
         snprintf(path, sizeof path, "/containers/%s/wait?condition=not-running", b->id);
         cJSON *w = NULL;
-        if (pybox_engine_call(b->engine, "POST", path, NULL, &status, &w, err) < 0)
+        pybox_error_t werr = {0};
+        int64_t left = deadline - pybox_now_ms();
+        if (pybox_engine_call_timeout(b->engine, "POST", path, NULL, (long)(left > 1 ? left : 1), &status, &w, &werr) <
+                0 &&
+            werr.errnum != ETIMEDOUT) {
+            *err = werr;
             return -1;
+        }
         cJSON_Delete(w);
     }
 }

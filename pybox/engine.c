@@ -135,6 +135,8 @@ static int transfer(pybox_engine_t *e, const char *method, const char *url, cons
         int kind_errno = 0;
         if (rc == CURLE_COULDNT_CONNECT)
             kind_errno = ECONNREFUSED;
+        if (rc == CURLE_OPERATION_TIMEDOUT)
+            kind_errno = ETIMEDOUT;
         if (rc == CURLE_WRITE_ERROR)
             return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "%s %s: the engine's reply is larger than %d bytes",
                                    method, url, PYBOX_ENGINE_REPLY_MAX);
@@ -153,8 +155,8 @@ static int make_url(pybox_engine_t *e, const char *path, char *url, size_t len, 
     return 0;
 }
 
-int pybox_engine_call_raw(pybox_engine_t *e, const char *method, const char *path, const cJSON *body, long *status,
-                          pybox_buf_t *reply, pybox_error_t *err)
+static int call_raw(pybox_engine_t *e, const char *method, const char *path, const cJSON *body, long timeout_ms,
+                    long *status, pybox_buf_t *reply, pybox_error_t *err)
 {
     char url[2048];
     if (make_url(e, path, url, sizeof url, err) < 0)
@@ -165,18 +167,23 @@ int pybox_engine_call_raw(pybox_engine_t *e, const char *method, const char *pat
         if (text == NULL)
             return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "encoding a request to the engine");
     }
-    long timeout = PYBOX_ENGINE_TIMEOUT_MS;
-    return transfer(e, method, url, text, text ? strlen(text) : 0, -1, text ? "application/json" : NULL, timeout,
+    return transfer(e, method, url, text, text ? strlen(text) : 0, -1, text ? "application/json" : NULL, timeout_ms,
                     status, reply, err);
 }
 
-int pybox_engine_call(pybox_engine_t *e, const char *method, const char *path, const cJSON *body, long *status,
-                      cJSON **reply, pybox_error_t *err)
+int pybox_engine_call_raw(pybox_engine_t *e, const char *method, const char *path, const cJSON *body, long *status,
+                          pybox_buf_t *reply, pybox_error_t *err)
+{
+    return call_raw(e, method, path, body, PYBOX_ENGINE_TIMEOUT_MS, status, reply, err);
+}
+
+int pybox_engine_call_timeout(pybox_engine_t *e, const char *method, const char *path, const cJSON *body,
+                              long timeout_ms, long *status, cJSON **reply, pybox_error_t *err)
 {
     pybox_buf_t b;
     pybox_buf_init(&b, PYBOX_ENGINE_REPLY_MAX);
     *reply = NULL;
-    if (pybox_engine_call_raw(e, method, path, body, status, &b, err) < 0) {
+    if (call_raw(e, method, path, body, timeout_ms, status, &b, err) < 0) {
         pybox_buf_free(&b);
         return -1;
     }
@@ -199,6 +206,12 @@ int pybox_engine_call(pybox_engine_t *e, const char *method, const char *path, c
     }
     pybox_buf_free(&b);
     return 0;
+}
+
+int pybox_engine_call(pybox_engine_t *e, const char *method, const char *path, const cJSON *body, long *status,
+                      cJSON **reply, pybox_error_t *err)
+{
+    return pybox_engine_call_timeout(e, method, path, body, PYBOX_ENGINE_TIMEOUT_MS, status, reply, err);
 }
 
 int pybox_engine_upload(pybox_engine_t *e, const char *path, int fd, const char *content_type, long *status,
@@ -253,6 +266,62 @@ static int api_cmp(const char *a, const char *b)
     return a2 < b2 ? -1 : (a2 > b2 ? 1 : 0);
 }
 
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    pybox_buf_t *b = userdata;
+    size_t n = size * nmemb;
+    if (pybox_buf_append(b, ptr, n) < 0)
+        return 0;
+    return n;
+}
+
+static int ping(pybox_engine_t *e, long *status, pybox_buf_t *body, pybox_buf_t *head, pybox_error_t *err)
+{
+    CURL *c = e->curl;
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
+    curl_easy_setopt(c, CURLOPT_URL, "http://localhost/_ping");
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)PYBOX_ENGINE_CONNECT_TIMEOUT_MS);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)PYBOX_ENGINE_TIMEOUT_MS);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, head);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+    CURLcode rc = curl_easy_perform(c);
+    if (rc == CURLE_WRITE_ERROR)
+        return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "GET /_ping: the engine's answer is too large");
+    if (rc != CURLE_OK)
+        return pybox_error_set(err, PYBOX_ERR_ENGINE, rc == CURLE_COULDNT_CONNECT ? ECONNREFUSED : 0,
+                               "GET /_ping via %s: %s", e->socket_path, curl_easy_strerror(rc));
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    return 0;
+}
+
+/* The value of a response header (case-insensitive name), printable ASCII only. */
+static void header_value(const pybox_buf_t *head, const char *name, char *out, size_t len)
+{
+    out[0] = '\0';
+    size_t nlen = strlen(name);
+    for (const char *p = head->data; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncasecmp(p, name, nlen) != 0 || p[nlen] != ':')
+            continue;
+        const char *v = p + nlen + 1;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        size_t k = 0;
+        while (v[k] >= 0x20 && v[k] < 0x7f && k + 1 < len) {
+            out[k] = v[k];
+            k++;
+        }
+        while (k > 0 && out[k - 1] == ' ')
+            k--;
+        out[k] = '\0';
+        return;
+    }
+}
+
 int pybox_engine_open(const char *docker_host, pybox_engine_t **out, pybox_error_t *err)
 {
     if (curl_ready(err) < 0)
@@ -291,41 +360,48 @@ int pybox_engine_open(const char *docker_host, pybox_engine_t **out, pybox_error
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "curl_easy_init failed");
     }
     snprintf(e->base, sizeof e->base, "http://localhost");
+    /* Negotiate with /_ping, as the engine's own client does: it answers at once with
+     * the API version in a header (GET /version asks every component and is slow). */
+    pybox_buf_t body, head;
+    pybox_buf_init(&body, 4096);
+    pybox_buf_init(&head, PYBOX_ENGINE_HEADER_MAX);
     long status = 0;
-    cJSON *v = NULL;
-    if (pybox_engine_call(e, "GET", "/version", NULL, &status, &v, err) < 0) {
+    int rc = ping(e, &status, &body, &head, err);
+    char api[32] = "", server[64] = "";
+    if (rc == 0) {
+        header_value(&head, "Api-Version", api, sizeof api);
+        header_value(&head, "Server", server, sizeof server);
+    }
+    if (rc < 0) {
         if (err != NULL && err->kind == PYBOX_ERR_ENGINE)
             pybox_error_prefix(err, "no container engine answers at %s (start it: scripts/engine-start.sh)",
                                e->socket_path);
+    } else if (status != 200) {
+        cJSON *j = cJSON_ParseWithLength(body.data ? body.data : "", body.len);
+        if (j == NULL && body.len > 0) {
+            pybox_buf_t m;
+            pybox_buf_init(&m, 0);
+            pybox_utf8_sanitize(&m, body.data, body.len > 256 ? 256 : body.len, NULL);
+            j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "message", m.data ? m.data : "");
+            pybox_buf_free(&m);
+        }
+        rc = pybox_engine_fail(err, "GET /_ping", status, j);
+        cJSON_Delete(j);
+    } else if (api[0] == '\0') {
+        rc = pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "GET /_ping at %s: no Api-Version header in the answer",
+                             e->socket_path);
+    } else if (api_cmp(api, PYBOX_ENGINE_API) < 0) {
+        rc = pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "the engine at %s speaks API %s; PyBox needs API %s",
+                             e->socket_path, api, PYBOX_ENGINE_API);
+    }
+    pybox_buf_free(&body);
+    pybox_buf_free(&head);
+    if (rc < 0) {
         pybox_engine_free(e);
         return -1;
     }
-    if (status != 200) {
-        pybox_engine_fail(err, "GET /version", status, v);
-        cJSON_Delete(v);
-        pybox_engine_free(e);
-        return -1;
-    }
-    const cJSON *api = cJSON_GetObjectItemCaseSensitive(v, "ApiVersion");
-    const cJSON *min = cJSON_GetObjectItemCaseSensitive(v, "MinAPIVersion");
-    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(v, "Version");
-    if (!cJSON_IsString(api)) {
-        cJSON_Delete(v);
-        pybox_engine_free(e);
-        return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "GET /version: no ApiVersion in the engine's reply");
-    }
-    if (api_cmp(api->valuestring, PYBOX_ENGINE_API) < 0 ||
-        (cJSON_IsString(min) && api_cmp(min->valuestring, PYBOX_ENGINE_API) > 0)) {
-        pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "the engine at %s speaks API %.16s (from %.16s); PyBox needs API %s",
-                        e->socket_path, api->valuestring, cJSON_IsString(min) ? min->valuestring : "?",
-                        PYBOX_ENGINE_API);
-        cJSON_Delete(v);
-        pybox_engine_free(e);
-        return -1;
-    }
-    snprintf(e->version, sizeof e->version, "%.24s (API %.8s)", cJSON_IsString(ver) ? ver->valuestring : "?",
-             api->valuestring);
-    cJSON_Delete(v);
+    snprintf(e->version, sizeof e->version, "%s (API %s)", server[0] ? server : "engine", api);
     snprintf(e->base, sizeof e->base, "http://localhost/v%s", PYBOX_ENGINE_API);
     *out = e;
     return 0;

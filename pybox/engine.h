@@ -38,6 +38,11 @@ const char *pybox_engine_version(const pybox_engine_t *e);
 int pybox_engine_call(pybox_engine_t *e, const char *method, const char *path, const cJSON *body, long *status,
                       cJSON **reply, pybox_error_t *err);
 
+/* The same with its own time bound (a request that blocks in the engine, like wait).
+ * Running out of time is a PYBOX_ERR_ENGINE error with errno ETIMEDOUT. */
+int pybox_engine_call_timeout(pybox_engine_t *e, const char *method, const char *path, const cJSON *body,
+                              long timeout_ms, long *status, cJSON **reply, pybox_error_t *err);
+
 /* The same, for replies that are not one JSON document (streams of JSON lines). */
 int pybox_engine_call_raw(pybox_engine_t *e, const char *method, const char *path, const cJSON *body, long *status,
                           pybox_buf_t *reply, pybox_error_t *err);

@@ -60,7 +60,9 @@ bool pybox_utf8_valid(const void *s, size_t len)
 /* Code points that change how text is laid out or hide it without being C0/C1 controls. */
 static bool is_format_control(unsigned cp)
 {
-    return (cp >= 0x80 && cp <= 0x9f) || cp == 0xad || cp == 0x061c || (cp >= 0x200b && cp <= 0x200f) ||
+    return (cp >= 0x80 && cp <= 0x9f) || cp == 0xad || cp == 0x034f || (cp >= 0x0600 && cp <= 0x0605) || cp == 0x061c ||
+           cp == 0x06dd || cp == 0x070f || cp == 0x115f || cp == 0x1160 || cp == 0x17b4 || cp == 0x17b5 ||
+           cp == 0x180e || cp == 0x3164 || cp == 0xffa0 || (cp >= 0x200b && cp <= 0x200f) ||
            (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff ||
            (cp >= 0xfff9 && cp <= 0xfffb) || (cp >= 0xe0000 && cp <= 0xe007f);
 }

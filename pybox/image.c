@@ -50,6 +50,11 @@ int pybox_image_resolve(const pybox_state_t *st, pybox_engine_t *e, const char *
     if (r == 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "unknown image '%s': build it with `pybox image build %s`",
                                name, name);
+    if (pin->protocol != PYBOX_GUEST_PROTOCOL)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "image '%s' holds a guest init of protocol %d; this PyBox speaks %d: rebuild it with "
+                               "`pybox image build %s`",
+                               name, pin->protocol, PYBOX_GUEST_PROTOCOL, name);
     char path[200];
     snprintf(path, sizeof path, "/images/%s/json", pin->id);
     long status = 0;
@@ -275,6 +280,7 @@ static char *manifest_json(const char *name, const char *recipe_sha, const char 
     cJSON_AddStringToObject(m, "name", name);
     cJSON_AddStringToObject(m, "recipe_sha256", recipe_sha);
     cJSON_AddStringToObject(m, "pybox_version", PYBOX_VERSION);
+    cJSON_AddNumberToObject(m, "guest_protocol", PYBOX_GUEST_PROTOCOL);
     cJSON *pk = cJSON_AddObjectToObject(m, "packages");
     FILE *f = fopen(packages_path, "re");
     char line[512];
@@ -412,6 +418,7 @@ int pybox_image_build(const pybox_state_t *st, pybox_engine_t *e, const pybox_im
     snprintf(np.id, sizeof np.id, "%s", id);
     snprintf(np.recipe_sha256, sizeof np.recipe_sha256, "%s", full_fp);
     pybox_wall_iso(np.built_at, sizeof np.built_at);
+    np.protocol = PYBOX_GUEST_PROTOCOL;
     np.size = (int64_t)sb.st_size;
     if (pybox_pin_set(st, &np, err) < 0)
         return -1;

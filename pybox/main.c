@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -147,7 +148,9 @@ static int cmd_exec(int argc, char **argv)
         free(t);
         cJSON_Delete(r);
     } else {
-        pybox_receipt_text(&res, &out);
+        struct winsize ws;
+        int columns = isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 80;
+        pybox_receipt_text(&res, columns, &out);
     }
     int code = res.exit_code;
     if (out.data == NULL || pybox_write_all(STDOUT_FILENO, out.data, out.len) < 0) {

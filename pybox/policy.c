@@ -100,7 +100,7 @@ static cJSON *config_part(const pybox_policy_t *p)
     snprintf(expires, sizeof expires, "%lld", (long long)p->expires);
 
     cJSON_AddStringToObject(c, "Image", p->image_id);
-    cJSON_AddStringToObject(c, "User", tampered(p, "user") ? "0:0" : PYBOX_BOX_USER);
+    cJSON_AddStringToObject(c, "User", tampered(p, "user") ? "1000:1000" : PYBOX_BOX_INIT_USER);
     cJSON_AddStringToObject(c, "Hostname", "pybox");
     cJSON_AddStringToObject(c, "Domainname", "");
     cJSON_AddStringToObject(c, "WorkingDir", "/tmp");
@@ -141,6 +141,9 @@ static cJSON *host_part(const pybox_policy_t *p)
         cJSON_AddItemToObject(h, "CapDrop", cJSON_CreateArray());
     else
         cJSON_AddItemToObject(h, "CapDrop", string_array(capdrop, 1));
+    /* Only what the box's init needs to start the program as its own user and to end it. */
+    const char *capadd[] = {"CAP_KILL", "CAP_SETGID", "CAP_SETUID"};
+    cJSON_AddItemToObject(h, "CapAdd", string_array(capadd, 3));
     const char *secopt[] = {"no-new-privileges", NULL};
     pybox_buf_t sc;
     pybox_buf_init(&sc, 0);
@@ -314,13 +317,11 @@ static int verify(const pybox_policy_t *p, const cJSON *inspect, verdict_t *v)
 
     /* Nothing granted that the policy does not mention. */
     static const char *const host_empty[] = {
-        "Binds",        "VolumesFrom",       "CapAdd",
-        "Devices",      "DeviceCgroupRules", "DeviceRequests",
-        "Links",        "ExtraHosts",        "GroupAdd",
-        "PortBindings", "PublishAllPorts",   "PidMode",
-        "UTSMode",      "UsernsMode",        "Cgroup",
-        "CgroupParent", "OomKillDisable",    "VolumeDriver",
-        "Sysctls",      "CpusetCpus",        "CpuRealtimeRuntime",
+        "Binds",          "VolumesFrom",     "Devices",      "DeviceCgroupRules",
+        "DeviceRequests", "Links",           "ExtraHosts",   "GroupAdd",
+        "PortBindings",   "PublishAllPorts", "PidMode",      "UTSMode",
+        "UsernsMode",     "Cgroup",          "CgroupParent", "OomKillDisable",
+        "VolumeDriver",   "Sysctls",         "CpusetCpus",   "CpuRealtimeRuntime",
     };
     for (size_t i = 0; i < sizeof host_empty / sizeof *host_empty; i++)
         expect_empty(v, "HostConfig.", host, host_empty[i]);

@@ -11,7 +11,10 @@
 #include "error.h"
 #include "limits.h"
 
+/* The program's user; the box itself starts as root with CAP_KILL, CAP_SETGID and
+ * CAP_SETUID only, for the guest init to switch the program to it (guest/proto.h). */
 #define PYBOX_BOX_USER "65534:65534"
+#define PYBOX_BOX_INIT_USER "0:0"
 #define PYBOX_LABEL_INSTALL "pybox.install"
 #define PYBOX_LABEL_RUN "pybox.run"
 #define PYBOX_LABEL_EXPIRES "pybox.expires"

@@ -166,6 +166,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddStringToObject(pol, "sha256", res->policy_sha256);
     cJSON_AddStringToObject(pol, "seccomp_sha256", pybox_policy_seccomp_sha256());
     cJSON_AddStringToObject(pol, "user", PYBOX_BOX_USER);
+    cJSON_AddStringToObject(pol, "init_user", "0:0 with CAP_KILL only");
     cJSON_AddStringToObject(pol, "network", "none");
     cJSON_AddBoolToObject(pol, "read_only_root", 1);
     cJSON_AddStringToObject(pol, "capabilities", "none");
@@ -280,7 +281,42 @@ static void size_text(char *buf, size_t len, int64_t bytes)
         snprintf(buf, len, "%lld bytes", (long long)bytes);
 }
 
-static void said_text(pybox_buf_t *o, const char *name, const pybox_said_t *s)
+/* Cells a piece of escaped text takes on a terminal, counting every non-ASCII
+ * character as two: wider than true for most, so a cut always comes early enough. */
+static size_t cells_of(const unsigned char *p, size_t n, size_t *bytes)
+{
+    unsigned cp;
+    size_t len = pybox_utf8_seq(p, n, &cp);
+    if (len == 0)
+        len = 1; /* cannot happen: the text was escaped */
+    *bytes = len;
+    return p[0] < 0x80 ? 1 : 2;
+}
+
+/* One line of escaped program text, fenced, cut into pieces that fit. */
+static void fenced_line(pybox_buf_t *o, const char *text, size_t len, int columns)
+{
+    size_t width = (size_t)(columns - 4);
+    size_t i = 0;
+    bool first = true;
+    do {
+        size_t start = i, cells = 0;
+        while (i < len) {
+            size_t nb;
+            size_t c = cells_of((const unsigned char *)text + i, len - i, &nb);
+            if (cells + c > width)
+                break;
+            cells += c;
+            i += nb;
+        }
+        pybox_buf_puts(o, first ? PYBOX_RECEIPT_FENCE : PYBOX_RECEIPT_FENCE_CONT);
+        pybox_buf_append(o, text + start, i - start);
+        pybox_buf_puts(o, "\n");
+        first = false;
+    } while (i < len);
+}
+
+static void said_text(pybox_buf_t *o, const char *name, const pybox_said_t *s, int columns)
 {
     char digest[65];
     pybox_sha256_hex(s->data, s->kept, digest);
@@ -299,9 +335,11 @@ static void said_text(pybox_buf_t *o, const char *name, const pybox_said_t *s)
     while (i < s->kept) {
         const char *nl = memchr(s->data + i, '\n', s->kept - i);
         size_t n = nl ? (size_t)(nl - (s->data + i)) : s->kept - i;
-        pybox_buf_puts(o, PYBOX_RECEIPT_FENCE);
-        pybox_escape_terminal(o, s->data + i, n, false);
-        pybox_buf_puts(o, "\n");
+        pybox_buf_t line;
+        pybox_buf_init(&line, 0);
+        pybox_escape_terminal(&line, s->data + i, n, false);
+        fenced_line(o, line.data ? line.data : "", line.len, columns);
+        pybox_buf_free(&line);
         i += n + (nl ? 1 : 0);
     }
     if (s->kept > 0 && s->data[s->kept - 1] != '\n')
@@ -353,8 +391,10 @@ static void kernel_text(pybox_buf_t *o, const pybox_run_result_t *res)
         pybox_buf_printf(o, "  %-10s processes peak %s, forks refused %s; CPU unknown\n", "", pp, refused);
 }
 
-int pybox_receipt_text(const pybox_run_result_t *res, pybox_buf_t *o)
+int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *o)
 {
+    if (columns < 24)
+        columns = columns <= 0 ? 80 : 24;
     const pybox_policy_t *p = &res->policy;
     const pybox_done_record_t *d = &res->record;
     char mem[32];
@@ -401,7 +441,9 @@ int pybox_receipt_text(const pybox_run_result_t *res, pybox_buf_t *o)
     pybox_buf_printf(o, "  %-10s memory %s (no swap), %lld processes, %.3g CPU, deadline %.3g s (box timer %.3g s)\n",
                      "limits", mem, (long long)p->pids, (double)p->nano_cpus / 1e9, (double)p->timeout_ms / 1000.0,
                      (double)p->box_timer_ms / 1000.0);
-    pybox_buf_printf(o, "  %-10s user 65534, read-only root, no network, no host mounts, no capabilities,\n", "box");
+    pybox_buf_printf(o, "  %-10s program as user 65534 with no capabilities (init as root with CAP_KILL only),\n",
+                     "box");
+    pybox_buf_printf(o, "  %-10s read-only root, no network, no host mounts,\n", "");
     pybox_buf_printf(o, "  %-10s no new privileges, seccomp %.16s..., policy %.16s...\n", "",
                      pybox_policy_seccomp_sha256(), res->policy_sha256);
 
@@ -436,10 +478,9 @@ int pybox_receipt_text(const pybox_run_result_t *res, pybox_buf_t *o)
                      "timings", res->t.create_ms, res->t.verify_ms, res->t.attach_ms, res->t.start_ms, res->t.arm_ms,
                      res->t.run_ms, res->t.collect_ms, res->t.remove_ms, res->t.total_ms);
 
-    pybox_buf_printf(o, "SAID (untrusted: written by the program; escaped; each of its lines starts with \"%s\")\n",
-                     PYBOX_RECEIPT_FENCE);
-    said_text(o, "stdout", &res->said_out);
-    said_text(o, "stderr", &res->said_err);
+    pybox_buf_printf(o, "SAID (untrusted: written by the program; escaped; every line of it starts with \"  |\")\n");
+    said_text(o, "stdout", &res->said_out, columns);
+    said_text(o, "stderr", &res->said_err, columns);
 
     pybox_buf_puts(o, "UNKNOWN\n");
     if (res->n_unknown == 0)

@@ -10,15 +10,19 @@
 #include "run.h"
 
 #define PYBOX_RECEIPT_SCHEMA "pybox.receipt/1"
-/* Every line of untrusted text in the terminal receipt starts with this fence; no line
- * PyBox writes itself does. */
+/* Every line of untrusted text in the terminal receipt starts with "  |": a line of
+ * the program's output with the first fence, the rest of a line too long for the
+ * terminal with the second. No line PyBox writes itself starts with either. Program text
+ * is cut to fit the terminal so that the terminal never wraps it into an unfenced line. */
 #define PYBOX_RECEIPT_FENCE "  | "
+#define PYBOX_RECEIPT_FENCE_CONT "  |+"
 
 /* The JSON receipt. The caller frees it. NULL on out of memory. */
 cJSON *pybox_receipt_json(const pybox_run_result_t *res);
 
-/* The terminal receipt, appended to out. */
-int pybox_receipt_text(const pybox_run_result_t *res, pybox_buf_t *out);
+/* The terminal receipt, appended to out, for a terminal `columns` wide (at least 24;
+ * 80 when not known). */
+int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *out);
 
 /* A JSON object for a request refused or failed before any box was built. */
 cJSON *pybox_receipt_refusal(const pybox_error_t *err);

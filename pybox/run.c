@@ -88,7 +88,11 @@ static int command(feed_t *f, char ctl, int sig, pybox_run_result_t *res)
 {
     if (!f->broken && pybox_buf_append(&f->q, &ctl, 1) == 0)
         return 0;
-    return f->box->ops->signal(f->box, sig, &res->error) < 0 ? -1 : 0;
+    /* When this fails too, the deadline that follows ends the box through the engine. */
+    pybox_error_t serr = {0};
+    if (f->box->ops->signal(f->box, sig, &serr) < 0)
+        unknown(res, "signal %d to the box's init failed: %s", sig, serr.msg);
+    return 0;
 }
 
 /* Feed the program, read everything the box says, and drive the two clocks until the
@@ -124,14 +128,17 @@ static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const c
                 deadline = now + PYBOX_STOP_GRACE_MS;
                 continue;
             case PH_STOPPING:
-            case PH_RELEASING:
-                /* The box did not answer in time: end it through the engine. */
+            case PH_RELEASING: {
+                /* The box did not answer in time: end it through the engine. The engine may
+                 * be slow to do so under load; give it time before calling it a failure. */
                 res->box_killed = true;
-                if (ops->signal(box, SIGKILL, &res->error) < 0)
-                    return -1;
+                pybox_error_t kerr = {0};
+                if (ops->signal(box, SIGKILL, &kerr) < 0)
+                    unknown(res, "the engine's kill of the box failed at first: %s", kerr.msg);
                 phase = PH_KILLED;
-                deadline = now + 10000;
+                deadline = now + 30000;
                 continue;
+            }
             case PH_KILLED:
                 return pybox_error_set(&res->error, PYBOX_ERR_ENGINE, ETIMEDOUT,
                                        "the box's output did not end after it was killed");
@@ -320,9 +327,11 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     snprintf(p->run_id, sizeof p->run_id, "%s", res->run_id);
     snprintf(p->name, sizeof p->name, "pybox-%s", res->run_id);
     snprintf(res->box_name, sizeof res->box_name, "%s", p->name);
-    /* Leftovers may be removed after this; never before the box's own timer fired. */
+    /* Leftovers may be removed after this; never before the box's own timer fired. The
+     * timer runs from the box's start until the hello, then again from the hello, so a
+     * box lives at most twice its timer. */
     int64_t life_s = req->expiry_s > 0 ? req->expiry_s : PYBOX_EXPIRY_S;
-    int64_t min_life = (p->box_timer_ms + 999) / 1000 + PYBOX_EXPIRY_MARGIN_S;
+    int64_t min_life = 2 * ((p->box_timer_ms + 999) / 1000) + PYBOX_EXPIRY_MARGIN_S;
     p->expires = pybox_wall_s() + (life_s > min_life ? life_s : min_life);
     cJSON *body = pybox_policy_create_body(p);
     char *text = body ? cJSON_PrintUnformatted(body) : NULL;

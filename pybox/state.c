@@ -249,6 +249,8 @@ static void pin_from_json(const char *name, const cJSON *o, pybox_pin_t *pin)
         snprintf(pin->built_at, sizeof pin->built_at, "%s", v->valuestring);
     if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "size")))
         pin->size = (int64_t)v->valuedouble;
+    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "guest_protocol")))
+        pin->protocol = v->valueint;
 }
 
 int pybox_pin_get(const pybox_state_t *st, const char *name, pybox_pin_t *out, pybox_error_t *err)
@@ -304,6 +306,7 @@ int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t
     cJSON_AddStringToObject(o, "recipe_sha256", pin->recipe_sha256);
     cJSON_AddStringToObject(o, "built_at", pin->built_at);
     cJSON_AddNumberToObject(o, "size", (double)pin->size);
+    cJSON_AddNumberToObject(o, "guest_protocol", pin->protocol);
     cJSON_DeleteItemFromObjectCaseSensitive(pins, pin->name);
     cJSON_AddItemToObject(pins, pin->name, o);
     char *text = cJSON_Print(pins);

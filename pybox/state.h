@@ -47,6 +47,7 @@ typedef struct pybox_pin {
     char recipe_sha256[65]; /* fingerprint of what it was built from */
     char built_at[40];
     int64_t size;
+    int protocol; /* the guest protocol of the init inside it */
 } pybox_pin_t;
 
 /* 1 and *out filled when name is pinned, 0 when it is not, -1 on error. */

@@ -127,7 +127,43 @@ START_TEST(read_only_root_and_no_privileges)
     ck_assert_ptr_nonnull(strstr(out, "ro /x 30")); /* EROFS */
     ck_assert_ptr_nonnull(strstr(out, "tmp ok"));
     ck_assert_ptr_nonnull(strstr(out, "uid 65534 65534 65534"));
-    ck_assert_ptr_nonnull(strstr(out, "caps 0000000000000000 0000000000000000 nnp 1 seccomp 2"));
+    /* No capability at all; the bounding set keeps what the box's init was given, which
+     * no-new-privileges makes unreachable. */
+    ck_assert_ptr_nonnull(strstr(out, "caps 0000000000000000 00000000000000e0 nnp 1 seccomp 2"));
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(program_cannot_reach_the_init)
+{
+    /* The box's PID 1 runs as another user: the program can neither signal it, nor
+     * renice, pin or rlimit it, nor read its memory or environment. */
+    itest_run_t r;
+    itest_exec("import os, resource, signal\n"
+               "tries = [('kill', lambda: os.kill(1, signal.SIGUSR2)), ('rt', lambda: os.kill(1, 40)),\n"
+               "         ('nice', lambda: os.setpriority(os.PRIO_PROCESS, 1, 19)),\n"
+               "         ('pin', lambda: os.sched_setaffinity(1, {0})),\n"
+               "         ('rlimit', lambda: resource.prlimit(1, resource.RLIMIT_CPU, (1, 1))),\n"
+               "         ('environ', lambda: open('/proc/1/environ', 'rb').read()),\n"
+               "         ('mem', lambda: open('/proc/1/mem', 'rb').read(1))]\n"
+               "for name, f in tries:\n"
+               "    try:\n        f()\n        print(name, 'DONE')\n"
+               "    except OSError as e:\n        print(name, 'denied', e.errno)\n"
+               "print('uid of 1:', open('/proc/1/status').read().split('Uid:')[1].split()[0])\n"
+               "import socket\nprint('localhost', sorted({a[4][0] for a in socket.getaddrinfo('localhost', 80)}))\n",
+               NULL, &r);
+    ck_assert_int_eq(r.status, 0);
+    const char *out = itest_str(r.receipt, "said.stdout.text");
+    ck_assert_msg(strstr(out, "DONE") == NULL, "the program reached the init: %s", out);
+    ck_assert_ptr_nonnull(strstr(out, "kill denied 1"));
+    ck_assert_ptr_nonnull(strstr(out, "rt denied 1"));
+    ck_assert_ptr_nonnull(strstr(out, "nice denied"));
+    ck_assert_ptr_nonnull(strstr(out, "pin denied"));
+    ck_assert_ptr_nonnull(strstr(out, "rlimit denied"));
+    ck_assert_ptr_nonnull(strstr(out, "environ denied 13"));
+    ck_assert_ptr_nonnull(strstr(out, "mem denied 13"));
+    ck_assert_ptr_nonnull(strstr(out, "uid of 1: 0"));
+    ck_assert_ptr_nonnull(strstr(out, "localhost ['127.0.0.1', '::1']"));
     itest_run_free(&r);
 }
 END_TEST
@@ -139,6 +175,7 @@ Suite *itest_suite_isolation(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, nothing_of_the_host);
     tcase_add_test(tc, read_only_root_and_no_privileges);
+    tcase_add_test(tc, program_cannot_reach_the_init);
     suite_add_tcase(s, tc);
     return s;
 }

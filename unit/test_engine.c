@@ -515,17 +515,17 @@ static void fake_add(fake_step_t st)
     fake.steps[fake.nsteps++] = st;
 }
 
-#define VERSION_OK "{\"ApiVersion\":\"1.41\",\"MinAPIVersion\":\"1.12\",\"Version\":\"20.10.24\"}"
+/* The engine's answer to GET /_ping: the API version in a header, "OK" as the body. */
+#define PING_OK "Api-Version: 1.41\r\nServer: Docker/20.10.24 (linux)\r\nContent-Type: text/plain; charset=utf-8\r\n"
 
-static void fake_add_version_body(const char *body, bool close_after)
+static void fake_add_ping(const char *headers, bool close_after)
 {
-    fake_add((fake_step_t){
-        .status = "200 OK", .headers = "Content-Type: application/json\r\n", .body = body, .close_after = close_after});
+    fake_add((fake_step_t){.status = "200 OK", .headers = headers, .body = "OK", .close_after = close_after});
 }
 
 static void fake_add_version(void)
 {
-    fake_add_version_body(VERSION_OK, false);
+    fake_add_ping(PING_OK, false);
 }
 
 static void fake_add_json(const char *status, const char *body)
@@ -640,7 +640,7 @@ static pybox_engine_t *open_fake(void)
     ck_assert_ptr_nonnull(e);
     fake_req_t r;
     fake_request(&r);
-    expect_line(&r, "GET /version HTTP/1.1");
+    expect_line(&r, "GET /_ping HTTP/1.1");
     return e;
 }
 
@@ -720,7 +720,7 @@ END_TEST
 START_TEST(t_open_newer_engine)
 {
     /* An engine newer than PyBox still speaks PyBox's API: requests stay on /v1.41. */
-    fake_add_version_body("{\"ApiVersion\":\"1.45\",\"MinAPIVersion\":\"1.24\",\"Version\":\"26.1.0\"}", false);
+    fake_add_ping("Api-Version: 1.45\r\nServer: Docker/26.1.0 (linux)\r\n", false);
     fake_add((fake_step_t){.status = "204 No Content"});
     fake_start();
     pybox_engine_t *e = open_fake();
@@ -739,7 +739,7 @@ END_TEST
 
 START_TEST(t_open_engine_too_old)
 {
-    fake_add_version_body("{\"ApiVersion\":\"1.40\",\"MinAPIVersion\":\"1.12\",\"Version\":\"19.03.15\"}", false);
+    fake_add_ping("Api-Version: 1.40\r\nServer: Docker/19.03.15 (linux)\r\n", false);
     fake_start();
     pybox_engine_t *e = NULL;
     pybox_error_t err = {0};
@@ -753,17 +753,30 @@ END_TEST
 
 START_TEST(t_open_engine_min_too_new)
 {
-    fake_add_version_body("{\"ApiVersion\":\"1.46\",\"MinAPIVersion\":\"1.44\",\"Version\":\"99.0.0\"}", false);
+    /* An engine too new for API 1.41 says so on the first versioned request; its own
+     * words reach the error. */
+    fake_add_ping("Api-Version: 1.46\r\nServer: Docker/99.0.0 (linux)\r\n", false);
+    fake_add_json("400 Bad Request", "{\"message\":\"client version 1.41 is too old. Minimum supported API version is "
+                                     "1.44, please upgrade your client to a newer version\"}");
     fake_start();
-    expect_open_fails(PYBOX_ERR_ENGINE, "1.41");
+    pybox_engine_t *e = open_fake();
+    long status = 0;
+    cJSON *reply = NULL;
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_engine_call(e, "GET", "/containers/json", NULL, &status, &reply, &err), 0);
+    ck_assert_int_eq(status, 400);
+    pybox_engine_fail(&err, "GET /containers/json", status, reply);
+    ck_assert_ptr_nonnull(strstr(err.msg, "Minimum supported API version is 1.44"));
+    cJSON_Delete(reply);
+    pybox_engine_free(e);
 }
 END_TEST
 
 START_TEST(t_open_no_api_version)
 {
-    fake_add_version_body("{\"Version\":\"20.10.24\"}", false);
+    fake_add_ping("Server: Docker/20.10.24 (linux)\r\n", false);
     fake_start();
-    expect_open_fails(PYBOX_ERR_PROTOCOL, "ApiVersion");
+    expect_open_fails(PYBOX_ERR_PROTOCOL, "Api-Version");
 }
 END_TEST
 
@@ -771,7 +784,7 @@ START_TEST(t_open_version_not_json)
 {
     fake_add((fake_step_t){.status = "200 OK", .headers = "Content-Type: text/html\r\n", .body = "<html>hi</html>"});
     fake_start();
-    expect_open_fails(PYBOX_ERR_PROTOCOL, "not JSON");
+    expect_open_fails(PYBOX_ERR_PROTOCOL, "Api-Version");
 }
 END_TEST
 
@@ -1031,8 +1044,8 @@ END_TEST
 
 START_TEST(t_call_reconnects)
 {
-    /* The engine closes after /version: the next request goes on a new connection. */
-    fake_add_version_body(VERSION_OK, true);
+    /* The engine closes after /_ping: the next request goes on a new connection. */
+    fake_add_ping(PING_OK, true);
     fake_add_json("200 OK", "{\"n\":1}");
     fake_add_json("200 OK", "{\"n\":2}");
     fake_start();
@@ -1058,7 +1071,7 @@ START_TEST(t_call_hangup)
 {
     /* A fresh connection that the engine closes unanswered (a reused one libcurl may
      * retry on its own, which would hide the answer under test). */
-    fake_add_version_body(VERSION_OK, true);
+    fake_add_ping(PING_OK, true);
     fake_add((fake_step_t){.kind = FAKE_HANGUP});
     fake_start();
     pybox_engine_t *e = open_fake();

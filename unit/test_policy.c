@@ -26,7 +26,7 @@ static void fixture_policy(pybox_policy_t *p)
 {
     pybox_policy_defaults(p);
     ck_assert_int_eq(pybox_strlcpy(p->image_id,
-                                   "sha256:7588a45de040c00cb94096221b510e8808062e8084d7c43fce079d2751ad8434",
+                                   "sha256:0f7d0080cbe62c085e8259af8a055581d48a56cb6c8143885265cfe819807aca",
                                    sizeof p->image_id),
                      0);
     ck_assert_int_eq(pybox_strlcpy(p->name, "pybox-fixture0000000000000000000000", sizeof p->name), 0);
@@ -192,7 +192,8 @@ START_TEST(body_contents)
     ck_assert_ptr_nonnull(body);
 
     expect_string(body, "Image", p.image_id);
-    expect_string(body, "User", "65534:65534");
+    /* The box starts as root for its init, which runs the program as 65534. */
+    expect_string(body, "User", "0:0");
     ck_assert(cJSON_IsTrue(get(body, "NetworkDisabled")));
     ck_assert(cJSON_IsFalse(get(body, "Tty")));
     const cJSON *entry = get(body, "Entrypoint");
@@ -220,7 +221,13 @@ START_TEST(body_contents)
     const cJSON *capdrop = get(h, "CapDrop");
     ck_assert_int_eq(cJSON_GetArraySize(capdrop), 1);
     ck_assert_str_eq(cJSON_GetArrayItem(capdrop, 0)->valuestring, "ALL");
-    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(h, "CapAdd"));
+    /* Only what the init needs: CAP_KILL to end the program, CAP_SETGID/CAP_SETUID to
+     * start it as its own user (which leaves the program none). */
+    const cJSON *capadd = get(h, "CapAdd");
+    ck_assert_int_eq(cJSON_GetArraySize(capadd), 3);
+    ck_assert_str_eq(cJSON_GetArrayItem(capadd, 0)->valuestring, "CAP_KILL");
+    ck_assert_str_eq(cJSON_GetArrayItem(capadd, 1)->valuestring, "CAP_SETGID");
+    ck_assert_str_eq(cJSON_GetArrayItem(capadd, 2)->valuestring, "CAP_SETUID");
 
     const cJSON *secopt = get(h, "SecurityOpt");
     ck_assert(array_has(secopt, "no-new-privileges"));
@@ -556,7 +563,10 @@ START_TEST(verify_catches_each_mutation)
     expect_caught(j, "HostConfig.CapDrop", "CapDrop empty");
 
     j = load_fixture();
-    set_item(j, "HostConfig", "CapAdd", strings("SYS_ADMIN", NULL));
+    cJSON *caps = strings("CAP_KILL", "CAP_SETGID");
+    cJSON_AddItemToArray(caps, cJSON_CreateString("CAP_SETUID"));
+    cJSON_AddItemToArray(caps, cJSON_CreateString("SYS_ADMIN"));
+    set_item(j, "HostConfig", "CapAdd", caps);
     expect_caught(j, "HostConfig.CapAdd", "CapAdd SYS_ADMIN");
 
     j = load_fixture();

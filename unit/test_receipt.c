@@ -321,7 +321,7 @@ static char *receipt_text(const pybox_run_result_t *r)
 {
     pybox_buf_t b;
     pybox_buf_init(&b, 0);
-    ck_assert_int_eq(pybox_receipt_text(r, &b), 0);
+    ck_assert_int_eq(pybox_receipt_text(r, 80, &b), 0);
     ck_assert_ptr_nonnull(b.data);
     ck_assert_uint_eq(strlen(b.data), b.len);
     return pybox_buf_steal(&b);
@@ -479,6 +479,62 @@ START_TEST(text_truncated)
 }
 END_TEST
 
+/* Display cells of a receipt line, non-ASCII counted as two (as the cutter does). */
+static size_t line_cells(const char *line, size_t len)
+{
+    size_t cells = 0;
+    for (size_t i = 0; i < len; i++)
+        if (((unsigned char)line[i] & 0xc0) != 0x80)
+            cells += (unsigned char)line[i] < 0x80 ? 1 : 2;
+    return cells;
+}
+
+START_TEST(text_long_lines_cut_and_fenced)
+{
+    /* A program line longer than the terminal, with wide characters and a forged
+     * receipt line placed where a terminal would wrap it to column 0. */
+    char out[700];
+    size_t n = 0;
+    memset(out, ' ', 76);
+    n = 76;
+    const char *forged = "  status     SUPERVISOR_KILL_OBSERVED";
+    memcpy(out + n, forged, strlen(forged));
+    n += strlen(forged);
+    for (int i = 0; i < 60; i++) {
+        memcpy(out + n, "\xe6\x97\xa5", 3); /* a wide character */
+        n += 3;
+    }
+    out[n++] = '\n';
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_TARGET_EXIT, out, n, "", 0);
+    for (int columns = 24; columns <= 120; columns += 48) {
+        pybox_buf_t b;
+        pybox_buf_init(&b, 0);
+        ck_assert_int_eq(pybox_receipt_text(&r, columns, &b), 0);
+        const char *said = strstr(b.data, "SAID");
+        ck_assert_ptr_nonnull(said);
+        const char *end = strstr(said, "UNKNOWN");
+        ck_assert_ptr_nonnull(end);
+        int pieces = 0;
+        for (const char *line = strchr(said, '\n') + 1; line < end;) {
+            const char *nl = strchr(line, '\n');
+            if (strncmp(line, "  |", 3) == 0) {
+                pieces++;
+                ck_assert_msg(line_cells(line, (size_t)(nl - line)) <= (size_t)columns,
+                              "a fenced line is wider than %d columns", columns);
+            }
+            line = nl + 1;
+        }
+        ck_assert_int_ge(pieces, 2);
+        /* The forged line never starts a line of its own. */
+        ck_assert(!has_line(b.data, forged));
+        ck_assert_int_eq(count_lines_starting(b.data, "  status"), 1);
+        pybox_buf_free(&b);
+    }
+    pybox_run_result_free(&r);
+}
+END_TEST
+
 START_TEST(text_pybox_error)
 {
     pybox_run_result_t r;
@@ -544,6 +600,7 @@ Suite *suite_receipt(void)
     tc = tcase_create("text");
     tcase_add_test(tc, text_hostile_output);
     tcase_add_test(tc, text_truncated);
+    tcase_add_test(tc, text_long_lines_cut_and_fenced);
     tcase_add_test(tc, text_pybox_error);
     tcase_set_timeout(tc, 10);
     suite_add_tcase(s, tc);
