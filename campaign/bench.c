@@ -70,8 +70,8 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static const char *const phases[] = {"create", "verify", "attach", "start", "run", "collect", "remove", "total"};
-#define NPHASES 8
+static const char *const phases[] = {"create", "verify", "attach", "start", "arm", "run", "collect", "remove", "total"};
+#define NPHASES 9
 
 int main(int argc, char **argv)
 {
