@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "buf.h"
 #include "error.h"
 #include "policy.h"
 #include "stream.h"
@@ -43,6 +44,10 @@ typedef struct pybox_box_ops {
     int (*create)(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **out, pybox_error_t *err);
     /* Read the box back and compare it with the policy (PYBOX_ERR_POLICY on a difference). */
     int (*verify)(pybox_box_t *b, const pybox_policy_t *p, int *checked, pybox_error_t *err);
+    /* Unpack a tar into a folder of the box (before it starts). */
+    int (*put_files)(pybox_box_t *b, const char *dir, const void *tar, size_t len, pybox_error_t *err);
+    /* A tar of a folder of the box (while it is held), at most max bytes. */
+    int (*get_files)(pybox_box_t *b, const char *dir, size_t max, pybox_buf_t *out, pybox_error_t *err);
     /* Connect to the box's stdin/stdout/stderr before it starts. */
     int (*open_io)(pybox_box_t *b, pybox_error_t *err);
     int (*start)(pybox_box_t *b, pybox_error_t *err);

@@ -95,6 +95,41 @@ static int d_verify(pybox_box_t *base, const pybox_policy_t *p, int *checked, py
     return rc;
 }
 
+static int d_put_files(pybox_box_t *base, const char *dir, const void *tar, size_t len, pybox_error_t *err)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    char path[300];
+    snprintf(path, sizeof path, "/containers/%s/archive?path=%s", b->id, dir);
+    long status = 0;
+    cJSON *reply = NULL;
+    if (pybox_engine_put(b->engine, path, tar, len, "application/x-tar", &status, &reply, err) < 0)
+        return -1;
+    int rc = 0;
+    if (status != 200)
+        rc = pybox_engine_fail(err, "copying the inputs into the box", status, reply);
+    cJSON_Delete(reply);
+    return rc;
+}
+
+static int d_get_files(pybox_box_t *base, const char *dir, size_t max, pybox_buf_t *out, pybox_error_t *err)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    char path[300];
+    snprintf(path, sizeof path, "/containers/%s/archive?path=%s", b->id, dir);
+    long status = 0;
+    pybox_buf_init(out, max);
+    if (pybox_engine_call_raw(b->engine, "GET", path, NULL, &status, out, err) < 0)
+        return -1;
+    if (status != 200) {
+        cJSON *j = cJSON_ParseWithLength(out->data ? out->data : "", out->len);
+        pybox_engine_fail(err, "copying the files out of the box", status, j);
+        cJSON_Delete(j);
+        pybox_buf_free(out);
+        return -1;
+    }
+    return 0;
+}
+
 static int d_open_io(pybox_box_t *base, pybox_error_t *err)
 {
     docker_box_t *b = (docker_box_t *)base;
@@ -312,6 +347,8 @@ static const pybox_box_ops_t docker_ops = {
     .name = "docker",
     .create = d_create,
     .verify = d_verify,
+    .put_files = d_put_files,
+    .get_files = d_get_files,
     .open_io = d_open_io,
     .start = d_start,
     .io_fd = d_io_fd,

@@ -30,6 +30,8 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
         {"memory", required_argument, NULL, 'm'},
         {"pids", required_argument, NULL, 'p'},
         {"cpus", required_argument, NULL, 'c'},
+        {"input", required_argument, NULL, 'I'},
+        {"output", required_argument, NULL, 'O'},
         {NULL, 0, NULL, 0},
     };
     o->timeout_ms = PYBOX_DEFAULT_TIMEOUT_MS;
@@ -39,6 +41,8 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
     o->pids = 0;
     o->nano_cpus = 0;
     o->timeout_given = false;
+    o->n_inputs = 0;
+    o->output = NULL;
     optind = 0; /* GNU: full re-initialisation, so parsing can run more than once */
     opterr = 0;
     char arg[128];
@@ -94,6 +98,17 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
         }
         case 'j':
             o->json = true;
+            break;
+        case 'I':
+            if (o->n_inputs == sizeof o->inputs / sizeof *o->inputs)
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--input: at most %zu inputs (give a folder instead)",
+                                       sizeof o->inputs / sizeof *o->inputs);
+            o->inputs[o->n_inputs++] = optarg;
+            break;
+        case 'O':
+            if (o->output != NULL)
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--output: give it once");
+            o->output = optarg;
             break;
         case 'i':
             o->image = optarg;

@@ -19,6 +19,9 @@ typedef struct pybox_exec_opts {
     int64_t pids;         /* 0: default */
     int64_t nano_cpus;    /* 0: default */
     bool timeout_given;
+    const char *inputs[64]; /* --input, in order */
+    size_t n_inputs;
+    const char *output; /* --output, or NULL */
 } pybox_exec_opts_t;
 
 /* Refuse what is above a ceiling, naming the ceiling and where it is set. */

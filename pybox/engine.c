@@ -115,10 +115,14 @@ static int transfer(pybox_engine_t *e, const char *method, const char *url, cons
         curl_easy_setopt(c, CURLOPT_READDATA, &src);
         hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
         hdrs = curl_slist_append(hdrs, "Expect:");
-    } else if (strcmp(method, "POST") == 0) {
+    } else if (strcmp(method, "POST") == 0 || body != NULL) {
         curl_easy_setopt(c, CURLOPT_POST, 1L);
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)(body ? body_len : 0));
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body_len : 0));
+        if (strcmp(method, "POST") != 0)
+            curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        if (body_len > 1024)
+            hdrs = curl_slist_append(hdrs, "Expect:");
     } else if (strcmp(method, "GET") != 0) {
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     }
@@ -138,8 +142,8 @@ static int transfer(pybox_engine_t *e, const char *method, const char *url, cons
         if (rc == CURLE_OPERATION_TIMEDOUT)
             kind_errno = ETIMEDOUT;
         if (rc == CURLE_WRITE_ERROR)
-            return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "%s %s: the engine's reply is larger than %d bytes",
-                                   method, url, PYBOX_ENGINE_REPLY_MAX);
+            return pybox_error_set(err, PYBOX_ERR_PROTOCOL, EFBIG, "%s %s: the engine's reply is larger than %zu bytes",
+                                   method, url, reply->max);
         return pybox_error_set(err, PYBOX_ERR_ENGINE, kind_errno, "%s %s via %s: %s", method, url, e->socket_path,
                                curl_easy_strerror(rc));
     }
@@ -212,6 +216,22 @@ int pybox_engine_call(pybox_engine_t *e, const char *method, const char *path, c
                       cJSON **reply, pybox_error_t *err)
 {
     return pybox_engine_call_timeout(e, method, path, body, PYBOX_ENGINE_TIMEOUT_MS, status, reply, err);
+}
+
+int pybox_engine_put(pybox_engine_t *e, const char *path, const void *data, size_t len, const char *content_type,
+                     long *status, cJSON **reply, pybox_error_t *err)
+{
+    char url[2048];
+    if (make_url(e, path, url, sizeof url, err) < 0)
+        return -1;
+    pybox_buf_t b;
+    pybox_buf_init(&b, PYBOX_ENGINE_REPLY_MAX);
+    *reply = NULL;
+    int rc = transfer(e, "PUT", url, data, len, -1, content_type, PYBOX_ENGINE_TIMEOUT_MS, status, &b, err);
+    if (rc == 0 && b.len > 0)
+        *reply = cJSON_ParseWithLength(b.data, b.len);
+    pybox_buf_free(&b);
+    return rc;
 }
 
 int pybox_engine_upload(pybox_engine_t *e, const char *path, int fd, const char *content_type, long *status,

@@ -47,6 +47,10 @@ int pybox_engine_call_timeout(pybox_engine_t *e, const char *method, const char 
 int pybox_engine_call_raw(pybox_engine_t *e, const char *method, const char *path, const cJSON *body, long *status,
                           pybox_buf_t *reply, pybox_error_t *err);
 
+/* PUT bytes held in memory (e.g. a tar into a box) and read the JSON reply, if any. */
+int pybox_engine_put(pybox_engine_t *e, const char *path, const void *data, size_t len, const char *content_type,
+                     long *status, cJSON **reply, pybox_error_t *err);
+
 /* POST a file's content (e.g. a tar for image import) and read the raw reply. */
 int pybox_engine_upload(pybox_engine_t *e, const char *path, int fd, const char *content_type, long *status,
                         pybox_buf_t *reply, pybox_error_t *err);

@@ -47,6 +47,16 @@
 #define PYBOX_NOFILE 256
 #define PYBOX_FSIZE_BYTES (64LL * 1024 * 1024)
 
+/* Files in (all inputs together) and out (docs/files.md). */
+#define PYBOX_INPUT_MAX (8LL * 1024 * 1024)
+#define PYBOX_OUT_FILES_MAX 64
+#define PYBOX_OUT_FILE_MAX (8LL * 1024 * 1024)
+#define PYBOX_OUT_TOTAL_MAX (32LL * 1024 * 1024)
+#define PYBOX_OUT_DEPTH_MAX 16
+/* The program's output folder in the box: a tmpfs volume of this size at most (never
+ * more than the box's memory, which it counts against). */
+#define PYBOX_OUT_VOLUME_MAX (64LL * 1024 * 1024)
+
 /* Names and ids. */
 #define PYBOX_ID_MAX 128
 #define PYBOX_NAME_MAX 64

@@ -96,6 +96,15 @@ static int cmd_exec(int argc, char **argv)
         pybox_cli_check_program(prog, len, over, &err) < 0)
         return fail(&err, o.json);
 
+    /* Files: checked (and the inputs packed) before anything else exists. */
+    _cleanup_(pybox_inputs_freep) pybox_inputs_t inputs;
+    pybox_output_spec_t output;
+    pybox_inputs_init(&inputs);
+    if (o.n_inputs > 0 && pybox_inputs_prepare(o.inputs, o.n_inputs, PYBOX_INPUT_MAX, &inputs, &err) < 0)
+        return fail(&err, o.json);
+    if (o.output != NULL && pybox_output_check(o.output, &output, &err) < 0)
+        return fail(&err, o.json);
+
     pybox_state_t st;
     pybox_config_t ceil;
     if (pybox_state_open(&st, false, &err) < 0 || pybox_state_config(&st, &ceil, &err) < 0 ||
@@ -115,7 +124,9 @@ static int cmd_exec(int argc, char **argv)
                                .image_name = o.image,
                                .state = &st,
                                .expiry_s = ceil.expiry_s,
-                               .housekeeping = true};
+                               .housekeeping = true,
+                               .inputs = o.n_inputs > 0 ? &inputs : NULL,
+                               .output = o.output != NULL ? &output : NULL};
     pybox_policy_defaults(&req.policy);
     snprintf(req.policy.image_id, sizeof req.policy.image_id, "%s", pin.id);
     snprintf(req.policy.install_id, sizeof req.policy.install_id, "%s", st.install_id);

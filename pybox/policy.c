@@ -9,6 +9,7 @@
 
 #include "../guest/proto.h"
 #include "buf.h"
+#include "files.h"
 #include "util.h"
 
 /* The profile's source text, linked in by seccomp_blob.S. */
@@ -123,6 +124,49 @@ static cJSON *config_part(const pybox_policy_t *p)
     return c;
 }
 
+static cJSON *volume_labels(const pybox_policy_t *p)
+{
+    char expires[32];
+    snprintf(expires, sizeof expires, "%lld", (long long)p->expires);
+    cJSON *l = cJSON_CreateObject();
+    cJSON_AddStringToObject(l, PYBOX_LABEL_INSTALL, p->install_id);
+    cJSON_AddStringToObject(l, PYBOX_LABEL_RUN, p->run_id);
+    cJSON_AddStringToObject(l, PYBOX_LABEL_EXPIRES, expires);
+    return l;
+}
+
+/* The box's volumes: anonymous (removed with the box), labelled (found by cleanup). */
+static cJSON *mounts(const pybox_policy_t *p)
+{
+    cJSON *m = cJSON_CreateArray();
+    if (p->mount_in) {
+        cJSON *v = cJSON_CreateObject();
+        cJSON_AddStringToObject(v, "Type", "volume");
+        cJSON_AddStringToObject(v, "Target", PYBOX_BOX_IN);
+        cJSON *o = cJSON_AddObjectToObject(v, "VolumeOptions");
+        cJSON_AddItemToObject(o, "Labels", volume_labels(p));
+        cJSON_AddItemToArray(m, v);
+    }
+    if (p->mount_out) {
+        cJSON *v = cJSON_CreateObject();
+        cJSON_AddStringToObject(v, "Type", "volume");
+        cJSON_AddStringToObject(v, "Target", PYBOX_BOX_OUT);
+        cJSON *o = cJSON_AddObjectToObject(v, "VolumeOptions");
+        cJSON_AddItemToObject(o, "Labels", volume_labels(p));
+        cJSON *dc = cJSON_AddObjectToObject(o, "DriverConfig");
+        cJSON_AddStringToObject(dc, "Name", "local");
+        cJSON *opts = cJSON_AddObjectToObject(dc, "Options");
+        char mo[128];
+        snprintf(mo, sizeof mo, "size=%lld,uid=%d,gid=%d,mode=0700", (long long)p->out_bytes, PYBOX_GUEST_PROGRAM_UID,
+                 PYBOX_GUEST_PROGRAM_GID);
+        cJSON_AddStringToObject(opts, "device", "tmpfs");
+        cJSON_AddStringToObject(opts, "o", mo);
+        cJSON_AddStringToObject(opts, "type", "tmpfs");
+        cJSON_AddItemToArray(m, v);
+    }
+    return m;
+}
+
 static cJSON *host_part(const pybox_policy_t *p)
 {
     cJSON *h = cJSON_CreateObject();
@@ -177,6 +221,8 @@ static cJSON *host_part(const pybox_policy_t *p)
     cJSON_AddItemToObject(h, "MaskedPaths", string_array(masked_paths, sizeof masked_paths / sizeof *masked_paths));
     cJSON_AddItemToObject(h, "ReadonlyPaths",
                           string_array(readonly_paths, sizeof readonly_paths / sizeof *readonly_paths));
+    if (p->mount_in || p->mount_out)
+        cJSON_AddItemToObject(h, "Mounts", mounts(p));
     cJSON *rp = cJSON_AddObjectToObject(h, "RestartPolicy");
     cJSON_AddStringToObject(rp, "Name", "no");
     cJSON_AddNumberToObject(rp, "MaximumRetryCount", 0);
@@ -281,6 +327,36 @@ static void expect_section(verdict_t *v, const char *section, const cJSON *want,
     }
 }
 
+/* What is mounted: exactly the box's own volumes, nothing of the host. */
+static void expect_mounts(verdict_t *v, const pybox_policy_t *p, const cJSON *got)
+{
+    int want = (p->mount_in ? 1 : 0) + (p->mount_out ? 1 : 0);
+    v->checked++;
+    cJSON *w = cJSON_CreateNumber(want);
+    if (want == 0) {
+        if (!is_empty(got))
+            differ(v, "Mounts", w, got);
+        cJSON_Delete(w);
+        return;
+    }
+    bool ok = cJSON_GetArraySize(got) == want;
+    const cJSON *m;
+    cJSON_ArrayForEach (m, got) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "Type");
+        const cJSON *driver = cJSON_GetObjectItemCaseSensitive(m, "Driver");
+        const cJSON *dest = cJSON_GetObjectItemCaseSensitive(m, "Destination");
+        const cJSON *rw = cJSON_GetObjectItemCaseSensitive(m, "RW");
+        bool known = cJSON_IsString(dest) && ((p->mount_in && strcmp(dest->valuestring, PYBOX_BOX_IN) == 0) ||
+                                              (p->mount_out && strcmp(dest->valuestring, PYBOX_BOX_OUT) == 0));
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "volume") != 0 || !cJSON_IsString(driver) ||
+            strcmp(driver->valuestring, "local") != 0 || !known || !cJSON_IsTrue(rw))
+            ok = false;
+    }
+    if (!ok)
+        differ(v, "Mounts", w, got);
+    cJSON_Delete(w);
+}
+
 static int verify(const pybox_policy_t *p, const cJSON *inspect, verdict_t *v)
 {
     cJSON *want = pybox_policy_create_body(p);
@@ -325,7 +401,7 @@ static int verify(const pybox_policy_t *p, const cJSON *inspect, verdict_t *v)
     };
     for (size_t i = 0; i < sizeof host_empty / sizeof *host_empty; i++)
         expect_empty(v, "HostConfig.", host, host_empty[i]);
-    expect_empty(v, "", inspect, "Mounts");
+    expect_mounts(v, p, cJSON_GetObjectItemCaseSensitive(inspect, "Mounts"));
     expect_empty(v, "Config.", config, "ExposedPorts");
     expect_empty(v, "Config.", config, "Volumes");
     expect_empty(v, "Config.", config, "Healthcheck");

@@ -6,6 +6,7 @@
 #define PYBOX_POLICY_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -34,6 +35,11 @@ typedef struct pybox_policy {
     int64_t shm_bytes;    /* size of /dev/shm */
     int64_t nofile;       /* open files */
     int64_t fsize_bytes;  /* largest file the program may write */
+    /* Files: a disk volume at /box/in for the inputs (root-owned, read-only by mode),
+     * and a tmpfs volume of out_bytes at /box/out for what the program leaves. */
+    bool mount_in;
+    bool mount_out;
+    int64_t out_bytes;
     /* Testing only: when set, the create body deviates from the policy in this one
      * setting, so the verifier can be shown to catch it against a real engine. */
     const char *tamper;

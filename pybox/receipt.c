@@ -93,6 +93,93 @@ static cJSON *reading_json(const pybox_reading_t *r, bool taken, int64_t pids_sa
     return o;
 }
 
+#define LISTED_MAX 100
+
+static char *escaped(const char *s)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    pybox_escape_terminal(&b, s, strlen(s), false);
+    return pybox_buf_steal(&b);
+}
+
+static const char *out_status(pybox_out_status_t s)
+{
+    switch (s) {
+    case PYBOX_OUT_NOT_ASKED:
+        return "not_asked";
+    case PYBOX_OUT_DELIVERED:
+        return "delivered";
+    case PYBOX_OUT_REFUSED:
+        return "refused";
+    case PYBOX_OUT_NOT_RECEIVED:
+        return "not_received";
+    }
+    return "?";
+}
+
+static cJSON *inputs_json(const pybox_inputs_t *in)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; in != NULL && i < in->n; i++) {
+        cJSON *f = cJSON_CreateObject();
+        char *name = escaped(in->files[i].name);
+        cJSON_AddStringToObject(f, "name", name ? name : "");
+        free(name);
+        cJSON_AddNumberToObject(f, "bytes", (double)in->files[i].bytes);
+        cJSON_AddStringToObject(f, "sha256", in->files[i].sha256);
+        cJSON_AddItemToArray(a, f);
+    }
+    return a;
+}
+
+static cJSON *files_json(const pybox_run_result_t *res)
+{
+    const pybox_outputs_t *o = &res->outputs;
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddStringToObject(f, "status", res->output_asked ? out_status(o->status) : "not_asked");
+    if (!res->output_asked)
+        return f;
+    if (o->status == PYBOX_OUT_DELIVERED)
+        cJSON_AddStringToObject(f, "folder", o->dir);
+    if (o->reason[0]) {
+        char *r = escaped(o->reason);
+        cJSON_AddStringToObject(f, "reason", r ? r : "");
+        free(r);
+    }
+    cJSON_AddNumberToObject(f, "returned_files", o->returned_files);
+    cJSON_AddNumberToObject(f, "returned_bytes", (double)o->returned_bytes);
+    cJSON_AddNumberToObject(f, "not_returned", o->not_returned);
+    cJSON *ret = cJSON_AddArrayToObject(f, "returned");
+    cJSON *not = cJSON_AddArrayToObject(f, "not_returned_entries");
+    int listed = 0;
+    for (size_t i = 0; i < o->n; i++) {
+        const pybox_out_entry_t *e = &o->entries[i];
+        if (e->returned && e->kind != 'f')
+            continue; /* folders that came back are implied by their files */
+        if (!e->returned && listed++ >= LISTED_MAX)
+            continue;
+        cJSON *x = cJSON_CreateObject();
+        char *name = escaped(e->name);
+        cJSON_AddStringToObject(x, "name", name ? name : "");
+        free(name);
+        if (e->returned) {
+            cJSON_AddNumberToObject(x, "bytes", (double)e->bytes);
+            cJSON_AddStringToObject(x, "sha256", e->sha256);
+            cJSON_AddItemToArray(ret, x);
+        } else {
+            static const char *const kinds[] = {"file", "folder", "symbolic link", "hard link", "other"};
+            int k = e->kind == 'f' ? 0 : e->kind == 'd' ? 1 : e->kind == 'l' ? 2 : e->kind == 'h' ? 3 : 4;
+            cJSON_AddStringToObject(x, "kind", kinds[k]);
+            cJSON_AddStringToObject(x, "reason", e->reason);
+            cJSON_AddItemToArray(not, x);
+        }
+    }
+    if (listed > LISTED_MAX)
+        cJSON_AddNumberToObject(f, "not_returned_unlisted", listed - LISTED_MAX);
+    return f;
+}
+
 static cJSON *kernel_json(const pybox_run_result_t *res)
 {
     const pybox_watch_t *w = &res->watch;
@@ -162,6 +249,9 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddNumberToObject(lim, "tmp_bytes", (double)p->tmp_bytes);
     cJSON_AddNumberToObject(lim, "open_files", (double)p->nofile);
     cJSON_AddNumberToObject(lim, "file_size_bytes", (double)p->fsize_bytes);
+    cJSON_AddItemToObject(asked, "inputs", inputs_json(res->inputs));
+    if (res->inputs != NULL)
+        cJSON_AddNumberToObject(asked, "inputs_bytes", (double)res->inputs->total);
     cJSON *pol = cJSON_AddObjectToObject(asked, "policy");
     cJSON_AddStringToObject(pol, "sha256", res->policy_sha256);
     cJSON_AddStringToObject(pol, "seccomp_sha256", pybox_policy_seccomp_sha256());
@@ -209,6 +299,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
         cJSON_AddNullToObject(seen, "init_record");
     }
     cJSON_AddItemToObject(seen, "kernel", kernel_json(res));
+    cJSON_AddItemToObject(seen, "files", files_json(res));
     cJSON *oom = cJSON_AddObjectToObject(seen, "oom");
     if (res->have_exit)
         cJSON_AddBoolToObject(oom, "engine_flag", res->exit.oom_killed);
@@ -224,10 +315,12 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON *tm = cJSON_AddObjectToObject(seen, "timings_ms");
     cJSON_AddNumberToObject(tm, "create", ms1(res->t.create_ms));
     cJSON_AddNumberToObject(tm, "verify", ms1(res->t.verify_ms));
+    cJSON_AddNumberToObject(tm, "files_in", ms1(res->t.files_in_ms));
     cJSON_AddNumberToObject(tm, "attach", ms1(res->t.attach_ms));
     cJSON_AddNumberToObject(tm, "start", ms1(res->t.start_ms));
     cJSON_AddNumberToObject(tm, "arm", ms1(res->t.arm_ms));
     cJSON_AddNumberToObject(tm, "run", ms1(res->t.run_ms));
+    cJSON_AddNumberToObject(tm, "files_out", ms1(res->t.files_out_ms));
     cJSON_AddNumberToObject(tm, "collect", ms1(res->t.collect_ms));
     cJSON_AddNumberToObject(tm, "remove", ms1(res->t.remove_ms));
     cJSON_AddNumberToObject(tm, "total", ms1(res->t.total_ms));
@@ -362,6 +455,42 @@ static void count(char *buf, size_t len, const pybox_reading_t *r, unsigned bit,
         snprintf(buf, len, "unknown");
 }
 
+static void files_text(pybox_buf_t *o, const pybox_run_result_t *res)
+{
+    const pybox_outputs_t *out = &res->outputs;
+    if (!res->output_asked)
+        return;
+    if (out->status == PYBOX_OUT_DELIVERED) {
+        char *dir = escaped(out->dir);
+        pybox_buf_printf(o, "  %-10s %d file%s (%lld bytes) brought back into %s; %d not brought back\n", "files out",
+                         out->returned_files, out->returned_files == 1 ? "" : "s", (long long)out->returned_bytes,
+                         dir ? dir : "", out->not_returned);
+        free(dir);
+    } else {
+        char *why = escaped(out->reason);
+        pybox_buf_printf(o, "  %-10s NOTHING brought back, no output folder created: %s\n", "files out",
+                         why ? why : "");
+        free(why);
+    }
+    int listed = 0;
+    for (size_t i = 0; i < out->n; i++) {
+        const pybox_out_entry_t *e = &out->entries[i];
+        if (e->returned && e->kind != 'f')
+            continue;
+        if (!e->returned && listed++ >= LISTED_MAX)
+            continue;
+        char *name = escaped(e->name);
+        if (e->returned)
+            pybox_buf_printf(o, "  %-10s + %s  %lld bytes, sha256 %.16s...\n", "", name ? name : "",
+                             (long long)e->bytes, e->sha256);
+        else
+            pybox_buf_printf(o, "  %-10s - %s  not brought back: %s\n", "", name ? name : "", e->reason);
+        free(name);
+    }
+    if (listed > LISTED_MAX)
+        pybox_buf_printf(o, "  %-10s   and %d more not brought back\n", "", listed - LISTED_MAX);
+}
+
 static void kernel_text(pybox_buf_t *o, const pybox_run_result_t *res)
 {
     const pybox_watch_t *w = &res->watch;
@@ -438,6 +567,13 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
     pybox_buf_printf(o, "  %-10s %zu bytes on stdin, sha256 %.16s...\n", "program", res->program_bytes,
                      res->program_sha256);
     pybox_buf_printf(o, "  %-10s %s %s\n", "image", res->image_name, p->image_id);
+    for (size_t i = 0; res->inputs != NULL && i < res->inputs->n; i++) {
+        char *name = escaped(res->inputs->files[i].name);
+        pybox_buf_printf(o, "  %-10s %s/%s  %lld bytes, sha256 %.16s... (read-only)\n", i == 0 ? "files in" : "",
+                         PYBOX_BOX_IN, name ? name : "", (long long)res->inputs->files[i].bytes,
+                         res->inputs->files[i].sha256);
+        free(name);
+    }
     pybox_buf_printf(o, "  %-10s memory %s (no swap), %lld processes, %.3g CPU, deadline %.3g s (box timer %.3g s)\n",
                      "limits", mem, (long long)p->pids, (double)p->nano_cpus / 1e9, (double)p->timeout_ms / 1000.0,
                      (double)p->box_timer_ms / 1000.0);
@@ -465,6 +601,7 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
         pybox_buf_printf(o, "  %-10s no record\n", "box init");
     }
     kernel_text(o, res);
+    files_text(o, res);
     pybox_buf_printf(o, "  %-10s PyBox deadline: %s; box timer: %s\n", "clocks",
                      d->stopped ? "FIRED, program stopped" : (res->deadline_fired ? "passed" : "not reached"),
                      d->timer ? "FIRED" : "not fired");
@@ -477,6 +614,9 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
                      "remove %.0f, total %.0f\n",
                      "timings", res->t.create_ms, res->t.verify_ms, res->t.attach_ms, res->t.start_ms, res->t.arm_ms,
                      res->t.run_ms, res->t.collect_ms, res->t.remove_ms, res->t.total_ms);
+    if (res->inputs != NULL || res->output_asked)
+        pybox_buf_printf(o, "  %-10s files in %.0f ms, files out %.0f ms\n", "", res->t.files_in_ms,
+                         res->t.files_out_ms);
 
     pybox_buf_printf(o, "SAID (untrusted: written by the program; escaped; every line of it starts with \"  |\")\n");
     said_text(o, "stdout", &res->said_out, columns);

@@ -79,7 +79,9 @@ typedef struct {
     pybox_box_t *box;
     pybox_buf_t q; /* bytes for the box's stdin: hello, program, then control bytes */
     size_t off;
-    bool broken; /* the box's stdin no longer takes bytes */
+    bool broken;         /* the box's stdin no longer takes bytes */
+    pybox_buf_t out_tar; /* the archive of /box/out, taken while the box was held */
+    bool have_out;
 } feed_t;
 
 /* Tell the box's init: through its stdin when that still works, else by a signal
@@ -93,6 +95,24 @@ static int command(feed_t *f, char ctl, int sig, pybox_run_result_t *res)
     if (f->box->ops->signal(f->box, sig, &serr) < 0)
         unknown(res, "signal %d to the box's init failed: %s", sig, serr.msg);
     return 0;
+}
+
+/* While the box is held: copy /box/out (a tmpfs volume that is gone once the box ends). */
+static void take_files(feed_t *f, pybox_run_result_t *res)
+{
+    double t = pybox_now_s();
+    size_t max = (size_t)(res->policy.out_bytes + res->policy.out_bytes / 4 + 1024 * 1024);
+    pybox_error_t ferr = {0};
+    if (f->box->ops->get_files(f->box, PYBOX_BOX_OUT, max, &f->out_tar, &ferr) < 0) {
+        res->outputs.status = PYBOX_OUT_NOT_RECEIVED;
+        pybox_strlcpy(res->outputs.reason,
+                      ferr.errnum == EFBIG ? "the box's archive of its output folder is larger than the limit"
+                                           : ferr.msg,
+                      sizeof res->outputs.reason);
+    } else {
+        f->have_out = true;
+    }
+    res->t.files_out_ms = since(t);
 }
 
 /* Feed the program, read everything the box says, and drive the two clocks until the
@@ -195,6 +215,8 @@ static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const c
                         pybox_watch_sample(&res->watch, pybox_now_ms(), &res->final);
                         res->final_taken = res->final.vanished == 0;
                     }
+                    if (res->output_asked && phase != PH_KILLED)
+                        take_files(f, res);
                     /* The program and every process it left have ended, and the box is
                      * held: this is where final readings and files are taken. Then
                      * release it. */
@@ -324,6 +346,11 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
         return -1;
     }
     pybox_policy_t *p = &res->policy;
+    res->inputs = req->inputs;
+    res->output_asked = req->output != NULL;
+    p->mount_in = req->inputs != NULL;
+    p->mount_out = req->output != NULL;
+    p->out_bytes = p->memory_bytes < PYBOX_OUT_VOLUME_MAX ? p->memory_bytes : PYBOX_OUT_VOLUME_MAX;
     snprintf(p->run_id, sizeof p->run_id, "%s", res->run_id);
     snprintf(p->name, sizeof p->name, "pybox-%s", res->run_id);
     snprintf(res->box_name, sizeof res->box_name, "%s", p->name);
@@ -341,8 +368,10 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     cJSON_Delete(body);
 
     /* The box's stdin: the hello line for init, then the program; control bytes follow. */
-    feed_t feed = {.req = req, .box = NULL, .off = 0, .broken = false};
+    feed_t feed = {.req = req, .box = NULL, .off = 0, .broken = false, .have_out = false};
     pybox_buf_init(&feed.q, 0);
+    pybox_buf_init(&feed.out_tar, 0);
+    pybox_outputs_init(&res->outputs);
     if (pybox_buf_printf(&feed.q, "%s%s %zu\n", PYBOX_GUEST_HELLO, secret, req->program_len) < 0 ||
         pybox_buf_append(&feed.q, req->program, req->program_len) < 0) {
         pybox_error_set(&res->error, PYBOX_ERR_SYSTEM, ENOMEM, "the box's input (%zu bytes)", req->program_len);
@@ -393,6 +422,15 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
         goto out;
     res->verified = true;
 
+    if (req->inputs != NULL) {
+        t = pybox_now_s();
+        rc = box->ops->put_files(box, PYBOX_BOX_IN, req->inputs->tar.data ? req->inputs->tar.data : "",
+                                 req->inputs->tar.len, &res->error);
+        res->t.files_in_ms = since(t);
+        if (rc < 0)
+            goto out;
+    }
+
     t = pybox_now_s();
     rc = box->ops->open_io(box, &res->error);
     res->t.attach_ms = since(t);
@@ -431,7 +469,7 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     if (rc < 0)
         goto out;
     rc = box->ops->wait(box, 10000, &res->exit, &res->error);
-    res->t.collect_ms = since(t) - res->t.run_ms;
+    res->t.collect_ms = since(t) - res->t.run_ms - res->t.files_out_ms;
     if (rc < 0)
         goto out;
     res->have_exit = true;
@@ -466,6 +504,28 @@ out:
     } else {
         pybox_note_abandon(&note);
     }
+    /* Files out: taken while the box was held; written now, the box gone. */
+    if (req->output != NULL && rc == 0) {
+        if (feed.have_out) {
+            pybox_ingest_limits_t lim;
+            pybox_ingest_limits_default(&lim);
+            t = pybox_now_s();
+            if (pybox_outputs_ingest(feed.out_tar.data, feed.out_tar.len, req->output, res->run_id, &lim, &res->outputs,
+                                     &res->error) < 0)
+                rc = -1;
+            res->t.files_out_ms += since(t);
+        } else if (res->outputs.status == PYBOX_OUT_NOT_ASKED) {
+            res->outputs.status = PYBOX_OUT_NOT_RECEIVED;
+            snprintf(res->outputs.reason, sizeof res->outputs.reason,
+                     "the box ended before its output folder could be copied");
+        }
+        if (res->outputs.status != PYBOX_OUT_DELIVERED)
+            unknown(res, "no output folder was created: %s", res->outputs.reason);
+        if (res->outputs.xattr_failed)
+            unknown(res, "the returned files could not be marked with the run's id (no user extended attributes "
+                         "on this filesystem)");
+    }
+    pybox_buf_free(&feed.out_tar);
     if (res->started && !res->watched)
         unknown(res, "the kernel's counters were not read: %s", res->watch_error);
     else if (res->watched && !res->final_taken)
@@ -495,6 +555,7 @@ out:
 void pybox_run_result_free(pybox_run_result_t *res)
 {
     pybox_watch_free(&res->watch);
+    pybox_outputs_free(&res->outputs);
     pybox_sink_free(&res->out);
     pybox_sink_free(&res->err);
     for (int i = 0; i < res->n_unknown; i++)

@@ -11,6 +11,7 @@
 
 #include "box.h"
 #include "error.h"
+#include "files.h"
 #include "policy.h"
 #include "state.h"
 #include "stream.h"
@@ -38,11 +39,13 @@ typedef enum {
 typedef struct pybox_run_request {
     const char *program;
     size_t program_len;
-    const char *image_name;     /* for the receipt */
-    pybox_policy_t policy;      /* limits and image set by the caller; names and labels by the run */
-    const pybox_state_t *state; /* the installation: run notes, housekeeping */
-    int64_t expiry_s;           /* leftovers may be removed this long after creation (0: default) */
-    bool housekeeping;          /* remove this installation's expired leftovers first */
+    const char *image_name;            /* for the receipt */
+    pybox_policy_t policy;             /* limits and image set by the caller; names and labels by the run */
+    const pybox_state_t *state;        /* the installation: run notes, housekeeping */
+    const pybox_inputs_t *inputs;      /* files for /box/in, or NULL */
+    const pybox_output_spec_t *output; /* where /box/out goes, or NULL */
+    int64_t expiry_s;                  /* leftovers may be removed this long after creation (0: default) */
+    bool housekeeping;                 /* remove this installation's expired leftovers first */
     /* Called at each step with the run's id (tests use it to stop a run at a chosen
      * moment). */
     void (*hook)(const char *step, const char *run_id, void *arg);
@@ -50,7 +53,8 @@ typedef struct pybox_run_request {
 } pybox_run_request_t;
 
 typedef struct pybox_timings {
-    double create_ms, verify_ms, attach_ms, start_ms, arm_ms, run_ms, collect_ms, remove_ms, total_ms;
+    double create_ms, verify_ms, files_in_ms, attach_ms, start_ms, arm_ms, run_ms, files_out_ms, collect_ms, remove_ms,
+        total_ms;
 } pybox_timings_t;
 
 typedef struct pybox_run_result {
@@ -85,6 +89,10 @@ typedef struct pybox_run_result {
     char watch_error[256]; /* why not, when not */
     pybox_reading_t final; /* taken while the box was held after the program ended */
     bool final_taken;
+    /* files */
+    const pybox_inputs_t *inputs;
+    bool output_asked;
+    pybox_outputs_t outputs;
     /* what the run concludes about memory (docs/receipt.md) */
     const char *oom_finding;
     /* said (untrusted) */

@@ -1,0 +1,838 @@
+/* SPDX-License-Identifier: MIT */
+/* Files in and out of a box (see files.h and docs/files.md). */
+#include "files.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "escape.h"
+#include "limits.h"
+#include "util.h"
+
+/* ---- in ---- */
+
+#define INPUT_ENTRIES_MAX 10000
+#define INPUT_DEPTH_MAX 32
+
+void pybox_inputs_init(pybox_inputs_t *in)
+{
+    memset(in, 0, sizeof *in);
+    pybox_buf_init(&in->tar, 0);
+}
+
+void pybox_inputs_free(pybox_inputs_t *in)
+{
+    free(in->files);
+    pybox_buf_free(&in->tar);
+    memset(in, 0, sizeof *in);
+}
+
+void pybox_inputs_freep(pybox_inputs_t *in)
+{
+    pybox_inputs_free(in);
+}
+
+static la_ssize_t tar_to_buf(struct archive *a, void *arg, const void *data, size_t len)
+{
+    (void)a;
+    return pybox_buf_append(arg, data, len) == 0 ? (la_ssize_t)len : -1;
+}
+
+typedef struct {
+    struct archive *w;
+    pybox_inputs_t *in;
+    int64_t max_total;
+    size_t entries;
+    const char *top; /* the path as the operator gave it, for messages */
+} packer_t;
+
+static void shown(char *out, size_t len, const char *s)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    size_t n = strlen(s);
+    pybox_escape_terminal(&b, s, n > 200 ? 200 : n, false);
+    snprintf(out, len, "%s%s", b.data ? b.data : "", n > 200 ? "..." : "");
+    pybox_buf_free(&b);
+}
+
+static int refuse(pybox_error_t *err, const char *path, const char *why)
+{
+    char p[256];
+    shown(p, sizeof p, path);
+    return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "input %s: %s", p, why);
+}
+
+static int header(packer_t *k, const char *name, mode_t type, mode_t perm, int64_t size, time_t mtime,
+                  pybox_error_t *err)
+{
+    if (++k->entries > INPUT_ENTRIES_MAX)
+        return refuse(err, k->top, "more than 10000 files and folders in the inputs");
+    struct archive_entry *e = archive_entry_new();
+    archive_entry_set_pathname_utf8(e, name);
+    archive_entry_set_filetype(e, type);
+    archive_entry_set_perm(e, perm);
+    archive_entry_set_size(e, size);
+    archive_entry_set_uid(e, 0);
+    archive_entry_set_gid(e, 0);
+    archive_entry_set_uname(e, "root");
+    archive_entry_set_gname(e, "root");
+    archive_entry_set_mtime(e, mtime, 0);
+    int rc = archive_write_header(k->w, e);
+    archive_entry_free(e);
+    if (rc != ARCHIVE_OK)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "packing the inputs: %s", archive_error_string(k->w));
+    return 0;
+}
+
+/* One regular file: read it once, whole, hash what was read, pack what was hashed. */
+static int pack_file(packer_t *k, int fd, const char *name, const char *shown_path, pybox_error_t *err)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "fstat");
+    if (!S_ISREG(sb.st_mode))
+        return refuse(err, shown_path, "not a regular file");
+    if (sb.st_size > k->max_total - k->in->total) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "the inputs are larger than %lld bytes in all (the limit)", (long long)k->max_total);
+        return refuse(err, k->top, msg);
+    }
+    size_t size = (size_t)sb.st_size;
+    _cleanup_free_ char *data = malloc(size + 1);
+    if (data == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "malloc(%zu)", size + 1);
+    size_t got = 0;
+    for (;;) {
+        ssize_t r = read(fd, data + got, size + 1 - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return refuse(err, shown_path, strerror(errno));
+        if (r == 0)
+            break;
+        got += (size_t)r;
+        if (got > size)
+            break;
+    }
+    if (got != size)
+        return refuse(err, shown_path, "it changed while it was being read");
+    if (k->in->n == k->in->cap) {
+        size_t ncap = k->in->cap ? k->in->cap * 2 : 16;
+        pybox_input_file_t *nf = realloc(k->in->files, ncap * sizeof *nf);
+        if (nf == NULL)
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "inputs");
+        k->in->files = nf;
+        k->in->cap = ncap;
+    }
+    pybox_input_file_t *f = &k->in->files[k->in->n++];
+    memset(f, 0, sizeof *f);
+    if (pybox_strlcpy(f->name, name, sizeof f->name) < 0)
+        return refuse(err, shown_path, "its name is too long");
+    f->bytes = (int64_t)size;
+    pybox_sha256_hex(data, size, f->sha256);
+    k->in->total += (int64_t)size;
+    if (header(k, name, AE_IFREG, 0444, (int64_t)size, sb.st_mtime, err) < 0)
+        return -1;
+    if (size > 0 && archive_write_data(k->w, data, size) != (la_ssize_t)size)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "packing the inputs: %s", archive_error_string(k->w));
+    return 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A folder, depth first, in name order; anything but files and folders is refused. */
+static int pack_dir(packer_t *k, int dfd, const char *name, const char *path, int depth, pybox_error_t *err)
+{
+    if (depth > INPUT_DEPTH_MAX)
+        return refuse(err, path, "folders nested more than 32 deep");
+    struct stat sb;
+    if (fstat(dfd, &sb) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "fstat");
+    char dname[PATH_MAX];
+    if (pybox_fmt(dname, sizeof dname, "%s/", name) < 0)
+        return refuse(err, path, "a name is too long");
+    if (header(k, dname, AE_IFDIR, 0555, 0, sb.st_mtime, err) < 0)
+        return -1;
+    int copy = dup(dfd);
+    DIR *d = copy >= 0 ? fdopendir(copy) : NULL;
+    if (d == NULL) {
+        if (copy >= 0)
+            close(copy);
+        return refuse(err, path, strerror(errno));
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    int rc = 0;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 32;
+            char **nn = realloc(names, cap * sizeof *nn);
+            if (nn == NULL) {
+                rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "inputs");
+                break;
+            }
+            names = nn;
+        }
+        names[n] = strdup(de->d_name);
+        if (names[n] == NULL) {
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "inputs");
+            break;
+        }
+        n++;
+        if (n > INPUT_ENTRIES_MAX) {
+            rc = refuse(err, k->top, "more than 10000 files and folders in the inputs");
+            break;
+        }
+    }
+    closedir(d);
+    if (rc == 0 && n > 1)
+        qsort(names, n, sizeof *names, cmp_names);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        char child[PATH_MAX], childpath[PATH_MAX];
+        if (pybox_fmt(child, sizeof child, "%s/%s", name, names[i]) < 0 ||
+            pybox_fmt(childpath, sizeof childpath, "%s/%s", path, names[i]) < 0) {
+            rc = refuse(err, path, "a name is too long");
+            break;
+        }
+        struct stat cs;
+        if (fstatat(dfd, names[i], &cs, AT_SYMLINK_NOFOLLOW) < 0) {
+            rc = refuse(err, childpath, strerror(errno));
+            break;
+        }
+        if (S_ISREG(cs.st_mode)) {
+            int fd = openat(dfd, names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+            if (fd < 0) {
+                rc = refuse(err, childpath, strerror(errno));
+                break;
+            }
+            rc = pack_file(k, fd, child, childpath, err);
+            close(fd);
+        } else if (S_ISDIR(cs.st_mode)) {
+            int cfd = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (cfd < 0) {
+                rc = refuse(err, childpath, strerror(errno));
+                break;
+            }
+            rc = pack_dir(k, cfd, child, childpath, depth + 1, err);
+            close(cfd);
+        } else {
+            const char *what = S_ISLNK(cs.st_mode)    ? "holds a symbolic link"
+                               : S_ISFIFO(cs.st_mode) ? "holds a FIFO"
+                               : S_ISSOCK(cs.st_mode) ? "holds a socket"
+                                                      : "holds a device";
+            rc = refuse(err, childpath, what);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
+/* The name an input gets in /box/in: its last path component. */
+static int base_name(const char *path, char *out, size_t len)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    const char *start = path;
+    for (size_t i = 0; i < n; i++)
+        if (path[i] == '/')
+            start = path + i + 1;
+    size_t bl = (size_t)(path + n - start);
+    if (bl == 0 || bl >= len || (bl == 1 && start[0] == '.') || (bl == 2 && start[0] == '.' && start[1] == '.'))
+        return -1;
+    memcpy(out, start, bl);
+    out[bl] = '\0';
+    return 0;
+}
+
+int pybox_inputs_prepare(const char *const *paths, size_t n, int64_t max_total, pybox_inputs_t *in, pybox_error_t *err)
+{
+    pybox_inputs_init(in);
+    /* The archive is at most the inputs plus its headers: bounded. */
+    pybox_buf_init(&in->tar, (size_t)max_total + 2 * 1024 * (INPUT_ENTRIES_MAX + 1));
+    char(*bases)[NAME_MAX + 1] = calloc(n ? n : 1, sizeof *bases);
+    if (bases == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "inputs");
+    packer_t k = {.w = archive_write_new(), .in = in, .max_total = max_total};
+    archive_write_set_format_pax_restricted(k.w);
+    archive_write_set_bytes_in_last_block(k.w, 1);
+    int rc = 0;
+    if (archive_write_open2(k.w, &in->tar, NULL, tar_to_buf, NULL, NULL) != ARCHIVE_OK)
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "packing the inputs: %s", archive_error_string(k.w));
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const char *path = paths[i];
+        k.top = path;
+        if (path == NULL || path[0] == '\0') {
+            rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--input needs a path");
+            break;
+        }
+        if (base_name(path, bases[i], sizeof bases[i]) < 0) {
+            rc = refuse(err, path, "give a file or a folder by its name");
+            break;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(bases[i], bases[j]) == 0) {
+                rc = refuse(err, path, "another input has the same name in /box/in");
+                break;
+            }
+        if (rc < 0)
+            break;
+        /* The operator's own path may be a link to a file or folder; it is followed. */
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        struct stat sb;
+        if (fd < 0 || fstat(fd, &sb) < 0) {
+            rc = refuse(err, path, errno == ENOENT ? "no such file or folder" : strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            break;
+        }
+        if (S_ISREG(sb.st_mode)) {
+            rc = pack_file(&k, fd, bases[i], path, err);
+        } else if (S_ISDIR(sb.st_mode)) {
+            rc = pack_dir(&k, fd, bases[i], path, 0, err);
+        } else {
+            rc = refuse(err, path, "a special file (only regular files and folders can go in)");
+        }
+        close(fd);
+    }
+    if (rc == 0 && archive_write_close(k.w) != ARCHIVE_OK)
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "packing the inputs: %s", archive_error_string(k.w));
+    archive_write_free(k.w);
+    free(bases);
+    if (rc < 0) {
+        pybox_inputs_free(in);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- out ---- */
+
+void pybox_ingest_limits_default(pybox_ingest_limits_t *l)
+{
+    l->max_files = PYBOX_OUT_FILES_MAX;
+    l->max_file = PYBOX_OUT_FILE_MAX;
+    l->max_total = PYBOX_OUT_TOTAL_MAX;
+    l->max_depth = PYBOX_OUT_DEPTH_MAX;
+}
+
+int pybox_output_check(const char *dir, pybox_output_spec_t *spec, pybox_error_t *err)
+{
+    memset(spec, 0, sizeof *spec);
+    char p[256];
+    shown(p, sizeof p, dir ? dir : "");
+    if (dir == NULL || dir[0] == '\0')
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--output needs a folder");
+    char abs[PATH_MAX];
+    if (dir[0] == '/') {
+        if (pybox_strlcpy(abs, dir, sizeof abs) < 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--output %s: the path is too long", p);
+    } else {
+        char cwd[PATH_MAX];
+        if (getcwd(cwd, sizeof cwd) == NULL || pybox_fmt(abs, sizeof abs, "%s/%s", cwd, dir) < 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--output %s: the path is too long", p);
+    }
+    size_t n = strlen(abs);
+    while (n > 1 && abs[n - 1] == '/')
+        abs[--n] = '\0';
+    if (base_name(abs, spec->base, sizeof spec->base) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--output %s: give a folder by its name", p);
+    memcpy(spec->dir, abs, n + 1);
+    size_t plen = n - strlen(spec->base);
+    while (plen > 1 && abs[plen - 1] == '/')
+        plen--;
+    memcpy(spec->parent, abs, plen);
+    spec->parent[plen] = '\0';
+    struct stat sb;
+    if (stat(spec->parent, &sb) < 0 || !S_ISDIR(sb.st_mode))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--output %s: its parent folder does not exist", p);
+    if (access(spec->parent, W_OK | X_OK) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "--output %s: its parent folder is not writable", p);
+    if (lstat(spec->dir, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode))
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--output %s: it exists and is not a folder", p);
+        DIR *d = opendir(spec->dir);
+        if (d == NULL)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "--output %s", p);
+        struct dirent *de;
+        bool empty = true;
+        while ((de = readdir(d)) != NULL)
+            if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                empty = false;
+        closedir(d);
+        if (!empty)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "--output %s: the folder exists and is not empty (nothing would be overwritten: "
+                                   "give a new or empty folder)",
+                                   p);
+        spec->existed = true;
+    } else if (errno != ENOENT) {
+        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "--output %s", p);
+    }
+    return 0;
+}
+
+void pybox_outputs_init(pybox_outputs_t *o)
+{
+    memset(o, 0, sizeof *o);
+}
+
+void pybox_outputs_free(pybox_outputs_t *o)
+{
+    for (size_t i = 0; i < o->n; i++)
+        free(o->entries[i].name);
+    free(o->entries);
+    memset(o, 0, sizeof *o);
+}
+
+static pybox_out_entry_t *add_entry(pybox_outputs_t *o, const char *name)
+{
+    if (o->n == o->cap) {
+        size_t ncap = o->cap ? o->cap * 2 : 32;
+        pybox_out_entry_t *ne = realloc(o->entries, ncap * sizeof *ne);
+        if (ne == NULL)
+            return NULL;
+        o->entries = ne;
+        o->cap = ncap;
+    }
+    pybox_out_entry_t *e = &o->entries[o->n];
+    memset(e, 0, sizeof *e);
+    e->name = strdup(name);
+    if (e->name == NULL)
+        return NULL;
+    o->n++;
+    return e;
+}
+
+/* A name that can come back: relative, no empty, "." or ".." part, printable UTF-8 with
+ * no control or format characters, parts of at most 255 bytes, not too deep. */
+static const char *name_problem(const char *name, int max_depth)
+{
+    size_t len = strlen(name);
+    if (len == 0 || len > 1024)
+        return "its name is empty or longer than 1024 bytes";
+    if (name[0] == '/')
+        return "its name is absolute";
+    if (!pybox_utf8_valid(name, len))
+        return "its name is not UTF-8";
+    int depth = 0;
+    const char *p = name;
+    while (*p) {
+        const char *slash = strchr(p, '/');
+        size_t part = slash ? (size_t)(slash - p) : strlen(p);
+        if (part == 0 || (part == 1 && p[0] == '.') || (part == 2 && p[0] == '.' && p[1] == '.'))
+            return "its name has an empty, \".\" or \"..\" part";
+        if (part > 255)
+            return "a part of its name is longer than 255 bytes";
+        depth++;
+        p += part + (slash ? 1 : 0);
+    }
+    if (depth > max_depth)
+        return "it is nested too deep";
+    /* The terminal form of the name must be the name itself. */
+    pybox_buf_t esc;
+    pybox_buf_init(&esc, 0);
+    pybox_escape_terminal(&esc, name, len, false);
+    bool same = esc.len == len && memcmp(esc.data, name, len) == 0;
+    pybox_buf_free(&esc);
+    if (!same)
+        return "its name has control, escape, format or backslash characters";
+    return NULL;
+}
+
+static char *fold(const char *s)
+{
+    char *f = strdup(s);
+    for (char *p = f; p && *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    return f;
+}
+
+typedef struct {
+    char *raw;
+    char *folded;
+} pair_t;
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const pair_t *x = a, *y = b;
+    int c = strcmp(x->folded, y->folded);
+    return c ? c : strcmp(x->raw, y->raw);
+}
+
+/* Two names that differ only by case (a file's parent folders included) make a folder
+ * that cannot be copied to a case-insensitive disk: refuse. */
+static int case_clash(const pybox_outputs_t *o, char *a, size_t alen, char *b, size_t blen)
+{
+    size_t cap = 0, n = 0;
+    for (size_t i = 0; i < o->n; i++) {
+        if (!o->entries[i].returned)
+            continue;
+        cap++;
+        for (const char *s = o->entries[i].name; (s = strchr(s, '/')) != NULL; s++)
+            cap++;
+    }
+    pair_t *v = calloc(cap + 1, sizeof *v);
+    if (v == NULL)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < o->n && rc == 0; i++) {
+        if (!o->entries[i].returned)
+            continue;
+        const char *name = o->entries[i].name;
+        /* the name itself and every folder above it */
+        for (const char *s = name;; s++) {
+            const char *slash = strchr(s, '/');
+            size_t plen = slash ? (size_t)(slash - name) : strlen(name);
+            v[n].raw = strndup(name, plen);
+            v[n].folded = v[n].raw ? fold(v[n].raw) : NULL;
+            if (v[n].raw == NULL || v[n].folded == NULL) {
+                rc = -1;
+                n++;
+                break;
+            }
+            n++;
+            if (slash == NULL)
+                break;
+            s = slash;
+        }
+    }
+    if (rc == 0) {
+        qsort(v, n, sizeof *v, cmp_pair);
+        for (size_t i = 1; i < n; i++) {
+            if (strcmp(v[i].folded, v[i - 1].folded) == 0 && strcmp(v[i].raw, v[i - 1].raw) != 0) {
+                snprintf(a, alen, "%s", v[i - 1].raw);
+                snprintf(b, blen, "%s", v[i].raw);
+                rc = 1;
+                break;
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].raw);
+        free(v[i].folded);
+    }
+    free(v);
+    return rc;
+}
+
+static void refuse_all(pybox_outputs_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void refuse_all(pybox_outputs_t *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->reason, sizeof o->reason, fmt, ap);
+    va_end(ap);
+    o->status = PYBOX_OUT_REFUSED;
+    o->returned_files = 0;
+    o->returned_bytes = 0;
+    o->not_returned = (int)o->n;
+    for (size_t i = 0; i < o->n; i++) {
+        if (o->entries[i].returned)
+            snprintf(o->entries[i].reason, sizeof o->entries[i].reason, "the whole transfer was refused");
+        o->entries[i].returned = false;
+    }
+}
+
+static struct archive *open_tar(const void *tar, size_t len)
+{
+    struct archive *r = archive_read_new();
+    archive_read_support_format_tar(r);
+    if (archive_read_open_memory(r, tar, len) != ARCHIVE_OK) {
+        archive_read_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Where an archive entry of /box/out lands: the part after "out/" ("" for the root). */
+static const char *inside_out(const char *pn)
+{
+    if (pn == NULL)
+        return NULL;
+    if (strcmp(pn, "out") == 0 || strcmp(pn, "out/") == 0)
+        return "";
+    if (strncmp(pn, "out/", 4) != 0)
+        return NULL;
+    return pn + 4;
+}
+
+/* Pass 1: every entry, decided from its header alone. */
+static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim, pybox_outputs_t *o)
+{
+    struct archive *r = open_tar(tar, len);
+    if (r == NULL) {
+        refuse_all(o, "the box's archive of %s could not be read", PYBOX_BOX_OUT);
+        return 0;
+    }
+    struct archive_entry *e;
+    int hr;
+    int64_t total = 0;
+    while ((hr = archive_read_next_header(r, &e)) == ARCHIVE_OK) {
+        const char *pn = archive_entry_pathname(e);
+        const char *rel = inside_out(pn);
+        if (rel != NULL && rel[0] == '\0')
+            continue; /* /box/out itself */
+        char name[1100];
+        snprintf(name, sizeof name, "%s", rel ? rel : (pn ? pn : "(no name)"));
+        size_t nl = strlen(name);
+        while (nl > 1 && name[nl - 1] == '/')
+            name[--nl] = '\0';
+        pybox_out_entry_t *x = add_entry(o, name);
+        if (x == NULL) {
+            archive_read_free(r);
+            return -1;
+        }
+        mode_t type = archive_entry_filetype(e);
+        x->kind = archive_entry_hardlink(e) ? 'h'
+                  : type == AE_IFREG        ? 'f'
+                  : type == AE_IFDIR        ? 'd'
+                  : type == AE_IFLNK        ? 'l'
+                                            : 'o';
+        x->bytes = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
+        const char *problem = rel == NULL ? "it is outside " PYBOX_BOX_OUT : name_problem(name, lim->max_depth);
+        if (problem == NULL && x->kind == 'l')
+            problem = "it is a symbolic link";
+        if (problem == NULL && x->kind == 'h')
+            problem = "it is a hard link";
+        if (problem == NULL && x->kind == 'o')
+            problem = "it is a device, FIFO or socket";
+        if (problem == NULL && x->kind == 'f') {
+            if (x->bytes < 0 || x->bytes > lim->max_file)
+                problem = "it is larger than the limit for one file";
+            else if (o->returned_files >= lim->max_files)
+                problem = "more files than the limit came back";
+            else if (total + x->bytes > lim->max_total)
+                problem = "it would pass the limit for all files";
+        }
+        if (problem != NULL) {
+            snprintf(x->reason, sizeof x->reason, "%s", problem);
+            o->not_returned++;
+        } else {
+            x->returned = true;
+            if (x->kind == 'f') {
+                o->returned_files++;
+                total += x->bytes;
+            }
+        }
+        if (archive_read_data_skip(r) != ARCHIVE_OK) {
+            hr = ARCHIVE_FATAL;
+            break;
+        }
+    }
+    if (hr != ARCHIVE_EOF) {
+        refuse_all(o, "the box's archive of %s is damaged: %s", PYBOX_BOX_OUT,
+                   archive_error_string(r) ? archive_error_string(r) : "truncated");
+        archive_read_free(r);
+        return 0;
+    }
+    archive_read_free(r);
+    o->returned_bytes = total;
+    char a[1100], b[1100];
+    int clash = case_clash(o, a, sizeof a, b, sizeof b);
+    if (clash < 0)
+        return -1;
+    if (clash) {
+        pybox_buf_t ea, eb;
+        pybox_buf_init(&ea, 0);
+        pybox_buf_init(&eb, 0);
+        pybox_escape_terminal(&ea, a, strlen(a), false);
+        pybox_escape_terminal(&eb, b, strlen(b), false);
+        refuse_all(o, "'%.100s' and '%.100s' differ only by case: such a folder cannot be copied everywhere",
+                   ea.data ? ea.data : "", eb.data ? eb.data : "");
+        pybox_buf_free(&ea);
+        pybox_buf_free(&eb);
+    }
+    return 0;
+}
+
+static int rm_tree(int dfd)
+{
+    DIR *d = fdopendir(dfd);
+    if (d == NULL)
+        return -1;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+            continue;
+        int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub >= 0) {
+            rm_tree(sub);
+            unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+        }
+    }
+    closedir(d);
+    return 0;
+}
+
+static void remove_tmp(const char *parent, const char *tmpname)
+{
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0)
+        return;
+    int t = openat(pfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (t >= 0)
+        rm_tree(t);
+    unlinkat(pfd, tmpname, AT_REMOVEDIR);
+    close(pfd);
+}
+
+/* mkdir -p of the folders above a name, inside the fresh temporary folder (which holds
+ * nothing but folders and files made here: no link can be in the way). */
+static int make_parents(int root, const char *name)
+{
+    char buf[1100];
+    snprintf(buf, sizeof buf, "%s", name);
+    for (char *s = strchr(buf, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        if (mkdirat(root, buf, 0755) < 0 && errno != EEXIST)
+            return -1;
+        *s = '/';
+    }
+    return 0;
+}
+
+/* Pass 2: write what comes back into a private temporary folder, then move it into
+ * place in one rename. */
+static int deliver(const void *tar, size_t len, const pybox_output_spec_t *spec, const char *run_id, pybox_outputs_t *o,
+                   pybox_error_t *err)
+{
+    char tmpname[NAME_MAX + 1];
+    if (pybox_fmt(tmpname, sizeof tmpname, ".pybox-out-%.32s.tmp", run_id) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "output");
+    int pfd = open(spec->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "open(%s)", spec->parent);
+    if (mkdirat(pfd, tmpname, 0700) < 0) {
+        int e = errno;
+        close(pfd);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, e, "mkdir(%s/%s)", spec->parent, tmpname);
+    }
+    int root = openat(pfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int rc = root < 0 ? pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "open(%s)", tmpname) : 0;
+    struct archive *r = rc == 0 ? open_tar(tar, len) : NULL;
+    if (rc == 0 && r == NULL)
+        rc = pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "the box's archive could not be read again");
+    size_t idx = 0;
+    struct archive_entry *e;
+    char *buf = malloc(65536);
+    if (rc == 0 && buf == NULL)
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "output");
+    bool damaged = false;
+    while (rc == 0 && !damaged && archive_read_next_header(r, &e) == ARCHIVE_OK) {
+        const char *rel = inside_out(archive_entry_pathname(e));
+        if (rel != NULL && rel[0] == '\0')
+            continue;
+        if (idx >= o->n)
+            break;
+        pybox_out_entry_t *x = &o->entries[idx++];
+        if (!x->returned)
+            continue;
+        if (make_parents(root, x->name) < 0) {
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "creating folders for an output file");
+            break;
+        }
+        if (x->kind == 'd') {
+            if (mkdirat(root, x->name, 0755) < 0 && errno != EEXIST)
+                rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "creating an output folder");
+            continue;
+        }
+        int fd = openat(root, x->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "creating an output file");
+            break;
+        }
+        EVP_MD_CTX *md = EVP_MD_CTX_new();
+        EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+        int64_t written = 0;
+        for (;;) {
+            la_ssize_t got = archive_read_data(r, buf, 65536);
+            if (got < 0) {
+                damaged = true;
+                break;
+            }
+            if (got == 0)
+                break;
+            if (written + got > x->bytes) {
+                damaged = true;
+                break;
+            }
+            EVP_DigestUpdate(md, buf, (size_t)got);
+            if (pybox_write_all(fd, buf, (size_t)got) < 0) {
+                rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "writing an output file");
+                break;
+            }
+            written += got;
+        }
+        unsigned char dig[32];
+        unsigned int dl = 0;
+        EVP_DigestFinal_ex(md, dig, &dl);
+        EVP_MD_CTX_free(md);
+        pybox_hex(dig, 32, x->sha256);
+        if (written != x->bytes)
+            damaged = true;
+        /* Trace each file to the run that made it, where the filesystem allows. */
+        if (!damaged && rc == 0 && fsetxattr(fd, "user.pybox.run", run_id, strlen(run_id), 0) < 0)
+            o->xattr_failed = true;
+        if (close(fd) < 0 && rc == 0)
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "writing an output file");
+    }
+    free(buf);
+    if (r)
+        archive_read_free(r);
+    if (rc == 0 && damaged) {
+        refuse_all(o, "the box's archive of %s is damaged: a file's data does not match its size", PYBOX_BOX_OUT);
+    } else if (rc == 0) {
+        if (fchmod(root, 0755) < 0 || renameat(pfd, tmpname, pfd, spec->base) < 0) {
+            int en = errno;
+            rc =
+                pybox_error_set(err, PYBOX_ERR_SYSTEM, en, "moving the output into place (%s): the files stay in %s/%s",
+                                spec->dir, spec->parent, tmpname);
+            if (root >= 0)
+                close(root);
+            close(pfd);
+            return rc; /* lose nothing: the files stay where they are */
+        }
+        o->status = PYBOX_OUT_DELIVERED;
+        snprintf(o->dir, sizeof o->dir, "%s", spec->dir);
+    }
+    if (root >= 0)
+        close(root);
+    close(pfd);
+    if (o->status != PYBOX_OUT_DELIVERED)
+        remove_tmp(spec->parent, tmpname);
+    return rc;
+}
+
+int pybox_outputs_ingest(const void *tar, size_t len, const pybox_output_spec_t *spec, const char *run_id,
+                         const pybox_ingest_limits_t *lim, pybox_outputs_t *o, pybox_error_t *err)
+{
+    if (survey(tar, len, lim, o) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "reading the box's output");
+    if (o->status == PYBOX_OUT_REFUSED)
+        return 0;
+    return deliver(tar, len, spec, run_id, o, err);
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/* Files in and out of a box. In: the operator's files and folders, checked before any
+ * box is built, packed with libarchive into a read-only copy at /box/in (root-owned,
+ * 0444 files, 0555 folders). Out: what the program left in /box/out, taken as hostile
+ * input: only regular files and folders come back, under strict limits, names checked,
+ * into an output folder that appears whole or not at all. Contract: docs/files.md. */
+#ifndef PYBOX_FILES_H
+#define PYBOX_FILES_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "error.h"
+
+#define PYBOX_BOX_IN "/box/in"
+#define PYBOX_BOX_OUT "/box/out"
+
+/* ---- in ---- */
+
+typedef struct pybox_input_file {
+    char name[PATH_MAX]; /* relative to /box/in */
+    int64_t bytes;
+    char sha256[65];
+} pybox_input_file_t;
+
+typedef struct pybox_inputs {
+    pybox_input_file_t *files; /* regular files only, in archive order */
+    size_t n, cap;
+    int64_t total;
+    pybox_buf_t tar; /* the archive for /box/in */
+} pybox_inputs_t;
+
+void pybox_inputs_init(pybox_inputs_t *in);
+/* Check and pack the inputs. Refused (PYBOX_ERR_USAGE) when a path is missing, is not a
+ * regular file or folder, holds anything else (a link, a device, a FIFO, a socket),
+ * when two inputs have the same name, or when their total passes max_total. */
+int pybox_inputs_prepare(const char *const *paths, size_t n, int64_t max_total, pybox_inputs_t *in, pybox_error_t *err);
+void pybox_inputs_free(pybox_inputs_t *in);
+/* For _cleanup_: frees what pybox_inputs_init or _prepare left. */
+void pybox_inputs_freep(pybox_inputs_t *in);
+
+/* ---- out ---- */
+
+typedef struct pybox_output_spec {
+    char dir[PATH_MAX];    /* absolute */
+    char parent[PATH_MAX]; /* where the folder appears */
+    char base[NAME_MAX + 1];
+    bool existed; /* it existed (empty) before the run */
+} pybox_output_spec_t;
+
+/* Refused (PYBOX_ERR_USAGE) when the path is a file, a folder that is not empty, or its
+ * parent folder does not exist. */
+int pybox_output_check(const char *dir, pybox_output_spec_t *spec, pybox_error_t *err);
+
+typedef struct pybox_ingest_limits {
+    int max_files;     /* files brought back */
+    int64_t max_file;  /* bytes of one file */
+    int64_t max_total; /* bytes in all */
+    int max_depth;     /* folders deep */
+} pybox_ingest_limits_t;
+
+void pybox_ingest_limits_default(pybox_ingest_limits_t *l);
+
+typedef enum {
+    PYBOX_OUT_NOT_ASKED = 0,
+    PYBOX_OUT_DELIVERED,    /* the output folder was created with what came back (maybe nothing) */
+    PYBOX_OUT_REFUSED,      /* nothing came back: the whole transfer was refused (reason) */
+    PYBOX_OUT_NOT_RECEIVED, /* no archive came from the box (reason) */
+} pybox_out_status_t;
+
+typedef struct pybox_out_entry {
+    char *name; /* as the box named it (raw bytes, NUL-free; escape before showing) */
+    char kind;  /* 'f' file, 'd' folder, 'l' symbolic link, 'h' hard link, 'o' other */
+    int64_t bytes;
+    char sha256[65]; /* returned files */
+    bool returned;
+    char reason[96]; /* why not, when not */
+} pybox_out_entry_t;
+
+typedef struct pybox_outputs {
+    pybox_out_status_t status;
+    char reason[256];
+    char dir[PATH_MAX];
+    pybox_out_entry_t *entries;
+    size_t n, cap;
+    int returned_files;
+    int64_t returned_bytes;
+    int not_returned;
+    bool xattr_failed; /* the run could not be recorded in the files' attributes */
+} pybox_outputs_t;
+
+void pybox_outputs_init(pybox_outputs_t *o);
+void pybox_outputs_free(pybox_outputs_t *o);
+
+/* Take the archive of /box/out (entries named "out/..."). A refusal or an archive that
+ * cannot be read is a verdict in *o (status, reason), not a failure; -1 only when the
+ * host could not write (e.g. a full disk), and then nothing is left half-written. */
+int pybox_outputs_ingest(const void *tar, size_t len, const pybox_output_spec_t *spec, const char *run_id,
+                         const pybox_ingest_limits_t *lim, pybox_outputs_t *o, pybox_error_t *err);
+
+#endif
