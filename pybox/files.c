@@ -566,6 +566,14 @@ static struct archive *open_tar(const void *tar, size_t len)
     return r;
 }
 
+/* The entry's name as the archive holds it: the UTF-8 form that pax headers carry when
+ * there is one (whatever this process's locale), else the raw bytes. */
+static const char *entry_name(struct archive_entry *e)
+{
+    const char *u = archive_entry_pathname_utf8(e);
+    return u != NULL ? u : archive_entry_pathname(e);
+}
+
 /* Where an archive entry of /box/out lands: the part after "out/" ("" for the root). */
 static const char *inside_out(const char *pn)
 {
@@ -589,8 +597,10 @@ static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim,
     struct archive_entry *e;
     int hr;
     int64_t total = 0;
-    while ((hr = archive_read_next_header(r, &e)) == ARCHIVE_OK) {
-        const char *pn = archive_entry_pathname(e);
+    /* A warning (e.g. a name that is not text in this locale) is not damage: the entry
+     * is still there, and its name is judged below. */
+    while ((hr = archive_read_next_header(r, &e)) == ARCHIVE_OK || hr == ARCHIVE_WARN) {
+        const char *pn = entry_name(e);
         const char *rel = inside_out(pn);
         if (rel != NULL && rel[0] == '\0')
             continue; /* /box/out itself */
@@ -642,7 +652,7 @@ static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim,
         }
     }
     if (hr != ARCHIVE_EOF) {
-        refuse_all(o, "the box's archive of %s is damaged: %s", PYBOX_BOX_OUT,
+        refuse_all(o, "the box's archive of %s is damaged: %.120s", PYBOX_BOX_OUT,
                    archive_error_string(r) ? archive_error_string(r) : "truncated");
         archive_read_free(r);
         return 0;
@@ -742,8 +752,9 @@ static int deliver(const void *tar, size_t len, const pybox_output_spec_t *spec,
     if (rc == 0 && buf == NULL)
         rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "output");
     bool damaged = false;
-    while (rc == 0 && !damaged && archive_read_next_header(r, &e) == ARCHIVE_OK) {
-        const char *rel = inside_out(archive_entry_pathname(e));
+    int hr;
+    while (rc == 0 && !damaged && ((hr = archive_read_next_header(r, &e)) == ARCHIVE_OK || hr == ARCHIVE_WARN)) {
+        const char *rel = inside_out(entry_name(e));
         if (rel != NULL && rel[0] == '\0')
             continue;
         if (idx >= o->n)

@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: MIT */
+/* Files in and out through pybox exec against the real engine. */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../pybox/util.h"
+#include "itest.h"
+#include "suites.h"
+
+static char work[64];
+
+static void setup(void)
+{
+    snprintf(work, sizeof work, "/tmp/pybox-files-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(work));
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void teardown(void)
+{
+    nftw(work, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void path_in(char *out, const char *name)
+{
+    ck_assert_int_eq(pybox_fmt(out, PATH_MAX, "%s/%s", work, name), 0);
+}
+
+static void write_file(const char *name, const char *data, size_t len)
+{
+    char p[PATH_MAX];
+    path_in(p, name);
+    FILE *f = fopen(p, "we");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return NULL;
+    char *buf = malloc(16 * 1024 * 1024);
+    *len = fread(buf, 1, 16 * 1024 * 1024, f);
+    fclose(f);
+    return buf;
+}
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return -1;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+static const cJSON *entry_named(const cJSON *arr, const char *name)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach (e, arr) {
+        if (strcmp(itest_str(e, "name"), name) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+static int boxes_of_this_install(void)
+{
+    pybox_engine_t *e = itest_engine();
+    int n = itest_list(e, "pybox.install", itest_state()->install_id, NULL);
+    pybox_engine_free(e);
+    return n;
+}
+
+START_TEST(csv_in_two_files_back)
+{
+    write_file("data.csv", "city,n\nParis,3\nLyon,2\nParis,4\n", 30);
+    char in[PATH_MAX], out[PATH_MAX];
+    path_in(in, "data.csv");
+    path_in(out, "result");
+    const char *args[] = {"--input", in, "--output", out, NULL};
+    itest_run_t r;
+    itest_exec("import csv, os, collections\n"
+               "t = collections.Counter()\n"
+               "for row in csv.DictReader(open('/box/in/data.csv')):\n    t[row['city']] += int(row['n'])\n"
+               "open('/box/out/summary.csv', 'w').write(''.join(f'{k},{v}\\n' for k, v in sorted(t.items())))\n"
+               "os.makedirs('/box/out/more')\nopen('/box/out/more/notes.txt', 'w').write('done\\n')\n"
+               "os.symlink('/etc/passwd', '/box/out/passwd')\n"
+               "try:\n    open('/box/in/data.csv', 'a').write('x')\nexcept OSError as e:\n"
+               "    print('append:', type(e).__name__)\n"
+               "try:\n    open('/box/in/new.txt', 'w')\nexcept OSError as e:\n    print('create:', type(e).__name__)\n",
+               args, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(itest_str(j, "said.stdout.text"), "append: PermissionError\ncreate: PermissionError\n");
+    /* asked: the input and its digest */
+    const cJSON *inputs = itest_get(j, "asked.inputs");
+    ck_assert_int_eq(cJSON_GetArraySize(inputs), 1);
+    char digest[65];
+    pybox_sha256_hex("city,n\nParis,3\nLyon,2\nParis,4\n", 30, digest);
+    ck_assert_str_eq(itest_str(cJSON_GetArrayItem(inputs, 0), "sha256"), digest);
+    /* seen: two files back, the link not */
+    ck_assert_str_eq(itest_str(j, "seen.files.status"), "delivered");
+    ck_assert_int_eq((int)itest_num(j, "seen.files.returned_files"), 2);
+    const cJSON *link = entry_named(itest_get(j, "seen.files.not_returned_entries"), "passwd");
+    ck_assert_ptr_nonnull(link);
+    ck_assert_str_eq(itest_str(link, "kind"), "symbolic link");
+    char p[PATH_MAX];
+    size_t len;
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/summary.csv", out), 0);
+    char *data = read_file(p, &len);
+    ck_assert_ptr_nonnull(data);
+    ck_assert_uint_eq(len, 15);
+    ck_assert_int_eq(memcmp(data, "Lyon,2\nParis,7\n", 15), 0);
+    char sha[65];
+    pybox_sha256_hex(data, len, sha);
+    ck_assert_str_eq(itest_str(entry_named(itest_get(j, "seen.files.returned"), "summary.csv"), "sha256"), sha);
+    free(data);
+    struct stat sb;
+    ck_assert_int_eq(stat(p, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 07777, 0644); /* no exec bits */
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/passwd", out), 0);
+    ck_assert_int_ne(lstat(p, &sb), 0);
+    ck_assert_int_eq(count_entries(out), 2);  /* summary.csv, more/ */
+    ck_assert_int_eq(count_entries(work), 2); /* data.csv, result: no temporary left */
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(limits_on_what_comes_back)
+{
+    char out[PATH_MAX];
+    path_in(out, "out");
+    const char *args[] = {"--output", out, "--timeout", "20", NULL};
+    itest_run_t r;
+    itest_exec("open('/box/out/big.bin', 'wb').write(b'x' * (9 * 1024 * 1024))\n"
+               "for i in range(70):\n    open(f'/box/out/f{i:02d}.txt', 'w').write(str(i))\n",
+               args, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(itest_str(j, "seen.files.status"), "delivered");
+    ck_assert_int_eq((int)itest_num(j, "seen.files.returned_files"), 64);
+    ck_assert_int_eq((int)itest_num(j, "seen.files.not_returned"), 7);
+    const cJSON *big = entry_named(itest_get(j, "seen.files.not_returned_entries"), "big.bin");
+    ck_assert_ptr_nonnull(big);
+    ck_assert_ptr_nonnull(strstr(itest_str(big, "reason"), "larger than"));
+    ck_assert_int_eq(count_entries(out), 64);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(stdout_cut_file_intact)
+{
+    char out[PATH_MAX];
+    path_in(out, "out");
+    const char *args[] = {"--output", out, NULL};
+    itest_run_t r;
+    itest_exec("import sys\nsys.stdout.write('s' * 100000)\n"
+               "open('/box/out/data.bin', 'wb').write(bytes(range(256)) * 400)\n",
+               args, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_int_eq(itest_bool(j, "said.stdout.truncated"), 1);
+    ck_assert_int_eq((int)itest_num(j, "said.stdout.total_bytes"), 100000);
+    char p[PATH_MAX];
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/data.bin", out), 0);
+    size_t len;
+    char *data = read_file(p, &len);
+    ck_assert_ptr_nonnull(data);
+    ck_assert_uint_eq(len, 256 * 400);
+    for (size_t i = 0; i < len; i++)
+        ck_assert_int_eq((unsigned char)data[i], i % 256);
+    free(data);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(refused_before_any_box)
+{
+    int before = boxes_of_this_install();
+    /* 9 MiB of input */
+    size_t n = 9 * 1024 * 1024;
+    char *big = malloc(n);
+    memset(big, 'i', n);
+    write_file("big.bin", big, n);
+    free(big);
+    char in[PATH_MAX], out[PATH_MAX], p[PATH_MAX];
+    path_in(in, "big.bin");
+    const char *a1[] = {"exec", "--input", in, NULL};
+    itest_run_t r;
+    itest_pybox("print(1)\n", 9, a1, NULL, &r);
+    ck_assert_int_eq(r.status, 125);
+    ck_assert_msg(itest_contains(r.err, r.err_len, "larger than"), "%s", r.err);
+    itest_run_free(&r);
+    /* a non-empty output folder */
+    path_in(out, "full");
+    ck_assert_int_eq(mkdir(out, 0755), 0);
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/keep.txt", out), 0);
+    FILE *f = fopen(p, "we");
+    fputs("mine\n", f);
+    fclose(f);
+    const char *a2[] = {"exec", "--output", out, NULL};
+    itest_pybox("print(1)\n", 9, a2, NULL, &r);
+    ck_assert_int_eq(r.status, 125);
+    ck_assert_msg(itest_contains(r.err, r.err_len, "not empty"), "%s", r.err);
+    itest_run_free(&r);
+    ck_assert_int_eq(count_entries(out), 1); /* untouched */
+    /* an output path that is a file; a missing input; a FIFO inside an input folder */
+    const char *a3[] = {"exec", "--output", p, NULL};
+    itest_pybox("print(1)\n", 9, a3, NULL, &r);
+    ck_assert_int_eq(r.status, 125);
+    ck_assert_msg(itest_contains(r.err, r.err_len, "not a folder"), "%s", r.err);
+    itest_run_free(&r);
+    path_in(in, "missing.csv");
+    const char *a4[] = {"exec", "--input", in, NULL};
+    itest_pybox("print(1)\n", 9, a4, NULL, &r);
+    ck_assert_int_eq(r.status, 125);
+    ck_assert_msg(itest_contains(r.err, r.err_len, "no such file"), "%s", r.err);
+    itest_run_free(&r);
+    path_in(in, "withfifo");
+    ck_assert_int_eq(mkdir(in, 0755), 0);
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/pipe", in), 0);
+    ck_assert_int_eq(mkfifo(p, 0644), 0);
+    const char *a5[] = {"exec", "--input", in, NULL};
+    itest_pybox("print(1)\n", 9, a5, NULL, &r);
+    ck_assert_int_eq(r.status, 125);
+    ck_assert_msg(itest_contains(r.err, r.err_len, "FIFO"), "%s", r.err);
+    itest_run_free(&r);
+    ck_assert_int_eq(boxes_of_this_install(), before);
+}
+END_TEST
+
+START_TEST(hostile_names_escaped)
+{
+    char out[PATH_MAX];
+    path_in(out, "out");
+    const char *args[] = {"exec", "--output", out, NULL}; /* the terminal receipt */
+    const char *prog = "import os\n"
+                       "open('/box/out/ok.txt', 'w').write('fine')\n"
+                       "open('/box/out/\\x1b[2J\\x1b[31mRED', 'w').write('x')\n"
+                       "open('/box/out/two\\nlines', 'w').write('x')\n"
+                       "open(b'/box/out/bad\\xff\\xfe', 'w').write('x')\n"
+                       "os.symlink('/etc', '/box/out/etc')\n";
+    itest_run_t r;
+    itest_pybox(prog, strlen(prog), args, NULL, &r);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_null(memchr(r.out, 0x1b, r.out_len));
+    ck_assert_ptr_nonnull(strstr(r.out, "+ ok.txt"));
+    ck_assert_ptr_nonnull(strstr(r.out, "- \\x1b[2J\\x1b[31mRED  not brought back"));
+    ck_assert_ptr_nonnull(strstr(r.out, "- two\\nlines  not brought back"));
+    ck_assert_ptr_nonnull(strstr(r.out, "- bad\\xff\\xfe  not brought back"));
+    ck_assert_ptr_nonnull(strstr(r.out, "- etc  not brought back: it is a symbolic link"));
+    ck_assert_int_eq(count_entries(out), 1);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(case_clash_refuses_everything)
+{
+    char out[PATH_MAX];
+    path_in(out, "out");
+    const char *args[] = {"--output", out, NULL};
+    itest_run_t r;
+    itest_exec("open('/box/out/A.txt', 'w').write('upper')\nopen('/box/out/a.txt', 'w').write('lower')\n", args, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(itest_str(j, "seen.files.status"), "refused");
+    ck_assert_ptr_nonnull(strstr(itest_str(j, "seen.files.reason"), "differ only by case"));
+    struct stat sb;
+    ck_assert_int_ne(stat(out, &sb), 0); /* no output folder at all */
+    ck_assert_int_eq(count_entries(work), 0);
+    itest_run_free(&r);
+}
+END_TEST
+
+START_TEST(folder_input_read_only_tree)
+{
+    char d[PATH_MAX], p[PATH_MAX];
+    path_in(d, "tree");
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/sub", d), 0);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    write_file("tree/a.txt", "alpha", 5);
+    write_file("tree/sub/b.txt", "beta", 4);
+    const char *args[] = {"--input", d, NULL};
+    itest_run_t r;
+    itest_exec("import os\nfor root, dirs, files in sorted(os.walk('/box/in')):\n"
+               "    for f in sorted(files):\n        p = os.path.join(root, f)\n"
+               "        st = os.stat(p)\n        print(p, oct(st.st_mode & 0o777), st.st_uid, open(p).read())\n"
+               "print(oct(os.stat('/box/in/tree').st_mode & 0o777))\n",
+               args, &r);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(itest_str(r.receipt, "said.stdout.text"),
+                     "/box/in/tree/a.txt 0o444 0 alpha\n/box/in/tree/sub/b.txt 0o444 0 beta\n0o555\n");
+    ck_assert_int_eq(cJSON_GetArraySize(itest_get(r.receipt, "asked.inputs")), 2);
+    itest_run_free(&r);
+}
+END_TEST
+
+Suite *itest_suite_files(void)
+{
+    Suite *s = suite_create("files");
+    TCase *tc = tcase_create("in and out");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, csv_in_two_files_back);
+    tcase_add_test(tc, limits_on_what_comes_back);
+    tcase_add_test(tc, stdout_cut_file_intact);
+    tcase_add_test(tc, refused_before_any_box);
+    tcase_add_test(tc, hostile_names_escaped);
+    tcase_add_test(tc, case_clash_refuses_everything);
+    tcase_add_test(tc, folder_input_read_only_tree);
+    suite_add_tcase(s, tc);
+    return s;
+}
