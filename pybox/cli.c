@@ -13,12 +13,7 @@
 
 static void shown(char *out, size_t len, const char *arg)
 {
-    pybox_buf_t b;
-    pybox_buf_init(&b, 0);
-    size_t n = strlen(arg);
-    pybox_escape_terminal(&b, arg, n > 64 ? 64 : n, false);
-    snprintf(out, len, "%s%s", b.data ? b.data : "", n > 64 ? "..." : "");
-    pybox_buf_free(&b);
+    pybox_escape_short(out, len, arg, 64);
 }
 
 int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_error_t *err)

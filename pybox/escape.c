@@ -4,6 +4,7 @@
 
 #include <openssl/evp.h>
 #include <stdio.h>
+#include <string.h>
 
 size_t pybox_utf8_seq(const unsigned char *s, size_t len, unsigned *cp)
 {
@@ -177,4 +178,14 @@ int pybox_base64(pybox_buf_t *out, const void *s, size_t len)
         return -1;
     out->data[out->len] = '\0';
     return 0;
+}
+
+void pybox_escape_short(char *out, size_t len, const char *s, size_t max)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    size_t n = strlen(s);
+    pybox_escape_terminal(&b, s, n > max ? max : n, false);
+    snprintf(out, len, "%s%s", b.data ? b.data : "", n > max ? "..." : "");
+    pybox_buf_free(&b);
 }

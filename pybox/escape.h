@@ -19,6 +19,10 @@ bool pybox_utf8_valid(const void *s, size_t len);
  * Unicode format/bidi controls as "\xNN" or "\u{XXXX}"; invalid UTF-8 bytes as "\xNN". */
 int pybox_escape_terminal(pybox_buf_t *out, const void *s, size_t len, bool keep_newlines);
 
+/* A short terminal-safe form of a string for messages: its first max bytes escaped,
+ * "..." when cut, always NUL-terminated in out. */
+void pybox_escape_short(char *out, size_t len, const char *s, size_t max);
+
 /* Append valid UTF-8: each byte of an invalid sequence becomes U+FFFD. Returns the number
  * of bytes replaced via *replaced. */
 int pybox_utf8_sanitize(pybox_buf_t *out, const void *s, size_t len, size_t *replaced);

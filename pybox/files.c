@@ -59,12 +59,7 @@ typedef struct {
 
 static void shown(char *out, size_t len, const char *s)
 {
-    pybox_buf_t b;
-    pybox_buf_init(&b, 0);
-    size_t n = strlen(s);
-    pybox_escape_terminal(&b, s, n > 200 ? 200 : n, false);
-    snprintf(out, len, "%s%s", b.data ? b.data : "", n > 200 ? "..." : "");
-    pybox_buf_free(&b);
+    pybox_escape_short(out, len, s, 200);
 }
 
 static int refuse(pybox_error_t *err, const char *path, const char *why)

@@ -32,6 +32,18 @@ static const char usage[] = "usage: pybox exec [--timeout SECONDS] [--image NAME
                             "and prints its receipt. Exit code: the program's own; 124 when a deadline stopped it;\n"
                             "125 when PyBox refused or failed. See docs/receipt.md.\n";
 
+/* Append j as one line of compact JSON, and free it. */
+static void json_line(pybox_buf_t *out, cJSON *j)
+{
+    char *t = j ? cJSON_PrintUnformatted(j) : NULL;
+    if (t) {
+        pybox_buf_puts(out, t);
+        pybox_buf_puts(out, "\n");
+    }
+    free(t);
+    cJSON_Delete(j);
+}
+
 /* Print an error as PyBox's own, escaped; exit 125. */
 static int fail(const pybox_error_t *err, bool json)
 {
@@ -41,12 +53,12 @@ static int fail(const pybox_error_t *err, bool json)
     fprintf(stderr, "pybox: %s: %s\n", err->kind == PYBOX_ERR_USAGE ? "refused" : "error", b.data ? b.data : "");
     pybox_buf_free(&b);
     if (json) {
-        cJSON *r = pybox_receipt_refusal(err);
-        char *t = r ? cJSON_PrintUnformatted(r) : NULL;
-        if (t)
-            printf("%s\n", t);
-        free(t);
-        cJSON_Delete(r);
+        pybox_buf_t out;
+        pybox_buf_init(&out, 0);
+        json_line(&out, pybox_receipt_refusal(err));
+        if (out.data)
+            (void)pybox_write_all(STDOUT_FILENO, out.data, out.len);
+        pybox_buf_free(&out);
     }
     return 125;
 }
@@ -150,14 +162,7 @@ static int cmd_exec(int argc, char **argv)
     pybox_buf_t out;
     pybox_buf_init(&out, 0);
     if (o.json) {
-        cJSON *r = pybox_receipt_json(&res);
-        char *t = r ? cJSON_PrintUnformatted(r) : NULL;
-        if (t) {
-            pybox_buf_puts(&out, t);
-            pybox_buf_puts(&out, "\n");
-        }
-        free(t);
-        cJSON_Delete(r);
+        json_line(&out, pybox_receipt_json(&res));
     } else {
         struct winsize ws;
         int columns = isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 80;
@@ -223,14 +228,7 @@ static int cmd_cleanup(int argc, char **argv)
     pybox_buf_t out;
     pybox_buf_init(&out, 0);
     if (json) {
-        cJSON *j = pybox_cleanup_report_json(&rep);
-        char *t = j ? cJSON_PrintUnformatted(j) : NULL;
-        if (t) {
-            pybox_buf_puts(&out, t);
-            pybox_buf_puts(&out, "\n");
-        }
-        free(t);
-        cJSON_Delete(j);
+        json_line(&out, pybox_cleanup_report_json(&rep));
     } else {
         pybox_cleanup_report_text(&rep, &out);
     }
