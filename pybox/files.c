@@ -264,7 +264,7 @@ int pybox_inputs_prepare(const char *const *paths, size_t n, int64_t max_total, 
 {
     pybox_inputs_init(in);
     /* The archive is at most the inputs plus its headers: bounded. */
-    pybox_buf_init(&in->tar, (size_t)max_total + 2 * 1024 * (INPUT_ENTRIES_MAX + 1));
+    pybox_buf_init(&in->tar, (size_t)max_total + 6 * 1024 * (INPUT_ENTRIES_MAX + 1));
     char(*bases)[NAME_MAX + 1] = calloc(n ? n : 1, sizeof *bases);
     if (bases == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "inputs");
@@ -329,6 +329,7 @@ void pybox_ingest_limits_default(pybox_ingest_limits_t *l)
     l->max_file = PYBOX_OUT_FILE_MAX;
     l->max_total = PYBOX_OUT_TOTAL_MAX;
     l->max_depth = PYBOX_OUT_DEPTH_MAX;
+    l->max_dirs = PYBOX_OUT_DIRS_MAX;
 }
 
 int pybox_output_check(const char *dir, pybox_output_spec_t *spec, pybox_error_t *err)
@@ -467,6 +468,7 @@ static char *fold(const char *s)
 typedef struct {
     char *raw;
     char *folded;
+    bool file; /* the whole name of a file (not a folder above a name) */
 } pair_t;
 
 static int cmp_pair(const void *a, const void *b)
@@ -477,7 +479,8 @@ static int cmp_pair(const void *a, const void *b)
 }
 
 /* Two names that differ only by case (a file's parent folders included) make a folder
- * that cannot be copied to a case-insensitive disk: refuse. */
+ * that cannot be copied to a case-insensitive disk: refuse (1). A file's name that comes
+ * twice, or that is also a folder's, cannot be written as the archive says: refuse (2). */
 static int case_clash(const pybox_outputs_t *o, char *a, size_t alen, char *b, size_t blen)
 {
     size_t cap = 0, n = 0;
@@ -502,6 +505,7 @@ static int case_clash(const pybox_outputs_t *o, char *a, size_t alen, char *b, s
             size_t plen = slash ? (size_t)(slash - name) : strlen(name);
             v[n].raw = strndup(name, plen);
             v[n].folded = v[n].raw ? fold(v[n].raw) : NULL;
+            v[n].file = slash == NULL && o->entries[i].kind == 'f';
             if (v[n].raw == NULL || v[n].folded == NULL) {
                 rc = -1;
                 n++;
@@ -516,12 +520,15 @@ static int case_clash(const pybox_outputs_t *o, char *a, size_t alen, char *b, s
     if (rc == 0) {
         qsort(v, n, sizeof *v, cmp_pair);
         for (size_t i = 1; i < n; i++) {
-            if (strcmp(v[i].folded, v[i - 1].folded) == 0 && strcmp(v[i].raw, v[i - 1].raw) != 0) {
-                snprintf(a, alen, "%s", v[i - 1].raw);
-                snprintf(b, blen, "%s", v[i].raw);
-                rc = 1;
-                break;
-            }
+            if (strcmp(v[i].folded, v[i - 1].folded) != 0)
+                continue;
+            bool same = strcmp(v[i].raw, v[i - 1].raw) == 0;
+            if (same && !v[i].file && !v[i - 1].file)
+                continue; /* a folder named again: harmless */
+            snprintf(a, alen, "%s", v[i - 1].raw);
+            snprintf(b, blen, "%s", v[i].raw);
+            rc = same ? 2 : 1;
+            break;
         }
     }
     for (size_t i = 0; i < n; i++) {
@@ -592,6 +599,7 @@ static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim,
     struct archive_entry *e;
     int hr;
     int64_t total = 0;
+    int dirs = 0;
     /* A warning (e.g. a name that is not text in this locale) is not damage: the entry
      * is still there, and its name is judged below. */
     while ((hr = archive_read_next_header(r, &e)) == ARCHIVE_OK || hr == ARCHIVE_WARN) {
@@ -623,6 +631,8 @@ static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim,
             problem = "it is a hard link";
         if (problem == NULL && x->kind == 'o')
             problem = "it is a device, FIFO or socket";
+        if (problem == NULL && x->kind == 'd' && dirs >= lim->max_dirs)
+            problem = "more folders than the limit came back";
         if (problem == NULL && x->kind == 'f') {
             if (x->bytes < 0 || x->bytes > lim->max_file)
                 problem = "it is larger than the limit for one file";
@@ -636,6 +646,7 @@ static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim,
             o->not_returned++;
         } else {
             x->returned = true;
+            dirs += x->kind == 'd';
             if (x->kind == 'f') {
                 o->returned_files++;
                 total += x->bytes;
@@ -664,8 +675,12 @@ static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim,
         pybox_buf_init(&eb, 0);
         pybox_escape_terminal(&ea, a, strlen(a), false);
         pybox_escape_terminal(&eb, b, strlen(b), false);
-        refuse_all(o, "'%.100s' and '%.100s' differ only by case: such a folder cannot be copied everywhere",
-                   ea.data ? ea.data : "", eb.data ? eb.data : "");
+        if (clash == 2)
+            refuse_all(o, "'%.100s' is named twice in the archive (a file, and a file or folder of that name)",
+                       ea.data ? ea.data : "");
+        else
+            refuse_all(o, "'%.100s' and '%.100s' differ only by case: such a folder cannot be copied everywhere",
+                       ea.data ? ea.data : "", eb.data ? eb.data : "");
         pybox_buf_free(&ea);
         pybox_buf_free(&eb);
     }
@@ -713,8 +728,12 @@ static int make_parents(int root, const char *name)
     snprintf(buf, sizeof buf, "%s", name);
     for (char *s = strchr(buf, '/'); s; s = strchr(s + 1, '/')) {
         *s = '\0';
-        if (mkdirat(root, buf, 0755) < 0 && errno != EEXIST)
+        if (mkdirat(root, buf, 0755) < 0) {
+            if (errno != EEXIST)
+                return -1;
+        } else if (fchmodat(root, buf, 0755, 0) < 0) {
             return -1;
+        }
         *s = '/';
     }
     return 0;
@@ -762,13 +781,16 @@ static int deliver(const void *tar, size_t len, const pybox_output_spec_t *spec,
             break;
         }
         if (x->kind == 'd') {
-            if (mkdirat(root, x->name, 0755) < 0 && errno != EEXIST)
+            /* modes set outright: the umask of whoever runs PyBox does not change them */
+            if ((mkdirat(root, x->name, 0755) < 0 && errno != EEXIST) || fchmodat(root, x->name, 0755, 0) < 0)
                 rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "creating an output folder");
             continue;
         }
         int fd = openat(root, x->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0) {
+        if (fd < 0 || fchmod(fd, 0644) < 0) {
             rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "creating an output file");
+            if (fd >= 0)
+                close(fd);
             break;
         }
         EVP_MD_CTX *md = EVP_MD_CTX_new();

@@ -58,7 +58,8 @@ typedef struct pybox_ingest_limits {
     int max_files;     /* files brought back */
     int64_t max_file;  /* bytes of one file */
     int64_t max_total; /* bytes in all */
-    int max_depth;     /* folders deep */
+    int max_depth;     /* parts of a name (a file in 15 folders has 16) */
+    int max_dirs;      /* folders brought back */
 } pybox_ingest_limits_t;
 
 void pybox_ingest_limits_default(pybox_ingest_limits_t *l);

@@ -53,6 +53,7 @@
 #define PYBOX_OUT_FILE_MAX (8LL * 1024 * 1024)
 #define PYBOX_OUT_TOTAL_MAX (32LL * 1024 * 1024)
 #define PYBOX_OUT_DEPTH_MAX 16
+#define PYBOX_OUT_DIRS_MAX 256
 /* The program's output folder in the box: a tmpfs volume of this size at most (never
  * more than the box's memory, which it counts against). */
 #define PYBOX_OUT_VOLUME_MAX (64LL * 1024 * 1024)

@@ -17,6 +17,7 @@ int main(void)
     srunner_add_suite(sr, suite_engine());
     srunner_add_suite(sr, suite_state());
     srunner_add_suite(sr, suite_watch());
+    srunner_add_suite(sr, suite_files());
     srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

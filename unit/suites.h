@@ -14,5 +14,6 @@ Suite *suite_cli(void);
 Suite *suite_engine(void);
 Suite *suite_state(void);
 Suite *suite_watch(void);
+Suite *suite_files(void);
 
 #endif
