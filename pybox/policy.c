@@ -2,6 +2,7 @@
 /* The sealed-box policy: create body and read-back verifier (see policy.h). */
 #include "policy.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,15 +103,18 @@ static cJSON *config_part(const pybox_policy_t *p)
 
     cJSON_AddStringToObject(c, "Image", p->image_id);
     cJSON_AddStringToObject(c, "User", tampered(p, "user") ? "1000:1000" : PYBOX_BOX_INIT_USER);
-    cJSON_AddStringToObject(c, "Hostname", "pybox");
-    cJSON_AddStringToObject(c, "Domainname", "");
+    if (p->relax_netns == NULL) { /* a joined network namespace brings its own name */
+        cJSON_AddStringToObject(c, "Hostname", "pybox");
+        cJSON_AddStringToObject(c, "Domainname", "");
+    }
     cJSON_AddStringToObject(c, "WorkingDir", "/tmp");
-    const char *env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp"};
-    cJSON_AddItemToObject(c, "Env", string_array(env, 3));
+    const char *env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp", p->relax_env};
+    cJSON_AddItemToObject(c, "Env", string_array(env, p->relax_env ? 4 : 3));
     const char *entry[] = {PYBOX_GUEST_INIT_PATH, timer};
     cJSON_AddItemToObject(c, "Entrypoint", string_array(entry, 2));
     cJSON_AddItemToObject(c, "Cmd", cJSON_CreateArray());
-    cJSON_AddBoolToObject(c, "NetworkDisabled", 1);
+    if (p->relax_netns == NULL) /* the engine reports it only when true */
+        cJSON_AddBoolToObject(c, "NetworkDisabled", 1);
     cJSON_AddBoolToObject(c, "AttachStdin", 1);
     cJSON_AddBoolToObject(c, "AttachStdout", 1);
     cJSON_AddBoolToObject(c, "AttachStderr", 1);
@@ -171,7 +175,19 @@ static cJSON *host_part(const pybox_policy_t *p)
 {
     cJSON *h = cJSON_CreateObject();
     int64_t mem = tampered(p, "memory") ? p->memory_bytes * 2 : p->memory_bytes;
-    cJSON_AddStringToObject(h, "NetworkMode", "none");
+    if (p->relax_netns != NULL) {
+        char mode[PYBOX_ID_MAX + 16];
+        snprintf(mode, sizeof mode, "container:%s", p->relax_netns);
+        cJSON_AddStringToObject(h, "NetworkMode", mode);
+    } else {
+        cJSON_AddStringToObject(h, "NetworkMode", "none");
+    }
+    if (p->relax_bind != NULL) {
+        char bind[PATH_MAX + 16];
+        snprintf(bind, sizeof bind, "%s:/host:ro", p->relax_bind);
+        const char *binds[] = {bind};
+        cJSON_AddItemToObject(h, "Binds", string_array(binds, 1));
+    }
     cJSON_AddBoolToObject(h, "ReadonlyRootfs", tampered(p, "readonly") ? 0 : 1);
     cJSON_AddBoolToObject(h, "Privileged", 0);
     cJSON_AddBoolToObject(h, "Init", 0);
@@ -215,9 +231,11 @@ static cJSON *host_part(const pybox_policy_t *p)
     const char *dns[] = {"127.0.0.1"};
     const char *dnssearch[] = {"."};
     const char *dnsopt[] = {"ndots:0"};
-    cJSON_AddItemToObject(h, "Dns", string_array(dns, 1));
-    cJSON_AddItemToObject(h, "DnsSearch", string_array(dnssearch, 1));
-    cJSON_AddItemToObject(h, "DnsOptions", string_array(dnsopt, 1));
+    if (p->relax_netns == NULL) {
+        cJSON_AddItemToObject(h, "Dns", string_array(dns, 1));
+        cJSON_AddItemToObject(h, "DnsSearch", string_array(dnssearch, 1));
+        cJSON_AddItemToObject(h, "DnsOptions", string_array(dnsopt, 1));
+    }
     cJSON_AddItemToObject(h, "MaskedPaths", string_array(masked_paths, sizeof masked_paths / sizeof *masked_paths));
     cJSON_AddItemToObject(h, "ReadonlyPaths",
                           string_array(readonly_paths, sizeof readonly_paths / sizeof *readonly_paths));
@@ -330,7 +348,7 @@ static void expect_section(verdict_t *v, const char *section, const cJSON *want,
 /* What is mounted: exactly the box's own volumes, nothing of the host. */
 static void expect_mounts(verdict_t *v, const pybox_policy_t *p, const cJSON *got)
 {
-    int want = (p->mount_in ? 1 : 0) + (p->mount_out ? 1 : 0);
+    int want = (p->mount_in ? 1 : 0) + (p->mount_out ? 1 : 0) + (p->relax_bind ? 1 : 0);
     v->checked++;
     cJSON *w = cJSON_CreateNumber(want);
     if (want == 0) {
@@ -348,6 +366,9 @@ static void expect_mounts(verdict_t *v, const pybox_policy_t *p, const cJSON *go
         const cJSON *rw = cJSON_GetObjectItemCaseSensitive(m, "RW");
         bool known = cJSON_IsString(dest) && ((p->mount_in && strcmp(dest->valuestring, PYBOX_BOX_IN) == 0) ||
                                               (p->mount_out && strcmp(dest->valuestring, PYBOX_BOX_OUT) == 0));
+        if (p->relax_bind != NULL && cJSON_IsString(dest) && strcmp(dest->valuestring, "/host") == 0 &&
+            cJSON_IsString(type) && strcmp(type->valuestring, "bind") == 0)
+            continue;
         if (!cJSON_IsString(type) || strcmp(type->valuestring, "volume") != 0 || !cJSON_IsString(driver) ||
             strcmp(driver->valuestring, "local") != 0 || !known || !cJSON_IsTrue(rw))
             ok = false;
@@ -400,7 +421,8 @@ static int verify(const pybox_policy_t *p, const cJSON *inspect, verdict_t *v)
         "VolumeDriver",   "Sysctls",         "CpusetCpus",   "CpuRealtimeRuntime",
     };
     for (size_t i = 0; i < sizeof host_empty / sizeof *host_empty; i++)
-        expect_empty(v, "HostConfig.", host, host_empty[i]);
+        if (!(p->relax_bind != NULL && strcmp(host_empty[i], "Binds") == 0))
+            expect_empty(v, "HostConfig.", host, host_empty[i]);
     expect_mounts(v, p, cJSON_GetObjectItemCaseSensitive(inspect, "Mounts"));
     expect_empty(v, "Config.", config, "ExposedPorts");
     expect_empty(v, "Config.", config, "Volumes");
@@ -439,4 +461,13 @@ int pybox_policy_verify(const pybox_policy_t *p, const cJSON *inspect, int *chec
     }
     pybox_buf_free(&v.diffs);
     return rc;
+}
+
+void pybox_policy_relaxed(const pybox_policy_t *p, char *out, size_t len)
+{
+    snprintf(out, len, "%s%s%s", p->relax_bind ? "host-folder," : "", p->relax_env ? "environment," : "",
+             p->relax_netns ? "network-namespace," : "");
+    size_t n = strlen(out);
+    if (n > 0)
+        out[n - 1] = '\0';
 }

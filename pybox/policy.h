@@ -40,6 +40,12 @@ typedef struct pybox_policy {
     bool mount_in;
     bool mount_out;
     int64_t out_bytes;
+    /* Testing only, never from a command line: one protection removed on purpose, in
+     * both the body and what the verifier expects, so a test can show that it sees the
+     * escape that protection prevents. Receipts of such runs say so. */
+    const char *relax_bind;  /* a host folder mounted read-only at /host */
+    const char *relax_env;   /* one more environment entry, NAME=value */
+    const char *relax_netns; /* join this container's network namespace */
     /* Testing only: when set, the create body deviates from the policy in this one
      * setting, so the verifier can be shown to catch it against a real engine. */
     const char *tamper;
@@ -55,6 +61,9 @@ const char *pybox_policy_seccomp_sha256(void);
 /* The body of POST /containers/create. The caller frees it (cJSON_Delete). NULL on
  * out of memory. */
 cJSON *pybox_policy_create_body(const pybox_policy_t *p);
+
+/* The relaxations of a policy as a comma-separated list ("" when none). */
+void pybox_policy_relaxed(const pybox_policy_t *p, char *out, size_t len);
 
 /* Compare the engine's read-back of a created box (GET /containers/{id}/json) with the
  * policy. *checked gets the number of settings compared. Every difference is listed in a PYBOX_ERR_POLICY error;

@@ -261,7 +261,11 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddBoolToObject(pol, "read_only_root", 1);
     cJSON_AddStringToObject(pol, "capabilities", "none");
     cJSON_AddBoolToObject(pol, "no_new_privileges", 1);
-    cJSON_AddBoolToObject(pol, "host_mounts", 0);
+    cJSON_AddBoolToObject(pol, "host_mounts", p->relax_bind != NULL);
+    char relaxed[96];
+    pybox_policy_relaxed(p, relaxed, sizeof relaxed);
+    if (relaxed[0])
+        cJSON_AddStringToObject(pol, "RELAXED_FOR_A_TEST", relaxed);
 
     cJSON *seen = cJSON_AddObjectToObject(r, "seen");
     cJSON_AddStringToObject(seen, "engine", res->engine);
@@ -580,6 +584,10 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
     pybox_buf_printf(o, "  %-10s program as user 65534 with no capabilities (init as root with CAP_KILL only),\n",
                      "box");
     pybox_buf_printf(o, "  %-10s read-only root, no network, no host mounts,\n", "");
+    char relaxed[96];
+    pybox_policy_relaxed(p, relaxed, sizeof relaxed);
+    if (relaxed[0])
+        pybox_buf_printf(o, "  %-10s RELAXED FOR A TEST: %s\n", "", relaxed);
     pybox_buf_printf(o, "  %-10s no new privileges, seccomp %.16s..., policy %.16s...\n", "",
                      pybox_policy_seccomp_sha256(), res->policy_sha256);
 

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "../pybox/buf.h"
+#include "../pybox/image.h"
+#include "../pybox/run.h"
 #include "../pybox/util.h"
 
 extern char **environ;
@@ -444,4 +446,35 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 void itest_remove_home(const char *home)
 {
     nftw(home, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+int itest_lib_run(const char *program, void (*adjust)(struct pybox_policy *p, void *arg), void *arg,
+                  struct pybox_run_result *res)
+{
+    pybox_engine_t *e = itest_engine();
+    pybox_pin_t pin;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_image_resolve(itest_state(), e, "stdlib", &pin, &err) == 0, "%s", err.msg);
+    pybox_run_request_t req = {
+        .program = program, .program_len = strlen(program), .image_name = "stdlib", .state = itest_state()};
+    pybox_policy_defaults(&req.policy);
+    snprintf(req.policy.image_id, sizeof req.policy.image_id, "%s", pin.id);
+    snprintf(req.policy.install_id, sizeof req.policy.install_id, "%s", itest_state()->install_id);
+    if (adjust != NULL)
+        adjust(&req.policy, arg);
+    pybox_backend_t be;
+    pybox_docker_backend(&be, e);
+    int rc = pybox_run(&be, &req, res);
+    ck_assert_int_eq(itest_list(e, "pybox.run", res->run_id, NULL), 0);
+    pybox_engine_free(e);
+    return rc;
+}
+
+const char *itest_said(const struct pybox_run_result *res)
+{
+    static char text[65537];
+    size_t n = res->said_out.kept < sizeof text - 1 ? res->said_out.kept : sizeof text - 1;
+    memcpy(text, res->said_out.data, n);
+    text[n] = '\0';
+    return text;
 }

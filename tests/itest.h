@@ -73,6 +73,15 @@ int itest_wait_process(pybox_engine_t *e, const char *id, const char *what, doub
 /* The engine's events for one container between since and until (unix seconds). */
 cJSON *itest_events(pybox_engine_t *e, const char *id, long since, long until);
 
+/* Run a program through the library, in the tests' installation, after adjust (may be
+ * NULL) changed the policy; the box must be gone afterwards. Returns pybox_run's value. */
+struct pybox_policy;
+struct pybox_run_result;
+int itest_lib_run(const char *program, void (*adjust)(struct pybox_policy *p, void *arg), void *arg,
+                  struct pybox_run_result *res);
+/* The program's stdout of a library run, NUL-terminated (static storage). */
+const char *itest_said(const struct pybox_run_result *res);
+
 bool itest_contains(const char *hay, size_t len, const char *needle);
 
 #endif

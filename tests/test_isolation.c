@@ -10,8 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "../pybox/image.h"
+#include "../pybox/run.h"
 #include "../pybox/util.h"
 #include "itest.h"
 #include "suites.h"
@@ -168,6 +171,129 @@ START_TEST(program_cannot_reach_the_init)
 }
 END_TEST
 
+/* ---- every claim both ways: with the protection, and with only it removed ---- */
+
+static void relax_bind(struct pybox_policy *p, void *arg)
+{
+    p->relax_bind = arg;
+}
+
+static void relax_env(struct pybox_policy *p, void *arg)
+{
+    p->relax_env = arg;
+}
+
+static void relax_netns(struct pybox_policy *p, void *arg)
+{
+    p->relax_netns = arg;
+}
+
+START_TEST(host_files_both_ways)
+{
+    char dir[64] = "/tmp/pybox-hostdir-XXXXXX", canary[33], path[128];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_int_eq(chmod(dir, 0755), 0); /* readable by anyone: only the mount decides */
+    pybox_random_hex(16, canary, NULL);
+    snprintf(path, sizeof path, "%s/canary", dir);
+    FILE *f = fopen(path, "we");
+    fputs(canary, f);
+    fclose(f);
+    ck_assert_int_eq(chmod(path, 0644), 0);
+    char prog[512];
+    snprintf(prog, sizeof prog,
+             "for p in ('/host/canary', '%s'):\n    try:\n        print(open(p).read())\n"
+             "    except OSError as e:\n        print('no', e.errno)\n",
+             path);
+    pybox_run_result_t res;
+    ck_assert_int_eq(itest_lib_run(prog, NULL, NULL, &res), 0);
+    ck_assert_msg(strstr(itest_said(&res), canary) == NULL, "a host file reached the box");
+    ck_assert_str_eq(itest_said(&res), "no 2\nno 2\n");
+    pybox_run_result_free(&res);
+    /* Only the protection removed (a host folder mounted): the test sees the escape. */
+    ck_assert_int_eq(itest_lib_run(prog, relax_bind, dir, &res), 0);
+    ck_assert_msg(strstr(itest_said(&res), canary) != NULL, "the relaxed box did not see the host file: %s",
+                  itest_said(&res));
+    ck_assert(res.verified);
+    pybox_run_result_free(&res);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
+START_TEST(environment_both_ways)
+{
+    char canary[33], entry[64];
+    pybox_random_hex(16, canary, NULL);
+    snprintf(entry, sizeof entry, "PYBOX_ITEST_CANARY=%s", canary);
+    setenv("PYBOX_ITEST_CANARY", canary, 1); /* in PyBox's own environment */
+    const char *prog = "import os\nprint(sorted(os.environ.items()))\n";
+    pybox_run_result_t res;
+    ck_assert_int_eq(itest_lib_run(prog, NULL, NULL, &res), 0);
+    ck_assert_msg(strstr(itest_said(&res), canary) == NULL, "PyBox's environment reached the box");
+    pybox_run_result_free(&res);
+    ck_assert_int_eq(itest_lib_run(prog, relax_env, entry, &res), 0);
+    ck_assert_msg(strstr(itest_said(&res), canary) != NULL, "the relaxed box did not see the variable");
+    pybox_run_result_free(&res);
+    unsetenv("PYBOX_ITEST_CANARY");
+}
+END_TEST
+
+START_TEST(network_both_ways)
+{
+    /* A listener on the loopback of a network namespace of its own (no network at all:
+     * NetworkMode none), holding a canary. */
+    pybox_engine_t *e = itest_engine();
+    pybox_pin_t pin;
+    pybox_error_t err = {0};
+    ck_assert(pybox_image_resolve(itest_state(), e, "stdlib", &pin, &err) == 0);
+    char canary[33], run[33], body[2048];
+    pybox_random_hex(16, canary, NULL);
+    pybox_random_hex(16, run, NULL);
+    snprintf(body, sizeof body,
+             "{\"Image\":\"%s\",\"User\":\"65534\",\"Entrypoint\":[\"/usr/bin/python3\",\"-c\","
+             "\"import socket\\ns = socket.socket()\\ns.bind(('127.0.0.1', 7777))\\ns.listen()\\n"
+             "while True:\\n    c, _ = s.accept()\\n    c.sendall(b'%s')\\n    c.close()\\n\"],"
+             "\"Labels\":{\"pybox.install\":\"%s\",\"pybox.run\":\"%s\",\"pybox.expires\":\"1\"},"
+             "\"HostConfig\":{\"NetworkMode\":\"none\",\"ReadonlyRootfs\":true,\"CapDrop\":[\"ALL\"]}}",
+             pin.id, canary, itest_state()->install_id, run);
+    cJSON *b = cJSON_Parse(body);
+    ck_assert_ptr_nonnull(b);
+    long status = 0;
+    cJSON *reply = NULL;
+    ck_assert(pybox_engine_call(e, "POST", "/containers/create", b, &status, &reply, &err) == 0);
+    cJSON_Delete(b);
+    ck_assert_int_eq(status, 201);
+    char id[80];
+    snprintf(id, sizeof id, "%s", itest_str(reply, "Id"));
+    cJSON_Delete(reply);
+    char path[200];
+    snprintf(path, sizeof path, "/containers/%s/start", id);
+    ck_assert(pybox_engine_call(e, "POST", path, NULL, &status, &reply, &err) == 0);
+    ck_assert_int_eq(status, 204);
+    cJSON_Delete(reply);
+
+    const char *prog = "import socket, time\n"
+                       "for i in range(20):\n"
+                       "    try:\n        c = socket.create_connection(('127.0.0.1', 7777), timeout=1)\n"
+                       "        print('got', c.recv(64).decode())\n        break\n"
+                       "    except OSError as e:\n        err = e.errno\n        time.sleep(0.05)\n"
+                       "else:\n    print('no', err)\n";
+    pybox_run_result_t res;
+    ck_assert_int_eq(itest_lib_run(prog, NULL, NULL, &res), 0);
+    ck_assert_str_eq(itest_said(&res), "no 111\n"); /* ECONNREFUSED: its own empty loopback */
+    pybox_run_result_free(&res);
+    /* Only the protection removed (the listener's network namespace joined). */
+    ck_assert_msg(itest_lib_run(prog, relax_netns, id, &res) == 0, "%s", res.error.msg);
+    char want[64];
+    snprintf(want, sizeof want, "got %s\n", canary);
+    ck_assert_str_eq(itest_said(&res), want);
+    pybox_run_result_free(&res);
+
+    ck_assert_int_eq(itest_remove_run(e, run), 1);
+    pybox_engine_free(e);
+}
+END_TEST
+
 Suite *itest_suite_isolation(void)
 {
     Suite *s = suite_create("isolation");
@@ -176,6 +302,9 @@ Suite *itest_suite_isolation(void)
     tcase_add_test(tc, nothing_of_the_host);
     tcase_add_test(tc, read_only_root_and_no_privileges);
     tcase_add_test(tc, program_cannot_reach_the_init);
+    tcase_add_test(tc, host_files_both_ways);
+    tcase_add_test(tc, environment_both_ways);
+    tcase_add_test(tc, network_both_ways);
     suite_add_tcase(s, tc);
     return s;
 }
