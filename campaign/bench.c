@@ -146,8 +146,13 @@ int main(int argc, char **argv)
                                   "-",
                                   NULL};
     const char *const pybox[] = {argv[1], "exec", "--json", NULL};
+    const char *const pybox_data[] = {argv[1], "exec", "--json", "--image", "data", NULL};
+    pybox_pin_t data_pin;
+    pybox_error_t derr = {0};
+    bool have_data = pybox_image_resolve(&st, e, "data", &data_pin, &derr) == 0;
 
     double *tp = calloc((size_t)runs, sizeof *tp), *td = calloc((size_t)runs, sizeof *td);
+    double *tdata = calloc((size_t)runs, sizeof *tdata);
     double *ph[NPHASES];
     for (int k = 0; k < NPHASES; k++)
         ph[k] = calloc((size_t)runs, sizeof(double));
@@ -155,6 +160,8 @@ int main(int argc, char **argv)
     double w;
     run(pybox, NULL, &w);
     run(docker, NULL, &w);
+    if (have_data)
+        run(pybox_data, NULL, &w);
     for (int i = 0; i < runs; i++) {
         pybox_buf_t out;
         pybox_buf_init(&out, 0);
@@ -176,17 +183,29 @@ int main(int argc, char **argv)
             fprintf(stderr, "pybox-bench: docker run exited %d\n", rc);
             return 1;
         }
+        if (have_data && (rc = run(pybox_data, NULL, &tdata[i])) != 0) {
+            fprintf(stderr, "pybox-bench: pybox exec --image data exited %d\n", rc);
+            return 1;
+        }
     }
     unlink(sc_path);
     double mp = median(tp, runs), md = median(td, runs);
     char when[40];
     pybox_wall_iso(when, sizeof when);
     printf("# PyBox benchmark, %s\n\n", when);
-    printf("%d complete runs of print('hello') each, alternating, after one warm-up each; engine %s.\n\n", runs,
-           pybox_engine_version(e));
+    printf("%d complete runs of print('hello') each, alternating (stdlib, docker run, data), after one warm-up "
+           "each; engine %s.\n\n",
+           runs, pybox_engine_version(e));
     printf("| path | median (s) | fastest (s) | slowest (s) |\n|---|---|---|---|\n");
     printf("| pybox exec (stdlib) | %.3f | %.3f | %.3f |\n", mp, tp[0], tp[runs - 1]);
-    printf("| docker run --rm -i, same limits | %.3f | %.3f | %.3f |\n\n", md, td[0], td[runs - 1]);
+    printf("| docker run --rm -i, same limits | %.3f | %.3f | %.3f |\n", md, td[0], td[runs - 1]);
+    if (have_data) {
+        double mdata = median(tdata, runs);
+        printf("| pybox exec --image data | %.3f | %.3f | %.3f |\n", mdata, tdata[0], tdata[runs - 1]);
+    } else {
+        printf("| pybox exec --image data | not built | | |\n");
+    }
+    printf("\n");
     printf("Ratio pybox / docker run: %.2f (target: at most 1.00)\n\n", mp / md);
     printf("PyBox phase medians (ms, from its receipts):\n\n| phase | median |\n|---|---|\n");
     for (int k = 0; k < NPHASES; k++)
@@ -196,5 +215,6 @@ int main(int argc, char **argv)
         free(ph[k]);
     free(tp);
     free(td);
+    free(tdata);
     return mp <= md ? 0 : 3;
 }

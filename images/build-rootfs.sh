@@ -29,6 +29,7 @@ done
 
 export PYBOX_PACKAGE_LIST="$out.packages"
 mmdebstrap --format=tar --variant=essential --include="$packages" \
+    --aptopt='APT::Install-Recommends "false"' \
     --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/info/*' \

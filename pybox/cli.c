@@ -38,6 +38,7 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
     o->timeout_given = false;
     o->n_inputs = 0;
     o->output = NULL;
+    o->from_image = 0;
     optind = 0; /* GNU: full re-initialisation, so parsing can run more than once */
     opterr = 0;
     char arg[128];
@@ -138,23 +139,56 @@ int pybox_cli_check_program(const char *prog, size_t len, bool over, pybox_error
     return 0;
 }
 
+void pybox_cli_apply_defaults(pybox_exec_opts_t *o, const pybox_pin_t *pin)
+{
+    if (o->memory_bytes == 0 && pin->memory_bytes > 0) {
+        o->memory_bytes = pin->memory_bytes;
+        o->from_image |= PYBOX_FROM_IMAGE_MEMORY;
+    }
+    if (o->pids == 0 && pin->pids > 0) {
+        o->pids = pin->pids;
+        o->from_image |= PYBOX_FROM_IMAGE_PIDS;
+    }
+    if (o->nano_cpus == 0 && pin->nano_cpus > 0) {
+        o->nano_cpus = pin->nano_cpus;
+        o->from_image |= PYBOX_FROM_IMAGE_CPUS;
+    }
+    if (!o->timeout_given && pin->timeout_ms > 0) {
+        o->timeout_ms = pin->timeout_ms;
+        o->from_image |= PYBOX_FROM_IMAGE_TIMEOUT;
+    }
+    if (o->memory_bytes == 0)
+        o->memory_bytes = PYBOX_DEFAULT_MEMORY;
+    if (o->pids == 0)
+        o->pids = PYBOX_DEFAULT_PIDS;
+    if (o->nano_cpus == 0)
+        o->nano_cpus = PYBOX_DEFAULT_NANO_CPUS;
+}
+
+static const char *who(const pybox_exec_opts_t *o, unsigned bit)
+{
+    return (o->from_image & bit) ? "the image's default" : "asked";
+}
+
 int pybox_cli_check_ceilings(const pybox_exec_opts_t *o, const pybox_config_t *c, pybox_error_t *err)
 {
     if (o->memory_bytes > c->memory_bytes)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "--memory %lld MiB is above this installation's ceiling of %lld MiB (set by %s)",
-                               (long long)(o->memory_bytes >> 20), (long long)(c->memory_bytes >> 20), c->source);
+                               "memory %lld MiB (%s) is above this installation's ceiling of %lld MiB (set by %s)",
+                               (long long)(o->memory_bytes >> 20), who(o, PYBOX_FROM_IMAGE_MEMORY),
+                               (long long)(c->memory_bytes >> 20), c->source);
     if (o->pids > c->pids)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "--pids %lld is above this installation's ceiling of %lld (set by %s)",
-                               (long long)o->pids, (long long)c->pids, c->source);
+                               "pids %lld (%s) is above this installation's ceiling of %lld (set by %s)",
+                               (long long)o->pids, who(o, PYBOX_FROM_IMAGE_PIDS), (long long)c->pids, c->source);
     if (o->nano_cpus > c->nano_cpus)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "--cpus %.3g is above this installation's ceiling of %.3g (set by %s)",
-                               (double)o->nano_cpus / 1e9, (double)c->nano_cpus / 1e9, c->source);
+        return pybox_error_set(
+            err, PYBOX_ERR_USAGE, 0, "cpus %.3g (%s) is above this installation's ceiling of %.3g (set by %s)",
+            (double)o->nano_cpus / 1e9, who(o, PYBOX_FROM_IMAGE_CPUS), (double)c->nano_cpus / 1e9, c->source);
     if (o->timeout_ms > c->timeout_ms)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "--timeout %.3g s is above this installation's ceiling of %.3g s (set by %s)",
-                               (double)o->timeout_ms / 1000.0, (double)c->timeout_ms / 1000.0, c->source);
+                               "timeout %.3g s (%s) is above this installation's ceiling of %.3g s (set by %s)",
+                               (double)o->timeout_ms / 1000.0, who(o, PYBOX_FROM_IMAGE_TIMEOUT),
+                               (double)c->timeout_ms / 1000.0, c->source);
     return 0;
 }

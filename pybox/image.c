@@ -17,8 +17,10 @@
 
 #include "../guest/proto.h"
 #include "buf.h"
+#include "escape.h"
 #include "util.h"
 #include "version.h"
+#include "wheels.h"
 
 int pybox_image_paths_default(pybox_image_paths_t *paths, pybox_error_t *err)
 {
@@ -39,6 +41,51 @@ int pybox_image_paths_default(pybox_image_paths_t *paths, pybox_error_t *err)
     return 0;
 }
 
+/* The names of the pinned images, for messages ("stdlib, data"). */
+static void known_images(const pybox_state_t *st, char *out, size_t len)
+{
+    pybox_pin_t *pins = NULL;
+    size_t n = 0;
+    out[0] = '\0';
+    if (pybox_pin_list(st, &pins, &n, NULL) < 0)
+        return;
+    size_t used = 0;
+    for (size_t i = 0; i < n && used + 2 < len; i++) {
+        int w = snprintf(out + used, len - used, "%s%s", i ? ", " : "", pins[i].name);
+        if (w < 0)
+            break;
+        used += (size_t)w < len - used ? (size_t)w : len - used - 1;
+    }
+    free(pins);
+    if (n == 0)
+        snprintf(out, len, "none");
+}
+
+/* The engine's name for a pinned image: pybox-<name>:<first 12 of the fingerprint>. */
+static void tag_of(const pybox_pin_t *pin, char *out, size_t len)
+{
+    snprintf(out, len, "pybox-%s:%.12s", pin->name, pin->recipe_sha256);
+}
+
+/* Where the engine's name for the image points now: 1 the pinned ID, 0 nowhere (the
+ * name was removed: the ID still decides), -1 another image (*other filled). */
+static int tag_points_to_pin(pybox_engine_t *e, const pybox_pin_t *pin, char *other, size_t olen, pybox_error_t *err)
+{
+    char tag[PYBOX_NAME_MAX + 32], path[PYBOX_NAME_MAX + 64];
+    tag_of(pin, tag, sizeof tag);
+    snprintf(path, sizeof path, "/images/%s/json", tag);
+    long status = 0;
+    cJSON *reply = NULL;
+    if (pybox_engine_call(e, "GET", path, NULL, &status, &reply, err) < 0)
+        return -2;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(reply, "Id");
+    int r = status == 404 ? 0 : (cJSON_IsString(id) && strcmp(id->valuestring, pin->id) == 0 ? 1 : -1);
+    if (r == -1)
+        snprintf(other, olen, "%s", cJSON_IsString(id) ? id->valuestring : "?");
+    cJSON_Delete(reply);
+    return r;
+}
+
 int pybox_image_resolve(const pybox_state_t *st, pybox_engine_t *e, const char *name, pybox_pin_t *pin,
                         pybox_error_t *err)
 {
@@ -47,9 +94,13 @@ int pybox_image_resolve(const pybox_state_t *st, pybox_engine_t *e, const char *
     int r = pybox_pin_get(st, name, pin, err);
     if (r < 0)
         return -1;
-    if (r == 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "unknown image '%s': build it with `pybox image build %s`",
-                               name, name);
+    if (r == 0) {
+        char known[512];
+        known_images(st, known, sizeof known);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "unknown image '%s' (known: %s); build it with `pybox image build %s`", name, known,
+                               name);
+    }
     if (pin->protocol != PYBOX_GUEST_PROTOCOL)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
                                "image '%s' holds a guest init of protocol %d; this PyBox speaks %d: rebuild it with "
@@ -67,8 +118,22 @@ int pybox_image_resolve(const pybox_state_t *st, pybox_engine_t *e, const char *
     if (!ok)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
                                "image '%s' is pinned to %s, which the engine no longer has (HTTP %ld): "
-                               "rebuild it with `pybox image build %s`",
+                               "rebuild it with `pybox image build %s`; it is never re-pinned by itself",
                                name, pin->id, status, name);
+    /* Someone gave the pinned name to another image: runs would still use the pinned ID,
+     * but the engine's view of "this image" has been tampered with. Refuse, and say so. */
+    char other[PYBOX_ID_MAX];
+    int t = tag_points_to_pin(e, pin, other, sizeof other, err);
+    if (t == -2)
+        return -1;
+    if (t < 0) {
+        char tag[PYBOX_NAME_MAX + 32];
+        tag_of(pin, tag, sizeof tag);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "image '%s': the engine's name %s now points to %.19s..., not the pinned %.19s...: "
+                               "refused (rebuild with `pybox image build %s --force`)",
+                               name, tag, other, pin->id, name);
+    }
     return 0;
 }
 
@@ -97,43 +162,84 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* SHA-256 over the recipe folder's regular files (sorted by name, each as name NUL
- * content) and the shared build script, optionally the init binary too. */
-static int fingerprint(const pybox_image_paths_t *paths, const char *name, bool with_init, char out[65],
-                       pybox_error_t *err)
+/* Where an image's recipe lives: images/<name> for the built-in ones, the state
+ * directory's recipes/<name> for custom ones (made by --lock or --debian). */
+static int recipe_dir(const pybox_state_t *st, const pybox_image_paths_t *paths, const char *name, char *out,
+                      size_t len, bool *custom, pybox_error_t *err)
 {
-    char dir[PATH_MAX], script[PATH_MAX];
-    if (pybox_fmt(dir, sizeof dir, "%s/%s", paths->recipes, name) < 0 ||
-        pybox_fmt(script, sizeof script, "%s/build-rootfs.sh", paths->recipes) < 0)
+    struct stat sb;
+    if (pybox_fmt(out, len, "%s/%s", paths->recipes, name) == 0 && stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        *custom = false;
+        return 0;
+    }
+    char rel[PYBOX_NAME_MAX + 16];
+    snprintf(rel, sizeof rel, "recipes/%s", name);
+    if (pybox_state_path(st, rel, out, len, err) == 0 && stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        *custom = true;
+        return 0;
+    }
+    return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                           "no recipe for image '%s': built-in recipes are in %s; a custom image is made with "
+                           "`pybox image build %s --lock uv.lock --wheels DIR` or `--debian PACKAGES`",
+                           name, paths->recipes, name);
+}
+
+static int hash_tree(EVP_MD_CTX *md, const char *dir, const char *rel, int depth, pybox_error_t *err)
+{
+    if (depth > 4)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "recipe folders nest too deep");
+    char path[PATH_MAX];
+    if (pybox_fmt(path, sizeof path, "%s%s%s", dir, rel[0] ? "/" : "", rel) < 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "recipe path");
-    DIR *d = opendir(dir);
+    DIR *d = opendir(path);
     if (d == NULL)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "no recipe for image '%s' (%s)", name, dir);
-    char *names[64];
+        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "opendir(%s)", path);
+    char *names[1024];
     size_t n = 0;
     struct dirent *de;
-    while ((de = readdir(d)) != NULL && n < 64) {
-        if (de->d_name[0] == '.')
-            continue;
-        names[n++] = strdup(de->d_name);
-    }
+    while ((de = readdir(d)) != NULL && n < 1024)
+        if (de->d_name[0] != '.')
+            names[n++] = strdup(de->d_name);
     closedir(d);
     qsort(names, n, sizeof *names, cmp_str);
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
-        char p[PATH_MAX];
-        EVP_DigestUpdate(md, names[i], strlen(names[i]) + 1);
-        if (rc == 0 && pybox_fmt(p, sizeof p, "%s/%s", dir, names[i]) < 0)
+        char crel[PATH_MAX], cpath[PATH_MAX];
+        struct stat sb;
+        if (rc == 0 && (pybox_fmt(crel, sizeof crel, "%s%s%s", rel, rel[0] ? "/" : "", names[i]) < 0 ||
+                        pybox_fmt(cpath, sizeof cpath, "%s/%s", dir, crel) < 0))
             rc = pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "recipe path");
-        if (rc == 0)
-            rc = hash_file(md, p, err);
+        if (rc == 0 && lstat(cpath, &sb) < 0)
+            rc = pybox_error_set(err, PYBOX_ERR_USAGE, errno, "lstat(%s)", cpath);
+        if (rc == 0) {
+            EVP_DigestUpdate(md, crel, strlen(crel) + 1);
+            if (S_ISDIR(sb.st_mode))
+                rc = hash_tree(md, dir, crel, depth + 1, err);
+            else if (S_ISREG(sb.st_mode))
+                rc = hash_file(md, cpath, err);
+            else
+                rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: only files and folders belong in a recipe", cpath);
+        }
         free(names[i]);
     }
+    return rc;
+}
+
+/* The recipe's fingerprint. The base one covers only what builds the root filesystem
+ * (its package list and the build script), so images that share it share the cached
+ * root filesystem; the full one covers everything, the guest init included. */
+static int fingerprint(const pybox_image_paths_t *paths, const char *dir, bool full, char out[65], pybox_error_t *err)
+{
+    char script[PATH_MAX], pkgs[PATH_MAX];
+    if (pybox_fmt(script, sizeof script, "%s/build-rootfs.sh", paths->recipes) < 0 ||
+        pybox_fmt(pkgs, sizeof pkgs, "%s/packages", dir) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "recipe path");
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+    int rc = full ? hash_tree(md, dir, "", 0, err) : hash_file(md, pkgs, err);
     if (rc == 0)
         rc = hash_file(md, script, err);
-    if (rc == 0 && with_init)
+    if (rc == 0 && full)
         rc = hash_file(md, paths->init, err);
     unsigned char dig[32];
     unsigned int dl = 0;
@@ -141,6 +247,55 @@ static int fingerprint(const pybox_image_paths_t *paths, const char *name, bool 
     EVP_MD_CTX_free(md);
     if (rc == 0)
         pybox_hex(dig, 32, out);
+    return rc;
+}
+
+/* ---- the recipe's policy: defaults of runs in the image ---- */
+
+/* "key value" lines, # comments: memory_mib, pids, cpus, timeout_s. */
+static int read_policy(const char *dir, pybox_pin_t *pin, pybox_error_t *err)
+{
+    char path[PATH_MAX];
+    if (pybox_fmt(path, sizeof path, "%s/policy", dir) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "recipe path");
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return errno == ENOENT ? 0 : pybox_error_set(err, PYBOX_ERR_USAGE, errno, "open(%s)", path);
+    char line[256];
+    int rc = 0, lineno = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        lineno++;
+        line[strcspn(line, "#\n")] = '\0';
+        char key[32], val[64];
+        int n = sscanf(line, " %31s %63s", key, val);
+        if (n <= 0)
+            continue;
+        int64_t v;
+        bool ok = n == 2;
+        if (ok && strcmp(key, "memory_mib") == 0) {
+            uint64_t u;
+            ok = pybox_parse_u64(val, &u) == 0 && u >= 32 && u <= (1 << 20);
+            pin->memory_bytes = (int64_t)u * 1024 * 1024;
+        } else if (ok && strcmp(key, "pids") == 0) {
+            uint64_t u;
+            ok = pybox_parse_u64(val, &u) == 0 && u >= PYBOX_PIDS_MIN && u <= 1000000;
+            pin->pids = (int64_t)u;
+        } else if (ok && strcmp(key, "cpus") == 0) {
+            ok = pybox_parse_seconds_ms(val, &v) == 0 && v >= 10 && v <= 1024 * 1000;
+            pin->nano_cpus = v * 1000000;
+        } else if (ok && strcmp(key, "timeout_s") == 0) {
+            ok = pybox_parse_seconds_ms(val, &v) == 0 && v >= PYBOX_TIMEOUT_MIN_MS && v <= PYBOX_TIMEOUT_MAX_MS;
+            pin->timeout_ms = v;
+        } else {
+            ok = false;
+        }
+        if (!ok)
+            rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                 "%s line %d: expected memory_mib, pids, cpus or timeout_s "
+                                 "with a valid value",
+                                 path, lineno);
+    }
+    fclose(f);
     return rc;
 }
 
@@ -194,8 +349,47 @@ static int add_file(struct archive *w, const char *name, const void *data, size_
 }
 
 /* The base rootfs tar, plus /pybox/init and /pybox/manifest.json, into out_fd. */
-static int compose(const char *base, int out_fd, const char *init_path, const char *manifest, pybox_error_t *err)
+/* The paths of the base archive, sorted, for lookups while wheels are added. */
+typedef struct {
+    char **v;
+    size_t n, cap;
+} names_t;
+
+static int names_add(names_t *s, const char *path)
 {
+    if (s->n == s->cap) {
+        size_t ncap = s->cap ? s->cap * 2 : 4096;
+        char **nv = realloc(s->v, ncap * sizeof *nv);
+        if (nv == NULL)
+            return -1;
+        s->v = nv;
+        s->cap = ncap;
+    }
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    s->v[s->n] = strndup(path, len);
+    return s->v[s->n] ? (int)(s->n++, 0) : -1;
+}
+
+static bool names_has(const char *path, void *arg)
+{
+    names_t *s = arg;
+    const char *key = path;
+    return bsearch(&key, s->v, s->n, sizeof *s->v, cmp_str) != NULL;
+}
+
+static void names_free(names_t *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+}
+
+static int compose(const char *base, int out_fd, const char *init_path, const char *manifest, const pybox_lock_t *lock,
+                   const char *wheels_dir, const char *pyver, FILE *progress, pybox_error_t *err)
+{
+    names_t names = {0};
     _cleanup_free_ char *init = NULL;
     size_t init_len = 0;
     {
@@ -226,6 +420,10 @@ static int compose(const char *base, int out_fd, const char *init_path, const ch
         const char *pn = archive_entry_pathname(e);
         if (pn != NULL && (strncmp(pn, "./pybox/", 8) == 0 || strcmp(pn, "./pybox") == 0))
             continue; /* PyBox's own folder comes from PyBox only */
+        if (lock != NULL && pn != NULL && names_add(&names, pn) < 0) {
+            pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "image paths");
+            goto done;
+        }
         if (archive_write_header(w, e) != ARCHIVE_OK) {
             pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "writing the image tar: %s", archive_error_string(w));
             goto done;
@@ -249,6 +447,19 @@ static int compose(const char *base, int out_fd, const char *init_path, const ch
         pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "reading %s: %s", base, archive_error_string(r));
         goto done;
     }
+    if (lock != NULL) {
+        /* "3.11.2-1+b1" -> site-packages of Python 3.11 */
+        int major = 0, minor = 0;
+        char site[128];
+        if (sscanf(pyver, "%d.%d", &major, &minor) != 2 ||
+            pybox_fmt(site, sizeof site, "./usr/local/lib/python%d.%d/dist-packages", major, minor) < 0) {
+            pybox_error_set(err, PYBOX_ERR_USAGE, 0, "cannot tell the image's Python version (%s)", pyver);
+            goto done;
+        }
+        qsort(names.v, names.n, sizeof *names.v, cmp_str);
+        if (pybox_wheels_unpack(w, lock, wheels_dir, site, "./usr/local/bin", names_has, &names, progress, err) < 0)
+            goto done;
+    }
     struct archive_entry *d = archive_entry_new();
     archive_entry_set_pathname(d, "./pybox/");
     archive_entry_set_filetype(d, AE_IFDIR);
@@ -268,19 +479,50 @@ static int compose(const char *base, int out_fd, const char *init_path, const ch
     }
     rc = 0;
 done:
+    names_free(&names);
     archive_read_free(r);
     archive_write_free(w);
     return rc;
 }
 
+/* The python3 package's version from the build's package list. */
+static void python_version(const char *packages_path, char *out, size_t len)
+{
+    out[0] = '\0';
+    FILE *f = fopen(packages_path, "re");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "python3 ", 8) == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            pybox_strlcpy(out, line + 8, len);
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+}
+
 /* The manifest: recipe, package versions, Python version. */
-static char *manifest_json(const char *name, const char *recipe_sha, const char *packages_path)
+static char *manifest_json(const char *name, const char *recipe_sha, const char *packages_path, bool custom,
+                           const pybox_lock_t *lock)
 {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "name", name);
     cJSON_AddStringToObject(m, "recipe_sha256", recipe_sha);
     cJSON_AddStringToObject(m, "pybox_version", PYBOX_VERSION);
     cJSON_AddNumberToObject(m, "guest_protocol", PYBOX_GUEST_PROTOCOL);
+    cJSON_AddBoolToObject(m, "custom", custom);
+    if (lock != NULL) {
+        cJSON *ws = cJSON_AddArrayToObject(m, "wheels");
+        for (size_t i = 0; i < lock->n; i++) {
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddStringToObject(x, "name", lock->wheels[i].name);
+            cJSON_AddStringToObject(x, "version", lock->wheels[i].version);
+            cJSON_AddStringToObject(x, "file", lock->wheels[i].file);
+            cJSON_AddStringToObject(x, "sha256", lock->wheels[i].sha256);
+            cJSON_AddItemToArray(ws, x);
+        }
+    }
     cJSON *pk = cJSON_AddObjectToObject(m, "packages");
     FILE *f = fopen(packages_path, "re");
     char line[512];
@@ -337,9 +579,21 @@ int pybox_image_build(const pybox_state_t *st, pybox_engine_t *e, const pybox_im
     *built = false;
     if (!pybox_name_valid(name))
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "image name: use lowercase letters, digits, '-' and '_'");
-    char base_fp[65], full_fp[65];
-    if (fingerprint(paths, name, false, base_fp, err) < 0 || fingerprint(paths, name, true, full_fp, err) < 0)
+    char rdir[PATH_MAX], base_fp[65], full_fp[65];
+    bool custom = false;
+    if (recipe_dir(st, paths, name, rdir, sizeof rdir, &custom, err) < 0 ||
+        fingerprint(paths, rdir, false, base_fp, err) < 0 || fingerprint(paths, rdir, true, full_fp, err) < 0)
         return -1;
+    /* A recipe with a lock file: its wheels are checked against the lock first. */
+    char lockp[PATH_MAX], wheelsd[PATH_MAX];
+    pybox_lock_t lock = {0};
+    bool has_lock = false;
+    if (pybox_fmt(lockp, sizeof lockp, "%s/uv.lock", rdir) == 0 && access(lockp, F_OK) == 0) {
+        has_lock = true;
+        if (pybox_fmt(wheelsd, sizeof wheelsd, "%s/wheels", rdir) < 0 ||
+            pybox_lock_check(lockp, wheelsd, &lock, err) < 0)
+            return -1;
+    }
     pybox_pin_t pin;
     int have = pybox_pin_get(st, name, &pin, err);
     if (have < 0)
@@ -357,39 +611,53 @@ int pybox_image_build(const pybox_state_t *st, pybox_engine_t *e, const pybox_im
         return -1;
     if (mkdir(cache, 0700) < 0 && errno != EEXIST)
         return pybox_error_set(err, PYBOX_ERR_STATE, errno, "mkdir(%s)", cache);
-    if (pybox_fmt(base, sizeof base, "%s/%s-%.16s.tar", cache, name, base_fp) < 0 ||
+    if (pybox_fmt(base, sizeof base, "%s/base-%.16s.tar", cache, base_fp) < 0 ||
         pybox_fmt(pkgs, sizeof pkgs, "%s.packages", base) < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "cache path");
     if (access(base, R_OK) != 0 || access(pkgs, R_OK) != 0) {
         char rnd[9];
         if (pybox_random_hex(4, rnd, err) < 0)
             return -1;
-        char script[PATH_MAX], recipe[PATH_MAX], tmp_pkgs[PATH_MAX];
+        char script[PATH_MAX], tmp_pkgs[PATH_MAX];
         if (pybox_fmt(tmp, sizeof tmp, "%s.tmp-%s", base, rnd) < 0 ||
             pybox_fmt(script, sizeof script, "%s/build-rootfs.sh", paths->recipes) < 0 ||
-            pybox_fmt(recipe, sizeof recipe, "%s/%s", paths->recipes, name) < 0 ||
-            pybox_fmt(tmp_pkgs, sizeof tmp_pkgs, "%s.packages", tmp) < 0)
+            pybox_fmt(tmp_pkgs, sizeof tmp_pkgs, "%s.packages", tmp) < 0) {
+            pybox_lock_free(&lock);
             return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "build paths");
+        }
         progress_line(progress, t0, "building the root filesystem from Debian packages:", name);
-        if (run_script(script, recipe, tmp, err) < 0) {
+        if (run_script(script, rdir, tmp, err) < 0) {
+            pybox_lock_free(&lock);
             unlink(tmp);
             unlink(tmp_pkgs);
             return -1;
         }
-        if (rename(tmp_pkgs, pkgs) < 0 || rename(tmp, base) < 0)
+        if (rename(tmp_pkgs, pkgs) < 0 || rename(tmp, base) < 0) {
+            pybox_lock_free(&lock);
             return pybox_error_set(err, PYBOX_ERR_STATE, errno, "rename(%s)", base);
+        }
     } else {
         progress_line(progress, t0, "root filesystem cached:", name);
     }
-    _cleanup_free_ char *manifest = manifest_json(name, full_fp, pkgs);
-    if (manifest == NULL)
+    _cleanup_free_ char *manifest = manifest_json(name, full_fp, pkgs, custom, has_lock ? &lock : NULL);
+    if (manifest == NULL) {
+        pybox_lock_free(&lock);
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "manifest");
+    }
     /* The image tar only lives as an unlinked temporary file. */
     _cleanup_close_ int fd = open(cache, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0)
+    if (fd < 0) {
+        pybox_lock_free(&lock);
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "open(%s, O_TMPFILE)", cache);
-    progress_line(progress, t0, "adding the guest init and manifest:", name);
-    if (compose(base, fd, paths->init, manifest, err) < 0)
+    }
+    progress_line(
+        progress, t0,
+        has_lock ? "adding the wheels, the guest init and the manifest:" : "adding the guest init and manifest:", name);
+    char pyver[48];
+    python_version(pkgs, pyver, sizeof pyver);
+    int crc = compose(base, fd, paths->init, manifest, has_lock ? &lock : NULL, wheelsd, pyver, progress, err);
+    pybox_lock_free(&lock);
+    if (crc < 0)
         return -1;
     struct stat sb;
     if (fstat(fd, &sb) < 0 || lseek(fd, 0, SEEK_SET) < 0)
@@ -414,6 +682,10 @@ int pybox_image_build(const pybox_state_t *st, pybox_engine_t *e, const pybox_im
     if (rc < 0)
         return -1;
     pybox_pin_t np = {0};
+    if (read_policy(rdir, &np, err) < 0)
+        return -1;
+    np.custom = custom;
+    python_version(pkgs, np.python, sizeof np.python);
     snprintf(np.name, sizeof np.name, "%s", name);
     snprintf(np.id, sizeof np.id, "%s", id);
     snprintf(np.recipe_sha256, sizeof np.recipe_sha256, "%s", full_fp);
@@ -435,4 +707,321 @@ int pybox_image_build(const pybox_state_t *st, pybox_engine_t *e, const pybox_im
         cJSON_Delete(gone);
     }
     return 0;
+}
+
+static void remove_recipe(const char *dir);
+
+int pybox_image_remove(const pybox_state_t *st, pybox_engine_t *e, const char *name, FILE *report, pybox_error_t *err)
+{
+    pybox_pin_t pin;
+    if (!pybox_name_valid(name))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "image name: use lowercase letters, digits, '-' and '_'");
+    int r = pybox_pin_get(st, name, &pin, err);
+    if (r < 0)
+        return -1;
+    if (r == 0) {
+        char known[512];
+        known_images(st, known, sizeof known);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "unknown image '%s' (known: %s)", name, known);
+    }
+    if (pybox_pin_remove(st, name, err) < 0)
+        return -1;
+    if (pin.custom) {
+        char rel[PYBOX_NAME_MAX + 16], dir[PATH_MAX];
+        snprintf(rel, sizeof rel, "recipes/%s", name);
+        if (pybox_state_path(st, rel, dir, sizeof dir, NULL) == 0)
+            remove_recipe(dir);
+    }
+    char tag[PYBOX_NAME_MAX + 32], path[PYBOX_ID_MAX + PYBOX_NAME_MAX + 64];
+    tag_of(&pin, tag, sizeof tag);
+    long status = 0;
+    cJSON *reply = NULL;
+    char other[PYBOX_ID_MAX];
+    pybox_error_t ignored = {0};
+    /* Untag only when the name is still ours. */
+    if (tag_points_to_pin(e, &pin, other, sizeof other, &ignored) == 1) {
+        snprintf(path, sizeof path, "/images/%s", tag);
+        if (pybox_engine_call(e, "DELETE", path, NULL, &status, &reply, err) < 0)
+            return -1;
+        cJSON_Delete(reply);
+    }
+    snprintf(path, sizeof path, "/images/%s", pin.id);
+    if (pybox_engine_call(e, "DELETE", path, NULL, &status, &reply, err) < 0)
+        return -1;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(reply, "message");
+    if (report) {
+        if (status == 200 || status == 404)
+            fprintf(report, "removed %s (%s)\n", name, pin.id);
+        else
+            fprintf(report, "forgot %s; the engine keeps %s: %s\n", name, pin.id,
+                    cJSON_IsString(m) ? m->valuestring : "in use");
+    }
+    cJSON_Delete(reply);
+    return 0;
+}
+
+/* The manifest inside an image: a box created from it (never started), one file read. */
+static int image_manifest(pybox_engine_t *e, const pybox_state_t *st, const pybox_pin_t *pin, cJSON **manifest,
+                          pybox_error_t *err)
+{
+    *manifest = NULL;
+    char run[33];
+    if (pybox_random_hex(16, run, err) < 0)
+        return -1;
+    cJSON *body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "Image", pin->id);
+    const char *cmd[] = {"/pybox/init", "--timer-ms=1000"};
+    cJSON_AddItemToObject(body, "Entrypoint", cJSON_CreateStringArray(cmd, 2));
+    cJSON_AddBoolToObject(body, "NetworkDisabled", 1);
+    cJSON *labels = cJSON_AddObjectToObject(body, "Labels");
+    char expires[32];
+    snprintf(expires, sizeof expires, "%lld", (long long)pybox_wall_s() + 60);
+    cJSON_AddStringToObject(labels, "pybox.install", st->install_id);
+    cJSON_AddStringToObject(labels, "pybox.run", run);
+    cJSON_AddStringToObject(labels, "pybox.expires", expires);
+    cJSON *h = cJSON_AddObjectToObject(body, "HostConfig");
+    cJSON_AddStringToObject(h, "NetworkMode", "none");
+    long status = 0;
+    cJSON *reply = NULL;
+    int rc = pybox_engine_call(e, "POST", "/containers/create", body, &status, &reply, err);
+    cJSON_Delete(body);
+    if (rc < 0)
+        return -1;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(reply, "Id");
+    if (status != 201 || !cJSON_IsString(id)) {
+        pybox_engine_fail(err, "reading the image's manifest", status, reply);
+        cJSON_Delete(reply);
+        return -1;
+    }
+    char cid[PYBOX_ID_MAX], path[PYBOX_ID_MAX + 64];
+    snprintf(cid, sizeof cid, "%s", id->valuestring);
+    cJSON_Delete(reply);
+    snprintf(path, sizeof path, "/containers/%s/archive?path=/pybox/manifest.json", cid);
+    pybox_buf_t tar;
+    pybox_buf_init(&tar, 1024 * 1024);
+    rc = pybox_engine_call_raw(e, "GET", path, NULL, &status, &tar, err);
+    if (rc == 0 && status == 200) {
+        struct archive *a = archive_read_new();
+        archive_read_support_format_tar(a);
+        struct archive_entry *ent;
+        if (archive_read_open_memory(a, tar.data, tar.len) == ARCHIVE_OK &&
+            archive_read_next_header(a, &ent) == ARCHIVE_OK) {
+            char buf[65536];
+            la_ssize_t n = archive_read_data(a, buf, sizeof buf - 1);
+            if (n > 0)
+                *manifest = cJSON_ParseWithLength(buf, (size_t)n);
+        }
+        archive_read_free(a);
+    }
+    pybox_buf_free(&tar);
+    snprintf(path, sizeof path, "/containers/%s?force=1&v=1", cid);
+    cJSON *gone = NULL;
+    pybox_error_t ignored = {0};
+    pybox_engine_call(e, "DELETE", path, NULL, &status, &gone, &ignored);
+    cJSON_Delete(gone);
+    return rc;
+}
+
+int pybox_image_verify(const pybox_state_t *st, pybox_engine_t *e, const pybox_image_paths_t *paths, FILE *report,
+                       pybox_error_t *err)
+{
+    pybox_pin_t *pins = NULL;
+    size_t n = 0;
+    if (pybox_pin_list(st, &pins, &n, err) < 0)
+        return -1;
+    int failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        pybox_pin_t *pin = &pins[i];
+        pybox_error_t perr = {0};
+        pybox_pin_t again;
+        const char *problem = NULL;
+        char detail[600] = "";
+        if (pybox_image_resolve(st, e, pin->name, &again, &perr) < 0) {
+            problem = perr.msg;
+        } else {
+            cJSON *m = NULL;
+            if (image_manifest(e, st, pin, &m, &perr) < 0) {
+                problem = perr.msg;
+            } else {
+                const cJSON *fp = cJSON_GetObjectItemCaseSensitive(m, "recipe_sha256");
+                if (!cJSON_IsString(fp) || strcmp(fp->valuestring, pin->recipe_sha256) != 0)
+                    problem = "the manifest inside the image does not name the pinned recipe";
+                cJSON_Delete(m);
+            }
+            char now[65];
+            pybox_error_t ferr = {0};
+            char rd[PATH_MAX];
+            bool cu;
+            if (problem == NULL && recipe_dir(st, paths, pin->name, rd, sizeof rd, &cu, &ferr) == 0 &&
+                fingerprint(paths, rd, true, now, &ferr) == 0 && strcmp(now, pin->recipe_sha256) != 0) {
+                snprintf(detail, sizeof detail,
+                         "the recipe (or the guest init) changed since the build: rebuild "
+                         "with `pybox image build %s`",
+                         pin->name);
+                problem = detail;
+            }
+        }
+        if (problem != NULL)
+            failed++;
+        if (report) {
+            pybox_buf_t esc;
+            pybox_buf_init(&esc, 0);
+            if (problem)
+                pybox_escape_terminal(&esc, problem, strlen(problem), false);
+            fprintf(report, "%-12s %s %s%s%s\n", pin->name, problem ? "FAILED" : "ok", pin->id, problem ? ": " : "",
+                    problem ? (esc.data ? esc.data : "") : "");
+            pybox_buf_free(&esc);
+        }
+    }
+    free(pins);
+    return failed;
+}
+
+static int copy_file(const char *from, const char *to, pybox_error_t *err)
+{
+    _cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "open(%s)", from);
+    _cleanup_close_ int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (out < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "open(%s)", to);
+    char buf[65536];
+    for (;;) {
+        ssize_t r = read(in, buf, sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "read(%s)", from);
+        if (r == 0)
+            return 0;
+        if (pybox_write_all(out, buf, (size_t)r) < 0)
+            return pybox_error_set(err, PYBOX_ERR_STATE, errno, "write(%s)", to);
+    }
+}
+
+static void remove_recipe(const char *dir)
+{
+    char p[PATH_MAX];
+    DIR *d = NULL;
+    if (pybox_fmt(p, sizeof p, "%s/wheels", dir) == 0 && (d = opendir(p)) != NULL) {
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL)
+            if (de->d_name[0] != '.')
+                unlinkat(dirfd(d), de->d_name, 0);
+        closedir(d);
+        rmdir(p);
+    }
+    static const char *const files[] = {"packages", "uv.lock", "policy"};
+    for (size_t i = 0; i < 3; i++)
+        if (pybox_fmt(p, sizeof p, "%s/%s", dir, files[i]) == 0)
+            unlink(p);
+    rmdir(dir);
+}
+
+static bool debian_name_ok(const char *s, size_t n)
+{
+    if (n < 2 || n > 64 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '+' || s[i] == '-' ||
+              s[i] == '.'))
+            return false;
+    return true;
+}
+
+int pybox_image_build_custom(const pybox_state_t *st, pybox_engine_t *e, const pybox_image_paths_t *paths,
+                             const char *name, const char *lock, const char *wheels, const char *debian, FILE *progress,
+                             pybox_error_t *err)
+{
+    if (!pybox_name_valid(name))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "image name: use lowercase letters, digits, '-' and '_'");
+    char builtin[PATH_MAX];
+    struct stat sb;
+    if (pybox_fmt(builtin, sizeof builtin, "%s/%s", paths->recipes, name) == 0 && stat(builtin, &sb) == 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "'%s' is a built-in image: give a custom one another name",
+                               name);
+    if ((lock == NULL) == (debian == NULL) || (lock != NULL && wheels == NULL) || (debian != NULL && wheels != NULL))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "give --lock FILE --wheels DIR, or --debian PACKAGES");
+    /* Everything is checked before anything is made. */
+    pybox_lock_t checked = {0};
+    if (lock != NULL && pybox_lock_check(lock, wheels, &checked, err) < 0)
+        return -1;
+    if (debian != NULL) {
+        for (const char *p = debian; *p;) {
+            size_t n = strcspn(p, ",");
+            if (!debian_name_ok(p, n))
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--debian: '%.*s' is not a Debian package name",
+                                       (int)(n > 64 ? 64 : n), p);
+            p += n + (p[n] == ',');
+        }
+    }
+    char recipes[PATH_MAX], dir[PATH_MAX], tmp[PATH_MAX], old[PATH_MAX], p[PATH_MAX], rnd[9];
+    int rc = 0;
+    if (pybox_state_path(st, "recipes", recipes, sizeof recipes, err) < 0 || pybox_random_hex(4, rnd, err) < 0) {
+        pybox_lock_free(&checked);
+        return -1;
+    }
+    if ((mkdir(recipes, 0700) < 0 && errno != EEXIST) || pybox_fmt(dir, sizeof dir, "%s/%s", recipes, name) < 0 ||
+        pybox_fmt(tmp, sizeof tmp, "%s/.%s.new-%s", recipes, name, rnd) < 0 ||
+        pybox_fmt(old, sizeof old, "%s/.%s.old-%s", recipes, name, rnd) < 0 || mkdir(tmp, 0700) < 0) {
+        pybox_lock_free(&checked);
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "making the recipe of %s", name);
+    }
+    /* The package list: the stdlib image's, plus any Debian packages asked for. */
+    pybox_buf_t pk;
+    pybox_buf_init(&pk, 0);
+    char std[PATH_MAX];
+    _cleanup_free_ char *stdpk = NULL;
+    size_t stdlen = 0;
+    bool over;
+    int sfd =
+        pybox_fmt(std, sizeof std, "%s/stdlib/packages", paths->recipes) == 0 ? open(std, O_RDONLY | O_CLOEXEC) : -1;
+    if (sfd < 0 || pybox_read_bounded(sfd, 65536, &stdpk, &stdlen, &over, err) < 0) {
+        rc = pybox_error_set(err, PYBOX_ERR_USAGE, errno, "reading %s", std);
+    } else {
+        pybox_buf_append(&pk, stdpk, stdlen);
+        if (debian != NULL) {
+            pybox_buf_puts(&pk, "# asked for this image\n");
+            for (const char *q = debian; *q;) {
+                size_t n = strcspn(q, ",");
+                pybox_buf_append(&pk, q, n);
+                pybox_buf_puts(&pk, "\n");
+                q += n + (q[n] == ',');
+            }
+        }
+    }
+    if (sfd >= 0)
+        close(sfd);
+    if (rc == 0 && (pybox_fmt(p, sizeof p, "%s/packages", tmp) < 0 ||
+                    pybox_write_file_atomic(p, pk.data ? pk.data : "", pk.len, 0600, err) < 0))
+        rc = -1;
+    pybox_buf_free(&pk);
+    if (rc == 0 && lock != NULL) {
+        char wd[PATH_MAX];
+        if (pybox_fmt(p, sizeof p, "%s/uv.lock", tmp) < 0 || copy_file(lock, p, err) < 0 ||
+            pybox_fmt(wd, sizeof wd, "%s/wheels", tmp) < 0 || mkdir(wd, 0700) < 0)
+            rc = rc < 0 ? rc : pybox_error_set(err, PYBOX_ERR_STATE, errno, "copying the lock");
+        for (size_t i = 0; rc == 0 && i < checked.n; i++) {
+            char from[PATH_MAX], to[PATH_MAX];
+            if (pybox_fmt(from, sizeof from, "%s/%s", wheels, checked.wheels[i].file) < 0 ||
+                pybox_fmt(to, sizeof to, "%s/%s", wd, checked.wheels[i].file) < 0 || copy_file(from, to, err) < 0)
+                rc = -1;
+        }
+    }
+    pybox_lock_free(&checked);
+    /* Into place: the old recipe (if any) moves aside first and goes once the new is in. */
+    bool had_old = rc == 0 && rename(dir, old) == 0;
+    if (rc == 0 && rename(tmp, dir) < 0) {
+        rc = pybox_error_set(err, PYBOX_ERR_STATE, errno, "rename(%s)", dir);
+        if (had_old)
+            (void)rename(old, dir);
+    }
+    if (rc < 0) {
+        remove_recipe(tmp);
+        return -1;
+    }
+    if (had_old)
+        remove_recipe(old);
+    bool built = false;
+    return pybox_image_build(st, e, paths, name, true, progress, &built, err);
 }

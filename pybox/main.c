@@ -22,15 +22,16 @@
 #include "util.h"
 #include "version.h"
 
-static const char usage[] = "usage: pybox exec [--timeout SECONDS] [--image NAME] [--json] < program.py\n"
-                            "       pybox cleanup [--dry-run] [--json]\n"
-                            "       pybox image build NAME [--force]\n"
-                            "       pybox image list\n"
-                            "       pybox version\n"
-                            "\n"
-                            "pybox exec runs the Python program given on standard input in a fresh, sealed box\n"
-                            "and prints its receipt. Exit code: the program's own; 124 when a deadline stopped it;\n"
-                            "125 when PyBox refused or failed. See docs/receipt.md.\n";
+static const char usage[] =
+    "usage: pybox exec [--timeout SECONDS] [--image NAME] [--json] < program.py\n"
+    "       pybox cleanup [--dry-run] [--json]\n"
+    "       pybox image build NAME [--force] [--lock uv.lock --wheels DIR | --debian PACKAGES]\n"
+    "       pybox image list | verify | rm NAME\n"
+    "       pybox version\n"
+    "\n"
+    "pybox exec runs the Python program given on standard input in a fresh, sealed box\n"
+    "and prints its receipt. Exit code: the program's own; 124 when a deadline stopped it;\n"
+    "125 when PyBox refused or failed. See docs/receipt.md.\n";
 
 /* Append j as one line of compact JSON, and free it. */
 static void json_line(pybox_buf_t *out, cJSON *j)
@@ -117,15 +118,21 @@ static int cmd_exec(int argc, char **argv)
     if (o.output != NULL && pybox_output_check(o.output, &output, &err) < 0)
         return fail(&err, o.json);
 
+    /* The image's own defaults fill what the caller did not give; then the ceilings. */
     pybox_state_t st;
     pybox_config_t ceil;
-    if (pybox_state_open(&st, false, &err) < 0 || pybox_state_config(&st, &ceil, &err) < 0 ||
-        pybox_cli_check_ceilings(&o, &ceil, &err) < 0)
+    pybox_pin_t pin;
+    if (pybox_state_open(&st, false, &err) < 0 || pybox_state_config(&st, &ceil, &err) < 0)
+        return fail(&err, o.json);
+    if (pybox_name_valid(o.image) && pybox_pin_get(&st, o.image, &pin, &err) == 1)
+        pybox_cli_apply_defaults(&o, &pin);
+    else
+        pybox_cli_apply_defaults(&o, &(pybox_pin_t){0});
+    if (pybox_cli_check_ceilings(&o, &ceil, &err) < 0)
         return fail(&err, o.json);
     pybox_engine_t *e = NULL;
     if (pybox_engine_open(NULL, &e, &err) < 0)
         return fail(&err, o.json);
-    pybox_pin_t pin;
     if (pybox_image_resolve(&st, e, o.image, &pin, &err) < 0) {
         pybox_engine_free(e);
         return fail(&err, o.json);
@@ -143,12 +150,10 @@ static int cmd_exec(int argc, char **argv)
     snprintf(req.policy.image_id, sizeof req.policy.image_id, "%s", pin.id);
     snprintf(req.policy.install_id, sizeof req.policy.install_id, "%s", st.install_id);
     req.policy.timeout_ms = o.timeout_ms;
-    if (o.memory_bytes > 0)
-        req.policy.memory_bytes = o.memory_bytes;
-    if (o.pids > 0)
-        req.policy.pids = o.pids;
-    if (o.nano_cpus > 0)
-        req.policy.nano_cpus = o.nano_cpus;
+    req.policy.memory_bytes = o.memory_bytes;
+    req.policy.pids = o.pids;
+    req.policy.nano_cpus = o.nano_cpus;
+    req.pin = &pin;
     req.policy.box_timer_ms = o.timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
 
     pybox_backend_t be;
@@ -247,8 +252,24 @@ static int cmd_image(int argc, char **argv)
     }
     pybox_state_t st;
     if (strcmp(argv[1], "build") == 0) {
-        if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "--force") != 0)) {
-            pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox image build NAME [--force]");
+        const char *lock = NULL, *wheels = NULL, *debian = NULL;
+        bool force = false, bad = argc < 3;
+        for (int i = 3; !bad && i < argc; i++) {
+            if (strcmp(argv[i], "--force") == 0)
+                force = true;
+            else if (strcmp(argv[i], "--lock") == 0 && i + 1 < argc)
+                lock = argv[++i];
+            else if (strcmp(argv[i], "--wheels") == 0 && i + 1 < argc)
+                wheels = argv[++i];
+            else if (strcmp(argv[i], "--debian") == 0 && i + 1 < argc)
+                debian = argv[++i];
+            else
+                bad = true;
+        }
+        if (bad) {
+            pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
+                            "usage: pybox image build NAME [--force] [--lock uv.lock --wheels DIR | --debian "
+                            "PACKAGES]");
             return fail(&err, false);
         }
         pybox_image_paths_t paths;
@@ -258,7 +279,9 @@ static int cmd_image(int argc, char **argv)
         if (pybox_engine_open(NULL, &e, &err) < 0)
             return fail(&err, false);
         bool built = false;
-        int rc = pybox_image_build(&st, e, &paths, argv[2], argc == 4, stderr, &built, &err);
+        int rc = lock || wheels || debian
+                     ? pybox_image_build_custom(&st, e, &paths, argv[2], lock, wheels, debian, stderr, &err)
+                     : pybox_image_build(&st, e, &paths, argv[2], force, stderr, &built, &err);
         pybox_engine_free(e);
         return rc < 0 ? fail(&err, false) : 0;
     }
@@ -269,14 +292,33 @@ static int cmd_image(int argc, char **argv)
         size_t n = 0;
         if (pybox_pin_list(&st, &pins, &n, &err) < 0)
             return fail(&err, false);
-        printf("%-12s %-71s %10s  %-16s  %s\n", "NAME", "PINNED IMAGE ID", "SIZE", "RECIPE", "BUILT");
+        printf("%-12s %-8s %-71s %10s  %-16s  %s\n", "NAME", "KIND", "PINNED IMAGE ID", "SIZE", "RECIPE", "BUILT");
         for (size_t i = 0; i < n; i++)
-            printf("%-12s %-71s %7.1f MB  %.16s  %s\n", pins[i].name, pins[i].id, (double)pins[i].size / 1e6,
-                   pins[i].recipe_sha256, pins[i].built_at);
+            printf("%-12s %-8s %-71s %7.1f MB  %.16s  %s\n", pins[i].name, pins[i].custom ? "custom" : "built-in",
+                   pins[i].id, (double)pins[i].size / 1e6, pins[i].recipe_sha256, pins[i].built_at);
         free(pins);
         return 0;
     }
-    pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "unknown image command (build, list)");
+    if (strcmp(argv[1], "rm") == 0 || strcmp(argv[1], "verify") == 0) {
+        bool rm = strcmp(argv[1], "rm") == 0;
+        if ((rm && argc != 3) || (!rm && argc != 2)) {
+            pybox_error_set(&err, PYBOX_ERR_USAGE, 0, rm ? "usage: pybox image rm NAME" : "usage: pybox image verify");
+            return fail(&err, false);
+        }
+        pybox_image_paths_t paths;
+        if (pybox_state_open(&st, false, &err) < 0 || pybox_image_paths_default(&paths, &err) < 0)
+            return fail(&err, false);
+        pybox_engine_t *e = NULL;
+        if (pybox_engine_open(NULL, &e, &err) < 0)
+            return fail(&err, false);
+        int rc =
+            rm ? pybox_image_remove(&st, e, argv[2], stdout, &err) : pybox_image_verify(&st, e, &paths, stdout, &err);
+        pybox_engine_free(e);
+        if (rc < 0)
+            return fail(&err, false);
+        return rc == 0 ? 0 : 1;
+    }
+    pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "unknown image command (build, list, rm, verify)");
     return fail(&err, false);
 }
 

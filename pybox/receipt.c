@@ -239,6 +239,12 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON *img = cJSON_AddObjectToObject(asked, "image");
     cJSON_AddStringToObject(img, "name", res->image_name);
     cJSON_AddStringToObject(img, "id", p->image_id);
+    if (res->pin.name[0]) {
+        cJSON_AddStringToObject(img, "recipe_sha256", res->pin.recipe_sha256);
+        cJSON_AddStringToObject(img, "built_at", res->pin.built_at);
+        cJSON_AddStringToObject(img, "python3_package", res->pin.python);
+        cJSON_AddStringToObject(img, "manifest", "/pybox/manifest.json in the image");
+    }
     cJSON *lim = cJSON_AddObjectToObject(asked, "limits");
     cJSON_AddNumberToObject(lim, "memory_bytes", (double)p->memory_bytes);
     cJSON_AddNumberToObject(lim, "swap_bytes", 0);

@@ -336,6 +336,8 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     res->exit_code = 125;
     pybox_wall_iso(res->started_wall, sizeof res->started_wall);
     snprintf(res->image_name, sizeof res->image_name, "%s", req->image_name ? req->image_name : "");
+    if (req->pin != NULL)
+        res->pin = *req->pin;
     pybox_sha256_hex(req->program, req->program_len, res->program_sha256);
     res->program_bytes = req->program_len;
 
@@ -528,6 +530,11 @@ out:
     pybox_buf_free(&feed.out_tar);
     if (res->started && !res->watched)
         unknown(res, "the kernel's counters were not read: %s", res->watch_error);
+    if (res->started && res->pin.custom)
+        unknown(res,
+                "the image '%s' is a custom one: its packages can run code when Python starts (.pth files, "
+                "sitecustomize), before the program, as part of the run",
+                res->pin.name);
     else if (res->watched && !res->final_taken)
         unknown(res, "no final kernel reading: the box ended before it could be held; the last sample is reported");
     pybox_sink_said(&res->out, res->record.seen ? res->record.length : 0, &res->said_out);

@@ -40,6 +40,7 @@ typedef struct pybox_run_request {
     const char *program;
     size_t program_len;
     const char *image_name;            /* for the receipt */
+    const pybox_pin_t *pin;            /* the image's pin, for the receipt (may be NULL) */
     pybox_policy_t policy;             /* limits and image set by the caller; names and labels by the run */
     const pybox_state_t *state;        /* the installation: run notes, housekeeping */
     const pybox_inputs_t *inputs;      /* files for /box/in, or NULL */
@@ -64,6 +65,7 @@ typedef struct pybox_run_result {
     char started_wall[40];
     pybox_policy_t policy;
     char image_name[PYBOX_NAME_MAX];
+    pybox_pin_t pin; /* the image as pinned (name empty when unknown) */
     char program_sha256[65];
     size_t program_bytes;
     char policy_sha256[65];

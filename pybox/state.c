@@ -251,6 +251,18 @@ static void pin_from_json(const char *name, const cJSON *o, pybox_pin_t *pin)
         pin->size = (int64_t)v->valuedouble;
     if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "guest_protocol")))
         pin->protocol = v->valueint;
+    if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "python3_package")))
+        snprintf(pin->python, sizeof pin->python, "%s", v->valuestring);
+    pin->custom = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "custom"));
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "defaults");
+    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "memory_bytes")))
+        pin->memory_bytes = (int64_t)v->valuedouble;
+    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "pids")))
+        pin->pids = (int64_t)v->valuedouble;
+    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "nano_cpus")))
+        pin->nano_cpus = (int64_t)v->valuedouble;
+    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "timeout_ms")))
+        pin->timeout_ms = (int64_t)v->valuedouble;
 }
 
 int pybox_pin_get(const pybox_state_t *st, const char *name, pybox_pin_t *out, pybox_error_t *err)
@@ -307,6 +319,13 @@ int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t
     cJSON_AddStringToObject(o, "built_at", pin->built_at);
     cJSON_AddNumberToObject(o, "size", (double)pin->size);
     cJSON_AddNumberToObject(o, "guest_protocol", pin->protocol);
+    cJSON_AddStringToObject(o, "python3_package", pin->python);
+    cJSON_AddBoolToObject(o, "custom", pin->custom);
+    cJSON *d = cJSON_AddObjectToObject(o, "defaults");
+    cJSON_AddNumberToObject(d, "memory_bytes", (double)pin->memory_bytes);
+    cJSON_AddNumberToObject(d, "pids", (double)pin->pids);
+    cJSON_AddNumberToObject(d, "nano_cpus", (double)pin->nano_cpus);
+    cJSON_AddNumberToObject(d, "timeout_ms", (double)pin->timeout_ms);
     cJSON_DeleteItemFromObjectCaseSensitive(pins, pin->name);
     cJSON_AddItemToObject(pins, pin->name, o);
     char *text = cJSON_Print(pins);
@@ -367,4 +386,26 @@ int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t
     if (rc == 0)
         snprintf(c->source, sizeof c->source, "config.json of the installation");
     return rc;
+}
+
+int pybox_pin_remove(const pybox_state_t *st, const char *name, pybox_error_t *err)
+{
+    _cleanup_close_ int lfd = lock_pins(st, LOCK_EX, err);
+    if (lfd < 0)
+        return -1;
+    cJSON *pins = NULL;
+    if (load_pins(st, &pins, err) < 0)
+        return -1;
+    int had = cJSON_GetObjectItemCaseSensitive(pins, name) != NULL;
+    cJSON_DeleteItemFromObjectCaseSensitive(pins, name);
+    char *text = cJSON_Print(pins);
+    cJSON_Delete(pins);
+    if (text == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "encoding images.json");
+    char path[PATH_MAX];
+    int rc = pybox_state_path(st, "images.json", path, sizeof path, err);
+    if (rc == 0)
+        rc = pybox_write_file_atomic(path, text, strlen(text), 0600, err);
+    free(text);
+    return rc < 0 ? -1 : had;
 }

@@ -48,11 +48,17 @@ typedef struct pybox_pin {
     char built_at[40];
     int64_t size;
     int protocol; /* the guest protocol of the init inside it */
+    /* Defaults of runs in this image, from its recipe's policy file (0: PyBox's own). */
+    int64_t memory_bytes, pids, nano_cpus, timeout_ms;
+    char python[48]; /* the python3 package's version, from the manifest */
+    bool custom;     /* built from a custom recipe (a lock file, a package list) */
 } pybox_pin_t;
 
 /* 1 and *out filled when name is pinned, 0 when it is not, -1 on error. */
 int pybox_pin_get(const pybox_state_t *st, const char *name, pybox_pin_t *out, pybox_error_t *err);
 int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t *err);
+/* Forget a pin: 1 if it was there, 0 if not, -1 on error. */
+int pybox_pin_remove(const pybox_state_t *st, const char *name, pybox_error_t *err);
 /* All pins; *out is malloc'd (caller frees), *n their number. */
 int pybox_pin_list(const pybox_state_t *st, pybox_pin_t **out, size_t *n, pybox_error_t *err);
 

@@ -28,3 +28,4 @@ fi
 scripts/engine-start.sh
 make -s all
 build/pybox image build stdlib
+build/pybox image build data

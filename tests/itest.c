@@ -424,6 +424,11 @@ int itest_new_home(char *home, size_t len, char *id)
     fclose(in);
     if (out == NULL || fclose(out) != 0)
         return -1;
+    /* Image builds share the installation's cache of root filesystems. */
+    char cache_from[PATH_MAX], cache_to[PATH_MAX];
+    if (pybox_state_path(&from, "cache", cache_from, sizeof cache_from, &err) == 0 &&
+        pybox_fmt(cache_to, sizeof cache_to, "%s/cache", home) == 0 && symlink(cache_from, cache_to) < 0)
+        fprintf(stderr, "itest: the image cache is not shared (%s)\n", strerror(errno));
     /* Leftovers of test runs expire as early as the rules allow (the box's timer plus
      * the margin), so cleanup can be tested without waiting two minutes. */
     if (pybox_fmt(dst, sizeof dst, "%s/config.json", home) < 0)

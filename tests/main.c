@@ -69,6 +69,7 @@ int main(void)
     srunner_add_suite(sr, itest_suite_crash());
     srunner_add_suite(sr, itest_suite_kernel());
     srunner_add_suite(sr, itest_suite_files());
+    srunner_add_suite(sr, itest_suite_images());
     srunner_add_suite(sr, itest_suite_lifecycle());
     srunner_add_suite(sr, itest_suite_engine_down()); /* last: it restarts the engine */
     srunner_set_fork_status(sr, CK_FORK);

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/* A small TOML reader for lock files (uv.lock): key/value pairs, [tables] and
+ * [[arrays of tables]], one-line strings, integers, booleans, arrays and inline tables,
+ * read into cJSON. Anything else is refused, never guessed. */
+#ifndef PYBOX_TOML_H
+#define PYBOX_TOML_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#include "error.h"
+
+/* NULL with a PYBOX_ERR_USAGE error naming the line when the text is not what this
+ * reader takes. The caller frees the result. */
+cJSON *pybox_toml_parse(const char *text, size_t len, pybox_error_t *err);
+
+#endif

@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/* Custom images from a uv lock file and a folder of wheels (see wheels.h). */
+#include "wheels.h"
+
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "escape.h"
+#include "toml.h"
+#include "util.h"
+
+#define LOCK_MAX (4 * 1024 * 1024)
+#define WHEEL_MAX (256LL * 1024 * 1024)
+#define WHEEL_UNPACKED_MAX (512LL * 1024 * 1024)
+
+void pybox_lock_free(pybox_lock_t *lock)
+{
+    free(lock->wheels);
+    memset(lock, 0, sizeof *lock);
+}
+
+static int sha256_file(const char *path, char out[65], int64_t *size, pybox_error_t *err)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "open(%s)", path);
+    struct stat sb;
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s is not a regular file", path);
+    if (sb.st_size > WHEEL_MAX)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s is larger than %lld bytes", path, WHEEL_MAX);
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+    char buf[65536];
+    int64_t total = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            EVP_MD_CTX_free(md);
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "read(%s)", path);
+        }
+        if (r == 0)
+            break;
+        EVP_DigestUpdate(md, buf, (size_t)r);
+        total += r;
+    }
+    unsigned char dig[32];
+    unsigned int dl = 0;
+    EVP_DigestFinal_ex(md, dig, &dl);
+    EVP_MD_CTX_free(md);
+    pybox_hex(dig, 32, out);
+    *size = total;
+    return 0;
+}
+
+/* The last part of a URL or path: the wheel's file name. */
+static const char *base_of(const char *s)
+{
+    const char *b = strrchr(s, '/');
+    return b ? b + 1 : s;
+}
+
+static bool wheel_name_ok(const char *f)
+{
+    size_t n = strlen(f);
+    return n > 4 && n < 256 && strcmp(f + n - 4, ".whl") == 0 && strchr(f, '/') == NULL && f[0] != '.' &&
+           pybox_utf8_valid(f, n);
+}
+
+static const char *str_of(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+int pybox_lock_check(const char *lock_path, const char *wheels_dir, pybox_lock_t *lock, pybox_error_t *err)
+{
+    memset(lock, 0, sizeof *lock);
+    _cleanup_close_ int fd = open(lock_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "--lock %s", lock_path);
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    bool over = false;
+    if (pybox_read_bounded(fd, LOCK_MAX, &text, &len, &over, err) < 0)
+        return -1;
+    if (over)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--lock %s: larger than %d bytes", lock_path, LOCK_MAX);
+    cJSON *doc = pybox_toml_parse(text, len, err);
+    if (doc == NULL)
+        return -1;
+    const cJSON *pkgs = cJSON_GetObjectItemCaseSensitive(doc, "package");
+    int rc = 0;
+    size_t cap = (size_t)cJSON_GetArraySize(pkgs) + 1;
+    lock->wheels = calloc(cap, sizeof *lock->wheels);
+    if (lock->wheels == NULL)
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "lock");
+    if (rc == 0 && !cJSON_IsArray(pkgs))
+        rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: no [[package]] tables (is it a uv lock file?)", lock_path);
+    const cJSON *pkg;
+    cJSON_ArrayForEach (pkg, pkgs) {
+        if (rc < 0)
+            break;
+        const char *name = str_of(pkg, "name"), *version = str_of(pkg, "version");
+        const cJSON *source = cJSON_GetObjectItemCaseSensitive(pkg, "source");
+        if (name == NULL || version == NULL) {
+            rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: a package without a name or version", lock_path);
+            break;
+        }
+        /* The project itself (not a dependency) has nothing to install. */
+        if (cJSON_GetObjectItemCaseSensitive(source, "virtual") || cJSON_GetObjectItemCaseSensitive(source, "editable"))
+            continue;
+        const cJSON *wheels = cJSON_GetObjectItemCaseSensitive(pkg, "wheels");
+        if (cJSON_GetArraySize(wheels) == 0) {
+            rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                 "%s: %s %s has no wheel in the lock (building it from source would run its code)",
+                                 lock_path, name, version);
+            break;
+        }
+        /* The first wheel of the lock that is in the folder. */
+        const cJSON *w;
+        bool found = false;
+        cJSON_ArrayForEach (w, wheels) {
+            const char *url = str_of(w, "url"), *file = str_of(w, "filename"), *path = str_of(w, "path");
+            const char *hash = str_of(w, "hash");
+            const char *fname = file ? file : (url ? base_of(url) : (path ? base_of(path) : NULL));
+            if (fname == NULL || hash == NULL || !wheel_name_ok(fname))
+                continue;
+            char p[PATH_MAX];
+            if (pybox_fmt(p, sizeof p, "%s/%s", wheels_dir, fname) < 0 || access(p, F_OK) != 0)
+                continue;
+            found = true;
+            if (strncmp(hash, "sha256:", 7) != 0 || strlen(hash) != 71) {
+                rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: the hash of %s is not a SHA-256", lock_path, fname);
+                break;
+            }
+            pybox_wheel_t *x = &lock->wheels[lock->n];
+            memset(x, 0, sizeof *x);
+            if (pybox_strlcpy(x->name, name, sizeof x->name) < 0 ||
+                pybox_strlcpy(x->version, version, sizeof x->version) < 0 ||
+                pybox_strlcpy(x->file, fname, sizeof x->file) < 0) {
+                rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: a name too long", lock_path);
+                break;
+            }
+            if (sha256_file(p, x->sha256, &x->bytes, err) < 0) {
+                rc = -1;
+                break;
+            }
+            if (strcmp(x->sha256, hash + 7) != 0) {
+                char shown[300];
+                pybox_escape_short(shown, sizeof shown, fname, 200);
+                rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                     "wheel %s: its SHA-256 %.16s... is not the lock's %.16s...: refused", shown,
+                                     x->sha256, hash + 7);
+                break;
+            }
+            lock->n++;
+            break;
+        }
+        if (rc == 0 && !found) {
+            char shown[300];
+            pybox_escape_short(shown, sizeof shown, wheels_dir, 200);
+            rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "no wheel of %s %s from the lock is in %s", name, version,
+                                 shown);
+        }
+    }
+    cJSON_Delete(doc);
+    if (rc < 0)
+        pybox_lock_free(lock);
+    return rc;
+}
+
+/* A wheel entry's name: relative, no empty, "." or ".." part, printable UTF-8. */
+static bool entry_ok(const char *n)
+{
+    size_t len = strlen(n);
+    if (len == 0 || len > 1024 || n[0] == '/' || !pybox_utf8_valid(n, len))
+        return false;
+    for (const char *p = n; *p;) {
+        const char *s = strchr(p, '/');
+        size_t part = s ? (size_t)(s - p) : strlen(p);
+        if ((s && part == 0) || (part == 1 && p[0] == '.') || (part == 2 && p[0] == '.' && p[1] == '.'))
+            return false;
+        p += part + (s ? 1 : 0);
+    }
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)n[i] < 0x20 || n[i] == 0x7f || n[i] == '\\')
+            return false;
+    return true;
+}
+
+typedef struct {
+    char **paths;
+    size_t n, cap;
+} pathset_t;
+
+static bool pathset_has(const pathset_t *s, const char *p)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->paths[i], p) == 0)
+            return true;
+    return false;
+}
+
+static int pathset_add(pathset_t *s, const char *p)
+{
+    if (s->n == s->cap) {
+        size_t ncap = s->cap ? s->cap * 2 : 64;
+        char **np = realloc(s->paths, ncap * sizeof *np);
+        if (np == NULL)
+            return -1;
+        s->paths = np;
+        s->cap = ncap;
+    }
+    s->paths[s->n] = strdup(p);
+    return s->paths[s->n] ? (int)(s->n++, 0) : -1;
+}
+
+static void pathset_free(pathset_t *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->paths[i]);
+    free(s->paths);
+}
+
+static int write_entry(struct archive *w, const char *path, mode_t type, mode_t perm, int64_t size)
+{
+    struct archive_entry *e = archive_entry_new();
+    archive_entry_set_pathname(e, path);
+    archive_entry_set_filetype(e, type);
+    archive_entry_set_perm(e, perm);
+    archive_entry_set_size(e, size);
+    archive_entry_set_uid(e, 0);
+    archive_entry_set_gid(e, 0);
+    archive_entry_set_mtime(e, 0, 0);
+    int rc = archive_write_header(w, e);
+    archive_entry_free(e);
+    return rc == ARCHIVE_OK ? 0 : -1;
+}
+
+/* Folder entries for every parent of path that neither the image nor this run has. */
+static int parents(struct archive *w, pathset_t *dirs, const char *path, pybox_path_exists_fn exists, void *arg)
+{
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *s = strchr(buf + 2, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        if (!pathset_has(dirs, buf) && !(exists && exists(buf, arg))) {
+            char d[2050];
+            snprintf(d, sizeof d, "%s/", buf);
+            if (write_entry(w, d, AE_IFDIR, 0755, 0) < 0 || pathset_add(dirs, buf) < 0)
+                return -1;
+        }
+        *s = '/';
+    }
+    return 0;
+}
+
+int pybox_wheels_unpack(struct archive *w, const pybox_lock_t *lock, const char *wheels_dir, const char *site,
+                        const char *bin, pybox_path_exists_fn exists, void *arg, FILE *progress, pybox_error_t *err)
+{
+    pathset_t dirs = {0}, files = {0};
+    int rc = 0;
+    char *buf = malloc(65536);
+    if (buf == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "wheels");
+    for (size_t i = 0; rc == 0 && i < lock->n; i++) {
+        const pybox_wheel_t *x = &lock->wheels[i];
+        char p[PATH_MAX];
+        if (pybox_fmt(p, sizeof p, "%s/%s", wheels_dir, x->file) < 0) {
+            rc = pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "wheel path");
+            break;
+        }
+        /* The file is hashed again here: what is unpacked is what was checked. */
+        char digest[65];
+        int64_t size;
+        if (sha256_file(p, digest, &size, err) < 0) {
+            rc = -1;
+            break;
+        }
+        if (strcmp(digest, x->sha256) != 0) {
+            rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s changed after it was checked", x->file);
+            break;
+        }
+        struct archive *r = archive_read_new();
+        archive_read_support_format_zip(r);
+        if (archive_read_open_filename(r, p, 65536) != ARCHIVE_OK) {
+            rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s: %s", x->file, archive_error_string(r));
+            archive_read_free(r);
+            break;
+        }
+        struct archive_entry *e;
+        int hr;
+        int64_t unpacked = 0;
+        while (rc == 0 && ((hr = archive_read_next_header(r, &e)) == ARCHIVE_OK || hr == ARCHIVE_WARN)) {
+            const char *n = archive_entry_pathname(e);
+            mode_t type = archive_entry_filetype(e);
+            if (n == NULL || !entry_ok(n)) {
+                rc =
+                    pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s holds a name that cannot be installed", x->file);
+                break;
+            }
+            if (type == AE_IFDIR)
+                continue; /* folders are made for the files in them */
+            if (type != AE_IFREG) {
+                rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s holds a link or special file", x->file);
+                break;
+            }
+            /* Lay it out as an installer would, without running anything of it. */
+            const char *dotdata = strstr(n, ".data/");
+            const char *slash = strchr(n, '/');
+            char dest[2048];
+            mode_t perm = 0644;
+            if (dotdata != NULL && slash != NULL && dotdata + 5 == slash) {
+                const char *rest = slash + 1;
+                if (strncmp(rest, "purelib/", 8) == 0 || strncmp(rest, "platlib/", 8) == 0) {
+                    snprintf(dest, sizeof dest, "%s/%s", site, rest + 8);
+                } else if (strncmp(rest, "scripts/", 8) == 0 && strchr(rest + 8, '/') == NULL) {
+                    snprintf(dest, sizeof dest, "%s/%s", bin, rest + 8);
+                    perm = 0755;
+                } else {
+                    if (progress)
+                        fprintf(progress, "           skipped %s from %s (headers and data files are not installed)\n",
+                                n, x->file);
+                    continue;
+                }
+            } else {
+                snprintf(dest, sizeof dest, "%s/%s", site, n);
+            }
+            if (pathset_has(&files, dest) || (exists && exists(dest, arg))) {
+                rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s installs a file the image or another wheel has",
+                                     x->file);
+                break;
+            }
+            int64_t esize = archive_entry_size(e);
+            if (esize < 0 || (unpacked += esize) > WHEEL_UNPACKED_MAX) {
+                rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s unpacks to more than %lld bytes", x->file,
+                                     WHEEL_UNPACKED_MAX);
+                break;
+            }
+            if (parents(w, &dirs, dest, exists, arg) < 0 || pathset_add(&files, dest) < 0 ||
+                write_entry(w, dest, AE_IFREG, perm, esize) < 0) {
+                rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "writing the image: %s", archive_error_string(w));
+                break;
+            }
+            int64_t done = 0;
+            for (;;) {
+                la_ssize_t got = archive_read_data(r, buf, 65536);
+                if (got < 0) {
+                    rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s: %s", x->file, archive_error_string(r));
+                    break;
+                }
+                if (got == 0)
+                    break;
+                if (done + got > esize || archive_write_data(w, buf, (size_t)got) != got) {
+                    rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s: an entry is larger than it says", x->file);
+                    break;
+                }
+                done += got;
+            }
+            if (rc == 0 && done != esize)
+                rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s: an entry is shorter than it says", x->file);
+        }
+        if (rc == 0 && hr != ARCHIVE_EOF)
+            rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s: %s", x->file, archive_error_string(r));
+        archive_read_free(r);
+        if (rc == 0 && progress)
+            fprintf(progress, "           installed %s %s (%s, sha256 %.16s...)\n", x->name, x->version, x->file,
+                    x->sha256);
+    }
+    free(buf);
+    pathset_free(&dirs);
+    pathset_free(&files);
+    return rc;
+}
