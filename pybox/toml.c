@@ -284,14 +284,22 @@ static cJSON *read_value(reader_t *r, int depth)
             r->p++;
         char num[32];
         size_t n = 0;
-        for (const char *q = s; q < r->p && n + 1 < sizeof num; q++)
-            if (*q != '_')
-                num[n++] = *q;
+        bool cut = false;
+        for (const char *q = s; q < r->p; q++) {
+            if (*q == '_')
+                continue;
+            if (n + 1 >= sizeof num) {
+                cut = true; /* never read fewer digits than were written */
+                break;
+            }
+            num[n++] = *q;
+        }
         num[n] = '\0';
         char *endp;
         errno = 0;
         long long v = strtoll(num, &endp, 10);
-        if (errno != 0 || *endp != '\0' || n == 0) {
+        /* Past 2^53 a cJSON number (a double) would not hold the value exactly. */
+        if (cut || errno != 0 || *endp != '\0' || n == 0 || v > (1LL << 53) || v < -(1LL << 53)) {
             fail(r, "a number out of range");
             return NULL;
         }

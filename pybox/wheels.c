@@ -28,9 +28,12 @@ void pybox_lock_free(pybox_lock_t *lock)
     memset(lock, 0, sizeof *lock);
 }
 
-static int sha256_file(const char *path, char out[65], int64_t *size, pybox_error_t *err)
+/* Hash a wheel file; with keep, hand back its descriptor (rewound) so that what is read
+ * later is the very file that was hashed. */
+static int sha256_file_fd(const char *path, char out[65], int64_t *size, int *keep, pybox_error_t *err)
 {
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* O_NONBLOCK: a FIFO is refused below, not waited on. */
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "open(%s)", path);
     struct stat sb;
@@ -61,7 +64,17 @@ static int sha256_file(const char *path, char out[65], int64_t *size, pybox_erro
     EVP_MD_CTX_free(md);
     pybox_hex(dig, 32, out);
     *size = total;
+    if (keep != NULL) {
+        if (lseek(fd, 0, SEEK_SET) < 0)
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "lseek(%s)", path);
+        *keep = pybox_steal_fd(&fd);
+    }
     return 0;
+}
+
+static int sha256_file(const char *path, char out[65], int64_t *size, pybox_error_t *err)
+{
+    return sha256_file_fd(path, out, size, NULL, err);
 }
 
 /* The last part of a URL or path: the wheel's file name. */
@@ -249,14 +262,18 @@ static int write_entry(struct archive *w, const char *path, mode_t type, mode_t 
     return rc == ARCHIVE_OK ? 0 : -1;
 }
 
-/* Folder entries for every parent of path that neither the image nor this run has. */
-static int parents(struct archive *w, pathset_t *dirs, const char *path, pybox_path_exists_fn exists, void *arg)
+/* Folder entries for every parent of path that neither the image nor this run has; 1 if
+ * a file of this run is where a folder would be. */
+static int parents(struct archive *w, pathset_t *dirs, const pathset_t *files, const char *path,
+                   pybox_path_exists_fn exists, void *arg)
 {
     char buf[2048];
     snprintf(buf, sizeof buf, "%s", path);
     for (char *s = strchr(buf + 2, '/'); s; s = strchr(s + 1, '/')) {
         *s = '\0';
         if (!pathset_has(dirs, buf) && !(exists && exists(buf, arg))) {
+            if (pathset_has(files, buf))
+                return 1;
             char d[2050];
             snprintf(d, sizeof d, "%s/", buf);
             if (write_entry(w, d, AE_IFDIR, 0755, 0) < 0 || pathset_add(dirs, buf) < 0)
@@ -285,19 +302,24 @@ int pybox_wheels_unpack(struct archive *w, const pybox_lock_t *lock, const char 
         /* The file is hashed again here: what is unpacked is what was checked. */
         char digest[65];
         int64_t size;
-        if (sha256_file(p, digest, &size, err) < 0) {
+        int wfd = -1;
+        if (sha256_file_fd(p, digest, &size, &wfd, err) < 0) {
             rc = -1;
             break;
         }
         if (strcmp(digest, x->sha256) != 0) {
+            close(wfd);
             rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s changed after it was checked", x->file);
             break;
         }
+        /* Read from the descriptor that was hashed, not from the name again. */
         struct archive *r = archive_read_new();
         archive_read_support_format_zip(r);
-        if (archive_read_open_filename(r, p, 65536) != ARCHIVE_OK) {
-            rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s: %s", x->file, archive_error_string(r));
+        if (archive_read_open_fd(r, wfd, 65536) != ARCHIVE_OK) {
+            const char *why = archive_error_string(r);
+            rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s: %s", x->file, why ? why : "unreadable");
             archive_read_free(r);
+            close(wfd);
             break;
         }
         struct archive_entry *e;
@@ -330,15 +352,19 @@ int pybox_wheels_unpack(struct archive *w, const pybox_lock_t *lock, const char 
                     snprintf(dest, sizeof dest, "%s/%s", bin, rest + 8);
                     perm = 0755;
                 } else {
-                    if (progress)
+                    if (progress) {
+                        char shown_n[300], shown_f[300];
+                        pybox_escape_short(shown_n, sizeof shown_n, n, 200);
+                        pybox_escape_short(shown_f, sizeof shown_f, x->file, 200);
                         fprintf(progress, "           skipped %s from %s (headers and data files are not installed)\n",
-                                n, x->file);
+                                shown_n, shown_f);
+                    }
                     continue;
                 }
             } else {
                 snprintf(dest, sizeof dest, "%s/%s", site, n);
             }
-            if (pathset_has(&files, dest) || (exists && exists(dest, arg))) {
+            if (pathset_has(&files, dest) || pathset_has(&dirs, dest) || (exists && exists(dest, arg))) {
                 rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s installs a file the image or another wheel has",
                                      x->file);
                 break;
@@ -349,9 +375,15 @@ int pybox_wheels_unpack(struct archive *w, const pybox_lock_t *lock, const char 
                                      WHEEL_UNPACKED_MAX);
                 break;
             }
-            if (parents(w, &dirs, dest, exists, arg) < 0 || pathset_add(&files, dest) < 0 ||
-                write_entry(w, dest, AE_IFREG, perm, esize) < 0) {
-                rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "writing the image: %s", archive_error_string(w));
+            int pr = parents(w, &dirs, &files, dest, exists, arg);
+            if (pr > 0) {
+                rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s installs a file the image or another wheel has",
+                                     x->file);
+                break;
+            }
+            if (pr < 0 || pathset_add(&files, dest) < 0 || write_entry(w, dest, AE_IFREG, perm, esize) < 0) {
+                rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "writing the image: %s",
+                                     archive_error_string(w) ? archive_error_string(w) : "out of memory");
                 break;
             }
             int64_t done = 0;
@@ -373,11 +405,18 @@ int pybox_wheels_unpack(struct archive *w, const pybox_lock_t *lock, const char 
                 rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s: an entry is shorter than it says", x->file);
         }
         if (rc == 0 && hr != ARCHIVE_EOF)
-            rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s: %s", x->file, archive_error_string(r));
+            rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0, "wheel %s: %s", x->file,
+                                 archive_error_string(r) ? archive_error_string(r) : "unreadable");
         archive_read_free(r);
-        if (rc == 0 && progress)
-            fprintf(progress, "           installed %s %s (%s, sha256 %.16s...)\n", x->name, x->version, x->file,
+        close(wfd);
+        if (rc == 0 && progress) {
+            char shown_n[300], shown_v[300], shown_f[300];
+            pybox_escape_short(shown_n, sizeof shown_n, x->name, 200);
+            pybox_escape_short(shown_v, sizeof shown_v, x->version, 200);
+            pybox_escape_short(shown_f, sizeof shown_f, x->file, 200);
+            fprintf(progress, "           installed %s %s (%s, sha256 %.16s...)\n", shown_n, shown_v, shown_f,
                     x->sha256);
+        }
     }
     free(buf);
     pathset_free(&dirs);

@@ -15,5 +15,7 @@ Suite *suite_engine(void);
 Suite *suite_state(void);
 Suite *suite_watch(void);
 Suite *suite_files(void);
+Suite *suite_toml(void);
+Suite *suite_wheels(void);
 
 #endif
