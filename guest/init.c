@@ -249,7 +249,9 @@ static void child_exec(int stdin_pipe)
     for (int s = 1; s < NSIG; s++)
         signal(s, SIG_DFL);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    char *const args[] = {"python3", "-I", "-u", "-", NULL};
+    /* argv[0] absolute: Python derives sys.executable from it, and a name would be looked
+     * up on PATH, where a package's script could stand in for python3. */
+    char *const args[] = {PYBOX_GUEST_PYTHON, "-I", "-u", "-", NULL};
     execve(PYBOX_GUEST_PYTHON, args, environ);
     say("pybox-init: cannot start %s: %s\n", PYBOX_GUEST_PYTHON, strerror(errno));
     _exit(127);

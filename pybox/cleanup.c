@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "note.h"
 #include "util.h"
 
@@ -141,6 +142,16 @@ int pybox_cleanup(const pybox_state_t *st, pybox_backend_t *be, bool dry_run, py
         const pybox_note_info_t *ni = &notes[k];
         if (ni->live)
             continue;
+        /* A run that died while writing its output folder: the hidden folder goes. */
+        char outp[PATH_MAX];
+        if (pybox_note_output_of(st, ni->run_id, outp, sizeof outp) == 1) {
+            if (!dry_run && pybox_output_tmp_remove(outp, ni->run_id) == 1)
+                add(rep, "output", outp, ni->run_id, true, "a hidden output folder of a run that died writing it");
+            else if (dry_run)
+                add(rep, "output", outp, ni->run_id, true, "a hidden output folder of a run that died writing it");
+            if (!dry_run)
+                pybox_note_output_end(st, ni->run_id);
+        }
         bool has_leftover = false;
         for (size_t i = 0; i < nleft; i++)
             if (!gone[i] && strcmp(left[i].run_id, ni->run_id) == 0)

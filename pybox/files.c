@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <locale.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,6 +25,23 @@
 
 #define INPUT_ENTRIES_MAX 10000
 #define INPUT_DEPTH_MAX 32
+
+/* libarchive converts names through the current locale: in the C locale it drops or
+ * refuses characters it cannot represent. Names are handled in C.UTF-8 (this thread only),
+ * so what is judged and written is the name the archive holds. */
+static locale_t utf8_begin(void)
+{
+    static locale_t loc;
+    if (loc == (locale_t)0)
+        loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    return loc != (locale_t)0 ? uselocale(loc) : (locale_t)0;
+}
+
+static void utf8_end(locale_t old)
+{
+    if (old != (locale_t)0)
+        uselocale(old);
+}
 
 void pybox_inputs_init(pybox_inputs_t *in)
 {
@@ -332,9 +350,17 @@ void pybox_ingest_limits_default(pybox_ingest_limits_t *l)
     l->max_dirs = PYBOX_OUT_DIRS_MAX;
 }
 
+void pybox_output_close(pybox_output_spec_t *spec)
+{
+    if (spec->parent_fd >= 0)
+        close(spec->parent_fd);
+    spec->parent_fd = -1;
+}
+
 int pybox_output_check(const char *dir, pybox_output_spec_t *spec, pybox_error_t *err)
 {
     memset(spec, 0, sizeof *spec);
+    spec->parent_fd = -1;
     char p[256];
     shown(p, sizeof p, dir ? dir : "");
     if (dir == NULL || dir[0] == '\0')
@@ -360,30 +386,62 @@ int pybox_output_check(const char *dir, pybox_output_spec_t *spec, pybox_error_t
     memcpy(spec->parent, abs, plen);
     spec->parent[plen] = '\0';
     struct stat sb;
-    if (stat(spec->parent, &sb) < 0 || !S_ISDIR(sb.st_mode))
+    int pfd = open(spec->parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0 || fstat(pfd, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+        if (pfd >= 0)
+            close(pfd);
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--output %s: its parent folder does not exist", p);
-    if (access(spec->parent, W_OK | X_OK) < 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "--output %s: its parent folder is not writable", p);
-    if (lstat(spec->dir, &sb) == 0) {
-        if (!S_ISDIR(sb.st_mode))
+    }
+    /* Nobody else may be able to move things around in the parent while the output is
+     * written there: its owner is this user or root, and if others can write to it, the
+     * sticky bit keeps them from renaming what is not theirs. */
+    bool others_write = (sb.st_mode & 0022) != 0;
+    if ((sb.st_uid != geteuid() && sb.st_uid != 0) || (others_write && !(sb.st_mode & S_ISVTX))) {
+        close(pfd);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "--output %s: its parent folder can be changed by another user (owner uid %u, mode "
+                               "%04o): give a folder whose parent only you control",
+                               p, (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 07777));
+    }
+    if (access(spec->parent, W_OK | X_OK) < 0) {
+        int en = errno;
+        close(pfd);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, en, "--output %s: its parent folder is not writable", p);
+    }
+    spec->parent_fd = pfd;
+    if (fstatat(pfd, spec->base, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (!S_ISDIR(sb.st_mode)) {
+            pybox_output_close(spec);
             return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--output %s: it exists and is not a folder", p);
-        DIR *d = opendir(spec->dir);
-        if (d == NULL)
-            return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "--output %s", p);
+        }
+        spec->mode = sb.st_mode & 07777;
+        int dfd = openat(pfd, spec->base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+        if (d == NULL) {
+            int en = errno;
+            if (dfd >= 0)
+                close(dfd);
+            pybox_output_close(spec);
+            return pybox_error_set(err, PYBOX_ERR_USAGE, en, "--output %s", p);
+        }
         struct dirent *de;
         bool empty = true;
         while ((de = readdir(d)) != NULL)
             if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
                 empty = false;
         closedir(d);
-        if (!empty)
+        if (!empty) {
+            pybox_output_close(spec);
             return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
                                    "--output %s: the folder exists and is not empty (nothing would be overwritten: "
                                    "give a new or empty folder)",
                                    p);
+        }
         spec->existed = true;
     } else if (errno != ENOENT) {
-        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "--output %s", p);
+        int en = errno;
+        pybox_output_close(spec);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, en, "--output %s", p);
     }
     return 0;
 }
@@ -588,6 +646,65 @@ static const char *inside_out(const char *pn)
     return pn + 4;
 }
 
+/* The folders a transfer would make, to count them against the limit. */
+typedef struct {
+    char **v;
+    size_t n, cap;
+} folders_t;
+
+static bool folders_has(const folders_t *f, const char *s, size_t len)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (strlen(f->v[i]) == len && memcmp(f->v[i], s, len) == 0)
+            return true;
+    return false;
+}
+
+/* How many folders of name (its parents, and itself when it is a folder) are new. */
+static int count_new_folders(const folders_t *f, const char *name, bool is_dir)
+{
+    int n = 0;
+    size_t len = strlen(name);
+    for (size_t i = 0; i <= len; i++) {
+        if (name[i] == '/' || (i == len && is_dir)) {
+            bool dup = folders_has(f, name, i);
+            /* a later part may repeat an earlier new one: not possible, parts grow */
+            n += !dup;
+        }
+    }
+    return n;
+}
+
+static int add_folders(folders_t *f, const char *name, bool is_dir)
+{
+    size_t len = strlen(name);
+    for (size_t i = 0; i <= len; i++) {
+        if (!(name[i] == '/' || (i == len && is_dir)) || folders_has(f, name, i))
+            continue;
+        if (f->n == f->cap) {
+            size_t ncap = f->cap ? f->cap * 2 : 64;
+            char **nv = realloc(f->v, ncap * sizeof *nv);
+            if (nv == NULL)
+                return -1;
+            f->v = nv;
+            f->cap = ncap;
+        }
+        f->v[f->n] = strndup(name, i);
+        if (f->v[f->n] == NULL)
+            return -1;
+        f->n++;
+    }
+    return 0;
+}
+
+static void folders_free(folders_t *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        free(f->v[i]);
+    free(f->v);
+    memset(f, 0, sizeof *f);
+}
+
 /* Pass 1: every entry, decided from its header alone. */
 static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim, pybox_outputs_t *o)
 {
@@ -600,6 +717,7 @@ static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim,
     int hr;
     int64_t total = 0;
     int dirs = 0;
+    folders_t made = {0};
     /* A warning (e.g. a name that is not text in this locale) is not damage: the entry
      * is still there, and its name is judged below. */
     while ((hr = archive_read_next_header(r, &e)) == ARCHIVE_OK || hr == ARCHIVE_WARN) {
@@ -631,8 +749,6 @@ static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim,
             problem = "it is a hard link";
         if (problem == NULL && x->kind == 'o')
             problem = "it is a device, FIFO or socket";
-        if (problem == NULL && x->kind == 'd' && dirs >= lim->max_dirs)
-            problem = "more folders than the limit came back";
         if (problem == NULL && x->kind == 'f') {
             if (x->bytes < 0 || x->bytes > lim->max_file)
                 problem = "it is larger than the limit for one file";
@@ -641,12 +757,28 @@ static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim,
             else if (total + x->bytes > lim->max_total)
                 problem = "it would pass the limit for all files";
         }
+        /* Every folder that would be made counts, named or implied by a name below it. */
+        if (problem == NULL && (x->kind == 'f' || x->kind == 'd')) {
+            int added = count_new_folders(&made, name, x->kind == 'd');
+            if (added < 0) {
+                archive_read_free(r);
+                folders_free(&made);
+                return -1;
+            }
+            if (dirs + added > lim->max_dirs)
+                problem = "more folders than the limit came back";
+            else if (add_folders(&made, name, x->kind == 'd') < 0) {
+                archive_read_free(r);
+                folders_free(&made);
+                return -1;
+            } else
+                dirs += added;
+        }
         if (problem != NULL) {
             snprintf(x->reason, sizeof x->reason, "%s", problem);
             o->not_returned++;
         } else {
             x->returned = true;
-            dirs += x->kind == 'd';
             if (x->kind == 'f') {
                 o->returned_files++;
                 total += x->bytes;
@@ -657,6 +789,7 @@ static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim,
             break;
         }
     }
+    folders_free(&made);
     if (hr != ARCHIVE_EOF) {
         refuse_all(o, "the box's archive of %s is damaged: %.120s", PYBOX_BOX_OUT,
                    archive_error_string(r) ? archive_error_string(r) : "truncated");
@@ -720,23 +853,39 @@ static void remove_tmp(const char *parent, const char *tmpname)
     close(pfd);
 }
 
-/* mkdir -p of the folders above a name, inside the fresh temporary folder (which holds
- * nothing but folders and files made here: no link can be in the way). */
-static int make_parents(int root, const char *name)
+/* Open (making it, mode 0755, when missing) the folder a name sits in, one part at a
+ * time, never following a link: whatever happens around the temporary folder, nothing is
+ * written outside it. Returns the folder's descriptor (root itself for a top-level name)
+ * and the name's last part in *leaf, or -1. */
+static int open_parent(int root, const char *name, char *last, size_t lastlen)
 {
     char buf[1100];
     snprintf(buf, sizeof buf, "%s", name);
-    for (char *s = strchr(buf, '/'); s; s = strchr(s + 1, '/')) {
+    int dfd = dup(root);
+    char *part = buf;
+    for (char *s = strchr(part, '/'); dfd >= 0 && s; s = strchr(part, '/')) {
         *s = '\0';
-        if (mkdirat(root, buf, 0755) < 0) {
-            if (errno != EEXIST)
-                return -1;
-        } else if (fchmodat(root, buf, 0755, 0) < 0) {
+        bool made = mkdirat(dfd, part, 0755) == 0;
+        if (!made && errno != EEXIST) {
+            close(dfd);
             return -1;
         }
-        *s = '/';
+        int next = openat(dfd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(dfd);
+        if (next < 0 || (made && fchmod(next, 0755) < 0)) {
+            if (next >= 0)
+                close(next);
+            return -1;
+        }
+        dfd = next;
+        part = s + 1;
     }
-    return 0;
+    if (pybox_strlcpy(last, part, lastlen) < 0) { /* parts were checked to be at most 255 bytes */
+        close(dfd);
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return dfd;
 }
 
 /* Pass 2: write what comes back into a private temporary folder, then move it into
@@ -747,7 +896,8 @@ static int deliver(const void *tar, size_t len, const pybox_output_spec_t *spec,
     char tmpname[NAME_MAX + 1];
     if (pybox_fmt(tmpname, sizeof tmpname, ".pybox-out-%.32s.tmp", run_id) < 0)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "output");
-    int pfd = open(spec->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    /* The parent as it was checked, by descriptor: its name may point elsewhere by now. */
+    int pfd = spec->parent_fd >= 0 ? dup(spec->parent_fd) : open(spec->parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (pfd < 0)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "open(%s)", spec->parent);
     if (mkdirat(pfd, tmpname, 0700) < 0) {
@@ -757,6 +907,12 @@ static int deliver(const void *tar, size_t len, const pybox_output_spec_t *spec,
     }
     int root = openat(pfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int rc = root < 0 ? pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "open(%s)", tmpname) : 0;
+    /* It must be the folder just made: ours, private, empty. */
+    struct stat ts;
+    if (rc == 0 && (fstat(root, &ts) < 0 || !S_ISDIR(ts.st_mode) || ts.st_uid != geteuid() ||
+                    (ts.st_mode & 07777) != 0700 || ts.st_nlink != 2))
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, EEXIST,
+                             "the temporary output folder %s/%s is not the one just made", spec->parent, tmpname);
     struct archive *r = rc == 0 ? open_tar(tar, len) : NULL;
     if (rc == 0 && r == NULL)
         rc = pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "the box's archive could not be read again");
@@ -776,17 +932,26 @@ static int deliver(const void *tar, size_t len, const pybox_output_spec_t *spec,
         pybox_out_entry_t *x = &o->entries[idx++];
         if (!x->returned)
             continue;
-        if (make_parents(root, x->name) < 0) {
+        char leaf[NAME_MAX + 1];
+        int dfd = open_parent(root, x->name, leaf, sizeof leaf);
+        if (dfd < 0) {
             rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "creating folders for an output file");
             break;
         }
         if (x->kind == 'd') {
-            /* modes set outright: the umask of whoever runs PyBox does not change them */
-            if ((mkdirat(root, x->name, 0755) < 0 && errno != EEXIST) || fchmodat(root, x->name, 0755, 0) < 0)
+            /* modes set outright, on the folder itself: no umask, no link followed */
+            bool made = mkdirat(dfd, leaf, 0755) == 0;
+            int sub =
+                (made || errno == EEXIST) ? openat(dfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+            if (sub < 0 || fchmod(sub, 0755) < 0)
                 rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "creating an output folder");
+            if (sub >= 0)
+                close(sub);
+            close(dfd);
             continue;
         }
-        int fd = openat(root, x->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        int fd = openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        close(dfd);
         if (fd < 0 || fchmod(fd, 0644) < 0) {
             rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "creating an output file");
             if (fd >= 0)
@@ -825,6 +990,8 @@ static int deliver(const void *tar, size_t len, const pybox_output_spec_t *spec,
         /* Trace each file to the run that made it, where the filesystem allows. */
         if (!damaged && rc == 0 && fsetxattr(fd, "user.pybox.run", run_id, strlen(run_id), 0) < 0)
             o->xattr_failed = true;
+        if (!damaged && rc == 0 && fsync(fd) < 0)
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "writing an output file");
         if (close(fd) < 0 && rc == 0)
             rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "writing an output file");
     }
@@ -834,7 +1001,9 @@ static int deliver(const void *tar, size_t len, const pybox_output_spec_t *spec,
     if (rc == 0 && damaged) {
         refuse_all(o, "the box's archive of %s is damaged: a file's data does not match its size", PYBOX_BOX_OUT);
     } else if (rc == 0) {
-        if (fchmod(root, 0755) < 0 || renameat(pfd, tmpname, pfd, spec->base) < 0) {
+        /* An existing (empty) output folder keeps its mode; a new one gets 0755. */
+        mode_t mode = spec->existed ? spec->mode : 0755;
+        if (fchmod(root, mode) < 0 || fsync(root) < 0 || renameat(pfd, tmpname, pfd, spec->base) < 0) {
             int en = errno;
             rc =
                 pybox_error_set(err, PYBOX_ERR_SYSTEM, en, "moving the output into place (%s): the files stay in %s/%s",
@@ -858,9 +1027,45 @@ static int deliver(const void *tar, size_t len, const pybox_output_spec_t *spec,
 int pybox_outputs_ingest(const void *tar, size_t len, const pybox_output_spec_t *spec, const char *run_id,
                          const pybox_ingest_limits_t *lim, pybox_outputs_t *o, pybox_error_t *err)
 {
-    if (survey(tar, len, lim, o) < 0)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "reading the box's output");
-    if (o->status == PYBOX_OUT_REFUSED)
+    locale_t old = utf8_begin();
+    int rc = survey(tar, len, lim, o);
+    if (rc < 0)
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "reading the box's output");
+    else if (o->status != PYBOX_OUT_REFUSED)
+        rc = deliver(tar, len, spec, run_id, o, err);
+    utf8_end(old);
+    return rc;
+}
+
+int pybox_output_tmp_path(const pybox_output_spec_t *spec, const char *run_id, char *out, size_t len)
+{
+    return pybox_fmt(out, len, "%s/.pybox-out-%.32s.tmp", spec->parent, run_id);
+}
+
+int pybox_output_tmp_remove(const char *path, const char *run_id)
+{
+    char want[64];
+    snprintf(want, sizeof want, ".pybox-out-%.32s.tmp", run_id);
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL || strcmp(slash + 1, want) != 0)
         return 0;
-    return deliver(tar, len, spec, run_id, o, err);
+    char parent[PATH_MAX];
+    size_t plen = (size_t)(slash - path);
+    if (plen == 0 || plen >= sizeof parent)
+        return 0;
+    memcpy(parent, path, plen);
+    parent[plen] = '\0';
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0)
+        return 0;
+    struct stat sb;
+    int removed = 0;
+    if (fstatat(pfd, want, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == geteuid()) {
+        close(pfd);
+        remove_tmp(parent, want);
+        removed = 1;
+    } else {
+        close(pfd);
+    }
+    return removed;
 }

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "buf.h"
 #include "error.h"
@@ -47,12 +48,17 @@ typedef struct pybox_output_spec {
     char dir[PATH_MAX];    /* absolute */
     char parent[PATH_MAX]; /* where the folder appears */
     char base[NAME_MAX + 1];
-    bool existed; /* it existed (empty) before the run */
+    bool existed;  /* it existed (empty) before the run */
+    mode_t mode;   /* its mode then, kept */
+    int parent_fd; /* the parent as checked (O_PATH): delivery goes there, not to a name */
 } pybox_output_spec_t;
 
 /* Refused (PYBOX_ERR_USAGE) when the path is a file, a folder that is not empty, or its
- * parent folder does not exist. */
+ * parent folder does not exist, or can be rearranged by another user (writable by others
+ * without the sticky bit, or owned by another user than this one or root). Holds the
+ * parent open until pybox_output_close. */
 int pybox_output_check(const char *dir, pybox_output_spec_t *spec, pybox_error_t *err);
+void pybox_output_close(pybox_output_spec_t *spec);
 
 typedef struct pybox_ingest_limits {
     int max_files;     /* files brought back */
@@ -100,5 +106,12 @@ void pybox_outputs_free(pybox_outputs_t *o);
  * host could not write (e.g. a full disk), and then nothing is left half-written. */
 int pybox_outputs_ingest(const void *tar, size_t len, const pybox_output_spec_t *spec, const char *run_id,
                          const pybox_ingest_limits_t *lim, pybox_outputs_t *o, pybox_error_t *err);
+
+/* The hidden folder an output of this run is written into, before it is moved in place
+ * (".pybox-out-<run>.tmp" next to the output folder). */
+int pybox_output_tmp_path(const pybox_output_spec_t *spec, const char *run_id, char *out, size_t len);
+/* Remove such a folder left by a run that died while writing it: only a folder of that
+ * exact name, owned by this user; returns 1 if removed. */
+int pybox_output_tmp_remove(const char *path, const char *run_id);
 
 #endif

@@ -86,6 +86,29 @@ static int tag_points_to_pin(pybox_engine_t *e, const pybox_pin_t *pin, char *ot
     return r;
 }
 
+/* Does the engine know the image by no other name than PyBox's own for it? Only then is
+ * it PyBox's to remove. */
+static bool only_ours(pybox_engine_t *e, const char *id, const char *tag)
+{
+    char path[PYBOX_ID_MAX + 32];
+    snprintf(path, sizeof path, "/images/%s/json", id);
+    long status = 0;
+    cJSON *reply = NULL;
+    pybox_error_t ignored = {0};
+    if (pybox_engine_call(e, "GET", path, NULL, &status, &reply, &ignored) < 0 || status != 200) {
+        cJSON_Delete(reply);
+        return false;
+    }
+    bool ours = true;
+    const cJSON *t;
+    cJSON_ArrayForEach (t, cJSON_GetObjectItemCaseSensitive(reply, "RepoTags")) {
+        if (cJSON_IsString(t) && strcmp(t->valuestring, tag) != 0 && strcmp(t->valuestring, "<none>:<none>") != 0)
+            ours = false;
+    }
+    cJSON_Delete(reply);
+    return ours;
+}
+
 int pybox_image_resolve(const pybox_state_t *st, pybox_engine_t *e, const char *name, pybox_pin_t *pin,
                         pybox_error_t *err)
 {
@@ -212,7 +235,16 @@ static int hash_tree(EVP_MD_CTX *md, const char *dir, const char *rel, int depth
         if (rc == 0 && lstat(cpath, &sb) < 0)
             rc = pybox_error_set(err, PYBOX_ERR_USAGE, errno, "lstat(%s)", cpath);
         if (rc == 0) {
-            EVP_DigestUpdate(md, crel, strlen(crel) + 1);
+            /* each entry as: kind, name length, name, content length, content: no two
+             * different trees can hash alike by moving bytes between names and files */
+            char headr[64];
+            int hn = snprintf(headr, sizeof headr, "%c%zu:", S_ISDIR(sb.st_mode) ? 'd' : 'f', strlen(crel));
+            EVP_DigestUpdate(md, headr, (size_t)hn);
+            EVP_DigestUpdate(md, crel, strlen(crel));
+            if (S_ISREG(sb.st_mode)) {
+                hn = snprintf(headr, sizeof headr, "%lld:", (long long)sb.st_size);
+                EVP_DigestUpdate(md, headr, (size_t)hn);
+            }
             if (S_ISDIR(sb.st_mode))
                 rc = hash_tree(md, dir, crel, depth + 1, err);
             else if (S_ISREG(sb.st_mode))
@@ -696,7 +728,9 @@ int pybox_image_build(const pybox_state_t *st, pybox_engine_t *e, const pybox_im
         return -1;
     *built = true;
     progress_line(progress, t0, "pinned:", id);
-    if (have == 1 && strcmp(pin.id, id) != 0) {
+    char oldtag[PYBOX_NAME_MAX + 32];
+    tag_of(&pin, oldtag, sizeof oldtag);
+    if (have == 1 && strcmp(pin.id, id) != 0 && only_ours(e, pin.id, oldtag)) {
         /* The image this name was pinned to before is PyBox's own and no longer used by
          * new runs; the engine refuses (409) while a box still uses it, which is fine. */
         snprintf(path, sizeof path, "/images/%s", pin.id);
@@ -744,6 +778,11 @@ int pybox_image_remove(const pybox_state_t *st, pybox_engine_t *e, const char *n
         if (pybox_engine_call(e, "DELETE", path, NULL, &status, &reply, err) < 0)
             return -1;
         cJSON_Delete(reply);
+    }
+    if (!only_ours(e, pin.id, tag)) {
+        if (report)
+            fprintf(report, "forgot %s; the engine keeps %s: other names use it\n", name, pin.id);
+        return 0;
     }
     snprintf(path, sizeof path, "/images/%s", pin.id);
     if (pybox_engine_call(e, "DELETE", path, NULL, &status, &reply, err) < 0)
@@ -836,8 +875,11 @@ int pybox_image_verify(const pybox_state_t *st, pybox_engine_t *e, const pybox_i
         pybox_pin_t again;
         const char *problem = NULL;
         char detail[600] = "";
+        char other[PYBOX_ID_MAX];
         if (pybox_image_resolve(st, e, pin->name, &again, &perr) < 0) {
             problem = perr.msg;
+        } else if (tag_points_to_pin(e, pin, other, sizeof other, &perr) == 0) {
+            problem = "the engine's name for the image is missing (runs still use the pinned ID)";
         } else {
             cJSON *m = NULL;
             if (image_manifest(e, st, pin, &m, &perr) < 0) {

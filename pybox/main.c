@@ -111,10 +111,11 @@ static int cmd_exec(int argc, char **argv)
 
     /* Files: checked (and the inputs packed) before anything else exists. */
     _cleanup_(pybox_inputs_freep) pybox_inputs_t inputs;
-    pybox_output_spec_t output;
+    _cleanup_(pybox_output_close) pybox_output_spec_t output;
     pybox_inputs_init(&inputs);
     if (o.n_inputs > 0 && pybox_inputs_prepare(o.inputs, o.n_inputs, PYBOX_INPUT_MAX, &inputs, &err) < 0)
         return fail(&err, o.json);
+    output.parent_fd = -1;
     if (o.output != NULL && pybox_output_check(o.output, &output, &err) < 0)
         return fail(&err, o.json);
 

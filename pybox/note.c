@@ -158,9 +158,16 @@ int pybox_note_list(const pybox_state_t *st, pybox_note_info_t **out, size_t *co
         pybox_note_info_t *info = &v[n];
         memset(info, 0, sizeof *info);
         memcpy(info->run_id, run, 33);
-        int fd = openat(dirfd(d), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-            continue; /* removed meanwhile */
+        /* Never wait on what is not a regular file (a FIFO planted there): it is torn. */
+        int fd = openat(dirfd(d), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        struct stat rs;
+        if (fd < 0 || fstat(fd, &rs) < 0 || !S_ISREG(rs.st_mode)) {
+            if (fd >= 0)
+                close(fd);
+            info->torn = true;
+            n++;
+            continue;
+        }
         info->live = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
         /* A note being written is locked right after it is created; in that instant it
          * is unlocked, so a fresh temporary note always counts as live. */
@@ -199,10 +206,10 @@ int pybox_note_claim(const pybox_state_t *st, const char *run_id, int *fd, pybox
     if (note_paths(st, run_id, path, tmp, err) < 0)
         return -1;
     const char *which = path;
-    int f = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int f = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (f < 0 && errno == ENOENT) {
         which = tmp;
-        f = open(tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        f = open(tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         struct stat sb;
         if (f >= 0 && fstat(f, &sb) == 0 && (int64_t)sb.st_mtime > pybox_wall_s() - 60) {
             close(f); /* being written right now (see pybox_note_list) */
@@ -214,6 +221,12 @@ int pybox_note_claim(const pybox_state_t *st, const char *run_id, int *fd, pybox
             return 2; /* no note at all: nothing to claim, nothing live */
         return pybox_error_set(err, PYBOX_ERR_STATE, errno, "open(%s)", which);
     }
+    struct stat fs;
+    if (fstat(f, &fs) < 0 || !S_ISREG(fs.st_mode)) {
+        /* not a note at all: nothing locks it; take it as a dead run's */
+        *fd = f;
+        return 1;
+    }
     if (flock(f, LOCK_EX | LOCK_NB) < 0) {
         int e = errno;
         close(f);
@@ -222,6 +235,45 @@ int pybox_note_claim(const pybox_state_t *st, const char *run_id, int *fd, pybox
         return pybox_error_set(err, PYBOX_ERR_STATE, e, "flock(%s)", which);
     }
     *fd = f;
+    return 1;
+}
+
+static int out_path(const pybox_state_t *st, const char *run_id, char *out, size_t len)
+{
+    char dir[PATH_MAX];
+    if (!run_id_valid(run_id) || notes_dir(st, dir, sizeof dir, NULL) < 0)
+        return -1;
+    return pybox_fmt(out, len, "%s/%s.out", dir, run_id);
+}
+
+int pybox_note_output_begin(const pybox_state_t *st, const char *run_id, const char *tmp_path, pybox_error_t *err)
+{
+    char p[PATH_MAX];
+    if (out_path(st, run_id, p, sizeof p) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "output note");
+    return pybox_write_file_atomic(p, tmp_path, strlen(tmp_path), 0600, err);
+}
+
+void pybox_note_output_end(const pybox_state_t *st, const char *run_id)
+{
+    char p[PATH_MAX];
+    if (out_path(st, run_id, p, sizeof p) == 0)
+        unlink(p);
+}
+
+int pybox_note_output_of(const pybox_state_t *st, const char *run_id, char *path, size_t len)
+{
+    char p[PATH_MAX];
+    if (out_path(st, run_id, p, sizeof p) < 0)
+        return 0;
+    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, path, len - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    path[n] = '\0';
     return 1;
 }
 

@@ -34,6 +34,13 @@ int pybox_note_close(pybox_note_t *n, pybox_error_t *err);
 /* Leave the note in place (the box could not be confirmed gone) and drop the lock. */
 void pybox_note_abandon(pybox_note_t *n);
 
+/* While a run writes its output folder: remember the hidden folder it writes into, so a
+ * run killed in the middle leaves a trail to it ("runs/<run>.out"); forget it when done. */
+int pybox_note_output_begin(const pybox_state_t *st, const char *run_id, const char *tmp_path, pybox_error_t *err);
+void pybox_note_output_end(const pybox_state_t *st, const char *run_id);
+/* The folder a dead run was writing, if it left one: 1 and path filled, 0 if none. */
+int pybox_note_output_of(const pybox_state_t *st, const char *run_id, char *path, size_t len);
+
 /* What cleanup learns of a note. */
 typedef struct pybox_note_info {
     char run_id[33];

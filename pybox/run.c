@@ -497,25 +497,24 @@ out:
         }
         box->ops->free(box);
     }
-    /* Close the note only once nothing of the run is left; otherwise leave it for cleanup. */
-    if (box == NULL || res->gone) {
-        pybox_error_t nerr = {0};
-        res->note_closed = pybox_note_close(&note, &nerr) == 0;
-        if (!res->note_closed)
-            unknown(res, "the run note could not be removed: %s", nerr.msg);
-    } else {
-        pybox_note_abandon(&note);
-    }
-    /* Files out: taken while the box was held; written now, the box gone. */
-    if (req->output != NULL && rc == 0) {
+    /* Files out: taken while the box was held; written now, with the box gone. The note
+     * says where they are being written until they are in place, so a run killed in the
+     * middle leaves a trail to the hidden folder for cleanup. */
+    if (req->output != NULL) {
         if (feed.have_out) {
             pybox_ingest_limits_t lim;
             pybox_ingest_limits_default(&lim);
+            char tmp[PATH_MAX];
+            pybox_error_t oerr = {0};
+            bool trail = req->state != NULL && pybox_output_tmp_path(req->output, res->run_id, tmp, sizeof tmp) == 0 &&
+                         pybox_note_output_begin(req->state, res->run_id, tmp, &oerr) == 0;
             t = pybox_now_s();
             if (pybox_outputs_ingest(feed.out_tar.data, feed.out_tar.len, req->output, res->run_id, &lim, &res->outputs,
                                      &res->error) < 0)
                 rc = -1;
             res->t.files_out_ms += since(t);
+            if (trail) /* whatever happened, this process saw it through */
+                pybox_note_output_end(req->state, res->run_id);
         } else if (res->outputs.status == PYBOX_OUT_NOT_ASKED) {
             res->outputs.status = PYBOX_OUT_NOT_RECEIVED;
             snprintf(res->outputs.reason, sizeof res->outputs.reason,
@@ -527,6 +526,15 @@ out:
             unknown(res, "the returned files could not be marked with the run's id (no user extended attributes "
                          "on this filesystem)");
     }
+    /* Close the note only once nothing of the run is left; otherwise leave it for cleanup. */
+    if (box == NULL || res->gone) {
+        pybox_error_t nerr = {0};
+        res->note_closed = pybox_note_close(&note, &nerr) == 0;
+        if (!res->note_closed)
+            unknown(res, "the run note could not be removed: %s", nerr.msg);
+    } else {
+        pybox_note_abandon(&note);
+    }
     pybox_buf_free(&feed.out_tar);
     if (res->started && !res->watched)
         unknown(res, "the kernel's counters were not read: %s", res->watch_error);
@@ -535,7 +543,7 @@ out:
                 "the image '%s' is a custom one: its packages can run code when Python starts (.pth files, "
                 "sitecustomize), before the program, as part of the run",
                 res->pin.name);
-    else if (res->watched && !res->final_taken)
+    if (res->watched && !res->final_taken)
         unknown(res, "no final kernel reading: the box ended before it could be held; the last sample is reported");
     pybox_sink_said(&res->out, res->record.seen ? res->record.length : 0, &res->said_out);
     pybox_sink_said(&res->err, 0, &res->said_err);

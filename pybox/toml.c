@@ -14,6 +14,7 @@
 #include "escape.h"
 
 #define TOML_DEPTH_MAX 32
+#define TOML_KEYS_MAX 4096 /* per table: lookups are linear */
 
 typedef struct {
     const char *p, *end;
@@ -193,6 +194,12 @@ static cJSON *read_inline_table(reader_t *r, int depth)
             pybox_buf_free(&key);
             break;
         }
+        if (cJSON_GetArraySize(t) >= TOML_KEYS_MAX) {
+            cJSON_Delete(v);
+            pybox_buf_free(&key);
+            fail(r, "a table has too many keys");
+            break;
+        }
         cJSON_AddItemToObject(t, key.data, v);
         pybox_buf_free(&key);
         skip(r, false);
@@ -313,7 +320,11 @@ static cJSON *read_value(reader_t *r, int depth)
 static cJSON *header(reader_t *r, cJSON *root, bool array)
 {
     cJSON *cur = root;
-    for (;;) {
+    for (int parts = 0;; parts++) {
+        if (parts >= TOML_DEPTH_MAX) {
+            fail(r, "a table header has too many parts");
+            return NULL;
+        }
         pybox_buf_t key;
         pybox_buf_init(&key, 1024);
         if (read_key(r, &key) < 0) {
@@ -329,6 +340,11 @@ static cJSON *header(reader_t *r, cJSON *root, bool array)
             if (!cJSON_IsArray(next)) {
                 pybox_buf_free(&key);
                 fail(r, "a table header names a value that is not an array of tables");
+                return NULL;
+            }
+            if (cJSON_GetArraySize(next) >= TOML_KEYS_MAX) {
+                pybox_buf_free(&key);
+                fail(r, "an array of tables has too many tables");
                 return NULL;
             }
             cJSON *t = cJSON_CreateObject();
@@ -400,6 +416,12 @@ cJSON *pybox_toml_parse(const char *text, size_t len, pybox_error_t *err)
                     fail(&r, "a key is given twice");
                 cJSON_Delete(v);
                 pybox_buf_free(&key);
+                break;
+            }
+            if (cJSON_GetArraySize(table) >= TOML_KEYS_MAX) {
+                cJSON_Delete(v);
+                pybox_buf_free(&key);
+                fail(&r, "a table has too many keys");
                 break;
             }
             cJSON_AddItemToObject(table, key.data, v);

@@ -205,6 +205,8 @@ static bool entry_ok(const char *n)
         size_t part = s ? (size_t)(s - p) : strlen(p);
         if ((s && part == 0) || (part == 1 && p[0] == '.') || (part == 2 && p[0] == '.' && p[1] == '.'))
             return false;
+        if (part >= 4 && memcmp(p, ".wh.", 4) == 0)
+            return false; /* the engine takes such names as deletions in an image layer */
         p += part + (s ? 1 : 0);
     }
     for (size_t i = 0; i < len; i++)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -345,6 +346,45 @@ START_TEST(many_runs_and_cleanups_at_once)
 }
 END_TEST
 
+START_TEST(output_left_by_a_dead_run_is_removed)
+{
+    /* What a pybox killed while writing an output folder leaves: its note (unlocked, as
+     * after its death), the note's pointer to the hidden folder, and the folder. */
+    char run[33], outdir[64] = "/tmp/pybox-deadout-XXXXXX", hidden[PATH_MAX], note[PATH_MAX], ptr[PATH_MAX];
+    pybox_random_hex(16, run, NULL);
+    ck_assert_ptr_nonnull(mkdtemp(outdir));
+    ck_assert_int_eq(pybox_fmt(hidden, sizeof hidden, "%s/.pybox-out-%s.tmp", outdir, run), 0);
+    ck_assert_int_eq(mkdir(hidden, 0700), 0);
+    char file[PATH_MAX + 16];
+    ck_assert_int_eq(pybox_fmt(file, sizeof file, "%s/half.csv", hidden), 0);
+    FILE *f = fopen(file, "we");
+    fputs("partial", f);
+    fclose(f);
+    ck_assert_int_eq(pybox_fmt(note, sizeof note, "%s/runs/%s.json", itest_state()->dir, run), 0);
+    ck_assert_int_eq(pybox_fmt(ptr, sizeof ptr, "%s/runs/%s.out", itest_state()->dir, run), 0);
+    f = fopen(note, "we");
+    fprintf(f, "{\"run_id\":\"%s\",\"expires\":1}\n", run);
+    fclose(f);
+    f = fopen(ptr, "we");
+    fputs(hidden, f);
+    fclose(f);
+    /* A folder of the same shape that no note points to stays. */
+    char other[PATH_MAX];
+    ck_assert_int_eq(pybox_fmt(other, sizeof other, "%s/.pybox-out-%032d.tmp", outdir, 0), 0);
+    ck_assert_int_eq(mkdir(other, 0700), 0);
+
+    cJSON *rep = cleanup_json(NULL);
+    ck_assert_str_eq(action_for(rep, "output", run), "removed");
+    cJSON_Delete(rep);
+    ck_assert_int_ne(access(hidden, F_OK), 0);
+    ck_assert_int_ne(access(ptr, F_OK), 0);
+    ck_assert_int_ne(access(note, F_OK), 0);
+    ck_assert_int_eq(access(other, F_OK), 0);
+    rmdir(other);
+    rmdir(outdir);
+}
+END_TEST
+
 Suite *itest_suite_lifecycle(void)
 {
     Suite *s = suite_create("lifecycle");
@@ -353,6 +393,7 @@ Suite *itest_suite_lifecycle(void)
     tcase_add_test(tc, killed_at_every_step_then_cleaned_after_expiry);
     tcase_add_test(tc, cleanup_never_touches_what_is_not_its_own);
     tcase_add_test(tc, many_runs_and_cleanups_at_once);
+    tcase_add_test(tc, output_left_by_a_dead_run_is_removed);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1227,6 +1227,37 @@ START_TEST(out_zero_length)
 }
 END_TEST
 
+START_TEST(output_parent_others_could_change)
+{
+    pybox_output_spec_t spec;
+    pybox_error_t err = {0};
+    /* writable by others without the sticky bit */
+    char open_dir[PATH_MAX], target[PATH_MAX + 8];
+    path_in(open_dir, "open");
+    make_dir_at(open_dir);
+    ck_assert_int_eq(chmod(open_dir, 0777), 0);
+    ck_assert_int_eq(pybox_fmt(target, sizeof target, "%s/out", open_dir), 0);
+    ck_assert_int_eq(pybox_output_check(target, &spec, &err), -1);
+    ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "changed by another user"));
+    /* the same with the sticky bit, as /tmp has: accepted */
+    ck_assert_int_eq(chmod(open_dir, 01777), 0);
+    pybox_error_clear(&err);
+    ck_assert_msg(pybox_output_check(target, &spec, &err) == 0, "%s", err.msg);
+    ck_assert_int_ge(spec.parent_fd, 0);
+    pybox_output_close(&spec);
+    ck_assert_int_eq(spec.parent_fd, -1);
+    /* owned by another user */
+    if (geteuid() == 0) {
+        ck_assert_int_eq(chmod(open_dir, 0755), 0);
+        ck_assert_int_eq(chown(open_dir, 65534, 65534), 0);
+        pybox_error_clear(&err);
+        ck_assert_int_eq(pybox_output_check(target, &spec, &err), -1);
+        ck_assert_ptr_nonnull(strstr(err.msg, "changed by another user"));
+    }
+}
+END_TEST
+
 START_TEST(out_into_existing_empty_folder)
 {
     char target[PATH_MAX];
@@ -1249,7 +1280,8 @@ START_TEST(out_into_existing_empty_folder)
     ck_assert_msg(pybox_outputs_ingest(t.buf.data, t.buf.len, &spec, RUN_ID, &lim, &o, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(o.status, PYBOX_OUT_DELIVERED);
     ck_assert_str_eq(o.dir, target);
-    assert_dir_mode(target, 0755);
+    /* an existing folder keeps its own mode (here private) */
+    assert_dir_mode(target, 0700);
     assert_delivered_file(target, "r.txt", "result", 6, !o.xattr_failed);
     char names[256];
     ck_assert_int_eq(listing(work, names, sizeof names), 1);
@@ -1751,6 +1783,7 @@ Suite *suite_files(void)
     tcase_add_test(out, out_garbage);
     tcase_add_test(out, out_zero_length);
     tcase_add_test(out, out_into_existing_empty_folder);
+    tcase_add_test(out, output_parent_others_could_change);
     tcase_add_test(out, out_implied_folders);
     tcase_add_test(out, out_host_write_failure);
     suite_add_tcase(s, out);
