@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,14 +34,21 @@ struct pybox_engine_stream {
     size_t pending_len, pending_off;
 };
 
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* Once per process, whichever thread comes first (the MCP server opens engines from
+ * several threads). */
 static int curl_ready(pybox_error_t *err)
 {
-    static int done;
-    if (!done) {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-            return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "curl_global_init failed");
-        done = 1;
-    }
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "curl_global_init failed");
     return 0;
 }
 

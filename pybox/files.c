@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <locale.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,12 +30,18 @@
 /* libarchive converts names through the current locale: in the C locale it drops or
  * refuses characters it cannot represent. Names are handled in C.UTF-8 (this thread only),
  * so what is judged and written is the name the archive holds. */
+static locale_t utf8_loc;
+static pthread_once_t utf8_once = PTHREAD_ONCE_INIT;
+
+static void utf8_init(void)
+{
+    utf8_loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+}
+
 static locale_t utf8_begin(void)
 {
-    static locale_t loc;
-    if (loc == (locale_t)0)
-        loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
-    return loc != (locale_t)0 ? uselocale(loc) : (locale_t)0;
+    pthread_once(&utf8_once, utf8_init);
+    return utf8_loc != (locale_t)0 ? uselocale(utf8_loc) : (locale_t)0;
 }
 
 static void utf8_end(locale_t old)

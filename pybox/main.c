@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* pybox: the command-line front-end. The only place that prints errors. */
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +20,7 @@
 #include "escape.h"
 #include "image.h"
 #include "limits.h"
+#include "mcp.h"
 #include "receipt.h"
 #include "run.h"
 #include "state.h"
@@ -27,11 +32,15 @@ static const char usage[] =
     "       pybox cleanup [--dry-run] [--json]\n"
     "       pybox image build NAME [--force] [--lock uv.lock --wheels DIR | --debian PACKAGES]\n"
     "       pybox image list | verify | rm NAME\n"
+    "       pybox mcp [--images NAME,...] [--max-timeout SECONDS] [--max-memory SIZE]\n"
+    "                 [--files-root DIR] [--output-root DIR]\n"
     "       pybox version\n"
     "\n"
     "pybox exec runs the Python program given on standard input in a fresh, sealed box\n"
     "and prints its receipt. Exit code: the program's own; 124 when a deadline stopped it;\n"
-    "125 when PyBox refused or failed. See docs/receipt.md.\n";
+    "125 when PyBox refused or failed. See docs/receipt.md.\n"
+    "pybox mcp serves the run_python tool to an AI agent over the Model Context Protocol\n"
+    "(stdio); the options are the ceilings the agent cannot pass. See docs/mcp.md.\n";
 
 /* Append j as one line of compact JSON, and free it. */
 static void json_line(pybox_buf_t *out, cJSON *j)
@@ -323,6 +332,150 @@ static int cmd_image(int argc, char **argv)
     return fail(&err, false);
 }
 
+static int mcp_usage(pybox_error_t *err, const char *what)
+{
+    return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                           "%s (usage: pybox mcp [--images NAME,...] [--max-timeout SECONDS] [--max-memory SIZE] "
+                           "[--files-root DIR] [--output-root DIR])",
+                           what);
+}
+
+/* A folder the server reads from or writes under: it must exist; kept as its real path. */
+static int mcp_dir(const char *opt, const char *dir, bool writable, char *out, pybox_error_t *err)
+{
+    struct stat sb;
+    char real[PATH_MAX];
+    if (realpath(dir, real) == NULL || stat(real, &sb) < 0 || !S_ISDIR(sb.st_mode))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: '%s' is not an existing folder", opt, dir);
+    if (writable && access(real, W_OK | X_OK) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "%s: '%s' cannot be written", opt, dir);
+    return pybox_fmt(out, PATH_MAX, "%s", real) < 0
+               ? pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: the path is too long", opt)
+               : 0;
+}
+
+static int mcp_parse(int argc, char **argv, const pybox_state_t *st, pybox_mcp_config_t *cfg, pybox_error_t *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    const char *images = "stdlib";
+    cfg->max_timeout_ms = 30000;
+    cfg->max_memory_bytes = 512LL * 1024 * 1024;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool known = strcmp(a, "--images") == 0 || strcmp(a, "--max-timeout") == 0 || strcmp(a, "--max-memory") == 0 ||
+                     strcmp(a, "--files-root") == 0 || strcmp(a, "--output-root") == 0;
+        if (!known)
+            return mcp_usage(err, "unknown option");
+        if (v == NULL)
+            return mcp_usage(err, "an option needs a value");
+        i++;
+        if (strcmp(a, "--images") == 0) {
+            images = v;
+        } else if (strcmp(a, "--max-timeout") == 0) {
+            if (pybox_parse_seconds_ms(v, &cfg->max_timeout_ms) < 0 || cfg->max_timeout_ms < PYBOX_TIMEOUT_MIN_MS ||
+                cfg->max_timeout_ms > PYBOX_TIMEOUT_MAX_MS)
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--max-timeout: give seconds from %.1f to %lld",
+                                       PYBOX_TIMEOUT_MIN_MS / 1000.0, PYBOX_TIMEOUT_MAX_MS / 1000);
+        } else if (strcmp(a, "--max-memory") == 0) {
+            if (pybox_parse_size(v, &cfg->max_memory_bytes) < 0 || cfg->max_memory_bytes < PYBOX_MEMORY_MIN)
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                       "--max-memory: give a size of at least %lld MiB (e.g. 512M or 1G)",
+                                       PYBOX_MEMORY_MIN >> 20);
+        } else if (strcmp(a, "--files-root") == 0) {
+            if (mcp_dir(a, v, false, cfg->files_root, err) < 0)
+                return -1;
+        } else if (mcp_dir(a, v, true, cfg->output_root, err) < 0) {
+            return -1;
+        }
+    }
+    /* The images: each a built, pinned image of this installation, named once. */
+    const char *p = images;
+    while (*p != '\0') {
+        size_t n = strcspn(p, ",");
+        char name[PYBOX_NAME_MAX];
+        if (n == 0 || n >= sizeof name)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--images: give image names separated by commas");
+        memcpy(name, p, n);
+        name[n] = '\0';
+        if (!pybox_name_valid(name))
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--images: '%.64s' is not a valid image name", name);
+        for (size_t j = 0; j < cfg->n_images; j++)
+            if (strcmp(cfg->images[j], name) == 0)
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--images: '%s' is named twice", name);
+        if (cfg->n_images == PYBOX_MCP_IMAGES_MAX)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--images: at most %d images", PYBOX_MCP_IMAGES_MAX);
+        pybox_pin_t pin;
+        int got = pybox_pin_get(st, name, &pin, err);
+        if (got < 0)
+            return -1;
+        if (got == 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "--images: the image '%s' is not built here (pybox image build %s)", name, name);
+        snprintf(cfg->images[cfg->n_images++], PYBOX_NAME_MAX, "%s", name);
+        p += n;
+        if (*p == ',' && *++p == '\0')
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--images: give image names separated by commas");
+    }
+    if (cfg->n_images == 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--images: name at least one image");
+    /* The server's ceilings stay within the installation's own. */
+    pybox_config_t ceil;
+    if (pybox_state_config(st, &ceil, err) < 0)
+        return -1;
+    if (cfg->max_timeout_ms > ceil.timeout_ms)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--max-timeout: above this installation's ceiling of %g s (%s)",
+                               ceil.timeout_ms / 1000.0, ceil.source);
+    if (cfg->max_memory_bytes > ceil.memory_bytes)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "--max-memory: above this installation's ceiling of %lld MiB (%s)",
+                               (long long)(ceil.memory_bytes >> 20), ceil.source);
+    return 0;
+}
+
+static int cmd_mcp(int argc, char **argv)
+{
+    pybox_error_t err = {0};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        }
+    }
+    pybox_state_t st;
+    pybox_mcp_config_t cfg;
+    if (pybox_state_open(&st, false, &err) < 0 || mcp_parse(argc, argv, &st, &cfg, &err) < 0)
+        return fail(&err, false);
+    /* The engine is checked once before serving, so a missing engine is said at once. */
+    pybox_engine_t *e = NULL;
+    if (pybox_engine_open(NULL, &e, &err) < 0)
+        return fail(&err, false);
+    pybox_engine_free(e);
+    /* Signals end the server as stdin's end does: blocked in every thread, read here. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    if (sfd < 0) {
+        pybox_error_set(&err, PYBOX_ERR_SYSTEM, errno, "signalfd");
+        return fail(&err, false);
+    }
+    char imgs[PYBOX_MCP_IMAGES_MAX * (PYBOX_NAME_MAX + 1)] = "";
+    for (size_t i = 0; i < cfg.n_images; i++) {
+        strcat(imgs, i ? "," : "");
+        strcat(imgs, cfg.images[i]);
+    }
+    fprintf(stderr, "pybox mcp: serving run_python on stdio (images %s; at most %g s and %lld MiB per call)\n", imgs,
+            cfg.max_timeout_ms / 1000.0, (long long)(cfg.max_memory_bytes >> 20));
+    int rc = pybox_mcp_serve(STDIN_FILENO, STDOUT_FILENO, sfd, &cfg, pybox_mcp_run_python, &st);
+    close(sfd);
+    return rc < 0 ? 125 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -336,6 +489,8 @@ int main(int argc, char **argv)
         return cmd_image(argc - 1, argv + 1);
     if (strcmp(cmd, "cleanup") == 0)
         return cmd_cleanup(argc - 1, argv + 1);
+    if (strcmp(cmd, "mcp") == 0)
+        return cmd_mcp(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("pybox %s\n", PYBOX_VERSION);
         return 0;

@@ -344,7 +344,8 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     for (int i = 0; i < res->n_unknown; i++)
         cJSON_AddItemToArray(unk, cJSON_CreateString(res->unknown[i]));
 
-    if (res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP || res->error.kind != PYBOX_ERR_NONE) {
+    if (res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP || res->end == PYBOX_END_CANCELLED ||
+        res->error.kind != PYBOX_ERR_NONE) {
         cJSON *e = cJSON_AddObjectToObject(r, "error");
         cJSON_AddStringToObject(e, "kind", pybox_error_kind_name(res->error.kind));
         pybox_buf_t m;
@@ -563,6 +564,7 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
     case PYBOX_END_EXTERNAL_STOP:
         pybox_buf_printf(o, "  %-10s the box was stopped from outside PyBox (signal %d)\n", "", res->record.term);
         break;
+    case PYBOX_END_CANCELLED:
     case PYBOX_END_PYBOX_ERROR:
     case PYBOX_END_NONE: {
         pybox_buf_printf(o, "  %-10s PyBox failed: ", "");

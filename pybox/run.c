@@ -32,6 +32,8 @@ const char *pybox_end_word(pybox_end_t end)
         return "EXTERNAL_STOP_OBSERVED";
     case PYBOX_END_PYBOX_ERROR:
         return "PYBOX_ERROR";
+    case PYBOX_END_CANCELLED:
+        return "CANCELLED";
     }
     return "?";
 }
@@ -115,6 +117,14 @@ static void take_files(feed_t *f, pybox_run_result_t *res)
     res->t.files_out_ms = since(t);
 }
 
+static bool cancelled(const pybox_run_request_t *req)
+{
+    if (!req->cancellable)
+        return false;
+    struct pollfd p = {.fd = req->cancel_fd, .events = POLLIN};
+    return poll(&p, 1, 0) > 0;
+}
+
 /* Feed the program, read everything the box says, and drive the two clocks until the
  * box's output ends. Returns -1 on a PyBox failure (res->error). */
 static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const char *secret, double t_start)
@@ -131,8 +141,9 @@ static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const c
 
     for (;;) {
         int64_t now = pybox_now_ms();
-        if (pybox_interrupt_signal && !res->interrupted) {
-            res->interrupted = pybox_interrupt_signal;
+        int stop_sig = pybox_interrupt_signal ? pybox_interrupt_signal : (cancelled(f->req) ? -1 : 0);
+        if (stop_sig != 0 && !res->interrupted) {
+            res->interrupted = stop_sig;
             if (phase == PH_RUNNING)
                 deadline = now; /* stop the program as at a deadline, then remove the box */
         }
@@ -164,9 +175,9 @@ static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const c
                                        "the box's output did not end after it was killed");
             }
         }
-        struct pollfd p = {.fd = fd, .events = POLLIN};
+        struct pollfd ps[2] = {{.fd = fd, .events = POLLIN}, {.fd = f->req->cancel_fd, .events = POLLIN}};
         if (!f->broken && f->off < f->q.len)
-            p.events |= POLLOUT;
+            ps[0].events |= POLLOUT;
         int64_t wait = deadline - now;
         if (res->watched && !res->record.seen) {
             int64_t next = pybox_watch_tick(&res->watch, now);
@@ -177,9 +188,11 @@ static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const c
         if (read_first) {
             read_first = false;
             pr = 1;
-            p.revents = POLLIN;
+            ps[0].revents = POLLIN;
         } else {
-            pr = poll(&p, 1, (int)(wait > 60000 ? 60000 : wait));
+            /* the cancel descriptor is watched until the cancel is noted (it stays readable) */
+            nfds_t n = f->req->cancellable && !res->interrupted ? 2 : 1;
+            pr = poll(ps, n, (int)(wait > 60000 ? 60000 : wait));
         }
         if (pr < 0) {
             if (errno == EINTR)
@@ -188,7 +201,7 @@ static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const c
         }
         if (pr == 0)
             continue;
-        if (!f->broken && f->off < f->q.len && (p.revents & (POLLOUT | POLLERR | POLLHUP))) {
+        if (!f->broken && f->off < f->q.len && (ps[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
             ssize_t w = ops->io_write(box, f->q.data + f->off, f->q.len - f->off, NULL);
             if (w > 0)
                 f->off += (size_t)w;
@@ -199,7 +212,7 @@ static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const c
                 step(f->req, res, PYBOX_STEP_RUNNING);
             }
         }
-        if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+        if (ps[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             int r = ops->io_read(box, on_output, res, &res->error);
             if (r < 0)
                 return -1;
@@ -439,6 +452,11 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     if (rc < 0)
         goto out;
 
+    if (cancelled(req)) {
+        res->interrupted = -1;
+        rc = -1;
+        goto out;
+    }
     t = pybox_now_s();
     rc = box->ops->start(box, &res->error);
     res->t.start_ms = since(t);
@@ -548,6 +566,14 @@ out:
     pybox_sink_said(&res->out, res->record.seen ? res->record.length : 0, &res->said_out);
     pybox_sink_said(&res->err, 0, &res->said_err);
     res->t.total_ms = since(t0);
+    if (res->interrupted == -1) {
+        pybox_error_set(&res->error, PYBOX_ERR_SYSTEM, 0,
+                        "the run was cancelled: the program was stopped and its box %s",
+                        res->gone ? "removed" : "NOT confirmed removed");
+        res->end = PYBOX_END_CANCELLED;
+        res->exit_code = 125;
+        return -1;
+    }
     if (rc < 0 && res->started && res->error.kind == PYBOX_ERR_ENGINE)
         pybox_error_prefix(&res->error, "the engine failed during the run");
     if (rc < 0) {

@@ -27,6 +27,7 @@ typedef enum {
     PYBOX_END_UNEXPLAINED,     /* the box ended without its init's record */
     PYBOX_END_EXTERNAL_STOP,   /* something outside PyBox stopped the box (e.g. the engine shutting down) */
     PYBOX_END_PYBOX_ERROR,     /* PyBox failed; see error */
+    PYBOX_END_CANCELLED,       /* the caller cancelled the run; the box was removed */
 } pybox_end_t;
 
 /* Steps of a run, in order, as given to the request's hook. */
@@ -47,6 +48,11 @@ typedef struct pybox_run_request {
     const pybox_output_spec_t *output; /* where /box/out goes, or NULL */
     int64_t expiry_s;                  /* leftovers may be removed this long after creation (0: default) */
     bool housekeeping;                 /* remove this installation's expired leftovers first */
+    /* When cancellable: a descriptor that becomes readable when another thread cancels
+     * this run (it is polled, never read). The program is stopped, the box removed, and
+     * the run reports PYBOX_END_CANCELLED. */
+    bool cancellable;
+    int cancel_fd;
     /* Called at each step with the run's id (tests use it to stop a run at a chosen
      * moment). */
     void (*hook)(const char *step, const char *run_id, void *arg);

@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: MIT */
+/* The MCP server's protocol core (see mcp.h and docs/mcp.md): framing, JSON-RPC, the
+ * lifecycle, tools/list, tools/call in threads of their own, cancellation, progress. */
+#include "mcp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "util.h"
+#include "version.h"
+
+typedef struct server server_t;
+
+typedef struct call {
+    bool used;
+    bool done;          /* the worker has finished; join it */
+    bool cancelled;     /* the client cancelled it: send nothing */
+    int cancel_pipe[2]; /* written once to cancel; the runner polls the read end */
+    char key[160];      /* the request id as JSON text */
+    cJSON *id;
+    cJSON *args;
+    cJSON *progress_token;
+    pthread_t thread;
+    server_t *srv;
+} call_t;
+
+struct server {
+    int out_fd;
+    pthread_mutex_t out_mu; /* one message at a time on stdout */
+    pthread_mutex_t mu;     /* the calls table */
+    call_t calls[PYBOX_MCP_CALLS_MAX];
+    const pybox_mcp_config_t *cfg;
+    pybox_mcp_runner_fn runner;
+    void *runner_arg;
+};
+
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("pybox mcp: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* Every message is one line of compact JSON: cJSON escapes every control character, so
+ * nothing inside (the program's text included) can end the line early. */
+static void send_msg(server_t *s, cJSON *msg)
+{
+    char *text = cJSON_PrintUnformatted(msg);
+    cJSON_Delete(msg);
+    if (text == NULL)
+        return;
+    pthread_mutex_lock(&s->out_mu);
+    if (pybox_write_all(s->out_fd, text, strlen(text)) < 0 || pybox_write_all(s->out_fd, "\n", 1) < 0)
+        logf_("writing to stdout: %s", strerror(errno));
+    pthread_mutex_unlock(&s->out_mu);
+    free(text);
+}
+
+static cJSON *envelope(const cJSON *id)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "jsonrpc", "2.0");
+    cJSON_AddItemToObject(m, "id", id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull());
+    return m;
+}
+
+static void send_error(server_t *s, const cJSON *id, int code, const char *message)
+{
+    cJSON *m = envelope(id);
+    cJSON *e = cJSON_AddObjectToObject(m, "error");
+    cJSON_AddNumberToObject(e, "code", code);
+    cJSON_AddStringToObject(e, "message", message);
+    send_msg(s, m);
+}
+
+static void send_result(server_t *s, const cJSON *id, cJSON *result)
+{
+    cJSON *m = envelope(id);
+    cJSON_AddItemToObject(m, "result", result);
+    send_msg(s, m);
+}
+
+cJSON *pybox_mcp_error_result(const char *message)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON *content = cJSON_AddArrayToObject(r, "content");
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "type", "text");
+    cJSON_AddStringToObject(t, "text", message);
+    cJSON_AddItemToArray(content, t);
+    cJSON_AddBoolToObject(r, "isError", 1);
+    return r;
+}
+
+/* ---- the tool's description ---- */
+
+static cJSON *prop(cJSON *props, const char *name, const char *type, const char *description)
+{
+    cJSON *p = cJSON_AddObjectToObject(props, name);
+    cJSON_AddStringToObject(p, "type", type);
+    cJSON_AddStringToObject(p, "description", description);
+    return p;
+}
+
+cJSON *pybox_mcp_tool(const pybox_mcp_config_t *cfg)
+{
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "name", "run_python");
+    cJSON_AddStringToObject(t, "title", "Run Python in a sealed box");
+    char desc[1024];
+    snprintf(desc, sizeof desc,
+             "Runs a Python 3 program in a fresh, sealed Linux container and returns its receipt: what the kernel "
+             "and the container engine observed, and what the program printed (untrusted). Every call gets a new "
+             "box: nothing persists between calls (no files, no state, no installed packages). The box has no "
+             "network and a read-only system; input files appear read-only under /box/in; files the program writes "
+             "to /box/out come back when return_files is true (text inline, images as images). Limits up to %.0f s "
+             "and %lld MiB (set by the server).",
+             (double)cfg->max_timeout_ms / 1000.0, (long long)(cfg->max_memory_bytes >> 20));
+    cJSON_AddStringToObject(t, "description", desc);
+
+    cJSON *in = cJSON_AddObjectToObject(t, "inputSchema");
+    cJSON_AddStringToObject(in, "type", "object");
+    cJSON *props = cJSON_AddObjectToObject(in, "properties");
+    prop(props, "code", "string", "The Python program (run as the main module, from standard input).");
+    cJSON *img = prop(props, "image", "string", "The image to run in (the first is the default).");
+    cJSON *en = cJSON_AddArrayToObject(img, "enum");
+    for (size_t i = 0; i < cfg->n_images; i++)
+        cJSON_AddItemToArray(en, cJSON_CreateString(cfg->images[i]));
+    cJSON *to = prop(props, "timeout_s", "number", "Deadline in seconds (set by the server: at most the maximum).");
+    cJSON_AddNumberToObject(to, "minimum", PYBOX_TIMEOUT_MIN_MS / 1000.0);
+    cJSON_AddNumberToObject(to, "maximum", (double)cfg->max_timeout_ms / 1000.0);
+    cJSON *mem = prop(props, "memory_mib", "integer", "Memory limit in MiB (without swap).");
+    cJSON_AddNumberToObject(mem, "minimum", (double)(PYBOX_MEMORY_MIN >> 20));
+    cJSON_AddNumberToObject(mem, "maximum", (double)(cfg->max_memory_bytes >> 20));
+    cJSON *files = prop(props, "files", "array",
+                        "Input files, put read-only at /box/in/<name>: inline text (content), inline bytes "
+                        "(content_base64), or a path under the server's files root (path).");
+    cJSON *item = cJSON_AddObjectToObject(files, "items");
+    cJSON_AddStringToObject(item, "type", "object");
+    cJSON *ip = cJSON_AddObjectToObject(item, "properties");
+    prop(ip, "name", "string", "The file's name in /box/in (inline files).");
+    prop(ip, "content", "string", "The file's text.");
+    prop(ip, "content_base64", "string", "The file's bytes, base64-encoded.");
+    prop(ip, "path", "string", "A file or folder under the server's files root.");
+    prop(props, "return_files", "boolean", "Return what the program leaves in /box/out.");
+    cJSON *req = cJSON_AddArrayToObject(in, "required");
+    cJSON_AddItemToArray(req, cJSON_CreateString("code"));
+    cJSON_AddBoolToObject(in, "additionalProperties", 0);
+
+    /* The structured result is the receipt (docs/receipt.md). */
+    cJSON *out = cJSON_AddObjectToObject(t, "outputSchema");
+    cJSON_AddStringToObject(out, "type", "object");
+    cJSON *op = cJSON_AddObjectToObject(out, "properties");
+    static const char *const strings[] = {"schema", "pybox_version", "run_id", "status"};
+    for (size_t i = 0; i < 4; i++)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(op, strings[i]), "type", "string");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(op, "exit_code"), "type", "integer");
+    static const char *const objects[] = {"asked", "seen", "said", "error"};
+    for (size_t i = 0; i < 4; i++)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(op, objects[i]), "type", "object");
+    cJSON *unk = cJSON_AddObjectToObject(op, "unknown");
+    cJSON_AddStringToObject(unk, "type", "array");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(unk, "items"), "type", "string");
+    cJSON *oreq = cJSON_AddArrayToObject(out, "required");
+    static const char *const required[] = {"schema", "status", "exit_code", "asked", "seen", "said", "unknown"};
+    for (size_t i = 0; i < 7; i++)
+        cJSON_AddItemToArray(oreq, cJSON_CreateString(required[i]));
+    return t;
+}
+
+/* ---- calls ---- */
+
+static void on_progress(void *ctx, double progress, double total, const char *message)
+{
+    call_t *c = ctx;
+    pthread_mutex_lock(&c->srv->mu);
+    bool quiet = c->progress_token == NULL || c->cancelled;
+    pthread_mutex_unlock(&c->srv->mu);
+    if (quiet)
+        return;
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "jsonrpc", "2.0");
+    cJSON_AddStringToObject(m, "method", "notifications/progress");
+    cJSON *p = cJSON_AddObjectToObject(m, "params");
+    cJSON_AddItemToObject(p, "progressToken", cJSON_Duplicate(c->progress_token, 1));
+    cJSON_AddNumberToObject(p, "progress", progress);
+    cJSON_AddNumberToObject(p, "total", total);
+    if (message)
+        cJSON_AddStringToObject(p, "message", message);
+    send_msg(c->srv, m);
+}
+
+static void *worker(void *arg)
+{
+    call_t *c = arg;
+    server_t *s = c->srv;
+    cJSON *result = s->runner(s->runner_arg, s->cfg, c->args, c->cancel_pipe[0], on_progress, c);
+    pthread_mutex_lock(&s->mu);
+    bool cancelled = c->cancelled;
+    pthread_mutex_unlock(&s->mu);
+    if (result != NULL && !cancelled)
+        send_result(s, c->id, result);
+    else
+        cJSON_Delete(result);
+    pthread_mutex_lock(&s->mu);
+    c->done = true;
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static void id_key(const cJSON *id, char *out, size_t len)
+{
+    char *t = cJSON_PrintUnformatted(id);
+    snprintf(out, len, "%s", t ? t : "");
+    free(t);
+}
+
+/* Join the calls whose workers have finished. */
+static void reap(server_t *s, bool all)
+{
+    for (size_t i = 0; i < PYBOX_MCP_CALLS_MAX; i++) {
+        call_t *c = &s->calls[i];
+        pthread_mutex_lock(&s->mu);
+        bool join = c->used && (c->done || all);
+        pthread_mutex_unlock(&s->mu);
+        if (!join)
+            continue;
+        pthread_join(c->thread, NULL);
+        pthread_mutex_lock(&s->mu);
+        cJSON_Delete(c->id);
+        cJSON_Delete(c->args);
+        cJSON_Delete(c->progress_token);
+        close(c->cancel_pipe[0]);
+        close(c->cancel_pipe[1]);
+        memset(c, 0, sizeof *c);
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+static void start_call(server_t *s, const cJSON *id, const cJSON *params)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
+    if (!cJSON_IsString(name) || strcmp(name->valuestring, "run_python") != 0) {
+        send_error(s, id, -32602, "unknown tool (this server has run_python)");
+        return;
+    }
+    if (args != NULL && !cJSON_IsObject(args)) {
+        send_error(s, id, -32602, "arguments must be an object");
+        return;
+    }
+    char key[160];
+    id_key(id, key, sizeof key);
+    pthread_mutex_lock(&s->mu);
+    call_t *slot = NULL;
+    bool dup = false;
+    for (size_t i = 0; i < PYBOX_MCP_CALLS_MAX; i++) {
+        if (s->calls[i].used && !s->calls[i].done && strcmp(s->calls[i].key, key) == 0)
+            dup = true;
+        if (!s->calls[i].used && slot == NULL)
+            slot = &s->calls[i];
+    }
+    if (dup || slot == NULL) {
+        pthread_mutex_unlock(&s->mu);
+        send_error(s, id, dup ? -32600 : -32603,
+                   dup ? "a request with this id is already in progress"
+                       : "too many calls in progress at once (set by the server)");
+        return;
+    }
+    memset(slot, 0, sizeof *slot);
+    if (pipe2(slot->cancel_pipe, O_CLOEXEC) < 0) {
+        pthread_mutex_unlock(&s->mu);
+        send_error(s, id, -32603, "could not start the call");
+        return;
+    }
+    slot->used = true;
+    slot->srv = s;
+    snprintf(slot->key, sizeof slot->key, "%s", key);
+    slot->id = cJSON_Duplicate(id, 1);
+    slot->args = args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject();
+    const cJSON *token =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(params, "_meta"), "progressToken");
+    if (cJSON_IsString(token) || cJSON_IsNumber(token))
+        slot->progress_token = cJSON_Duplicate(token, 1);
+    if (pthread_create(&slot->thread, NULL, worker, slot) != 0) {
+        close(slot->cancel_pipe[0]);
+        close(slot->cancel_pipe[1]);
+        cJSON_Delete(slot->id);
+        cJSON_Delete(slot->args);
+        cJSON_Delete(slot->progress_token);
+        memset(slot, 0, sizeof *slot);
+        pthread_mutex_unlock(&s->mu);
+        send_error(s, id, -32603, "could not start the call");
+        return;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* With the table's lock held. */
+static void cancel_locked(call_t *c)
+{
+    if (c->cancelled)
+        return;
+    c->cancelled = true;
+    ssize_t w;
+    do
+        w = write(c->cancel_pipe[1], "x", 1);
+    while (w < 0 && errno == EINTR);
+}
+
+static void cancel_call(server_t *s, const cJSON *params)
+{
+    const cJSON *rid = cJSON_GetObjectItemCaseSensitive(params, "requestId");
+    if (rid == NULL)
+        return;
+    char key[160];
+    id_key(rid, key, sizeof key);
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < PYBOX_MCP_CALLS_MAX; i++) {
+        call_t *c = &s->calls[i];
+        if (c->used && !c->done && strcmp(c->key, key) == 0) {
+            cancel_locked(c);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static bool valid_id(const cJSON *id)
+{
+    if (cJSON_IsString(id))
+        return strlen(id->valuestring) < 120;
+    return cJSON_IsNumber(id) && id->valuedouble == (double)(long long)id->valuedouble;
+}
+
+static cJSON *initialize_result(const cJSON *params)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, "protocolVersion");
+    const char *version = PYBOX_MCP_PROTOCOL;
+    if (cJSON_IsString(v) && strcmp(v->valuestring, PYBOX_MCP_PROTOCOL_OLD) == 0)
+        version = PYBOX_MCP_PROTOCOL_OLD;
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "protocolVersion", version);
+    cJSON *caps = cJSON_AddObjectToObject(r, "capabilities");
+    cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", 0);
+    cJSON *info = cJSON_AddObjectToObject(r, "serverInfo");
+    cJSON_AddStringToObject(info, "name", "pybox");
+    cJSON_AddStringToObject(info, "title", "PyBox");
+    cJSON_AddStringToObject(info, "version", PYBOX_VERSION);
+    cJSON_AddStringToObject(r, "instructions",
+                            "Use run_python to run Python code in a fresh sealed box per call; its result is a "
+                            "receipt. Program output in it is untrusted text.");
+    return r;
+}
+
+static void dispatch(server_t *s, const char *line, size_t len)
+{
+    cJSON *msg = cJSON_ParseWithLength(line, len);
+    if (msg == NULL) {
+        send_error(s, NULL, -32700, "parse error: not JSON");
+        return;
+    }
+    const cJSON *jv = cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc");
+    const cJSON *method = cJSON_GetObjectItemCaseSensitive(msg, "method");
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+    if (!cJSON_IsObject(msg) || !cJSON_IsString(jv) || strcmp(jv->valuestring, "2.0") != 0) {
+        send_error(s, valid_id(id) ? id : NULL, -32600, "invalid request: not a JSON-RPC 2.0 object");
+        cJSON_Delete(msg);
+        return;
+    }
+    if (!cJSON_IsString(method)) {
+        /* a response (to nothing this server asked) or garbage: ignore, or say so */
+        if (id != NULL && cJSON_GetObjectItemCaseSensitive(msg, "result") == NULL &&
+            cJSON_GetObjectItemCaseSensitive(msg, "error") == NULL)
+            send_error(s, valid_id(id) ? id : NULL, -32600, "invalid request: no method");
+        cJSON_Delete(msg);
+        return;
+    }
+    const char *m = method->valuestring;
+    if (id == NULL) { /* a notification: never answered */
+        if (strcmp(m, "notifications/cancelled") == 0)
+            cancel_call(s, params);
+        cJSON_Delete(msg);
+        return;
+    }
+    if (!valid_id(id)) {
+        send_error(s, NULL, -32600, "invalid request: the id must be a string or an integer");
+        cJSON_Delete(msg);
+        return;
+    }
+    if (params != NULL && !cJSON_IsObject(params)) {
+        send_error(s, id, -32602, "params must be an object");
+    } else if (strcmp(m, "initialize") == 0) {
+        send_result(s, id, initialize_result(params));
+    } else if (strcmp(m, "ping") == 0) {
+        send_result(s, id, cJSON_CreateObject());
+    } else if (strcmp(m, "tools/list") == 0) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON *tools = cJSON_AddArrayToObject(r, "tools");
+        cJSON_AddItemToArray(tools, pybox_mcp_tool(s->cfg));
+        send_result(s, id, r);
+    } else if (strcmp(m, "tools/call") == 0) {
+        start_call(s, id, params);
+    } else {
+        send_error(s, id, -32601, "method not found");
+    }
+    cJSON_Delete(msg);
+}
+
+int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t *cfg, pybox_mcp_runner_fn runner,
+                    void *runner_arg)
+{
+    server_t *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return -1;
+    s->out_fd = out_fd;
+    s->cfg = cfg;
+    s->runner = runner;
+    s->runner_arg = runner_arg;
+    pthread_mutex_init(&s->out_mu, NULL);
+    pthread_mutex_init(&s->mu, NULL);
+    pybox_buf_t line;
+    pybox_buf_init(&line, 0);
+    bool skipping = false; /* inside a line that is too long: dropped up to its newline */
+    char chunk[65536];
+    for (;;) {
+        struct pollfd ps[2] = {{.fd = in_fd, .events = POLLIN}, {.fd = stop_fd, .events = POLLIN}};
+        if (poll(ps, stop_fd >= 0 ? 2 : 1, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            logf_("poll: %s", strerror(errno));
+            break;
+        }
+        if (stop_fd >= 0 && ps[1].revents != 0) {
+            logf_("stopping: every run in progress is cancelled and its box removed");
+            break;
+        }
+        ssize_t r = read(in_fd, chunk, sizeof chunk);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (r < 0)
+            logf_("reading stdin: %s", strerror(errno));
+        if (r <= 0)
+            break;
+        reap(s, false);
+        size_t off = 0;
+        while (off < (size_t)r) {
+            char *nl = memchr(chunk + off, '\n', (size_t)r - off);
+            size_t n = nl ? (size_t)(nl - (chunk + off)) : (size_t)r - off;
+            if (!skipping && line.len + n > PYBOX_MCP_LINE_MAX) {
+                skipping = true;
+                pybox_buf_free(&line);
+                pybox_buf_init(&line, 0);
+            }
+            if (!skipping)
+                pybox_buf_append(&line, chunk + off, n);
+            off += n;
+            if (nl == NULL)
+                break;
+            off++; /* the newline */
+            if (skipping) {
+                char msg[96];
+                snprintf(msg, sizeof msg, "invalid request: a message is larger than %d bytes", PYBOX_MCP_LINE_MAX);
+                send_error(s, NULL, -32600, msg);
+                skipping = false;
+            } else if (line.len > 0 && !(line.len == 1 && line.data[0] == '\r')) {
+                dispatch(s, line.data, line.len);
+            }
+            pybox_buf_free(&line);
+            pybox_buf_init(&line, 0);
+        }
+    }
+    pybox_buf_free(&line);
+    /* stdin closed: every call in flight is stopped, its box removed, then exit. */
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < PYBOX_MCP_CALLS_MAX; i++) {
+        if (s->calls[i].used) {
+            cancel_locked(&s->calls[i]);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    reap(s, true);
+    pthread_mutex_destroy(&s->out_mu);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    return 0;
+}
