@@ -7,7 +7,7 @@ BUILD ?= build$(if $(SANITIZE),-san)
 CC ?= gcc
 PKGS := libcjson libcurl libcrypto libarchive
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS = $(shell pkg-config --libs $(PKGS))
+PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS = $(shell pkg-config --libs check)
 
@@ -28,7 +28,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 ITEST_SRC := $(wildcard tests/*.c)
 ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all check unit integration setup bench demo format format-check clean
+.PHONY: all check unit integration setup mcp-clients bench demo format format-check clean
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
 $(BUILD)/obj/%.o: %.c
@@ -71,14 +71,19 @@ $(BUILD)/pybox-bench: campaign/bench.c $(BUILD)/libpybox.a
 setup:
 	scripts/setup.sh
 
+# The MCP clients the integration tests drive pybox mcp with (Node.js, npm ci).
+mcp-clients:
+	scripts/setup-mcp-clients.sh
+
 unit: $(BUILD)/unit-tests
 	$(BUILD)/unit-tests
 
 integration: $(BUILD)/itest $(BUILD)/pybox
 	PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
 
-# Everything, from nothing: packages, engine, image, then unit and integration tests.
-check: setup
+# Everything, from nothing: packages, engine, images, MCP clients, then unit and
+# integration tests.
+check: setup mcp-clients
 	$(MAKE) unit integration
 
 bench: setup $(BUILD)/pybox-bench

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "run.h"
 #include "util.h"
 #include "version.h"
 
@@ -23,8 +25,8 @@ typedef struct call {
     bool used;
     bool done;          /* the worker has finished; join it */
     bool cancelled;     /* the client cancelled it: send nothing */
+    bool stopping;      /* its cancel pipe was written */
     int cancel_pipe[2]; /* written once to cancel; the runner polls the read end */
-    char key[160];      /* the request id as JSON text */
     cJSON *id;
     cJSON *args;
     cJSON *progress_token;
@@ -104,6 +106,83 @@ cJSON *pybox_mcp_error_result(const char *message)
     return r;
 }
 
+/* ---- the receipt's schema (outputSchema) ---- */
+
+static cJSON *typed(const char *type)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", type);
+    return o;
+}
+
+/* An object with the named properties, all required. spec: "name:type" pairs; a type of
+ * "object" is an open object. */
+static cJSON *obj(const char *const *spec, size_t n)
+{
+    cJSON *o = typed("object");
+    cJSON *props = cJSON_AddObjectToObject(o, "properties");
+    cJSON *req = cJSON_AddArrayToObject(o, "required");
+    for (size_t i = 0; i < n; i++) {
+        const char *colon = strchr(spec[i], ':');
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(colon - spec[i]), spec[i]);
+        cJSON_AddItemToObject(props, name, typed(colon + 1));
+        cJSON_AddItemToArray(req, cJSON_CreateString(name));
+    }
+    return o;
+}
+
+#define OBJ(...) obj((const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
+
+static void set_prop(cJSON *o, const char *name, cJSON *schema)
+{
+    cJSON *props = cJSON_GetObjectItemCaseSensitive(o, "properties");
+    cJSON_DeleteItemFromObjectCaseSensitive(props, name);
+    cJSON_AddItemToObject(props, name, schema);
+}
+
+static cJSON *receipt_schema(void)
+{
+    cJSON *r = OBJ("schema:string", "pybox_version:string", "run_id:string", "status:string", "exit_code:integer",
+                   "asked:object", "seen:object", "said:object", "unknown:array");
+    cJSON *schema = cJSON_CreateObject();
+    cJSON_AddStringToObject(schema, "const", "pybox.receipt/1");
+    set_prop(r, "schema", schema);
+    cJSON *status = typed("string");
+    cJSON *en = cJSON_AddArrayToObject(status, "enum");
+    for (int e = PYBOX_END_NONE; e <= PYBOX_END_CANCELLED; e++)
+        cJSON_AddItemToArray(en, cJSON_CreateString(pybox_end_word((pybox_end_t)e)));
+    set_prop(r, "status", status);
+    cJSON *unk = typed("array");
+    cJSON_AddItemToObject(unk, "items", typed("string"));
+    set_prop(r, "unknown", unk);
+
+    cJSON *asked = OBJ("program:object", "image:object", "limits:object", "policy:object");
+    set_prop(asked, "program", OBJ("bytes:integer", "sha256:string"));
+    set_prop(asked, "image", OBJ("name:string", "id:string"));
+    set_prop(asked, "limits", OBJ("memory_bytes:integer", "pids:integer", "cpus:number", "timeout_s:number"));
+    set_prop(r, "asked", asked);
+
+    cJSON *seen = OBJ("box:object", "clock:string");
+    set_prop(seen, "box", OBJ("created:boolean", "started:boolean", "removed:boolean", "confirmed_gone:boolean"));
+    cJSON *clock = typed("string");
+    cJSON *ce = cJSON_AddArrayToObject(clock, "enum");
+    static const char *const clocks[] = {"none", "host_deadline", "box_timer"};
+    for (size_t i = 0; i < 3; i++)
+        cJSON_AddItemToArray(ce, cJSON_CreateString(clocks[i]));
+    set_prop(seen, "clock", clock);
+    set_prop(r, "seen", seen);
+
+    cJSON *said = OBJ("trust:string", "stdout:object", "stderr:object");
+    static const char *const streams[] = {"stdout", "stderr"};
+    for (size_t i = 0; i < 2; i++)
+        set_prop(said, streams[i],
+                 OBJ("total_bytes:integer", "kept_bytes:integer", "truncated:boolean", "sha256:string",
+                     "utf8_valid:boolean", "text:string"));
+    set_prop(r, "said", said);
+    return r;
+}
+
 /* ---- the tool's description ---- */
 
 static cJSON *prop(cJSON *props, const char *name, const char *type, const char *description)
@@ -159,24 +238,9 @@ cJSON *pybox_mcp_tool(const pybox_mcp_config_t *cfg)
     cJSON_AddItemToArray(req, cJSON_CreateString("code"));
     cJSON_AddBoolToObject(in, "additionalProperties", 0);
 
-    /* The structured result is the receipt (docs/receipt.md). */
-    cJSON *out = cJSON_AddObjectToObject(t, "outputSchema");
-    cJSON_AddStringToObject(out, "type", "object");
-    cJSON *op = cJSON_AddObjectToObject(out, "properties");
-    static const char *const strings[] = {"schema", "pybox_version", "run_id", "status"};
-    for (size_t i = 0; i < 4; i++)
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(op, strings[i]), "type", "string");
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(op, "exit_code"), "type", "integer");
-    static const char *const objects[] = {"asked", "seen", "said", "error"};
-    for (size_t i = 0; i < 4; i++)
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(op, objects[i]), "type", "object");
-    cJSON *unk = cJSON_AddObjectToObject(op, "unknown");
-    cJSON_AddStringToObject(unk, "type", "array");
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(unk, "items"), "type", "string");
-    cJSON *oreq = cJSON_AddArrayToObject(out, "required");
-    static const char *const required[] = {"schema", "status", "exit_code", "asked", "seen", "said", "unknown"};
-    for (size_t i = 0; i < 7; i++)
-        cJSON_AddItemToArray(oreq, cJSON_CreateString(required[i]));
+    /* The structured result is the receipt (docs/receipt.md): its schema, as far as a
+     * client can check it. */
+    cJSON_AddItemToObject(t, "outputSchema", receipt_schema());
     return t;
 }
 
@@ -220,11 +284,10 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static void id_key(const cJSON *id, char *out, size_t len)
+/* Request ids are equal when they are the same string or the same integer. */
+static bool same_id(const cJSON *a, const cJSON *b)
 {
-    char *t = cJSON_PrintUnformatted(id);
-    snprintf(out, len, "%s", t ? t : "");
-    free(t);
+    return a != NULL && b != NULL && cJSON_Compare(a, b, true);
 }
 
 /* Join the calls whose workers have finished. */
@@ -261,13 +324,11 @@ static void start_call(server_t *s, const cJSON *id, const cJSON *params)
         send_error(s, id, -32602, "arguments must be an object");
         return;
     }
-    char key[160];
-    id_key(id, key, sizeof key);
     pthread_mutex_lock(&s->mu);
     call_t *slot = NULL;
     bool dup = false;
     for (size_t i = 0; i < PYBOX_MCP_CALLS_MAX; i++) {
-        if (s->calls[i].used && !s->calls[i].done && strcmp(s->calls[i].key, key) == 0)
+        if (s->calls[i].used && !s->calls[i].done && same_id(s->calls[i].id, id))
             dup = true;
         if (!s->calls[i].used && slot == NULL)
             slot = &s->calls[i];
@@ -287,7 +348,6 @@ static void start_call(server_t *s, const cJSON *id, const cJSON *params)
     }
     slot->used = true;
     slot->srv = s;
-    snprintf(slot->key, sizeof slot->key, "%s", key);
     slot->id = cJSON_Duplicate(id, 1);
     slot->args = args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject();
     const cJSON *token =
@@ -308,12 +368,16 @@ static void start_call(server_t *s, const cJSON *id, const cJSON *params)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* With the table's lock held. */
-static void cancel_locked(call_t *c)
+/* With the table's lock held. by_client: the client cancelled the request, so nothing is
+ * sent for it; otherwise (shutdown) the run is stopped, and a result it still gives (a
+ * refusal, say) is sent. */
+static void cancel_locked(call_t *c, bool by_client)
 {
-    if (c->cancelled)
+    if (by_client)
+        c->cancelled = true;
+    if (c->stopping)
         return;
-    c->cancelled = true;
+    c->stopping = true;
     ssize_t w;
     do
         w = write(c->cancel_pipe[1], "x", 1);
@@ -325,13 +389,11 @@ static void cancel_call(server_t *s, const cJSON *params)
     const cJSON *rid = cJSON_GetObjectItemCaseSensitive(params, "requestId");
     if (rid == NULL)
         return;
-    char key[160];
-    id_key(rid, key, sizeof key);
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < PYBOX_MCP_CALLS_MAX; i++) {
         call_t *c = &s->calls[i];
-        if (c->used && !c->done && strcmp(c->key, key) == 0) {
-            cancel_locked(c);
+        if (c->used && !c->done && same_id(c->id, rid)) {
+            cancel_locked(c, true);
         }
     }
     pthread_mutex_unlock(&s->mu);
@@ -341,7 +403,9 @@ static bool valid_id(const cJSON *id)
 {
     if (cJSON_IsString(id))
         return strlen(id->valuestring) < 120;
-    return cJSON_IsNumber(id) && id->valuedouble == (double)(long long)id->valuedouble;
+    /* integers only, and only those a double holds exactly (|n| < 2^53) */
+    return cJSON_IsNumber(id) && fabs(id->valuedouble) < 9007199254740992.0 &&
+           id->valuedouble == floor(id->valuedouble);
 }
 
 static cJSON *initialize_result(const cJSON *params)
@@ -487,7 +551,7 @@ int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < PYBOX_MCP_CALLS_MAX; i++) {
         if (s->calls[i].used) {
-            cancel_locked(&s->calls[i]);
+            cancel_locked(&s->calls[i], false);
         }
     }
     pthread_mutex_unlock(&s->mu);

@@ -68,6 +68,23 @@ static void allowed_list(const pybox_mcp_config_t *cfg, char *out, size_t len)
     }
 }
 
+static const char *const known_args[] = {"code", "image", "timeout_s", "memory_mib", "files", "return_files", NULL};
+static const char *const known_file_keys[] = {"name", "content", "content_base64", "path", NULL};
+
+/* The first key of o not in known (NULL-terminated), or NULL. */
+static const char *unknown_key(const cJSON *o, const char *const *known)
+{
+    const cJSON *k;
+    cJSON_ArrayForEach (k, o) {
+        bool ok = false;
+        for (size_t i = 0; known[i] != NULL && !ok; i++)
+            ok = k->string != NULL && strcmp(k->string, known[i]) == 0;
+        if (!ok)
+            return k->string != NULL ? k->string : "?";
+    }
+    return NULL;
+}
+
 static bool simple_name(const char *n)
 {
     size_t len = strlen(n);
@@ -241,7 +258,13 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     char allowed[512];
     allowed_list(cfg, allowed, sizeof allowed);
 
-    /* Everything is checked before any box is built. */
+    /* Everything is checked before any box is built; an argument this tool does not
+     * know is refused, never ignored. */
+    const char *unknown = unknown_key(args, known_args);
+    if (unknown != NULL)
+        return refuse("unknown argument '%.64s' (run_python takes: code, image, timeout_s, memory_mib, files, "
+                      "return_files)",
+                      unknown);
     if (!cJSON_IsString(code) || code->valuestring[0] == '\0')
         return refuse("code: give the Python program as a non-empty string");
     size_t code_len = strlen(code->valuestring);
@@ -330,6 +353,13 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
         const cJSON *b64 = cJSON_GetObjectItemCaseSensitive(f, "content_base64");
         const cJSON *path = cJSON_GetObjectItemCaseSensitive(f, "path");
         char *p = path_store[n_paths];
+        const char *bad = cJSON_IsObject(f) ? unknown_key(f, known_file_keys) : "(not an object)";
+        int given = (name != NULL) + (text != NULL) + (b64 != NULL);
+        if (bad != NULL || (path != NULL && given > 0) || (text != NULL && b64 != NULL)) {
+            result = refuse("files: each file is {name, content} or {name, content_base64} or {path}%s%.64s",
+                            bad ? "; unknown: " : "", bad ? bad : "");
+            goto done;
+        }
         if (cJSON_IsString(path)) {
             if (cfg->files_root[0] == '\0' || under_root(cfg->files_root, path->valuestring, p, PATH_MAX) < 0) {
                 result = refuse("files: '%.200s' is not a file under this server's files root (set by the server)",

@@ -14,6 +14,7 @@ Suite *itest_suite_kernel(void);
 Suite *itest_suite_lifecycle(void);
 Suite *itest_suite_files(void);
 Suite *itest_suite_images(void);
+Suite *itest_suite_mcp(void);
 Suite *itest_suite_engine_down(void);
 
 #endif

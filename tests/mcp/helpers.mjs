@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+// Shared by the MCP client tests: the pybox binary and installation the integration
+// harness set up (tests/test_mcp.c), the engine asked directly, and a raw line client.
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import assert from 'node:assert/strict';
+
+export const PYBOX = process.env.PYBOX_BIN;
+export const INSTALL = process.env.PYBOX_TEST_INSTALL_ID;
+assert.ok(PYBOX && process.env.PYBOX_HOME && INSTALL,
+  'run through the integration tests (make integration): PYBOX_BIN, PYBOX_HOME and PYBOX_TEST_INSTALL_ID are set there');
+
+// What the server needs from the environment, passed on explicitly (MCP clients start
+// servers with a reduced environment).
+export const serverEnv = { PYBOX_HOME: process.env.PYBOX_HOME, PATH: process.env.PATH };
+if (process.env.DOCKER_HOST) serverEnv.DOCKER_HOST = process.env.DOCKER_HOST;
+
+function socketPath() {
+  const h = process.env.DOCKER_HOST;
+  return h && h.startsWith('unix://') ? h.slice(7) : '/var/run/docker.sock';
+}
+
+// GET on the engine's API, parsed.
+export function engine(path) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ socketPath: socketPath(), path, method: 'GET' }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        if (res.statusCode !== 200) reject(new Error(`engine ${path}: ${res.statusCode} ${body}`));
+        else resolve(JSON.parse(body));
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const installFilter = (extra = {}) =>
+  encodeURIComponent(JSON.stringify({ label: [`pybox.install=${INSTALL}`], ...extra }));
+
+// This installation's boxes (any state) and volumes.
+export const boxes = () => engine(`/containers/json?all=1&filters=${installFilter()}`);
+export const volumes = async () => (await engine(`/volumes?filters=${installFilter()}`)).Volumes || [];
+
+// Boxes of this installation the engine created between two times (unix seconds).
+export async function createdBetween(since, until) {
+  const f = installFilter({ type: ['container'], event: ['create'] });
+  const text = await new Promise((resolve, reject) => {
+    const req = http.request({ socketPath: socketPath(), path: `/events?since=${since}&until=${until}&filters=${f}` },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      });
+    req.on('error', reject);
+    req.end();
+  });
+  return text.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l));
+}
+
+// Ask the engine until none of this installation's boxes is left; returns the time it
+// took (ms). Fails after limitMs.
+export async function waitNoBoxes(limitMs) {
+  const t0 = performance.now();
+  for (;;) {
+    const left = await boxes();
+    if (left.length === 0) return performance.now() - t0;
+    if (performance.now() - t0 > limitMs) assert.fail(`boxes still there after ${limitMs} ms: ${left.map((b) => b.Names).join(' ')}`);
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+// A raw client: one message per line, every line kept as it came (bytes), so tests can
+// see exactly what reached stdout.
+export class RawServer {
+  constructor(args = []) {
+    this.proc = spawn(PYBOX, ['mcp', ...args], { env: serverEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.raw = [];
+    this.messages = [];
+    this.waiters = [];
+    this.stderr = '';
+    let pending = Buffer.alloc(0);
+    this.proc.stdout.on('data', (chunk) => {
+      this.raw.push(chunk);
+      pending = Buffer.concat([pending, chunk]);
+      let nl;
+      while ((nl = pending.indexOf(10)) >= 0) {
+        const line = pending.subarray(0, nl).toString('utf8');
+        pending = pending.subarray(nl + 1);
+        const msg = JSON.parse(line); // a line that is not JSON fails the test here
+        this.messages.push(msg);
+        this.waiters = this.waiters.filter((w) => !(w.pred(msg) && (w.resolve(msg), true)));
+      }
+    });
+    this.proc.stderr.on('data', (c) => { this.stderr += c.toString('utf8'); });
+    this.exited = new Promise((resolve) => this.proc.on('exit', (code, sig) => resolve({ code, sig })));
+  }
+
+  send(obj) { this.sendRaw(JSON.stringify(obj) + '\n'); }
+  sendRaw(text) { this.proc.stdin.write(text); }
+
+  // The first message (already received or to come) that pred accepts.
+  next(pred, limitMs = 60000) {
+    const seen = this.messages.find(pred);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no such message within ${limitMs} ms; stderr: ${this.stderr}`)), limitMs);
+      this.waiters.push({ pred, resolve: (m) => { clearTimeout(timer); resolve(m); } });
+    });
+  }
+
+  reply(id, limitMs) { return this.next((m) => m.id === id && (m.result !== undefined || m.error !== undefined), limitMs); }
+
+  async initialize() {
+    this.send({ jsonrpc: '2.0', id: 'init', method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    const r = await this.reply('init');
+    this.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    return r;
+  }
+
+  // Close stdin and wait for the server to end; returns its exit and the time it took.
+  async close() {
+    const t0 = performance.now();
+    this.proc.stdin.end();
+    const ex = await this.exited;
+    return { ...ex, ms: performance.now() - t0 };
+  }
+
+  bytes() { return Buffer.concat(this.raw); }
+}

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+// pybox mcp driven by the MCP Inspector in its CLI mode.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { PYBOX, serverEnv } from './helpers.mjs';
+
+const require = createRequire(import.meta.url);
+const cli = path.join(path.dirname(require.resolve('@modelcontextprotocol/inspector/package.json')), 'cli', 'build', 'cli.js');
+const envArgs = Object.entries(serverEnv).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
+
+function inspector(args) {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [cli, '--cli', ...envArgs, PYBOX, 'mcp', '--images', 'stdlib', ...args],
+      { timeout: 120000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+        if (err) reject(new Error(`inspector failed: ${err.message}\n${stderr}`));
+        else resolve(JSON.parse(stdout));
+      });
+  });
+}
+
+test('the Inspector lists the tool', async () => {
+  const out = await inspector(['--method', 'tools/list']);
+  assert.deepEqual(out.tools.map((t) => t.name), ['run_python']);
+  assert.equal(out.tools[0].inputSchema.required[0], 'code');
+  assert.equal(out.tools[0].outputSchema.properties.schema.const, 'pybox.receipt/1');
+});
+
+test('the Inspector calls run_python', async () => {
+  const out = await inspector(['--method', 'tools/call', '--tool-name', 'run_python', '--tool-arg', 'code=print(6*7)']);
+  assert.equal(out.isError, undefined);
+  assert.equal(out.structuredContent.said.stdout.text, '42\n');
+  assert.match(out.content[0].text, /status: TARGET_EXIT_OBSERVED, exit code 0/);
+});

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+// pybox mcp driven by the official MCP TypeScript SDK client.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { PYBOX, serverEnv, boxes, volumes, waitNoBoxes, createdBetween } from './helpers.mjs';
+
+async function connect(args) {
+  const transport = new StdioClientTransport({ command: PYBOX, args: ['mcp', ...args], env: serverEnv, stderr: 'pipe' });
+  const client = new Client({ name: 'pybox-tests', version: '1.0.0' });
+  const errors = [];
+  client.onerror = (e) => errors.push(e);
+  await client.connect(transport);
+  return { client, errors };
+}
+
+const text = (result) => result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+
+test('data image: a CSV in, a result file and a chart back, the receipt valid against the output schema', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pybox-mcp-'));
+  const filesRoot = path.join(dir, 'in');
+  const outputRoot = path.join(dir, 'out');
+  fs.mkdirSync(filesRoot);
+  fs.mkdirSync(outputRoot);
+  const csv = 'region,amount\nnorth,10\nsouth,32\nnorth,5\n';
+  fs.writeFileSync(path.join(filesRoot, 'sales.csv'), csv);
+  const { client, errors } = await connect(['--images', 'stdlib,data', '--max-timeout', '30', '--max-memory', '512M',
+    '--files-root', filesRoot, '--output-root', outputRoot]);
+  try {
+    assert.equal(client.getServerVersion().name, 'pybox');
+    assert.ok(client.getServerCapabilities().tools, 'the server offers tools');
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name), ['run_python']);
+    const tool = tools[0];
+    assert.match(tool.description, /nothing persists between calls/);
+    assert.deepEqual(tool.inputSchema.properties.image.enum, ['stdlib', 'data']);
+    assert.equal(tool.inputSchema.properties.timeout_s.maximum, 30);
+    assert.equal(tool.outputSchema.type, 'object');
+
+    const code = [
+      'import pandas as pd',
+      'import matplotlib',
+      'matplotlib.use("Agg")',
+      'import matplotlib.pyplot as plt',
+      'df = pd.read_csv("/box/in/sales.csv")',
+      'totals = df.groupby("region")["amount"].sum()',
+      'totals.to_csv("/box/out/totals.csv")',
+      'totals.plot.bar()',
+      'plt.savefig("/box/out/chart.png")',
+      'open("/box/out/blob.bin", "wb").write(bytes(range(256)))',
+      'print("regions:", len(totals))',
+    ].join('\n');
+    const result = await client.callTool({ name: 'run_python', arguments: {
+      code, image: 'data', timeout_s: 30, files: [{ name: 'sales.csv', content: csv }], return_files: true } });
+    // callTool has validated structuredContent against the tool's output schema (it throws otherwise).
+    assert.ok(!result.isError, text(result));
+    const r = result.structuredContent;
+    assert.equal(r.schema, 'pybox.receipt/1');
+    assert.equal(r.status, 'TARGET_EXIT_OBSERVED', text(result));
+    assert.equal(r.exit_code, 0);
+    assert.equal(r.asked.image.name, 'data');
+    assert.equal(r.said.stdout.text, 'regions: 2\n');
+    assert.equal(r.seen.box.confirmed_gone, true);
+
+    const totals = result.content.find((c) => c.type === 'text' && c.text.startsWith('file totals.csv'));
+    assert.ok(totals, 'the result file comes back inline');
+    assert.match(totals.text, /north,15\nsouth,32\n/);
+    const chart = result.content.find((c) => c.type === 'image');
+    assert.ok(chart, 'the chart comes back as an image');
+    assert.equal(chart.mimeType, 'image/png');
+    const png = Buffer.from(chart.data, 'base64');
+    assert.ok(png.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])));
+    assert.ok(png.length > 1000, `a real chart (${png.length} bytes)`);
+    const link = result.content.find((c) => c.type === 'resource_link');
+    assert.ok(link, 'a binary file is kept under the output root and linked');
+    assert.equal(link.name, 'blob.bin');
+    const kept = new URL(link.uri).pathname;
+    assert.ok(kept.startsWith(fs.realpathSync(outputRoot) + '/'), kept);
+    assert.ok(fs.readFileSync(kept).equals(Buffer.from([...Array(256).keys()])));
+
+    // The schema check is real: the same validator refuses a receipt that lost a field.
+    const validator = client.getToolOutputValidator('run_python');
+    assert.equal(validator(r).valid, true);
+    const broken = structuredClone(r);
+    delete broken.said.stdout.truncated;
+    assert.equal(validator(broken).valid, false);
+
+    // The same file by path under the files root; a path outside it is refused.
+    const byPath = await client.callTool({ name: 'run_python', arguments: {
+      code: 'print(open("/box/in/sales.csv").read().count("north"))', files: [{ path: 'sales.csv' }] } });
+    assert.equal(byPath.structuredContent.said.stdout.text, '2\n', text(byPath));
+    const outside = await client.callTool({ name: 'run_python', arguments: {
+      code: 'print(1)', files: [{ path: '../../../etc/passwd' }] } });
+    assert.equal(outside.isError, true);
+    assert.match(text(outside), /\(set by the server\)/);
+    assert.deepEqual(errors, []);
+  } finally {
+    await client.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('ceilings: a 31 s timeout, an image not allowed and too much memory are refused (set by the server), no box built', async () => {
+  const { client } = await connect(['--images', 'stdlib', '--max-timeout', '30', '--max-memory', '256M']);
+  try {
+    await client.listTools();
+    const since = Date.now() / 1000;
+    const timeout = await client.callTool({ name: 'run_python', arguments: { code: 'print(1)', timeout_s: 31 } });
+    assert.equal(timeout.isError, true);
+    assert.match(text(timeout), /timeout_s: 31 s is above the maximum of 30 s \(set by the server\)/);
+    const image = await client.callTool({ name: 'run_python', arguments: { code: 'print(1)', image: 'data' } });
+    assert.equal(image.isError, true);
+    assert.match(text(image), /image: not allowed \(set by the server\); allowed: stdlib/);
+    const memory = await client.callTool({ name: 'run_python', arguments: { code: 'print(1)', memory_mib: 257 } });
+    assert.equal(memory.isError, true);
+    assert.match(text(memory), /above the maximum of 256 MiB \(set by the server\)/);
+    const until = Date.now() / 1000 + 0.001;
+    assert.deepEqual(await createdBetween(since, until), [], 'a refusal builds no box');
+    // At the ceiling itself the call runs.
+    const ok = await client.callTool({ name: 'run_python', arguments: { code: 'print(1)', timeout_s: 30, memory_mib: 256 } });
+    assert.equal(ok.structuredContent.exit_code, 0, text(ok));
+    assert.equal(ok.structuredContent.asked.limits.timeout_s, 30);
+    assert.equal(ok.structuredContent.asked.limits.memory_bytes, 256 * 1024 * 1024);
+  } finally {
+    await client.close();
+  }
+});
+
+test('a cancelled 20 s sleep: its box is removed, no result comes, and the server answers ping after', async () => {
+  const { client, errors } = await connect(['--images', 'stdlib', '--max-timeout', '30']);
+  try {
+    const abort = new AbortController();
+    let cancelledAt = 0;
+    const call = client.callTool({ name: 'run_python', arguments: { code: 'import time\ntime.sleep(20)\n', timeout_s: 30 } },
+      undefined, {
+        signal: abort.signal,
+        timeout: 60000,
+        onprogress: async (p) => {
+          if (p.message !== 'running' || cancelledAt) return;
+          assert.equal((await boxes()).length, 1, 'the box runs');
+          cancelledAt = performance.now();
+          abort.abort('the test cancels');
+        },
+      });
+    await assert.rejects(call);
+    assert.ok(cancelledAt > 0, 'cancelled while running');
+    await waitNoBoxes(10000);
+    const sinceCancel = performance.now() - cancelledAt;
+    console.log(`# box gone at most ${sinceCancel.toFixed(0)} ms after the cancellation`);
+    assert.ok(sinceCancel < 10000, 'stopped long before the program would have ended');
+    await client.ping();
+    const after = await client.callTool({ name: 'run_python', arguments: { code: 'print("still serving")' } });
+    assert.equal(after.structuredContent.said.stdout.text, 'still serving\n');
+    assert.deepEqual(errors, [], 'no answer for the cancelled request reached the client');
+  } finally {
+    await client.close();
+  }
+});
+
+test('8 calls at once: each its own box and its own correct receipt; nothing left in the engine', async () => {
+  const { client, errors } = await connect(['--images', 'stdlib', '--max-timeout', '30']);
+  try {
+    const calls = [...Array(8).keys()].map((i) => client.callTool({ name: 'run_python', arguments: {
+      code: `import sys, time\ntime.sleep(0.5)\nprint(${i} * ${i})\nprint("box ${i}", file=sys.stderr)\n`, timeout_s: 25 } },
+    undefined, { timeout: 120000 }));
+    const results = await Promise.all(calls);
+    results.forEach((res, i) => {
+      const r = res.structuredContent;
+      assert.equal(r.status, 'TARGET_EXIT_OBSERVED', text(res));
+      assert.equal(r.said.stdout.text, `${i * i}\n`);
+      assert.equal(r.said.stderr.text, `box ${i}\n`);
+      assert.equal(r.seen.box.confirmed_gone, true);
+    });
+    assert.equal(new Set(results.map((r) => r.structuredContent.run_id)).size, 8, 'eight runs');
+    assert.equal(new Set(results.map((r) => r.structuredContent.seen.box.id)).size, 8, 'eight boxes');
+    assert.deepEqual(await boxes(), []);
+    assert.deepEqual(await volumes(), []);
+    assert.deepEqual(errors, []);
+  } finally {
+    await client.close();
+  }
+});

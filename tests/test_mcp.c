@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/* pybox mcp: its start-up refusals, then the server driven by clients nobody here wrote
+ * (the official MCP TypeScript SDK client and the MCP Inspector's CLI mode), whose tests
+ * live in tests/mcp and run with Node's test runner against the real engine. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "itest.h"
+#include "suites.h"
+
+static void refused(const char *const *args, const char *expect)
+{
+    itest_run_t r;
+    itest_pybox("", 0, args, NULL, &r);
+    ck_assert_int_eq(r.status, 125);
+    ck_assert_msg(r.out_len == 0, "stdout is for protocol messages only, yet: %.*s", (int)r.out_len, r.out);
+    ck_assert_msg(itest_contains(r.err, r.err_len, "pybox: refused: "), "no refusal on stderr: %s", r.err);
+    ck_assert_msg(itest_contains(r.err, r.err_len, expect), "stderr lacks '%s': %s", expect, r.err);
+    itest_run_free(&r);
+}
+
+START_TEST(startup_refusals)
+{
+    refused((const char *[]){"mcp", "--images", "nosuchimage", NULL}, "is not built here");
+    refused((const char *[]){"mcp", "--images", "stdlib,stdlib", NULL}, "named twice");
+    refused((const char *[]){"mcp", "--images", "stdlib,", NULL}, "separated by commas");
+    refused((const char *[]){"mcp", "--images", "../x", NULL}, "not a valid image name");
+    refused((const char *[]){"mcp", "--max-timeout", "0.01", NULL}, "--max-timeout: give seconds");
+    refused((const char *[]){"mcp", "--max-timeout", "4000", NULL}, "--max-timeout: give seconds from 0.1 to 3600");
+    refused((const char *[]){"mcp", "--max-memory", "1M", NULL}, "--max-memory: give a size of at least");
+    refused((const char *[]){"mcp", "--max-memory", "1000G", NULL}, "above this installation's ceiling");
+    refused((const char *[]){"mcp", "--files-root", "/nonexistent/pybox", NULL}, "is not an existing folder");
+    refused((const char *[]){"mcp", "--output-root", "/etc/hostname", NULL}, "is not an existing folder");
+    refused((const char *[]){"mcp", "--verbose", NULL}, "unknown option");
+    refused((const char *[]){"mcp", "--images", NULL}, "needs a value");
+}
+END_TEST
+
+/* Run one file of tests/mcp with Node's test runner; its report goes to the log. */
+static void node_tests(const char *file)
+{
+    struct stat sb;
+    ck_assert_msg(stat("tests/mcp/node_modules/@modelcontextprotocol/sdk", &sb) == 0,
+                  "the MCP clients are not installed: run make check (it runs npm ci in tests/mcp)");
+    char id[64];
+    snprintf(id, sizeof id, "PYBOX_TEST_INSTALL_ID=%s", itest_state()->install_id);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        putenv(id);
+        if (chdir("tests/mcp") < 0)
+            _exit(127);
+        execlp("node", "node", "--test", file, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the client tests in tests/mcp/%s failed (status %d)",
+                  file, status);
+    pybox_engine_t *e = itest_engine();
+    ck_assert_int_eq(itest_list(e, "pybox.install", itest_state()->install_id, NULL), 0);
+    pybox_engine_free(e);
+}
+
+START_TEST(sdk_client)
+{
+    node_tests("sdk.test.mjs");
+}
+END_TEST
+
+START_TEST(wire)
+{
+    node_tests("raw.test.mjs");
+}
+END_TEST
+
+START_TEST(inspector_cli)
+{
+    node_tests("inspector.test.mjs");
+}
+END_TEST
+
+Suite *itest_suite_mcp(void)
+{
+    Suite *s = suite_create("mcp");
+    TCase *t = tcase_create("mcp");
+    tcase_set_timeout(t, 600);
+    tcase_add_test(t, startup_refusals);
+    tcase_add_test(t, sdk_client);
+    tcase_add_test(t, wire);
+    tcase_add_test(t, inspector_cli);
+    suite_add_tcase(s, t);
+    return s;
+}
