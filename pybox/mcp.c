@@ -70,11 +70,23 @@ static void send_msg(server_t *s, cJSON *msg)
     free(text);
 }
 
+/* The id as it came: an integer id is printed exactly (cJSON would print a large one
+ * as a rounded %g), a string id as the string. */
+static cJSON *id_copy(const cJSON *id)
+{
+    if (cJSON_IsNumber(id)) {
+        char digits[32];
+        snprintf(digits, sizeof digits, "%.0f", id->valuedouble);
+        return cJSON_CreateRaw(digits);
+    }
+    return cJSON_Duplicate(id, 1);
+}
+
 static cJSON *envelope(const cJSON *id)
 {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "jsonrpc", "2.0");
-    cJSON_AddItemToObject(m, "id", id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull());
+    cJSON_AddItemToObject(m, "id", id ? id_copy(id) : cJSON_CreateNull());
     return m;
 }
 
@@ -271,23 +283,27 @@ static void *worker(void *arg)
     call_t *c = arg;
     server_t *s = c->srv;
     cJSON *result = s->runner(s->runner_arg, s->cfg, c->args, c->cancel_pipe[0], on_progress, c);
+    /* Done before the result goes out: a client that sends its next call as soon as it
+     * has this result finds the slot free (the reader joins this thread first). A
+     * cancellation from now on is too late and ignored. */
     pthread_mutex_lock(&s->mu);
     bool cancelled = c->cancelled;
+    c->done = true;
     pthread_mutex_unlock(&s->mu);
     if (result != NULL && !cancelled)
         send_result(s, c->id, result);
     else
         cJSON_Delete(result);
-    pthread_mutex_lock(&s->mu);
-    c->done = true;
-    pthread_mutex_unlock(&s->mu);
     return NULL;
 }
 
-/* Request ids are equal when they are the same string or the same integer. */
+/* Request ids are equal when they are the same string or the same integer (exactly:
+ * cJSON_Compare compares numbers only approximately). */
 static bool same_id(const cJSON *a, const cJSON *b)
 {
-    return a != NULL && b != NULL && cJSON_Compare(a, b, true);
+    if (cJSON_IsString(a) && cJSON_IsString(b))
+        return strcmp(a->valuestring, b->valuestring) == 0;
+    return cJSON_IsNumber(a) && cJSON_IsNumber(b) && a->valuedouble == b->valuedouble;
 }
 
 /* Join the calls whose workers have finished. */
@@ -428,11 +444,39 @@ static cJSON *initialize_result(const cJSON *params)
     return r;
 }
 
+/* A \u0000 escape anywhere: cJSON's strings end at a NUL, so such a string would be
+ * cut short without a word (an id, a program, a file's content). Backslashes only occur
+ * inside strings in JSON, so escapes are found without tracking strings. */
+static bool has_nul_escape(const char *line, size_t len)
+{
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (line[i] != '\\')
+            continue;
+        if (line[i + 1] == 'u' && i + 5 < len && memcmp(line + i + 2, "0000", 4) == 0)
+            return true;
+        i++; /* the escaped character */
+    }
+    return false;
+}
+
 static void dispatch(server_t *s, const char *line, size_t len)
 {
-    cJSON *msg = cJSON_ParseWithLength(line, len);
-    if (msg == NULL) {
-        send_error(s, NULL, -32700, "parse error: not JSON");
+    const char *end = NULL;
+    cJSON *msg = cJSON_ParseWithLengthOpts(line, len, &end, 0);
+    while (msg != NULL && end != NULL && end < line + len && (*end == ' ' || *end == '\t' || *end == '\r'))
+        end++;
+    if (msg == NULL || end == NULL || end != line + len) {
+        cJSON_Delete(msg);
+        send_error(s, NULL, -32700, "parse error: a line must hold exactly one JSON value");
+        return;
+    }
+    if (has_nul_escape(line, len)) {
+        /* an integer id is certain; a string id may be the one cut short */
+        const cJSON *nid = cJSON_GetObjectItemCaseSensitive(msg, "id");
+        send_error(s, cJSON_IsNumber(nid) && valid_id(nid) ? nid : NULL, -32600,
+                   "invalid request: a string holds a NUL character (\\u0000), which this server does not accept "
+                   "(send bytes as content_base64)");
+        cJSON_Delete(msg);
         return;
     }
     const cJSON *jv = cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc");

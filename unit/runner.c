@@ -20,6 +20,7 @@ int main(void)
     srunner_add_suite(sr, suite_files());
     srunner_add_suite(sr, suite_toml());
     srunner_add_suite(sr, suite_wheels());
+    srunner_add_suite(sr, suite_mcp());
     srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

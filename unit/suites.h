@@ -17,5 +17,6 @@ Suite *suite_watch(void);
 Suite *suite_files(void);
 Suite *suite_toml(void);
 Suite *suite_wheels(void);
+Suite *suite_mcp(void);
 
 #endif

@@ -1,0 +1,1557 @@
+/* SPDX-License-Identifier: MIT */
+/* The MCP server's protocol core (mcp.c) against a fake runner: pybox_mcp_serve runs in a
+ * thread of its own on pipes; the test writes requests into its stdin and reads its
+ * stdout line by line. Nothing here waits by sleeping: the fake runner says when a call
+ * has started and when it has ended through pipes, and every read has a deadline that
+ * fails the test. Every line the server writes is checked to be one complete JSON-RPC 2.0
+ * message with no raw control character in it.
+ */
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../pybox/mcp.h"
+#include "../pybox/util.h"
+#include "suites.h"
+
+#define WAIT_MS 5000         /* the longest a message, a start or a join may take */
+#define RUNNER_WAIT_MS 20000 /* a fake call that is never cancelled nor released gives up */
+#define BIG_WAIT_MS 30000    /* a read behind a 16 MiB line */
+
+/* ---- the fake runner ----
+ * Its behaviour is chosen by arguments.code:
+ *   "echo:<text>"        a result with one text block, <text>
+ *   "block"              writes a byte to `started`, waits until cancel_fd is readable, returns NULL
+ *   "block-then-result"  the same, but returns a result anyway (sent after a shutdown, never after the
+ *                        client's cancellation)
+ *   "release"            writes a byte to `started`, waits for one byte on `release` (result "released")
+ *                        or for cancel_fd (NULL)
+ *   "progress"           reports progress twice (1/2 "half", 2/2 without a message), then result "done"
+ *   no code              a result saying what it was given ("args:object:<n members>")
+ * Every waiting mode writes a byte to `ended` just before it returns. */
+
+static struct {
+    int started[2];
+    int ended[2];
+    int release[2]; /* the read end is non-blocking: several calls may race for one byte */
+    atomic_int calls;
+    atomic_int cancels_seen;  /* calls that saw cancel_fd readable */
+    atomic_int wrong_context; /* calls given another cfg or runner argument than the server's */
+} fake;
+
+static pybox_mcp_config_t cfg;
+
+static void signal_byte(int fd)
+{
+    ssize_t w;
+    do
+        w = write(fd, "x", 1);
+    while (w < 0 && errno == EINTR);
+}
+
+static cJSON *text_result(const char *text)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON *content = cJSON_AddArrayToObject(r, "content");
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "type", "text");
+    cJSON_AddStringToObject(t, "text", text);
+    cJSON_AddItemToArray(content, t);
+    return r;
+}
+
+/* Until cancel_fd is readable (true) or, with release, a release byte was taken (false). */
+static bool fake_wait(int cancel_fd, bool release, bool *gave_up)
+{
+    *gave_up = false;
+    for (;;) {
+        struct pollfd p[2] = {{.fd = cancel_fd, .events = POLLIN}, {.fd = fake.release[0], .events = POLLIN}};
+        int r = poll(p, release ? 2 : 1, RUNNER_WAIT_MS);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            *gave_up = true;
+            return false;
+        }
+        if (p[0].revents != 0) {
+            atomic_fetch_add(&fake.cancels_seen, 1);
+            return true;
+        }
+        char b;
+        if (release && p[1].revents != 0 && read(fake.release[0], &b, 1) == 1)
+            return false;
+    }
+}
+
+static cJSON *fake_runner(void *arg, const pybox_mcp_config_t *c, const cJSON *arguments, int cancel_fd,
+                          pybox_mcp_progress_fn progress, void *progress_ctx)
+{
+    atomic_fetch_add(&fake.calls, 1);
+    if (arg != (void *)&fake || c != &cfg)
+        atomic_fetch_add(&fake.wrong_context, 1);
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(arguments, "code");
+    if (!cJSON_IsString(code)) {
+        char text[64];
+        snprintf(text, sizeof text, "args:%s:%d", cJSON_IsObject(arguments) ? "object" : "other",
+                 cJSON_GetArraySize(arguments));
+        return text_result(text);
+    }
+    const char *mode = code->valuestring;
+    if (strncmp(mode, "echo:", 5) == 0)
+        return text_result(mode + 5);
+    if (strcmp(mode, "progress") == 0) {
+        progress(progress_ctx, 1, 2, "half");
+        progress(progress_ctx, 2, 2, NULL);
+        return text_result("done");
+    }
+    bool block = strcmp(mode, "block") == 0, late = strcmp(mode, "block-then-result") == 0,
+         release = strcmp(mode, "release") == 0;
+    if (!block && !late && !release)
+        return pybox_mcp_error_result("fake runner: unknown mode");
+    signal_byte(fake.started[1]);
+    bool gave_up;
+    bool cancelled = fake_wait(cancel_fd, release, &gave_up);
+    cJSON *result = NULL;
+    if (gave_up)
+        result = pybox_mcp_error_result("fake runner: never cancelled nor released");
+    else if (late || (release && !cancelled))
+        result = text_result(late ? "late" : "released");
+    signal_byte(fake.ended[1]);
+    return result;
+}
+
+/* ---- the server under test ---- */
+
+static struct {
+    int in_r, in_w;     /* the server's stdin */
+    int out_r, out_w;   /* the server's stdout */
+    int stop_r, stop_w; /* -1 unless started with a stop descriptor */
+    pthread_t thread;
+    bool running;
+    int rc;
+    char *buf; /* bytes read from stdout that are not yet a whole line */
+    size_t len, cap;
+} srv;
+
+static void *serve_main(void *arg)
+{
+    (void)arg;
+    srv.rc = pybox_mcp_serve(srv.in_r, srv.out_w, srv.stop_r, &cfg, fake_runner, &fake);
+    return NULL;
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+static void setup(void)
+{
+    memset(&cfg, 0, sizeof cfg);
+    snprintf(cfg.images[0], sizeof cfg.images[0], "python");
+    snprintf(cfg.images[1], sizeof cfg.images[1], "data");
+    snprintf(cfg.images[2], sizeof cfg.images[2], "custom-1");
+    cfg.n_images = 3;
+    cfg.max_timeout_ms = 90000;
+    cfg.max_memory_bytes = 1LL << 30;
+
+    ck_assert_int_eq(pipe2(fake.started, O_CLOEXEC), 0);
+    ck_assert_int_eq(pipe2(fake.ended, O_CLOEXEC), 0);
+    ck_assert_int_eq(pipe2(fake.release, O_CLOEXEC), 0);
+    ck_assert_int_eq(fcntl(fake.release[0], F_SETFL, O_NONBLOCK), 0);
+    atomic_store(&fake.calls, 0);
+    atomic_store(&fake.cancels_seen, 0);
+    atomic_store(&fake.wrong_context, 0);
+
+    srv.in_r = srv.in_w = srv.out_r = srv.out_w = srv.stop_r = srv.stop_w = -1;
+    srv.running = false;
+    srv.rc = -99;
+    srv.buf = NULL;
+    srv.len = srv.cap = 0;
+}
+
+static void teardown(void)
+{
+    if (srv.running) { /* only after a failure: end the server the ordinary way */
+        close_fd(&srv.in_w);
+        pthread_join(srv.thread, NULL);
+        srv.running = false;
+    }
+    int *fds[] = {&srv.in_r,      &srv.in_w,      &srv.out_r,       &srv.out_w,
+                  &srv.stop_r,    &srv.stop_w,    &fake.started[0], &fake.started[1],
+                  &fake.ended[0], &fake.ended[1], &fake.release[0], &fake.release[1]};
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+        close_fd(fds[i]);
+    free(srv.buf);
+    srv.buf = NULL;
+}
+
+static void start(bool with_stop)
+{
+    int p[2];
+    ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+    srv.in_r = p[0];
+    srv.in_w = p[1];
+    ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+    srv.out_r = p[0];
+    srv.out_w = p[1];
+    if (with_stop) {
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        srv.stop_r = p[0];
+        srv.stop_w = p[1];
+    }
+    ck_assert_int_eq(pthread_create(&srv.thread, NULL, serve_main, NULL), 0);
+    srv.running = true;
+}
+
+static void send_raw(const void *data, size_t len)
+{
+    ck_assert_int_eq(pybox_write_all(srv.in_w, data, len), 0);
+}
+
+static void send_str(const char *s)
+{
+    send_raw(s, strlen(s));
+}
+
+/* One message as a line (the server's framing). */
+static void send_line(const char *json)
+{
+    send_str(json);
+    send_str("\n");
+}
+
+static void send_ping(long long id)
+{
+    char line[96];
+    snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"ping\"}", id);
+    send_line(line);
+}
+
+/* A tools/call of run_python; id and token are JSON text (token NULL: none). */
+static void send_call_json(const char *id, const char *code, const char *token)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "jsonrpc", "2.0");
+    cJSON *idv = cJSON_Parse(id);
+    ck_assert_ptr_nonnull(idv);
+    cJSON_AddItemToObject(m, "id", idv);
+    cJSON_AddStringToObject(m, "method", "tools/call");
+    cJSON *params = cJSON_AddObjectToObject(m, "params");
+    cJSON_AddStringToObject(params, "name", "run_python");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(params, "arguments"), "code", code);
+    if (token != NULL) {
+        cJSON *tv = cJSON_Parse(token);
+        ck_assert_ptr_nonnull(tv);
+        cJSON_AddItemToObject(cJSON_AddObjectToObject(params, "_meta"), "progressToken", tv);
+    }
+    char *text = cJSON_PrintUnformatted(m);
+    cJSON_Delete(m);
+    ck_assert_ptr_nonnull(text);
+    send_line(text);
+    free(text);
+}
+
+static void send_call(long long id, const char *code)
+{
+    char idj[32];
+    snprintf(idj, sizeof idj, "%lld", id);
+    send_call_json(idj, code, NULL);
+}
+
+/* notifications/cancelled for the request whose id is the JSON text id. */
+static void send_cancel_json(const char *id)
+{
+    char line[1024];
+    snprintf(line, sizeof line,
+             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":%s,"
+             "\"reason\":\"the user changed their mind\"}}",
+             id);
+    send_line(line);
+}
+
+static void send_cancel(long long id)
+{
+    char idj[32];
+    snprintf(idj, sizeof idj, "%lld", id);
+    send_cancel_json(idj);
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The next line the server wrote (without its newline; the caller frees it), or NULL at
+ * the end of its stdout or when nothing came within timeout_ms. A last line without its
+ * newline fails the test. */
+static char *next_line(int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    for (;;) {
+        char *nl = srv.len ? memchr(srv.buf, '\n', srv.len) : NULL;
+        if (nl != NULL) {
+            size_t n = (size_t)(nl - srv.buf);
+            char *line = malloc(n + 1);
+            ck_assert_ptr_nonnull(line);
+            memcpy(line, srv.buf, n);
+            line[n] = '\0';
+            memmove(srv.buf, nl + 1, srv.len - n - 1);
+            srv.len -= n + 1;
+            return line;
+        }
+        int64_t left = deadline - now_ms();
+        if (left <= 0)
+            return NULL;
+        struct pollfd p = {.fd = srv.out_r, .events = POLLIN};
+        int r = poll(&p, 1, (int)left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        ck_assert_int_ge(r, 0);
+        if (r == 0)
+            return NULL;
+        if (srv.cap - srv.len < 65536) {
+            srv.cap = srv.cap * 2 + 65536;
+            srv.buf = realloc(srv.buf, srv.cap);
+            ck_assert_ptr_nonnull(srv.buf);
+        }
+        ssize_t got = read(srv.out_r, srv.buf + srv.len, srv.cap - srv.len);
+        if (got < 0 && errno == EINTR)
+            continue;
+        ck_assert_int_ge(got, 0);
+        if (got == 0) {
+            ck_assert_msg(srv.len == 0, "the server's output ends inside a line (%zu bytes)", srv.len);
+            return NULL;
+        }
+        srv.len += (size_t)got;
+    }
+}
+
+/* A line must be one JSON-RPC 2.0 object, with no raw control character anywhere. */
+static cJSON *parse_line(const char *line)
+{
+    for (const unsigned char *p = (const unsigned char *)line; *p; p++)
+        ck_assert_msg(*p >= 0x20, "raw control byte 0x%02x in a line: %s", *p, line);
+    cJSON *m = cJSON_ParseWithOpts(line, NULL, 1);
+    ck_assert_msg(m != NULL, "a line that is not one JSON value: %s", line);
+    ck_assert_msg(cJSON_IsObject(m), "a line that is not a JSON object: %s", line);
+    const cJSON *jv = cJSON_GetObjectItemCaseSensitive(m, "jsonrpc");
+    ck_assert_msg(cJSON_IsString(jv) && strcmp(jv->valuestring, "2.0") == 0, "no \"jsonrpc\":\"2.0\": %s", line);
+    return m;
+}
+
+static cJSON *next_msg_within(int timeout_ms)
+{
+    char *line = next_line(timeout_ms);
+    ck_assert_msg(line != NULL, "no message from the server within %d ms", timeout_ms);
+    cJSON *m = parse_line(line);
+    free(line);
+    return m;
+}
+
+static cJSON *next_msg(void)
+{
+    return next_msg_within(WAIT_MS);
+}
+
+/* The next line, raw (checked like every other); the caller frees it. */
+static char *next_raw(void)
+{
+    char *line = next_line(WAIT_MS);
+    ck_assert_msg(line != NULL, "no message from the server within %d ms", WAIT_MS);
+    cJSON_Delete(parse_line(line));
+    return line;
+}
+
+/* Close stdin, wait for serve to return 0, then take everything it wrote that was not read
+ * yet (a JSON array the caller frees). The fake was always given the server's context. */
+static cJSON *finish(void)
+{
+    close_fd(&srv.in_w);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += WAIT_MS / 1000;
+    ck_assert_msg(pthread_timedjoin_np(srv.thread, NULL, &until) == 0, "serve did not return after stdin's end");
+    srv.running = false;
+    ck_assert_int_eq(srv.rc, 0);
+    close_fd(&srv.out_w);
+    cJSON *rest = cJSON_CreateArray();
+    char *line;
+    while ((line = next_line(WAIT_MS)) != NULL) {
+        cJSON_AddItemToArray(rest, parse_line(line));
+        free(line);
+    }
+    ck_assert_int_eq(atomic_load(&fake.wrong_context), 0);
+    return rest;
+}
+
+/* finish(), and nothing was left to read. */
+static void finish_quiet(void)
+{
+    cJSON *rest = finish();
+    char *text = cJSON_PrintUnformatted(rest);
+    ck_assert_msg(cJSON_GetArraySize(rest) == 0, "unexpected messages at the end: %s", text);
+    free(text);
+    cJSON_Delete(rest);
+}
+
+static void wait_byte(int fd, const char *what)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int r;
+    do
+        r = poll(&p, 1, WAIT_MS);
+    while (r < 0 && errno == EINTR);
+    ck_assert_msg(r == 1, "no sign within %d ms that %s", WAIT_MS, what);
+    char b;
+    ck_assert_int_eq(read(fd, &b, 1), 1);
+}
+
+static void wait_started(int n)
+{
+    for (int i = 0; i < n; i++)
+        wait_byte(fake.started[0], "a call started");
+}
+
+static void wait_ended(int n)
+{
+    for (int i = 0; i < n; i++)
+        wait_byte(fake.ended[0], "a call ended");
+}
+
+static void release_calls(int n)
+{
+    for (int i = 0; i < n; i++)
+        signal_byte(fake.release[1]);
+}
+
+/* ---- looking at messages ---- */
+
+static bool id_is(const cJSON *m, long long id)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, "id");
+    return cJSON_IsNumber(v) && v->valuedouble == (double)id;
+}
+
+static bool id_is_null(const cJSON *m)
+{
+    return cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(m, "id"));
+}
+
+static const cJSON *result_of(const cJSON *m)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "result");
+    ck_assert_msg(cJSON_IsObject(r), "not a result");
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(m, "error"));
+    return r;
+}
+
+static int error_code(const cJSON *m)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(m, "error");
+    ck_assert_msg(cJSON_IsObject(e), "not an error");
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(m, "result"));
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
+    ck_assert(cJSON_IsNumber(code));
+    ck_assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "message")));
+    return code->valueint;
+}
+
+/* The next message is the answer to request id: a result (returned, the caller frees it). */
+static cJSON *expect_result(long long id)
+{
+    cJSON *m = next_msg();
+    char *text = cJSON_PrintUnformatted(m);
+    ck_assert_msg(id_is(m, id), "expected the answer to %lld, got %s", id, text);
+    free(text);
+    result_of(m);
+    return m;
+}
+
+static void expect_pong(long long id)
+{
+    cJSON *m = expect_result(id);
+    ck_assert_int_eq(cJSON_GetArraySize(result_of(m)), 0);
+    cJSON_Delete(m);
+}
+
+/* The next message is an error with this code, for id (or for null with null_id). */
+static void expect_error(bool null_id, long long id, int code)
+{
+    cJSON *m = next_msg();
+    char *text = cJSON_PrintUnformatted(m);
+    ck_assert_msg(null_id ? id_is_null(m) : id_is(m, id), "wrong id: %s", text);
+    ck_assert_msg(error_code(m) == code, "expected error %d, got %s", code, text);
+    free(text);
+    cJSON_Delete(m);
+}
+
+/* The text of a tool result's only content block. */
+static const char *result_text(const cJSON *m)
+{
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(result_of(m), "content");
+    ck_assert(cJSON_IsArray(content));
+    ck_assert_int_eq(cJSON_GetArraySize(content), 1);
+    const cJSON *block = cJSON_GetArrayItem(content, 0);
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(block, "type");
+    ck_assert(cJSON_IsString(type) && strcmp(type->valuestring, "text") == 0);
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(block, "text");
+    ck_assert(cJSON_IsString(text));
+    return text->valuestring;
+}
+
+static void expect_text_result(long long id, const char *text)
+{
+    cJSON *m = expect_result(id);
+    ck_assert_str_eq(result_text(m), text);
+    cJSON_Delete(m);
+}
+
+/* No message in the array answers id. */
+static void assert_none_for(const cJSON *msgs, long long id)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach (m, msgs) {
+        ck_assert_msg(!id_is(m, id), "a message for %lld was sent", id);
+    }
+}
+
+/* Read up to the answer to ping id, asserting that nothing before it is about bad_id. */
+static void pong_without(long long ping_id, long long bad_id)
+{
+    for (;;) {
+        cJSON *m = next_msg();
+        ck_assert_msg(!id_is(m, bad_id), "a message for %lld was sent", bad_id);
+        bool pong = id_is(m, ping_id);
+        cJSON_Delete(m);
+        if (pong)
+            return;
+    }
+}
+
+/* ---- initialize and ping ---- */
+
+static void initialize_says(const char *asked, const char *expected)
+{
+    start(false);
+    char line[256];
+    if (asked != NULL)
+        snprintf(line, sizeof line,
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"%s\","
+                 "\"capabilities\":{},\"clientInfo\":{\"name\":\"unit\",\"version\":\"1\"}}}",
+                 asked);
+    else
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}");
+    send_line(line);
+    cJSON *m = expect_result(1);
+    const cJSON *r = result_of(m);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "protocolVersion");
+    ck_assert(cJSON_IsString(v));
+    ck_assert_str_eq(v->valuestring, expected);
+    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(r, "capabilities");
+    ck_assert(cJSON_IsObject(caps));
+    ck_assert(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "tools")));
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "serverInfo"), "name");
+    ck_assert(cJSON_IsString(name));
+    ck_assert_str_eq(name->valuestring, "pybox");
+    cJSON_Delete(m);
+    /* The client's notifications/initialized is not answered. */
+    send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    send_ping(2);
+    expect_pong(2);
+    finish_quiet();
+}
+
+START_TEST(initialize_current)
+{
+    initialize_says("2025-11-25", "2025-11-25");
+}
+END_TEST
+
+START_TEST(initialize_previous)
+{
+    initialize_says("2025-06-18", "2025-06-18");
+}
+END_TEST
+
+START_TEST(initialize_unknown_version)
+{
+    initialize_says("1999-01-01", "2025-11-25");
+}
+END_TEST
+
+START_TEST(initialize_no_params)
+{
+    initialize_says(NULL, "2025-11-25");
+}
+END_TEST
+
+START_TEST(ping_id_zero)
+{
+    start(false);
+    send_ping(0);
+    char *line = next_raw();
+    ck_assert_msg(strstr(line, "\"id\":0") != NULL, "id 0 not echoed as the number 0: %s", line);
+    cJSON *m = parse_line(line);
+    free(line);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+    ck_assert(cJSON_IsNumber(id));
+    ck_assert(id->valuedouble == 0);
+    ck_assert_int_eq(cJSON_GetArraySize(result_of(m)), 0);
+    cJSON_Delete(m);
+    finish_quiet();
+}
+END_TEST
+
+START_TEST(integer_ids_echoed)
+{
+    start(false);
+    static const char *const ids[] = {"-7", "42", "2147483648", "-123456789012", "4503599627370496"};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        char line[128];
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"ping\"}", ids[i]);
+        send_line(line);
+        char *answer = next_raw();
+        char want[64];
+        snprintf(want, sizeof want, "\"id\":%s", ids[i]);
+        ck_assert_msg(strstr(answer, want) != NULL, "id %s not echoed exactly: %s", ids[i], answer);
+        free(answer);
+    }
+    finish_quiet();
+}
+END_TEST
+
+START_TEST(string_ids_echoed)
+{
+    start(false);
+    /* As UTF-8 strings, and as they are written in the requests. */
+    static const char *const want[] = {"abc", "", "1",
+                                       "\xc3\xbc"
+                                       "n\xc3\xaf"
+                                       "code \"quoted\" \\ / \t tab",
+                                       "\x01"};
+    static const char *const sent[] = {"\"abc\"", "\"\"", "\"1\"",
+                                       "\"\\u00fcn\\u00efcode \\\"quoted\\\" \\\\ \\/ \\t tab\"", "\"\\u0001\""};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char line[256];
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"ping\"}", sent[i]);
+        send_line(line);
+        cJSON *m = next_msg();
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+        ck_assert_msg(cJSON_IsString(id), "the id %s did not come back as a string", sent[i]);
+        ck_assert_str_eq(id->valuestring, want[i]);
+        result_of(m);
+        cJSON_Delete(m);
+    }
+    finish_quiet();
+}
+END_TEST
+
+/* A string id under 120 bytes is echoed; one of 120 bytes is refused, with id null. */
+START_TEST(long_string_id)
+{
+    start(false);
+    char id[128];
+    memset(id, 'i', 119);
+    id[119] = '\0';
+    char line[256];
+    snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"ping\"}", id);
+    send_line(line);
+    cJSON *m = next_msg();
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, "id");
+    ck_assert(cJSON_IsString(v));
+    ck_assert_str_eq(v->valuestring, id);
+    result_of(m);
+    cJSON_Delete(m);
+    snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":\"%si\",\"method\":\"ping\"}", id);
+    send_line(line);
+    expect_error(true, 0, -32600);
+    finish_quiet();
+}
+END_TEST
+
+/* ---- invalid messages ---- */
+
+static const char *const bad_ids[] = {"null", "1.5", "{\"a\":1}", "true", "false", "[1]"};
+
+START_TEST(invalid_id)
+{
+    start(false);
+    char line[128];
+    snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"ping\"}", bad_ids[_i]);
+    send_line(line);
+    expect_error(true, 0, -32600);
+    send_ping(2);
+    expect_pong(2);
+    finish_quiet();
+}
+END_TEST
+
+START_TEST(not_json)
+{
+    start(false);
+    send_line("this is not JSON");
+    expect_error(true, 0, -32700);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\""); /* cut short */
+    expect_error(true, 0, -32700);
+    send_ping(3);
+    expect_pong(3);
+    finish_quiet();
+}
+END_TEST
+
+START_TEST(batch_refused)
+{
+    start(false);
+    send_line(
+        "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}]");
+    expect_error(true, 0, -32600);
+    send_line("[]");
+    expect_error(true, 0, -32600);
+    send_ping(3);
+    expect_pong(3);
+    finish_quiet();
+}
+END_TEST
+
+START_TEST(not_jsonrpc_2)
+{
+    start(false);
+    send_line("{\"id\":1,\"method\":\"ping\"}");
+    expect_error(false, 1, -32600);
+    send_line("{\"jsonrpc\":\"1.0\",\"id\":2,\"method\":\"ping\"}");
+    expect_error(false, 2, -32600);
+    send_line("{\"jsonrpc\":2.0,\"id\":3,\"method\":\"ping\"}");
+    expect_error(false, 3, -32600);
+    send_line("\"a string\"");
+    expect_error(true, 0, -32600);
+    send_ping(4);
+    expect_pong(4);
+    finish_quiet();
+}
+END_TEST
+
+START_TEST(no_method)
+{
+    start(false);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":1}");
+    expect_error(false, 1, -32600);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":7}");
+    expect_error(false, 2, -32600);
+    /* A response (to nothing this server asked) is not answered. */
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}");
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":4,\"error\":{\"code\":-1,\"message\":\"no\"}}");
+    send_ping(5);
+    expect_pong(5);
+    finish_quiet();
+}
+END_TEST
+
+START_TEST(unknown_method)
+{
+    start(false);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"resources/list\"}");
+    expect_error(false, 11, -32601);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":\"no/such\",\"params\":{}}");
+    cJSON *m = next_msg();
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+    ck_assert(cJSON_IsString(id));
+    ck_assert_str_eq(id->valuestring, "s");
+    ck_assert_int_eq(error_code(m), -32601);
+    cJSON_Delete(m);
+    finish_quiet();
+}
+END_TEST
+
+START_TEST(unknown_notification)
+{
+    start(false);
+    send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/no-such-thing\",\"params\":{\"x\":1}}");
+    send_line("{\"jsonrpc\":\"2.0\",\"method\":\"tools/list\"}"); /* a request's method without an id */
+    send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":99}}");
+    send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":[1]}");
+    send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"}");
+    send_ping(1);
+    expect_pong(1);
+    finish_quiet();
+}
+END_TEST
+
+START_TEST(params_not_object)
+{
+    start(false);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":[1,2]}");
+    expect_error(false, 1, -32602);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":\"run_python\"}");
+    expect_error(false, 2, -32602);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":7}");
+    expect_error(false, 3, -32602);
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.calls), 0);
+}
+END_TEST
+
+START_TEST(call_unknown_tool)
+{
+    start(false);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"run_shell\","
+              "\"arguments\":{\"code\":\"echo:x\"}}}");
+    expect_error(false, 1, -32602);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"arguments\":{}}}");
+    expect_error(false, 2, -32602);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":5}}");
+    expect_error(false, 3, -32602);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\"}");
+    expect_error(false, 4, -32602);
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.calls), 0);
+}
+END_TEST
+
+START_TEST(call_arguments_not_object)
+{
+    start(false);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\","
+              "\"arguments\":\"echo:x\"}}");
+    expect_error(false, 1, -32602);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\","
+              "\"arguments\":[{\"code\":\"echo:x\"}]}}");
+    expect_error(false, 2, -32602);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\","
+              "\"arguments\":null}}");
+    expect_error(false, 3, -32602);
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.calls), 0);
+}
+END_TEST
+
+/* ---- tools ---- */
+
+START_TEST(tools_list)
+{
+    start(false);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+    cJSON *m = expect_result(1);
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(result_of(m), "tools");
+    ck_assert(cJSON_IsArray(tools));
+    ck_assert_int_eq(cJSON_GetArraySize(tools), 1);
+    const cJSON *t = cJSON_GetArrayItem(tools, 0);
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
+    ck_assert(cJSON_IsString(name));
+    ck_assert_str_eq(name->valuestring, "run_python");
+
+    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(t, "description");
+    ck_assert(cJSON_IsString(desc));
+    ck_assert_ptr_nonnull(strstr(desc->valuestring, "nothing persists between calls"));
+    ck_assert_ptr_nonnull(strstr(desc->valuestring, "Limits up to 90 s and 1024 MiB"));
+
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(t, "inputSchema");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(in, "type");
+    ck_assert(cJSON_IsString(type));
+    ck_assert_str_eq(type->valuestring, "object");
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(t, "outputSchema");
+    type = cJSON_GetObjectItemCaseSensitive(out, "type");
+    ck_assert(cJSON_IsString(type));
+    ck_assert_str_eq(type->valuestring, "object");
+
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(in, "properties");
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(props, "code"), "type");
+    ck_assert(cJSON_IsString(code));
+    ck_assert_str_eq(code->valuestring, "string");
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(in, "required");
+    ck_assert(cJSON_IsArray(req));
+    ck_assert_int_eq(cJSON_GetArraySize(req), 1);
+    ck_assert_str_eq(cJSON_GetArrayItem(req, 0)->valuestring, "code");
+
+    const cJSON *en = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(props, "image"), "enum");
+    ck_assert(cJSON_IsArray(en));
+    ck_assert_int_eq(cJSON_GetArraySize(en), (int)cfg.n_images);
+    for (size_t i = 0; i < cfg.n_images; i++) {
+        const cJSON *e = cJSON_GetArrayItem(en, (int)i);
+        ck_assert(cJSON_IsString(e));
+        ck_assert_str_eq(e->valuestring, cfg.images[i]);
+    }
+    const cJSON *max =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(props, "timeout_s"), "maximum");
+    ck_assert(cJSON_IsNumber(max));
+    ck_assert(max->valuedouble == (double)cfg.max_timeout_ms / 1000.0);
+
+    /* Exactly what pybox_mcp_tool describes. */
+    cJSON *tool = pybox_mcp_tool(&cfg);
+    ck_assert(cJSON_Compare(t, tool, 1));
+    cJSON_Delete(tool);
+    cJSON_Delete(m);
+    finish_quiet();
+}
+END_TEST
+
+START_TEST(call_echo)
+{
+    start(false);
+    send_call(1, "echo:hello");
+    expect_text_result(1, "hello");
+    send_call_json("\"call-two\"", "echo:", NULL);
+    cJSON *m = next_msg();
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+    ck_assert(cJSON_IsString(id));
+    ck_assert_str_eq(id->valuestring, "call-two");
+    ck_assert_str_eq(result_text(m), "");
+    cJSON_Delete(m);
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.calls), 2);
+}
+END_TEST
+
+START_TEST(call_without_arguments)
+{
+    start(false);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\"}}");
+    expect_text_result(1, "args:object:0"); /* the runner is given an empty object */
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\","
+              "\"arguments\":{\"timeout_s\":3,\"image\":\"data\"}}}");
+    expect_text_result(2, "args:object:2");
+    finish_quiet();
+}
+END_TEST
+
+/* ---- framing ---- */
+
+START_TEST(crlf_accepted)
+{
+    start(false);
+    send_str("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n");
+    expect_pong(1);
+    send_str("\r\n"); /* an empty line, CRLF-terminated */
+    send_str(
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\r\n{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n");
+    expect_pong(2);
+    expect_pong(3);
+    finish_quiet();
+}
+END_TEST
+
+START_TEST(empty_lines_ignored)
+{
+    start(false);
+    send_str("\n\n\n");
+    send_str("\n\r\n\n");
+    send_ping(1);
+    expect_pong(1);
+    finish_quiet();
+}
+END_TEST
+
+START_TEST(split_writes)
+{
+    start(false);
+    const char *a = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n";
+    for (size_t i = 0; a[i]; i++)
+        send_raw(a + i, 1);
+    expect_pong(1);
+    /* Two messages whose write boundaries fall inside them. */
+    const char *b =
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n";
+    size_t len = strlen(b);
+    for (size_t off = 0; off < len; off += 7)
+        send_raw(b + off, len - off < 7 ? len - off : 7);
+    expect_pong(2);
+    expect_pong(3);
+    finish_quiet();
+}
+END_TEST
+
+START_TEST(many_in_one_write)
+{
+    start(false);
+    char all[4096] = "";
+    for (int i = 1; i <= 20; i++) {
+        char one[96];
+        snprintf(one, sizeof one, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}\n", i);
+        strcat(all, one);
+    }
+    send_str(all);
+    for (int i = 1; i <= 20; i++)
+        expect_pong(i);
+    finish_quiet();
+}
+END_TEST
+
+/* A writer thread for lines larger than a pipe holds. */
+typedef struct {
+    int fd;
+    size_t fill;      /* bytes of 'x' before the tail, unless head is set */
+    const char *head; /* or: this text, then `fill` bytes of 'x', then mid */
+    const char *mid;
+    const char *tail; /* written last */
+    int rc;
+} writer_t;
+
+static int write_fill(int fd, size_t n)
+{
+    static char xs[65536];
+    memset(xs, 'x', sizeof xs);
+    while (n > 0) {
+        size_t k = n < sizeof xs ? n : sizeof xs;
+        if (pybox_write_all(fd, xs, k) < 0)
+            return -1;
+        n -= k;
+    }
+    return 0;
+}
+
+static void *writer_main(void *arg)
+{
+    writer_t *w = arg;
+    w->rc = 0;
+    if (w->head && pybox_write_all(w->fd, w->head, strlen(w->head)) < 0)
+        w->rc = -1;
+    if (w->rc == 0 && write_fill(w->fd, w->fill) < 0)
+        w->rc = -1;
+    if (w->rc == 0 && w->mid && pybox_write_all(w->fd, w->mid, strlen(w->mid)) < 0)
+        w->rc = -1;
+    if (w->rc == 0 && pybox_write_all(w->fd, w->tail, strlen(w->tail)) < 0)
+        w->rc = -1;
+    return NULL;
+}
+
+START_TEST(oversized_line)
+{
+    start(false);
+    writer_t w = {.fd = srv.in_w,
+                  .fill = PYBOX_MCP_LINE_MAX + 1,
+                  .tail = "\n{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}\n"};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, writer_main, &w), 0);
+    cJSON *m = next_msg_within(BIG_WAIT_MS);
+    ck_assert(id_is_null(m));
+    ck_assert_int_eq(error_code(m), -32600);
+    cJSON_Delete(m);
+    expect_pong(9);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(w.rc, 0);
+    finish_quiet();
+}
+END_TEST
+
+/* A message of exactly PYBOX_MCP_LINE_MAX bytes is still one message; one byte more is not. */
+START_TEST(line_max_boundary)
+{
+    start(false);
+    const char *head = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"pad\":\"";
+    const char *mid = "\"}}";
+    size_t fill = PYBOX_MCP_LINE_MAX - strlen(head) - strlen(mid);
+    writer_t w = {.fd = srv.in_w, .head = head, .fill = fill, .mid = mid, .tail = "\n"};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, writer_main, &w), 0);
+    cJSON *m = next_msg_within(BIG_WAIT_MS);
+    ck_assert(id_is(m, 1));
+    result_of(m);
+    cJSON_Delete(m);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(w.rc, 0);
+
+    writer_t w2 = {.fd = srv.in_w, .head = head, .fill = fill + 1, .mid = mid, .tail = "\n"};
+    ck_assert_int_eq(pthread_create(&t, NULL, writer_main, &w2), 0);
+    m = next_msg_within(BIG_WAIT_MS);
+    ck_assert(id_is_null(m));
+    ck_assert_int_eq(error_code(m), -32600);
+    cJSON_Delete(m);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(w2.rc, 0);
+    send_ping(2);
+    expect_pong(2);
+    finish_quiet();
+}
+END_TEST
+
+/* A result's text cannot end its line early nor forge a message: it is escaped. */
+START_TEST(result_text_escaped)
+{
+    start(false);
+    const char *forged = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}";
+    char text[256];
+    snprintf(text, sizeof text, "first\n\x1b[31mred\r\n%s\nlast\x07", forged);
+    char code[300];
+    snprintf(code, sizeof code, "echo:%s", text);
+    send_call(2, code);
+    char *line = next_raw(); /* checked: no raw byte below 0x20 */
+    ck_assert_ptr_null(strchr(line, 0x1b));
+    ck_assert_ptr_null(strstr(line, forged));
+    ck_assert_ptr_nonnull(strstr(line, "\\u001b[31m"));
+    ck_assert_ptr_nonnull(strstr(line, "first\\n"));
+    cJSON *m = parse_line(line);
+    free(line);
+    ck_assert(id_is(m, 2));
+    ck_assert_str_eq(result_text(m), text);
+    cJSON_Delete(m);
+    cJSON *rest = finish();
+    assert_none_for(rest, 1);
+    ck_assert_int_eq(cJSON_GetArraySize(rest), 0);
+    cJSON_Delete(rest);
+}
+END_TEST
+
+/* ---- cancellation ---- */
+
+START_TEST(cancel_blocked_call)
+{
+    start(false);
+    send_call(3, "block");
+    wait_started(1);
+    send_cancel(3);
+    wait_ended(1); /* the runner saw cancel_fd readable and returned NULL */
+    ck_assert_int_eq(atomic_load(&fake.cancels_seen), 1);
+    send_ping(4);
+    pong_without(4, 3);
+    cJSON *rest = finish();
+    assert_none_for(rest, 3);
+    ck_assert_int_eq(cJSON_GetArraySize(rest), 0);
+    cJSON_Delete(rest);
+}
+END_TEST
+
+/* The runner returns a result although the call was cancelled: it is dropped. */
+START_TEST(cancel_race_result_dropped)
+{
+    start(false);
+    send_call_json("\"late\"", "block-then-result", NULL);
+    wait_started(1);
+    send_cancel_json("\"late\"");
+    wait_ended(1);
+    send_ping(5);
+    for (;;) { /* up to the pong: nothing about "late" */
+        cJSON *m = next_msg();
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+        ck_assert(!(cJSON_IsString(id) && strcmp(id->valuestring, "late") == 0));
+        bool pong = id_is(m, 5);
+        cJSON_Delete(m);
+        if (pong)
+            break;
+    }
+    cJSON *rest = finish();
+    ck_assert_int_eq(cJSON_GetArraySize(rest), 0);
+    cJSON_Delete(rest);
+    ck_assert_int_eq(atomic_load(&fake.cancels_seen), 1);
+}
+END_TEST
+
+/* Cancelling another id, an id of another type or a finished call changes nothing. */
+START_TEST(cancel_other_ids)
+{
+    start(false);
+    send_call(1, "release");
+    wait_started(1);
+    send_cancel(2);
+    send_cancel_json("\"1\"");
+    send_call(3, "echo:three");
+    expect_text_result(3, "three");
+    send_cancel(3); /* already answered */
+    release_calls(1);
+    expect_text_result(1, "released");
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.cancels_seen), 0);
+}
+END_TEST
+
+START_TEST(duplicate_id_in_progress)
+{
+    start(false);
+    send_call(5, "release");
+    wait_started(1);
+    send_call(5, "echo:second");
+    expect_error(false, 5, -32600);
+    release_calls(1);
+    expect_text_result(5, "released");
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.calls), 1);
+}
+END_TEST
+
+START_TEST(too_many_calls)
+{
+    start(false);
+    for (int i = 1; i <= PYBOX_MCP_CALLS_MAX; i++)
+        send_call(i, "release");
+    wait_started(PYBOX_MCP_CALLS_MAX);
+    send_call(PYBOX_MCP_CALLS_MAX + 1, "echo:one too many");
+    expect_error(false, PYBOX_MCP_CALLS_MAX + 1, -32603);
+    send_ping(100);
+    expect_pong(100);
+    release_calls(PYBOX_MCP_CALLS_MAX);
+    bool seen[PYBOX_MCP_CALLS_MAX + 1] = {false};
+    for (int i = 0; i < PYBOX_MCP_CALLS_MAX; i++) {
+        cJSON *m = next_msg();
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+        ck_assert(cJSON_IsNumber(id));
+        ck_assert_int_ge(id->valueint, 1);
+        ck_assert_int_le(id->valueint, PYBOX_MCP_CALLS_MAX);
+        ck_assert_msg(!seen[id->valueint], "two answers to %d", id->valueint);
+        seen[id->valueint] = true;
+        ck_assert_str_eq(result_text(m), "released");
+        cJSON_Delete(m);
+    }
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.calls), PYBOX_MCP_CALLS_MAX);
+}
+END_TEST
+
+/* ---- progress ---- */
+
+static void expect_progress(const char *token, double progress, const char *message)
+{
+    cJSON *m = next_msg();
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(m, "id"));
+    const cJSON *method = cJSON_GetObjectItemCaseSensitive(m, "method");
+    ck_assert(cJSON_IsString(method));
+    ck_assert_str_eq(method->valuestring, "notifications/progress");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(m, "params");
+    cJSON *want = cJSON_Parse(token);
+    ck_assert_ptr_nonnull(want);
+    ck_assert_msg(cJSON_Compare(cJSON_GetObjectItemCaseSensitive(p, "progressToken"), want, 1),
+                  "the progress token is not %s", token);
+    cJSON_Delete(want);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, "progress");
+    ck_assert(cJSON_IsNumber(v) && v->valuedouble == progress);
+    v = cJSON_GetObjectItemCaseSensitive(p, "total");
+    ck_assert(cJSON_IsNumber(v) && v->valuedouble == 2);
+    v = cJSON_GetObjectItemCaseSensitive(p, "message");
+    if (message == NULL) {
+        ck_assert_ptr_null(v);
+    } else {
+        ck_assert(cJSON_IsString(v));
+        ck_assert_str_eq(v->valuestring, message);
+    }
+    cJSON_Delete(m);
+}
+
+START_TEST(progress_string_token)
+{
+    start(false);
+    send_call_json("1", "progress", "\"tok-1\"");
+    expect_progress("\"tok-1\"", 1, "half");
+    expect_progress("\"tok-1\"", 2, NULL);
+    expect_text_result(1, "done");
+    finish_quiet();
+}
+END_TEST
+
+START_TEST(progress_number_token)
+{
+    start(false);
+    send_call_json("1", "progress", "0");
+    expect_progress("0", 1, "half");
+    expect_progress("0", 2, NULL);
+    expect_text_result(1, "done");
+    send_call_json("2", "progress", "12345");
+    expect_progress("12345", 1, "half");
+    expect_progress("12345", 2, NULL);
+    expect_text_result(2, "done");
+    finish_quiet();
+}
+END_TEST
+
+START_TEST(progress_without_token)
+{
+    start(false);
+    send_call(1, "progress");
+    expect_text_result(1, "done"); /* the next message is the result */
+    /* A token that is neither a string nor a number is no token. */
+    send_call_json("2", "progress", "true");
+    expect_text_result(2, "done");
+    send_call_json("3", "progress", "{\"t\":1}");
+    expect_text_result(3, "done");
+    finish_quiet();
+}
+END_TEST
+
+/* ---- the end ---- */
+
+START_TEST(eof_cancels_calls)
+{
+    start(false);
+    send_call(1, "block");
+    send_call(2, "release");
+    send_call_json("\"three\"", "block", NULL);
+    wait_started(3);
+    finish_quiet(); /* joins serve: it returned 0, and no results were sent */
+    ck_assert_int_eq(atomic_load(&fake.cancels_seen), 3);
+    ck_assert_int_eq(atomic_load(&fake.calls), 3);
+}
+END_TEST
+
+/* At shutdown a run is stopped, not cancelled by the client: a result its runner still
+ * gives (a refusal already worked out, say) is sent. */
+START_TEST(eof_result_still_sent)
+{
+    start(false);
+    send_call(1, "block-then-result");
+    send_call(2, "block");
+    wait_started(2);
+    cJSON *rest = finish();
+    ck_assert_int_eq(cJSON_GetArraySize(rest), 1);
+    const cJSON *m = cJSON_GetArrayItem(rest, 0);
+    ck_assert(id_is(m, 1));
+    ck_assert_str_eq(result_text(m), "late");
+    cJSON_Delete(rest);
+    ck_assert_int_eq(atomic_load(&fake.cancels_seen), 2);
+}
+END_TEST
+
+/* A call the client cancelled sends nothing, even when shutdown comes before its runner
+ * returns. */
+START_TEST(cancelled_then_eof)
+{
+    start(false);
+    send_call(1, "block-then-result");
+    wait_started(1);
+    send_cancel(1);
+    send_ping(2);
+    expect_pong(2); /* the cancellation was handled before stdin ends */
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.cancels_seen), 1);
+}
+END_TEST
+
+START_TEST(stop_fd_stops)
+{
+    start(true);
+    send_call(1, "block");
+    send_call(2, "release");
+    wait_started(2);
+    send_ping(3);
+    expect_pong(3);
+    signal_byte(srv.stop_w);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += WAIT_MS / 1000;
+    ck_assert_msg(pthread_timedjoin_np(srv.thread, NULL, &until) == 0, "serve did not return after stop");
+    srv.running = false;
+    ck_assert_int_eq(srv.rc, 0);
+    ck_assert_int_eq(atomic_load(&fake.cancels_seen), 2);
+    close_fd(&srv.out_w);
+    char *line = next_line(WAIT_MS);
+    ck_assert_msg(line == NULL, "a message after stop: %s", line ? line : "");
+}
+END_TEST
+
+START_TEST(stop_fd_idle)
+{
+    start(true);
+    close_fd(&srv.stop_w); /* a stop descriptor that ends counts as readable */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += WAIT_MS / 1000;
+    ck_assert_msg(pthread_timedjoin_np(srv.thread, NULL, &until) == 0, "serve did not return after stop");
+    srv.running = false;
+    ck_assert_int_eq(srv.rc, 0);
+}
+END_TEST
+
+/* ---- ids at the edges, strict framing, slots freed in time ---- */
+
+/* An integer id is echoed exactly, up to 2^53 - 1 (cJSON alone prints some rounded). */
+START_TEST(large_integer_ids_exact)
+{
+    start(false);
+    static const char *const ids[] = {"9000000000000001", "9007199254740991"};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        char line[128];
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"ping\"}", ids[i]);
+        send_line(line);
+        char *answer = next_raw();
+        char want[64];
+        snprintf(want, sizeof want, "\"id\":%s,", ids[i]);
+        ck_assert_msg(strstr(answer, want) != NULL, "id %s not echoed exactly: %s", ids[i], answer);
+        free(answer);
+    }
+    finish_quiet();
+}
+END_TEST
+
+/* Two integer ids that differ are two requests: 2^52 and 2^52 + 1 (both under 2^53, so
+ * valid) would compare equal in cJSON_Compare, which uses a relative epsilon. */
+#define BIG_A "4503599627370496"
+#define BIG_B "4503599627370497"
+
+START_TEST(distinct_big_ids_distinct)
+{
+    start(false);
+    send_call_json(BIG_A, "release", NULL);
+    wait_started(1);
+    send_call_json(BIG_B, "echo:b", NULL);
+    char *line = next_raw();
+    ck_assert_msg(strstr(line, "\"error\"") == NULL, "call " BIG_B " was refused: %s", line);
+    free(line);
+    release_calls(1);
+    cJSON_Delete(next_msg());
+    finish_quiet();
+}
+END_TEST
+
+/* Cancelling an id that was never used cancels nothing. */
+START_TEST(cancel_big_id_cancels_only_it)
+{
+    start(false);
+    send_call_json(BIG_A, "release", NULL);
+    wait_started(1);
+    send_cancel_json(BIG_B);
+    send_ping(1);
+    expect_pong(1);
+    release_calls(1);
+    char *line = next_line(WAIT_MS);
+    ck_assert_msg(line != NULL, "call " BIG_A " was cancelled by a cancellation of " BIG_B);
+    free(line);
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.cancels_seen), 0);
+}
+END_TEST
+
+/* A client that has received a call's result has one call fewer in progress: with 15
+ * calls running, the 16th may be made again and again, each after the last one's result. */
+START_TEST(slot_freed_after_result)
+{
+    start(false);
+    for (int i = 1; i < PYBOX_MCP_CALLS_MAX; i++)
+        send_call(i, "release");
+    wait_started(PYBOX_MCP_CALLS_MAX - 1);
+    int refused = 0;
+    for (int k = 0; k < 2000; k++) {
+        send_call(1000 + k, "echo:x");
+        cJSON *m = next_msg();
+        ck_assert(id_is(m, 1000 + k));
+        if (cJSON_GetObjectItemCaseSensitive(m, "error") != NULL)
+            refused++;
+        cJSON_Delete(m);
+    }
+    release_calls(PYBOX_MCP_CALLS_MAX - 1);
+    for (int i = 1; i < PYBOX_MCP_CALLS_MAX; i++)
+        cJSON_Delete(next_msg());
+    finish_quiet();
+    ck_assert_msg(refused == 0, "%d of 2000 calls refused as one too many", refused);
+}
+END_TEST
+
+/* A string holding an escaped NUL is refused (cJSON's strings end at NUL, so the id, a
+ * program or a file's content would be cut short without a word); an escaped backslash
+ * followed by u0000 is not a NUL. */
+START_TEST(string_with_nul_refused)
+{
+    start(false);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"ping\"}");
+    expect_error(true, 0, -32600);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\","
+              "\"arguments\":{\"code\":\"echo:x\\u0000y\"}}}");
+    expect_error(false, 7, -32600);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":\"a\\\\u0000b\",\"method\":\"ping\"}");
+    char *line = next_raw();
+    ck_assert_msg(strstr(line, "\"id\":\"a\\\\u0000b\"") != NULL && strstr(line, "\"result\"") != NULL,
+                  "an escaped backslash was taken for a NUL: %s", line);
+    free(line);
+    finish_quiet();
+}
+END_TEST
+
+/* A line that is a message followed by more text is not one JSON text: a parse error. */
+START_TEST(trailing_text_refused)
+{
+    start(false);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
+    expect_error(true, 0, -32700);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"} trailing words");
+    expect_error(true, 0, -32700);
+    finish_quiet();
+}
+END_TEST
+
+Suite *suite_mcp(void)
+{
+    Suite *s = suite_create("mcp");
+
+    TCase *proto = tcase_create("protocol");
+    tcase_add_checked_fixture(proto, setup, teardown);
+    tcase_set_timeout(proto, 30);
+    tcase_add_test(proto, initialize_current);
+    tcase_add_test(proto, initialize_previous);
+    tcase_add_test(proto, initialize_unknown_version);
+    tcase_add_test(proto, initialize_no_params);
+    tcase_add_test(proto, ping_id_zero);
+    tcase_add_test(proto, integer_ids_echoed);
+    tcase_add_test(proto, string_ids_echoed);
+    tcase_add_test(proto, long_string_id);
+    tcase_add_loop_test(proto, invalid_id, 0, (int)(sizeof bad_ids / sizeof bad_ids[0]));
+    tcase_add_test(proto, not_json);
+    tcase_add_test(proto, batch_refused);
+    tcase_add_test(proto, not_jsonrpc_2);
+    tcase_add_test(proto, no_method);
+    tcase_add_test(proto, unknown_method);
+    tcase_add_test(proto, unknown_notification);
+    tcase_add_test(proto, params_not_object);
+    suite_add_tcase(s, proto);
+
+    TCase *tools = tcase_create("tools");
+    tcase_add_checked_fixture(tools, setup, teardown);
+    tcase_set_timeout(tools, 30);
+    tcase_add_test(tools, tools_list);
+    tcase_add_test(tools, call_unknown_tool);
+    tcase_add_test(tools, call_arguments_not_object);
+    tcase_add_test(tools, call_echo);
+    tcase_add_test(tools, call_without_arguments);
+    tcase_add_test(tools, result_text_escaped);
+    suite_add_tcase(s, tools);
+
+    TCase *framing = tcase_create("framing");
+    tcase_add_checked_fixture(framing, setup, teardown);
+    tcase_set_timeout(framing, 60);
+    tcase_add_test(framing, crlf_accepted);
+    tcase_add_test(framing, empty_lines_ignored);
+    tcase_add_test(framing, split_writes);
+    tcase_add_test(framing, many_in_one_write);
+    tcase_add_test(framing, oversized_line);
+    tcase_add_test(framing, line_max_boundary);
+    suite_add_tcase(s, framing);
+
+    TCase *calls = tcase_create("calls");
+    tcase_add_checked_fixture(calls, setup, teardown);
+    tcase_set_timeout(calls, 30);
+    tcase_add_test(calls, cancel_blocked_call);
+    tcase_add_test(calls, cancel_race_result_dropped);
+    tcase_add_test(calls, cancel_other_ids);
+    tcase_add_test(calls, duplicate_id_in_progress);
+    tcase_add_test(calls, too_many_calls);
+    tcase_add_test(calls, progress_string_token);
+    tcase_add_test(calls, progress_number_token);
+    tcase_add_test(calls, progress_without_token);
+    tcase_add_test(calls, eof_cancels_calls);
+    tcase_add_test(calls, eof_result_still_sent);
+    tcase_add_test(calls, cancelled_then_eof);
+    tcase_add_test(calls, stop_fd_stops);
+    tcase_add_test(calls, stop_fd_idle);
+    suite_add_tcase(s, calls);
+
+    TCase *bugs = tcase_create("edges");
+    tcase_add_checked_fixture(bugs, setup, teardown);
+    tcase_set_timeout(bugs, 30);
+    tcase_add_test(bugs, large_integer_ids_exact);
+    tcase_add_test(bugs, distinct_big_ids_distinct);
+    tcase_add_test(bugs, cancel_big_id_cancels_only_it);
+    tcase_add_test(bugs, trailing_text_refused);
+    tcase_add_test(bugs, string_with_nul_refused);
+    tcase_add_test(bugs, slot_freed_after_result);
+    suite_add_tcase(s, bugs);
+    return s;
+}
