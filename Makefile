@@ -28,7 +28,8 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 ITEST_SRC := $(wildcard tests/*.c)
 ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all check unit integration setup mcp-clients bench demo format format-check clean
+.PHONY: all check unit integration setup mcp-clients bench demo format format-check clean \
+        campaign campaign-fast campaign-pages evidence-check
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
 $(BUILD)/obj/%.o: %.c
@@ -65,6 +66,10 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -c $< -o $@
 
+CAMPAIGN_OBJ := $(BUILD)/obj/campaign/campaign.o $(BUILD)/obj/campaign/evidence.o
+$(BUILD)/pybox-campaign: $(CAMPAIGN_OBJ) $(BUILD)/libpybox.a
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
+
 $(BUILD)/pybox-bench: campaign/bench.c $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
@@ -92,7 +97,32 @@ bench: setup $(BUILD)/pybox-bench
 demo: setup
 	scripts/demo.sh $(BUILD)/pybox
 
-FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h campaign/*.c)
+# The evidence campaign (docs/campaign.md): every case in campaign/cases, records and
+# pages into evidence/. campaign-fast: the cases marked fast, into a scratch folder
+# (CAMPAIGN_OUT), checked; evidence-check: the committed evidence.
+CAMPAIGN_CASES := $(sort $(wildcard campaign/cases/*.json))
+CAMPAIGN_OUT ?= $(BUILD)/evidence-fast
+CAMPAIGN_TOOLS := $(BUILD)/pybox-campaign $(BUILD)/pybox $(BUILD)/pybox-init $(BUILD)/pybox-bench
+campaign: setup mcp-clients
+	$(MAKE) $(CAMPAIGN_TOOLS)
+	$(BUILD)/pybox-campaign run --pybox $(CURDIR)/$(BUILD)/pybox --out evidence --limits campaign/limits.md \
+	    $(CAMPAIGN_CASES)
+	$(BUILD)/pybox-campaign check evidence campaign/limits.md
+
+campaign-fast: setup mcp-clients
+	$(MAKE) $(CAMPAIGN_TOOLS)
+	rm -rf $(CAMPAIGN_OUT)
+	$(BUILD)/pybox-campaign run --fast --pybox $(CURDIR)/$(BUILD)/pybox --out $(CAMPAIGN_OUT) \
+	    --limits campaign/limits.md $(CAMPAIGN_CASES)
+	$(BUILD)/pybox-campaign check $(CAMPAIGN_OUT) campaign/limits.md
+
+campaign-pages: $(BUILD)/pybox-campaign
+	$(BUILD)/pybox-campaign pages evidence campaign/limits.md
+
+evidence-check: $(BUILD)/pybox-campaign
+	$(BUILD)/pybox-campaign check evidence campaign/limits.md
+
+FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h campaign/*.c campaign/*.h)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:
@@ -101,4 +131,4 @@ format-check:
 clean:
 	rm -rf build build-san
 
--include $(LIB_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(ITEST_OBJ:.o=.d) $(BUILD)/obj/pybox/main.d
+-include $(LIB_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(ITEST_OBJ:.o=.d) $(CAMPAIGN_OBJ:.o=.d) $(BUILD)/obj/pybox/main.d

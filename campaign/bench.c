@@ -2,7 +2,9 @@
 /* pybox-bench: median complete run of a trivial program through `pybox exec`, and in
  * the same session through `docker run --rm -i` with the same limits, alternating, plus
  * PyBox's phase medians from its receipts.
- *   pybox-bench PYBOX_BINARY [RUNS] */
+ *   pybox-bench PYBOX_BINARY [RUNS]      a Markdown report
+ *   pybox-bench --json [RUNS]            a campaign driver's result (PYBOX_BIN from the
+ *                                        environment; docs/campaign.md) */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -76,8 +78,16 @@ static const char *const phases[] = {"create", "verify", "attach", "start", "arm
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: pybox-bench PYBOX_BINARY [RUNS]\n");
+        fprintf(stderr, "usage: pybox-bench PYBOX_BINARY [RUNS] | pybox-bench --json [RUNS]\n");
         return 2;
+    }
+    bool json = strcmp(argv[1], "--json") == 0;
+    if (json) {
+        argv[1] = getenv("PYBOX_BIN");
+        if (argv[1] == NULL) {
+            fprintf(stderr, "pybox-bench: --json takes the binary from PYBOX_BIN\n");
+            return 2;
+        }
     }
     int runs = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 20;
     if (runs < 1 || runs > 1000)
@@ -190,31 +200,83 @@ int main(int argc, char **argv)
     }
     unlink(sc_path);
     double mp = median(tp, runs), md = median(td, runs);
-    char when[40];
-    pybox_wall_iso(when, sizeof when);
-    printf("# PyBox benchmark, %s\n\n", when);
-    printf("%d complete runs of print('hello') each, alternating (stdlib, docker run, data), after one warm-up "
-           "each; engine %s.\n\n",
-           runs, pybox_engine_version(e));
-    printf("| path | median (s) | fastest (s) | slowest (s) |\n|---|---|---|---|\n");
-    printf("| pybox exec (stdlib) | %.3f | %.3f | %.3f |\n", mp, tp[0], tp[runs - 1]);
-    printf("| docker run --rm -i, same limits | %.3f | %.3f | %.3f |\n", md, td[0], td[runs - 1]);
-    if (have_data) {
-        double mdata = median(tdata, runs);
-        printf("| pybox exec --image data | %.3f | %.3f | %.3f |\n", mdata, tdata[0], tdata[runs - 1]);
+    double mdata = have_data ? median(tdata, runs) : 0;
+    if (json) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON *o = cJSON_AddObjectToObject(r, "observed");
+        cJSON_AddNumberToObject(o, "runs_each", runs);
+        cJSON_AddStringToObject(o, "program", program);
+        cJSON_AddStringToObject(o, "engine", pybox_engine_version(e));
+        cJSON_AddNumberToObject(o, "pybox_stdlib_median_s", mp);
+        cJSON_AddNumberToObject(o, "pybox_stdlib_fastest_s", tp[0]);
+        cJSON_AddNumberToObject(o, "pybox_stdlib_slowest_s", tp[runs - 1]);
+        cJSON_AddNumberToObject(o, "docker_run_median_s", md);
+        cJSON_AddNumberToObject(o, "docker_run_fastest_s", td[0]);
+        cJSON_AddNumberToObject(o, "docker_run_slowest_s", td[runs - 1]);
+        if (have_data)
+            cJSON_AddNumberToObject(o, "pybox_data_median_s", mdata);
+        cJSON_AddNumberToObject(o, "ratio_pybox_to_docker_run", mp / md);
+        cJSON *phm = cJSON_AddObjectToObject(o, "phase_medians_ms");
+        for (int k = 0; k < NPHASES; k++)
+            cJSON_AddNumberToObject(phm, phases[k], median(ph[k], runs));
+        cJSON *checks = cJSON_AddArrayToObject(r, "checks");
+        char detail[256];
+        cJSON *c1 = cJSON_CreateObject();
+        cJSON_AddStringToObject(c1, "name", "pybox exec (stdlib) beside docker run --rm -i");
+        cJSON_AddBoolToObject(c1, "ok", mp <= md);
+        snprintf(detail, sizeof detail, "median %.3f s vs %.3f s (ratio %.2f) over %d runs each", mp, md, mp / md,
+                 runs);
+        cJSON_AddStringToObject(c1, "detail", detail);
+        cJSON_AddItemToArray(checks, c1);
+        cJSON *c2 = cJSON_CreateObject();
+        cJSON_AddStringToObject(c2, "name", "pybox exec --image data");
+        cJSON_AddBoolToObject(c2, "ok", have_data);
+        if (have_data)
+            snprintf(detail, sizeof detail, "median %.3f s over %d runs", mdata, runs);
+        else
+            snprintf(detail, sizeof detail, "the data image is not built");
+        cJSON_AddStringToObject(c2, "detail", detail);
+        cJSON_AddItemToArray(checks, c2);
+        cJSON *c3 = cJSON_CreateObject();
+        cJSON_AddStringToObject(c3, "name", "phase medians (ms)");
+        cJSON_AddBoolToObject(c3, "ok", 1);
+        pybox_buf_t pb;
+        pybox_buf_init(&pb, 0);
+        for (int k = 0; k < NPHASES; k++)
+            pybox_buf_printf(&pb, "%s%s %.1f", k ? ", " : "", phases[k], median(ph[k], runs));
+        cJSON_AddStringToObject(c3, "detail", pb.data);
+        pybox_buf_free(&pb);
+        cJSON_AddItemToArray(checks, c3);
+        char *text = cJSON_PrintUnformatted(r);
+        puts(text);
+        free(text);
+        cJSON_Delete(r);
     } else {
-        printf("| pybox exec --image data | not built | | |\n");
+        char when[40];
+        pybox_wall_iso(when, sizeof when);
+        printf("# PyBox benchmark, %s\n\n", when);
+        printf("%d complete runs of print('hello') each, alternating (stdlib, docker run, data), after one warm-up "
+               "each; engine %s.\n\n",
+               runs, pybox_engine_version(e));
+        printf("| path | median (s) | fastest (s) | slowest (s) |\n|---|---|---|---|\n");
+        printf("| pybox exec (stdlib) | %.3f | %.3f | %.3f |\n", mp, tp[0], tp[runs - 1]);
+        printf("| docker run --rm -i, same limits | %.3f | %.3f | %.3f |\n", md, td[0], td[runs - 1]);
+        if (have_data) {
+            printf("| pybox exec --image data | %.3f | %.3f | %.3f |\n", mdata, tdata[0], tdata[runs - 1]);
+        } else {
+            printf("| pybox exec --image data | not built | | |\n");
+        }
+        printf("\n");
+        printf("Ratio pybox / docker run: %.2f (target: at most 1.00)\n\n", mp / md);
+        printf("PyBox phase medians (ms, from its receipts):\n\n| phase | median |\n|---|---|\n");
+        for (int k = 0; k < NPHASES; k++)
+            printf("| %s | %.1f |\n", phases[k], median(ph[k], runs));
     }
-    printf("\n");
-    printf("Ratio pybox / docker run: %.2f (target: at most 1.00)\n\n", mp / md);
-    printf("PyBox phase medians (ms, from its receipts):\n\n| phase | median |\n|---|---|\n");
-    for (int k = 0; k < NPHASES; k++)
-        printf("| %s | %.1f |\n", phases[k], median(ph[k], runs));
     pybox_engine_free(e);
     for (int k = 0; k < NPHASES; k++)
         free(ph[k]);
     free(tp);
     free(td);
     free(tdata);
-    return mp <= md ? 0 : 3;
+    return json || mp <= md ? 0 : 3;
 }

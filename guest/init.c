@@ -227,7 +227,7 @@ static int caps_are_empty(void)
     return 1;
 }
 
-static void child_exec(int stdin_pipe)
+static void child_exec(int stdin_pipe, int program_root)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -235,10 +235,12 @@ static void child_exec(int stdin_pipe)
         _exit(PYBOX_GUEST_EXIT_PIPE);
     /* The program's own user: changing from root clears every capability. Check that it
      * did, and that there is no way back. */
-    if (setgroups(0, NULL) < 0 || setgid(PYBOX_GUEST_PROGRAM_GID) < 0 || setuid(PYBOX_GUEST_PROGRAM_UID) < 0 ||
-        getuid() != PYBOX_GUEST_PROGRAM_UID || geteuid() != PYBOX_GUEST_PROGRAM_UID ||
-        getgid() != PYBOX_GUEST_PROGRAM_GID || getegid() != PYBOX_GUEST_PROGRAM_GID || setuid(0) == 0 ||
-        !caps_are_empty()) {
+    if (program_root) {
+        /* A relaxed test box only: the program keeps root and the box's capabilities. */
+    } else if (setgroups(0, NULL) < 0 || setgid(PYBOX_GUEST_PROGRAM_GID) < 0 || setuid(PYBOX_GUEST_PROGRAM_UID) < 0 ||
+               getuid() != PYBOX_GUEST_PROGRAM_UID || geteuid() != PYBOX_GUEST_PROGRAM_UID ||
+               getgid() != PYBOX_GUEST_PROGRAM_GID || getegid() != PYBOX_GUEST_PROGRAM_GID || setuid(0) == 0 ||
+               !caps_are_empty()) {
         say("pybox-init: cannot switch the program to uid %d: %s\n", PYBOX_GUEST_PROGRAM_UID, strerror(errno));
         _exit(PYBOX_GUEST_EXIT_PRIVS);
     }
@@ -261,8 +263,10 @@ int main(int argc, char **argv)
 {
     int64_t t0 = now_ms();
     int64_t timer_ms;
-    if (argc != 2 || parse_timer(argv[1], &timer_ms) < 0) {
-        say("pybox-init: usage: %s %sMILLISECONDS\n", PYBOX_GUEST_INIT_PATH, PYBOX_GUEST_TIMER_FLAG);
+    int program_root = argc == 3 && strcmp(argv[2], PYBOX_GUEST_ROOT_FLAG) == 0;
+    if ((argc != 2 && !program_root) || parse_timer(argv[1], &timer_ms) < 0) {
+        say("pybox-init: usage: %s %sMILLISECONDS [%s]\n", PYBOX_GUEST_INIT_PATH, PYBOX_GUEST_TIMER_FLAG,
+            PYBOX_GUEST_ROOT_FLAG);
         return PYBOX_GUEST_EXIT_USAGE;
     }
     int64_t deadline = t0 + timer_ms;
@@ -303,7 +307,7 @@ int main(int argc, char **argv)
     }
     if (program_pid == 0) {
         explicit_bzero(secret, sizeof secret);
-        child_exec(pipefd[0]);
+        child_exec(pipefd[0], program_root);
     }
     int64_t t_program = now_ms();
     close(pipefd[0]);

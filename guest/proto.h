@@ -23,6 +23,10 @@
 #define PYBOX_GUEST_INIT_PATH "/pybox/init"
 #define PYBOX_GUEST_TIMER_FLAG "--timer-ms="
 #define PYBOX_GUEST_TIMER_MAX_MS (24LL * 3600 * 1000)
+/* Testing only (a relaxed policy, verified in the read-back like any argument): a
+ * third argument that leaves the program root, with the box's capabilities, so a test
+ * can show what the switch to PYBOX_GUEST_PROGRAM_UID prevents. */
+#define PYBOX_GUEST_ROOT_FLAG "--program-uid=0"
 
 /* The program: run from the box's standard input, never from a file or a command line.
  * -I isolates from the environment and user site; -u keeps output flowing so that what

@@ -87,6 +87,33 @@ static cJSON *ulimit(const char *name, int64_t v)
     return u;
 }
 
+static const struct {
+    unsigned bit;
+    const char *name;
+} relax_names[] = {
+    {PYBOX_RELAX_PROGRAM_ROOT, "program-root"},
+    {PYBOX_RELAX_WRITABLE_ROOT, "writable-root"},
+    {PYBOX_RELAX_ENGINE_CAPS, "engine-caps"},
+    {PYBOX_RELAX_NEW_PRIVS, "new-privileges"},
+    {PYBOX_RELAX_SECCOMP, "seccomp"},
+    {PYBOX_RELAX_PIDS, "pids"},
+    {PYBOX_RELAX_MEMORY, "memory"},
+    {PYBOX_RELAX_SYSTEM_PATHS, "system-paths"},
+};
+
+unsigned pybox_policy_relax_bit(const char *name)
+{
+    for (size_t i = 0; i < sizeof relax_names / sizeof *relax_names; i++)
+        if (strcmp(name, relax_names[i].name) == 0)
+            return relax_names[i].bit;
+    return 0;
+}
+
+static bool relaxed(const pybox_policy_t *p, unsigned bit)
+{
+    return (p->relax & bit) != 0;
+}
+
 static int tampered(const pybox_policy_t *p, const char *what)
 {
     return p->tamper != NULL && strcmp(p->tamper, what) == 0;
@@ -110,8 +137,8 @@ static cJSON *config_part(const pybox_policy_t *p)
     cJSON_AddStringToObject(c, "WorkingDir", "/tmp");
     const char *env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp", p->relax_env};
     cJSON_AddItemToObject(c, "Env", string_array(env, p->relax_env ? 4 : 3));
-    const char *entry[] = {PYBOX_GUEST_INIT_PATH, timer};
-    cJSON_AddItemToObject(c, "Entrypoint", string_array(entry, 2));
+    const char *entry[] = {PYBOX_GUEST_INIT_PATH, timer, PYBOX_GUEST_ROOT_FLAG};
+    cJSON_AddItemToObject(c, "Entrypoint", string_array(entry, relaxed(p, PYBOX_RELAX_PROGRAM_ROOT) ? 3 : 2));
     cJSON_AddItemToObject(c, "Cmd", cJSON_CreateArray());
     if (p->relax_netns == NULL) /* the engine reports it only when true */
         cJSON_AddBoolToObject(c, "NetworkDisabled", 1);
@@ -175,6 +202,8 @@ static cJSON *host_part(const pybox_policy_t *p)
 {
     cJSON *h = cJSON_CreateObject();
     int64_t mem = tampered(p, "memory") ? p->memory_bytes * 2 : p->memory_bytes;
+    if (relaxed(p, PYBOX_RELAX_MEMORY))
+        mem = 0;
     if (p->relax_netns != NULL) {
         char mode[PYBOX_ID_MAX + 16];
         snprintf(mode, sizeof mode, "container:%s", p->relax_netns);
@@ -182,35 +211,52 @@ static cJSON *host_part(const pybox_policy_t *p)
     } else {
         cJSON_AddStringToObject(h, "NetworkMode", "none");
     }
-    if (p->relax_bind != NULL) {
-        char bind[PATH_MAX + 16];
-        snprintf(bind, sizeof bind, "%s:/host:ro", p->relax_bind);
-        const char *binds[] = {bind};
-        cJSON_AddItemToObject(h, "Binds", string_array(binds, 1));
+    if (p->relax_bind != NULL || p->relax_socket != NULL) {
+        char bind[PATH_MAX + 16], sock[PATH_MAX + 32];
+        snprintf(bind, sizeof bind, "%s:/host:ro", p->relax_bind ? p->relax_bind : "");
+        snprintf(sock, sizeof sock, "%s:%s", p->relax_socket ? p->relax_socket : "", PYBOX_RELAX_SOCKET_AT);
+        const char *binds[2];
+        int n = 0;
+        if (p->relax_bind != NULL)
+            binds[n++] = bind;
+        if (p->relax_socket != NULL)
+            binds[n++] = sock;
+        cJSON_AddItemToObject(h, "Binds", string_array(binds, (size_t)n));
     }
-    cJSON_AddBoolToObject(h, "ReadonlyRootfs", tampered(p, "readonly") ? 0 : 1);
+    cJSON_AddBoolToObject(h, "ReadonlyRootfs",
+                          tampered(p, "readonly") || relaxed(p, PYBOX_RELAX_WRITABLE_ROOT) ? 0 : 1);
     cJSON_AddBoolToObject(h, "Privileged", 0);
     cJSON_AddBoolToObject(h, "Init", 0);
     cJSON_AddNumberToObject(h, "OomScoreAdj", 0);
     cJSON_AddNumberToObject(h, "Memory", (double)mem);
     cJSON_AddNumberToObject(h, "MemorySwap", (double)mem);
-    cJSON_AddNumberToObject(h, "PidsLimit", (double)(tampered(p, "pids") ? p->pids + 1 : p->pids));
+    int64_t pids = tampered(p, "pids") ? p->pids + 1 : p->pids;
+    if (relaxed(p, PYBOX_RELAX_PIDS)) /* no limit: the engine reads it back as null */
+        cJSON_AddNullToObject(h, "PidsLimit");
+    else
+        cJSON_AddNumberToObject(h, "PidsLimit", (double)pids);
     cJSON_AddNumberToObject(h, "NanoCpus", (double)p->nano_cpus);
     const char *capdrop[] = {"ALL"};
-    if (tampered(p, "capdrop"))
+    if (tampered(p, "capdrop") || relaxed(p, PYBOX_RELAX_ENGINE_CAPS))
         cJSON_AddItemToObject(h, "CapDrop", cJSON_CreateArray());
     else
         cJSON_AddItemToObject(h, "CapDrop", string_array(capdrop, 1));
     /* Only what the box's init needs to start the program as its own user and to end it. */
-    const char *capadd[] = {"CAP_KILL", "CAP_SETGID", "CAP_SETUID"};
-    cJSON_AddItemToObject(h, "CapAdd", string_array(capadd, 3));
-    const char *secopt[] = {"no-new-privileges", NULL};
+    const char *capadd[] = {"CAP_KILL", "CAP_SETGID", "CAP_SETUID", p->relax_cap};
+    if (relaxed(p, PYBOX_RELAX_ENGINE_CAPS))
+        cJSON_AddItemToObject(h, "CapAdd", cJSON_CreateArray());
+    else
+        cJSON_AddItemToObject(h, "CapAdd", string_array(capadd, p->relax_cap ? 4 : 3));
+    const char *secopt[2];
+    int nsec = 0;
+    if (!relaxed(p, PYBOX_RELAX_NEW_PRIVS))
+        secopt[nsec++] = "no-new-privileges";
     pybox_buf_t sc;
     pybox_buf_init(&sc, 0);
     pybox_buf_puts(&sc, "seccomp=");
-    pybox_buf_puts(&sc, pybox_policy_seccomp());
-    secopt[1] = sc.data;
-    cJSON_AddItemToObject(h, "SecurityOpt", string_array(secopt, 2));
+    pybox_buf_puts(&sc, relaxed(p, PYBOX_RELAX_SECCOMP) ? "unconfined" : pybox_policy_seccomp());
+    secopt[nsec++] = sc.data;
+    cJSON_AddItemToObject(h, "SecurityOpt", string_array(secopt, (size_t)nsec));
     pybox_buf_free(&sc);
     cJSON *tmpfs = cJSON_AddObjectToObject(h, "Tmpfs");
     char opts[128];
@@ -236,9 +282,11 @@ static cJSON *host_part(const pybox_policy_t *p)
         cJSON_AddItemToObject(h, "DnsSearch", string_array(dnssearch, 1));
         cJSON_AddItemToObject(h, "DnsOptions", string_array(dnsopt, 1));
     }
-    cJSON_AddItemToObject(h, "MaskedPaths", string_array(masked_paths, sizeof masked_paths / sizeof *masked_paths));
+    bool sys = relaxed(p, PYBOX_RELAX_SYSTEM_PATHS);
+    cJSON_AddItemToObject(h, "MaskedPaths",
+                          string_array(masked_paths, sys ? 0 : sizeof masked_paths / sizeof *masked_paths));
     cJSON_AddItemToObject(h, "ReadonlyPaths",
-                          string_array(readonly_paths, sizeof readonly_paths / sizeof *readonly_paths));
+                          string_array(readonly_paths, sys ? 0 : sizeof readonly_paths / sizeof *readonly_paths));
     if (p->mount_in || p->mount_out)
         cJSON_AddItemToObject(h, "Mounts", mounts(p));
     cJSON *rp = cJSON_AddObjectToObject(h, "RestartPolicy");
@@ -348,7 +396,7 @@ static void expect_section(verdict_t *v, const char *section, const cJSON *want,
 /* What is mounted: exactly the box's own volumes, nothing of the host. */
 static void expect_mounts(verdict_t *v, const pybox_policy_t *p, const cJSON *got)
 {
-    int want = (p->mount_in ? 1 : 0) + (p->mount_out ? 1 : 0) + (p->relax_bind ? 1 : 0);
+    int want = (p->mount_in ? 1 : 0) + (p->mount_out ? 1 : 0) + (p->relax_bind ? 1 : 0) + (p->relax_socket ? 1 : 0);
     v->checked++;
     cJSON *w = cJSON_CreateNumber(want);
     if (want == 0) {
@@ -367,6 +415,9 @@ static void expect_mounts(verdict_t *v, const pybox_policy_t *p, const cJSON *go
         bool known = cJSON_IsString(dest) && ((p->mount_in && strcmp(dest->valuestring, PYBOX_BOX_IN) == 0) ||
                                               (p->mount_out && strcmp(dest->valuestring, PYBOX_BOX_OUT) == 0));
         if (p->relax_bind != NULL && cJSON_IsString(dest) && strcmp(dest->valuestring, "/host") == 0 &&
+            cJSON_IsString(type) && strcmp(type->valuestring, "bind") == 0)
+            continue;
+        if (p->relax_socket != NULL && cJSON_IsString(dest) && strcmp(dest->valuestring, PYBOX_RELAX_SOCKET_AT) == 0 &&
             cJSON_IsString(type) && strcmp(type->valuestring, "bind") == 0)
             continue;
         if (!cJSON_IsString(type) || strcmp(type->valuestring, "volume") != 0 || !cJSON_IsString(driver) ||
@@ -421,7 +472,7 @@ static int verify(const pybox_policy_t *p, const cJSON *inspect, verdict_t *v)
         "VolumeDriver",   "Sysctls",         "CpusetCpus",   "CpuRealtimeRuntime",
     };
     for (size_t i = 0; i < sizeof host_empty / sizeof *host_empty; i++)
-        if (!(p->relax_bind != NULL && strcmp(host_empty[i], "Binds") == 0))
+        if (!((p->relax_bind != NULL || p->relax_socket != NULL) && strcmp(host_empty[i], "Binds") == 0))
             expect_empty(v, "HostConfig.", host, host_empty[i]);
     expect_mounts(v, p, cJSON_GetObjectItemCaseSensitive(inspect, "Mounts"));
     expect_empty(v, "Config.", config, "ExposedPorts");
@@ -465,8 +516,17 @@ int pybox_policy_verify(const pybox_policy_t *p, const cJSON *inspect, int *chec
 
 void pybox_policy_relaxed(const pybox_policy_t *p, char *out, size_t len)
 {
-    snprintf(out, len, "%s%s%s", p->relax_bind ? "host-folder," : "", p->relax_env ? "environment," : "",
-             p->relax_netns ? "network-namespace," : "");
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    pybox_buf_printf(&b, "%s%s%s%s", p->relax_bind ? "host-folder," : "", p->relax_env ? "environment," : "",
+                     p->relax_netns ? "network-namespace," : "", p->relax_socket ? "engine-socket," : "");
+    for (size_t i = 0; i < sizeof relax_names / sizeof *relax_names; i++)
+        if (relaxed(p, relax_names[i].bit))
+            pybox_buf_printf(&b, "%s,", relax_names[i].name);
+    if (p->relax_cap != NULL)
+        pybox_buf_printf(&b, "capability %s,", p->relax_cap);
+    snprintf(out, len, "%s", b.data ? b.data : "");
+    pybox_buf_free(&b);
     size_t n = strlen(out);
     if (n > 0)
         out[n - 1] = '\0';

@@ -43,13 +43,27 @@ typedef struct pybox_policy {
     /* Testing only, never from a command line: one protection removed on purpose, in
      * both the body and what the verifier expects, so a test can show that it sees the
      * escape that protection prevents. Receipts of such runs say so. */
-    const char *relax_bind;  /* a host folder mounted read-only at /host */
-    const char *relax_env;   /* one more environment entry, NAME=value */
-    const char *relax_netns; /* join this container's network namespace */
+    const char *relax_bind;   /* a host folder mounted read-only at /host */
+    const char *relax_env;    /* one more environment entry, NAME=value */
+    const char *relax_netns;  /* join this container's network namespace */
+    unsigned relax;           /* PYBOX_RELAX_* bits */
+    const char *relax_cap;    /* one more capability granted, e.g. "CAP_NET_RAW" */
+    const char *relax_socket; /* a host socket (the engine's) bound at PYBOX_RELAX_SOCKET_AT */
     /* Testing only: when set, the create body deviates from the policy in this one
      * setting, so the verifier can be shown to catch it against a real engine. */
     const char *tamper;
 } pybox_policy_t;
+
+/* Relaxations by bit (testing only, see above). */
+#define PYBOX_RELAX_PROGRAM_ROOT 0x01u  /* the program stays root (init's --program-uid=0) */
+#define PYBOX_RELAX_WRITABLE_ROOT 0x02u /* ReadonlyRootfs false */
+#define PYBOX_RELAX_ENGINE_CAPS 0x04u   /* the engine's default capabilities, none dropped */
+#define PYBOX_RELAX_NEW_PRIVS 0x08u     /* no "no-new-privileges": setuid files work */
+#define PYBOX_RELAX_SECCOMP 0x10u       /* seccomp=unconfined */
+#define PYBOX_RELAX_PIDS 0x20u          /* no process limit */
+#define PYBOX_RELAX_MEMORY 0x40u        /* no memory limit */
+#define PYBOX_RELAX_SYSTEM_PATHS 0x80u  /* nothing of /proc and /sys masked or read-only */
+#define PYBOX_RELAX_SOCKET_AT "/run/docker.sock"
 
 /* Defaults for everything but image, names and labels. */
 void pybox_policy_defaults(pybox_policy_t *p);
@@ -62,8 +76,13 @@ const char *pybox_policy_seccomp_sha256(void);
  * out of memory. */
 cJSON *pybox_policy_create_body(const pybox_policy_t *p);
 
-/* The relaxations of a policy as a comma-separated list ("" when none). */
+/* The relaxations of a policy as a comma-separated list ("" when none). The names are
+ * those pybox_policy_relax_parse takes. */
 void pybox_policy_relaxed(const pybox_policy_t *p, char *out, size_t len);
+
+/* One relaxation bit by name ("program-root", "writable-root", "engine-caps",
+ * "new-privileges", "seccomp", "pids", "memory", "system-paths"); 0 if unknown. */
+unsigned pybox_policy_relax_bit(const char *name);
 
 /* Compare the engine's read-back of a created box (GET /containers/{id}/json) with the
  * policy. *checked gets the number of settings compared. Every difference is listed in a PYBOX_ERR_POLICY error;

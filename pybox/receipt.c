@@ -261,14 +261,22 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON *pol = cJSON_AddObjectToObject(asked, "policy");
     cJSON_AddStringToObject(pol, "sha256", res->policy_sha256);
     cJSON_AddStringToObject(pol, "seccomp_sha256", pybox_policy_seccomp_sha256());
-    cJSON_AddStringToObject(pol, "user", PYBOX_BOX_USER);
+    /* What a relaxed test box had instead is said here too, not only in the list. */
+    bool root = (p->relax & PYBOX_RELAX_PROGRAM_ROOT) != 0;
+    cJSON_AddStringToObject(pol, "user", root ? "0:0" : PYBOX_BOX_USER);
     cJSON_AddStringToObject(pol, "init_user", "0:0 with CAP_KILL only");
-    cJSON_AddStringToObject(pol, "network", "none");
-    cJSON_AddBoolToObject(pol, "read_only_root", 1);
-    cJSON_AddStringToObject(pol, "capabilities", "none");
-    cJSON_AddBoolToObject(pol, "no_new_privileges", 1);
-    cJSON_AddBoolToObject(pol, "host_mounts", p->relax_bind != NULL);
-    char relaxed[96];
+    cJSON_AddStringToObject(pol, "network", p->relax_netns ? "another box's network namespace" : "none");
+    cJSON_AddBoolToObject(pol, "read_only_root", (p->relax & PYBOX_RELAX_WRITABLE_ROOT) == 0);
+    cJSON_AddStringToObject(pol, "capabilities",
+                            !root ? "none"
+                            : (p->relax & PYBOX_RELAX_ENGINE_CAPS)
+                                ? "the engine's defaults"
+                                : "CAP_KILL, CAP_SETGID, CAP_SETUID and any relaxed one");
+    cJSON_AddBoolToObject(pol, "no_new_privileges", (p->relax & PYBOX_RELAX_NEW_PRIVS) == 0);
+    if (p->relax & PYBOX_RELAX_SECCOMP)
+        cJSON_AddStringToObject(pol, "seccomp", "unconfined");
+    cJSON_AddBoolToObject(pol, "host_mounts", p->relax_bind != NULL || p->relax_socket != NULL);
+    char relaxed[256];
     pybox_policy_relaxed(p, relaxed, sizeof relaxed);
     if (relaxed[0])
         cJSON_AddStringToObject(pol, "RELAXED_FOR_A_TEST", relaxed);
@@ -589,15 +597,18 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
     pybox_buf_printf(o, "  %-10s memory %s (no swap), %lld processes, %.3g CPU, deadline %.3g s (box timer %.3g s)\n",
                      "limits", mem, (long long)p->pids, (double)p->nano_cpus / 1e9, (double)p->timeout_ms / 1000.0,
                      (double)p->box_timer_ms / 1000.0);
-    pybox_buf_printf(o, "  %-10s program as user 65534 with no capabilities (init as root with CAP_KILL only),\n",
-                     "box");
-    pybox_buf_printf(o, "  %-10s read-only root, no network, no host mounts,\n", "");
-    char relaxed[96];
+    char relaxed[256];
     pybox_policy_relaxed(p, relaxed, sizeof relaxed);
-    if (relaxed[0])
-        pybox_buf_printf(o, "  %-10s RELAXED FOR A TEST: %s\n", "", relaxed);
-    pybox_buf_printf(o, "  %-10s no new privileges, seccomp %.16s..., policy %.16s...\n", "",
-                     pybox_policy_seccomp_sha256(), res->policy_sha256);
+    if (relaxed[0]) {
+        pybox_buf_printf(o, "  %-10s RELAXED FOR A TEST: %s (see asked.policy in the JSON receipt)\n", "box", relaxed);
+        pybox_buf_printf(o, "  %-10s policy %.16s...\n", "", res->policy_sha256);
+    } else {
+        pybox_buf_printf(o, "  %-10s program as user 65534 with no capabilities (init as root with CAP_KILL only),\n",
+                         "box");
+        pybox_buf_printf(o, "  %-10s read-only root, no network, no host mounts,\n", "");
+        pybox_buf_printf(o, "  %-10s no new privileges, seccomp %.16s..., policy %.16s...\n", "",
+                         pybox_policy_seccomp_sha256(), res->policy_sha256);
+    }
 
     pybox_buf_puts(o, "SEEN\n");
     if (res->have_exit)

@@ -1,0 +1,1118 @@
+/* SPDX-License-Identifier: MIT */
+/* pybox-campaign: runs the declarative cases in campaign/cases, keeps a replay record of
+ * each attempt, and renders and checks the evidence pages. Contract: docs/campaign.md.
+ *   pybox-campaign run --pybox BIN --out DIR --limits FILE [--fast] CASE.json...
+ *   pybox-campaign pages DIR LIMITS.md
+ *   pybox-campaign check DIR LIMITS.md */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../pybox/box.h"
+#include "../pybox/buf.h"
+#include "../pybox/engine.h"
+#include "../pybox/image.h"
+#include "../pybox/limits.h"
+#include "../pybox/policy.h"
+#include "../pybox/receipt.h"
+#include "../pybox/run.h"
+#include "../pybox/state.h"
+#include "../pybox/util.h"
+#include "../pybox/version.h"
+#include "evidence.h"
+
+typedef struct {
+    const char *bin;     /* the pybox binary */
+    const char *out;     /* the evidence folder */
+    char home[PATH_MAX]; /* the campaign's own installation */
+    char tmp[PATH_MAX];  /* scratch, removed at the end */
+    pybox_state_t st;
+    pybox_engine_t *e;
+    char id[33]; /* this campaign */
+    cJSON *host;
+    char canary[33];
+    char listener[80];       /* a box listening on its loopback (network-namespace fixture) */
+    char host_dir[PATH_MAX]; /* a host folder holding the canary (host-folder fixture) */
+    char env_entry[64];
+    int scratch_n;
+} camp_t;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("campaign: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static const char *jstr(const cJSON *j, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double jnum(const cJSON *j, const char *key, double dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+/* {{canary}}, {{tmp}} and {{engine_socket}} in a case's strings. */
+static char *subst(const camp_t *c, const char *scratch, const char *s)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    while (*s) {
+        const char *open = strstr(s, "{{");
+        if (open == NULL) {
+            pybox_buf_puts(&b, s);
+            break;
+        }
+        pybox_buf_append(&b, s, (size_t)(open - s));
+        const char *close = strstr(open, "}}");
+        if (close == NULL) {
+            pybox_buf_puts(&b, open);
+            break;
+        }
+        size_t n = (size_t)(close - open - 2);
+        if (n == 6 && strncmp(open + 2, "canary", 6) == 0)
+            pybox_buf_puts(&b, c->canary);
+        else if (n == 3 && strncmp(open + 2, "tmp", 3) == 0)
+            pybox_buf_puts(&b, scratch);
+        else if (n == 7 && strncmp(open + 2, "bin_dir", 7) == 0)
+            pybox_buf_append(&b, c->bin, (size_t)(strrchr(c->bin, '/') - c->bin));
+        else if (n == 13 && strncmp(open + 2, "engine_socket", 13) == 0)
+            pybox_buf_puts(&b, pybox_engine_socket(c->e));
+        else
+            pybox_buf_append(&b, open, n + 4);
+        s = close + 2;
+    }
+    if (b.data == NULL)
+        return strdup("");
+    return b.data;
+}
+
+/* A copy of j with every string templated. */
+static cJSON *subst_json(const camp_t *c, const char *scratch, const cJSON *j)
+{
+    cJSON *d = cJSON_Duplicate(j, 1);
+    cJSON *stack[64];
+    int sp = 0;
+    if (d)
+        stack[sp++] = d;
+    while (sp > 0) {
+        cJSON *x = stack[--sp];
+        if (cJSON_IsString(x)) {
+            char *t = subst(c, scratch, x->valuestring);
+            cJSON_SetValuestring(x, t);
+            free(t);
+        }
+        for (cJSON *ch = x->child; ch && sp < 64; ch = ch->next)
+            stack[sp++] = ch;
+    }
+    return d;
+}
+
+/* ---- child processes ---- */
+
+typedef struct {
+    int exit_code; /* 128+N when killed by signal N; -1 when it could not run */
+    double wall_s;
+    pybox_buf_t out, err;
+    bool timed_out;
+} proc_t;
+
+static void proc_free(proc_t *p)
+{
+    pybox_buf_free(&p->out);
+    pybox_buf_free(&p->err);
+}
+
+/* Run argv with input on stdin and extra environment entries; capture both outputs
+ * (each bounded); kill it after timeout_s. */
+static void proc_run(const char *const *argv, const char *const *env, const char *input, size_t input_len,
+                     double timeout_s, proc_t *p)
+{
+    memset(p, 0, sizeof *p);
+    pybox_buf_init(&p->out, 64 * 1024 * 1024);
+    pybox_buf_init(&p->err, 4 * 1024 * 1024);
+    p->exit_code = -1;
+    int in[2], o[2], e[2];
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0)
+        return;
+    double t0 = pybox_now_s();
+    pid_t pid = fork();
+    if (pid < 0)
+        return;
+    if (pid == 0) {
+        dup2(in[0], 0);
+        dup2(o[1], 1);
+        dup2(e[1], 2);
+        for (int i = 0; env && env[i]; i++)
+            putenv((char *)env[i]);
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(in[0]);
+    close(o[1]);
+    close(e[1]);
+    (void)fcntl(in[1], F_SETFL, O_NONBLOCK);
+    size_t off = 0;
+    int fds[3] = {o[0], e[0], input_len ? in[1] : -1};
+    if (input_len == 0)
+        close(in[1]);
+    pybox_buf_t *sink[2] = {&p->out, &p->err};
+    while (fds[0] >= 0 || fds[1] >= 0) {
+        double left = timeout_s - (pybox_now_s() - t0);
+        if (left <= 0 && !p->timed_out) {
+            p->timed_out = true;
+            kill(pid, SIGKILL);
+        }
+        struct pollfd pf[3];
+        for (int i = 0; i < 3; i++)
+            pf[i] = (struct pollfd){.fd = fds[i], .events = (short)(i < 2 ? POLLIN : POLLOUT)};
+        int pr = poll(pf, 3, p->timed_out ? 1000 : (int)(left * 1000) + 1);
+        if (pr < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < 2; i++) {
+            if (fds[i] < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            char buf[65536];
+            ssize_t n = read(fds[i], buf, sizeof buf);
+            if (n > 0) {
+                pybox_buf_append(sink[i], buf, (size_t)n);
+            } else if (n == 0 || errno != EINTR) {
+                close(fds[i]);
+                fds[i] = -1;
+            }
+        }
+        if (fds[2] >= 0 && (pf[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
+            ssize_t n = write(fds[2], input + off, input_len - off);
+            if (n > 0)
+                off += (size_t)n;
+            if ((n < 0 && errno != EAGAIN && errno != EINTR) || off == input_len) {
+                close(fds[2]);
+                fds[2] = -1;
+            }
+        }
+    }
+    if (fds[2] >= 0)
+        close(fds[2]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    p->wall_s = pybox_now_s() - t0;
+    p->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* ---- the engine ---- */
+
+static cJSON *engine_get(camp_t *c, const char *path, long *status)
+{
+    cJSON *reply = NULL;
+    pybox_error_t err = {0};
+    *status = 0;
+    if (pybox_engine_call(c->e, "GET", path, NULL, status, &reply, &err) < 0)
+        say("engine: %s", err.msg);
+    return reply;
+}
+
+/* This campaign's boxes in the engine (optionally only running ones), the listener left out. */
+static cJSON *our_boxes(camp_t *c, bool running)
+{
+    char filter[256], path[1024];
+    snprintf(filter, sizeof filter, "{\"label\":[\"%s=%s\"]%s}", PYBOX_LABEL_INSTALL, c->st.install_id,
+             running ? ",\"status\":[\"running\"]" : "");
+    char *esc = pybox_engine_escape(c->e, filter);
+    snprintf(path, sizeof path, "/containers/json?all=1&filters=%s", esc ? esc : "");
+    free(esc);
+    long status;
+    cJSON *list = engine_get(c, path, &status);
+    cJSON *keep = cJSON_CreateArray();
+    const cJSON *b;
+    cJSON_ArrayForEach (b, list) {
+        const char *id = jstr(b, "Id");
+        if (id && strcmp(id, c->listener) != 0)
+            cJSON_AddItemToArray(keep, cJSON_Duplicate(b, 1));
+    }
+    cJSON_Delete(list);
+    return keep;
+}
+
+static void remove_box(camp_t *c, const char *id)
+{
+    char path[200];
+    snprintf(path, sizeof path, "/containers/%s?force=1&v=1", id);
+    long status = 0;
+    cJSON *reply = NULL;
+    pybox_error_t err = {0};
+    pybox_engine_call(c->e, "DELETE", path, NULL, &status, &reply, &err);
+    cJSON_Delete(reply);
+}
+
+/* Everything labelled with this campaign's installation: its boxes, its volumes. */
+static int sweep(camp_t *c)
+{
+    char filter[256], path[1024];
+    snprintf(filter, sizeof filter, "{\"label\":[\"%s=%s\"]}", PYBOX_LABEL_INSTALL, c->st.install_id);
+    char *esc = pybox_engine_escape(c->e, filter);
+    snprintf(path, sizeof path, "/containers/json?all=1&filters=%s", esc ? esc : "");
+    long status;
+    cJSON *list = engine_get(c, path, &status);
+    int n = 0;
+    const cJSON *b;
+    cJSON_ArrayForEach (b, list) {
+        if (jstr(b, "Id")) {
+            remove_box(c, jstr(b, "Id"));
+            n++;
+        }
+    }
+    cJSON_Delete(list);
+    snprintf(path, sizeof path, "/volumes?filters=%s", esc ? esc : "");
+    cJSON *vols = engine_get(c, path, &status);
+    cJSON_ArrayForEach (b, cJSON_GetObjectItemCaseSensitive(vols, "Volumes")) {
+        char vp[400];
+        snprintf(vp, sizeof vp, "/volumes/%s?force=1", jstr(b, "Name") ? jstr(b, "Name") : "-");
+        cJSON *reply = NULL;
+        pybox_error_t err = {0};
+        pybox_engine_call(c->e, "DELETE", vp, NULL, &status, &reply, &err);
+        cJSON_Delete(reply);
+        n++;
+    }
+    cJSON_Delete(vols);
+    free(esc);
+    return n;
+}
+
+/* The network-namespace fixture: a box with no network at all, listening on its own
+ * loopback and answering with the canary. */
+static int listener(camp_t *c, pybox_error_t *err)
+{
+    if (c->listener[0])
+        return 0;
+    pybox_pin_t pin;
+    if (pybox_image_resolve(&c->st, c->e, "stdlib", &pin, err) < 0)
+        return -1;
+    char run[33];
+    pybox_random_hex(16, run, NULL);
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"Image\":\"%s\",\"User\":\"65534\",\"Entrypoint\":[\"/usr/bin/python3\",\"-c\","
+             "\"import socket\\ns = socket.socket()\\ns.bind(('127.0.0.1', 7777))\\ns.listen()\\n"
+             "while True:\\n    c, _ = s.accept()\\n    c.sendall(b'%s')\\n    c.close()\\n\"],"
+             "\"Labels\":{\"%s\":\"%s\",\"%s\":\"listener-%s\",\"%s\":\"%lld\"},"
+             "\"HostConfig\":{\"NetworkMode\":\"none\",\"ReadonlyRootfs\":true,\"CapDrop\":[\"ALL\"],"
+             "\"SecurityOpt\":[\"no-new-privileges\"]}}",
+             pin.id, c->canary, PYBOX_LABEL_INSTALL, c->st.install_id, PYBOX_LABEL_RUN, run, PYBOX_LABEL_EXPIRES,
+             (long long)time(NULL) +
+                 3600); /* housekeeping of the campaign's own runs leaves it; the sweep removes it */
+    cJSON *b = cJSON_Parse(body);
+    long status = 0;
+    cJSON *reply = NULL;
+    int rc = pybox_engine_call(c->e, "POST", "/containers/create", b, &status, &reply, err);
+    cJSON_Delete(b);
+    if (rc < 0 || status != 201 || jstr(reply, "Id") == NULL) {
+        cJSON_Delete(reply);
+        return rc < 0 ? -1 : pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "creating the listener: HTTP %ld", status);
+    }
+    snprintf(c->listener, sizeof c->listener, "%s", jstr(reply, "Id"));
+    cJSON_Delete(reply);
+    char path[200];
+    snprintf(path, sizeof path, "/containers/%s/start", c->listener);
+    if (pybox_engine_call(c->e, "POST", path, NULL, &status, &reply, err) < 0 || status != 204) {
+        cJSON_Delete(reply);
+        return pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "starting the listener: HTTP %ld", status);
+    }
+    cJSON_Delete(reply);
+    return 0;
+}
+
+/* ---- one run of a case ---- */
+
+static int read_text(const char *path, char **out, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    bool over = false;
+    pybox_error_t err = {0};
+    int rc = pybox_read_bounded(fd, PYBOX_GUEST_PROGRAM_MAX, out, len, &over, &err);
+    close(fd);
+    return rc < 0 || over ? -1 : 0;
+}
+
+/* Relaxations by name into a policy. Returns -1 with err for an unknown one. */
+static int relax(camp_t *c, pybox_policy_t *p, const char *name, pybox_error_t *err)
+{
+    unsigned bit = pybox_policy_relax_bit(name);
+    if (bit) {
+        p->relax |= bit;
+    } else if (strcmp(name, "network-namespace") == 0) {
+        if (listener(c, err) < 0)
+            return -1;
+        p->relax_netns = c->listener;
+    } else if (strcmp(name, "host-folder") == 0) {
+        p->relax_bind = c->host_dir;
+    } else if (strcmp(name, "environment") == 0) {
+        p->relax_env = c->env_entry;
+    } else if (strcmp(name, "engine-socket") == 0) {
+        p->relax_socket = pybox_engine_socket(c->e);
+    } else if (strncmp(name, "cap:", 4) == 0) {
+        p->relax_cap = name + 4;
+    } else {
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "unknown relaxation \"%s\"", name);
+    }
+    return 0;
+}
+
+static void list_names(pybox_buf_t *b, const cJSON *a)
+{
+    const cJSON *x;
+    cJSON_ArrayForEach (x, a) {
+        if (!cJSON_IsString(x))
+            continue;
+        if (b->len)
+            pybox_buf_puts(b, ", ");
+        pybox_buf_puts(b, x->valuestring);
+    }
+}
+
+static const char *program_of(const cJSON *spec, const cJSON *cs)
+{
+    const char *p = jstr(spec, "program");
+    return p ? p : jstr(cs, "program");
+}
+
+static void library_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *program, cJSON *rec)
+{
+    pybox_error_t err = {0};
+    pybox_run_request_t req = {.program = program, .program_len = strlen(program), .state = &c->st};
+    const char *image = jstr(spec, "image") ? jstr(spec, "image") : jstr(cs, "image") ? jstr(cs, "image") : "stdlib";
+    req.image_name = image;
+    pybox_pin_t pin;
+    if (pybox_image_resolve(&c->st, c->e, image, &pin, &err) < 0) {
+        cJSON_AddStringToObject(rec, "error", err.msg);
+        return;
+    }
+    req.pin = &pin;
+    pybox_policy_defaults(&req.policy);
+    snprintf(req.policy.image_id, sizeof req.policy.image_id, "%s", pin.id);
+    snprintf(req.policy.install_id, sizeof req.policy.install_id, "%s", c->st.install_id);
+    const cJSON *lim = cJSON_GetObjectItemCaseSensitive(cs, "limits");
+    req.policy.memory_bytes = (int64_t)(jnum(lim, "memory_mib", (double)PYBOX_DEFAULT_MEMORY / 1048576) * 1048576);
+    req.policy.pids = (int64_t)jnum(lim, "pids", PYBOX_DEFAULT_PIDS);
+    req.policy.nano_cpus = (int64_t)(jnum(lim, "cpus", (double)PYBOX_DEFAULT_NANO_CPUS / 1e9) * 1e9);
+    req.policy.timeout_ms = (int64_t)(jnum(lim, "timeout_s", PYBOX_DEFAULT_TIMEOUT_MS / 1000.0) * 1000);
+    req.policy.box_timer_ms = req.policy.timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
+    pybox_buf_t removed;
+    pybox_buf_init(&removed, 0);
+    const cJSON *lists[2] = {cJSON_GetObjectItemCaseSensitive(cs, "base"),
+                             cJSON_GetObjectItemCaseSensitive(spec, "relax")};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *x;
+        cJSON_ArrayForEach (x, lists[k]) {
+            if (!cJSON_IsString(x) || relax(c, &req.policy, x->valuestring, &err) < 0) {
+                cJSON_AddStringToObject(rec, "error", err.msg[0] ? err.msg : "a relaxation is not a string");
+                pybox_buf_free(&removed);
+                return;
+            }
+        }
+    }
+    list_names(&removed, lists[1]);
+    char relaxed[256];
+    pybox_policy_relaxed(&req.policy, relaxed, sizeof relaxed);
+    cJSON_AddStringToObject(rec, "relaxed", relaxed);
+    cJSON_AddStringToObject(rec, "removed", removed.data ? removed.data : "");
+    pybox_buf_free(&removed);
+    pybox_backend_t be;
+    pybox_docker_backend(&be, c->e);
+    pybox_run_result_t res;
+    double t0 = pybox_now_s();
+    pybox_run(&be, &req, &res);
+    cJSON_AddNumberToObject(rec, "wall_s", pybox_now_s() - t0);
+    cJSON_AddNumberToObject(rec, "exit_code", res.exit_code);
+    cJSON_AddItemToObject(rec, "receipt", pybox_receipt_json(&res));
+    pybox_run_result_free(&res);
+}
+
+static void list_out(const char *dir, cJSON *observed)
+{
+    cJSON *files = cJSON_AddArrayToObject(observed, "out_files");
+    int n = 0;
+    char cmd_dir[PATH_MAX];
+    snprintf(cmd_dir, sizeof cmd_dir, "%s", dir);
+    DIR *d = opendir(cmd_dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.' && (de->d_name[1] == '\0' || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
+            continue;
+        char p[PATH_MAX];
+        struct stat sb;
+        if (pybox_fmt(p, sizeof p, "%s/%s", dir, de->d_name) < 0 || lstat(p, &sb) < 0)
+            continue;
+        cJSON *f = cJSON_CreateObject();
+        cJSON_AddStringToObject(f, "name", de->d_name);
+        cJSON_AddNumberToObject(f, "bytes", (double)sb.st_size);
+        cJSON_AddNumberToObject(f, "mode", sb.st_mode & 07777);
+        cJSON_AddItemToArray(files, f);
+        n++;
+    }
+    if (d)
+        closedir(d);
+    cJSON_AddNumberToObject(observed, "out_count", n);
+    cJSON_AddBoolToObject(observed, "out_exists", d != NULL);
+}
+
+static void exec_run(camp_t *c, const cJSON *spec, const char *program, const char *scratch, cJSON *rec)
+{
+    const char *argv[64] = {c->bin, "exec", "--json"};
+    int argc = 3;
+    cJSON *args = subst_json(c, scratch, cJSON_GetObjectItemCaseSensitive(spec, "args"));
+    const cJSON *a;
+    cJSON_ArrayForEach (a, args)
+        if (cJSON_IsString(a) && argc < 62)
+            argv[argc++] = a->valuestring;
+    argv[argc] = NULL;
+    cJSON_AddItemToObject(rec, "argv", cJSON_Duplicate(args, 1));
+    /* Input files the run needs, written into its scratch folder first. */
+    const cJSON *f;
+    cJSON_ArrayForEach (f, cJSON_GetObjectItemCaseSensitive(spec, "files")) {
+        const char *name = jstr(f, "name"), *content = jstr(f, "content");
+        char p[PATH_MAX];
+        if (!name || !content || pybox_fmt(p, sizeof p, "%s/%s", scratch, name) < 0)
+            continue;
+        char *dirpart = strdup(p);
+        char *slash = strrchr(dirpart, '/');
+        if (slash) {
+            *slash = '\0';
+            char mk[PATH_MAX + 16];
+            snprintf(mk, sizeof mk, "%s", dirpart);
+            for (char *q = mk + strlen(scratch) + 1; *q; q++)
+                if (*q == '/') {
+                    *q = '\0';
+                    mkdir(mk, 0755);
+                    *q = '/';
+                }
+            mkdir(mk, 0755);
+        }
+        free(dirpart);
+        size_t rep = (size_t)jnum(f, "repeat", 1);
+        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        for (size_t i = 0; fd >= 0 && i < rep; i++)
+            pybox_write_all(fd, content, strlen(content));
+        if (fd >= 0)
+            close(fd);
+    }
+    proc_t p;
+    proc_run(argv, NULL, program, strlen(program), jnum(spec, "timeout_s", 120), &p);
+    cJSON_AddNumberToObject(rec, "wall_s", p.wall_s);
+    cJSON_AddNumberToObject(rec, "exit_code", p.exit_code);
+    cJSON *r = p.out.len ? cJSON_ParseWithLength(p.out.data, p.out.len) : NULL;
+    if (r)
+        cJSON_AddItemToObject(rec, "receipt", r);
+    else
+        cJSON_AddStringToObject(rec, "stdout", p.out.data ? p.out.data : "");
+    cJSON_AddStringToObject(rec, "stderr", p.err.data ? p.err.data : "");
+    cJSON *obs = cJSON_AddObjectToObject(rec, "observed");
+    const char *outdir = jstr(spec, "out_dir");
+    if (outdir) {
+        char *o = subst(c, scratch, outdir);
+        list_out(o, obs);
+        free(o);
+    }
+    cJSON *left = our_boxes(c, false);
+    cJSON_AddNumberToObject(obs, "boxes_left", cJSON_GetArraySize(left));
+    cJSON_Delete(left);
+    cJSON_Delete(args);
+    proc_free(&p);
+}
+
+/* Seconds since the epoch of an RFC 3339 time from the engine. */
+static double rfc3339(const char *s)
+{
+    struct tm tm = {0};
+    double frac = 0;
+    if (s == NULL ||
+        sscanf(s, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
+        return 0;
+    const char *dot = strchr(s, '.');
+    if (dot)
+        frac = strtod(dot, NULL);
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return (double)timegm(&tm) + frac;
+}
+
+/* pybox exec started, then signalled (SIGKILL unless the case says otherwise) while the
+ * program runs: what PyBox said, if anything, and what the engine saw. */
+static void crash_run(camp_t *c, const cJSON *spec, const char *program, cJSON *rec)
+{
+    cJSON *obs = cJSON_AddObjectToObject(rec, "observed");
+    int sig = (int)jnum(spec, "signal", SIGKILL);
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
+        return;
+    double t0 = pybox_now_s();
+    long since = (long)time(NULL) - 1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 2);
+        execl(c->bin, c->bin, "exec", "--json", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    pybox_write_all(in[1], program, strlen(program));
+    close(in[1]);
+    /* The box running, then the program in it: polled, as the engine has no event for
+     * "a process started in a box". */
+    char id[80] = "";
+    bool program_seen = false;
+    while (pybox_now_s() - t0 < 30 && !program_seen) {
+        if (!id[0]) {
+            cJSON *run = our_boxes(c, true);
+            const cJSON *b = cJSON_GetArrayItem(run, 0);
+            if (b && jstr(b, "Id"))
+                snprintf(id, sizeof id, "%s", jstr(b, "Id"));
+            cJSON_Delete(run);
+        }
+        if (id[0]) {
+            char path[200];
+            snprintf(path, sizeof path, "/containers/%s/top?ps_args=-eo%%20pid,args", id);
+            long status;
+            cJSON *top = engine_get(c, path, &status);
+            char *t = top ? cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(top, "Processes")) : NULL;
+            program_seen = t && strstr(t, "python3");
+            free(t);
+            cJSON_Delete(top);
+        }
+        if (!program_seen) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    cJSON_AddBoolToObject(obs, "program_seen_running", program_seen);
+    double signalled_at = pybox_now_s();
+    kill(pid, sig);
+    pybox_buf_t said;
+    pybox_buf_init(&said, 16 * 1024 * 1024);
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(out[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0)
+            pybox_buf_append(&said, buf, (size_t)n);
+    close(out[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    cJSON_AddNumberToObject(obs, "signal", sig);
+    cJSON_AddNumberToObject(obs, "pybox_signalled_after_s", signalled_at - t0);
+    cJSON_AddNumberToObject(obs, "pybox_exit_s", pybox_now_s() - signalled_at);
+    cJSON_AddNumberToObject(rec, "exit_code", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    cJSON *r = said.len ? cJSON_ParseWithLength(said.data, said.len) : NULL;
+    if (r)
+        cJSON_AddItemToObject(rec, "receipt", r);
+    pybox_buf_free(&said);
+    if (!id[0]) {
+        cJSON_AddStringToObject(rec, "error", "the box never ran");
+        return;
+    }
+    if (sig != SIGKILL) {
+        /* PyBox was asked to stop: the box must already be gone. */
+        char path[200];
+        long status;
+        snprintf(path, sizeof path, "/containers/%s/json", id);
+        cJSON_Delete(engine_get(c, path, &status));
+        cJSON_AddBoolToObject(obs, "box_gone", status == 404);
+        if (status != 404)
+            remove_box(c, id);
+        cJSON_AddNumberToObject(rec, "wall_s", pybox_now_s() - t0);
+        return;
+    }
+    char path[200];
+    snprintf(path, sizeof path, "/containers/%s/wait", id);
+    long status = 0;
+    cJSON *reply = NULL;
+    pybox_error_t err = {0};
+    pybox_engine_call(c->e, "POST", path, NULL, &status, &reply, &err);
+    cJSON_Delete(reply);
+    snprintf(path, sizeof path, "/containers/%s/json", id);
+    cJSON *ins = engine_get(c, path, &status);
+    const cJSON *state = cJSON_GetObjectItemCaseSensitive(ins, "State");
+    double ran = rfc3339(jstr(state, "FinishedAt")) - rfc3339(jstr(state, "StartedAt"));
+    cJSON_AddNumberToObject(obs, "box_exit_code", jnum(state, "ExitCode", -1));
+    cJSON_AddBoolToObject(obs, "engine_oom", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(state, "OOMKilled")));
+    cJSON_AddNumberToObject(obs, "box_ran_s", ran);
+    const cJSON *args = ev_path(ins, "Args");
+    cJSON_AddItemToObject(obs, "box_init_args", cJSON_Duplicate(args, 1));
+    cJSON_Delete(ins);
+    /* Who stopped it: the engine's own event log for this box. */
+    char filter[200];
+    snprintf(filter, sizeof filter, "{\"container\":[\"%s\"]}", id);
+    char *esc = pybox_engine_escape(c->e, filter);
+    char epath[600];
+    snprintf(epath, sizeof epath, "/events?since=%ld&until=%ld&filters=%s", since, (long)time(NULL) + 1,
+             esc ? esc : "");
+    free(esc);
+    pybox_buf_t raw;
+    pybox_buf_init(&raw, 0);
+    int kills = 0, stops = 0, dies = 0;
+    cJSON *actions = cJSON_AddArrayToObject(obs, "engine_events");
+    if (pybox_engine_call_raw(c->e, "GET", epath, NULL, &status, &raw, &err) == 0 && raw.data) {
+        const char *p = raw.data, *end = raw.data + raw.len;
+        while (p < end) {
+            const char *next = NULL;
+            cJSON *ev = cJSON_ParseWithOpts(p, &next, 0);
+            if (ev == NULL)
+                break;
+            const char *a = jstr(ev, "Action");
+            if (a) {
+                cJSON_AddItemToArray(actions, cJSON_CreateString(a));
+                kills += strcmp(a, "kill") == 0;
+                stops += strcmp(a, "stop") == 0;
+                dies += strcmp(a, "die") == 0;
+            }
+            cJSON_Delete(ev);
+            p = next;
+            while (p < end && (*p == '\n' || *p == '\r'))
+                p++;
+        }
+    }
+    pybox_buf_free(&raw);
+    cJSON_AddNumberToObject(obs, "kill_or_stop_events", kills + stops);
+    cJSON_AddNumberToObject(obs, "die_events", dies);
+    /* The leftover is this campaign's: removed here, as cleanup would after expiry. */
+    remove_box(c, id);
+    snprintf(path, sizeof path, "/containers/%s/json", id);
+    cJSON_Delete(engine_get(c, path, &status));
+    cJSON_AddBoolToObject(obs, "leftover_removed", status == 404);
+    cJSON_AddNumberToObject(rec, "wall_s", pybox_now_s() - t0);
+}
+
+static void driver_run(camp_t *c, const cJSON *spec, const char *scratch, cJSON *rec)
+{
+    cJSON *cmd = subst_json(c, scratch, cJSON_GetObjectItemCaseSensitive(spec, "driver"));
+    const char *argv[32];
+    int argc = 0;
+    const cJSON *a;
+    cJSON_ArrayForEach (a, cmd)
+        if (cJSON_IsString(a) && argc < 30)
+            argv[argc++] = a->valuestring;
+    argv[argc] = NULL;
+    cJSON_AddItemToObject(rec, "driver", cJSON_Duplicate(cmd, 1));
+    char e1[PATH_MAX + 16], e2[PATH_MAX + 32];
+    snprintf(e1, sizeof e1, "PYBOX_BIN=%s", c->bin);
+    snprintf(e2, sizeof e2, "PYBOX_CAMPAIGN_TMP=%s", scratch);
+    const char *env[] = {e1, e2, NULL};
+    proc_t p;
+    if (argc == 0) {
+        cJSON_AddStringToObject(rec, "error", "the case names no driver");
+        cJSON_Delete(cmd);
+        return;
+    }
+    proc_run(argv, env, "", 0, jnum(spec, "timeout_s", 900), &p);
+    cJSON_AddNumberToObject(rec, "wall_s", p.wall_s);
+    cJSON_AddNumberToObject(rec, "exit_code", p.exit_code);
+    cJSON *obs = p.out.len ? cJSON_ParseWithLength(p.out.data, p.out.len) : NULL;
+    if (obs == NULL || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(obs, "checks"))) {
+        cJSON_Delete(obs);
+        char msg[512];
+        snprintf(msg, sizeof msg, "the driver %s (exit %d) printed no result%s", argv[0], p.exit_code,
+                 p.timed_out ? "; it ran out of time" : "");
+        cJSON_AddStringToObject(rec, "error", msg);
+    } else {
+        cJSON_AddItemToObject(rec, "observed", obs);
+    }
+    /* The end of the driver's log, for a failed attempt's reader. */
+    const char *log = p.err.data ? p.err.data : "";
+    size_t l = strlen(log);
+    cJSON_AddStringToObject(rec, "stderr_tail", l > 4000 ? log + l - 4000 : log);
+    proc_free(&p);
+    cJSON_Delete(cmd);
+}
+
+/* ---- expectations ---- */
+
+static bool expect_one(const cJSON *run, const cJSON *x, cJSON *out)
+{
+    const char *path = jstr(x, "path"), *op = jstr(x, "op");
+    const cJSON *want = cJSON_GetObjectItemCaseSensitive(x, "value");
+    const cJSON *got = path ? ev_path(run, path) : NULL;
+    bool ok = false;
+    if (path == NULL || op == NULL) {
+        ok = false;
+    } else if (strcmp(op, "eq") == 0) {
+        ok = got && want && cJSON_Compare(got, want, 1);
+    } else if (strcmp(op, "ne") == 0) {
+        ok = got && want && !cJSON_Compare(got, want, 1);
+    } else if (strcmp(op, "contains") == 0 || strcmp(op, "lacks") == 0) {
+        bool has = cJSON_IsString(got) && cJSON_IsString(want) && strstr(got->valuestring, want->valuestring);
+        ok = cJSON_IsString(got) && (strcmp(op, "contains") == 0 ? has : !has);
+    } else if (strcmp(op, "absent") == 0) {
+        ok = got == NULL;
+    } else if (cJSON_IsNumber(got) && cJSON_IsNumber(want)) {
+        double g = got->valuedouble, w = want->valuedouble;
+        ok = strcmp(op, "gt") == 0   ? g > w
+             : strcmp(op, "ge") == 0 ? g >= w
+             : strcmp(op, "lt") == 0 ? g < w
+             : strcmp(op, "le") == 0 ? g <= w
+                                     : false;
+    }
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "path", path ? path : "");
+    cJSON_AddStringToObject(r, "op", op ? op : "");
+    cJSON_AddItemToObject(r, "want", want ? cJSON_Duplicate(want, 1) : cJSON_CreateNull());
+    /* Long values (program output) are kept short here: the whole is in the run. */
+    if (cJSON_IsString(got) && strlen(got->valuestring) > 300) {
+        char cut[304];
+        snprintf(cut, sizeof cut, "%.300s", got->valuestring);
+        cJSON_AddStringToObject(r, "got", cut);
+    } else {
+        cJSON_AddItemToObject(r, "got", got ? cJSON_Duplicate(got, 1) : cJSON_CreateNull());
+    }
+    cJSON_AddBoolToObject(r, "ok", ok);
+    cJSON_AddItemToArray(out, r);
+    return ok;
+}
+
+/* ---- a case ---- */
+
+static void make_scratch(camp_t *c, const char *case_id, const char *name, int pass, char *out, size_t len)
+{
+    char safe[64];
+    snprintf(safe, sizeof safe, "%s", case_id);
+    for (char *q = safe; *q; q++)
+        if (*q == '/')
+            *q = '-';
+    if (pybox_fmt(out, len, "%s/%03d-%s-%.32s-%d", c->tmp, ++c->scratch_n, safe, name, pass) < 0 ||
+        mkdir(out, 0755) < 0)
+        say("scratch folder %s: %s", out, strerror(errno));
+}
+
+static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
+{
+    char started[40];
+    pybox_wall_iso(started, sizeof started);
+    const char *id = jstr(cs, "id");
+    /* The program text goes into the record with the case. */
+    const char *pf = jstr(cs, "program_file");
+    if (pf != NULL && jstr(cs, "program") == NULL) {
+        char *text = NULL;
+        size_t len = 0;
+        if (read_text(pf, &text, &len) == 0) {
+            cJSON_AddStringToObject(cs, "program", text);
+            free(text);
+        }
+    }
+    cJSON *rec = cJSON_CreateObject();
+    cJSON_AddStringToObject(rec, "schema", EV_SCHEMA);
+    cJSON_AddStringToObject(rec, "campaign", c->id);
+    cJSON_AddStringToObject(rec, "case_file", file);
+    cJSON_AddItemToObject(rec, "case", cJSON_Duplicate(cs, 1));
+    cJSON_AddStringToObject(rec, "started", started);
+    cJSON_AddItemToObject(rec, "host", cJSON_Duplicate(c->host, 1));
+    cJSON *runs = cJSON_AddArrayToObject(rec, "runs");
+    bool ok = true;
+    const char *err = NULL;
+    if (pf != NULL && jstr(cs, "program") == NULL)
+        err = "the case's program_file cannot be read";
+    const cJSON *spec;
+    int nruns = 0;
+    cJSON_ArrayForEach (spec, cJSON_GetObjectItemCaseSensitive(cs, "runs")) {
+        const char *name = jstr(spec, "name") ? jstr(spec, "name") : "run";
+        const char *via = jstr(spec, "via") ? jstr(spec, "via") : "exec";
+        int passes = (int)jnum(spec, "passes", jnum(cs, "passes", 1));
+        for (int pass = 1; pass <= passes && err == NULL; pass++) {
+            char scratch[PATH_MAX];
+            make_scratch(c, id, name, pass, scratch, sizeof scratch);
+            cJSON *r = cJSON_CreateObject();
+            cJSON_AddStringToObject(r, "name", name);
+            cJSON_AddNumberToObject(r, "pass", pass);
+            cJSON_AddStringToObject(r, "via", via);
+            const char *prog0 = program_of(spec, cs);
+            char *program = prog0 ? subst(c, scratch, prog0) : strdup("");
+            char when[40];
+            pybox_wall_iso(when, sizeof when);
+            cJSON_AddStringToObject(r, "at", when);
+            if (strcmp(via, "library") == 0)
+                library_run(c, cs, spec, program, r);
+            else if (strcmp(via, "exec") == 0)
+                exec_run(c, spec, program, scratch, r);
+            else if (strcmp(via, "crash") == 0)
+                crash_run(c, spec, program, r);
+            else if (strcmp(via, "driver") == 0)
+                driver_run(c, spec, scratch, r);
+            else
+                cJSON_AddStringToObject(r, "error", "unknown via");
+            free(program);
+            bool rok = cJSON_GetObjectItemCaseSensitive(r, "error") == NULL;
+            cJSON *ex = cJSON_AddArrayToObject(r, "expect");
+            cJSON *want = subst_json(c, scratch, cJSON_GetObjectItemCaseSensitive(spec, "expect"));
+            const cJSON *x;
+            cJSON_ArrayForEach (x, want)
+                rok = expect_one(r, x, ex) && rok;
+            cJSON_Delete(want);
+            const cJSON *chk;
+            cJSON_ArrayForEach (chk, ev_path(r, "observed.checks"))
+                rok = rok && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(chk, "ok"));
+            cJSON_AddBoolToObject(r, "ok", rok);
+            ok = ok && rok;
+            cJSON_AddItemToArray(runs, r);
+            nruns++;
+        }
+    }
+    if (nruns == 0 && err == NULL)
+        err = "the case has no runs";
+    /* Passes of the same run must agree on the verdict fields. */
+    cJSON *agree = cJSON_AddArrayToObject(rec, "agree");
+    const cJSON *path;
+    cJSON_ArrayForEach (path, cJSON_GetObjectItemCaseSensitive(cs, "agree")) {
+        if (!cJSON_IsString(path))
+            continue;
+        cJSON_ArrayForEach (spec, cJSON_GetObjectItemCaseSensitive(cs, "runs")) {
+            const char *name = jstr(spec, "name") ? jstr(spec, "name") : "run";
+            cJSON *vals = cJSON_CreateArray();
+            const cJSON *r;
+            bool same = true;
+            const cJSON *first = NULL;
+            int k = 0;
+            cJSON_ArrayForEach (r, runs) {
+                if (strcmp(jstr(r, "name"), name) != 0)
+                    continue;
+                const cJSON *v = ev_path(r, path->valuestring);
+                cJSON_AddItemToArray(vals, v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull());
+                if (k++ == 0)
+                    first = v;
+                else
+                    same = same && v && first && cJSON_Compare(v, first, 1);
+            }
+            same = same && first != NULL;
+            cJSON *a = cJSON_CreateObject();
+            cJSON_AddStringToObject(a, "run", name);
+            cJSON_AddStringToObject(a, "path", path->valuestring);
+            cJSON_AddItemToObject(a, "values", vals);
+            cJSON_AddBoolToObject(a, "ok", same);
+            cJSON_AddItemToArray(agree, a);
+            ok = ok && same;
+        }
+    }
+    if (err)
+        cJSON_AddStringToObject(rec, "error", err);
+    ok = ok && err == NULL;
+    char finished[40];
+    pybox_wall_iso(finished, sizeof finished);
+    cJSON_AddStringToObject(rec, "finished", finished);
+    cJSON_AddStringToObject(rec, "verdict", ok ? "pass" : "fail");
+    pybox_error_t e = {0};
+    if (ev_record_store(c->out, rec, record_name, &e) < 0) {
+        say("%s: the record cannot be written: %s", id, e.msg);
+        ok = false;
+    }
+    cJSON_Delete(rec);
+    return ok;
+}
+
+/* ---- set-up ---- */
+
+static int copy_file(const char *from, const char *to)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (read_text(from, &text, &len) < 0)
+        return -1;
+    pybox_error_t err = {0};
+    int rc = pybox_write_file_atomic(to, text, len, 0600, &err);
+    free(text);
+    return rc;
+}
+
+/* The campaign runs as an installation of its own (its own id, labels and run notes),
+ * sharing the main installation's image pins and root filesystem cache. */
+static int setup(camp_t *c)
+{
+    pybox_error_t err = {0};
+    pybox_state_t main_st;
+    if (pybox_state_open(&main_st, false, &err) < 0) {
+        say("no PyBox installation to take the image pins from: %s (run make setup)", err.msg);
+        return -1;
+    }
+    snprintf(c->tmp, sizeof c->tmp, "/tmp/pybox-campaign-XXXXXX");
+    if (mkdtemp(c->tmp) == NULL || chmod(c->tmp, 0755) < 0)
+        return -1;
+    if (pybox_fmt(c->home, sizeof c->home, "%s/home", c->tmp) < 0 || mkdir(c->home, 0700) < 0)
+        return -1;
+    char from[PATH_MAX], to[PATH_MAX];
+    if (pybox_state_path(&main_st, "images.json", from, sizeof from, &err) < 0 ||
+        pybox_fmt(to, sizeof to, "%s/images.json", c->home) < 0 || copy_file(from, to) < 0) {
+        say("no image pins to copy (run make setup)");
+        return -1;
+    }
+    if (pybox_state_path(&main_st, "cache", from, sizeof from, &err) == 0 &&
+        pybox_fmt(to, sizeof to, "%s/cache", c->home) == 0 && symlink(from, to) < 0)
+        say("the image cache is not shared (%s)", strerror(errno));
+    setenv("PYBOX_HOME", c->home, 1);
+    if (pybox_state_open(&c->st, true, &err) < 0 || pybox_engine_open(NULL, &c->e, &err) < 0) {
+        say("%s", err.msg);
+        return -1;
+    }
+    pybox_random_hex(8, c->id, NULL);
+    pybox_random_hex(16, c->canary, NULL);
+    snprintf(c->env_entry, sizeof c->env_entry, "PYBOX_CANARY=%s", c->canary);
+    if (pybox_fmt(c->host_dir, sizeof c->host_dir, "%s/host-folder", c->tmp) < 0 || mkdir(c->host_dir, 0755) < 0)
+        return -1;
+    char canary_path[PATH_MAX];
+    if (pybox_fmt(canary_path, sizeof canary_path, "%s/canary.txt", c->host_dir) < 0 ||
+        pybox_write_file_atomic(canary_path, c->canary, strlen(c->canary), 0644, &err) < 0)
+        return -1;
+
+    c->host = cJSON_CreateObject();
+    struct utsname u;
+    uname(&u);
+    cJSON_AddStringToObject(c->host, "kernel", u.release);
+    cJSON_AddStringToObject(c->host, "machine", u.machine);
+    cJSON_AddNumberToObject(c->host, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
+    long mem_pages = sysconf(_SC_PHYS_PAGES);
+    cJSON_AddNumberToObject(c->host, "memory_mib", (double)mem_pages * (double)sysconf(_SC_PAGESIZE) / 1048576.0);
+    struct stat sb;
+    cJSON_AddStringToObject(c->host, "cgroup", stat("/sys/fs/cgroup/cgroup.controllers", &sb) == 0 ? "v2" : "v1");
+    cJSON_AddStringToObject(c->host, "engine", pybox_engine_version(c->e));
+    long status;
+    cJSON *ver = engine_get(c, "/version", &status);
+    cJSON_AddItemToObject(c->host, "engine_version", ver ? ver : cJSON_CreateNull());
+    cJSON_AddStringToObject(c->host, "pybox_version", PYBOX_VERSION);
+    cJSON_AddStringToObject(c->host, "installation", c->st.install_id);
+    return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static char *slurp_or_die(const char *path)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (read_text(path, &text, &len) < 0) {
+        say("%s: cannot be read", path);
+        exit(2);
+    }
+    return text;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: pybox-campaign run --pybox BIN --out DIR --limits FILE [--fast] CASE.json...\n"
+                    "       pybox-campaign pages DIR LIMITS.md\n"
+                    "       pybox-campaign check DIR LIMITS.md\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage();
+    if (strcmp(argv[1], "pages") == 0 || strcmp(argv[1], "check") == 0) {
+        if (argc != 4)
+            return usage();
+        char *limits = slurp_or_die(argv[3]);
+        int bad =
+            strcmp(argv[1], "pages") == 0 ? ev_write_pages(argv[2], limits, stderr) : ev_check(argv[2], limits, stderr);
+        free(limits);
+        if (bad != 0) {
+            say("%s: %d problem(s)", argv[2], bad < 0 ? 1 : bad);
+            return 1;
+        }
+        if (strcmp(argv[1], "check") == 0)
+            say("%s: every record matches its SHA-256 and every page is what the records render to", argv[2]);
+        return 0;
+    }
+    if (strcmp(argv[1], "run") != 0)
+        return usage();
+    camp_t c = {0};
+    const char *limits_path = NULL;
+    bool fast = false;
+    int i = 2;
+    for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+        if (strcmp(argv[i], "--fast") == 0)
+            fast = true;
+        else if (strcmp(argv[i], "--pybox") == 0 && i + 1 < argc)
+            c.bin = argv[++i];
+        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+            c.out = argv[++i];
+        else if (strcmp(argv[i], "--limits") == 0 && i + 1 < argc)
+            limits_path = argv[++i];
+        else
+            return usage();
+    }
+    if (c.bin == NULL || c.out == NULL || limits_path == NULL || i == argc)
+        return usage();
+    if (c.bin[0] != '/') {
+        say("--pybox must be an absolute path");
+        return 2;
+    }
+    char *limits = slurp_or_die(limits_path);
+    /* Every case is read before anything runs: a bad one refuses the campaign. */
+    int ncases = argc - i;
+    cJSON **cases = calloc((size_t)ncases, sizeof *cases);
+    for (int k = 0; k < ncases; k++) {
+        char *text = slurp_or_die(argv[i + k]);
+        cases[k] = cJSON_Parse(text);
+        free(text);
+        const char *id = jstr(cases[k], "id"), *kind = jstr(cases[k], "kind");
+        if (!id || !kind || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(cases[k], "runs"))) {
+            say("%s: a case needs an id, a kind and runs", argv[i + k]);
+            return 2;
+        }
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (setup(&c) < 0)
+        return 1;
+    say("campaign %s as installation %s; records in %s/%s", c.id, c.st.install_id, c.out, EV_RECORDS);
+    int passed = 0, failed = 0;
+    double t0 = pybox_now_s();
+    for (int k = 0; k < ncases; k++) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(cases[k], "fast");
+        if (fast && !cJSON_IsTrue(f))
+            continue;
+        double t1 = pybox_now_s();
+        char name[80] = "";
+        bool ok = run_case(&c, argv[i + k], cases[k], name);
+        ok ? passed++ : failed++;
+        fprintf(stderr, "campaign: [%s] %s/%s  %.1f s  %s/%s\n", ok ? "pass" : "FAIL", jstr(cases[k], "kind"),
+                jstr(cases[k], "id"), pybox_now_s() - t1, EV_RECORDS, name);
+    }
+    int swept = sweep(&c);
+    int bad = ev_write_pages(c.out, limits, stderr);
+    say("%d passed, %d failed in %.0f s; %d leftover item(s) of the campaign removed; pages %s", passed, failed,
+        pybox_now_s() - t0, swept, bad == 0 ? "written" : "NOT written cleanly");
+    nftw(c.tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    for (int k = 0; k < ncases; k++)
+        cJSON_Delete(cases[k]);
+    free(cases);
+    free(limits);
+    cJSON_Delete(c.host);
+    pybox_engine_free(c.e);
+    return failed == 0 && bad == 0 ? 0 : 1;
+}

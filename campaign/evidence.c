@@ -1,0 +1,719 @@
+/* SPDX-License-Identifier: MIT */
+/* The evidence store and its pages (see evidence.h). */
+#include "evidence.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../pybox/state.h"
+#include "../pybox/util.h"
+
+#define CELL_MAX 240
+
+const cJSON *ev_path(const cJSON *j, const char *path)
+{
+    const char *p = path;
+    while (j != NULL && *p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        char seg[128];
+        if (n == 0 || n >= sizeof seg)
+            return NULL;
+        memcpy(seg, p, n);
+        seg[n] = '\0';
+        bool digits = true;
+        for (size_t i = 0; i < n; i++)
+            digits = digits && seg[i] >= '0' && seg[i] <= '9';
+        if (cJSON_IsArray(j) && digits)
+            j = cJSON_GetArrayItem(j, atoi(seg));
+        else if (cJSON_IsObject(j))
+            j = cJSON_GetObjectItemCaseSensitive(j, seg);
+        else
+            return NULL;
+        p += n;
+        if (*p == '.')
+            p++;
+    }
+    return j;
+}
+
+/* Length of the UTF-8 sequence at s (1 for a byte that does not start a valid one). */
+static size_t utf8_len(const unsigned char *s, size_t left)
+{
+    size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 0 || n > left)
+        return 1;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 1;
+    return n;
+}
+
+static void cell_text(pybox_buf_t *b, const char *s)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = strlen(s), shown = 0;
+    for (size_t i = 0; i < len;) {
+        if (shown >= CELL_MAX) {
+            pybox_buf_puts(b, "…");
+            return;
+        }
+        size_t n = utf8_len(u + i, len - i);
+        unsigned char c = u[i];
+        if (n == 1 && c >= 0x80) {
+            pybox_buf_printf(b, "\\x%02x", c);
+        } else if (c == '\n') {
+            if (i + 1 < len)
+                pybox_buf_puts(b, " ⏎ ");
+        } else if (c < 0x20 || c == 0x7f) {
+            pybox_buf_printf(b, "\\x%02x", c);
+        } else if (c == '<') {
+            pybox_buf_puts(b, "&lt;");
+        } else if (c == '>') {
+            pybox_buf_puts(b, "&gt;");
+        } else if (c == '&') {
+            pybox_buf_puts(b, "&amp;");
+        } else if (strchr("|\\*_[]`#", c) != NULL) {
+            pybox_buf_printf(b, "\\%c", c);
+        } else {
+            pybox_buf_append(b, s + i, n);
+        }
+        shown += n;
+        i += n;
+    }
+}
+
+void ev_cell(pybox_buf_t *b, const cJSON *v)
+{
+    if (v == NULL || cJSON_IsNull(v)) {
+        pybox_buf_puts(b, "—");
+    } else if (cJSON_IsString(v)) {
+        cell_text(b, v->valuestring);
+    } else if (cJSON_IsBool(v)) {
+        pybox_buf_puts(b, cJSON_IsTrue(v) ? "yes" : "no");
+    } else if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        if (d == (double)(long long)d && d < 1e15 && d > -1e15)
+            pybox_buf_printf(b, "%lld", (long long)d);
+        else
+            pybox_buf_printf(b, "%.3f", d);
+    } else {
+        char *t = cJSON_PrintUnformatted(v);
+        cell_text(b, t ? t : "?");
+        free(t);
+    }
+}
+
+int ev_record_store(const char *dir, const cJSON *record, char name[80], pybox_error_t *err)
+{
+    char *text = cJSON_Print(record);
+    if (text == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "printing a record");
+    size_t len = strlen(text);
+    char hex[65];
+    pybox_sha256_hex(text, len, hex);
+    snprintf(name, 80, "%s.json", hex);
+    char rdir[PATH_MAX], path[PATH_MAX];
+    if (pybox_fmt(rdir, sizeof rdir, "%s/%s", dir, EV_RECORDS) < 0 ||
+        pybox_fmt(path, sizeof path, "%s/%s", rdir, name) < 0) {
+        free(text);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: path too long", dir);
+    }
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+        free(text);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "mkdir(%s)", dir);
+    }
+    if (mkdir(rdir, 0755) < 0 && errno != EEXIST) {
+        free(text);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "mkdir(%s)", rdir);
+    }
+    struct stat sb;
+    if (stat(path, &sb) == 0) { /* same name, same bytes: already kept */
+        free(text);
+        return 0;
+    }
+    int rc = pybox_write_file_atomic(path, text, len, 0644, err);
+    free(text);
+    return rc;
+}
+
+/* ---- reading records ---- */
+
+typedef struct {
+    char name[80];
+    cJSON *j;
+    const char *id, *kind, *started, *verdict;
+} rec_t;
+
+static int read_file(const char *path, char **out, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -1;
+    bool over = false;
+    pybox_error_t err = {0};
+    int rc = pybox_read_bounded(fd, 64 * 1024 * 1024, out, len, &over, &err);
+    close(fd);
+    return rc < 0 || over ? -1 : 0;
+}
+
+static bool is_record_name(const char *n)
+{
+    if (strlen(n) != 69 || strcmp(n + 64, ".json") != 0)
+        return false;
+    for (int i = 0; i < 64; i++)
+        if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
+            return false;
+    return true;
+}
+
+static const char *str_at(const cJSON *j, const char *path)
+{
+    const cJSON *v = ev_path(j, path);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+    const rec_t *x = a, *y = b;
+    int c = strcmp(x->kind, y->kind);
+    if (c == 0)
+        c = strcmp(x->id, y->id);
+    if (c == 0)
+        c = strcmp(x->started, y->started);
+    if (c == 0)
+        c = strcmp(x->name, y->name);
+    return c;
+}
+
+static int load(const char *dir, rec_t **out, size_t *n, pybox_buf_t *problems)
+{
+    char rdir[PATH_MAX];
+    if (pybox_fmt(rdir, sizeof rdir, "%s/%s", dir, EV_RECORDS) < 0)
+        return -1;
+    DIR *d = opendir(rdir);
+    *out = NULL;
+    *n = 0;
+    if (d == NULL) {
+        if (errno == ENOENT)
+            return 0;
+        pybox_buf_printf(problems, "%s: %s\n", rdir, strerror(errno));
+        return -1;
+    }
+    int bad = 0;
+    size_t cap = 0;
+    rec_t *v = NULL;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        if (!is_record_name(de->d_name)) {
+            pybox_buf_printf(problems, "%s/%s: not a record name (<sha256>.json)\n", EV_RECORDS, de->d_name);
+            bad++;
+            continue;
+        }
+        char path[PATH_MAX], *text = NULL, hex[65];
+        size_t len = 0;
+        if (pybox_fmt(path, sizeof path, "%s/%s", rdir, de->d_name) < 0 || read_file(path, &text, &len) < 0) {
+            pybox_buf_printf(problems, "%s/%s: cannot be read\n", EV_RECORDS, de->d_name);
+            bad++;
+            continue;
+        }
+        pybox_sha256_hex(text, len, hex);
+        if (strncmp(hex, de->d_name, 64) != 0) {
+            pybox_buf_printf(problems, "%s/%s: its SHA-256 is %s: the record was changed\n", EV_RECORDS, de->d_name,
+                             hex);
+            bad++;
+            free(text);
+            continue;
+        }
+        cJSON *j = cJSON_ParseWithLength(text, len);
+        free(text);
+        rec_t r = {.j = j};
+        snprintf(r.name, sizeof r.name, "%s", de->d_name);
+        const cJSON *schema = ev_path(j, "schema");
+        r.id = str_at(j, "case.id");
+        r.kind = str_at(j, "case.kind");
+        r.started = str_at(j, "started");
+        r.verdict = str_at(j, "verdict");
+        if (j == NULL || !cJSON_IsString(schema) || strcmp(schema->valuestring, EV_SCHEMA) != 0 || !r.id || !r.kind ||
+            !r.started || !r.verdict) {
+            pybox_buf_printf(problems, "%s/%s: not a %s record\n", EV_RECORDS, de->d_name, EV_SCHEMA);
+            bad++;
+            cJSON_Delete(j);
+            continue;
+        }
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 64;
+            rec_t *nv = realloc(v, cap * sizeof *v);
+            if (nv == NULL)
+                abort();
+            v = nv;
+        }
+        v[(*n)++] = r;
+    }
+    closedir(d);
+    if (*n > 0)
+        qsort(v, *n, sizeof *v, rec_cmp);
+    *out = v;
+    return bad;
+}
+
+/* ---- pages ---- */
+
+static const struct {
+    const char *kind, *title, *about;
+} kinds[] = {
+    {"restriction", "Restriction checks",
+     "Each check runs the same probe twice: with PyBox's policy, and with only the named protection removed "
+     "(a relaxed policy the library allows for tests, never the command line; such receipts say "
+     "`RELAXED_FOR_A_TEST`). A check passes only if the escape is blocked with the protection and observed "
+     "without it. The probe's own words are quoted; they are the program's output."},
+    {"resource", "Resource checks", "Limits read straight from the kernel's cgroup files by PyBox's watcher."},
+    {"receipt", "Receipt passes", "Each kind of run three times; the verdict fields must agree across the passes."},
+    {"crash", "Crash safety", "PyBox itself killed mid-run: what the engine and the box's timer did."},
+    {"files", "Files in and out", "Inputs, outputs and their refusals, through `pybox exec`."},
+    {"images", "Images", "The stdlib and data images and their refusals."},
+    {"mcp", "MCP server", "`pybox mcp` driven by the official MCP TypeScript SDK client and a raw client."},
+    {"lifecycle", "Throwaway installation",
+     "A second, private engine, PyBox set up in it from nothing, used, then deleted with it."},
+    {"performance", "Performance", "Complete runs side by side with `docker run --rm -i` under the same limits."},
+};
+#define NKINDS (sizeof kinds / sizeof *kinds)
+
+static int kind_index(const char *k)
+{
+    for (size_t i = 0; i < NKINDS; i++)
+        if (strcmp(kinds[i].kind, k) == 0)
+            return (int)i;
+    return -1;
+}
+
+static void link_record(pybox_buf_t *b, const rec_t *r)
+{
+    pybox_buf_printf(b, "[%.8s](%s/%s)", r->name, EV_RECORDS, r->name);
+}
+
+static void when(pybox_buf_t *b, const rec_t *r)
+{
+    /* "2026-11-30T01:02:03.456Z" -> "2026-11-30 01:02" */
+    pybox_buf_printf(b, "%.10s %.5s", r->started, strlen(r->started) > 16 ? r->started + 11 : "");
+}
+
+/* The first failed expectation or agreement of a record, for the verdict cell. */
+static void why_failed(pybox_buf_t *b, const rec_t *r)
+{
+    const cJSON *err = ev_path(r->j, "error");
+    if (cJSON_IsString(err)) {
+        cell_text(b, err->valuestring);
+        return;
+    }
+    const cJSON *run;
+    cJSON_ArrayForEach (run, ev_path(r->j, "runs")) {
+        const cJSON *x;
+        cJSON_ArrayForEach (x, cJSON_GetObjectItemCaseSensitive(run, "expect")) {
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "ok")))
+                continue;
+            ev_cell(b, cJSON_GetObjectItemCaseSensitive(run, "name"));
+            pybox_buf_puts(b, ": ");
+            ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "path"));
+            pybox_buf_puts(b, " ");
+            ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "op"));
+            pybox_buf_puts(b, " ");
+            ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "want"));
+            pybox_buf_puts(b, ", got ");
+            ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "got"));
+            return;
+        }
+        cJSON_ArrayForEach (x, ev_path(run, "observed.checks")) {
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "ok")))
+                continue;
+            ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "name"));
+            pybox_buf_puts(b, ": ");
+            ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "detail"));
+            return;
+        }
+    }
+    const cJSON *a;
+    cJSON_ArrayForEach (a, ev_path(r->j, "agree")) {
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "ok")))
+            continue;
+        pybox_buf_puts(b, "passes disagree on ");
+        ev_cell(b, cJSON_GetObjectItemCaseSensitive(a, "path"));
+        return;
+    }
+    pybox_buf_puts(b, "failed");
+}
+
+static void verdict(pybox_buf_t *b, const rec_t *r)
+{
+    if (strcmp(r->verdict, "pass") == 0) {
+        pybox_buf_puts(b, "pass");
+        return;
+    }
+    pybox_buf_puts(b, "**FAIL**: ");
+    why_failed(b, r);
+}
+
+/* The case's chosen values ("show": [{"label", "path"}]) for one run. */
+static void shown(pybox_buf_t *b, const cJSON *c, const cJSON *run)
+{
+    const cJSON *s;
+    int k = 0;
+    cJSON_ArrayForEach (s, cJSON_GetObjectItemCaseSensitive(c, "show")) {
+        const char *label = str_at(s, "label"), *path = str_at(s, "path");
+        if (path == NULL)
+            continue;
+        if (k++)
+            pybox_buf_puts(b, "; ");
+        if (label && *label) {
+            cell_text(b, label);
+            pybox_buf_puts(b, " ");
+        }
+        ev_cell(b, ev_path(run, path));
+    }
+    if (k == 0)
+        pybox_buf_puts(b, "—");
+}
+
+static const cJSON *run_named(const cJSON *rec, const char *name)
+{
+    const cJSON *run;
+    cJSON_ArrayForEach (run, ev_path(rec, "runs")) {
+        const char *n = str_at(run, "name");
+        if (n && strcmp(n, name) == 0)
+            return run;
+    }
+    return NULL;
+}
+
+static int passes_of(const cJSON *rec, const char *name)
+{
+    int k = 0;
+    const cJSON *run;
+    cJSON_ArrayForEach (run, ev_path(rec, "runs")) {
+        const char *n = str_at(run, "name");
+        k += n && strcmp(n, name) == 0;
+    }
+    return k;
+}
+
+static void restriction_row(pybox_buf_t *b, const rec_t *r)
+{
+    const cJSON *c = ev_path(r->j, "case");
+    const cJSON *with = run_named(r->j, "with"), *without = run_named(r->j, "without");
+    pybox_buf_puts(b, "| ");
+    ev_cell(b, cJSON_GetObjectItemCaseSensitive(c, "title"));
+    pybox_buf_puts(b, " | ");
+    ev_cell(b, cJSON_GetObjectItemCaseSensitive(c, "claim"));
+    pybox_buf_puts(b, " | ");
+    ev_cell(b, cJSON_GetObjectItemCaseSensitive(without, "removed"));
+    const cJSON *base = cJSON_GetObjectItemCaseSensitive(with, "relaxed");
+    if (cJSON_IsString(base) && base->valuestring[0]) {
+        pybox_buf_puts(b, " (both runs: ");
+        ev_cell(b, base);
+        pybox_buf_puts(b, ")");
+    }
+    pybox_buf_puts(b, " | ");
+    shown(b, c, with);
+    pybox_buf_puts(b, " | ");
+    shown(b, c, without);
+    pybox_buf_puts(b, " | ");
+    verdict(b, r);
+    pybox_buf_puts(b, " | ");
+    when(b, r);
+    pybox_buf_puts(b, " | ");
+    link_record(b, r);
+    pybox_buf_puts(b, " |\n");
+}
+
+static void generic_row(pybox_buf_t *b, const rec_t *r)
+{
+    const cJSON *c = ev_path(r->j, "case");
+    pybox_buf_puts(b, "| ");
+    ev_cell(b, cJSON_GetObjectItemCaseSensitive(c, "title"));
+    pybox_buf_puts(b, " | ");
+    ev_cell(b, cJSON_GetObjectItemCaseSensitive(c, "claim"));
+    pybox_buf_puts(b, " | ");
+    /* Each distinct run once (its first pass), with how many passes it had. */
+    const cJSON *run;
+    int k = 0;
+    cJSON_ArrayForEach (run, ev_path(r->j, "runs")) {
+        const char *name = str_at(run, "name");
+        if (name == NULL || run_named(r->j, name) != run)
+            continue;
+        if (k++)
+            pybox_buf_puts(b, "<br>");
+        int passes = passes_of(r->j, name);
+        if (cJSON_GetArraySize(ev_path(r->j, "runs")) > 1 || passes > 1) {
+            pybox_buf_puts(b, "*");
+            cell_text(b, name);
+            if (passes > 1)
+                pybox_buf_printf(b, ", %d passes", passes);
+            pybox_buf_puts(b, "*: ");
+        }
+        const cJSON *checks = ev_path(run, "observed.checks");
+        if (cJSON_IsArray(checks)) {
+            const cJSON *x;
+            int m = 0;
+            cJSON_ArrayForEach (x, checks) {
+                if (m++)
+                    pybox_buf_puts(b, "<br>");
+                pybox_buf_puts(b, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "ok")) ? "✓ " : "✗ ");
+                ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "name"));
+                pybox_buf_puts(b, ": ");
+                ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "detail"));
+            }
+        }
+        if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(c, "show")) > 0) {
+            if (cJSON_IsArray(checks))
+                pybox_buf_puts(b, "<br>");
+            shown(b, c, run);
+        }
+    }
+    pybox_buf_puts(b, " | ");
+    verdict(b, r);
+    pybox_buf_puts(b, " | ");
+    when(b, r);
+    pybox_buf_puts(b, " | ");
+    link_record(b, r);
+    pybox_buf_puts(b, " |\n");
+}
+
+static ev_page_t *page_add(ev_page_t **pages, size_t *n, const char *name)
+{
+    ev_page_t *nv = realloc(*pages, (*n + 1) * sizeof **pages);
+    if (nv == NULL)
+        abort();
+    *pages = nv;
+    ev_page_t *p = &nv[(*n)++];
+    snprintf(p->name, sizeof p->name, "%s", name);
+    pybox_buf_init(&p->text, 0);
+    return p;
+}
+
+#define GENERATED                                                                                                      \
+    "<!-- Generated by `make campaign` from the replay records in records/ only; do not edit. "                        \
+    "`make evidence-check` verifies every record's SHA-256 and that this page is exactly what they render to. -->\n\n"
+
+static void host_line(pybox_buf_t *b, const rec_t *r)
+{
+    pybox_buf_puts(b, "kernel ");
+    ev_cell(b, ev_path(r->j, "host.kernel"));
+    pybox_buf_puts(b, ", ");
+    ev_cell(b, ev_path(r->j, "host.cpus"));
+    pybox_buf_puts(b, " CPUs, cgroup ");
+    ev_cell(b, ev_path(r->j, "host.cgroup"));
+    pybox_buf_puts(b, ", ");
+    ev_cell(b, ev_path(r->j, "host.engine"));
+}
+
+int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t *n, pybox_buf_t *problems)
+{
+    rec_t *v = NULL;
+    size_t nv = 0;
+    *pages = NULL;
+    *n = 0;
+    int bad = load(dir, &v, &nv, problems);
+    if (bad < 0)
+        return -1;
+    /* The latest attempt of each case; earlier ones are kept, failed ones listed. */
+    bool *latest = calloc(nv + 1, sizeof *latest);
+    for (size_t i = 0; i < nv; i++)
+        latest[i] = i + 1 == nv || strcmp(v[i].kind, v[i + 1].kind) != 0 || strcmp(v[i].id, v[i + 1].id) != 0;
+    for (size_t i = 0; i < nv; i++)
+        if (kind_index(v[i].kind) < 0) {
+            pybox_buf_printf(problems, "%s/%s: unknown kind \"%s\"\n", EV_RECORDS, v[i].name, v[i].kind);
+            bad++;
+        }
+    const rec_t *newest = NULL;
+    for (size_t i = 0; i < nv; i++)
+        if (newest == NULL || strcmp(v[i].started, newest->started) > 0)
+            newest = &v[i];
+
+    ev_page_t *index = page_add(pages, n, "README.md");
+    pybox_buf_t *ix = &index->text;
+    pybox_buf_puts(ix, "# Evidence and limits\n\n" GENERATED);
+    pybox_buf_puts(ix, "Every claim below points to a real, dated run of `make campaign`, kept as a replay "
+                       "record (JSON: the receipt, timings, kernel samples, the engine and kernel versions) "
+                       "named by its SHA-256. Anyone can rerun the campaign; CI reruns a fast part of it.\n\n");
+    if (newest != NULL) {
+        pybox_buf_puts(ix, "Latest record: ");
+        when(ix, newest);
+        pybox_buf_puts(ix, " UTC, campaign ");
+        ev_cell(ix, ev_path(newest->j, "campaign"));
+        pybox_buf_puts(ix, "; ");
+        host_line(ix, newest);
+        pybox_buf_puts(ix, ".\n\n");
+    } else {
+        pybox_buf_puts(ix, "No records yet: run `make campaign`.\n\n");
+    }
+    pybox_buf_puts(ix, "| Kind | Cases | Passed | Runs recorded | Page |\n|---|---|---|---|---|\n");
+    for (size_t k = 0; k < NKINDS; k++) {
+        int cases = 0, passed = 0, runs = 0;
+        for (size_t i = 0; i < nv; i++) {
+            if (strcmp(v[i].kind, kinds[k].kind) != 0 || !latest[i])
+                continue;
+            cases++;
+            passed += strcmp(v[i].verdict, "pass") == 0;
+            runs += cJSON_GetArraySize(ev_path(v[i].j, "runs"));
+        }
+        pybox_buf_printf(ix, "| %s | %d | %d | %d | [%s.md](%s.md) |\n", kinds[k].title, cases, passed, runs,
+                         kinds[k].kind, kinds[k].kind);
+
+        ev_page_t *pg = NULL;
+        char pname[64];
+        snprintf(pname, sizeof pname, "%s.md", kinds[k].kind);
+        pg = page_add(pages, n, pname);
+        ix = &(*pages)[0].text; /* page_add may have moved the pages */
+        pybox_buf_t *b = &pg->text;
+        pybox_buf_printf(b, "# %s\n\n" GENERATED "%s\n\n", kinds[k].title, kinds[k].about);
+        if (cases == 0) {
+            pybox_buf_puts(b, "No records yet.\n");
+            continue;
+        }
+        bool restriction = strcmp(kinds[k].kind, "restriction") == 0;
+        if (restriction)
+            pybox_buf_puts(b, "| Check | Claim | Removed for the \"without\" run | With the protection | Without it | "
+                              "Verdict | When (UTC) | Record |\n|---|---|---|---|---|---|---|---|\n");
+        else
+            pybox_buf_puts(b, "| Case | Claim | What happened | Verdict | When (UTC) | Record |\n"
+                              "|---|---|---|---|---|---|\n");
+        for (size_t i = 0; i < nv; i++) {
+            if (strcmp(v[i].kind, kinds[k].kind) != 0 || !latest[i])
+                continue;
+            if (restriction)
+                restriction_row(b, &v[i]);
+            else
+                generic_row(b, &v[i]);
+        }
+        const rec_t *h = NULL;
+        for (size_t i = 0; i < nv; i++)
+            if (strcmp(v[i].kind, kinds[k].kind) == 0 && latest[i] &&
+                (h == NULL || strcmp(v[i].started, h->started) > 0))
+                h = &v[i];
+        pybox_buf_puts(b, "\nMachine of the latest record: ");
+        host_line(b, h);
+        pybox_buf_puts(b, ".\n");
+    }
+    ix = &(*pages)[0].text;
+    pybox_buf_puts(ix, "\n## Failed attempts (kept, never overwritten)\n\n");
+    int failed = 0;
+    for (size_t i = 0; i < nv; i++) {
+        if (strcmp(v[i].verdict, "pass") == 0)
+            continue;
+        if (failed++ == 0)
+            pybox_buf_puts(ix, "| Case | When (UTC) | What failed | Latest attempt of its case | Record |\n"
+                               "|---|---|---|---|---|\n");
+        pybox_buf_puts(ix, "| ");
+        ev_cell(ix, ev_path(v[i].j, "case.kind"));
+        pybox_buf_puts(ix, "/");
+        ev_cell(ix, ev_path(v[i].j, "case.id"));
+        pybox_buf_puts(ix, " | ");
+        when(ix, &v[i]);
+        pybox_buf_puts(ix, " | ");
+        why_failed(ix, &v[i]);
+        pybox_buf_printf(ix, " | %s | ", latest[i] ? "yes" : "no, a later one exists");
+        link_record(ix, &v[i]);
+        pybox_buf_puts(ix, " |\n");
+    }
+    if (failed == 0)
+        pybox_buf_puts(ix, "None recorded.\n");
+    pybox_buf_printf(ix, "\nRecords in `records/`: %zu.\n\n", nv);
+    if (limits_md != NULL)
+        pybox_buf_puts(ix, limits_md);
+    for (size_t i = 0; i < nv; i++)
+        cJSON_Delete(v[i].j);
+    free(v);
+    free(latest);
+    return bad;
+}
+
+void ev_pages_free(ev_page_t *pages, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        pybox_buf_free(&pages[i].text);
+    free(pages);
+}
+
+int ev_write_pages(const char *dir, const char *limits_md, FILE *report)
+{
+    ev_page_t *pages;
+    size_t n;
+    pybox_buf_t problems;
+    pybox_buf_init(&problems, 0);
+    int bad = ev_render(dir, limits_md, &pages, &n, &problems);
+    if (problems.len)
+        fputs(problems.data, report);
+    pybox_buf_free(&problems);
+    if (bad < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        pybox_error_t err = {0};
+        if (pybox_fmt(path, sizeof path, "%s/%s", dir, pages[i].name) < 0 ||
+            pybox_write_file_atomic(path, pages[i].text.data ? pages[i].text.data : "", pages[i].text.len, 0644, &err) <
+                0) {
+            fprintf(report, "%s: %s\n", pages[i].name, err.msg);
+            bad++;
+        }
+    }
+    ev_pages_free(pages, n);
+    return bad;
+}
+
+int ev_check(const char *dir, const char *limits_md, FILE *report)
+{
+    ev_page_t *pages;
+    size_t n;
+    pybox_buf_t problems;
+    pybox_buf_init(&problems, 0);
+    int bad = ev_render(dir, limits_md, &pages, &n, &problems);
+    if (problems.len)
+        fputs(problems.data, report);
+    pybox_buf_free(&problems);
+    if (bad < 0)
+        return 1;
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX], *text = NULL;
+        size_t len = 0;
+        if (pybox_fmt(path, sizeof path, "%s/%s", dir, pages[i].name) < 0 || read_file(path, &text, &len) < 0) {
+            fprintf(report, "%s: missing (make campaign-pages writes it)\n", pages[i].name);
+            bad++;
+            continue;
+        }
+        if (len != pages[i].text.len || memcmp(text, pages[i].text.data, len) != 0) {
+            /* Say where, so a hand edit is easy to find. */
+            size_t at = 0, line = 1;
+            while (at < len && at < pages[i].text.len && text[at] == pages[i].text.data[at])
+                line += text[at++] == '\n';
+            fprintf(report, "%s: line %zu differs from what the records render to\n", pages[i].name, line);
+            bad++;
+        }
+        free(text);
+    }
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name);
+        if (l < 3 || strcmp(de->d_name + l - 3, ".md") != 0)
+            continue;
+        bool known = false;
+        for (size_t i = 0; i < n; i++)
+            known = known || strcmp(pages[i].name, de->d_name) == 0;
+        if (!known) {
+            fprintf(report, "%s: a page no record renders to\n", de->d_name);
+            bad++;
+        }
+    }
+    if (d)
+        closedir(d);
+    ev_pages_free(pages, n);
+    return bad;
+}
