@@ -52,7 +52,7 @@ $(BUILD)/pybox-init: guest/init.c guest/proto.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GUEST_CFLAGS) guest/init.c -o $@
 
-$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/libpybox.a
+$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/obj/campaign/evidence.o $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) -lpthread -o $@
 
 $(BUILD)/obj/unit/%.o: unit/%.c

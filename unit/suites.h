@@ -18,5 +18,6 @@ Suite *suite_files(void);
 Suite *suite_toml(void);
 Suite *suite_wheels(void);
 Suite *suite_mcp(void);
+Suite *suite_evidence(void);
 
 #endif

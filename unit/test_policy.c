@@ -492,6 +492,65 @@ START_TEST(verify_recorded_readback)
 }
 END_TEST
 
+/* Test-only relaxations: each changes exactly its setting in the body, is named in the
+ * relaxed list, and is held against the read-back like any other setting (so a
+ * default box never passes for a relaxed one, nor the reverse). */
+START_TEST(relaxations_named_and_held)
+{
+    static const struct {
+        const char *name, *section, *key;
+    } r[] = {
+        {"program-root", NULL, "Entrypoint"},     {"writable-root", "HostConfig", "ReadonlyRootfs"},
+        {"engine-caps", "HostConfig", "CapAdd"},  {"new-privileges", "HostConfig", "SecurityOpt"},
+        {"seccomp", "HostConfig", "SecurityOpt"}, {"pids", "HostConfig", "PidsLimit"},
+        {"memory", "HostConfig", "Memory"},       {"system-paths", "HostConfig", "MaskedPaths"},
+    };
+    ck_assert_uint_eq(pybox_policy_relax_bit("nope"), 0);
+    cJSON *inspect = load_fixture();
+    for (size_t i = 0; i < sizeof r / sizeof *r; i++) {
+        pybox_policy_t p;
+        fixture_policy(&p);
+        cJSON *plain = pybox_policy_create_body(&p);
+        unsigned bit = pybox_policy_relax_bit(r[i].name);
+        ck_assert_uint_ne(bit, 0);
+        p.relax = bit;
+        cJSON *relaxed = pybox_policy_create_body(&p);
+        const cJSON *a = r[i].section ? get(get(plain, r[i].section), r[i].key) : get(plain, r[i].key);
+        const cJSON *b = r[i].section ? get(get(relaxed, r[i].section), r[i].key) : get(relaxed, r[i].key);
+        ck_assert_msg(!cJSON_Compare(a, b, 1), "%s: %s unchanged", r[i].name, r[i].key);
+        char list[256];
+        pybox_policy_relaxed(&p, list, sizeof list);
+        ck_assert_str_eq(list, r[i].name);
+        pybox_error_t err = {0};
+        ck_assert_msg(pybox_policy_verify(&p, inspect, NULL, &err) == -1, "%s: a default box passed", r[i].name);
+        ck_assert_int_eq(err.kind, PYBOX_ERR_POLICY);
+        cJSON_Delete(plain);
+        cJSON_Delete(relaxed);
+    }
+    /* The root program is the init's third argument, and only then. */
+    pybox_policy_t p;
+    fixture_policy(&p);
+    p.relax = PYBOX_RELAX_PROGRAM_ROOT;
+    cJSON *body = pybox_policy_create_body(&p);
+    const cJSON *entry = get(body, "Entrypoint");
+    ck_assert_int_eq(cJSON_GetArraySize(entry), 3);
+    ck_assert_str_eq(cJSON_GetArrayItem(entry, 2)->valuestring, PYBOX_GUEST_ROOT_FLAG);
+    cJSON_Delete(body);
+    /* A capability and the engine's socket are named too. */
+    fixture_policy(&p);
+    p.relax_cap = "CAP_NET_RAW";
+    p.relax_socket = "/run/engine.sock";
+    char list[256];
+    pybox_policy_relaxed(&p, list, sizeof list);
+    ck_assert_str_eq(list, "engine-socket,capability CAP_NET_RAW");
+    body = pybox_policy_create_body(&p);
+    ck_assert(array_has(get(get(body, "HostConfig"), "CapAdd"), "CAP_NET_RAW"));
+    ck_assert(array_has(get(get(body, "HostConfig"), "Binds"), "/run/engine.sock:" PYBOX_RELAX_SOCKET_AT));
+    cJSON_Delete(body);
+    cJSON_Delete(inspect);
+}
+END_TEST
+
 START_TEST(verify_not_an_object)
 {
     pybox_policy_t p;
@@ -714,6 +773,7 @@ Suite *suite_policy(void)
     tc = tcase_create("verify");
     tcase_add_test(tc, verify_recorded_readback);
     tcase_add_test(tc, verify_not_an_object);
+    tcase_add_test(tc, relaxations_named_and_held);
     tcase_add_test(tc, verify_catches_each_mutation);
     tcase_set_timeout(tc, 20);
     suite_add_tcase(s, tc);

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for the evidence store (campaign/evidence.h): records named by their
+ * SHA-256, pages rendered from records only, and the check that catches a changed
+ * byte, a hand-edited page or a stray one. Real files in a temporary folder. */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../campaign/evidence.h"
+#include "../pybox/util.h"
+#include "suites.h"
+
+static const char limits[] = "## What is not claimed\n\n- Everything else.\n";
+
+static char dir[64];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/pybox-unit-evidence-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void teardown(void)
+{
+    nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A record as the campaign writes it, small. */
+static cJSON *record(const char *kind, const char *id, const char *started, const char *verdict, const char *said)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "schema", EV_SCHEMA);
+    cJSON_AddStringToObject(r, "campaign", "c0ffee");
+    cJSON *c = cJSON_AddObjectToObject(r, "case");
+    cJSON_AddStringToObject(c, "id", id);
+    cJSON_AddStringToObject(c, "kind", kind);
+    cJSON_AddStringToObject(c, "title", id);
+    cJSON_AddStringToObject(c, "claim", "a claim | with a pipe");
+    cJSON *show = cJSON_AddArrayToObject(c, "show");
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddStringToObject(s, "label", "");
+    cJSON_AddStringToObject(s, "path", "receipt.said.stdout.text");
+    cJSON_AddItemToArray(show, s);
+    cJSON_AddStringToObject(r, "started", started);
+    cJSON *host = cJSON_AddObjectToObject(r, "host");
+    cJSON_AddStringToObject(host, "kernel", "6.1.0");
+    cJSON_AddNumberToObject(host, "cpus", 2);
+    cJSON_AddStringToObject(host, "cgroup", "v2");
+    cJSON_AddStringToObject(host, "engine", "Docker/20.10");
+    cJSON *runs = cJSON_AddArrayToObject(r, "runs");
+    const char *names[] = {"with", "without"};
+    for (int i = 0; i < 2; i++) {
+        cJSON *run = cJSON_CreateObject();
+        cJSON_AddStringToObject(run, "name", names[i]);
+        cJSON_AddStringToObject(run, "relaxed", i ? "seccomp" : "");
+        cJSON_AddStringToObject(run, "removed", i ? "seccomp" : "");
+        cJSON *said_o =
+            cJSON_AddObjectToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(run, "receipt"), "said"), "stdout");
+        cJSON_AddStringToObject(said_o, "text", i ? "ESCAPED: yes\n" : said);
+        cJSON *ex = cJSON_AddArrayToObject(run, "expect");
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "path", "receipt.said.stdout.text");
+        cJSON_AddStringToObject(x, "op", "contains");
+        cJSON_AddStringToObject(x, "want", i ? "ESCAPED:" : "BLOCKED:");
+        cJSON_AddStringToObject(x, "got", i ? "ESCAPED: yes\n" : said);
+        cJSON_AddBoolToObject(x, "ok", strcmp(verdict, "pass") == 0 || i);
+        cJSON_AddItemToArray(ex, x);
+        cJSON_AddItemToArray(runs, run);
+    }
+    cJSON_AddStringToObject(r, "verdict", verdict);
+    return r;
+}
+
+static void store(cJSON *r, char name[80])
+{
+    pybox_error_t err = {0};
+    ck_assert_msg(ev_record_store(dir, r, name, &err) == 0, "%s", err.msg);
+    cJSON_Delete(r);
+}
+
+static char *slurp(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* Run the check with its report captured. */
+static int check(char *report, size_t len)
+{
+    FILE *f = fmemopen(report, len, "w");
+    ck_assert_ptr_nonnull(f);
+    int bad = ev_check(dir, limits, f);
+    fclose(f);
+    return bad;
+}
+
+static void write_pages(void)
+{
+    ck_assert_int_eq(ev_write_pages(dir, limits, stderr), 0);
+}
+
+START_TEST(record_named_by_its_sha256)
+{
+    char name[80];
+    cJSON *r = record("restriction", "keyring", "2026-01-01T00:00:00.000Z", "pass", "BLOCKED: no\n");
+    char *text = cJSON_Print(r);
+    char hex[65];
+    pybox_sha256_hex(text, strlen(text), hex);
+    free(text);
+    store(r, name);
+    ck_assert_int_eq(strncmp(name, hex, 64), 0);
+    ck_assert_str_eq(name + 64, ".json");
+    char rel[128];
+    snprintf(rel, sizeof rel, "records/%s", name);
+    ck_assert_int_eq(strncmp(slurp(rel), "{", 1), 0);
+}
+END_TEST
+
+START_TEST(pages_pass_the_check)
+{
+    char name[80], report[4096] = "";
+    store(record("restriction", "keyring", "2026-01-01T00:00:00.000Z", "pass", "BLOCKED: no\n"), name);
+    write_pages();
+    ck_assert_msg(check(report, sizeof report) == 0, "%s", report);
+    const char *page = slurp("restriction.md");
+    ck_assert_ptr_nonnull(
+        strstr(page, "| keyring | a claim \\| with a pipe | seccomp | BLOCKED: no | ESCAPED: yes | pass |"));
+    ck_assert_ptr_nonnull(strstr(slurp("README.md"), "What is not claimed"));
+}
+END_TEST
+
+START_TEST(one_changed_byte_fails)
+{
+    char name[80], report[4096] = "";
+    store(record("restriction", "keyring", "2026-01-01T00:00:00.000Z", "pass", "BLOCKED: no\n"), name);
+    write_pages();
+    char path[256];
+    snprintf(path, sizeof path, "%s/records/%s", dir, name);
+    int fd = open(path, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    char c;
+    ck_assert_int_eq(pread(fd, &c, 1, 40), 1);
+    c ^= 0x01;
+    ck_assert_int_eq(pwrite(fd, &c, 1, 40), 1);
+    close(fd);
+    ck_assert_int_gt(check(report, sizeof report), 0);
+    ck_assert_msg(strstr(report, "the record was changed") != NULL, "%s", report);
+}
+END_TEST
+
+START_TEST(hand_edited_page_fails)
+{
+    char name[80], report[4096] = "";
+    store(record("restriction", "keyring", "2026-01-01T00:00:00.000Z", "pass", "BLOCKED: no\n"), name);
+    write_pages();
+    char path[256];
+    snprintf(path, sizeof path, "%s/restriction.md", dir);
+    char *page = strdup(slurp("restriction.md"));
+    char *at = strstr(page, "BLOCKED: no");
+    ck_assert_ptr_nonnull(at);
+    at[0] = 'b'; /* one figure changed by hand */
+    FILE *f = fopen(path, "w");
+    fputs(page, f);
+    fclose(f);
+    free(page);
+    ck_assert_int_gt(check(report, sizeof report), 0);
+    ck_assert_msg(strstr(report, "restriction.md: line") != NULL, "%s", report);
+}
+END_TEST
+
+START_TEST(stray_page_and_record_fail)
+{
+    char name[80], report[4096] = "";
+    store(record("restriction", "keyring", "2026-01-01T00:00:00.000Z", "pass", "BLOCKED: no\n"), name);
+    write_pages();
+    char path[256];
+    snprintf(path, sizeof path, "%s/extra.md", dir);
+    FILE *f = fopen(path, "w");
+    fputs("| made up | pass |\n", f);
+    fclose(f);
+    ck_assert_int_gt(check(report, sizeof report), 0);
+    ck_assert_msg(strstr(report, "extra.md: a page no record renders to") != NULL, "%s", report);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/records/notes.json", dir);
+    f = fopen(path, "w");
+    fputs("{}", f);
+    fclose(f);
+    report[0] = '\0';
+    ck_assert_int_gt(check(report, sizeof report), 0);
+    ck_assert_msg(strstr(report, "not a record name") != NULL, "%s", report);
+}
+END_TEST
+
+START_TEST(deleted_page_fails)
+{
+    char name[80], report[4096] = "";
+    store(record("restriction", "keyring", "2026-01-01T00:00:00.000Z", "pass", "BLOCKED: no\n"), name);
+    write_pages();
+    char path[256];
+    snprintf(path, sizeof path, "%s/restriction.md", dir);
+    unlink(path);
+    ck_assert_int_gt(check(report, sizeof report), 0);
+    ck_assert_msg(strstr(report, "restriction.md: missing") != NULL, "%s", report);
+}
+END_TEST
+
+START_TEST(failed_attempt_kept_and_listed)
+{
+    char first[80], second[80], report[4096] = "";
+    store(record("restriction", "keyring", "2026-01-01T00:00:00.000Z", "fail", "ESCAPED: oops\n"), first);
+    store(record("restriction", "keyring", "2026-01-02T00:00:00.000Z", "pass", "BLOCKED: no\n"), second);
+    ck_assert_str_ne(first, second);
+    write_pages();
+    ck_assert_msg(check(report, sizeof report) == 0, "%s", report);
+    const char *index = slurp("README.md");
+    ck_assert_msg(strstr(index, first) != NULL, "the failed attempt is not listed");
+    ck_assert_ptr_nonnull(strstr(index, "no, a later one exists"));
+    /* The table shows the latest attempt only. */
+    const char *page = slurp("restriction.md");
+    ck_assert_ptr_nonnull(strstr(page, second));
+    ck_assert_ptr_null(strstr(page, first));
+    /* Storing the same record again keeps the one file. */
+    char again[80];
+    store(record("restriction", "keyring", "2026-01-01T00:00:00.000Z", "fail", "ESCAPED: oops\n"), again);
+    ck_assert_str_eq(again, first);
+}
+END_TEST
+
+START_TEST(paths_and_cells)
+{
+    cJSON *j = cJSON_Parse("{\"a\":{\"b\":[{\"c\":1},{\"c\":\"x|y\\n<z>\"}]},\"n\":2.5}");
+    ck_assert_ptr_nonnull(j);
+    ck_assert_double_eq(ev_path(j, "a.b.0.c")->valuedouble, 1);
+    ck_assert_str_eq(ev_path(j, "a.b.1.c")->valuestring, "x|y\n<z>");
+    ck_assert_ptr_null(ev_path(j, "a.b.2.c"));
+    ck_assert_ptr_null(ev_path(j, "a..b"));
+    ck_assert_ptr_null(ev_path(j, "n.x"));
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    ev_cell(&b, ev_path(j, "a.b.1.c"));
+    ck_assert_str_eq(b.data, "x\\|y ⏎ &lt;z&gt;");
+    b.len = 0;
+    ev_cell(&b, ev_path(j, "n"));
+    ev_cell(&b, NULL);
+    ev_cell(&b, ev_path(j, "a.b.0.c"));
+    b.data[b.len] = '\0';
+    ck_assert_str_eq(b.data, "2.500—1");
+    /* Program bytes that are not UTF-8, or terminal escapes, cannot reach a page raw. */
+    cJSON *s = cJSON_CreateString("\x1b[31m\xff|");
+    b.len = 0;
+    ev_cell(&b, s);
+    b.data[b.len] = '\0';
+    ck_assert_str_eq(b.data, "\\x1b\\[31m\\xff\\|");
+    cJSON_Delete(s);
+    pybox_buf_free(&b);
+    cJSON_Delete(j);
+}
+END_TEST
+
+START_TEST(not_a_record_is_a_problem)
+{
+    /* Right name, right hash, wrong content: listed, not rendered. */
+    char rdir[128], path[256], hex[65], report[4096] = "";
+    const char *text = "{\"schema\":\"something else\"}";
+    pybox_sha256_hex(text, strlen(text), hex);
+    snprintf(rdir, sizeof rdir, "%s/records", dir);
+    mkdir(rdir, 0755);
+    snprintf(path, sizeof path, "%s/%s.json", rdir, hex);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    FILE *null = fopen("/dev/null", "w");
+    ck_assert_int_gt(ev_write_pages(dir, limits, null), 0);
+    fclose(null);
+    ck_assert_int_gt(check(report, sizeof report), 0);
+    ck_assert_msg(strstr(report, "not a pybox.evidence/1 record") != NULL, "%s", report);
+}
+END_TEST
+
+Suite *suite_evidence(void)
+{
+    Suite *s = suite_create("evidence");
+    TCase *tc = tcase_create("store and check");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, record_named_by_its_sha256);
+    tcase_add_test(tc, pages_pass_the_check);
+    tcase_add_test(tc, one_changed_byte_fails);
+    tcase_add_test(tc, hand_edited_page_fails);
+    tcase_add_test(tc, stray_page_and_record_fail);
+    tcase_add_test(tc, deleted_page_fails);
+    tcase_add_test(tc, failed_attempt_kept_and_listed);
+    tcase_add_test(tc, paths_and_cells);
+    tcase_add_test(tc, not_a_record_is_a_problem);
+    suite_add_tcase(s, tc);
+    return s;
+}
