@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "escape.h"
 #include "run.h"
 #include "util.h"
 #include "version.h"
@@ -270,7 +271,7 @@ static void on_progress(void *ctx, double progress, double total, const char *me
     cJSON_AddStringToObject(m, "jsonrpc", "2.0");
     cJSON_AddStringToObject(m, "method", "notifications/progress");
     cJSON *p = cJSON_AddObjectToObject(m, "params");
-    cJSON_AddItemToObject(p, "progressToken", cJSON_Duplicate(c->progress_token, 1));
+    cJSON_AddItemToObject(p, "progressToken", id_copy(c->progress_token));
     cJSON_AddNumberToObject(p, "progress", progress);
     cJSON_AddNumberToObject(p, "total", total);
     if (message)
@@ -283,6 +284,9 @@ static void *worker(void *arg)
     call_t *c = arg;
     server_t *s = c->srv;
     cJSON *result = s->runner(s->runner_arg, s->cfg, c->args, c->cancel_pipe[0], on_progress, c);
+    /* The folder the runner kept for this call: never sent; removed if the result is
+     * dropped, so a cancelled call leaves nothing under --output-root. */
+    cJSON *kept = result ? cJSON_DetachItemFromObjectCaseSensitive(result, PYBOX_MCP_KEPT_KEY) : NULL;
     /* Done before the result goes out: a client that sends its next call as soon as it
      * has this result finds the slot free (the reader joins this thread first). A
      * cancellation from now on is too late and ignored. */
@@ -290,10 +294,15 @@ static void *worker(void *arg)
     bool cancelled = c->cancelled;
     c->done = true;
     pthread_mutex_unlock(&s->mu);
-    if (result != NULL && !cancelled)
+    if (result != NULL && !cancelled) {
         send_result(s, c->id, result);
-    else
+    } else {
+        if (cJSON_IsString(kept) && s->cfg->output_root[0] != '\0' &&
+            pybox_mcp_discard_kept(s->cfg->output_root, kept->valuestring) < 0)
+            logf_("removing the files of a cancelled call: %s", strerror(errno));
         cJSON_Delete(result);
+    }
+    cJSON_Delete(kept);
     return NULL;
 }
 
@@ -328,7 +337,17 @@ static void reap(server_t *s, bool all)
     }
 }
 
-static void start_call(server_t *s, const cJSON *id, const cJSON *params)
+/* A progress token is echoed exactly, as an id is: a string, or an integer a double holds
+ * exactly. Another token (a fraction, a huge number) gets no progress at all. */
+static bool valid_token(const cJSON *t)
+{
+    return cJSON_IsString(t) ||
+           (cJSON_IsNumber(t) && fabs(t->valuedouble) < 9007199254740992.0 && t->valuedouble == floor(t->valuedouble));
+}
+
+/* params is the request's own: its arguments are taken out of it, not copied (a large
+ * request is never held twice). */
+static void start_call(server_t *s, const cJSON *id, cJSON *params)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
@@ -365,10 +384,10 @@ static void start_call(server_t *s, const cJSON *id, const cJSON *params)
     slot->used = true;
     slot->srv = s;
     slot->id = cJSON_Duplicate(id, 1);
-    slot->args = args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject();
+    slot->args = args ? cJSON_DetachItemFromObjectCaseSensitive(params, "arguments") : cJSON_CreateObject();
     const cJSON *token =
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(params, "_meta"), "progressToken");
-    if (cJSON_IsString(token) || cJSON_IsNumber(token))
+    if (valid_token(token))
         slot->progress_token = cJSON_Duplicate(token, 1);
     if (pthread_create(&slot->thread, NULL, worker, slot) != 0) {
         close(slot->cancel_pipe[0]);
@@ -459,8 +478,119 @@ static bool has_nul_escape(const char *line, size_t len)
     return false;
 }
 
+typedef enum { SCAN_OK, SCAN_BLANK, SCAN_NOT_UTF8, SCAN_CONTROL, SCAN_TOO_MANY } scan_t;
+
+/* One pass over a line before cJSON sees it (cJSON is lenient): it must be UTF-8, hold no
+ * raw control character (JSON allows none inside strings, and only space, tab and CR
+ * between tokens here), and no more than PYBOX_MCP_VALUES_MAX values (counted as the
+ * '[', '{' and ',' outside strings, plus one: a bound on the nodes cJSON would make). A
+ * line of only spaces, tabs and CRs is blank. */
+static scan_t scan_line(const char *line, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)line;
+    bool in_str = false, escaped = false, blank = true;
+    size_t values = 1;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = p[i];
+        if (c >= 0x80) {
+            unsigned cp;
+            size_t n = pybox_utf8_seq(p + i, len - i, &cp);
+            if (n == 0)
+                return SCAN_NOT_UTF8;
+            i += n;
+            blank = false;
+            escaped = false;
+            continue;
+        }
+        i++;
+        if (c < 0x20 && (in_str || (c != '\t' && c != '\r')))
+            return SCAN_CONTROL;
+        if (c != ' ' && c != '\t' && c != '\r')
+            blank = false;
+        if (in_str) {
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if ((c == '[' || c == '{' || c == ',') && ++values > PYBOX_MCP_VALUES_MAX) {
+            return SCAN_TOO_MANY;
+        }
+    }
+    return blank ? SCAN_BLANK : SCAN_OK;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* An object with a key given twice: cJSON keeps both and lookups see only the first, so
+ * the server and the client could disagree on what was asked. Sorted, so a large object
+ * costs n log n. */
+static bool dup_keys(const cJSON *o)
+{
+    if (!cJSON_IsObject(o))
+        return false;
+    size_t n = (size_t)cJSON_GetArraySize(o), i = 0;
+    if (n < 2)
+        return false;
+    const char **names = malloc(n * sizeof *names);
+    if (names == NULL)
+        return true; /* refused rather than unchecked */
+    const cJSON *k;
+    cJSON_ArrayForEach (k, o)
+        names[i++] = k->string ? k->string : "";
+    qsort(names, n, sizeof *names, cmp_names);
+    bool dup = false;
+    for (i = 1; i < n && !dup; i++)
+        dup = strcmp(names[i - 1], names[i]) == 0;
+    free(names);
+    return dup;
+}
+
+/* Duplicate keys where the server reads them: the request, its params, _meta, the
+ * arguments and each file of the arguments. */
+static bool request_dup_keys(const cJSON *msg)
+{
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
+    if (dup_keys(msg) || dup_keys(params) || dup_keys(cJSON_GetObjectItemCaseSensitive(params, "_meta")) ||
+        dup_keys(args))
+        return true;
+    const cJSON *f;
+    cJSON_ArrayForEach (f, cJSON_GetObjectItemCaseSensitive(args, "files")) {
+        if (dup_keys(f))
+            return true;
+    }
+    return false;
+}
+
 static void dispatch(server_t *s, const char *line, size_t len)
 {
+    switch (scan_line(line, len)) {
+    case SCAN_BLANK:
+        return;
+    case SCAN_NOT_UTF8:
+        send_error(s, NULL, -32700, "parse error: the line is not valid UTF-8");
+        return;
+    case SCAN_CONTROL:
+        send_error(s, NULL, -32700,
+                   "parse error: a raw control character (JSON needs those inside strings escaped, e.g. \\n)");
+        return;
+    case SCAN_TOO_MANY: {
+        char msg[128];
+        snprintf(msg, sizeof msg, "invalid request: a message may hold at most %d JSON values (set by the server)",
+                 PYBOX_MCP_VALUES_MAX);
+        send_error(s, NULL, -32600, msg);
+        return;
+    }
+    case SCAN_OK:
+        break;
+    }
     const char *end = NULL;
     cJSON *msg = cJSON_ParseWithLengthOpts(line, len, &end, 0);
     while (msg != NULL && end != NULL && end < line + len && (*end == ' ' || *end == '\t' || *end == '\r'))
@@ -479,10 +609,15 @@ static void dispatch(server_t *s, const char *line, size_t len)
         cJSON_Delete(msg);
         return;
     }
+    if (dup_keys(msg)) { /* which id was meant is not known */
+        send_error(s, NULL, -32600, "invalid request: a key is given twice in the request");
+        cJSON_Delete(msg);
+        return;
+    }
     const cJSON *jv = cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc");
     const cJSON *method = cJSON_GetObjectItemCaseSensitive(msg, "method");
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
-    const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+    cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
     if (!cJSON_IsObject(msg) || !cJSON_IsString(jv) || strcmp(jv->valuestring, "2.0") != 0) {
         send_error(s, valid_id(id) ? id : NULL, -32600, "invalid request: not a JSON-RPC 2.0 object");
         cJSON_Delete(msg);
@@ -510,6 +645,8 @@ static void dispatch(server_t *s, const char *line, size_t len)
     }
     if (params != NULL && !cJSON_IsObject(params)) {
         send_error(s, id, -32602, "params must be an object");
+    } else if (request_dup_keys(msg)) {
+        send_error(s, id, -32600, "invalid request: a key is given twice in an object");
     } else if (strcmp(m, "initialize") == 0) {
         send_result(s, id, initialize_result(params));
     } else if (strcmp(m, "ping") == 0) {
@@ -583,8 +720,8 @@ int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t
                 snprintf(msg, sizeof msg, "invalid request: a message is larger than %d bytes", PYBOX_MCP_LINE_MAX);
                 send_error(s, NULL, -32600, msg);
                 skipping = false;
-            } else if (line.len > 0 && !(line.len == 1 && line.data[0] == '\r')) {
-                dispatch(s, line.data, line.len);
+            } else if (line.len > 0) {
+                dispatch(s, line.data, line.len); /* blank lines are ignored there */
             }
             pybox_buf_free(&line);
             pybox_buf_init(&line, 0);

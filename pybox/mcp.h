@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "error.h"
 #include "limits.h"
 
@@ -20,7 +21,14 @@
 #define PYBOX_MCP_PROTOCOL_OLD "2025-06-18"
 /* One message on stdin at most (a program and inline files, base64-encoded, fit). */
 #define PYBOX_MCP_LINE_MAX (16 * 1024 * 1024)
+/* JSON values in one message at most: cJSON spends about 64 bytes on each, so a 16 MiB
+ * line of "[0,0,0,...]" would cost over a gigabyte. Counted before parsing. */
+#define PYBOX_MCP_VALUES_MAX 100000
 #define PYBOX_MCP_CALLS_MAX 16 /* tool calls in flight at once */
+/* A member a runner may add to its result: the name of the folder it kept under
+ * --output-root for this call. The core takes it out before sending; when the call was
+ * cancelled and its result is dropped, that folder is removed. */
+#define PYBOX_MCP_KEPT_KEY "_pybox_kept_dir"
 #define PYBOX_MCP_IMAGES_MAX 8
 
 typedef struct pybox_mcp_config {
@@ -57,5 +65,28 @@ cJSON *pybox_mcp_error_result(const char *message);
  * (const pybox_state_t *). */
 cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSON *arguments, int cancel_fd,
                             pybox_mcp_progress_fn progress, void *progress_ctx);
+
+/* Remove the folder `name` (one simple name, made by this call) under output_root and
+ * everything in it, following no links. Returns 0, or -1 with errno. */
+int pybox_mcp_discard_kept(const char *output_root, const char *name);
+
+/* A file:// URI for an absolute path: every byte outside RFC 3986's unreserved set and
+ * '/' percent-encoded ('%' included), so the URI decodes exactly to the path. */
+int pybox_mcp_file_uri(pybox_buf_t *out, const char *path);
+
+/* Strict base64 (RFC 4648: standard alphabet, no whitespace, length a multiple of 4,
+ * '=' only as the final padding, unused bits zero). Returns 0 with *out (caller frees)
+ * and *n, or -1. */
+int pybox_mcp_base64_decode(const char *s, size_t len, unsigned char **out, size_t *n);
+
+/* A {path} input: rel must be relative with no empty, "." or ".." component; then it is
+ * resolved under root and must stay there. Returns 0 with the resolved path in out, or -1
+ * (the same for every refused path, whatever exists outside). */
+int pybox_mcp_input_path(const char *root, const char *rel, char *out, size_t len);
+
+/* The text block (content[0]) for a receipt: PyBox's lines, and the program's lines each
+ * fenced with PYBOX_MCP_FENCE and escaped. Caller frees. */
+#define PYBOX_MCP_FENCE "  | "
+char *pybox_mcp_summary(const cJSON *receipt);
 
 #endif

@@ -6,7 +6,8 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
-#include <openssl/evp.h>
+#include <math.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,184 @@
 
 #define INLINE_TEXT_MAX (256 * 1024)
 #define INLINE_IMAGE_MAX (4 * 1024 * 1024)
+/* What one result carries inline at most (images and text files together, counted before
+ * base64): the rest comes as links or notes, so one result stays a few MiB of JSON. */
+#define INLINE_TOTAL_MAX (8 * 1024 * 1024)
 #define FILES_MAX 64
+#define SHOWN_MAX 64 /* bytes of a client's name or path quoted back in a refusal */
+
+/* A client's string quoted in a refusal: escaped, and cut only where the escaping keeps
+ * it valid UTF-8 (a cut character shows as \xNN escapes). */
+static const char *shown(char *out, size_t len, const char *s)
+{
+    pybox_escape_short(out, len, s, SHOWN_MAX);
+    return out;
+}
+
+/* ---- removing a kept folder: by descriptors, following no links ---- */
+
+static int rm_at(int dfd, const char *name, int depth)
+{
+    if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if ((errno != EISDIR && errno != EPERM) || depth > 64)
+        return -1;
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    DIR *d = fdopendir(fd);
+    if (d == NULL) {
+        close(fd);
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (rm_at(dirfd(d), de->d_name, depth + 1) < 0)
+            rc = -1;
+    }
+    closedir(d);
+    if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+        rc = -1;
+    return rc;
+}
+
+int pybox_mcp_discard_kept(const char *output_root, const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > NAME_MAX || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    int root = open(output_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0)
+        return -1;
+    int rc = rm_at(root, name, 0);
+    int en = errno;
+    close(root);
+    errno = en;
+    return rc;
+}
+
+/* ---- URIs, base64, paths ---- */
+
+int pybox_mcp_file_uri(pybox_buf_t *out, const char *path)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    if (pybox_buf_puts(out, "file://") < 0)
+        return -1;
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        unsigned char c = *p;
+        bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                     c == '.' || c == '_' || c == '~' || c == '/';
+        char enc[3] = {'%', hex[c >> 4], hex[c & 15]};
+        if ((plain ? pybox_buf_append(out, p, 1) : pybox_buf_append(out, enc, 3)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int b64_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return -1;
+}
+
+int pybox_mcp_base64_decode(const char *s, size_t len, unsigned char **out, size_t *n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if (len % 4 != 0)
+        return -1;
+    size_t pad = len >= 1 && u[len - 1] == '=' ? (len >= 2 && u[len - 2] == '=' ? 2 : 1) : 0;
+    unsigned char *bin = malloc(len / 4 * 3 + 1);
+    if (bin == NULL)
+        return -1;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 4) {
+        bool last = i + 4 == len;
+        size_t digits = last ? 4 - pad : 4;
+        uint32_t v = 0;
+        for (size_t j = 0; j < 4; j++) {
+            int d = j < digits ? b64_value(u[i + j]) : 0;
+            if (d < 0) { /* whitespace, '=' inside, another alphabet */
+                free(bin);
+                return -1;
+            }
+            v = v << 6 | (uint32_t)d;
+        }
+        /* the bits the padding leaves unused must be zero (one encoding per byte string) */
+        if ((pad == 1 && last && (v & 0xff) != 0) || (pad == 2 && last && (v & 0xffff) != 0)) {
+            free(bin);
+            return -1;
+        }
+        bin[o++] = (unsigned char)(v >> 16);
+        if (digits > 2)
+            bin[o++] = (unsigned char)(v >> 8);
+        if (digits > 3)
+            bin[o++] = (unsigned char)v;
+    }
+    *out = bin;
+    *n = o;
+    return 0;
+}
+
+int pybox_mcp_input_path(const char *root, const char *rel, char *out, size_t len)
+{
+    /* Judged by its text first, before anything is looked up: no way to ask about
+     * folders outside the root, nor to learn what exists there. */
+    if (root[0] == '\0' || rel[0] == '\0' || rel[0] == '/')
+        return -1;
+    for (const char *c = rel;;) {
+        const char *slash = strchr(c, '/');
+        size_t n = slash ? (size_t)(slash - c) : strlen(c);
+        if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+            return -1;
+        if (slash == NULL)
+            break;
+        c = slash + 1;
+    }
+    char rroot[PATH_MAX], joined[PATH_MAX], real[PATH_MAX];
+    if (realpath(root, rroot) == NULL || pybox_fmt(joined, sizeof joined, "%s/%s", rroot, rel) < 0 ||
+        realpath(joined, real) == NULL)
+        return -1;
+    /* A link inside the root may still lead out of it: refused the same way. */
+    size_t rl = strlen(rroot);
+    if (strncmp(real, rroot, rl) != 0 || (real[rl] != '/' && real[rl] != '\0' && rl != 1))
+        return -1;
+    return pybox_fmt(out, len, "%s", real);
+}
+
+/* A message about the inputs with the files root's absolute path replaced by its name
+ * for the client ("<files root>"): the operator's paths are not the agent's business. */
+static cJSON *refuse_inputs(const char *root, const char *msg)
+{
+    char rroot[PATH_MAX];
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    size_t rl = root[0] != '\0' && realpath(root, rroot) != NULL ? strlen(rroot) : 0;
+    for (const char *m = msg; *m;) {
+        if (rl > 1 && strncmp(m, rroot, rl) == 0) {
+            pybox_buf_puts(&b, "<files root>");
+            m += rl;
+        } else {
+            pybox_buf_append(&b, m++, 1);
+        }
+    }
+    cJSON *r = pybox_mcp_error_result(b.data ? b.data : "");
+    pybox_buf_free(&b);
+    return r;
+}
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -109,19 +287,6 @@ static int write_bytes(const char *path, const void *data, size_t len)
     return rc;
 }
 
-/* A path under the files root, resolved, that stays under it. */
-static int under_root(const char *root, const char *rel, char *out, size_t len)
-{
-    char rroot[PATH_MAX], joined[PATH_MAX], real[PATH_MAX];
-    if (root[0] == '\0' || realpath(root, rroot) == NULL || rel[0] == '/' ||
-        pybox_fmt(joined, sizeof joined, "%s/%s", rroot, rel) < 0 || realpath(joined, real) == NULL)
-        return -1;
-    size_t rl = strlen(rroot);
-    if (strncmp(real, rroot, rl) != 0 || (real[rl] != '/' && real[rl] != '\0'))
-        return -1;
-    return pybox_fmt(out, len, "%s", real);
-}
-
 typedef struct {
     pybox_mcp_progress_fn progress;
     void *ctx;
@@ -157,9 +322,27 @@ static void add_text(cJSON *content, const char *text)
     cJSON_AddItemToArray(content, t);
 }
 
-/* Returned files: images as images, text inline, the rest kept under the output root. */
+/* The program's text, one line per line, each behind PYBOX_MCP_FENCE and escaped (control,
+ * escape and bidi characters shown as escapes): no line of it can pass for one of the
+ * server's, nor move a terminal's cursor. */
+static void fenced(pybox_buf_t *b, const char *text, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        const char *nl = memchr(text + i, '\n', len - i);
+        size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
+        pybox_buf_puts(b, PYBOX_MCP_FENCE);
+        pybox_escape_terminal(b, text + i, n, false);
+        pybox_buf_puts(b, "\n");
+        i += n + (nl != NULL);
+    }
+}
+
+/* Returned files: images as images, text inline (up to INLINE_TOTAL_MAX for the whole
+ * result), the rest kept under the output root. */
 static void add_files(cJSON *content, const pybox_outputs_t *o, const char *dir, bool kept)
 {
+    size_t inline_used = 0;
     for (size_t i = 0; i < o->n; i++) {
         const pybox_out_entry_t *e = &o->entries[i];
         if (!e->returned || e->kind != 'f')
@@ -177,32 +360,44 @@ static void add_files(cJSON *content, const pybox_outputs_t *o, const char *dir,
             continue;
         }
         close(fd);
+        bool room = !over && len <= INLINE_TOTAL_MAX - inline_used;
         const char *mime = over ? NULL : image_mime((const unsigned char *)data, len);
+        char name[256];
+        pybox_escape_short(name, sizeof name, e->name, 200);
         pybox_buf_t b;
         pybox_buf_init(&b, 0);
-        if (mime != NULL) {
+        if (mime != NULL && room) {
             cJSON *img = cJSON_CreateObject();
             cJSON_AddStringToObject(img, "type", "image");
             pybox_base64(&b, data, len);
             cJSON_AddStringToObject(img, "data", b.data ? b.data : "");
             cJSON_AddStringToObject(img, "mimeType", mime);
             cJSON_AddItemToArray(content, img);
-        } else if (!over && len <= INLINE_TEXT_MAX && pybox_utf8_valid(data, len) && memchr(data, 0, len) == NULL) {
-            pybox_buf_printf(&b, "file %s (%zu bytes, written by the program):\n", e->name, len);
-            pybox_buf_append(&b, data, len);
+            inline_used += len;
+        } else if (mime == NULL && room && len <= INLINE_TEXT_MAX && pybox_utf8_valid(data, len) &&
+                   memchr(data, 0, len) == NULL) {
+            pybox_buf_printf(&b,
+                             "file %s (%zu bytes, untrusted, written by the program; each line escaped, behind "
+                             "\"" PYBOX_MCP_FENCE "\"):\n",
+                             name, len);
+            fenced(&b, data, len);
             add_text(content, b.data ? b.data : "");
+            inline_used += len;
         } else if (kept) {
             cJSON *l = cJSON_CreateObject();
             cJSON_AddStringToObject(l, "type", "resource_link");
-            pybox_buf_printf(&b, "file://%s", path);
+            pybox_mcp_file_uri(&b, path);
             cJSON_AddStringToObject(l, "uri", b.data ? b.data : "");
-            cJSON_AddStringToObject(l, "name", e->name);
-            cJSON_AddStringToObject(l, "mimeType", "application/octet-stream");
+            cJSON_AddStringToObject(l, "name", name);
+            cJSON_AddStringToObject(l, "mimeType", mime ? mime : "application/octet-stream");
             cJSON_AddNumberToObject(l, "size", (double)e->bytes);
             cJSON_AddItemToArray(content, l);
         } else {
-            pybox_buf_printf(&b, "file %s: %lld bytes, not shown (not text; this server keeps no files)", e->name,
-                             (long long)e->bytes);
+            pybox_buf_printf(&b, "file %s: %lld bytes, not returned inline (%s; this server keeps no files)", name,
+                             (long long)e->bytes,
+                             mime != NULL || (!over && len <= INLINE_TEXT_MAX && pybox_utf8_valid(data, len))
+                                 ? "this result already carries its most inline"
+                                 : "not text");
             add_text(content, b.data ? b.data : "");
         }
         pybox_buf_free(&b);
@@ -210,38 +405,53 @@ static void add_files(cJSON *content, const pybox_outputs_t *o, const char *dir,
     }
 }
 
-/* What a model reads first: the verdict, then what the program said, then what is not
- * known. The program's text is labelled as its own. */
-static char *summary(const cJSON *receipt)
+static long long count_of(const cJSON *n)
+{
+    return cJSON_IsNumber(n) && isfinite(n->valuedouble) ? (long long)n->valuedouble : 0;
+}
+
+/* What a model reads first: the verdict, then what the program said (fenced, escaped,
+ * labelled as its own), then what is not known. */
+char *pybox_mcp_summary(const cJSON *receipt)
 {
     pybox_buf_t b;
     pybox_buf_init(&b, 0);
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(receipt, "status");
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(receipt, "exit_code");
-    pybox_buf_printf(&b, "status: %s, exit code %d\n", cJSON_IsString(st) ? st->valuestring : "?",
-                     cJSON_IsNumber(code) ? code->valueint : -1);
+    char status[96];
+    pybox_escape_short(status, sizeof status, cJSON_IsString(st) ? st->valuestring : "?", 64);
+    pybox_buf_printf(&b, "status: %s, exit code %lld\n", status, cJSON_IsNumber(code) ? count_of(code) : -1);
     const cJSON *said = cJSON_GetObjectItemCaseSensitive(receipt, "said");
     static const char *const streams[] = {"stdout", "stderr"};
     for (int i = 0; i < 2; i++) {
         const cJSON *sj = cJSON_GetObjectItemCaseSensitive(said, streams[i]);
         const cJSON *text = cJSON_GetObjectItemCaseSensitive(sj, "text");
-        const cJSON *total = cJSON_GetObjectItemCaseSensitive(sj, "total_bytes");
         if (!cJSON_IsString(text) || text->valuestring[0] == '\0')
             continue;
-        pybox_buf_printf(&b, "--- %s (untrusted, written by the program; %d bytes%s) ---\n%s\n", streams[i],
-                         cJSON_IsNumber(total) ? total->valueint : 0,
-                         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sj, "truncated")) ? ", cut" : "",
-                         text->valuestring);
+        pybox_buf_printf(
+            &b,
+            "--- %s (untrusted, written by the program; %lld bytes%s; each line escaped, behind \"" PYBOX_MCP_FENCE
+            "\") ---\n",
+            streams[i], count_of(cJSON_GetObjectItemCaseSensitive(sj, "total_bytes")),
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sj, "truncated")) ? ", cut" : "");
+        fenced(&b, text->valuestring, strlen(text->valuestring));
     }
+    /* PyBox's own lines; escaped all the same, so each stays one line. */
     const cJSON *u;
     cJSON_ArrayForEach (u, cJSON_GetObjectItemCaseSensitive(receipt, "unknown")) {
-        if (cJSON_IsString(u))
-            pybox_buf_printf(&b, "not established: %s\n", u->valuestring);
+        if (cJSON_IsString(u)) {
+            pybox_buf_puts(&b, "not established: ");
+            pybox_escape_terminal(&b, u->valuestring, strlen(u->valuestring), false);
+            pybox_buf_puts(&b, "\n");
+        }
     }
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(receipt, "error");
     const cJSON *msg = cJSON_GetObjectItemCaseSensitive(err, "message");
-    if (cJSON_IsString(msg))
-        pybox_buf_printf(&b, "PyBox: %s\n", msg->valuestring);
+    if (cJSON_IsString(msg)) {
+        pybox_buf_puts(&b, "PyBox: ");
+        pybox_escape_terminal(&b, msg->valuestring, strlen(msg->valuestring), false);
+        pybox_buf_puts(&b, "\n");
+    }
     return pybox_buf_steal(&b);
 }
 
@@ -261,10 +471,11 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     /* Everything is checked before any box is built; an argument this tool does not
      * know is refused, never ignored. */
     const char *unknown = unknown_key(args, known_args);
+    char quoted[SHOWN_MAX * 4 + 8];
     if (unknown != NULL)
-        return refuse("unknown argument '%.64s' (run_python takes: code, image, timeout_s, memory_mib, files, "
+        return refuse("unknown argument '%s' (run_python takes: code, image, timeout_s, memory_mib, files, "
                       "return_files)",
-                      unknown);
+                      shown(quoted, sizeof quoted, unknown));
     if (!cJSON_IsString(code) || code->valuestring[0] == '\0')
         return refuse("code: give the Python program as a non-empty string");
     size_t code_len = strlen(code->valuestring);
@@ -283,8 +494,11 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     memset(&o, 0, sizeof o);
     o.image = img;
     o.timeout_ms = PYBOX_DEFAULT_TIMEOUT_MS;
+    /* Numbers are compared as the doubles they came as, before any conversion: a huge
+     * value must not wrap into a small one. */
     if (timeout != NULL) {
-        if (!cJSON_IsNumber(timeout) || timeout->valuedouble * 1000 < PYBOX_TIMEOUT_MIN_MS)
+        if (!cJSON_IsNumber(timeout) || !isfinite(timeout->valuedouble) ||
+            timeout->valuedouble * 1000 < PYBOX_TIMEOUT_MIN_MS)
             return refuse("timeout_s: give seconds from %.1f up to %.0f (set by the server)",
                           PYBOX_TIMEOUT_MIN_MS / 1000.0, (double)cfg->max_timeout_ms / 1000.0);
         if (timeout->valuedouble * 1000 > (double)cfg->max_timeout_ms)
@@ -294,13 +508,13 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
         o.timeout_given = true;
     }
     if (memory != NULL) {
-        if (!cJSON_IsNumber(memory) || memory->valuedouble < (double)(PYBOX_MEMORY_MIN >> 20) ||
-            memory->valuedouble != (double)(int64_t)memory->valuedouble)
+        double mib = cJSON_IsNumber(memory) ? memory->valuedouble : NAN;
+        if (!isfinite(mib) || mib != floor(mib) || mib < (double)(PYBOX_MEMORY_MIN >> 20))
             return refuse("memory_mib: give a whole number of MiB from %lld (set by the server)",
                           (long long)(PYBOX_MEMORY_MIN >> 20));
-        if ((int64_t)memory->valuedouble * 1024 * 1024 > cfg->max_memory_bytes)
-            return refuse("memory_mib: %lld is above the maximum of %lld MiB (set by the server)",
-                          (long long)memory->valuedouble, (long long)(cfg->max_memory_bytes >> 20));
+        if (mib > (double)(cfg->max_memory_bytes >> 20))
+            return refuse("memory_mib: %.0f is above the maximum of %lld MiB (set by the server)", mib,
+                          (long long)(cfg->max_memory_bytes >> 20));
         o.memory_bytes = (int64_t)memory->valuedouble * 1024 * 1024;
     }
     if (files != NULL && (!cJSON_IsArray(files) || cJSON_GetArraySize(files) > FILES_MAX))
@@ -356,14 +570,16 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
         const char *bad = cJSON_IsObject(f) ? unknown_key(f, known_file_keys) : "(not an object)";
         int given = (name != NULL) + (text != NULL) + (b64 != NULL);
         if (bad != NULL || (path != NULL && given > 0) || (text != NULL && b64 != NULL)) {
-            result = refuse("files: each file is {name, content} or {name, content_base64} or {path}%s%.64s",
-                            bad ? "; unknown: " : "", bad ? bad : "");
+            result = refuse("files: each file is {name, content} or {name, content_base64} or {path}%s%s",
+                            bad ? "; unknown: " : "", bad ? shown(quoted, sizeof quoted, bad) : "");
             goto done;
         }
         if (cJSON_IsString(path)) {
-            if (cfg->files_root[0] == '\0' || under_root(cfg->files_root, path->valuestring, p, PATH_MAX) < 0) {
-                result = refuse("files: '%.200s' is not a file under this server's files root (set by the server)",
-                                path->valuestring);
+            if (cfg->files_root[0] == '\0' ||
+                pybox_mcp_input_path(cfg->files_root, path->valuestring, p, PATH_MAX) < 0) {
+                result = refuse("files: '%s' is not a file or folder under this server's files root (set by the "
+                                "server); give a path relative to it, without empty, '.' or '..' parts",
+                                shown(quoted, sizeof quoted, path->valuestring));
                 goto done;
             }
         } else if (cJSON_IsString(name) && simple_name(name->valuestring) &&
@@ -376,22 +592,20 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
             if (cJSON_IsString(text)) {
                 wr = write_bytes(p, text->valuestring, strlen(text->valuestring));
             } else {
-                size_t bl = strlen(b64->valuestring);
-                unsigned char *bin = malloc(bl / 4 * 3 + 4);
-                int n = bin ? EVP_DecodeBlock(bin, (const unsigned char *)b64->valuestring, (int)bl) : -1;
-                if (n < 0 || bl % 4 != 0) {
-                    free(bin);
-                    result = refuse("files: content_base64 of '%.100s' is not base64", name->valuestring);
+                unsigned char *bin = NULL;
+                size_t n = 0;
+                if (pybox_mcp_base64_decode(b64->valuestring, strlen(b64->valuestring), &bin, &n) < 0) {
+                    result = refuse("files: content_base64 of '%s' is not base64 (RFC 4648: standard alphabet, "
+                                    "no whitespace, padded to a multiple of 4)",
+                                    shown(quoted, sizeof quoted, name->valuestring));
                     goto done;
                 }
-                /* EVP_DecodeBlock counts the padding as bytes */
-                size_t pad =
-                    (bl >= 1 && b64->valuestring[bl - 1] == '=') + (bl >= 2 && b64->valuestring[bl - 2] == '=');
-                wr = write_bytes(p, bin, (size_t)n - pad);
+                wr = write_bytes(p, bin, n);
                 free(bin);
             }
             if (wr < 0) {
-                result = refuse("files: '%.100s' could not be written (a name given twice?)", name->valuestring);
+                result = refuse("files: '%s' could not be written (a name given twice?)",
+                                shown(quoted, sizeof quoted, name->valuestring));
                 goto done;
             }
         } else {
@@ -402,7 +616,7 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
         n_paths++;
     }
     if (n_paths > 0 && pybox_inputs_prepare(paths, n_paths, PYBOX_INPUT_MAX, &inputs, &err) < 0) {
-        result = refuse("%s", err.msg);
+        result = refuse_inputs(cfg->files_root, err.msg);
         goto done;
     }
     if (cJSON_IsTrue(ret)) {
@@ -456,13 +670,15 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     pybox_engine_free(e);
     if (res.end == PYBOX_END_CANCELLED) {
         pybox_run_result_free(&res);
-        result = NULL; /* cancelled: nothing is sent */
+        result = NULL; /* cancelled: nothing is sent, and nothing of it kept */
+        if (kept && !out.existed && pybox_mcp_discard_kept(cfg->output_root, out.base) < 0 && errno != ENOENT)
+            fprintf(stderr, "pybox mcp: removing the files of a cancelled call: %s\n", strerror(errno));
         goto done;
     }
     cJSON *receipt = pybox_receipt_json(&res);
     result = cJSON_CreateObject();
     cJSON *content = cJSON_AddArrayToObject(result, "content");
-    char *text = receipt ? summary(receipt) : NULL;
+    char *text = receipt ? pybox_mcp_summary(receipt) : NULL;
     add_text(content, text ? text : "no receipt");
     free(text);
     if (res.outputs.status == PYBOX_OUT_DELIVERED)
@@ -472,6 +688,9 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
         cJSON_AddBoolToObject(result, "isError", 1);
     if (receipt != NULL)
         cJSON_AddItemToObject(result, "structuredContent", receipt);
+    /* the core removes this folder if the call is cancelled before its result goes out */
+    if (kept && !out.existed)
+        cJSON_AddStringToObject(result, PYBOX_MCP_KEPT_KEY, out.base);
     if (progress)
         progress(progress_ctx, 6, 6, "done");
     pybox_run_result_free(&res);

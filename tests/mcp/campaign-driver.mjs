@@ -328,7 +328,8 @@ await check('data image: CSV in, file and chart back', 120000, async (ctx) => {
   const kinds = (result.content || []).map((x) => x.type);
   note(`content: ${kinds.join(',')}`);
   const inline = (result.content || []).find((x) => x.type === 'text' && x.text.startsWith('file result.csv'));
-  want(inline && /east,7\nnorth,15\nsouth,32\n/.test(inline.text), 'result.csv inline with the grouped sums');
+  // Inline text comes fenced: each of the program's lines starts with "  | ".
+  want(inline && /\n {2}\| east,7\n {2}\| north,15\n {2}\| south,32\n/.test(inline.text), 'result.csv inline (fenced) with the grouped sums');
   const img = (result.content || []).find((x) => x.type === 'image');
   if (want(img, 'an image content block')) {
     const png = Buffer.from(img.data, 'base64');

@@ -68,7 +68,8 @@ test('data image: a CSV in, a result file and a chart back, the receipt valid ag
 
     const totals = result.content.find((c) => c.type === 'text' && c.text.startsWith('file totals.csv'));
     assert.ok(totals, 'the result file comes back inline');
-    assert.match(totals.text, /north,15\nsouth,32\n/);
+    assert.match(totals.text, /^file totals\.csv \(\d+ bytes, untrusted, written by the program/);
+    assert.match(totals.text, /\n {2}\| north,15\n {2}\| south,32\n/, 'each line of the file fenced');
     const chart = result.content.find((c) => c.type === 'image');
     assert.ok(chart, 'the chart comes back as an image');
     assert.equal(chart.mimeType, 'image/png');
