@@ -717,7 +717,8 @@ static void driver_run(camp_t *c, const cJSON *spec, const char *scratch, cJSON 
         if (cJSON_IsString(a) && argc < 30)
             argv[argc++] = a->valuestring;
     argv[argc] = NULL;
-    cJSON_AddItemToObject(rec, "driver", cJSON_Duplicate(cmd, 1));
+    /* As the case wrote it: the record says what ran without this machine's paths. */
+    cJSON_AddItemToObject(rec, "driver", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(spec, "driver"), 1));
     char e1[PATH_MAX + 16], e2[PATH_MAX + 32];
     snprintf(e1, sizeof e1, "PYBOX_BIN=%s", c->bin);
     snprintf(e2, sizeof e2, "PYBOX_CAMPAIGN_TMP=%s", scratch);

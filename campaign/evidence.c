@@ -642,16 +642,23 @@ void ev_pages_free(ev_page_t *pages, size_t n)
     free(pages);
 }
 
+/* Render, with the records' problems listed on report. */
+static int render_reported(const char *dir, const char *limits_md, ev_page_t **pages, size_t *n, FILE *report)
+{
+    pybox_buf_t problems;
+    pybox_buf_init(&problems, 0);
+    int bad = ev_render(dir, limits_md, pages, n, &problems);
+    if (problems.len)
+        fputs(problems.data, report);
+    pybox_buf_free(&problems);
+    return bad;
+}
+
 int ev_write_pages(const char *dir, const char *limits_md, FILE *report)
 {
     ev_page_t *pages;
     size_t n;
-    pybox_buf_t problems;
-    pybox_buf_init(&problems, 0);
-    int bad = ev_render(dir, limits_md, &pages, &n, &problems);
-    if (problems.len)
-        fputs(problems.data, report);
-    pybox_buf_free(&problems);
+    int bad = render_reported(dir, limits_md, &pages, &n, report);
     if (bad < 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
@@ -672,12 +679,7 @@ int ev_check(const char *dir, const char *limits_md, FILE *report)
 {
     ev_page_t *pages;
     size_t n;
-    pybox_buf_t problems;
-    pybox_buf_init(&problems, 0);
-    int bad = ev_render(dir, limits_md, &pages, &n, &problems);
-    if (problems.len)
-        fputs(problems.data, report);
-    pybox_buf_free(&problems);
+    int bad = render_reported(dir, limits_md, &pages, &n, report);
     if (bad < 0)
         return 1;
     for (size_t i = 0; i < n; i++) {
