@@ -101,8 +101,15 @@ void ev_cell(pybox_buf_t *b, const cJSON *v)
         double d = v->valuedouble;
         if (d == (double)(long long)d && d < 1e15 && d > -1e15)
             pybox_buf_printf(b, "%lld", (long long)d);
-        else
-            pybox_buf_printf(b, "%.3f", d);
+        else {
+            /* Three decimals at most, no trailing zeros: 260.2, 0.357. */
+            char t[64];
+            snprintf(t, sizeof t, "%.3f", d);
+            size_t n = strlen(t);
+            while (n > 0 && t[n - 1] == '0')
+                t[--n] = '\0';
+            pybox_buf_puts(b, t);
+        }
     } else {
         char *t = cJSON_PrintUnformatted(v);
         cell_text(b, t ? t : "?");

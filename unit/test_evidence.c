@@ -265,7 +265,7 @@ START_TEST(paths_and_cells)
     ev_cell(&b, NULL);
     ev_cell(&b, ev_path(j, "a.b.0.c"));
     b.data[b.len] = '\0';
-    ck_assert_str_eq(b.data, "2.500—1");
+    ck_assert_str_eq(b.data, "2.5—1");
     /* Program bytes that are not UTF-8, or terminal escapes, cannot reach a page raw. */
     cJSON *s = cJSON_CreateString("\x1b[31m\xff|");
     b.len = 0;
