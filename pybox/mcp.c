@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The MCP server's protocol core (see mcp.h and docs/mcp.md): framing, JSON-RPC, the
- * lifecycle, tools/list, tools/call in threads of their own, cancellation, progress. */
+ * lifecycle, tools/list, tools/call in threads of their own, cancellation, progress.
+ * Threads: the reader (pybox_mcp_serve's own) reads stdin and dispatches; a worker per
+ * tools/call runs the runner; one writer owns stdout. Senders never write: they queue
+ * whole lines, so a client that stops reading stalls nobody but the writer. */
 #include "mcp.h"
 
 #include <errno.h>
@@ -12,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -35,14 +39,33 @@ typedef struct call {
     server_t *srv;
 } call_t;
 
+/* One message waiting for stdout: its line, newline included. */
+typedef struct out_msg {
+    struct out_msg *next;
+    size_t len;
+    char data[];
+} out_msg_t;
+
 struct server {
     int out_fd;
-    pthread_mutex_t out_mu; /* one message at a time on stdout */
-    pthread_mutex_t mu;     /* the calls table */
+    pthread_mutex_t mu; /* the calls table */
     call_t calls[PYBOX_MCP_CALLS_MAX];
     const pybox_mcp_config_t *cfg;
     pybox_mcp_runner_fn runner;
     void *runner_arg;
+    /* stdout: the writer thread alone writes it, taking lines from the queue in order.
+     * Everything below is under q_mu. */
+    pthread_mutex_t q_mu;
+    pthread_cond_t q_cv; /* the writer waits here for lines; shutdown waits here for the writer */
+    out_msg_t *q_head, *q_tail;
+    size_t q_bytes;    /* queued bytes not written yet (the line being written included) */
+    bool q_closing;    /* no more lines will come: write what is queued, then end */
+    bool q_dead;       /* nothing more is queued or written (a write failed, the client is gone, or time ran out) */
+    bool gone;         /* the queue's bound was passed: the client is not reading */
+    bool aborted;      /* abort_pipe was written */
+    bool w_done;       /* the writer has ended */
+    int abort_pipe[2]; /* written once: wakes the writer's poll and the reader's */
+    pthread_t writer;
 };
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -56,19 +79,160 @@ static void logf_(const char *fmt, ...)
     va_end(ap);
 }
 
+/* With q_mu held: wake the writer and the reader, once. */
+static void abort_locked(server_t *s)
+{
+    pthread_cond_broadcast(&s->q_cv);
+    if (s->aborted)
+        return;
+    s->aborted = true;
+    ssize_t w;
+    do
+        w = write(s->abort_pipe[1], "x", 1);
+    while (w < 0 && errno == EINTR);
+}
+
+/* With q_mu held: free the lines not taken by the writer yet. */
+static void drop_queue_locked(server_t *s)
+{
+    while (s->q_head != NULL) {
+        out_msg_t *m = s->q_head;
+        s->q_head = m->next;
+        s->q_bytes -= m->len;
+        free(m);
+    }
+    s->q_tail = NULL;
+}
+
+static size_t queue_max(const server_t *s)
+{
+    return s->cfg->out_queue_max ? s->cfg->out_queue_max : (size_t)PYBOX_MCP_OUT_QUEUE_MAX;
+}
+
 /* Every message is one line of compact JSON: cJSON escapes every control character, so
- * nothing inside (the program's text included) can end the line early. */
-static void send_msg(server_t *s, cJSON *msg)
+ * nothing inside (the program's text included) can end the line early. The line is
+ * queued for the writer, never written here, so no sender waits for the client. Returns
+ * whether it was queued. A line that would take the queue past its bound (queue_max)
+ * means the client is not reading: the server stops (see pybox_mcp_serve). */
+static bool send_msg(server_t *s, cJSON *msg)
 {
     char *text = cJSON_PrintUnformatted(msg);
     cJSON_Delete(msg);
     if (text == NULL)
-        return;
-    pthread_mutex_lock(&s->out_mu);
-    if (pybox_write_all(s->out_fd, text, strlen(text)) < 0 || pybox_write_all(s->out_fd, "\n", 1) < 0)
-        logf_("writing to stdout: %s", strerror(errno));
-    pthread_mutex_unlock(&s->out_mu);
+        return false;
+    size_t len = strlen(text);
+    out_msg_t *m = malloc(sizeof *m + len + 1);
+    if (m == NULL) {
+        free(text);
+        logf_("no memory for a message to stdout");
+        return false;
+    }
+    memcpy(m->data, text, len);
     free(text);
+    m->data[len] = '\n';
+    m->len = len + 1;
+    m->next = NULL;
+    bool queued = false, now_gone = false;
+    size_t waiting = 0;
+    pthread_mutex_lock(&s->q_mu);
+    if (s->q_dead) {
+        /* dropped: stdout failed, or the server is stopping without it */
+    } else if (s->q_bytes + m->len > queue_max(s)) {
+        waiting = s->q_bytes;
+        s->gone = now_gone = true;
+        s->q_dead = true;
+        drop_queue_locked(s);
+        abort_locked(s);
+    } else {
+        if (s->q_tail != NULL)
+            s->q_tail->next = m;
+        else
+            s->q_head = m;
+        s->q_tail = m;
+        s->q_bytes += m->len;
+        pthread_cond_broadcast(&s->q_cv);
+        queued = true;
+        m = NULL;
+    }
+    pthread_mutex_unlock(&s->q_mu);
+    if (now_gone)
+        logf_("the client is not reading stdout (%zu bytes waiting, and a message of %zu more would pass the "
+              "bound of %d MiB): stopping; every run in progress is cancelled and its box removed",
+              waiting, m->len, (int)(queue_max(s) >> 20));
+    free(m);
+    return queued;
+}
+
+/* Write one line, at most PIPE_BUF bytes at a time and only once poll says stdout takes
+ * more, so the write itself does not block on a client that stopped reading (a pipe or
+ * socket with room takes that much); the wait is in poll, which abort_pipe ends. Returns
+ * false when stdout failed or the writer was told to stop. */
+static bool write_line(server_t *s, const char *p, size_t len)
+{
+    while (len > 0) {
+        struct pollfd ps[2] = {{.fd = s->out_fd, .events = POLLOUT}, {.fd = s->abort_pipe[0], .events = POLLIN}};
+        if (poll(ps, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            logf_("poll on stdout: %s", strerror(errno));
+            return false;
+        }
+        if (ps[1].revents != 0)
+            return false;
+        if (ps[0].revents == 0)
+            continue;
+        ssize_t w = write(s->out_fd, p, len < PIPE_BUF ? len : PIPE_BUF);
+        if (w < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+                continue;
+            logf_("writing to stdout: %s (messages from now on are dropped)", strerror(errno));
+            return false;
+        }
+        p += w;
+        len -= (size_t)w;
+        pthread_mutex_lock(&s->q_mu);
+        s->q_bytes -= (size_t)w;
+        pthread_mutex_unlock(&s->q_mu);
+    }
+    return true;
+}
+
+/* The writer: lines in the order they were queued, one whole line after another, until
+ * the queue is closed and empty, or dead. */
+static void *writer_main(void *arg)
+{
+    server_t *s = arg;
+    pthread_mutex_lock(&s->q_mu);
+    for (;;) {
+        while (s->q_head == NULL && !s->q_closing && !s->q_dead)
+            pthread_cond_wait(&s->q_cv, &s->q_mu);
+        if (s->q_dead || s->q_head == NULL)
+            break;
+        out_msg_t *m = s->q_head;
+        s->q_head = m->next;
+        if (s->q_head == NULL)
+            s->q_tail = NULL;
+        pthread_mutex_unlock(&s->q_mu);
+        bool ok = write_line(s, m->data, m->len);
+        free(m);
+        pthread_mutex_lock(&s->q_mu);
+        if (!ok)
+            s->q_dead = true;
+    }
+    drop_queue_locked(s);
+    s->w_done = true;
+    pthread_cond_broadcast(&s->q_cv);
+    pthread_mutex_unlock(&s->q_mu);
+    return NULL;
+}
+
+/* Whether the client was found not reading (the reader then stops taking requests). */
+static bool client_gone(server_t *s)
+{
+    pthread_mutex_lock(&s->q_mu);
+    bool gone = s->gone;
+    pthread_mutex_unlock(&s->q_mu);
+    return gone;
 }
 
 /* The id as it came: an integer id is printed exactly (cJSON would print a large one
@@ -100,11 +264,12 @@ static void send_error(server_t *s, const cJSON *id, int code, const char *messa
     send_msg(s, m);
 }
 
-static void send_result(server_t *s, const cJSON *id, cJSON *result)
+/* Takes result. Returns whether it was queued. */
+static bool send_result(server_t *s, const cJSON *id, cJSON *result)
 {
     cJSON *m = envelope(id);
     cJSON_AddItemToObject(m, "result", result);
-    send_msg(s, m);
+    return send_msg(s, m);
 }
 
 cJSON *pybox_mcp_error_result(const char *message)
@@ -294,9 +459,12 @@ static void *worker(void *arg)
     bool cancelled = c->cancelled;
     c->done = true;
     pthread_mutex_unlock(&s->mu);
+    bool sent = false;
     if (result != NULL && !cancelled) {
-        send_result(s, c->id, result);
-    } else {
+        sent = send_result(s, c->id, result); /* a result never queued is dropped as a cancelled one */
+        result = NULL;
+    }
+    if (!sent) {
         if (cJSON_IsString(kept) && s->cfg->output_root[0] != '\0' &&
             pybox_mcp_discard_kept(s->cfg->output_root, kept->valuestring) < 0)
             logf_("removing the files of a cancelled call: %s", strerror(errno));
@@ -664,6 +832,41 @@ static void dispatch(server_t *s, const char *line, size_t len)
     cJSON_Delete(msg);
 }
 
+/* The writer's end, after every worker is reaped: up to PYBOX_MCP_FLUSH_MS for it to write
+ * what is queued (none when the client is gone), then it is stopped. Returns whether
+ * every queued line was written (or stdout had already failed). */
+static bool finish_writer(server_t *s)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += PYBOX_MCP_FLUSH_MS / 1000;
+    until.tv_nsec += (long)(PYBOX_MCP_FLUSH_MS % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&s->q_mu);
+    s->q_closing = true;
+    pthread_cond_broadcast(&s->q_cv);
+    while (!s->w_done && !s->gone) {
+        if (pthread_cond_timedwait(&s->q_cv, &s->q_mu, &until) == ETIMEDOUT)
+            break;
+    }
+    bool flushed = s->w_done;
+    size_t left = s->q_bytes;
+    bool gone = s->gone;
+    if (!flushed) {
+        s->q_dead = true;
+        abort_locked(s);
+    }
+    pthread_mutex_unlock(&s->q_mu);
+    if (!flushed && !gone)
+        logf_("the client did not read stdout within %d s: exiting without the last %zu bytes",
+              PYBOX_MCP_FLUSH_MS / 1000, left);
+    pthread_join(s->writer, NULL);
+    return flushed;
+}
+
 int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t *cfg, pybox_mcp_runner_fn runner,
                     void *runner_arg)
 {
@@ -674,20 +877,43 @@ int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t
     s->cfg = cfg;
     s->runner = runner;
     s->runner_arg = runner_arg;
-    pthread_mutex_init(&s->out_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->q_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&s->q_mu, NULL);
     pthread_mutex_init(&s->mu, NULL);
+    bool piped = pipe2(s->abort_pipe, O_CLOEXEC) == 0;
+    if (!piped || pthread_create(&s->writer, NULL, writer_main, s) != 0) {
+        logf_("could not start the writer for stdout");
+        if (piped) {
+            close(s->abort_pipe[0]);
+            close(s->abort_pipe[1]);
+        }
+        pthread_cond_destroy(&s->q_cv);
+        pthread_mutex_destroy(&s->q_mu);
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+        return -1;
+    }
     pybox_buf_t line;
     pybox_buf_init(&line, 0);
     bool skipping = false; /* inside a line that is too long: dropped up to its newline */
     char chunk[65536];
     for (;;) {
-        struct pollfd ps[2] = {{.fd = in_fd, .events = POLLIN}, {.fd = stop_fd, .events = POLLIN}};
-        if (poll(ps, stop_fd >= 0 ? 2 : 1, -1) < 0) {
+        /* stop_fd < 0 is ignored by poll */
+        struct pollfd ps[3] = {{.fd = in_fd, .events = POLLIN},
+                               {.fd = stop_fd, .events = POLLIN},
+                               {.fd = s->abort_pipe[0], .events = POLLIN}};
+        if (poll(ps, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
             logf_("poll: %s", strerror(errno));
             break;
         }
+        if (ps[2].revents != 0)
+            break; /* the client is not reading: said where it was found */
         if (stop_fd >= 0 && ps[1].revents != 0) {
             logf_("stopping: every run in progress is cancelled and its box removed");
             break;
@@ -701,7 +927,7 @@ int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t
             break;
         reap(s, false);
         size_t off = 0;
-        while (off < (size_t)r) {
+        while (off < (size_t)r && !client_gone(s)) {
             char *nl = memchr(chunk + off, '\n', (size_t)r - off);
             size_t n = nl ? (size_t)(nl - (chunk + off)) : (size_t)r - off;
             if (!skipping && line.len + n > PYBOX_MCP_LINE_MAX) {
@@ -728,17 +954,25 @@ int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t
         }
     }
     pybox_buf_free(&line);
-    /* stdin closed: every call in flight is stopped, its box removed, then exit. */
+    /* stdin closed (or a stop, or the client is not reading): every call in flight is
+     * stopped, its box removed, then exit. When the client is gone, nothing can reach it:
+     * the calls are cancelled as by the client (no result, kept files removed). */
+    bool gone = client_gone(s);
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < PYBOX_MCP_CALLS_MAX; i++) {
         if (s->calls[i].used) {
-            cancel_locked(&s->calls[i], false);
+            cancel_locked(&s->calls[i], gone);
         }
     }
     pthread_mutex_unlock(&s->mu);
     reap(s, true);
-    pthread_mutex_destroy(&s->out_mu);
+    bool flushed = finish_writer(s);
+    gone = client_gone(s); /* also when found while the calls ended */
+    close(s->abort_pipe[0]);
+    close(s->abort_pipe[1]);
+    pthread_cond_destroy(&s->q_cv);
+    pthread_mutex_destroy(&s->q_mu);
     pthread_mutex_destroy(&s->mu);
     free(s);
-    return 0;
+    return gone || !flushed ? -1 : 0;
 }

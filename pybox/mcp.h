@@ -25,6 +25,16 @@
  * line of "[0,0,0,...]" would cost over a gigabyte. Counted before parsing. */
 #define PYBOX_MCP_VALUES_MAX 100000
 #define PYBOX_MCP_CALLS_MAX 16 /* tool calls in flight at once */
+/* Bytes waiting for stdout at most. One writer thread owns stdout; every other thread
+ * queues whole lines. A line that would take the queue past this means the client is no
+ * longer reading: the server stops taking requests, cancels every call (boxes removed),
+ * and pybox_mcp_serve returns -1 once they have ended. One result is at most about 12 MiB
+ * of JSON (8 MiB of files inline, base64), so even 16 results at once stay under it for a
+ * client that reads, however slowly. */
+#define PYBOX_MCP_OUT_QUEUE_MAX (256 * 1024 * 1024)
+/* At the end (stdin closed, stop_fd), after every call has ended: the longest the writer
+ * is given to write what is still queued before pybox_mcp_serve returns without it. */
+#define PYBOX_MCP_FLUSH_MS 5000
 /* A member a runner may add to its result: the name of the folder it kept under
  * --output-root for this call. The core takes it out before sending; when the call was
  * cancelled and its result is dropped, that folder is removed. */
@@ -38,6 +48,7 @@ typedef struct pybox_mcp_config {
     int64_t max_memory_bytes;
     char files_root[PATH_MAX];  /* "" = no input files by path */
     char output_root[PATH_MAX]; /* "" = files that cannot be shown inline are not kept */
+    size_t out_queue_max;       /* bytes queued for stdout at most; 0 = PYBOX_MCP_OUT_QUEUE_MAX */
 } pybox_mcp_config_t;
 
 /* Report progress of a call (only when the client asked for it). */
@@ -50,8 +61,10 @@ typedef cJSON *(*pybox_mcp_runner_fn)(void *arg, const pybox_mcp_config_t *cfg, 
                                       pybox_mcp_progress_fn progress, void *progress_ctx);
 
 /* Serve on in_fd/out_fd until in_fd ends or stop_fd (-1: none) becomes readable; then
- * cancel what is in flight, wait for it (every box removed), and return 0. Logs go to
- * stderr only. */
+ * cancel what is in flight, wait for it (every box removed), give the writer up to
+ * PYBOX_MCP_FLUSH_MS to write what is queued, and return 0, or -1 when lines were left
+ * unwritten then. When the client stops reading (out_queue_max), the same end
+ * comes at once, nothing more is written, and it returns -1. Logs go to stderr only. */
 int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t *cfg, pybox_mcp_runner_fn runner,
                     void *runner_arg);
 

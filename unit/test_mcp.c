@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -43,6 +44,7 @@
  *   "kept"               makes the folder "kept1" under cfg.output_root (a file, a folder, and a link to
  *                        fake.outside), then as "release", but its result names that folder
  *                        (PYBOX_MCP_KEPT_KEY), cancelled or not
+ *   "big:<n>"            a result with one text block of n bytes ('b')
  *   no code              a result saying what it was given ("args:object:<n members>")
  * Every waiting mode writes a byte to `ended` just before it returns. */
 
@@ -116,6 +118,17 @@ static cJSON *fake_runner(void *arg, const pybox_mcp_config_t *c, const cJSON *a
     const char *mode = code->valuestring;
     if (strncmp(mode, "echo:", 5) == 0)
         return text_result(mode + 5);
+    if (strncmp(mode, "big:", 4) == 0) {
+        size_t n = strtoul(mode + 4, NULL, 10);
+        char *text = malloc(n + 1);
+        if (text == NULL)
+            return pybox_mcp_error_result("fake runner: malloc");
+        memset(text, 'b', n);
+        text[n] = '\0';
+        cJSON *r = text_result(text);
+        free(text);
+        return r;
+    }
     if (strcmp(mode, "progress") == 0) {
         progress(progress_ctx, 1, 2, "half");
         progress(progress_ctx, 2, 2, NULL);
@@ -168,6 +181,7 @@ static struct {
     int rc;
     char *buf; /* bytes read from stdout that are not yet a whole line */
     size_t len, cap;
+    size_t junk; /* bytes the test put in the server's stdout before it started (start_stalled) */
 } srv;
 
 static void *serve_main(void *arg)
@@ -207,6 +221,7 @@ static void setup(void)
     srv.rc = -99;
     srv.buf = NULL;
     srv.len = srv.cap = 0;
+    srv.junk = 0;
 }
 
 static void teardown(void)
@@ -225,7 +240,10 @@ static void teardown(void)
     srv.buf = NULL;
 }
 
-static void start(bool with_stop)
+/* stalled: before the server starts, its stdout pipe is filled to the brim with bytes
+ * that are not JSON (counted in srv.junk), as by a client that has stopped reading: the
+ * server's first write finds no room. drain_junk() reads them back. */
+static void start_with(bool with_stop, bool stalled)
 {
     int p[2];
     ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
@@ -234,6 +252,23 @@ static void start(bool with_stop)
     ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
     srv.out_r = p[0];
     srv.out_w = p[1];
+    if (stalled) {
+        /* writes of PIPE_BUF bytes are all or nothing: EAGAIN means not one more fits */
+        char block[PIPE_BUF];
+        memset(block, 'j', sizeof block);
+        ck_assert_int_eq(fcntl(srv.out_w, F_SETFL, O_NONBLOCK), 0);
+        for (;;) {
+            ssize_t w = write(srv.out_w, block, sizeof block);
+            if (w < 0) {
+                ck_assert_int_eq(errno, EAGAIN);
+                break;
+            }
+            srv.junk += (size_t)w;
+        }
+        ck_assert_int_eq(fcntl(srv.out_w, F_SETFL, 0), 0);
+        struct pollfd pw = {.fd = srv.out_w, .events = POLLOUT};
+        ck_assert_int_eq(poll(&pw, 1, 0), 0); /* full */
+    }
     if (with_stop) {
         ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
         srv.stop_r = p[0];
@@ -241,6 +276,11 @@ static void start(bool with_stop)
     }
     ck_assert_int_eq(pthread_create(&srv.thread, NULL, serve_main, NULL), 0);
     srv.running = true;
+}
+
+static void start(bool with_stop)
+{
+    start_with(with_stop, false);
 }
 
 static void send_raw(const void *data, size_t len)
@@ -1891,6 +1931,168 @@ START_TEST(cancel_removes_kept)
 }
 END_TEST
 
+/* ---- a client that stops reading ----
+ * start_stalled's stdout is full before the server writes a byte, and the test reads
+ * nothing until it says so: every message the server sends meanwhile waits. */
+
+static void start_stalled(bool with_stop)
+{
+    start_with(with_stop, true);
+}
+
+/* The client reads again: first the bytes that filled the pipe, then messages. */
+static void drain_junk(void)
+{
+    char b[PIPE_BUF];
+    size_t left = srv.junk;
+    int64_t deadline = now_ms() + WAIT_MS;
+    while (left > 0) {
+        struct pollfd p = {.fd = srv.out_r, .events = POLLIN};
+        int64_t wait = deadline - now_ms();
+        ck_assert_msg(wait > 0 && poll(&p, 1, (int)wait) == 1, "the filling bytes could not be read back");
+        ssize_t got = read(srv.out_r, b, left < sizeof b ? left : sizeof b);
+        ck_assert_int_gt(got, 0);
+        for (ssize_t i = 0; i < got; i++)
+            ck_assert_int_eq(b[i], 'j');
+        left -= (size_t)got;
+    }
+    srv.junk = 0;
+}
+
+/* serve returned within ms (or the test fails); its return code. */
+static int join_within(int ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000 + 1;
+    ck_assert_msg(pthread_timedjoin_np(srv.thread, NULL, &until) == 0, "serve did not return within %d ms", ms);
+    srv.running = false;
+    return srv.rc;
+}
+
+/* After serve returned: nothing past the filling bytes reached stdout, not even part of
+ * a message. */
+static void expect_nothing_written(void)
+{
+    close_fd(&srv.out_w);
+    drain_junk();
+    char *line = next_line(WAIT_MS);
+    ck_assert_msg(line == NULL, "a message reached stdout: %s", line ? line : "");
+}
+
+/* While stdout is full, the reader still reads: a cancellation sent after a ping whose
+ * answer cannot be written is acted on. When the client reads again, the answers come
+ * in order, whole. */
+START_TEST(stalled_client_cancel_acted_on)
+{
+    start_stalled(false);
+    send_call(1, "block");
+    wait_started(1);
+    send_ping(2); /* its answer waits */
+    send_cancel(1);
+    wait_ended(1); /* the runner saw its cancellation */
+    ck_assert_int_eq(atomic_load(&fake.cancels_seen), 1);
+    send_ping(3);
+    send_call(4, "echo:after");
+    drain_junk();
+    expect_pong(2);
+    expect_pong(3);
+    cJSON *m = expect_result(4);
+    ck_assert_str_eq(result_text(m), "after");
+    cJSON_Delete(m);
+    finish_quiet(); /* nothing for the cancelled call */
+}
+END_TEST
+
+/* The end of stdin (_i 0) or a stop (_i 1) while stdout stays full: every run is
+ * cancelled, then the writer gets PYBOX_MCP_FLUSH_MS, then serve returns -1 without
+ * having written anything more. */
+START_TEST(stalled_client_end_bounded)
+{
+    bool stop = _i == 1;
+    start_stalled(stop);
+    send_call(1, "block");
+    send_call(2, "release");
+    send_call(3, "block-then-result"); /* its result is queued, never written */
+    wait_started(3);
+    send_ping(4);
+    int64_t t0 = now_ms();
+    if (stop)
+        signal_byte(srv.stop_w);
+    else
+        close_fd(&srv.in_w);
+    int rc = join_within(PYBOX_MCP_FLUSH_MS + WAIT_MS);
+    int64_t took = now_ms() - t0;
+    ck_assert_int_eq(rc, -1);
+    ck_assert_int_eq(atomic_load(&fake.cancels_seen), 3);
+    ck_assert_int_eq(atomic_load(&fake.calls), 3);
+    ck_assert_msg(took >= PYBOX_MCP_FLUSH_MS - 1, "serve returned after %lld ms, before the flush time",
+                  (long long)took);
+    expect_nothing_written();
+}
+END_TEST
+
+/* The end of stdin while stdout is full, and the client reads again within the flush
+ * time: what was queued is written, in order, and serve returns 0. */
+START_TEST(stalled_client_end_flushed)
+{
+    start_stalled(false);
+    send_call(1, "block-then-result");
+    wait_started(1);
+    send_ping(2);
+    close_fd(&srv.in_w);
+    wait_ended(1); /* stopped by the end of stdin */
+    drain_junk();
+    expect_pong(2);
+    cJSON *m = expect_result(1);
+    ck_assert_str_eq(result_text(m), "late");
+    cJSON_Delete(m);
+    ck_assert_int_eq(join_within(WAIT_MS), 0);
+    ck_assert_int_eq(atomic_load(&fake.cancels_seen), 1);
+    close_fd(&srv.out_w);
+    char *line = next_line(WAIT_MS);
+    ck_assert_msg(line == NULL, "a message after the end: %s", line ? line : "");
+}
+END_TEST
+
+/* Results that would queue more than the bound (out_queue_max) while stdout is full:
+ * the client is taken as gone. The run in progress is cancelled (its kept folder
+ * removed), serve returns -1 without waiting for the flush time, and nothing more is
+ * written. */
+START_TEST(stalled_client_queue_bound)
+{
+    char root[] = "/tmp/pybox-unit-mcp-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    snprintf(cfg.output_root, sizeof cfg.output_root, "%s", root);
+    snprintf(fake.outside, sizeof fake.outside, "%s-outside", root);
+    int fd = open(fake.outside, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    char kept[PATH_MAX + 16];
+    snprintf(kept, sizeof kept, "%s/kept1", root);
+
+    cfg.out_queue_max = 64 * 1024 * 1024; /* the default is larger; the rule is the same */
+    start_stalled(false);
+    send_call(1, "kept");
+    wait_started(1);
+    ck_assert(exists(kept));
+    /* n results of a little more than bound/n bytes each: the n-th passes the bound */
+    enum { N = 8 };
+    char code[32];
+    snprintf(code, sizeof code, "big:%d", (int)(cfg.out_queue_max / N));
+    for (int i = 0; i < N; i++)
+        send_call(10 + i, code);
+    ck_assert_int_eq(join_within(BIG_WAIT_MS), -1);
+    ck_assert_int_eq(atomic_load(&fake.cancels_seen), 1);
+    ck_assert_int_eq(atomic_load(&fake.calls), 1 + N);
+    ck_assert_msg(!exists(kept), "the cancelled call's folder is still there");
+    ck_assert(exists(fake.outside));
+    expect_nothing_written();
+    unlink(fake.outside);
+    ck_assert_int_eq(rmdir(root), 0);
+}
+END_TEST
+
 Suite *suite_mcp(void)
 {
     Suite *s = suite_create("mcp");
@@ -1984,5 +2186,14 @@ Suite *suite_mcp(void)
     tcase_add_test(review, base64_strict);
     tcase_add_test(review, cancel_removes_kept);
     suite_add_tcase(s, review);
+
+    TCase *stalled = tcase_create("stalled");
+    tcase_add_checked_fixture(stalled, setup, teardown);
+    tcase_set_timeout(stalled, 90);
+    tcase_add_test(stalled, stalled_client_cancel_acted_on);
+    tcase_add_loop_test(stalled, stalled_client_end_bounded, 0, 2);
+    tcase_add_test(stalled, stalled_client_end_flushed);
+    tcase_add_test(stalled, stalled_client_queue_bound);
+    suite_add_tcase(s, stalled);
     return s;
 }
