@@ -36,10 +36,11 @@
 #include "evidence.h"
 
 typedef struct {
-    const char *bin;     /* the pybox binary */
-    const char *out;     /* the evidence folder */
-    char home[PATH_MAX]; /* the campaign's own installation */
-    char tmp[PATH_MAX];  /* scratch, removed at the end */
+    const char *bin;          /* the pybox binary */
+    const char *out;          /* the evidence folder */
+    char home[PATH_MAX];      /* the campaign's own installation */
+    char main_home[PATH_MAX]; /* the main installation's folder (only ever read, by drivers) */
+    char tmp[PATH_MAX];       /* scratch, removed at the end */
     pybox_state_t st;
     pybox_engine_t *e;
     char id[33]; /* this campaign */
@@ -50,6 +51,17 @@ typedef struct {
     char env_entry[64];
     int scratch_n;
 } camp_t;
+
+/* SIGINT, SIGTERM or SIGHUP: the run in progress is stopped (the library's runs through
+ * pybox_interrupt_signal, children through their process group), no further case starts,
+ * and the campaign's boxes, volumes and scratch folder are removed as at the end. */
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    interrupted = sig;
+    pybox_interrupt_signal = sig;
+}
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -162,6 +174,8 @@ static void proc_run(const char *const *argv, const char *const *env, const char
     if (pid < 0)
         return;
     if (pid == 0) {
+        /* Its own process group, so a driver's own children end with it. */
+        setpgid(0, 0);
         dup2(in[0], 0);
         dup2(o[1], 1);
         dup2(e[1], 2);
@@ -179,16 +193,23 @@ static void proc_run(const char *const *argv, const char *const *env, const char
     if (input_len == 0)
         close(in[1]);
     pybox_buf_t *sink[2] = {&p->out, &p->err};
+    double termed_at = 0;
     while (fds[0] >= 0 || fds[1] >= 0) {
         double left = timeout_s - (pybox_now_s() - t0);
-        if (left <= 0 && !p->timed_out) {
+        /* Out of time, or the campaign is interrupted: SIGTERM to the group (a driver's
+         * trap cleans up), SIGKILL 15 s later. */
+        if ((left <= 0 || interrupted) && !p->timed_out) {
             p->timed_out = true;
-            kill(pid, SIGKILL);
+            termed_at = pybox_now_s();
+            kill(-pid, SIGTERM);
+        } else if (p->timed_out && termed_at > 0 && pybox_now_s() - termed_at > 15) {
+            kill(-pid, SIGKILL);
+            termed_at = 0;
         }
         struct pollfd pf[3];
         for (int i = 0; i < 3; i++)
             pf[i] = (struct pollfd){.fd = fds[i], .events = (short)(i < 2 ? POLLIN : POLLOUT)};
-        int pr = poll(pf, 3, p->timed_out ? 1000 : (int)(left * 1000) + 1);
+        int pr = poll(pf, 3, p->timed_out || left > 1 ? 1000 : (int)(left * 1000) + 1);
         if (pr < 0 && errno != EINTR)
             break;
         for (int i = 0; i < 2; i++) {
@@ -571,6 +592,14 @@ static void crash_run(camp_t *c, const cJSON *spec, const char *program, cJSON *
     double t0 = pybox_now_s();
     long since = (long)time(NULL) - 1;
     pid_t pid = fork();
+    if (pid < 0) {
+        close(in[0]);
+        close(in[1]);
+        close(out[0]);
+        close(out[1]);
+        cJSON_AddStringToObject(rec, "error", "fork failed");
+        return;
+    }
     if (pid == 0) {
         dup2(in[0], 0);
         dup2(out[1], 1);
@@ -719,10 +748,11 @@ static void driver_run(camp_t *c, const cJSON *spec, const char *scratch, cJSON 
     argv[argc] = NULL;
     /* As the case wrote it: the record says what ran without this machine's paths. */
     cJSON_AddItemToObject(rec, "driver", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(spec, "driver"), 1));
-    char e1[PATH_MAX + 16], e2[PATH_MAX + 32];
+    char e1[PATH_MAX + 16], e2[PATH_MAX + 32], e3[PATH_MAX + 32];
     snprintf(e1, sizeof e1, "PYBOX_BIN=%s", c->bin);
     snprintf(e2, sizeof e2, "PYBOX_CAMPAIGN_TMP=%s", scratch);
-    const char *env[] = {e1, e2, NULL};
+    snprintf(e3, sizeof e3, "PYBOX_MAIN_HOME=%s", c->main_home);
+    const char *env[] = {e1, e2, e3, NULL};
     proc_t p;
     if (argc == 0) {
         cJSON_AddStringToObject(rec, "error", "the case names no driver");
@@ -955,6 +985,7 @@ static int setup(camp_t *c)
         say("no PyBox installation to take the image pins from: %s (run make setup)", err.msg);
         return -1;
     }
+    snprintf(c->main_home, sizeof c->main_home, "%s", main_st.dir);
     snprintf(c->tmp, sizeof c->tmp, "/tmp/pybox-campaign-XXXXXX");
     if (mkdtemp(c->tmp) == NULL || chmod(c->tmp, 0755) < 0)
         return -1;
@@ -1088,6 +1119,13 @@ int main(int argc, char **argv)
         }
     }
     signal(SIGPIPE, SIG_IGN);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     if (setup(&c) < 0)
         return 1;
     say("campaign %s as installation %s; records in %s/%s", c.id, c.st.install_id, c.out, EV_RECORDS);
@@ -1097,6 +1135,11 @@ int main(int argc, char **argv)
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(cases[k], "fast");
         if (fast && !cJSON_IsTrue(f))
             continue;
+        if (interrupted) {
+            say("interrupted by signal %d: no further case", (int)interrupted);
+            failed++;
+            break;
+        }
         double t1 = pybox_now_s();
         char name[80] = "";
         bool ok = run_case(&c, argv[i + k], cases[k], name);
@@ -1108,7 +1151,7 @@ int main(int argc, char **argv)
     int bad = ev_write_pages(c.out, limits, stderr);
     say("%d passed, %d failed in %.0f s; %d leftover item(s) of the campaign removed; pages %s", passed, failed,
         pybox_now_s() - t0, swept, bad == 0 ? "written" : "NOT written cleanly");
-    nftw(c.tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    nftw(c.tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
     for (int k = 0; k < ncases; k++)
         cJSON_Delete(cases[k]);
     free(cases);

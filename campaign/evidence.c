@@ -30,7 +30,7 @@ const cJSON *ev_path(const cJSON *j, const char *path)
         bool digits = true;
         for (size_t i = 0; i < n; i++)
             digits = digits && seg[i] >= '0' && seg[i] <= '9';
-        if (cJSON_IsArray(j) && digits)
+        if (cJSON_IsArray(j) && digits && n <= 6)
             j = cJSON_GetArrayItem(j, atoi(seg));
         else if (cJSON_IsObject(j))
             j = cJSON_GetObjectItemCaseSensitive(j, seg);
@@ -99,14 +99,18 @@ void ev_cell(pybox_buf_t *b, const cJSON *v)
         pybox_buf_puts(b, cJSON_IsTrue(v) ? "yes" : "no");
     } else if (cJSON_IsNumber(v)) {
         double d = v->valuedouble;
-        if (d == (double)(long long)d && d < 1e15 && d > -1e15)
+        if (d < 1e15 && d > -1e15 && d == (double)(long long)d) {
             pybox_buf_printf(b, "%lld", (long long)d);
-        else {
+        } else if (d >= 1e15 || d <= -1e15 || (d < 0.001 && d > -0.001)) {
+            pybox_buf_printf(b, "%g", d);
+        } else {
             /* Three decimals at most, no trailing zeros: 260.2, 0.357. */
             char t[64];
             snprintf(t, sizeof t, "%.3f", d);
             size_t n = strlen(t);
             while (n > 0 && t[n - 1] == '0')
+                t[--n] = '\0';
+            if (n > 0 && t[n - 1] == '.')
                 t[--n] = '\0';
             pybox_buf_puts(b, t);
         }
@@ -160,9 +164,15 @@ typedef struct {
 
 static int read_file(const char *path, char **out, size_t *len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* Regular files only: a FIFO or a device is never waited on. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat sb;
     if (fd < 0)
         return -1;
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return -1;
+    }
     bool over = false;
     pybox_error_t err = {0};
     int rc = pybox_read_bounded(fd, 64 * 1024 * 1024, out, len, &over, &err);
@@ -186,6 +196,43 @@ static const char *str_at(const cJSON *j, const char *path)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* "2026-11-30T01:02:03.456Z", as the campaign writes times. */
+static bool is_time(const char *t)
+{
+    static const char shape[] = "dddd-dd-ddTdd:dd:dd.dddZ";
+    if (t == NULL || strlen(t) != sizeof shape - 1)
+        return false;
+    for (size_t i = 0; shape[i]; i++)
+        if (shape[i] == 'd' ? !(t[i] >= '0' && t[i] <= '9') : t[i] != shape[i])
+            return false;
+    return true;
+}
+
+/* The verdict a record's own contents support: "pass" only when it holds no error, has
+ * runs, and every run, expectation, driver check and agreement is ok. A record whose
+ * "verdict" says otherwise is not used. */
+static const char *derived_verdict(const cJSON *j)
+{
+    if (ev_path(j, "error") != NULL || cJSON_GetArraySize(ev_path(j, "runs")) == 0)
+        return "fail";
+    const cJSON *run, *x;
+    cJSON_ArrayForEach (run, ev_path(j, "runs")) {
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(run, "ok")) ||
+            cJSON_GetObjectItemCaseSensitive(run, "error") != NULL)
+            return "fail";
+        cJSON_ArrayForEach (x, cJSON_GetObjectItemCaseSensitive(run, "expect"))
+            if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "ok")))
+                return "fail";
+        cJSON_ArrayForEach (x, ev_path(run, "observed.checks"))
+            if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "ok")))
+                return "fail";
+    }
+    cJSON_ArrayForEach (x, ev_path(j, "agree"))
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "ok")))
+            return "fail";
+    return "pass";
+}
+
 static int rec_cmp(const void *a, const void *b)
 {
     const rec_t *x = a, *y = b;
@@ -204,9 +251,14 @@ static int load(const char *dir, rec_t **out, size_t *n, pybox_buf_t *problems)
     char rdir[PATH_MAX];
     if (pybox_fmt(rdir, sizeof rdir, "%s/%s", dir, EV_RECORDS) < 0)
         return -1;
-    DIR *d = opendir(rdir);
     *out = NULL;
     *n = 0;
+    struct stat sb;
+    if (lstat(rdir, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+        pybox_buf_printf(problems, "%s: not a folder (a link is not followed)\n", EV_RECORDS);
+        return -1;
+    }
+    DIR *d = opendir(rdir);
     if (d == NULL) {
         if (errno == ENOENT)
             return 0;
@@ -250,8 +302,16 @@ static int load(const char *dir, rec_t **out, size_t *n, pybox_buf_t *problems)
         r.started = str_at(j, "started");
         r.verdict = str_at(j, "verdict");
         if (j == NULL || !cJSON_IsString(schema) || strcmp(schema->valuestring, EV_SCHEMA) != 0 || !r.id || !r.kind ||
-            !r.started || !r.verdict) {
+            !r.started || !r.verdict || !is_time(r.started) || !is_time(str_at(j, "finished"))) {
             pybox_buf_printf(problems, "%s/%s: not a %s record\n", EV_RECORDS, de->d_name, EV_SCHEMA);
+            bad++;
+            cJSON_Delete(j);
+            continue;
+        }
+        const char *derived = derived_verdict(j);
+        if (strcmp(r.verdict, derived) != 0) {
+            pybox_buf_printf(problems, "%s/%s: says \"%s\" but its runs say \"%s\"\n", EV_RECORDS, de->d_name,
+                             r.verdict, derived);
             bad++;
             cJSON_Delete(j);
             continue;

@@ -523,7 +523,7 @@ void pybox_policy_relaxed(const pybox_policy_t *p, char *out, size_t len)
     for (size_t i = 0; i < sizeof relax_names / sizeof *relax_names; i++)
         if (relaxed(p, relax_names[i].bit))
             pybox_buf_printf(&b, "%s,", relax_names[i].name);
-    if (p->relax_cap != NULL)
+    if (p->relax_cap != NULL && !relaxed(p, PYBOX_RELAX_ENGINE_CAPS)) /* the body adds it only then */
         pybox_buf_printf(&b, "capability %s,", p->relax_cap);
     snprintf(out, len, "%s", b.data ? b.data : "");
     pybox_buf_free(&b);

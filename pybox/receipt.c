@@ -246,9 +246,16 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
         cJSON_AddStringToObject(img, "manifest", "/pybox/manifest.json in the image");
     }
     cJSON *lim = cJSON_AddObjectToObject(asked, "limits");
-    cJSON_AddNumberToObject(lim, "memory_bytes", (double)p->memory_bytes);
+    /* A test box relaxed to no limit says so: null, not the value it did not get. */
+    if (p->relax & PYBOX_RELAX_MEMORY)
+        cJSON_AddNullToObject(lim, "memory_bytes");
+    else
+        cJSON_AddNumberToObject(lim, "memory_bytes", (double)p->memory_bytes);
     cJSON_AddNumberToObject(lim, "swap_bytes", 0);
-    cJSON_AddNumberToObject(lim, "pids", (double)p->pids);
+    if (p->relax & PYBOX_RELAX_PIDS)
+        cJSON_AddNullToObject(lim, "pids");
+    else
+        cJSON_AddNumberToObject(lim, "pids", (double)p->pids);
     cJSON_AddNumberToObject(lim, "cpus", (double)p->nano_cpus / 1e9);
     cJSON_AddNumberToObject(lim, "timeout_s", (double)p->timeout_ms / 1000.0);
     cJSON_AddNumberToObject(lim, "box_timer_s", (double)p->box_timer_ms / 1000.0);
@@ -545,8 +552,13 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
         columns = columns <= 0 ? 80 : 24;
     const pybox_policy_t *p = &res->policy;
     const pybox_done_record_t *d = &res->record;
-    char mem[32];
+    char mem[32], pids[32];
     size_text(mem, sizeof mem, p->memory_bytes);
+    snprintf(pids, sizeof pids, "%lld", (long long)p->pids);
+    if (p->relax & PYBOX_RELAX_MEMORY) /* a relaxed test box: no limit, said so */
+        snprintf(mem, sizeof mem, "none (relaxed)");
+    if (p->relax & PYBOX_RELAX_PIDS)
+        snprintf(pids, sizeof pids, "unlimited (relaxed)");
 
     pybox_buf_printf(o, "PyBox receipt  run %s  %s\n", res->run_id, res->started_wall);
     pybox_buf_printf(o, "  %-10s %s\n", "status", pybox_end_word(res->end));
@@ -594,8 +606,8 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
                          res->inputs->files[i].sha256);
         free(name);
     }
-    pybox_buf_printf(o, "  %-10s memory %s (no swap), %lld processes, %.3g CPU, deadline %.3g s (box timer %.3g s)\n",
-                     "limits", mem, (long long)p->pids, (double)p->nano_cpus / 1e9, (double)p->timeout_ms / 1000.0,
+    pybox_buf_printf(o, "  %-10s memory %s (no swap), %s processes, %.3g CPU, deadline %.3g s (box timer %.3g s)\n",
+                     "limits", mem, pids, (double)p->nano_cpus / 1e9, (double)p->timeout_ms / 1000.0,
                      (double)p->box_timer_ms / 1000.0);
     char relaxed[256];
     pybox_policy_relaxed(p, relaxed, sizeof relaxed);

@@ -56,6 +56,7 @@ static cJSON *record(const char *kind, const char *id, const char *started, cons
     cJSON_AddStringToObject(s, "path", "receipt.said.stdout.text");
     cJSON_AddItemToArray(show, s);
     cJSON_AddStringToObject(r, "started", started);
+    cJSON_AddStringToObject(r, "finished", started);
     cJSON *host = cJSON_AddObjectToObject(r, "host");
     cJSON_AddStringToObject(host, "kernel", "6.1.0");
     cJSON_AddNumberToObject(host, "cpus", 2);
@@ -77,8 +78,10 @@ static cJSON *record(const char *kind, const char *id, const char *started, cons
         cJSON_AddStringToObject(x, "op", "contains");
         cJSON_AddStringToObject(x, "want", i ? "ESCAPED:" : "BLOCKED:");
         cJSON_AddStringToObject(x, "got", i ? "ESCAPED: yes\n" : said);
-        cJSON_AddBoolToObject(x, "ok", strcmp(verdict, "pass") == 0 || i);
+        bool ok = strcmp(verdict, "pass") == 0 || i;
+        cJSON_AddBoolToObject(x, "ok", ok);
         cJSON_AddItemToArray(ex, x);
+        cJSON_AddBoolToObject(run, "ok", ok);
         cJSON_AddItemToArray(runs, run);
     }
     cJSON_AddStringToObject(r, "verdict", verdict);
@@ -298,6 +301,57 @@ START_TEST(not_a_record_is_a_problem)
 }
 END_TEST
 
+/* A record that claims more than its runs show, or is oddly dated, is not used: the
+ * fingerprint proves the bytes, this proves the verdict follows from them. */
+START_TEST(verdict_must_follow_from_runs)
+{
+    char name[80], report[4096] = "";
+    cJSON *r = record("restriction", "keyring", "2026-01-01T00:00:00.000Z", "fail", "ESCAPED: oops\n");
+    cJSON_ReplaceItemInObject(r, "verdict", cJSON_CreateString("pass"));
+    store(r, name);
+    ck_assert_int_gt(ev_write_pages(dir, limits, stderr), 0);
+    ck_assert_int_gt(check(report, sizeof report), 0);
+    ck_assert_msg(strstr(report, "says \"pass\" but its runs say \"fail\"") != NULL, "%s", report);
+    ck_assert_ptr_null(strstr(slurp("restriction.md"), name));
+
+    r = record("restriction", "mount", "2|<b>x</b>|T99:99", "pass", "BLOCKED: no\n");
+    store(r, name);
+    report[0] = '\0';
+    ck_assert_int_gt(check(report, sizeof report), 0);
+    ck_assert_msg(strstr(report, "not a pybox.evidence/1 record") != NULL, "%s", report);
+}
+END_TEST
+
+START_TEST(fifo_in_records_not_waited_on)
+{
+    char name[80], report[4096] = "", path[256];
+    store(record("restriction", "keyring", "2026-01-01T00:00:00.000Z", "pass", "BLOCKED: no\n"), name);
+    snprintf(path, sizeof path, "%s/records/%064d.json", dir, 0);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    ck_assert_int_gt(check(report, sizeof report), 0); /* returns: nothing waits on the FIFO */
+    ck_assert_msg(strstr(report, "cannot be read") != NULL, "%s", report);
+}
+END_TEST
+
+START_TEST(numbers_shown_plainly)
+{
+    static const struct {
+        double v;
+        const char *shown;
+    } cases[] = {{260.2, "260.2"},   {0.357, "0.357"},     {1.0006, "1.001"},     {3, "3"},
+                 {0.0004, "0.0004"}, {-0.0001, "-0.0001"}, {1.23e22, "1.23e+22"}, {2.0001, "2"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        pybox_buf_t b;
+        pybox_buf_init(&b, 0);
+        cJSON *n = cJSON_CreateNumber(cases[i].v);
+        ev_cell(&b, n);
+        ck_assert_str_eq(b.data, cases[i].shown);
+        cJSON_Delete(n);
+        pybox_buf_free(&b);
+    }
+}
+END_TEST
+
 Suite *suite_evidence(void)
 {
     Suite *s = suite_create("evidence");
@@ -312,6 +366,9 @@ Suite *suite_evidence(void)
     tcase_add_test(tc, failed_attempt_kept_and_listed);
     tcase_add_test(tc, paths_and_cells);
     tcase_add_test(tc, not_a_record_is_a_problem);
+    tcase_add_test(tc, verdict_must_follow_from_runs);
+    tcase_add_test(tc, fifo_in_records_not_waited_on);
+    tcase_add_test(tc, numbers_shown_plainly);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -35,6 +35,7 @@ for c in dockerd containerd curl python3 setsid mmdebstrap umount awk; do
 done
 
 tmp=${PYBOX_CAMPAIGN_TMP%/}
+case $tmp in '' | /) die "PYBOX_CAMPAIGN_TMP must not be the root folder" ;; esac
 t_begin=$(now)
 
 # The main installation, as pybox would find it without this driver's overrides (pybox/state.c).
@@ -43,7 +44,11 @@ unix://*) main_sock=${DOCKER_HOST#unix://} ;;
 '') main_sock=/var/run/docker.sock ;;
 *) die "DOCKER_HOST=$DOCKER_HOST: only unix:// sockets are supported" ;;
 esac
-if [ -n "${PYBOX_HOME:-}" ]; then
+# The campaign runs as an installation of its own (its PYBOX_HOME) and names the main
+# one in PYBOX_MAIN_HOME; run by hand, PYBOX_HOME is the main one.
+if [ -n "${PYBOX_MAIN_HOME:-}" ]; then
+    main_home=$PYBOX_MAIN_HOME
+elif [ -n "${PYBOX_HOME:-}" ]; then
     main_home=$PYBOX_HOME
 elif [ "$(id -u)" = 0 ]; then
     main_home=/var/lib/pybox
@@ -52,6 +57,7 @@ elif [ -n "${XDG_STATE_HOME:-}" ]; then
 else
     main_home=$HOME/.local/state/pybox
 fi
+case $main_home in "$tmp"/* | /tmp/pybox-campaign-*) die "the main installation's folder ($main_home) is a campaign's own" ;; esac
 
 # ---- the throwaway installation's places ----
 
