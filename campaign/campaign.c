@@ -476,9 +476,7 @@ static void list_out(const char *dir, cJSON *observed)
 {
     cJSON *files = cJSON_AddArrayToObject(observed, "out_files");
     int n = 0;
-    char cmd_dir[PATH_MAX];
-    snprintf(cmd_dir, sizeof cmd_dir, "%s", dir);
-    DIR *d = opendir(cmd_dir);
+    DIR *d = opendir(dir);
     struct dirent *de;
     while (d && (de = readdir(d)) != NULL) {
         if (de->d_name[0] == '.' && (de->d_name[1] == '\0' || (de->d_name[1] == '.' && de->d_name[2] == '\0')))

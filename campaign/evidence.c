@@ -30,8 +30,8 @@ const cJSON *ev_path(const cJSON *j, const char *path)
         bool digits = true;
         for (size_t i = 0; i < n; i++)
             digits = digits && seg[i] >= '0' && seg[i] <= '9';
-        if (cJSON_IsArray(j) && digits && n <= 6)
-            j = cJSON_GetArrayItem(j, atoi(seg));
+        if (cJSON_IsArray(j) && digits && n <= 6) /* at most 999999: fits an int */
+            j = cJSON_GetArrayItem(j, (int)strtol(seg, NULL, 10));
         else if (cJSON_IsObject(j))
             j = cJSON_GetObjectItemCaseSensitive(j, seg);
         else

@@ -464,13 +464,13 @@ static int cmd_mcp(int argc, char **argv)
         pybox_error_set(&err, PYBOX_ERR_SYSTEM, errno, "signalfd");
         return fail(&err, false);
     }
-    char imgs[PYBOX_MCP_IMAGES_MAX * (PYBOX_NAME_MAX + 1)] = "";
-    for (size_t i = 0; i < cfg.n_images; i++) {
-        strcat(imgs, i ? "," : "");
-        strcat(imgs, cfg.images[i]);
-    }
-    fprintf(stderr, "pybox mcp: serving run_python on stdio (images %s; at most %g s and %lld MiB per call)\n", imgs,
-            cfg.max_timeout_ms / 1000.0, (long long)(cfg.max_memory_bytes >> 20));
+    pybox_buf_t imgs;
+    pybox_buf_init(&imgs, 0);
+    for (size_t i = 0; i < cfg.n_images; i++)
+        pybox_buf_printf(&imgs, "%s%s", i ? "," : "", cfg.images[i]);
+    fprintf(stderr, "pybox mcp: serving run_python on stdio (images %s; at most %g s and %lld MiB per call)\n",
+            imgs.data ? imgs.data : "", cfg.max_timeout_ms / 1000.0, (long long)(cfg.max_memory_bytes >> 20));
+    pybox_buf_free(&imgs);
     int rc = pybox_mcp_serve(STDIN_FILENO, STDOUT_FILENO, sfd, &cfg, pybox_mcp_run_python, &st);
     close(sfd);
     return rc < 0 ? 125 : 0;

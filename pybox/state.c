@@ -305,6 +305,21 @@ int pybox_pin_list(const pybox_state_t *st, pybox_pin_t **out, size_t *n, pybox_
     return 0;
 }
 
+/* Write the pins (and free them) atomically; the caller holds the pins lock. */
+static int save_pins(const pybox_state_t *st, cJSON *pins, pybox_error_t *err)
+{
+    char *text = cJSON_Print(pins);
+    cJSON_Delete(pins);
+    if (text == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "encoding images.json");
+    char path[PATH_MAX];
+    int rc = pybox_state_path(st, "images.json", path, sizeof path, err);
+    if (rc == 0)
+        rc = pybox_write_file_atomic(path, text, strlen(text), 0600, err);
+    free(text);
+    return rc;
+}
+
 int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t *err)
 {
     _cleanup_close_ int lfd = lock_pins(st, LOCK_EX, err);
@@ -328,16 +343,7 @@ int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t
     cJSON_AddNumberToObject(d, "timeout_ms", (double)pin->timeout_ms);
     cJSON_DeleteItemFromObjectCaseSensitive(pins, pin->name);
     cJSON_AddItemToObject(pins, pin->name, o);
-    char *text = cJSON_Print(pins);
-    cJSON_Delete(pins);
-    if (text == NULL)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "encoding images.json");
-    char path[PATH_MAX];
-    int rc = pybox_state_path(st, "images.json", path, sizeof path, err);
-    if (rc == 0)
-        rc = pybox_write_file_atomic(path, text, strlen(text), 0600, err);
-    free(text);
-    return rc;
+    return save_pins(st, pins, err);
 }
 
 /* A positive number from config.json, or the default when the key is absent. */
@@ -398,14 +404,6 @@ int pybox_pin_remove(const pybox_state_t *st, const char *name, pybox_error_t *e
         return -1;
     int had = cJSON_GetObjectItemCaseSensitive(pins, name) != NULL;
     cJSON_DeleteItemFromObjectCaseSensitive(pins, name);
-    char *text = cJSON_Print(pins);
-    cJSON_Delete(pins);
-    if (text == NULL)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "encoding images.json");
-    char path[PATH_MAX];
-    int rc = pybox_state_path(st, "images.json", path, sizeof path, err);
-    if (rc == 0)
-        rc = pybox_write_file_atomic(path, text, strlen(text), 0600, err);
-    free(text);
+    int rc = save_pins(st, pins, err);
     return rc < 0 ? -1 : had;
 }

@@ -3,7 +3,6 @@
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,17 +22,9 @@ static void setup(void)
     ck_assert_ptr_nonnull(mkdtemp(work));
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void teardown(void)
 {
-    nftw(work, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    itest_remove_home(work); /* any folder: removed depth first, links not followed */
 }
 
 static void path_in(char *out, const char *name)

@@ -5,6 +5,10 @@
 
 #include <check.h>
 
+/* Remove a test's folder and everything in it, depth first, following no link ("" is
+ * nothing). */
+void unit_rm_tree(const char *dir);
+
 Suite *suite_util(void);
 Suite *suite_escape(void);
 Suite *suite_stream(void);

@@ -26,17 +26,9 @@ static void setup(void)
     ck_assert_ptr_nonnull(mkdtemp(dir));
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void teardown(void)
 {
-    nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    unit_rm_tree(dir);
 }
 
 /* A record as the campaign writes it, small. */

@@ -36,20 +36,6 @@
 static char root_dir[PATH_MAX];
 static char work[PATH_MAX];
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void rm_tree(const char *dir)
-{
-    if (dir[0] != '\0')
-        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static void case_setup(void)
 {
     ck_assert_int_eq(pybox_fmt(root_dir, sizeof root_dir, "/tmp/pybox-unit-files-XXXXXX"), 0);
@@ -58,7 +44,7 @@ static void case_setup(void)
 
 static void case_teardown(void)
 {
-    rm_tree(root_dir);
+    unit_rm_tree(root_dir);
     root_dir[0] = '\0';
 }
 
@@ -71,7 +57,7 @@ static void test_setup(void)
 
 static void test_teardown(void)
 {
-    rm_tree(work);
+    unit_rm_tree(work);
     work[0] = '\0';
 }
 

@@ -1045,10 +1045,11 @@ START_TEST(many_in_one_write)
 {
     start(false);
     char all[4096] = "";
+    size_t used = 0;
     for (int i = 1; i <= 20; i++) {
-        char one[96];
-        snprintf(one, sizeof one, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}\n", i);
-        strcat(all, one);
+        int n = snprintf(all + used, sizeof all - used, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}\n", i);
+        ck_assert(n > 0 && (size_t)n < sizeof all - used);
+        used += (size_t)n;
     }
     send_str(all);
     for (int i = 1; i <= 20; i++)

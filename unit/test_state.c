@@ -30,19 +30,11 @@ static void setup(void)
     unsetenv("PYBOX_HOME");
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void teardown(void)
 {
     unsetenv("PYBOX_HOME");
     if (tmp_root[0] != '\0')
-        nftw(tmp_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        unit_rm_tree(tmp_root);
     tmp_root[0] = '\0';
 }
 

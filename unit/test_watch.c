@@ -41,18 +41,10 @@
 static char case_root[PATH_MAX];
 static char tmp_root[PATH_MAX];
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void remove_tree(char *dir)
 {
     if (dir[0] != '\0')
-        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        unit_rm_tree(dir);
     dir[0] = '\0';
 }
 

@@ -29,20 +29,6 @@ static char work[PATH_MAX];
 static char wheels[PATH_MAX];
 static char lockp[PATH_MAX];
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void rm_tree(const char *dir)
-{
-    if (dir[0] != '\0')
-        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static void case_setup(void)
 {
     ck_assert_int_eq(pybox_fmt(root_dir, sizeof root_dir, "/tmp/pybox-unit-wheels-XXXXXX"), 0);
@@ -51,7 +37,7 @@ static void case_setup(void)
 
 static void case_teardown(void)
 {
-    rm_tree(root_dir);
+    unit_rm_tree(root_dir);
     root_dir[0] = '\0';
 }
 
@@ -67,7 +53,7 @@ static void test_setup(void)
 
 static void test_teardown(void)
 {
-    rm_tree(work);
+    unit_rm_tree(work);
     work[0] = '\0';
 }
 
