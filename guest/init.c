@@ -70,14 +70,12 @@ static int parse_num(const char *p, const char *end, int64_t max, int64_t *out)
     return 0;
 }
 
-static int parse_timer(const char *arg, int64_t *out)
+static int parse_flag(const char *arg, const char *flag, int64_t max, int64_t *out)
 {
-    size_t flen = strlen(PYBOX_GUEST_TIMER_FLAG);
-    if (strncmp(arg, PYBOX_GUEST_TIMER_FLAG, flen) != 0)
+    size_t flen = strlen(flag);
+    if (strncmp(arg, flag, flen) != 0)
         return -1;
-    if (parse_num(arg + flen, arg + strlen(arg), PYBOX_GUEST_TIMER_MAX_MS, out) < 0 || *out <= 0)
-        return -1;
-    return 0;
+    return parse_num(arg + flen, arg + strlen(arg), max, out);
 }
 
 /* Read the hello line byte by byte so not one byte after it is consumed. Gives up at
@@ -227,7 +225,7 @@ static int caps_are_empty(void)
     return 1;
 }
 
-static void child_exec(int stdin_pipe, int program_root)
+static void child_exec(int stdin_pipe, uid_t uid)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -235,13 +233,12 @@ static void child_exec(int stdin_pipe, int program_root)
         _exit(PYBOX_GUEST_EXIT_PIPE);
     /* The program's own user: changing from root clears every capability. Check that it
      * did, and that there is no way back. */
-    if (program_root) {
+    gid_t gid = (gid_t)uid;
+    if (uid == 0) {
         /* A relaxed test box only: the program keeps root and the box's capabilities. */
-    } else if (setgroups(0, NULL) < 0 || setgid(PYBOX_GUEST_PROGRAM_GID) < 0 || setuid(PYBOX_GUEST_PROGRAM_UID) < 0 ||
-               getuid() != PYBOX_GUEST_PROGRAM_UID || geteuid() != PYBOX_GUEST_PROGRAM_UID ||
-               getgid() != PYBOX_GUEST_PROGRAM_GID || getegid() != PYBOX_GUEST_PROGRAM_GID || setuid(0) == 0 ||
-               !caps_are_empty()) {
-        say("pybox-init: cannot switch the program to uid %d: %s\n", PYBOX_GUEST_PROGRAM_UID, strerror(errno));
+    } else if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0 || getuid() != uid || geteuid() != uid ||
+               getgid() != gid || getegid() != gid || setuid(0) == 0 || !caps_are_empty()) {
+        say("pybox-init: cannot switch the program to uid %u: %s\n", (unsigned)uid, strerror(errno));
         _exit(PYBOX_GUEST_EXIT_PRIVS);
     }
     /* The program leads its own session and process group; the box's PID 1 stays
@@ -262,11 +259,11 @@ static void child_exec(int stdin_pipe, int program_root)
 int main(int argc, char **argv)
 {
     int64_t t0 = now_ms();
-    int64_t timer_ms;
-    int program_root = argc == 3 && strcmp(argv[2], PYBOX_GUEST_ROOT_FLAG) == 0;
-    if ((argc != 2 && !program_root) || parse_timer(argv[1], &timer_ms) < 0) {
-        say("pybox-init: usage: %s %sMILLISECONDS [%s]\n", PYBOX_GUEST_INIT_PATH, PYBOX_GUEST_TIMER_FLAG,
-            PYBOX_GUEST_ROOT_FLAG);
+    int64_t timer_ms, uid;
+    if (argc != 3 || parse_flag(argv[1], PYBOX_GUEST_TIMER_FLAG, PYBOX_GUEST_TIMER_MAX_MS, &timer_ms) < 0 ||
+        timer_ms <= 0 || parse_flag(argv[2], PYBOX_GUEST_UID_FLAG, PYBOX_GUEST_UID_MAX, &uid) < 0) {
+        say("pybox-init: usage: %s %sMILLISECONDS %sUID\n", PYBOX_GUEST_INIT_PATH, PYBOX_GUEST_TIMER_FLAG,
+            PYBOX_GUEST_UID_FLAG);
         return PYBOX_GUEST_EXIT_USAGE;
     }
     int64_t deadline = t0 + timer_ms;
@@ -307,7 +304,7 @@ int main(int argc, char **argv)
     }
     if (program_pid == 0) {
         explicit_bzero(secret, sizeof secret);
-        child_exec(pipefd[0], program_root);
+        child_exec(pipefd[0], (uid_t)uid);
     }
     int64_t t_program = now_ms();
     close(pipefd[0]);

@@ -66,6 +66,8 @@ typedef struct pybox_box_ops {
     /* Remove the box and its volumes, then look it up again: *gone only when the
      * engine says it no longer exists. */
     int (*remove)(pybox_box_t *b, bool *gone, pybox_error_t *err);
+    /* Whether the box still runs now (a box that stopped never runs again). */
+    int (*running)(pybox_box_t *b, bool *running, pybox_error_t *err);
     /* The box's PID 1 as the host sees it (for locating its cgroup); 0 if unknown. */
     int (*host_pid)(pybox_box_t *b, pid_t *pid, pybox_error_t *err);
     const char *(*id)(const pybox_box_t *b);

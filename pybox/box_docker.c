@@ -329,6 +329,29 @@ static int d_host_pid(pybox_box_t *base, pid_t *pid, pybox_error_t *err)
     return 0;
 }
 
+static int d_running(pybox_box_t *base, bool *running, pybox_error_t *err)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    long status = 0;
+    cJSON *reply = NULL;
+    *running = false;
+    if (inspect(b, &status, &reply, err) < 0)
+        return -1;
+    if (status != 200) {
+        pybox_engine_fail(err, "reading whether the box runs", status, reply);
+        cJSON_Delete(reply);
+        return -1;
+    }
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "State"), "Running");
+    int rc = 0;
+    if (cJSON_IsBool(r))
+        *running = cJSON_IsTrue(r);
+    else
+        rc = pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "the engine's record of the box has no State.Running");
+    cJSON_Delete(reply);
+    return rc;
+}
+
 static const char *d_id(const pybox_box_t *base)
 {
     return ((const docker_box_t *)base)->id;
@@ -358,6 +381,7 @@ static const pybox_box_ops_t docker_ops = {
     .signal = d_signal,
     .wait = d_wait,
     .remove = d_remove,
+    .running = d_running,
     .host_pid = d_host_pid,
     .id = d_id,
     .free = d_free,

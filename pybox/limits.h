@@ -45,6 +45,8 @@
 #define PYBOX_TMP_BYTES (16LL * 1024 * 1024)
 #define PYBOX_SHM_BYTES (16LL * 1024 * 1024)
 #define PYBOX_NOFILE 256
+/* Signals queued to the box's user at once (RLIMIT_SIGPENDING, per user: a box's own). */
+#define PYBOX_SIGPENDING 1024
 #define PYBOX_FSIZE_BYTES (64LL * 1024 * 1024)
 
 /* Files in (all inputs together) and out (docs/files.md). */

@@ -90,6 +90,9 @@ static void catch_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* When this process started: every phase of a run counts from here. */
+static double process_start_s;
+
 static int cmd_exec(int argc, char **argv)
 {
     pybox_error_t err = {0};
@@ -154,6 +157,7 @@ static int cmd_exec(int argc, char **argv)
                                .state = &st,
                                .expiry_s = ceil.expiry_s,
                                .housekeeping = true,
+                               .started_s = process_start_s,
                                .inputs = o.n_inputs > 0 ? &inputs : NULL,
                                .output = o.output != NULL ? &output : NULL};
     pybox_policy_defaults(&req.policy);
@@ -478,6 +482,7 @@ static int cmd_mcp(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    process_start_s = pybox_now_s();
     if (argc < 2) {
         fputs(usage, stderr);
         return 125;

@@ -324,7 +324,7 @@ static cJSON *receipt_schema(void)
     cJSON *r = OBJ("schema:string", "pybox_version:string", "run_id:string", "status:string", "exit_code:integer",
                    "asked:object", "seen:object", "said:object", "unknown:array");
     cJSON *schema = cJSON_CreateObject();
-    cJSON_AddStringToObject(schema, "const", "pybox.receipt/1");
+    cJSON_AddStringToObject(schema, "const", "pybox.receipt/2");
     set_prop(r, "schema", schema);
     cJSON *status = typed("string");
     cJSON *en = cJSON_AddArrayToObject(status, "enum");

@@ -458,6 +458,7 @@ char *pybox_mcp_summary(const cJSON *receipt)
 cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSON *args, int cancel_fd,
                             pybox_mcp_progress_fn progress, void *progress_ctx)
 {
+    double started = pybox_now_s(); /* the call's phases all count from here */
     const pybox_state_t *st = arg;
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(args, "code");
     const cJSON *image = cJSON_GetObjectItemCaseSensitive(args, "image");
@@ -650,6 +651,7 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
                                .housekeeping = true,
                                .inputs = n_paths > 0 ? &inputs : NULL,
                                .output = cJSON_IsTrue(ret) ? &out : NULL,
+                               .started_s = started,
                                .cancellable = true,
                                .cancel_fd = cancel_fd,
                                .hook = on_step,

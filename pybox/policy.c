@@ -99,6 +99,7 @@ static const struct {
     {PYBOX_RELAX_PIDS, "pids"},
     {PYBOX_RELAX_MEMORY, "memory"},
     {PYBOX_RELAX_SYSTEM_PATHS, "system-paths"},
+    {PYBOX_RELAX_SHARED_UID, "shared-uid"},
 };
 
 unsigned pybox_policy_relax_bit(const char *name)
@@ -119,12 +120,22 @@ static int tampered(const pybox_policy_t *p, const char *what)
     return p->tamper != NULL && strcmp(p->tamper, what) == 0;
 }
 
+unsigned pybox_policy_program_uid(const pybox_policy_t *p)
+{
+    if (relaxed(p, PYBOX_RELAX_PROGRAM_ROOT))
+        return 0;
+    if (relaxed(p, PYBOX_RELAX_SHARED_UID))
+        return PYBOX_SHARED_UID;
+    return p->program_uid;
+}
+
 /* The part of the body that the engine reports back under "Config". */
 static cJSON *config_part(const pybox_policy_t *p)
 {
     cJSON *c = cJSON_CreateObject();
-    char timer[64];
+    char timer[64], uid[64];
     snprintf(timer, sizeof timer, "%s%lld", PYBOX_GUEST_TIMER_FLAG, (long long)p->box_timer_ms);
+    snprintf(uid, sizeof uid, "%s%u", PYBOX_GUEST_UID_FLAG, pybox_policy_program_uid(p));
     char expires[32];
     snprintf(expires, sizeof expires, "%lld", (long long)p->expires);
 
@@ -137,8 +148,8 @@ static cJSON *config_part(const pybox_policy_t *p)
     cJSON_AddStringToObject(c, "WorkingDir", "/tmp");
     const char *env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp", p->relax_env};
     cJSON_AddItemToObject(c, "Env", string_array(env, p->relax_env ? 4 : 3));
-    const char *entry[] = {PYBOX_GUEST_INIT_PATH, timer, PYBOX_GUEST_ROOT_FLAG};
-    cJSON_AddItemToObject(c, "Entrypoint", string_array(entry, relaxed(p, PYBOX_RELAX_PROGRAM_ROOT) ? 3 : 2));
+    const char *entry[] = {PYBOX_GUEST_INIT_PATH, timer, uid};
+    cJSON_AddItemToObject(c, "Entrypoint", string_array(entry, 3));
     cJSON_AddItemToObject(c, "Cmd", cJSON_CreateArray());
     if (p->relax_netns == NULL) /* the engine reports it only when true */
         cJSON_AddBoolToObject(c, "NetworkDisabled", 1);
@@ -188,8 +199,8 @@ static cJSON *mounts(const pybox_policy_t *p)
         cJSON_AddStringToObject(dc, "Name", "local");
         cJSON *opts = cJSON_AddObjectToObject(dc, "Options");
         char mo[128];
-        snprintf(mo, sizeof mo, "size=%lld,uid=%d,gid=%d,mode=0700", (long long)p->out_bytes, PYBOX_GUEST_PROGRAM_UID,
-                 PYBOX_GUEST_PROGRAM_GID);
+        unsigned uid = pybox_policy_program_uid(p);
+        snprintf(mo, sizeof mo, "size=%lld,uid=%u,gid=%u,mode=0700", (long long)p->out_bytes, uid, uid);
         cJSON_AddStringToObject(opts, "device", "tmpfs");
         cJSON_AddStringToObject(opts, "o", mo);
         cJSON_AddStringToObject(opts, "type", "tmpfs");
@@ -267,6 +278,7 @@ static cJSON *host_part(const pybox_policy_t *p)
     cJSON_AddItemToArray(ul, ulimit("nofile", p->nofile));
     cJSON_AddItemToArray(ul, ulimit("fsize", p->fsize_bytes));
     cJSON_AddItemToArray(ul, ulimit("core", 0));
+    cJSON_AddItemToArray(ul, ulimit("sigpending", PYBOX_SIGPENDING));
     cJSON *log = cJSON_AddObjectToObject(h, "LogConfig");
     cJSON_AddStringToObject(log, "Type", "none");
     cJSON_AddObjectToObject(log, "Config");

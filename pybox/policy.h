@@ -12,10 +12,12 @@
 #include "error.h"
 #include "limits.h"
 
-/* The program's user; the box itself starts as root with CAP_KILL, CAP_SETGID and
- * CAP_SETUID only, for the guest init to switch the program to it (guest/proto.h). */
-#define PYBOX_BOX_USER "65534:65534"
+/* The box starts as root with CAP_KILL, CAP_SETGID and CAP_SETUID only, for the guest
+ * init to switch the program to the run's own user (program_uid, guest/proto.h). */
 #define PYBOX_BOX_INIT_USER "0:0"
+/* The one user every box shared before boxes had users of their own: a relaxed test box
+ * only (PYBOX_RELAX_SHARED_UID), to show what per-box users prevent. */
+#define PYBOX_SHARED_UID 65534u
 #define PYBOX_LABEL_INSTALL "pybox.install"
 #define PYBOX_LABEL_RUN "pybox.run"
 #define PYBOX_LABEL_EXPIRES "pybox.expires"
@@ -26,6 +28,7 @@ typedef struct pybox_policy {
     char install_id[PYBOX_ID_MAX];
     char run_id[PYBOX_ID_MAX];
     int64_t expires;      /* wall-clock seconds; after it, leftovers may be removed */
+    uint32_t program_uid; /* the program's uid and gid: leased for this box alone (uid.h) */
     int64_t memory_bytes; /* memory limit; swap limit equal, i.e. no swap */
     int64_t pids;         /* process limit */
     int64_t nano_cpus;    /* CPU limit in 1e-9 CPUs */
@@ -63,7 +66,11 @@ typedef struct pybox_policy {
 #define PYBOX_RELAX_PIDS 0x20u          /* no process limit */
 #define PYBOX_RELAX_MEMORY 0x40u        /* no memory limit */
 #define PYBOX_RELAX_SYSTEM_PATHS 0x80u  /* nothing of /proc and /sys masked or read-only */
+#define PYBOX_RELAX_SHARED_UID 0x100u   /* the program runs as PYBOX_SHARED_UID, like every such box */
 #define PYBOX_RELAX_SOCKET_AT "/run/docker.sock"
+
+/* The uid (and gid) the program runs as: program_uid, or what a relaxation says. */
+unsigned pybox_policy_program_uid(const pybox_policy_t *p);
 
 /* Defaults for everything but image, names and labels. */
 void pybox_policy_defaults(pybox_policy_t *p);
@@ -81,7 +88,8 @@ cJSON *pybox_policy_create_body(const pybox_policy_t *p);
 void pybox_policy_relaxed(const pybox_policy_t *p, char *out, size_t len);
 
 /* One relaxation bit by name ("program-root", "writable-root", "engine-caps",
- * "new-privileges", "seccomp", "pids", "memory", "system-paths"); 0 if unknown. */
+ * "new-privileges", "seccomp", "pids", "memory", "system-paths", "shared-uid"); 0 if
+ * unknown. */
 unsigned pybox_policy_relax_bit(const char *name);
 
 /* Compare the engine's read-back of a created box (GET /containers/{id}/json) with the

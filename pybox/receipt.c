@@ -270,7 +270,12 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddStringToObject(pol, "seccomp_sha256", pybox_policy_seccomp_sha256());
     /* What a relaxed test box had instead is said here too, not only in the list. */
     bool root = (p->relax & PYBOX_RELAX_PROGRAM_ROOT) != 0;
-    cJSON_AddStringToObject(pol, "user", root ? "0:0" : PYBOX_BOX_USER);
+    unsigned uid = pybox_policy_program_uid(p);
+    char user[32];
+    snprintf(user, sizeof user, "%u:%u", uid, uid);
+    cJSON_AddStringToObject(pol, "user", user);
+    cJSON_AddNumberToObject(pol, "program_uid", uid);
+    cJSON_AddBoolToObject(pol, "user_of_its_own", !root && (p->relax & PYBOX_RELAX_SHARED_UID) == 0);
     cJSON_AddStringToObject(pol, "init_user", "0:0 with CAP_KILL only");
     cJSON_AddStringToObject(pol, "network", p->relax_netns ? "another box's network namespace" : "none");
     cJSON_AddBoolToObject(pol, "read_only_root", (p->relax & PYBOX_RELAX_WRITABLE_ROOT) == 0);
@@ -335,9 +340,11 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddStringToObject(oom, "finding", res->oom_finding ? res->oom_finding : "none");
     cJSON_AddStringToObject(seen, "clock", clock_name(res));
     cJSON_AddBoolToObject(seen, "host_deadline_passed", res->deadline_fired);
-    cJSON_AddBoolToObject(seen, "box_killed_by_pybox", res->box_killed);
+    cJSON_AddBoolToObject(seen, "box_killed_through_engine", res->box_killed);
     cJSON_AddBoolToObject(seen, "program_input_complete", res->input_complete);
     cJSON *tm = cJSON_AddObjectToObject(seen, "timings_ms");
+    cJSON_AddNumberToObject(tm, "before", ms1(res->t.before_ms));
+    cJSON_AddNumberToObject(tm, "housekeeping", ms1(res->t.housekeeping_ms));
     cJSON_AddNumberToObject(tm, "create", ms1(res->t.create_ms));
     cJSON_AddNumberToObject(tm, "verify", ms1(res->t.verify_ms));
     cJSON_AddNumberToObject(tm, "files_in", ms1(res->t.files_in_ms));
@@ -615,8 +622,10 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
         pybox_buf_printf(o, "  %-10s RELAXED FOR A TEST: %s (see asked.policy in the JSON receipt)\n", "box", relaxed);
         pybox_buf_printf(o, "  %-10s policy %.16s...\n", "", res->policy_sha256);
     } else {
-        pybox_buf_printf(o, "  %-10s program as user 65534 with no capabilities (init as root with CAP_KILL only),\n",
-                         "box");
+        pybox_buf_printf(o,
+                         "  %-10s program as user %u (its own) with no capabilities (init as root with CAP_KILL "
+                         "only),\n",
+                         "box", pybox_policy_program_uid(p));
         pybox_buf_printf(o, "  %-10s read-only root, no network, no host mounts,\n", "");
         pybox_buf_printf(o, "  %-10s no new privileges, seccomp %.16s..., policy %.16s...\n", "",
                          pybox_policy_seccomp_sha256(), res->policy_sha256);
@@ -649,10 +658,11 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
                      res->verified ? "" : " (FAILED)", res->removed ? "removed" : "NOT removed",
                      res->gone ? "confirmed gone" : "NOT confirmed gone");
     pybox_buf_printf(o,
-                     "  %-10s create %.0f ms, verify %.0f, attach %.0f, start %.0f, arm %.1f, run %.0f, collect %.0f, "
-                     "remove %.0f, total %.0f\n",
-                     "timings", res->t.create_ms, res->t.verify_ms, res->t.attach_ms, res->t.start_ms, res->t.arm_ms,
-                     res->t.run_ms, res->t.collect_ms, res->t.remove_ms, res->t.total_ms);
+                     "  %-10s before %.0f ms, housekeeping %.0f, create %.0f, verify %.0f, attach %.0f, start %.0f, "
+                     "arm %.1f, run %.0f, collect %.0f, remove %.0f, total %.0f\n",
+                     "timings", res->t.before_ms, res->t.housekeeping_ms, res->t.create_ms, res->t.verify_ms,
+                     res->t.attach_ms, res->t.start_ms, res->t.arm_ms, res->t.run_ms, res->t.collect_ms,
+                     res->t.remove_ms, res->t.total_ms);
     if (res->inputs != NULL || res->output_asked)
         pybox_buf_printf(o, "  %-10s files in %.0f ms, files out %.0f ms\n", "", res->t.files_in_ms,
                          res->t.files_out_ms);

@@ -13,6 +13,7 @@
 #include "cleanup.h"
 #include "limits.h"
 #include "note.h"
+#include "uid.h"
 #include "util.h"
 
 const char *pybox_end_word(pybox_end_t end)
@@ -105,12 +106,23 @@ static void take_files(feed_t *f, pybox_run_result_t *res)
     double t = pybox_now_s();
     size_t max = (size_t)(res->policy.out_bytes + res->policy.out_bytes / 4 + 1024 * 1024);
     pybox_error_t ferr = {0};
+    bool running = false;
     if (f->box->ops->get_files(f->box, PYBOX_BOX_OUT, max, &f->out_tar, &ferr) < 0) {
         res->outputs.status = PYBOX_OUT_NOT_RECEIVED;
         pybox_strlcpy(res->outputs.reason,
                       ferr.errnum == EFBIG ? "the box's archive of its output folder is larger than the limit"
                                            : ferr.msg,
                       sizeof res->outputs.reason);
+    } else if (f->box->ops->running(f->box, &running, &ferr) < 0 || !running) {
+        /* The folder lives only while the box runs: once it stopped, a copy reads a fresh,
+         * empty one. Only a copy the box outlived is the program's output. */
+        res->outputs.status = PYBOX_OUT_NOT_RECEIVED;
+        snprintf(res->outputs.reason, sizeof res->outputs.reason, "%s",
+                 ferr.msg[0] ? "whether the box was still held when its output folder was copied is not "
+                               "known"
+                             : "the box stopped before its output folder was copied whole");
+        pybox_buf_free(&f->out_tar);
+        pybox_buf_init(&f->out_tar, 0);
     } else {
         f->have_out = true;
     }
@@ -344,6 +356,9 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     pybox_sink_init(&res->out, PYBOX_OUTPUT_CAP);
     pybox_sink_init(&res->err, PYBOX_OUTPUT_CAP);
     double t0 = pybox_now_s();
+    /* Every phase counts from PyBox's own start: the total is the whole run. */
+    double origin = req->started_s > 0 && req->started_s <= t0 ? req->started_s : t0;
+    res->t.before_ms = (t0 - origin) * 1000.0;
     res->policy = req->policy;
     res->end = PYBOX_END_NONE;
     res->exit_code = 125;
@@ -375,6 +390,16 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     int64_t life_s = req->expiry_s > 0 ? req->expiry_s : PYBOX_EXPIRY_S;
     int64_t min_life = 2 * ((p->box_timer_ms + 999) / 1000) + PYBOX_EXPIRY_MARGIN_S;
     p->expires = pybox_wall_s() + (life_s > min_life ? life_s : min_life);
+    /* The program's own user, leased until the box is confirmed gone (or, should this
+     * process die first, until the box's expiry, when it has certainly ended). */
+    pybox_uid_lease_t lease = PYBOX_UID_LEASE_INIT;
+    if ((p->relax & (PYBOX_RELAX_SHARED_UID | PYBOX_RELAX_PROGRAM_ROOT)) == 0) {
+        if (pybox_uid_lease_take(res->run_id, p->expires, &lease, &res->error) < 0) {
+            res->end = PYBOX_END_PYBOX_ERROR;
+            return -1;
+        }
+        p->program_uid = (uint32_t)lease.uid;
+    }
     cJSON *body = pybox_policy_create_body(p);
     char *text = body ? cJSON_PrintUnformatted(body) : NULL;
     if (text != NULL)
@@ -392,6 +417,7 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
         pybox_error_set(&res->error, PYBOX_ERR_SYSTEM, ENOMEM, "the box's input (%zu bytes)", req->program_len);
         res->end = PYBOX_END_PYBOX_ERROR;
         pybox_buf_free(&feed.q);
+        pybox_uid_lease_release(&lease);
         return -1;
     }
     size_t input_len = feed.q.len;
@@ -399,6 +425,7 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     /* Housekeeping: this installation's expired leftovers go first. Its failure does not
      * stop the run; it is reported. */
     if (req->housekeeping && req->state != NULL) {
+        double th = pybox_now_s();
         pybox_cleanup_report_t rep;
         pybox_error_t herr = {0};
         if (pybox_cleanup(req->state, be, false, &rep, &herr) == 0) {
@@ -408,6 +435,7 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
             unknown(res, "housekeeping before the run failed: %s", herr.msg);
         }
         pybox_cleanup_report_free(&rep);
+        res->t.housekeeping_ms = since(th);
     }
 
     /* The note comes before anything exists, so a crash from here on leaves a trail. */
@@ -416,6 +444,7 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     if (req->state != NULL && pybox_note_open(req->state, res->run_id, p->name, p->expires, &note, &res->error) < 0) {
         res->end = PYBOX_END_PYBOX_ERROR;
         pybox_buf_free(&feed.q);
+        pybox_uid_lease_release(&lease);
         return -1;
     }
     step(req, res, PYBOX_STEP_NOTED);
@@ -494,7 +523,10 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
         goto out;
     res->have_exit = true;
 
-out:
+out:;
+    /* The engine failed while the box ran, before the box's end was seen: whether the box
+     * has ended is not known, and nothing may be said as if it had. */
+    bool engine_lost = rc < 0 && res->started && !res->record.seen && res->error.kind == PYBOX_ERR_ENGINE;
     explicit_bzero(secret, sizeof secret);
     if (feed.q.data != NULL)
         explicit_bzero(feed.q.data, strlen(PYBOX_GUEST_HELLO) + PYBOX_GUEST_SECRET_HEX);
@@ -535,8 +567,9 @@ out:
                 pybox_note_output_end(req->state, res->run_id);
         } else if (res->outputs.status == PYBOX_OUT_NOT_ASKED) {
             res->outputs.status = PYBOX_OUT_NOT_RECEIVED;
-            snprintf(res->outputs.reason, sizeof res->outputs.reason,
-                     "the box ended before its output folder could be copied");
+            snprintf(res->outputs.reason, sizeof res->outputs.reason, "%s",
+                     engine_lost ? "the engine failed before the output folder could be copied"
+                                 : "the box ended before its output folder could be copied");
         }
         if (res->outputs.status != PYBOX_OUT_DELIVERED)
             unknown(res, "no output folder was created: %s", res->outputs.reason);
@@ -550,8 +583,10 @@ out:
         res->note_closed = pybox_note_close(&note, &nerr) == 0;
         if (!res->note_closed)
             unknown(res, "the run note could not be removed: %s", nerr.msg);
+        pybox_uid_lease_release(&lease);
     } else {
         pybox_note_abandon(&note);
+        pybox_uid_lease_keep(&lease);
     }
     pybox_buf_free(&feed.out_tar);
     if (res->started && !res->watched)
@@ -561,11 +596,20 @@ out:
                 "the image '%s' is a custom one: its packages can run code when Python starts (.pth files, "
                 "sitecustomize), before the program, as part of the run",
                 res->pin.name);
+    if (engine_lost && !res->gone)
+        unknown(res,
+                "the engine failed during the run: whether the box has ended is not known (its own timer ends it "
+                "at the latest %.3g s after it started)",
+                (double)p->box_timer_ms / 1000.0);
     if (res->watched && !res->final_taken)
-        unknown(res, "no final kernel reading: the box ended before it could be held; the last sample is reported");
+        unknown(res, "%s",
+                engine_lost ? "no final kernel reading: the engine failed before the program's end was seen; the last "
+                              "sample is reported"
+                            : "no final kernel reading: the box ended before it could be held; the last sample is "
+                              "reported");
     pybox_sink_said(&res->out, res->record.seen ? res->record.length : 0, &res->said_out);
     pybox_sink_said(&res->err, 0, &res->said_err);
-    res->t.total_ms = since(t0);
+    res->t.total_ms = since(origin);
     if (res->interrupted == -1) {
         pybox_error_set(&res->error, PYBOX_ERR_SYSTEM, 0,
                         "the run was cancelled: the program was stopped and its box %s",

@@ -53,6 +53,9 @@ typedef struct pybox_run_request {
      * the run reports PYBOX_END_CANCELLED. */
     bool cancellable;
     int cancel_fd;
+    /* When PyBox itself started on this run (pybox_now_s()), so that the run's total
+     * counts what came before it (engine open, image checks); 0: the run's own start. */
+    double started_s;
     /* Called at each step with the run's id (tests use it to stop a run at a chosen
      * moment). */
     void (*hook)(const char *step, const char *run_id, void *arg);
@@ -60,8 +63,10 @@ typedef struct pybox_run_request {
 } pybox_run_request_t;
 
 typedef struct pybox_timings {
+    double before_ms;       /* from PyBox's start to the run's (engine open, image checks) */
+    double housekeeping_ms; /* removing this installation's expired leftovers */
     double create_ms, verify_ms, files_in_ms, attach_ms, start_ms, arm_ms, run_ms, files_out_ms, collect_ms, remove_ms,
-        total_ms;
+        total_ms; /* total: from PyBox's start to the receipt */
 } pybox_timings_t;
 
 typedef struct pybox_run_result {

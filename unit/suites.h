@@ -23,5 +23,7 @@ Suite *suite_toml(void);
 Suite *suite_wheels(void);
 Suite *suite_mcp(void);
 Suite *suite_evidence(void);
+Suite *suite_uid(void);
+Suite *suite_run(void);
 
 #endif

@@ -33,6 +33,7 @@ static void fixture_policy(pybox_policy_t *p)
     ck_assert_int_eq(pybox_strlcpy(p->install_id, "00112233445566778899aabbccddeeff", sizeof p->install_id), 0);
     ck_assert_int_eq(pybox_strlcpy(p->run_id, "fixture0000000000000000000000000", sizeof p->run_id), 0);
     p->expires = 1800000000;
+    p->program_uid = 200123;
 }
 
 static cJSON *load_json(const char *path)
@@ -173,6 +174,7 @@ static void body_policy(pybox_policy_t *p)
     ck_assert_int_eq(pybox_strlcpy(p->install_id, "ffeeddccbbaa99887766554433221100", sizeof p->install_id), 0);
     ck_assert_int_eq(pybox_strlcpy(p->run_id, "run0", sizeof p->run_id), 0);
     p->expires = 1234567890;
+    p->program_uid = 200077;
     /* values other than the defaults, so each is seen to come from the policy */
     p->memory_bytes = 256LL * 1024 * 1024;
     p->pids = 50;
@@ -192,14 +194,15 @@ START_TEST(body_contents)
     ck_assert_ptr_nonnull(body);
 
     expect_string(body, "Image", p.image_id);
-    /* The box starts as root for its init, which runs the program as 65534. */
+    /* The box starts as root for its init, which runs the program as the run's own user. */
     expect_string(body, "User", "0:0");
     ck_assert(cJSON_IsTrue(get(body, "NetworkDisabled")));
     ck_assert(cJSON_IsFalse(get(body, "Tty")));
     const cJSON *entry = get(body, "Entrypoint");
-    ck_assert_int_eq(cJSON_GetArraySize(entry), 2);
+    ck_assert_int_eq(cJSON_GetArraySize(entry), 3);
     ck_assert_str_eq(cJSON_GetArrayItem(entry, 0)->valuestring, "/pybox/init");
     ck_assert_str_eq(cJSON_GetArrayItem(entry, 1)->valuestring, "--timer-ms=4500");
+    ck_assert_str_eq(cJSON_GetArrayItem(entry, 2)->valuestring, "--program-uid=200077");
     const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(body, "Cmd");
     ck_assert(cmd == NULL || cJSON_GetArraySize(cmd) == 0); /* nothing the image could add */
     const cJSON *labels = get(body, "Labels");
@@ -247,7 +250,7 @@ START_TEST(body_contents)
     static const struct {
         const char *name;
         double v;
-    } want_ul[] = {{"nofile", 128}, {"fsize", 1024 * 1024}, {"core", 0}};
+    } want_ul[] = {{"nofile", 128}, {"fsize", 1024 * 1024}, {"core", 0}, {"sigpending", 1024}};
     for (size_t i = 0; i < sizeof want_ul / sizeof *want_ul; i++) {
         const cJSON *found = NULL, *u;
         cJSON_ArrayForEach (u, ul) {
@@ -527,14 +530,21 @@ START_TEST(relaxations_named_and_held)
         cJSON_Delete(plain);
         cJSON_Delete(relaxed);
     }
-    /* The root program is the init's third argument, and only then. */
+    /* The root program is uid 0 in the init's arguments, and only then; a shared uid is
+     * the one every box had before boxes had users of their own. */
     pybox_policy_t p;
     fixture_policy(&p);
     p.relax = PYBOX_RELAX_PROGRAM_ROOT;
     cJSON *body = pybox_policy_create_body(&p);
     const cJSON *entry = get(body, "Entrypoint");
     ck_assert_int_eq(cJSON_GetArraySize(entry), 3);
-    ck_assert_str_eq(cJSON_GetArrayItem(entry, 2)->valuestring, PYBOX_GUEST_ROOT_FLAG);
+    ck_assert_str_eq(cJSON_GetArrayItem(entry, 2)->valuestring, "--program-uid=0");
+    cJSON_Delete(body);
+    fixture_policy(&p);
+    p.relax = PYBOX_RELAX_SHARED_UID;
+    body = pybox_policy_create_body(&p);
+    entry = get(body, "Entrypoint");
+    ck_assert_str_eq(cJSON_GetArrayItem(entry, 2)->valuestring, "--program-uid=65534");
     cJSON_Delete(body);
     /* A capability and the engine's socket are named too. */
     fixture_policy(&p);
@@ -699,8 +709,16 @@ START_TEST(verify_catches_each_mutation)
     expect_caught(j, "Args", "timer changed");
 
     j = load_fixture();
-    set_item(j, NULL, "Args", strings("--timer-ms=3000", "-c"));
-    expect_caught(j, "Args", "an argument added");
+    set_item(j, NULL, "Args", strings("--timer-ms=3000", "--program-uid=65534"));
+    expect_caught(j, "Args", "the program's user changed");
+
+    j = load_fixture();
+    set_item(j, NULL, "Args", strings("--timer-ms=3000", "--program-uid=0"));
+    expect_caught(j, "Args", "the program left root");
+
+    j = load_fixture();
+    set_item(j, NULL, "Args", strings("--timer-ms=3000", NULL));
+    expect_caught(j, "Args", "the program's user left out");
 
     j = load_fixture();
     set_item(obj_at(j, "Config"), "Labels", "pybox.install", cJSON_CreateString("ffffffffffffffffffffffffffffffff"));

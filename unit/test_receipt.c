@@ -153,7 +153,7 @@ START_TEST(json_shape)
     add_unknown(&r, "peak memory not established");
     cJSON *j = receipt_roundtrip(&r);
 
-    ck_assert_str_eq(get_str(j, "schema"), "pybox.receipt/1");
+    ck_assert_str_eq(get_str(j, "schema"), "pybox.receipt/2");
     ck_assert_str_eq(get_str(j, "status"), "TARGET_EXIT_OBSERVED");
     ck_assert_str_eq(get_str(j, "run_id"), r.run_id);
     ck_assert_double_eq(get_num(j, "exit_code"), 3);
@@ -560,7 +560,7 @@ START_TEST(refusal_shape)
     pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "--timeout abc: give seconds \xff");
     cJSON *j = pybox_receipt_refusal(&err);
     ck_assert_ptr_nonnull(j);
-    ck_assert_str_eq(get_str(j, "schema"), "pybox.receipt/1");
+    ck_assert_str_eq(get_str(j, "schema"), "pybox.receipt/2");
     ck_assert_str_eq(get_str(j, "status"), "REFUSED");
     ck_assert_double_eq(get_num(j, "exit_code"), 125);
     ck_assert(cJSON_IsFalse(get(j, "box_built")));

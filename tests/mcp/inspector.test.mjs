@@ -25,7 +25,7 @@ test('the Inspector lists the tool', async () => {
   const out = await inspector(['--method', 'tools/list']);
   assert.deepEqual(out.tools.map((t) => t.name), ['run_python']);
   assert.equal(out.tools[0].inputSchema.required[0], 'code');
-  assert.equal(out.tools[0].outputSchema.properties.schema.const, 'pybox.receipt/1');
+  assert.equal(out.tools[0].outputSchema.properties.schema.const, 'pybox.receipt/2');
 });
 
 test('the Inspector calls run_python', async () => {

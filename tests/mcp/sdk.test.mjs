@@ -59,7 +59,7 @@ test('data image: a CSV in, a result file and a chart back, the receipt valid ag
     // callTool has validated structuredContent against the tool's output schema (it throws otherwise).
     assert.ok(!result.isError, text(result));
     const r = result.structuredContent;
-    assert.equal(r.schema, 'pybox.receipt/1');
+    assert.equal(r.schema, 'pybox.receipt/2');
     assert.equal(r.status, 'TARGET_EXIT_OBSERVED', text(result));
     assert.equal(r.exit_code, 0);
     assert.equal(r.asked.image.name, 'data');

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-box users: every box's program runs as a host uid (and gid) of its own, leased from
+ * a range reserved for PyBox, so that per-user kernel quotas (descriptors in flight,
+ * message queues, inotify instances, pending signals, processes) are never shared between
+ * two live boxes of any installation on the machine, nor with the host's users.
+ * Contract: docs/policy.md ("The program's user"). */
+#ifndef PYBOX_UID_H
+#define PYBOX_UID_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+/* The range reserved for boxes, and the machine-wide folder of leases (one file per
+ * uid, on a tmpfs that a reboot clears along with every box). */
+#define PYBOX_UID_BASE 200000u
+#define PYBOX_UID_COUNT 65536u
+#define PYBOX_UID_LEASES "/run/pybox/uids"
+
+/* A lease: the file is locked while this process holds it; its content says which run
+ * has it and until when. */
+typedef struct pybox_uid_lease {
+    uid_t uid; /* also the gid */
+    int fd;    /* -1 when nothing is held */
+    char dir[128];
+} pybox_uid_lease_t;
+
+#define PYBOX_UID_LEASE_INIT                                                                                           \
+    {                                                                                                                  \
+        .uid = 0, .fd = -1, .dir = ""                                                                                  \
+    }
+
+/* Lease a uid for a run: one that no live lease holds (another process's lock, or a
+ * lease whose expiry has not passed), that no host user or group has, and that lies in no
+ * subordinate range of /etc/subuid or /etc/subgid. expires is the wall-clock second after
+ * which the run's box is certainly gone (its leftovers' expiry). */
+int pybox_uid_lease_take(const char *run_id, int64_t expires, pybox_uid_lease_t *out, pybox_error_t *err);
+
+/* The same in another folder and range (tests). */
+int pybox_uid_lease_take_in(const char *dir, uid_t base, uint32_t count, const char *run_id, int64_t expires,
+                            pybox_uid_lease_t *out, pybox_error_t *err);
+
+/* The box is confirmed gone: the uid is free again at once. */
+void pybox_uid_lease_release(pybox_uid_lease_t *l);
+
+/* The box may still exist: keep the lease until its expiry, let go of the lock. */
+void pybox_uid_lease_keep(pybox_uid_lease_t *l);
+
+#endif

@@ -1,0 +1,503 @@
+/* SPDX-License-Identifier: MIT */
+/* The run flow over a scripted backend: every phase's failure, every status word, the
+ * memory findings, the clocks, files out, cancellation, interruption and timings, in
+ * milliseconds and with no engine. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../pybox/run.h"
+#include "../pybox/util.h"
+#include "scripted.h"
+#include "suites.h"
+
+static pybox_run_result_t res;
+
+static void request(pybox_run_request_t *req, int64_t timeout_ms)
+{
+    memset(req, 0, sizeof *req);
+    req->program = "print('hi')\n";
+    req->program_len = strlen(req->program);
+    req->image_name = "stdlib";
+    pybox_policy_defaults(&req->policy);
+    snprintf(req->policy.image_id, sizeof req->policy.image_id, "sha256:%064d", 0);
+    snprintf(req->policy.install_id, sizeof req->policy.install_id, "00112233445566778899aabbccddeeff");
+    req->policy.timeout_ms = timeout_ms;
+    req->policy.box_timer_ms = timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
+    /* No lease: the scripted box has no host user to give. */
+    req->policy.relax = PYBOX_RELAX_SHARED_UID;
+    req->cancel_fd = -1;
+}
+
+static int run(script_t *s, pybox_run_request_t *req)
+{
+    pybox_backend_t be;
+    scripted_backend(&be, s);
+    return pybox_run(&be, req, &res);
+}
+
+static bool has_unknown(const char *part)
+{
+    for (int i = 0; i < res.n_unknown; i++)
+        if (strstr(res.unknown[i], part) != NULL)
+            return true;
+    return false;
+}
+
+static void teardown(void)
+{
+    pybox_run_result_free(&res);
+    pybox_interrupt_signal = 0;
+}
+
+START_TEST(clean_exit)
+{
+    script_t s;
+    script_init(&s);
+    pybox_run_request_t req;
+    request(&req, 2000);
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_int_eq(res.end, PYBOX_END_TARGET_EXIT);
+    ck_assert_str_eq(pybox_end_word(res.end), "TARGET_EXIT_OBSERVED");
+    ck_assert_int_eq(res.exit_code, 0);
+    ck_assert(res.record.seen && res.verified && res.started && res.removed && res.gone);
+    ck_assert_int_eq(res.said_out.kept, 3);
+    ck_assert_int_eq(memcmp(res.said_out.data, "hi\n", 3), 0);
+    ck_assert(s.program_complete);
+    ck_assert_int_eq(s.releases, 1);
+    ck_assert_int_eq(s.stops, 0);
+    ck_assert_int_eq(s.removed, 1);
+}
+END_TEST
+
+START_TEST(program_exit_code_is_kept)
+{
+    script_t s;
+    script_init(&s);
+    s.exit_code = 3;
+    s.err = "Traceback\n";
+    pybox_run_request_t req;
+    request(&req, 2000);
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_int_eq(res.end, PYBOX_END_TARGET_EXIT);
+    ck_assert_int_eq(res.exit_code, 3);
+    ck_assert_int_eq(res.said_err.kept, 10);
+}
+END_TEST
+
+/* Every phase that can fail: PyBox's error (125), the box removed when it was made, and
+ * the program never started when the failure came before the start. */
+START_TEST(each_phase_failure_is_pybox_s)
+{
+    static const struct {
+        script_fail_t fail;
+        bool created, started;
+        const char *word;
+    } cases[] = {
+        {SCRIPT_FAIL_CREATE, false, false, "create"}, {SCRIPT_FAIL_VERIFY, true, false, "differs"},
+        {SCRIPT_FAIL_PUT_FILES, true, false, "put"},  {SCRIPT_FAIL_OPEN_IO, true, false, "attach"},
+        {SCRIPT_FAIL_START, true, false, "start"},    {SCRIPT_FAIL_IO, true, true, "stream broke"},
+        {SCRIPT_FAIL_WAIT, true, true, "wait"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        script_t s;
+        script_init(&s);
+        s.fail = cases[i].fail;
+        pybox_run_request_t req;
+        request(&req, 2000);
+        pybox_inputs_t in;
+        pybox_inputs_init(&in);
+        if (cases[i].fail == SCRIPT_FAIL_PUT_FILES)
+            req.inputs = &in;
+        ck_assert_int_eq(run(&s, &req), -1);
+        ck_assert_msg(res.end == PYBOX_END_PYBOX_ERROR, "%s: %s", cases[i].word, pybox_end_word(res.end));
+        ck_assert_int_eq(res.exit_code, 125);
+        ck_assert_msg(strstr(res.error.msg, cases[i].word) != NULL, "%s: %s", cases[i].word, res.error.msg);
+        ck_assert_int_eq(res.created, cases[i].created);
+        ck_assert_int_eq(res.started, cases[i].started);
+        ck_assert_int_eq(s.removed, cases[i].created ? 1 : 0);
+        ck_assert_int_eq(s.started, cases[i].started ? 1 : 0);
+        pybox_inputs_free(&in);
+        pybox_run_result_free(&res);
+    }
+}
+END_TEST
+
+START_TEST(host_deadline_stops_the_program)
+{
+    script_t s;
+    script_init(&s);
+    s.hangs = true;
+    pybox_run_request_t req;
+    request(&req, 150);
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_str_eq(pybox_end_word(res.end), "SUPERVISOR_KILL_OBSERVED");
+    ck_assert_int_eq(res.exit_code, 124);
+    ck_assert(res.deadline_fired && res.record.stopped && !res.box_killed);
+    ck_assert_int_eq(s.stops, 1);
+    ck_assert_int_eq(s.kills, 0);
+}
+END_TEST
+
+START_TEST(a_box_that_ignores_the_stop_is_killed)
+{
+    script_t s;
+    script_init(&s);
+    s.hangs = true;
+    s.ignore_stop = true;
+    pybox_run_request_t req;
+    request(&req, 100);
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_int_eq(res.end, PYBOX_END_SUPERVISOR_KILL);
+    ck_assert_int_eq(res.exit_code, 124);
+    ck_assert(res.box_killed && !res.record.seen);
+    ck_assert_int_eq(s.kills, 1);
+    ck_assert(has_unknown("did not stop the program when asked"));
+}
+END_TEST
+
+START_TEST(box_timer)
+{
+    script_t s;
+    script_init(&s);
+    s.timer = true;
+    pybox_run_request_t req;
+    request(&req, 2000);
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_str_eq(pybox_end_word(res.end), "BOX_TIMER_KILL_OBSERVED");
+    ck_assert_int_eq(res.exit_code, 124);
+}
+END_TEST
+
+START_TEST(no_record_is_unexplained)
+{
+    script_t s;
+    script_init(&s);
+    s.no_record = true;
+    s.engine_exit = 1;
+    pybox_run_request_t req;
+    request(&req, 2000);
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_str_eq(pybox_end_word(res.end), "BOX_END_UNEXPLAINED");
+    ck_assert_int_eq(res.exit_code, 1);
+    ck_assert(has_unknown("without its init's record"));
+}
+END_TEST
+
+START_TEST(a_stop_from_outside_is_reported)
+{
+    script_t s;
+    script_init(&s);
+    s.term = SIGTERM;
+    s.signal = SIGTERM;
+    pybox_run_request_t req;
+    request(&req, 2000);
+    ck_assert_int_eq(run(&s, &req), -1);
+    ck_assert_str_eq(pybox_end_word(res.end), "EXTERNAL_STOP_OBSERVED");
+    ck_assert_int_eq(res.exit_code, 125);
+}
+END_TEST
+
+START_TEST(exit_codes_that_disagree_are_noted)
+{
+    script_t s;
+    script_init(&s);
+    s.exit_code = 2;
+    s.engine_exit = 5;
+    pybox_run_request_t req;
+    request(&req, 2000);
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_int_eq(res.exit_code, 5); /* the engine's */
+    ck_assert(has_unknown("the box's init saw exit 2, the engine recorded 5"));
+}
+END_TEST
+
+START_TEST(memory_findings)
+{
+    /* The program killed by signal 9 with the engine's OOM flag. */
+    script_t s;
+    script_init(&s);
+    s.signal = SIGKILL;
+    s.engine_oom = true;
+    pybox_run_request_t req;
+    request(&req, 2000);
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_str_eq(res.oom_finding, "program_killed");
+    ck_assert(has_unknown("the kernel's counter could not be read"));
+    pybox_run_result_free(&res);
+    /* Another process killed while the program went on. */
+    script_init(&s);
+    s.engine_oom = true;
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_str_eq(res.oom_finding, "other_process_killed");
+    pybox_run_result_free(&res);
+    /* A kill without any OOM evidence or deadline: the cause is not established. */
+    script_init(&s);
+    s.signal = SIGKILL;
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_str_eq(res.oom_finding, "kernel_not_read");
+    ck_assert(has_unknown("cause not established"));
+}
+END_TEST
+
+START_TEST(a_box_not_confirmed_gone_fails_the_run)
+{
+    script_t s;
+    script_init(&s);
+    s.not_gone = true;
+    pybox_run_request_t req;
+    request(&req, 2000);
+    ck_assert_int_eq(run(&s, &req), -1);
+    ck_assert_int_eq(res.exit_code, 125);
+    ck_assert(!res.gone);
+    ck_assert(has_unknown("could not be confirmed removed"));
+}
+END_TEST
+
+START_TEST(cancelled_before_start)
+{
+    script_t s;
+    script_init(&s);
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    ck_assert_int_eq(write(p[1], "x", 1), 1);
+    pybox_run_request_t req;
+    request(&req, 2000);
+    req.cancellable = true;
+    req.cancel_fd = p[0];
+    ck_assert_int_eq(run(&s, &req), -1);
+    ck_assert_str_eq(pybox_end_word(res.end), "CANCELLED");
+    ck_assert_int_eq(s.started, 0);
+    ck_assert_int_eq(s.removed, 1);
+    close(p[0]);
+    close(p[1]);
+}
+END_TEST
+
+static void hook_cancel(const char *step, const char *run_id, void *arg)
+{
+    (void)run_id;
+    if (strcmp(step, PYBOX_STEP_RUNNING) == 0)
+        ck_assert_int_eq(write(*(int *)arg, "x", 1), 1);
+}
+
+START_TEST(cancelled_while_running)
+{
+    script_t s;
+    script_init(&s);
+    s.hangs = true;
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pybox_run_request_t req;
+    request(&req, 60000);
+    req.cancellable = true;
+    req.cancel_fd = p[0];
+    req.hook = hook_cancel;
+    req.hook_arg = &p[1];
+    ck_assert_int_eq(run(&s, &req), -1);
+    ck_assert_int_eq(res.end, PYBOX_END_CANCELLED);
+    ck_assert_int_eq(s.stops, 1);
+    ck_assert(res.gone);
+    close(p[0]);
+    close(p[1]);
+}
+END_TEST
+
+static void hook_interrupt(const char *step, const char *run_id, void *arg)
+{
+    (void)run_id;
+    (void)arg;
+    if (strcmp(step, PYBOX_STEP_RUNNING) == 0)
+        pybox_interrupt_signal = SIGTERM;
+}
+
+START_TEST(interrupted_while_running)
+{
+    script_t s;
+    script_init(&s);
+    s.hangs = true;
+    pybox_run_request_t req;
+    request(&req, 60000);
+    req.hook = hook_interrupt;
+    ck_assert_int_eq(run(&s, &req), -1);
+    ck_assert_int_eq(res.end, PYBOX_END_PYBOX_ERROR);
+    ck_assert_ptr_nonnull(strstr(res.error.msg, "interrupted by signal 15"));
+    ck_assert(!res.deadline_fired);
+    ck_assert(res.gone);
+}
+END_TEST
+
+START_TEST(the_total_counts_from_pybox_s_start)
+{
+    script_t s;
+    script_init(&s);
+    pybox_run_request_t req;
+    request(&req, 2000);
+    req.started_s = pybox_now_s() - 3.0; /* e.g. an engine that took 3 s to answer */
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_msg(res.t.before_ms >= 3000, "before %.1f ms", res.t.before_ms);
+    ck_assert_msg(res.t.total_ms >= 3000, "total %.1f ms", res.t.total_ms);
+    ck_assert(res.t.total_ms >= res.t.before_ms + res.t.create_ms + res.t.remove_ms);
+}
+END_TEST
+
+/* ---- files out ---- */
+
+static char out_root[64];
+
+static void make_tar(pybox_buf_t *b, const char *name, const char *content)
+{
+    struct archive *a = archive_write_new();
+    archive_write_set_format_pax_restricted(a);
+    size_t used = 0;
+    static char mem[16384];
+    ck_assert_int_eq(archive_write_open_memory(a, mem, sizeof mem, &used), ARCHIVE_OK);
+    struct archive_entry *e = archive_entry_new();
+    archive_entry_set_pathname(e, "out/");
+    archive_entry_set_filetype(e, AE_IFDIR);
+    archive_entry_set_perm(e, 0700);
+    ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
+    archive_entry_clear(e);
+    char path[128];
+    snprintf(path, sizeof path, "out/%s", name);
+    archive_entry_set_pathname(e, path);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0600);
+    archive_entry_set_size(e, (la_int64_t)strlen(content));
+    ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
+    ck_assert_int_eq(archive_write_data(a, content, strlen(content)), (la_ssize_t)strlen(content));
+    archive_entry_free(e);
+    archive_write_close(a);
+    archive_write_free(a);
+    pybox_buf_init(b, 0);
+    ck_assert_int_eq(pybox_buf_append(b, mem, used), 0);
+}
+
+static void out_setup(void)
+{
+    snprintf(out_root, sizeof out_root, "/tmp/pybox-run-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(out_root));
+}
+
+static void out_teardown(void)
+{
+    teardown();
+    unit_rm_tree(out_root);
+}
+
+static void files_run(script_t *s, bool *delivered, bool *folder_exists)
+{
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/result", out_root);
+    pybox_output_spec_t spec;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_output_check(dir, &spec, &err) == 0, "%s", err.msg);
+    pybox_run_request_t req;
+    request(&req, 2000);
+    req.output = &spec;
+    run(s, &req);
+    pybox_output_close(&spec);
+    *delivered = res.outputs.status == PYBOX_OUT_DELIVERED;
+    struct stat sb;
+    *folder_exists = stat(dir, &sb) == 0;
+}
+
+START_TEST(files_taken_while_held_are_delivered)
+{
+    pybox_buf_t tar;
+    make_tar(&tar, "a.txt", "hello");
+    script_t s;
+    script_init(&s);
+    s.out_tar = tar.data;
+    s.out_tar_len = tar.len;
+    bool delivered, exists;
+    files_run(&s, &delivered, &exists);
+    ck_assert(delivered && exists);
+    ck_assert_int_eq(res.outputs.returned_files, 1);
+    pybox_buf_free(&tar);
+}
+END_TEST
+
+START_TEST(a_copy_after_the_box_stopped_is_not_a_delivery)
+{
+    /* Once the box stopped, the engine copies a fresh, empty folder: that is not the
+     * program's output, and no empty folder may be delivered for it. */
+    pybox_buf_t tar;
+    make_tar(&tar, "a.txt", "hello");
+    script_t s;
+    script_init(&s);
+    s.out_tar = tar.data;
+    s.out_tar_len = tar.len;
+    s.stopped_before_copy = true;
+    bool delivered, exists;
+    files_run(&s, &delivered, &exists);
+    ck_assert(!delivered && !exists);
+    ck_assert_int_eq(res.outputs.status, PYBOX_OUT_NOT_RECEIVED);
+    ck_assert_ptr_nonnull(strstr(res.outputs.reason, "stopped before its output folder was copied"));
+    pybox_run_result_free(&res);
+    /* Not known whether it still ran: not a delivery either. */
+    script_init(&s);
+    s.out_tar = tar.data;
+    s.out_tar_len = tar.len;
+    s.running_unknown = true;
+    files_run(&s, &delivered, &exists);
+    ck_assert(!delivered && !exists);
+    ck_assert_ptr_nonnull(strstr(res.outputs.reason, "is not known"));
+    pybox_buf_free(&tar);
+}
+END_TEST
+
+START_TEST(an_engine_lost_mid_run_is_said_plainly)
+{
+    script_t s;
+    script_init(&s);
+    s.fail = SCRIPT_FAIL_IO;
+    s.not_gone = true;
+    bool delivered, exists;
+    files_run(&s, &delivered, &exists);
+    ck_assert(!delivered && !exists);
+    ck_assert_int_eq(res.exit_code, 125);
+    ck_assert_ptr_nonnull(strstr(res.outputs.reason, "the engine failed"));
+    ck_assert_ptr_null(strstr(res.outputs.reason, "the box ended"));
+    ck_assert(has_unknown("whether the box has ended is not known"));
+    for (int i = 0; i < res.n_unknown; i++)
+        ck_assert_msg(strstr(res.unknown[i], "the box ended") == NULL, "claimed: %s", res.unknown[i]);
+}
+END_TEST
+
+Suite *suite_run(void)
+{
+    Suite *s = suite_create("run");
+    TCase *tc = tcase_create("flow");
+    tcase_add_checked_fixture(tc, NULL, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, clean_exit);
+    tcase_add_test(tc, program_exit_code_is_kept);
+    tcase_add_test(tc, each_phase_failure_is_pybox_s);
+    tcase_add_test(tc, host_deadline_stops_the_program);
+    tcase_add_test(tc, a_box_that_ignores_the_stop_is_killed);
+    tcase_add_test(tc, box_timer);
+    tcase_add_test(tc, no_record_is_unexplained);
+    tcase_add_test(tc, a_stop_from_outside_is_reported);
+    tcase_add_test(tc, exit_codes_that_disagree_are_noted);
+    tcase_add_test(tc, memory_findings);
+    tcase_add_test(tc, a_box_not_confirmed_gone_fails_the_run);
+    tcase_add_test(tc, cancelled_before_start);
+    tcase_add_test(tc, cancelled_while_running);
+    tcase_add_test(tc, interrupted_while_running);
+    tcase_add_test(tc, the_total_counts_from_pybox_s_start);
+    suite_add_tcase(s, tc);
+    TCase *tf = tcase_create("files out");
+    tcase_add_checked_fixture(tf, out_setup, out_teardown);
+    tcase_add_test(tf, files_taken_while_held_are_delivered);
+    tcase_add_test(tf, a_copy_after_the_box_stopped_is_not_a_delivery);
+    tcase_add_test(tf, an_engine_lost_mid_run_is_said_plainly);
+    suite_add_tcase(s, tf);
+    return s;
+}

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for per-box users: leases in a folder of the test's own. */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../pybox/uid.h"
+#include "../pybox/util.h"
+#include "suites.h"
+
+/* A range no host user has. */
+#define BASE 3000000000u
+
+static char dir[64];
+
+static void setup(void)
+{
+    char tmpl[] = "/tmp/pybox-uid-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(tmpl));
+    ck_assert_int_eq(pybox_fmt(dir, sizeof dir, "%s/uids", tmpl), 0);
+}
+
+static void teardown(void)
+{
+    char *slash = strrchr(dir, '/');
+    if (slash != NULL) {
+        *slash = '\0';
+        unit_rm_tree(dir);
+    }
+}
+
+static void write_lease(uid_t uid, const char *text)
+{
+    char path[128];
+    ck_assert_int_eq(pybox_fmt(path, sizeof path, "%s/%u", dir, (unsigned)uid), 0);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pybox_write_all(fd, text, strlen(text)), 0);
+    close(fd);
+}
+
+static void read_lease(uid_t uid, char *out, size_t len)
+{
+    char path[128];
+    ck_assert_int_eq(pybox_fmt(path, sizeof path, "%s/%u", dir, (unsigned)uid), 0);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    ssize_t n = read(fd, out, len - 1);
+    ck_assert_int_ge(n, 0);
+    out[n] = '\0';
+    close(fd);
+}
+
+START_TEST(live_leases_never_share_a_uid)
+{
+    pybox_error_t err = {0};
+    pybox_uid_lease_t l[4];
+    int64_t exp = pybox_wall_s() + 100;
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(pybox_uid_lease_take_in(dir, BASE, 4, "run", exp, &l[i], &err) == 0, "%s", err.msg);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_uint_ge(l[i].uid, BASE);
+        ck_assert_uint_lt(l[i].uid, BASE + 4);
+        for (int j = 0; j < i; j++)
+            ck_assert_uint_ne(l[i].uid, l[j].uid);
+    }
+    /* The range is full while all four live. */
+    pybox_uid_lease_t more;
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 4, "run", exp, &more, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no free per-box user"));
+    /* A released one is free at once, and is the one leased next. */
+    uid_t freed = l[2].uid;
+    pybox_uid_lease_release(&l[2]);
+    pybox_error_clear(&err);
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 4, "next", exp, &more, &err), 0);
+    ck_assert_uint_eq(more.uid, freed);
+    char text[128];
+    read_lease(freed, text, sizeof text);
+    char want[64];
+    snprintf(want, sizeof want, "next %lld\n", (long long)exp);
+    ck_assert_str_eq(text, want);
+    pybox_uid_lease_release(&more);
+    for (int i = 0; i < 4; i++)
+        pybox_uid_lease_release(&l[i]);
+    /* Released leases leave nothing behind. */
+    char path[128];
+    for (uid_t u = BASE; u < BASE + 4; u++) {
+        ck_assert_int_eq(pybox_fmt(path, sizeof path, "%s/%u", dir, (unsigned)u), 0);
+        ck_assert_int_eq(access(path, F_OK), -1);
+    }
+}
+END_TEST
+
+START_TEST(a_kept_lease_holds_until_its_expiry)
+{
+    /* A run that could not confirm its box gone keeps the uid though its process is
+     * gone (no lock): until the expiry passes, nobody else gets it. */
+    pybox_error_t err = {0};
+    pybox_uid_lease_t a, b;
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "a", pybox_wall_s() + 100, &a, &err), 0);
+    pybox_uid_lease_keep(&a);
+    ck_assert_int_eq(a.fd, -1);
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "b", pybox_wall_s() + 100, &b, &err), -1);
+    /* Once expired, it is free again. */
+    write_lease(BASE, "a 1000\n");
+    pybox_error_clear(&err);
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "b", pybox_wall_s() + 100, &b, &err), 0);
+    ck_assert_uint_eq(b.uid, BASE);
+    pybox_uid_lease_release(&b);
+}
+END_TEST
+
+START_TEST(unreadable_leases_are_left_alone)
+{
+    pybox_error_t err = {0};
+    pybox_uid_lease_t l;
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "a", 1, &l, &err), 0); /* makes the folder */
+    pybox_uid_lease_release(&l);
+    const char *bad[] = {"garbage", "a -5\n", "a 12x\n", "a\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        write_lease(BASE, bad[i]);
+        pybox_error_clear(&err);
+        ck_assert_msg(pybox_uid_lease_take_in(dir, BASE, 1, "b", 1, &l, &err) == -1, "%s was taken", bad[i]);
+    }
+}
+END_TEST
+
+START_TEST(host_users_are_never_leased)
+{
+    /* uid 0 (root) and the first system uids exist on every host: a range of them only
+     * has nothing to lease. */
+    pybox_error_t err = {0};
+    pybox_uid_lease_t l;
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, 1, 1, "a", 1, &l, &err), -1); /* uid 1: daemon */
+    ck_assert_ptr_nonnull(strstr(err.msg, "no free per-box user"));
+    pybox_error_clear(&err);
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, 0, 4, "a", 1, &l, &err), -1);
+}
+END_TEST
+
+START_TEST(a_folder_others_can_change_is_refused)
+{
+    pybox_error_t err = {0};
+    pybox_uid_lease_t l;
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "a", 1, &l, &err), 0);
+    pybox_uid_lease_release(&l);
+    ck_assert_int_eq(chmod(dir, 0777), 0);
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "a", 1, &l, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not a folder that only"));
+}
+END_TEST
+
+Suite *suite_uid(void)
+{
+    Suite *s = suite_create("uid");
+    TCase *tc = tcase_create("leases");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, live_leases_never_share_a_uid);
+    tcase_add_test(tc, a_kept_lease_holds_until_its_expiry);
+    tcase_add_test(tc, unreadable_leases_are_left_alone);
+    tcase_add_test(tc, host_users_are_never_leased);
+    tcase_add_test(tc, a_folder_others_can_change_is_refused);
+    suite_add_tcase(s, tc);
+    return s;
+}
