@@ -11,6 +11,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -420,20 +421,22 @@ static const char *program_of(const cJSON *spec, const cJSON *cs)
     return p ? p : jstr(cs, "program");
 }
 
-static void library_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *program, cJSON *rec)
+/* A library run's request: the case's image, limits and relaxations (the case's base
+ * and the run's own). The relaxations are noted in rec; -1 with rec's "error" set. */
+static int lib_request(camp_t *c, const cJSON *cs, const cJSON *spec, const char *program, pybox_run_request_t *out,
+                       pybox_pin_t *pin, cJSON *rec)
 {
     pybox_error_t err = {0};
-    pybox_run_request_t req = {.program = program, .program_len = strlen(program), .state = &c->st};
+    pybox_run_request_t req = {.program = program, .program_len = strlen(program), .state = &c->st, .cancel_fd = -1};
     const char *image = jstr(spec, "image") ? jstr(spec, "image") : jstr(cs, "image") ? jstr(cs, "image") : "stdlib";
     req.image_name = image;
-    pybox_pin_t pin;
-    if (pybox_image_resolve(&c->st, c->e, image, &pin, &err) < 0) {
+    if (pybox_image_resolve(&c->st, c->e, image, pin, &err) < 0) {
         cJSON_AddStringToObject(rec, "error", err.msg);
-        return;
+        return -1;
     }
-    req.pin = &pin;
+    req.pin = pin;
     pybox_policy_defaults(&req.policy);
-    snprintf(req.policy.image_id, sizeof req.policy.image_id, "%s", pin.id);
+    snprintf(req.policy.image_id, sizeof req.policy.image_id, "%s", pin->id);
     snprintf(req.policy.install_id, sizeof req.policy.install_id, "%s", c->st.install_id);
     const cJSON *lim = cJSON_GetObjectItemCaseSensitive(cs, "limits");
     req.policy.memory_bytes = (int64_t)(jnum(lim, "memory_mib", (double)PYBOX_DEFAULT_MEMORY / 1048576) * 1048576);
@@ -451,7 +454,7 @@ static void library_run(camp_t *c, const cJSON *cs, const cJSON *spec, const cha
             if (!cJSON_IsString(x) || relax(c, &req.policy, x->valuestring, &err) < 0) {
                 cJSON_AddStringToObject(rec, "error", err.msg[0] ? err.msg : "a relaxation is not a string");
                 pybox_buf_free(&removed);
-                return;
+                return -1;
             }
         }
     }
@@ -461,6 +464,16 @@ static void library_run(camp_t *c, const cJSON *cs, const cJSON *spec, const cha
     cJSON_AddStringToObject(rec, "relaxed", relaxed);
     cJSON_AddStringToObject(rec, "removed", removed.data ? removed.data : "");
     pybox_buf_free(&removed);
+    *out = req;
+    return 0;
+}
+
+static void library_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *program, cJSON *rec)
+{
+    pybox_run_request_t req;
+    pybox_pin_t pin;
+    if (lib_request(c, cs, spec, program, &req, &pin, rec) < 0)
+        return;
     pybox_backend_t be;
     pybox_docker_backend(&be, c->e);
     pybox_run_result_t res;
@@ -470,6 +483,125 @@ static void library_run(camp_t *c, const cJSON *cs, const cJSON *spec, const cha
     cJSON_AddNumberToObject(rec, "exit_code", res.exit_code);
     cJSON_AddItemToObject(rec, "receipt", pybox_receipt_json(&res));
     pybox_run_result_free(&res);
+}
+
+/* ---- two boxes at once: one holds, the other is measured ---- */
+
+typedef struct {
+    pybox_run_request_t req;
+    pybox_engine_t *e;
+    pybox_run_result_t res;
+} holder_t;
+
+static void *hold_main(void *arg)
+{
+    holder_t *h = arg;
+    pybox_backend_t be;
+    pybox_docker_backend(&be, h->e);
+    pybox_run(&be, &h->req, &h->res);
+    return NULL;
+}
+
+/* Whether the running box's process list holds a command line with marker. */
+static bool box_shows(camp_t *c, const char *id, const char *marker)
+{
+    char path[200];
+    snprintf(path, sizeof path, "/containers/%s/top?ps_args=-eo%%20pid,args", id);
+    long status;
+    cJSON *top = engine_get(c, path, &status);
+    char *t = top ? cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(top, "Processes")) : NULL;
+    bool seen = t && strstr(t, marker);
+    free(t);
+    cJSON_Delete(top);
+    return seen;
+}
+
+/* The holder (`hold_file`) runs through the library in a box of its own, with the same
+ * relaxations as the measured run; once its process list shows `hold_marker` (it holds
+ * what it came to hold), the run's own program runs in a second box beside it. Then the
+ * holder is cancelled. Its receipt goes into the record too (`hold_receipt`), and
+ * `observed.uids_differ` says whether the two programs ran as different users. */
+static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *program, cJSON *rec)
+{
+    cJSON *obs = cJSON_AddObjectToObject(rec, "observed");
+    const char *hf = jstr(spec, "hold_file"), *marker = jstr(spec, "hold_marker");
+    char *hold = NULL;
+    size_t hlen = 0;
+    if (hf == NULL || marker == NULL || read_text(hf, &hold, &hlen) < 0) {
+        cJSON_AddStringToObject(rec, "error", "a pair run needs a readable hold_file and a hold_marker");
+        free(hold);
+        return;
+    }
+    cJSON_AddStringToObject(rec, "hold_program", hold);
+    static holder_t h;
+    memset(&h, 0, sizeof h);
+    pybox_pin_t hpin;
+    cJSON *ignore = cJSON_CreateObject();
+    int cancel[2] = {-1, -1};
+    pybox_error_t err = {0};
+    int lr = lib_request(c, cs, spec, hold, &h.req, &hpin, ignore);
+    cJSON_Delete(ignore);
+    if (lr < 0 || pipe2(cancel, O_CLOEXEC) < 0 || pybox_engine_open(NULL, &h.e, &err) < 0) {
+        cJSON_AddStringToObject(rec, "error", "the holding box could not be prepared");
+        free(hold);
+        if (cancel[0] >= 0) {
+            close(cancel[0]);
+            close(cancel[1]);
+        }
+        return;
+    }
+    h.req.policy.timeout_ms = (int64_t)(jnum(spec, "hold_timeout_s", 60) * 1000);
+    h.req.policy.box_timer_ms = h.req.policy.timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
+    h.req.cancellable = true;
+    h.req.cancel_fd = cancel[0];
+    double t0 = pybox_now_s();
+    pthread_t t;
+    if (pthread_create(&t, NULL, hold_main, &h) != 0) {
+        cJSON_AddStringToObject(rec, "error", "the holding box's thread could not start");
+        pybox_engine_free(h.e);
+        free(hold);
+        close(cancel[0]);
+        close(cancel[1]);
+        return;
+    }
+    /* Polled, as the engine has no event for "a process started in a box". */
+    char id[80] = "";
+    bool held = false;
+    while (!held && !interrupted && pybox_now_s() - t0 < 60) {
+        if (!id[0]) {
+            cJSON *run = our_boxes(c, true);
+            const cJSON *b = cJSON_GetArrayItem(run, 0);
+            if (b && jstr(b, "Id"))
+                snprintf(id, sizeof id, "%s", jstr(b, "Id"));
+            cJSON_Delete(run);
+        }
+        held = id[0] && box_shows(c, id, marker);
+        if (!held) {
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    cJSON_AddBoolToObject(obs, "held", held);
+    cJSON_AddNumberToObject(obs, "held_after_s", pybox_now_s() - t0);
+    if (held) {
+        library_run(c, cs, spec, program, rec);
+    } else {
+        cJSON_AddStringToObject(rec, "error", "the holding box never showed its marker");
+    }
+    if (pybox_write_all(cancel[1], "x", 1) < 0)
+        say("pair run: the holding box could not be cancelled: %s", strerror(errno));
+    pthread_join(t, NULL);
+    pybox_engine_free(h.e);
+    close(cancel[0]);
+    close(cancel[1]);
+    cJSON *hr = pybox_receipt_json(&h.res);
+    unsigned huid = pybox_policy_program_uid(&h.res.policy);
+    pybox_run_result_free(&h.res);
+    const cJSON *vuid = ev_path(rec, "receipt.asked.policy.program_uid");
+    cJSON_AddNumberToObject(obs, "hold_uid", huid);
+    cJSON_AddBoolToObject(obs, "uids_differ", cJSON_IsNumber(vuid) && (unsigned)vuid->valuedouble != huid);
+    cJSON_AddItemToObject(rec, "hold_receipt", hr);
+    free(hold);
 }
 
 static void list_out(const char *dir, cJSON *observed)
@@ -889,6 +1021,8 @@ static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
                 crash_run(c, spec, program, r);
             else if (strcmp(via, "driver") == 0)
                 driver_run(c, spec, scratch, r);
+            else if (strcmp(via, "pair") == 0)
+                pair_run(c, cs, spec, program, r);
             else
                 cJSON_AddStringToObject(r, "error", "unknown via");
             free(program);
