@@ -86,7 +86,7 @@ static bool is_hidden(unsigned cp)
     return (cp >= 0x80 && cp <= 0x9f) || in_ranges(hidden_ranges, sizeof hidden_ranges / sizeof *hidden_ranges, cp);
 }
 
-static bool is_mark(unsigned cp)
+bool pybox_escape_is_mark(unsigned cp)
 {
     return in_ranges(marks_ranges, sizeof marks_ranges / sizeof *marks_ranges, cp);
 }
@@ -154,7 +154,7 @@ int pybox_escape_terminal(pybox_buf_t *out, const void *s, size_t len, bool keep
             i++;
             continue;
         }
-        bool mark = is_mark(cp);
+        bool mark = pybox_escape_is_mark(cp);
         if (is_hidden(cp) || (mark && !base)) {
             snprintf(tmp, sizeof tmp, "\\u{%04x}", cp);
             if (pybox_buf_puts(out, tmp) < 0)

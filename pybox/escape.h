@@ -23,6 +23,10 @@ bool pybox_utf8_valid(const void *s, size_t len);
  * invalid UTF-8 bytes as "\xNN". */
 int pybox_escape_terminal(pybox_buf_t *out, const void *s, size_t len, bool keep_newlines);
 
+/* Whether the code point is a combining mark (Mn, Mc, Me): it sits on the character
+ * before it, so text is never cut just before one. */
+bool pybox_escape_is_mark(unsigned cp);
+
 /* A short terminal-safe form of a string for messages: its first max bytes escaped,
  * "..." when cut, always NUL-terminated in out. */
 void pybox_escape_short(char *out, size_t len, const char *s, size_t max);
