@@ -40,6 +40,21 @@ $(BUILD)/obj/pybox/seccomp_blob.o: pybox/seccomp_blob.S pybox/seccomp.json
 	@mkdir -p $(dir $@)
 	$(CC) -c -DPYBOX_SECCOMP_FILE='"$(CURDIR)/pybox/seccomp.json"' $< -o $@
 
+# The terminal escaper's code point tables (pybox/escape.c), generated from the Unicode
+# Character Database that Debian's unicode-data package installs.
+UCD_DIR ?= /usr/share/unicode
+UCD_FILES := $(UCD_DIR)/UnicodeData.txt $(UCD_DIR)/DerivedCoreProperties.txt
+$(UCD_FILES):
+	@echo "$@ is missing: install the Debian package unicode-data (apt-get install unicode-data)" >&2; exit 1
+
+$(BUILD)/gen/unicode_tables.h: scripts/gen-unicode.sh $(UCD_FILES)
+	@mkdir -p $(dir $@)
+	scripts/gen-unicode.sh $(UCD_DIR) >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/pybox/escape.o: $(BUILD)/gen/unicode_tables.h
+$(BUILD)/obj/pybox/escape.o: CFLAGS_ALL += -I$(BUILD)/gen
+$(BUILD)/obj/unit/test_escape.o: CFLAGS_ALL += -DPYBOX_UCD_DIR='"$(UCD_DIR)"'
+
 $(BUILD)/libpybox.a: $(LIB_OBJ)
 	ar rcs $@ $^
 

@@ -6,6 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* hidden_ranges, marks_ranges: generated at build time from the Unicode Character
+ * Database (scripts/gen-unicode.sh) */
+#include "unicode_tables.h"
+
 size_t pybox_utf8_seq(const unsigned char *s, size_t len, unsigned *cp)
 {
     if (len == 0)
@@ -58,14 +62,38 @@ bool pybox_utf8_valid(const void *s, size_t len)
     return true;
 }
 
-/* Code points that change how text is laid out or hide it without being C0/C1 controls. */
-static bool is_format_control(unsigned cp)
+static bool in_ranges(const pybox_cp_range_t *r, size_t n, unsigned cp)
 {
-    return (cp >= 0x80 && cp <= 0x9f) || cp == 0xad || cp == 0x034f || (cp >= 0x0600 && cp <= 0x0605) || cp == 0x061c ||
-           cp == 0x06dd || cp == 0x070f || cp == 0x115f || cp == 0x1160 || cp == 0x17b4 || cp == 0x17b5 ||
-           cp == 0x180e || cp == 0x3164 || cp == 0xffa0 || (cp >= 0x200b && cp <= 0x200f) ||
-           (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff ||
-           (cp >= 0xfff9 && cp <= 0xfffb) || (cp >= 0xe0000 && cp <= 0xe007f);
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cp < r[mid].lo)
+            hi = mid;
+        else if (cp > r[mid].hi)
+            lo = mid + 1;
+        else
+            return true;
+    }
+    return false;
+}
+
+/* Code points that are invisible, change how text is laid out, or have no look of their
+ * own: C1 controls (also in the table, kept here whatever the table says) and the
+ * generated table (controls, format characters, line and paragraph separators, private
+ * use, unassigned, noncharacters and every default-ignorable code point). */
+static bool is_hidden(unsigned cp)
+{
+    return (cp >= 0x80 && cp <= 0x9f) || in_ranges(hidden_ranges, sizeof hidden_ranges / sizeof *hidden_ranges, cp);
+}
+
+bool pybox_escape_is_mark(unsigned cp)
+{
+    return in_ranges(marks_ranges, sizeof marks_ranges / sizeof *marks_ranges, cp);
+}
+
+static bool ascii_alnum(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
 int pybox_escape_terminal(pybox_buf_t *out, const void *s, size_t len, bool keep_newlines)
@@ -73,6 +101,11 @@ int pybox_escape_terminal(pybox_buf_t *out, const void *s, size_t len, bool keep
     const unsigned char *p = s;
     size_t i = 0;
     char tmp[16];
+    /* Whether the last character shown as is can carry a combining mark: a letter, a digit,
+     * any shown non-ASCII character, or a mark on one. A mark after anything else (the
+     * start, a space, punctuation, an escape) would sit on text the program did not
+     * write, or merge with it: it is escaped. */
+    bool base = false;
     while (i < len) {
         unsigned char c = p[i];
         if (c >= 0x20 && c < 0x7f) {
@@ -82,16 +115,19 @@ int pybox_escape_terminal(pybox_buf_t *out, const void *s, size_t len, bool keep
             if (j > i) {
                 if (pybox_buf_append(out, p + i, j - i) < 0)
                     return -1;
+                base = ascii_alnum(p[j - 1]);
                 i = j;
                 continue;
             }
             /* backslash */
             if (pybox_buf_puts(out, "\\\\") < 0)
                 return -1;
+            base = false;
             i++;
             continue;
         }
         if (c < 0x80) {
+            base = false;
             const char *e = NULL;
             if (c == '\n')
                 e = keep_newlines ? "\n" : "\\n";
@@ -114,15 +150,20 @@ int pybox_escape_terminal(pybox_buf_t *out, const void *s, size_t len, bool keep
             snprintf(tmp, sizeof tmp, "\\x%02x", c);
             if (pybox_buf_puts(out, tmp) < 0)
                 return -1;
+            base = false;
             i++;
             continue;
         }
-        if (is_format_control(cp)) {
+        bool mark = pybox_escape_is_mark(cp);
+        if (is_hidden(cp) || (mark && !base)) {
             snprintf(tmp, sizeof tmp, "\\u{%04x}", cp);
             if (pybox_buf_puts(out, tmp) < 0)
                 return -1;
-        } else if (pybox_buf_append(out, p + i, n) < 0) {
-            return -1;
+            base = false;
+        } else {
+            if (pybox_buf_append(out, p + i, n) < 0)
+                return -1;
+            base = true;
         }
         i += n;
     }

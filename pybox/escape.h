@@ -15,9 +15,17 @@ size_t pybox_utf8_seq(const unsigned char *s, size_t len, unsigned *cp);
 bool pybox_utf8_valid(const void *s, size_t len);
 
 /* Append a terminal-safe form of the bytes: printable text as is; backslash as "\\";
- * tab "\t", CR "\r", newline "\n" (unless keep_newlines), other C0/DEL/C1 controls and
- * Unicode format/bidi controls as "\xNN" or "\u{XXXX}"; invalid UTF-8 bytes as "\xNN". */
+ * tab "\t", CR "\r", newline "\n" (unless keep_newlines), other C0/DEL controls as "\xNN";
+ * as "\u{XXXX}": C1 controls, format characters (bidi controls among them), line and
+ * paragraph separators, private use, unassigned code points and noncharacters, every
+ * default-ignorable code point (by the Unicode Character Database the build read), and a
+ * combining mark with no letter, digit or other shown non-ASCII character before it;
+ * invalid UTF-8 bytes as "\xNN". */
 int pybox_escape_terminal(pybox_buf_t *out, const void *s, size_t len, bool keep_newlines);
+
+/* Whether the code point is a combining mark (Mn, Mc, Me): it sits on the character
+ * before it, so text is never cut just before one. */
+bool pybox_escape_is_mark(unsigned cp);
 
 /* A short terminal-safe form of a string for messages: its first max bytes escaped,
  * "..." when cut, always NUL-terminated in out. */

@@ -486,7 +486,8 @@ static pybox_out_entry_t *add_entry(pybox_outputs_t *o, const char *name)
 }
 
 /* A name that can come back: relative, no empty, "." or ".." part, printable UTF-8 with
- * no control or format characters, parts of at most 255 bytes, not too deep. */
+ * nothing the terminal form escapes (so two names that look the same on a terminal are
+ * the same name), parts of at most 255 bytes, not too deep. */
 static const char *name_problem(const char *name, int max_depth)
 {
     size_t len = strlen(name);
@@ -510,14 +511,15 @@ static const char *name_problem(const char *name, int max_depth)
     }
     if (depth > max_depth)
         return "it is nested too deep";
-    /* The terminal form of the name must be the name itself. */
+    /* The terminal form of the name must be the name itself: no control, format,
+     * invisible or unassigned code point, no combining mark with nothing to sit on. */
     pybox_buf_t esc;
     pybox_buf_init(&esc, 0);
     pybox_escape_terminal(&esc, name, len, false);
     bool same = esc.len == len && memcmp(esc.data, name, len) == 0;
     pybox_buf_free(&esc);
     if (!same)
-        return "its name has control, escape, format or backslash characters";
+        return "its name has control, escape, format, invisible or backslash characters, or a stray mark";
     return NULL;
 }
 

@@ -184,8 +184,8 @@ static int cmd_exec(int argc, char **argv)
         json_line(&out, pybox_receipt_json(&res));
     } else {
         struct winsize ws;
-        int columns = isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 80;
-        pybox_receipt_text(&res, columns, &out);
+        int tty = isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
+        pybox_receipt_text(&res, pybox_receipt_columns(tty, getenv("COLUMNS")), &out);
     }
     int code = res.exit_code;
     if (out.data == NULL || pybox_write_all(STDOUT_FILENO, out.data, out.len) < 0) {

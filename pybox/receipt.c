@@ -2,7 +2,10 @@
 /* Receipts in JSON and for the terminal (see receipt.h and docs/receipt.md). */
 #include "receipt.h"
 
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../guest/proto.h"
@@ -407,39 +410,73 @@ static void size_text(char *buf, size_t len, int64_t bytes)
         snprintf(buf, len, "%lld bytes", (long long)bytes);
 }
 
-/* Cells a piece of escaped text takes on a terminal, counting every non-ASCII
- * character as two: wider than true for most, so a cut always comes early enough. */
-static size_t cells_of(const unsigned char *p, size_t n, size_t *bytes)
+/* Cells a character of escaped text takes on a terminal, counting every non-ASCII
+ * character as two (marks and zero-width ones too): never less than a terminal gives it,
+ * so a cut always comes early enough. Its length via *bytes, whether it is a combining
+ * mark via *mark. */
+static size_t cells_of(const unsigned char *p, size_t n, size_t *bytes, bool *mark)
 {
-    unsigned cp;
+    unsigned cp = p[0];
     size_t len = pybox_utf8_seq(p, n, &cp);
     if (len == 0)
         len = 1; /* cannot happen: the text was escaped */
     *bytes = len;
+    *mark = cp >= 0x80 && pybox_escape_is_mark(cp);
     return p[0] < 0x80 ? 1 : 2;
 }
 
-/* One line of escaped program text, fenced, cut into pieces that fit. */
-static void fenced_line(pybox_buf_t *o, const char *text, size_t len, int columns)
+/* One line of escaped text cut into rows that fit the terminal: the first after
+ * `fence` ("" for a line that starts with PyBox's own label), every later one after the
+ * continuation fence, so no row begins with the text itself. A cut never comes just
+ * before a combining mark, unless its character and marks fill a whole row. */
+static void fenced_rows(pybox_buf_t *o, const char *fence, const char *text, size_t len, int columns)
 {
-    size_t width = (size_t)(columns - 4);
     size_t i = 0;
     bool first = true;
     do {
-        size_t start = i, cells = 0;
+        const char *f = first ? fence : PYBOX_RECEIPT_FENCE_CONT;
+        size_t width = (size_t)columns - strlen(f);
+        size_t start = i, cells = 0, last_cut = i;
         while (i < len) {
             size_t nb;
-            size_t c = cells_of((const unsigned char *)text + i, len - i, &nb);
-            if (cells + c > width)
+            bool mark;
+            size_t c = cells_of((const unsigned char *)text + i, len - i, &nb, &mark);
+            if (cells + c > width) {
+                if (mark && last_cut > start)
+                    i = last_cut; /* keep the mark with its character */
                 break;
+            }
+            if (!mark)
+                last_cut = i;
             cells += c;
             i += nb;
         }
-        pybox_buf_puts(o, first ? PYBOX_RECEIPT_FENCE : PYBOX_RECEIPT_FENCE_CONT);
+        pybox_buf_puts(o, f);
         pybox_buf_append(o, text + start, i - start);
         pybox_buf_puts(o, "\n");
         first = false;
     } while (i < len);
+}
+
+/* A receipt line (no newline) that holds text the program or the caller chose, already
+ * escaped: cut to fit, as above. */
+static void chosen_line(pybox_buf_t *o, int columns, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void chosen_line(pybox_buf_t *o, int columns, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *text = n < 0 ? NULL : malloc((size_t)n + 1);
+    if (text == NULL) {
+        pybox_buf_puts(o, "  (a line could not be shown: out of memory)\n");
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(text, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    fenced_rows(o, "", text, (size_t)n, columns);
+    free(text);
 }
 
 static void said_text(pybox_buf_t *o, const char *name, const pybox_said_t *s, int columns)
@@ -464,7 +501,7 @@ static void said_text(pybox_buf_t *o, const char *name, const pybox_said_t *s, i
         pybox_buf_t line;
         pybox_buf_init(&line, 0);
         pybox_escape_terminal(&line, s->data + i, n, false);
-        fenced_line(o, line.data ? line.data : "", line.len, columns);
+        fenced_rows(o, PYBOX_RECEIPT_FENCE, line.data ? line.data : "", line.len, columns);
         pybox_buf_free(&line);
         i += n + (nl ? 1 : 0);
     }
@@ -488,21 +525,21 @@ static void count(char *buf, size_t len, const pybox_reading_t *r, unsigned bit,
         snprintf(buf, len, "unknown");
 }
 
-static void files_text(pybox_buf_t *o, const pybox_run_result_t *res)
+static void files_text(pybox_buf_t *o, const pybox_run_result_t *res, int columns)
 {
     const pybox_outputs_t *out = &res->outputs;
     if (!res->output_asked)
         return;
     if (out->status == PYBOX_OUT_DELIVERED) {
         char *dir = escaped(out->dir);
-        pybox_buf_printf(o, "  %-10s %d file%s (%lld bytes) brought back into %s; %d not brought back\n", "files out",
-                         out->returned_files, out->returned_files == 1 ? "" : "s", (long long)out->returned_bytes,
-                         dir ? dir : "", out->not_returned);
+        chosen_line(o, columns, "  %-10s %d file%s (%lld bytes) brought back into %s; %d not brought back", "files out",
+                    out->returned_files, out->returned_files == 1 ? "" : "s", (long long)out->returned_bytes,
+                    dir ? dir : "", out->not_returned);
         free(dir);
     } else {
         char *why = escaped(out->reason);
-        pybox_buf_printf(o, "  %-10s NOTHING brought back, no output folder created: %s\n", "files out",
-                         why ? why : "");
+        chosen_line(o, columns, "  %-10s NOTHING brought back, no output folder created: %s", "files out",
+                    why ? why : "");
         free(why);
     }
     int listed = 0;
@@ -514,10 +551,10 @@ static void files_text(pybox_buf_t *o, const pybox_run_result_t *res)
             continue;
         char *name = escaped(e->name);
         if (e->returned)
-            pybox_buf_printf(o, "  %-10s + %s  %lld bytes, sha256 %.16s...\n", "", name ? name : "",
-                             (long long)e->bytes, e->sha256);
+            chosen_line(o, columns, "  %-10s + %s  %lld bytes, sha256 %.16s...", "", name ? name : "",
+                        (long long)e->bytes, e->sha256);
         else
-            pybox_buf_printf(o, "  %-10s - %s  not brought back: %s\n", "", name ? name : "", e->reason);
+            chosen_line(o, columns, "  %-10s - %s  not brought back: %s", "", name ? name : "", e->reason);
         free(name);
     }
     if (listed > LISTED_MAX)
@@ -555,8 +592,8 @@ static void kernel_text(pybox_buf_t *o, const pybox_run_result_t *res)
 
 int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *o)
 {
-    if (columns < 24)
-        columns = columns <= 0 ? 80 : 24;
+    if (columns < PYBOX_RECEIPT_MIN_COLUMNS)
+        columns = columns <= 0 ? 80 : PYBOX_RECEIPT_MIN_COLUMNS;
     const pybox_policy_t *p = &res->policy;
     const pybox_done_record_t *d = &res->record;
     char mem[32], pids[32];
@@ -594,9 +631,9 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
     case PYBOX_END_CANCELLED:
     case PYBOX_END_PYBOX_ERROR:
     case PYBOX_END_NONE: {
-        pybox_buf_printf(o, "  %-10s PyBox failed: ", "");
-        pybox_escape_terminal(o, res->error.msg, strlen(res->error.msg), false);
-        pybox_buf_puts(o, "\n");
+        char *msg = escaped(res->error.msg);
+        chosen_line(o, columns, "  %-10s PyBox failed: %s", "", msg ? msg : "");
+        free(msg);
         break;
     }
     }
@@ -605,12 +642,16 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
     pybox_buf_puts(o, "ASKED\n");
     pybox_buf_printf(o, "  %-10s %zu bytes on stdin, sha256 %.16s...\n", "program", res->program_bytes,
                      res->program_sha256);
-    pybox_buf_printf(o, "  %-10s %s %s\n", "image", res->image_name, p->image_id);
+    /* the name the caller chose on a line of its own; the ID (PyBox's) below it */
+    char *image = escaped(res->image_name);
+    chosen_line(o, columns, "  %-10s %s", "image", image ? image : "");
+    free(image);
+    pybox_buf_printf(o, "  %-10s %s\n", "", p->image_id);
     for (size_t i = 0; res->inputs != NULL && i < res->inputs->n; i++) {
         char *name = escaped(res->inputs->files[i].name);
-        pybox_buf_printf(o, "  %-10s %s/%s  %lld bytes, sha256 %.16s... (read-only)\n", i == 0 ? "files in" : "",
-                         PYBOX_BOX_IN, name ? name : "", (long long)res->inputs->files[i].bytes,
-                         res->inputs->files[i].sha256);
+        chosen_line(o, columns, "  %-10s %s/%s  %lld bytes, sha256 %.16s... (read-only)", i == 0 ? "files in" : "",
+                    PYBOX_BOX_IN, name ? name : "", (long long)res->inputs->files[i].bytes,
+                    res->inputs->files[i].sha256);
         free(name);
     }
     pybox_buf_printf(o, "  %-10s memory %s (no swap), %s processes, %.3g CPU, deadline %.3g s (box timer %.3g s)\n",
@@ -649,7 +690,7 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
         pybox_buf_printf(o, "  %-10s no record\n", "box init");
     }
     kernel_text(o, res);
-    files_text(o, res);
+    files_text(o, res, columns);
     pybox_buf_printf(o, "  %-10s PyBox deadline: %s; box timer: %s\n", "clocks",
                      d->stopped ? "FIRED, program stopped" : (res->deadline_fired ? "passed" : "not reached"),
                      d->timer ? "FIRED" : "not fired");
@@ -675,9 +716,24 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
     if (res->n_unknown == 0)
         pybox_buf_printf(o, "  %-10s nothing noted\n", "-");
     for (int i = 0; i < res->n_unknown; i++) {
-        pybox_buf_puts(o, "  - ");
-        pybox_escape_terminal(o, res->unknown[i], strlen(res->unknown[i]), false);
-        pybox_buf_puts(o, "\n");
+        char *note = escaped(res->unknown[i]);
+        chosen_line(o, columns, "  - %s", note ? note : "");
+        free(note);
     }
     return o->data ? 0 : -1;
+}
+
+int pybox_receipt_columns(int terminal, const char *columns_env)
+{
+    int columns = 80;
+    if (terminal > 0) {
+        columns = terminal;
+    } else if (columns_env != NULL && columns_env[0] >= '0' && columns_env[0] <= '9') {
+        char *end;
+        errno = 0;
+        long v = strtol(columns_env, &end, 10);
+        if (*end == '\0' && errno == 0 && v >= 1 && v <= PYBOX_RECEIPT_MAX_COLUMNS)
+            columns = (int)v;
+    }
+    return columns < PYBOX_RECEIPT_MIN_COLUMNS ? PYBOX_RECEIPT_MIN_COLUMNS : columns;
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../pybox/buf.h"
 #include "../pybox/util.h"
 #include "itest.h"
 #include "suites.h"
@@ -267,6 +268,74 @@ START_TEST(hostile_names_escaped)
 }
 END_TEST
 
+/* Returned names padded so that, at 40 columns, a forged receipt line would start a row
+ * (one name for every padding), and names that look like report.csv but hold an invisible
+ * character. With COLUMNS=40 and the receipt on a pipe: the look-alikes do not come back
+ * and are shown escaped; every line holding a name fits 40 columns; no row starts with
+ * the forged line. */
+START_TEST(forged_rows_and_lookalikes)
+{
+    char out[PATH_MAX];
+    path_in(out, "out");
+    const char *args[] = {"exec", "--output", out, NULL};
+    const char *env[] = {"COLUMNS=40", NULL};
+    const char *prog = "open('/box/out/report.csv', 'w').write('real')\n"
+                       "for c in ('\\u206a', '\\ufe0f', '\\U000e0001', '\\U0001d173'):\n"
+                       "    open('/box/out/report' + c + '.csv', 'w').write('fake')\n"
+                       "for pad in range(40):\n"
+                       "    open('/box/out/ok%02d' % pad + ' ' * pad + '  kernel     final reading FORGED', 'w')\n";
+    itest_run_t r;
+    itest_pybox(prog, strlen(prog), args, env, &r);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_int_eq(count_entries(out), 41);
+    char p[PATH_MAX];
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/report.csv", out), 0);
+    struct stat sb;
+    ck_assert_int_eq(stat(p, &sb), 0);
+    ck_assert_ptr_null(strstr(r.out, "\xe2\x81\xaa"));
+    int fenced = 0;
+    for (const char *line = r.out; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t ll = nl ? (size_t)(nl - line) : strlen(line);
+        size_t cells = 0;
+        for (size_t i = 0; i < ll; i++)
+            if (((unsigned char)line[i] & 0xc0) != 0x80)
+                cells += (unsigned char)line[i] < 0x80 ? 1 : 2;
+        bool chosen = strncmp(line, "  |", 3) == 0 || memmem(line, ll, "ok", 2) != NULL ||
+                      memmem(line, ll, "FORGED", 6) != NULL || memmem(line, ll, "report", 6) != NULL;
+        ck_assert_msg(!chosen || cells <= 40, "a line of %zu columns: %.*s", cells, (int)ll, line);
+        fenced += strncmp(line, "  |+", 4) == 0;
+        /* rows of a line of PyBox's own text, as a 40-column terminal wraps it */
+        for (size_t row = 0; row < ll; row += 40) {
+            size_t sp = row;
+            while (sp < ll && line[sp] == ' ')
+                sp++;
+            ck_assert_msg(strncmp(line + sp, "kernel     final reading FORGED", 31) != 0, "a forged row: %.*s", (int)ll,
+                          line);
+        }
+        if (nl == NULL)
+            break;
+        line = nl + 1;
+    }
+    ck_assert_int_ge(fenced, 40);
+    /* the look-alikes are listed, escaped, as not brought back (rows joined again) */
+    pybox_buf_t joined;
+    pybox_buf_init(&joined, 0);
+    for (const char *q = r.out; *q;) {
+        const char *at = strstr(q, "\n  |+");
+        size_t n = at ? (size_t)(at - q) : strlen(q);
+        ck_assert_int_eq(pybox_buf_append(&joined, q, n), 0);
+        q += n + (at ? 5 : 0);
+    }
+    ck_assert_ptr_nonnull(strstr(joined.data, "- report\\u{206a}.csv  not brought back"));
+    ck_assert_ptr_nonnull(strstr(joined.data, "- report\\u{fe0f}.csv  not brought back"));
+    ck_assert_ptr_nonnull(strstr(joined.data, "- report\\u{e0001}.csv  not brought back"));
+    ck_assert_ptr_nonnull(strstr(joined.data, "- report\\u{1d173}.csv  not brought back"));
+    pybox_buf_free(&joined);
+    itest_run_free(&r);
+}
+END_TEST
+
 START_TEST(case_clash_refuses_everything)
 {
     char out[PATH_MAX];
@@ -320,6 +389,7 @@ Suite *itest_suite_files(void)
     tcase_add_test(tc, stdout_cut_file_intact);
     tcase_add_test(tc, refused_before_any_box);
     tcase_add_test(tc, hostile_names_escaped);
+    tcase_add_test(tc, forged_rows_and_lookalikes);
     tcase_add_test(tc, case_clash_refuses_everything);
     tcase_add_test(tc, folder_input_read_only_tree);
     suite_add_tcase(s, tc);

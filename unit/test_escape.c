@@ -2,6 +2,7 @@
 /* Unit tests for escaping untrusted bytes: terminal form, UTF-8 checks, base64 (escape.h). */
 #include <check.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,6 +129,196 @@ START_TEST(escape_valid_text_unchanged)
     expect_esc("\xf0\x9f\x98\x80 emoji", false, "\xf0\x9f\x98\x80 emoji");
     expect_esc("\xef\xbf\xbd", false, "\xef\xbf\xbd"); /* U+FFFD itself is text */
     expect_esc("\xc2\xa0", false, "\xc2\xa0");         /* U+00A0 is printable */
+}
+END_TEST
+
+/* The UTF-8 form of one code point into o (5 bytes at least, NUL-terminated). */
+static size_t put_utf8(char *o, unsigned cp)
+{
+    size_t n;
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        o[0] = (char)(0xc0 | (cp >> 6));
+        o[1] = (char)(0x80 | (cp & 0x3f));
+        n = 2;
+    } else if (cp < 0x10000) {
+        o[0] = (char)(0xe0 | (cp >> 12));
+        o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        o[2] = (char)(0x80 | (cp & 0x3f));
+        n = 3;
+    } else {
+        o[0] = (char)(0xf0 | (cp >> 18));
+        o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+        o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        o[3] = (char)(0x80 | (cp & 0x3f));
+        n = 4;
+    }
+    o[n] = '\0';
+    return n;
+}
+
+/* "a<cp>b" escapes to "a\u{cp}b". */
+static void expect_cp_escaped(unsigned cp)
+{
+    char in[8], want[24], c[5];
+    put_utf8(c, cp);
+    snprintf(in, sizeof in, "a%sb", c);
+    snprintf(want, sizeof want, "a\\u{%04x}b", cp);
+    char *got = esc(in, false);
+    ck_assert_msg(strcmp(got, want) == 0, "U+%04X: got %s, wanted %s", cp, got, want);
+    free(got);
+}
+
+/* Invisible characters the hand-written list missed, from the Unicode Character Database:
+ * format characters (Cf) and default-ignorable code points, variation selectors among them. */
+START_TEST(escape_format_and_ignorable)
+{
+    static const unsigned ranges[][2] = {
+        {0x0890, 0x0891},   {0x08e2, 0x08e2},   {0x206a, 0x206f},   {0x110bd, 0x110bd}, {0x110cd, 0x110cd},
+        {0x13430, 0x13438}, {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a}, {0xfe00, 0xfe0f},   {0xe0100, 0xe01ef},
+        {0x180b, 0x180f},   {0x034f, 0x034f},   {0x115f, 0x1160},   {0x3164, 0x3164},   {0xffa0, 0xffa0},
+        {0xe0000, 0xe0fff}, {0x2065, 0x2065},   {0xfff0, 0xfffb},
+    };
+    for (size_t i = 0; i < sizeof ranges / sizeof *ranges; i++)
+        for (unsigned cp = ranges[i][0]; cp <= ranges[i][1]; cp++)
+            expect_cp_escaped(cp);
+    /* also what moves text without being a format character: line and paragraph
+     * separators; and what has no fixed look: private use, unassigned, noncharacters */
+    static const unsigned others[] = {0x2028, 0x2029, 0xe000, 0xf8ff, 0xf0000,  0x10fffd, 0x0378, 0x1fffe,
+                                      0xfdd0, 0xfdef, 0xfffe, 0xffff, 0x10ffff, 0x0080,   0x0085, 0x009f};
+    for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+        expect_cp_escaped(others[i]);
+}
+END_TEST
+
+/* A combining mark with nothing to combine with (at the start, after a space, a
+ * punctuation mark, a slash or an escaped character) is escaped: on a terminal it would
+ * sit on the character before it, which the program did not write. */
+START_TEST(escape_stray_combining_marks)
+{
+    expect_esc("\xcc\x81x", false, "\\u{0301}x");
+    expect_esc(" \xcc\x81", false, " \\u{0301}");
+    expect_esc("dir/\xcc\x81x", false, "dir/\\u{0301}x");
+    expect_esc(".\xcc\x81", false, ".\\u{0301}");
+    expect_esc("\x1b\xcc\x81", false, "\\x1b\\u{0301}");
+    expect_esc("\xe2\x80\x8d\xcc\x81", false, "\\u{200d}\\u{0301}");
+    expect_esc("\xe2\x83\xa3", false, "\\u{20e3}"); /* an enclosing mark alone */
+    /* marks on a letter, a digit or another mark are text */
+    expect_esc("e\xcc\x81", false, "e\xcc\x81");
+    expect_esc("e\xcc\x81\xcc\xa3", false, "e\xcc\x81\xcc\xa3");
+    expect_esc("1\xe2\x83\xa3", false, "1\xe2\x83\xa3");
+    expect_esc("\xc3\xa9\xcc\xa3", false, "\xc3\xa9\xcc\xa3");
+    /* scripts whose vowel signs are marks */
+    const char *hindi = "\xe0\xa4\xa8\xe0\xa4\xae\xe0\xa4\xb8\xe0\xa5\x8d\xe0\xa4\xa4\xe0\xa5\x87 "
+                        "\xe0\xa4\xa6\xe0\xa5\x81\xe0\xa4\xa8\xe0\xa4\xbf\xe0\xa4\xaf\xe0\xa4\xbe";
+    expect_esc(hindi, false, hindi);
+    const char *thai = "\xe0\xb8\xaa\xe0\xb8\xa7\xe0\xb8\xb1\xe0\xb8\xaa\xe0\xb8\x94\xe0\xb8\xb5";
+    expect_esc(thai, false, thai);
+}
+END_TEST
+
+/* General categories and default-ignorable code points, read here from the same files
+ * the escaper's table is built from, by a parser of their own. */
+typedef struct {
+    char (*gc)[2];
+    unsigned char *ignorable;
+} ucd_t;
+
+static unsigned hex_of(const char *s, char **end)
+{
+    unsigned long v = strtoul(s, end, 16);
+    ck_assert_msg(*end != s && v <= 0x10ffff, "a code point in the database: %.20s", s);
+    return (unsigned)v;
+}
+
+static void ucd_load(ucd_t *u)
+{
+    u->gc = malloc(0x110000 * sizeof *u->gc);
+    u->ignorable = calloc(0x110000, 1);
+    ck_assert(u->gc != NULL && u->ignorable != NULL);
+    for (unsigned cp = 0; cp < 0x110000; cp++)
+        memcpy(u->gc[cp], "Cn", 2);
+    FILE *f = fopen(PYBOX_UCD_DIR "/UnicodeData.txt", "re");
+    ck_assert_msg(f != NULL, "open " PYBOX_UCD_DIR "/UnicodeData.txt");
+    char line[512];
+    unsigned first = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        char *end;
+        unsigned cp = hex_of(line, &end);
+        const char *name = strchr(line, ';');
+        ck_assert_ptr_nonnull(name);
+        const char *cat = strchr(name + 1, ';');
+        ck_assert_ptr_nonnull(cat);
+        cat++;
+        if (strstr(name, ", First>;") != NULL) {
+            first = cp;
+            continue;
+        }
+        unsigned lo = strstr(name, ", Last>;") != NULL ? first : cp;
+        for (unsigned c = lo; c <= cp; c++)
+            memcpy(u->gc[c], cat, 2);
+    }
+    fclose(f);
+    f = fopen(PYBOX_UCD_DIR "/DerivedCoreProperties.txt", "re");
+    ck_assert_msg(f != NULL, "open " PYBOX_UCD_DIR "/DerivedCoreProperties.txt");
+    int n = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (line[0] == '#' || strstr(line, "; Default_Ignorable_Code_Point ") == NULL)
+            continue;
+        char *end;
+        unsigned lo = hex_of(line, &end), hi = lo;
+        if (end[0] == '.' && end[1] == '.')
+            hi = hex_of(end + 2, &end);
+        for (unsigned c = lo; c <= hi; c++)
+            u->ignorable[c] = 1;
+        n++;
+    }
+    fclose(f);
+    ck_assert_int_gt(n, 10);
+}
+
+/* Every code point above ASCII, alone and after a letter, against the database. */
+START_TEST(escape_agrees_with_ucd)
+{
+    ucd_t u;
+    ucd_load(&u);
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    int escaped = 0, marks = 0;
+    for (unsigned cp = 0x80; cp < 0x110000; cp++) {
+        if (cp >= 0xd800 && cp <= 0xdfff)
+            continue; /* not UTF-8 at all */
+        const char *g = u.gc[cp];
+        bool hidden = u.ignorable[cp] || memcmp(g, "Cc", 2) == 0 || memcmp(g, "Cf", 2) == 0 ||
+                      memcmp(g, "Co", 2) == 0 || memcmp(g, "Cn", 2) == 0 || memcmp(g, "Zl", 2) == 0 ||
+                      memcmp(g, "Zp", 2) == 0;
+        bool mark = g[0] == 'M';
+        char c[5], in[8], want[24];
+        size_t n = put_utf8(c, cp);
+        for (int after_letter = 0; after_letter < 2; after_letter++) {
+            snprintf(in, sizeof in, "%s%s", after_letter ? "a" : "", c);
+            if (hidden || (mark && !after_letter))
+                snprintf(want, sizeof want, "%s\\u{%04x}", after_letter ? "a" : "", cp);
+            else
+                snprintf(want, sizeof want, "%s", in);
+            b.len = 0;
+            /* asserted only when wrong: Check records every assertion that passes */
+            if (pybox_escape_terminal(&b, in, n + (size_t)after_letter, false) < 0 || strcmp(b.data, want) != 0)
+                ck_abort_msg("U+%04X (%.2s%s): got %s, wanted %s", cp, g, u.ignorable[cp] ? ", default-ignorable" : "",
+                             b.data ? b.data : "(nothing)", want);
+        }
+        escaped += hidden;
+        marks += mark;
+    }
+    /* the database was really read: thousands of format, private and unassigned code
+     * points, and thousands of marks */
+    ck_assert_int_gt(escaped, 100000);
+    ck_assert_int_gt(marks, 2000);
+    pybox_buf_free(&b);
+    free(u.gc);
+    free(u.ignorable);
 }
 END_TEST
 
@@ -313,9 +504,17 @@ Suite *suite_escape(void)
     tcase_add_test(tc, escape_unicode_controls);
     tcase_add_test(tc, escape_invalid_utf8);
     tcase_add_test(tc, escape_valid_text_unchanged);
+    tcase_add_test(tc, escape_format_and_ignorable);
+    tcase_add_test(tc, escape_stray_combining_marks);
     tcase_add_test(tc, escape_all_bytes);
     tcase_add_test(tc, escape_respects_buffer_max);
     tcase_set_timeout(tc, 10);
+    suite_add_tcase(s, tc);
+
+    /* every code point: slow under the sanitizers */
+    tc = tcase_create("ucd");
+    tcase_add_test(tc, escape_agrees_with_ucd);
+    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("utf8");

@@ -624,6 +624,70 @@ START_TEST(out_hostile_names)
 }
 END_TEST
 
+/* Names that look like "report.csv" on a terminal but are not it: an invisible character
+ * (a format character, a default-ignorable code point, a variation selector, a private use
+ * or unassigned code point) or a combining mark with nothing to sit on. Beside the real
+ * report.csv, none of them comes back: only one file that looks like report.csv does. */
+START_TEST(out_invisible_names)
+{
+    static const char *const lookalikes[] = {
+        "report\xe2\x81\xaa.csv",     /* U+206A inhibit symmetric swapping */
+        "report\xe2\x81\xaf.csv",     /* U+206F nominal digit shapes */
+        "report\xef\xb8\x8f.csv",     /* U+FE0F variation selector 16 */
+        "report\xef\xb8\x80.csv",     /* U+FE00 variation selector 1 */
+        "report\xf3\xa0\x84\x80.csv", /* U+E0100 variation selector 17 */
+        "report\xf3\xa0\x80\x81.csv", /* U+E0001 language tag */
+        "report\xf0\x9d\x85\xb3.csv", /* U+1D173 musical symbol begin beam */
+        "report\xf0\x9b\xb2\xa0.csv", /* U+1BCA0 shorthand format letter overlap */
+        "report\xf0\x93\x90\xb0.csv", /* U+13430 Egyptian hieroglyph vertical joiner */
+        "report\xf0\x91\x82\xbd.csv", /* U+110BD Kaithi number sign */
+        "report\xe0\xa2\x90.csv",     /* U+0890 Arabic pound mark above */
+        "report\xe0\xa3\xa2.csv",     /* U+08E2 Arabic disputed end of ayah */
+        "report\xe1\xa0\x8f.csv",     /* U+180F Mongolian free variation selector 4 */
+        "report\xcd\x8f.csv",         /* U+034F combining grapheme joiner */
+        "report\xe3\x85\xa4.csv",     /* U+3164 Hangul filler */
+        "report\xee\x80\x80.csv",     /* U+E000 private use */
+        "report\xcd\xb8.csv",         /* U+0378 unassigned */
+        "report\xef\xb7\x90.csv",     /* U+FDD0 noncharacter */
+        "report\xe2\x80\xa8.csv",     /* U+2028 line separator */
+        "report.\xcc\xb8"
+        "csv",                /* U+0338 on the dot: a mark with no letter under it */
+        "\xcc\x81report.csv", /* U+0301 at the start */
+    };
+    static const int formats[] = {ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FORMAT_TAR_GNUTAR};
+    for (size_t f = 0; f < 2; f++) {
+        char target[PATH_MAX], dirname[32];
+        snprintf(dirname, sizeof dirname, "res-%zu", f);
+        path_in(target, dirname);
+        tw_t t;
+        tw_open_utf8(&t, formats[f], formats[f] == ARCHIVE_FORMAT_TAR_PAX_RESTRICTED);
+        tw_dir(&t, "out/");
+        tw_file(&t, "out/report.csv", "real");
+        for (size_t i = 0; i < sizeof lookalikes / sizeof *lookalikes; i++) {
+            char name[64];
+            ck_assert_int_eq(pybox_fmt(name, sizeof name, "out/%s", lookalikes[i]), 0);
+            tw_file(&t, name, "fake");
+        }
+        tw_close(&t);
+        pybox_outputs_t o;
+        pybox_error_t err = {0};
+        ck_assert_msg(ingest(&t.buf, target, &o, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(o.status, PYBOX_OUT_DELIVERED);
+        for (size_t i = 0; i < sizeof lookalikes / sizeof *lookalikes; i++)
+            assert_not_back(&o, lookalikes[i], "its name has");
+        ck_assert_msg(o.returned_files == 1, "format %zu: %d files came back", f, o.returned_files);
+        ck_assert_int_eq(o.not_returned, (int)(sizeof lookalikes / sizeof *lookalikes));
+        ck_assert(must_entry(&o, "report.csv")->returned);
+        char names[1024];
+        ck_assert_int_eq(listing(target, names, sizeof names), 1);
+        ck_assert_str_eq(names, "report.csv");
+        assert_delivered_file(target, "report.csv", "real", 4, !o.xattr_failed);
+        pybox_outputs_free(&o);
+        pybox_buf_free(&t.buf);
+    }
+}
+END_TEST
+
 /* The longest part (255 bytes) and names in other scripts come back, byte for byte. */
 START_TEST(out_good_names)
 {
@@ -1753,6 +1817,7 @@ Suite *suite_files(void)
     tcase_add_test(out, out_empty_archive);
     tcase_add_test(out, out_links_and_specials_not_back);
     tcase_add_test(out, out_hostile_names);
+    tcase_add_test(out, out_invisible_names);
     tcase_add_test(out, out_good_names);
     tcase_add_test(out, out_outside_out);
     tcase_add_test(out, out_too_many_files);

@@ -2,13 +2,16 @@
 /* Unit tests for receipts: the JSON form, the fenced terminal form, refusals (receipt.h). */
 #include <check.h>
 #include <cjson/cJSON.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wchar.h>
 
 #include "../guest/proto.h"
 #include "../pybox/buf.h"
 #include "../pybox/escape.h"
+#include "../pybox/files.h"
 #include "../pybox/limits.h"
 #include "../pybox/receipt.h"
 #include "../pybox/run.h"
@@ -535,6 +538,297 @@ START_TEST(text_long_lines_cut_and_fenced)
 }
 END_TEST
 
+/* ---- text the program or the caller chose, outside SAID ---- */
+
+/* Columns a terminal gives text (wcwidth in C.UTF-8; what it does not know counts 1). */
+static size_t term_width(const char *s, size_t len, size_t *bytes_of_first)
+{
+    static locale_t utf8;
+    if (utf8 == (locale_t)0) {
+        utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+        ck_assert(utf8 != (locale_t)0);
+    }
+    locale_t old = uselocale(utf8);
+    size_t cols = 0, i = 0;
+    mbstate_t st;
+    memset(&st, 0, sizeof st);
+    while (i < len) {
+        wchar_t wc;
+        size_t n = mbrtowc(&wc, s + i, len - i, &st);
+        if (n == (size_t)-1 || n == (size_t)-2 || n == 0) {
+            n = 1;
+            memset(&st, 0, sizeof st);
+            wc = L'?';
+        }
+        int w = wcwidth(wc);
+        cols += w < 0 ? 1 : (size_t)w;
+        if (bytes_of_first != NULL) {
+            *bytes_of_first = n;
+            break;
+        }
+        i += n;
+    }
+    uselocale(old);
+    return cols;
+}
+
+static bool starts(const char *s, size_t len, const char *prefix)
+{
+    size_t pl = strlen(prefix);
+    return len >= pl && memcmp(s, prefix, pl) == 0;
+}
+
+/* The receipt as a terminal `columns` wide shows it: every line, and every row a line
+ * wraps into. No row starts (after spaces) with a forged receipt line; a line that holds
+ * text the program or the caller chose (marked by ZQ or FORGED, or fenced) is no wider
+ * than the terminal, counted both as a terminal does and as the receipt does (every
+ * non-ASCII character as two). Returns a description of the first problem, or NULL. */
+static const char *forged_row(const char *t, int columns, char *why, size_t whylen)
+{
+    for (const char *line = t; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t ll = nl ? (size_t)(nl - line) : strlen(line);
+        bool untrusted =
+            starts(line, ll, "  |") || memmem(line, ll, "ZQ", 2) != NULL || memmem(line, ll, "FORGED", 6) != NULL;
+        if (untrusted && (term_width(line, ll, NULL) > (size_t)columns || line_cells(line, ll) > (size_t)columns)) {
+            snprintf(why, whylen, "a line wider than %d columns: %.*s", columns, (int)ll, line);
+            return why;
+        }
+        /* the rows a terminal wraps this line into */
+        size_t i = 0;
+        while (i < ll) {
+            size_t row = i, cols = 0;
+            while (i < ll) {
+                size_t nb;
+                size_t w = term_width(line + i, ll - i, &nb);
+                if (cols + w > (size_t)columns && cols > 0)
+                    break;
+                cols += w;
+                i += nb;
+            }
+            const char *r = line + row;
+            size_t rl = i - row;
+            size_t sp = 0;
+            while (sp < rl && r[sp] == ' ')
+                sp++;
+            bool whole_header = row == 0 && ll == 7 && memcmp(line, "UNKNOWN", 7) == 0;
+            if (starts(r + sp, rl - sp, "kernel     final") || starts(r + sp, rl - sp, "-          nothing") ||
+                starts(r + sp, rl - sp, "FORGED") || (starts(r, rl, "UNKNOWN") && !whole_header)) {
+                snprintf(why, whylen, "a row starts with forged text at %d columns: %.*s", columns, (int)rl, r);
+                return why;
+            }
+        }
+        if (nl == NULL)
+            break;
+        line = nl + 1;
+    }
+    return NULL;
+}
+
+/* The receipt with every cut line joined again (continuation rows appended to the row
+ * before them, without their fence). The caller frees it. */
+static char *joined_rows(const char *t)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    const char *cont = "\n" PYBOX_RECEIPT_FENCE_CONT;
+    for (const char *p = t; *p;) {
+        const char *at = strstr(p, cont);
+        size_t n = at ? (size_t)(at - p) : strlen(p);
+        ck_assert_int_eq(pybox_buf_append(&b, p, n), 0);
+        p += n + (at ? strlen(cont) : 0);
+    }
+    return pybox_buf_steal(&b);
+}
+
+/* Text that would forge receipt rows if the terminal wrapped it: "ZQ", pad spaces, then
+ * forged rows, each padded to a multiple of the width so that when one starts a row the
+ * next does too. */
+static char *forger(int columns, int pad)
+{
+    static const char *const forged[] = {
+        "  kernel     final reading (cgroup v1, 3 samples): memory peak 1.0 MiB, out-of-memory kills 0",
+        "UNKNOWN",
+        "  -          nothing noted",
+        "FORGED",
+    };
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    int rc = pybox_buf_puts(&b, "ZQ");
+    for (int i = 0; i < pad; i++)
+        rc |= pybox_buf_puts(&b, " ");
+    for (size_t k = 0; k < sizeof forged / sizeof *forged; k++) {
+        rc |= pybox_buf_puts(&b, forged[k]);
+        size_t rest = strlen(forged[k]) % (size_t)columns;
+        for (size_t i = 0; k + 1 < sizeof forged / sizeof *forged && rest != 0 && i < (size_t)columns - rest; i++)
+            rc |= pybox_buf_puts(&b, " ");
+    }
+    ck_assert_int_eq(rc, 0);
+    return pybox_buf_steal(&b);
+}
+
+static void add_out_entry(pybox_outputs_t *o, const char *name, char kind, bool returned)
+{
+    if (o->n == o->cap) {
+        o->cap = o->cap ? 2 * o->cap : 8;
+        o->entries = realloc(o->entries, o->cap * sizeof *o->entries);
+        ck_assert_ptr_nonnull(o->entries);
+    }
+    pybox_out_entry_t *e = &o->entries[o->n++];
+    memset(e, 0, sizeof *e);
+    e->name = strdup(name);
+    ck_assert_ptr_nonnull(e->name);
+    e->kind = kind;
+    e->returned = returned;
+    e->bytes = 4;
+    pybox_sha256_hex("data", 4, e->sha256);
+    if (!returned)
+        set_str(e->reason, sizeof e->reason, kind == 'l' ? "a symbolic link" : "its name has control characters");
+}
+
+enum { FORGE_DELIVERED, FORGE_REFUSED, FORGE_ERROR, FORGE_KINDS };
+
+/* A run whose every name, path, reason, note and message is the forger's text h. */
+static void forged_result(pybox_run_result_t *r, pybox_inputs_t *in, int kind, const char *h)
+{
+    make_result(r, kind == FORGE_ERROR ? PYBOX_END_PYBOX_ERROR : PYBOX_END_TARGET_EXIT, "", 0, "", 0);
+    pybox_inputs_init(in);
+    in->files = calloc(2, sizeof *in->files);
+    ck_assert_ptr_nonnull(in->files);
+    in->n = 2;
+    set_str(in->files[0].name, sizeof in->files[0].name, h);
+    set_str(in->files[1].name, sizeof in->files[1].name, "in\xe2\x81\xaa.csv");
+    for (size_t i = 0; i < in->n; i++)
+        pybox_sha256_hex("in", 2, in->files[i].sha256);
+    r->inputs = in;
+    r->output_asked = true;
+    pybox_outputs_init(&r->outputs);
+    pybox_outputs_t *o = &r->outputs;
+    o->status = kind == FORGE_REFUSED ? PYBOX_OUT_REFUSED : PYBOX_OUT_DELIVERED;
+    ck_assert_int_eq(pybox_fmt(o->dir, sizeof o->dir, "/tmp/%s", h), 0);
+    if (kind == FORGE_REFUSED) /* as files.c quotes a name: its first 100 bytes */
+        snprintf(o->reason, sizeof o->reason, "'%.100s' is named twice in the archive", h);
+    add_out_entry(o, "report.csv", 'f', kind != FORGE_REFUSED);
+    add_out_entry(o, h, 'f', kind != FORGE_REFUSED);
+    add_out_entry(o, h, 'l', false);
+    add_out_entry(o, "report\xe2\x81\xaa.csv", 'f', false);
+    add_unknown(r, h);
+    pybox_buf_t note;
+    pybox_buf_init(&note, 0);
+    ck_assert_int_eq(pybox_buf_printf(&note, "no output folder was created: '%s' is named twice", h), 0);
+    add_unknown(r, note.data);
+    pybox_buf_free(&note);
+    if (kind == FORGE_ERROR)
+        pybox_error_set(&r->error, PYBOX_ERR_SYSTEM, 28, "writing %s/out: No space left on device", h);
+}
+
+/* Names and notes padded to the terminal's wrap point, followed by text that looks like
+ * receipt lines: whatever the width and the padding, no terminal row starts with it, and
+ * every line that holds it fits the terminal. */
+START_TEST(text_forged_rows)
+{
+    static const int widths[] = {24, 80, 200, 12};
+    char why[1024];
+    for (size_t w = 0; w < sizeof widths / sizeof *widths; w++) {
+        int columns = widths[w];
+        for (int kind = 0; kind < FORGE_KINDS; kind++) {
+            for (int pad = 0; pad < columns; pad++) {
+                char *h = forger(columns, pad);
+                pybox_run_result_t r;
+                pybox_inputs_t in;
+                forged_result(&r, &in, kind, h);
+                pybox_buf_t b;
+                pybox_buf_init(&b, 0);
+                ck_assert_int_eq(pybox_receipt_text(&r, columns, &b), 0);
+                const char *bad = forged_row(b.data, columns, why, sizeof why);
+                if (bad != NULL)
+                    ck_abort_msg("kind %d, pad %d: %s\n---\n%s", kind, pad, bad, b.data);
+                if (pad == 0) {
+                    check_inert(b.data);
+                    /* everything is still there, and what is invisible is shown escaped */
+                    ck_assert_int_eq(count_lines_starting(b.data, "UNKNOWN"), 1);
+                    ck_assert_ptr_null(strstr(b.data, "\xe2\x81\xaa"));
+                    char *whole = joined_rows(b.data);
+                    if (kind != FORGE_REFUSED)
+                        ck_assert_ptr_nonnull(strstr(whole, "- report\\u{206a}.csv  not brought back"));
+                    ck_assert_ptr_nonnull(strstr(whole, "/box/in/in\\u{206a}.csv  0 bytes"));
+                    ck_assert_ptr_nonnull(strstr(whole, "\n  - no output folder was created: 'ZQ  kernel"));
+                    if (kind == FORGE_ERROR)
+                        ck_assert_ptr_nonnull(strstr(whole, "PyBox failed: writing ZQ  kernel"));
+                    free(whole);
+                }
+                pybox_buf_free(&b);
+                pybox_inputs_free(&in);
+                r.inputs = NULL;
+                pybox_run_result_free(&r);
+                free(h);
+            }
+        }
+    }
+}
+END_TEST
+
+/* A line holding a name is cut into rows with the fence, and nothing of it is lost. */
+START_TEST(text_name_rows_fenced)
+{
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_TARGET_EXIT, "", 0, "", 0);
+    r.output_asked = true;
+    pybox_outputs_init(&r.outputs);
+    r.outputs.status = PYBOX_OUT_DELIVERED;
+    set_str(r.outputs.dir, sizeof r.outputs.dir, "/tmp/res");
+    char name[200];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    add_out_entry(&r.outputs, name, 'f', true);
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    ck_assert_int_eq(pybox_receipt_text(&r, 40, &b), 0);
+    /* the first row is PyBox's, the rest are continuations behind the fence; joined
+     * again they are the whole line */
+    const char *row = strstr(b.data, "\n             + nnn");
+    ck_assert_ptr_nonnull(row);
+    row++;
+    pybox_buf_t joined;
+    pybox_buf_init(&joined, 0);
+    int rows = 0;
+    do {
+        const char *nl = strchr(row, '\n');
+        ck_assert_ptr_nonnull(nl);
+        size_t skip = rows == 0 ? 0 : strlen(PYBOX_RECEIPT_FENCE_CONT);
+        ck_assert_int_eq(pybox_buf_append(&joined, row + skip, (size_t)(nl - row) - skip), 0);
+        ck_assert_uint_le(line_cells(row, (size_t)(nl - row)), 40);
+        rows++;
+        row = nl + 1;
+    } while (strncmp(row, PYBOX_RECEIPT_FENCE_CONT, strlen(PYBOX_RECEIPT_FENCE_CONT)) == 0);
+    ck_assert_int_ge(rows, 5);
+    char want[400], sha[65];
+    pybox_sha256_hex("data", 4, sha);
+    ck_assert_int_eq(pybox_fmt(want, sizeof want, "             + %s  4 bytes, sha256 %.16s...", name, sha), 0);
+    ck_assert_str_eq(joined.data, want);
+    pybox_buf_free(&joined);
+    pybox_buf_free(&b);
+    pybox_run_result_free(&r);
+}
+END_TEST
+
+/* The width: the terminal's when there is one, else COLUMNS when it is a number, else 80. */
+START_TEST(text_columns_choice)
+{
+    ck_assert_int_eq(pybox_receipt_columns(100, NULL), 100);
+    ck_assert_int_eq(pybox_receipt_columns(100, "50"), 100);
+    ck_assert_int_eq(pybox_receipt_columns(0, NULL), 80);
+    ck_assert_int_eq(pybox_receipt_columns(0, "132"), 132);
+    ck_assert_int_eq(pybox_receipt_columns(-1, "40"), 40);
+    static const char *const bad[] = {"", "abc", "-5", "0", "12x", " 40", "+40", "4 0", "0x50", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        ck_assert_msg(pybox_receipt_columns(0, bad[i]) == 80, "COLUMNS=%s", bad[i]);
+    /* what a terminal needs at least is used below that */
+    ck_assert_int_eq(pybox_receipt_columns(3, NULL), PYBOX_RECEIPT_MIN_COLUMNS);
+    ck_assert_int_eq(pybox_receipt_columns(0, "2"), PYBOX_RECEIPT_MIN_COLUMNS);
+}
+END_TEST
+
 START_TEST(text_pybox_error)
 {
     pybox_run_result_t r;
@@ -602,6 +896,9 @@ Suite *suite_receipt(void)
     tcase_add_test(tc, text_truncated);
     tcase_add_test(tc, text_long_lines_cut_and_fenced);
     tcase_add_test(tc, text_pybox_error);
+    tcase_add_test(tc, text_forged_rows);
+    tcase_add_test(tc, text_name_rows_fenced);
+    tcase_add_test(tc, text_columns_choice);
     tcase_set_timeout(tc, 10);
     suite_add_tcase(s, tc);
 
