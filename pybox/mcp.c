@@ -53,6 +53,7 @@ struct server {
     const pybox_mcp_config_t *cfg;
     pybox_mcp_runner_fn runner;
     void *runner_arg;
+    bool initialized; /* initialize was answered (the reader's alone) */
     /* stdout: the writer thread alone writes it, taking lines from the queue in order.
      * Everything below is under q_mu. */
     pthread_mutex_t q_mu;
@@ -815,10 +816,21 @@ static void dispatch(server_t *s, const char *line, size_t len)
         send_error(s, id, -32602, "params must be an object");
     } else if (request_dup_keys(msg)) {
         send_error(s, id, -32600, "invalid request: a key is given twice in an object");
-    } else if (strcmp(m, "initialize") == 0) {
-        send_result(s, id, initialize_result(params));
     } else if (strcmp(m, "ping") == 0) {
         send_result(s, id, cJSON_CreateObject());
+    } else if (strcmp(m, "initialize") == 0) {
+        if (s->initialized) {
+            send_error(s, id, -32600,
+                       "invalid request: the server is already initialized (initialize is answered once)");
+        } else {
+            s->initialized = true;
+            send_result(s, id, initialize_result(params));
+        }
+    } else if (!s->initialized) {
+        /* The lifecycle: nothing but ping before initialize. Requests after its answer are
+         * served, before notifications/initialized too (the client is asked to wait for
+         * it, the server is not asked to refuse). */
+        send_error(s, id, -32600, "invalid request: the server is not initialized (send initialize first)");
     } else if (strcmp(m, "tools/list") == 0) {
         cJSON *r = cJSON_CreateObject();
         cJSON *tools = cJSON_AddArrayToObject(r, "tools");

@@ -240,10 +240,35 @@ static void teardown(void)
     srv.buf = NULL;
 }
 
-/* stalled: before the server starts, its stdout pipe is filled to the brim with bytes
- * that are not JSON (counted in srv.junk), as by a client that has stopped reading: the
- * server's first write finds no room. drain_junk() reads them back. */
-static void start_with(bool with_stop, bool stalled)
+static void send_str(const char *s);
+static void send_line(const char *json);
+static char *next_line(int timeout_ms);
+
+/* The client's side of the handshake, as every real client does first: initialize,
+ * its answer, then notifications/initialized (which is never answered). */
+static void handshake(void)
+{
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":\"unit-init\",\"method\":\"initialize\",\"params\":{"
+              "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"unit\","
+              "\"version\":\"1\"}}}");
+    char *line = next_line(WAIT_MS);
+    ck_assert_msg(line != NULL, "no answer to initialize within %d ms", WAIT_MS);
+    cJSON *m = cJSON_Parse(line);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+    ck_assert_msg(cJSON_IsString(id) && strcmp(id->valuestring, "unit-init") == 0 &&
+                      cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(m, "result")),
+                  "initialize not answered with a result: %s", line);
+    cJSON_Delete(m);
+    free(line);
+    send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+}
+
+/* initialized: the handshake is done first (see handshake). stalled: then the server's
+ * stdout pipe is filled to the brim with bytes that are not JSON (counted in srv.junk),
+ * as by a client that has stopped reading: the server's next write finds no room (the
+ * server is idle meanwhile: notifications/initialized has no answer). drain_junk() reads
+ * them back. */
+static void start_with(bool with_stop, bool stalled, bool initialized)
 {
     int p[2];
     ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
@@ -252,6 +277,15 @@ static void start_with(bool with_stop, bool stalled)
     ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
     srv.out_r = p[0];
     srv.out_w = p[1];
+    if (with_stop) {
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        srv.stop_r = p[0];
+        srv.stop_w = p[1];
+    }
+    ck_assert_int_eq(pthread_create(&srv.thread, NULL, serve_main, NULL), 0);
+    srv.running = true;
+    if (initialized)
+        handshake();
     if (stalled) {
         /* writes of PIPE_BUF bytes are all or nothing: EAGAIN means not one more fits */
         char block[PIPE_BUF];
@@ -269,18 +303,18 @@ static void start_with(bool with_stop, bool stalled)
         struct pollfd pw = {.fd = srv.out_w, .events = POLLOUT};
         ck_assert_int_eq(poll(&pw, 1, 0), 0); /* full */
     }
-    if (with_stop) {
-        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
-        srv.stop_r = p[0];
-        srv.stop_w = p[1];
-    }
-    ck_assert_int_eq(pthread_create(&srv.thread, NULL, serve_main, NULL), 0);
-    srv.running = true;
 }
 
+/* A server the client has initialized (what every test but the lifecycle's wants). */
 static void start(bool with_stop)
 {
-    start_with(with_stop, false);
+    start_with(with_stop, false, true);
+}
+
+/* A server nobody has initialized yet. */
+static void start_uninitialized(void)
+{
+    start_with(false, false, false);
 }
 
 static void send_raw(const void *data, size_t len)
@@ -614,7 +648,7 @@ static void pong_without(long long ping_id, long long bad_id)
 
 static void initialize_says(const char *asked, const char *expected)
 {
-    start(false);
+    start_uninitialized();
     char line[256];
     if (asked != NULL)
         snprintf(line, sizeof line,
@@ -664,6 +698,86 @@ END_TEST
 START_TEST(initialize_no_params)
 {
     initialize_says(NULL, "2025-11-25");
+}
+END_TEST
+
+/* The next message is an error with this code for id, and its message holds needle. */
+static void expect_error_saying(long long id, int code, const char *needle)
+{
+    cJSON *m = next_msg();
+    char *text = cJSON_PrintUnformatted(m);
+    ck_assert_msg(id_is(m, id), "wrong id: %s", text);
+    ck_assert_msg(error_code(m) == code, "expected error %d, got %s", code, text);
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "error"), "message");
+    ck_assert_msg(strstr(msg->valuestring, needle) != NULL, "\"%s\" not in: %s", needle, text);
+    free(text);
+    cJSON_Delete(m);
+}
+
+/* Before initialize, only ping is answered: every other request gets an error saying the
+ * server is not initialized (an unknown method too), notifications are ignored, and no
+ * call reaches the runner. */
+START_TEST(requests_before_initialize_refused)
+{
+    start_uninitialized();
+    send_call(1, "echo:too early");
+    expect_error_saying(1, -32600, "not initialized");
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+    expect_error_saying(2, -32600, "not initialized");
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/list\"}");
+    expect_error_saying(3, -32600, "not initialized");
+    send_ping(4);
+    expect_pong(4);
+    /* notifications, initialized included, change nothing and get no answer */
+    send_cancel(1);
+    send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    send_call(5, "echo:still too early");
+    expect_error_saying(5, -32600, "not initialized");
+    send_ping(6);
+    expect_pong(6);
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.calls), 0);
+}
+END_TEST
+
+/* Once initialize is answered, requests are served, also before the client's
+ * notifications/initialized (the specification asks the client to wait, not the server
+ * to refuse). */
+START_TEST(served_before_initialized_notification)
+{
+    start_uninitialized();
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+              "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"unit\",\"version\":\"1\"}}}");
+    cJSON_Delete(expect_result(1));
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+    cJSON_Delete(expect_result(2));
+    send_call(3, "echo:early");
+    expect_text_result(3, "early");
+    send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    send_call(4, "echo:after");
+    expect_text_result(4, "after");
+    finish_quiet();
+}
+END_TEST
+
+/* initialize is answered once: a second one is refused, and the session goes on. A
+ * refused first initialize (params not an object) does not count. */
+START_TEST(second_initialize_refused)
+{
+    start_uninitialized();
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":7}");
+    expect_error(false, 1, -32602);
+    send_call(2, "echo:x");
+    expect_error_saying(2, -32600, "not initialized");
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\"}");
+    cJSON_Delete(expect_result(3));
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+              "\"2025-06-18\"}}");
+    expect_error_saying(4, -32600, "already initialized");
+    send_call(5, "echo:served");
+    expect_text_result(5, "served");
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.calls), 1);
 }
 END_TEST
 
@@ -1933,12 +2047,13 @@ START_TEST(cancel_removes_kept)
 END_TEST
 
 /* ---- a client that stops reading ----
- * start_stalled's stdout is full before the server writes a byte, and the test reads
- * nothing until it says so: every message the server sends meanwhile waits. */
+ * start_stalled's stdout is full once the handshake is done, before the server writes
+ * another byte, and the test reads nothing until it says so: every message the server
+ * sends meanwhile waits. */
 
 static void start_stalled(bool with_stop)
 {
-    start_with(with_stop, true);
+    start_with(with_stop, true, true);
 }
 
 /* The client reads again: first the bytes that filled the pipe, then messages. */
@@ -2105,6 +2220,9 @@ Suite *suite_mcp(void)
     tcase_add_test(proto, initialize_previous);
     tcase_add_test(proto, initialize_unknown_version);
     tcase_add_test(proto, initialize_no_params);
+    tcase_add_test(proto, requests_before_initialize_refused);
+    tcase_add_test(proto, served_before_initialized_notification);
+    tcase_add_test(proto, second_initialize_refused);
     tcase_add_test(proto, ping_id_zero);
     tcase_add_test(proto, integer_ids_echoed);
     tcase_add_test(proto, string_ids_echoed);
