@@ -1564,6 +1564,110 @@ START_TEST(large_integer_ids_exact)
 }
 END_TEST
 
+/* A numeric id that is not a plain integer (an exponent, a fraction, a leading zero, minus
+ * zero, 2^53 or more) would come back rewritten (1e3 as 1000): it is refused with id
+ * null, and nothing runs for it. */
+static const char *const unplain_ids[] = {"1e3",  "012", "1.0",   "-0",  "1E3",  "9007199254740993",
+                                          "1e+3", "-01", "10e-1", "0.0", "-0.0", "9007199254740992"};
+
+START_TEST(unplain_id_refused)
+{
+    start(false);
+    const char *id = unplain_ids[_i];
+    char line[256];
+    snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"ping\"}", id);
+    send_line(line);
+    char *answer = next_raw();
+    ck_assert_msg(strstr(answer, "\"id\":null") != NULL, "the id %s was not refused: %s", id, answer);
+    cJSON *m = parse_line(answer);
+    ck_assert_int_eq(error_code(m), -32600);
+    cJSON_Delete(m);
+    free(answer);
+    snprintf(line, sizeof line,
+             "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\","
+             "\"arguments\":{\"code\":\"echo:ran\"}}}",
+             id);
+    send_line(line);
+    expect_error(true, 0, -32600);
+    send_ping(7);
+    char *pong = next_raw();
+    ck_assert_msg(strstr(pong, "\"id\":7,") != NULL, "id 7 not echoed as written: %s", pong);
+    free(pong);
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.calls), 0);
+}
+END_TEST
+
+/* An id comes back as the client wrote it, byte for byte: strings with their escapes too. */
+START_TEST(id_text_echoed)
+{
+    start(false);
+    static const char *const ids[] = {
+        "7", "-7", "0", "9007199254740991", "-9007199254740991", "\"\\u00fc\\/x\"", "\"\\u0041\"", "\"caf\xc3\xa9\""};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        char line[256];
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\", \"id\" : %s ,\"method\":\"ping\"}", ids[i]);
+        send_line(line);
+        char *answer = next_raw();
+        char want[128];
+        snprintf(want, sizeof want, "\"id\":%s,", ids[i]);
+        ck_assert_msg(strstr(answer, want) != NULL, "id %s not echoed as written: %s", ids[i], answer);
+        free(answer);
+    }
+    /* the id is the top level's, found by its key as cJSON decodes it, past nested values
+     * that hold braces, quotes and ids of their own; after a byte order mark too */
+    send_line("{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":{\"x\":\"}\\\"{,\",\"id\":5,\"y\":[{\"id\":6}]},"
+              "\"\\u0069d\":8}");
+    char *nested = next_raw();
+    ck_assert_msg(strstr(nested, "\"id\":8,") != NULL, "not the top level's id: %s", nested);
+    free(nested);
+    send_line("\xEF\xBB\xBF{\"id\":9,\"jsonrpc\":\"2.0\",\"method\":\"ping\"}");
+    char *bom = next_raw();
+    ck_assert_msg(strstr(bom, "\"id\":9,") != NULL, "id after a byte order mark: %s", bom);
+    free(bom);
+    /* and a call's result */
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":\"\\u0063all\",\"method\":\"tools/call\",\"params\":{\"name\":"
+              "\"run_python\",\"arguments\":{\"code\":\"echo:x\"}}}");
+    char *answer = next_raw();
+    ck_assert_msg(strstr(answer, "\"id\":\"\\u0063all\",") != NULL, "the call's id not echoed as written: %s", answer);
+    free(answer);
+    finish_quiet();
+}
+END_TEST
+
+/* A progress token that is not a plain integer gets no progress (it would come back
+ * rewritten); a plain one comes back as written. A cancellation names its request by a
+ * plain integer too: 1e3 does not cancel call 1000. */
+START_TEST(unplain_token_and_request_id)
+{
+    start(false);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\","
+              "\"arguments\":{\"code\":\"progress\"},\"_meta\":{\"progressToken\":1e3}}}");
+    expect_text_result(1, "done"); /* no progress before it */
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\","
+              "\"arguments\":{\"code\":\"progress\"},\"_meta\":{\"progressToken\":012}}}");
+    expect_text_result(2, "done");
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\","
+              "\"arguments\":{\"code\":\"progress\"},\"_meta\":{\"progressToken\":\"\\u0074ok\"}}}");
+    for (int i = 0; i < 2; i++) {
+        char *line = next_raw();
+        ck_assert_msg(strstr(line, "\"progressToken\":\"\\u0074ok\",") != NULL, "token not as written: %s", line);
+        free(line);
+    }
+    expect_text_result(3, "done");
+    send_call(1000, "release");
+    wait_started(1);
+    send_cancel_json("1e3");
+    send_cancel_json("1000.0");
+    send_ping(4);
+    expect_pong(4);
+    release_calls(1);
+    expect_text_result(1000, "released");
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.cancels_seen), 0);
+}
+END_TEST
+
 /* Two integer ids that differ are two requests: 2^52 and 2^52 + 1 (both under 2^53, so
  * valid) would compare equal in cJSON_Compare, which uses a relative epsilon. */
 #define BIG_A "4503599627370496"
@@ -2286,6 +2390,9 @@ Suite *suite_mcp(void)
     tcase_add_test(bugs, trailing_text_refused);
     tcase_add_test(bugs, string_with_nul_refused);
     tcase_add_test(bugs, slot_freed_after_result);
+    tcase_add_loop_test(bugs, unplain_id_refused, 0, sizeof unplain_ids / sizeof unplain_ids[0]);
+    tcase_add_test(bugs, id_text_echoed);
+    tcase_add_test(bugs, unplain_token_and_request_id);
     suite_add_tcase(s, bugs);
 
     TCase *review = tcase_create("review");
