@@ -804,18 +804,18 @@ static bool has_nul_escape(const char *line, size_t len)
     return false;
 }
 
-typedef enum { SCAN_OK, SCAN_BLANK, SCAN_NOT_UTF8, SCAN_CONTROL, SCAN_TOO_MANY } scan_t;
+typedef enum { SCAN_OK, SCAN_BLANK, SCAN_NOT_UTF8, SCAN_CONTROL, SCAN_TOO_MANY, SCAN_TOO_DEEP } scan_t;
 
 /* One pass over a line before cJSON sees it (cJSON is lenient): it must be UTF-8, hold no
  * raw control character (JSON allows none inside strings, and only space, tab and CR
  * between tokens here), and no more than PYBOX_MCP_VALUES_MAX values (counted as the
- * '[', '{' and ',' outside strings, plus one: a bound on the nodes cJSON would make). A
- * line of only spaces, tabs and CRs is blank. */
+ * '[', '{' and ',' outside strings, plus one: a bound on the nodes cJSON would make), nested
+ * no deeper than PYBOX_MCP_DEPTH_MAX. A line of only spaces, tabs and CRs is blank. */
 static scan_t scan_line(const char *line, size_t len)
 {
     const unsigned char *p = (const unsigned char *)line;
     bool in_str = false, escaped = false, blank = true;
-    size_t values = 1;
+    size_t values = 1, depth = 0;
     for (size_t i = 0; i < len;) {
         unsigned char c = p[i];
         if (c >= 0x80) {
@@ -844,6 +844,10 @@ static scan_t scan_line(const char *line, size_t len)
             in_str = true;
         } else if ((c == '[' || c == '{' || c == ',') && ++values > PYBOX_MCP_VALUES_MAX) {
             return SCAN_TOO_MANY;
+        } else if ((c == '[' || c == '{') && ++depth > PYBOX_MCP_DEPTH_MAX) {
+            return SCAN_TOO_DEEP;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            depth--;
         }
     }
     return blank ? SCAN_BLANK : SCAN_OK;
@@ -980,6 +984,13 @@ static void dispatch(server_t *s, const char *line, size_t len)
         char msg[128];
         snprintf(msg, sizeof msg, "invalid request: a message may hold at most %d JSON values (set by the server)",
                  PYBOX_MCP_VALUES_MAX);
+        send_error(s, NULL, -32600, msg);
+        return;
+    }
+    case SCAN_TOO_DEEP: {
+        char msg[128];
+        snprintf(msg, sizeof msg, "invalid request: the message is nested deeper than %d levels (set by the server)",
+                 PYBOX_MCP_DEPTH_MAX);
         send_error(s, NULL, -32600, msg);
         return;
     }

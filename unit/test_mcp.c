@@ -1934,6 +1934,48 @@ START_TEST(too_many_values)
 }
 END_TEST
 
+/* A ping whose params hold arrays nested so that the message is depth levels deep. */
+static void send_nested(long long id, int depth)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    pybox_buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"ping\",\"params\":{\"x\":", id);
+    for (int i = 2; i < depth; i++)
+        pybox_buf_puts(&b, "[");
+    pybox_buf_puts(&b, "0");
+    for (int i = 2; i < depth; i++)
+        pybox_buf_puts(&b, "]");
+    pybox_buf_puts(&b, "}}");
+    send_line(b.data);
+    pybox_buf_free(&b);
+}
+
+/* JSON nested deeper than the bound is refused by that name, not as "not one JSON value". */
+START_TEST(too_deep_named)
+{
+    start(false);
+    static const int depths[] = {1001, 5000};
+    for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
+        send_nested(1, depths[i]);
+        cJSON *m = next_msg();
+        char *text = cJSON_PrintUnformatted(m);
+        ck_assert_msg(id_is_null(m) && error_code(m) == -32600, "not refused as too deep: %s", text);
+        ck_assert_msg(strstr(text, "nested deeper than") != NULL, "the reason is not named: %s", text);
+        free(text);
+        cJSON_Delete(m);
+    }
+    /* at the bound it is served; one more level is refused; brackets in strings do not count */
+    send_nested(3, PYBOX_MCP_DEPTH_MAX);
+    expect_pong(3);
+    send_nested(4, PYBOX_MCP_DEPTH_MAX + 1);
+    expect_error(true, 0, -32600);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"params\":{\"s\":\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+              "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"}}");
+    expect_pong(5);
+    finish_quiet();
+}
+END_TEST
+
 /* A key given twice where the server reads it is refused, not resolved silently. */
 START_TEST(duplicate_keys_refused)
 {
@@ -2404,6 +2446,7 @@ Suite *suite_mcp(void)
     tcase_add_test(review, raw_control_refused);
     tcase_add_test(review, blank_lines_ignored);
     tcase_add_test(review, too_many_values);
+    tcase_add_test(review, too_deep_named);
     tcase_add_test(review, duplicate_keys_refused);
     tcase_add_test(review, progress_token_exact);
     tcase_add_test(review, summary_fenced);
