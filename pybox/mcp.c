@@ -367,15 +367,15 @@ cJSON *pybox_mcp_tool(const pybox_mcp_config_t *cfg)
     cJSON *t = cJSON_CreateObject();
     cJSON_AddStringToObject(t, "name", "run_python");
     cJSON_AddStringToObject(t, "title", "Run Python in a sealed box");
-    char desc[1024];
+    char desc[1024], most[PYBOX_NUM_MAX];
     snprintf(desc, sizeof desc,
              "Runs a Python 3 program in a fresh, sealed Linux container and returns its receipt: what the kernel "
              "and the container engine observed, and what the program printed (untrusted). Every call gets a new "
              "box: nothing persists between calls (no files, no state, no installed packages). The box has no "
              "network and a read-only system; input files appear read-only under /box/in; files the program writes "
-             "to /box/out come back when return_files is true (text inline, images as images). Limits up to %.0f s "
+             "to /box/out come back when return_files is true (text inline, images as images). Limits up to %s s "
              "and %lld MiB (set by the server).",
-             (double)cfg->max_timeout_ms / 1000.0, (long long)(cfg->max_memory_bytes >> 20));
+             pybox_fmt_fixed(most, cfg->max_timeout_ms, 3), (long long)(cfg->max_memory_bytes >> 20));
     cJSON_AddStringToObject(t, "description", desc);
 
     cJSON *in = cJSON_AddObjectToObject(t, "inputSchema");

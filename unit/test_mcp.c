@@ -2113,6 +2113,41 @@ START_TEST(limits_do_not_wrap)
 }
 END_TEST
 
+/* A refused limit is shown with enough digits to differ from the maximum, and the
+ * maximum with all of its own. */
+START_TEST(ceiling_digits)
+{
+    static const struct {
+        int64_t max_ms;
+        const char *args, *text;
+    } cases[] = {
+        {90000, "{\"code\":\"x\",\"timeout_s\":90.0000001}",
+         "timeout_s: 90.0000001 s is above the maximum of 90 s (set by the server)"},
+        {5000, "{\"code\":\"x\",\"timeout_s\":5.0000001}",
+         "timeout_s: 5.0000001 s is above the maximum of 5 s (set by the server)"},
+        {2500, "{\"code\":\"x\",\"timeout_s\":2.6}",
+         "timeout_s: 2.6 s is above the maximum of 2.5 s (set by the server)"},
+        {2500, "{\"code\":\"x\",\"timeout_s\":0.01}", "timeout_s: give seconds from 0.1 up to 2.5 (set by the server)"},
+        {30000, "{\"code\":\"x\",\"timeout_s\":31}",
+         "timeout_s: 31 s is above the maximum of 30 s (set by the server)"},
+        {30000, "{\"code\":\"x\",\"timeout_s\":1e300}",
+         "timeout_s: 1e+300 s is above the maximum of 30 s (set by the server)"},
+        {30000, "{\"code\":\"x\",\"memory_mib\":1024.0000001}",
+         "memory_mib: 1024.0000001 is not a whole number of MiB (give one from 32 up to 1024; set by the server)"},
+        {30000, "{\"code\":\"x\",\"memory_mib\":1e300}",
+         "memory_mib: 1e+300 is above the maximum of 1024 MiB (set by the server)"},
+        {30000, "{\"code\":\"x\",\"memory_mib\":1025}",
+         "memory_mib: 1025 is above the maximum of 1024 MiB (set by the server)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cfg.max_timeout_ms = cases[i].max_ms;
+        char *t = tool_refusal(cases[i].args);
+        ck_assert_str_eq(t, cases[i].text);
+        free(t);
+    }
+}
+END_TEST
+
 /* Strict base64: one spelling per byte string. */
 START_TEST(base64_strict)
 {
@@ -2452,6 +2487,7 @@ Suite *suite_mcp(void)
     tcase_add_test(review, summary_fenced);
     tcase_add_test(review, input_path_checked);
     tcase_add_test(review, limits_do_not_wrap);
+    tcase_add_test(review, ceiling_digits);
     tcase_add_test(review, base64_strict);
     tcase_add_test(review, cancel_removes_kept);
     suite_add_tcase(s, review);
