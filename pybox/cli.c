@@ -52,8 +52,9 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
             if (pybox_parse_seconds_ms(optarg, &ms) < 0 || ms < PYBOX_TIMEOUT_MIN_MS || ms > PYBOX_TIMEOUT_MAX_MS) {
                 shown(arg, sizeof arg, optarg);
                 return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                                       "--timeout %s: give seconds from %.1f to %lld, e.g. --timeout 2.5", arg,
-                                       PYBOX_TIMEOUT_MIN_MS / 1000.0, (long long)(PYBOX_TIMEOUT_MAX_MS / 1000));
+                                       "--timeout %s: give seconds from %.1f to %lld, with at most 3 decimals, "
+                                       "e.g. --timeout 2.5",
+                                       arg, PYBOX_TIMEOUT_MIN_MS / 1000.0, (long long)(PYBOX_TIMEOUT_MAX_MS / 1000));
             }
             o->timeout_ms = ms;
             o->timeout_given = true;
@@ -172,23 +173,26 @@ static const char *who(const pybox_exec_opts_t *o, unsigned bit)
 
 int pybox_cli_check_ceilings(const pybox_exec_opts_t *o, const pybox_config_t *c, pybox_error_t *err)
 {
+    /* every digit each side needs: a value just above its ceiling must not look like it */
+    char a[PYBOX_NUM_MAX], m[PYBOX_NUM_MAX];
     if (o->memory_bytes > c->memory_bytes)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "memory %lld MiB (%s) is above this installation's ceiling of %lld MiB (set by %s)",
-                               (long long)(o->memory_bytes >> 20), who(o, PYBOX_FROM_IMAGE_MEMORY),
-                               (long long)(c->memory_bytes >> 20), c->source);
+                               "memory %s (%s) is above this installation's ceiling of %s (set by %s)",
+                               pybox_fmt_size(a, o->memory_bytes), who(o, PYBOX_FROM_IMAGE_MEMORY),
+                               pybox_fmt_size(m, c->memory_bytes), c->source);
     if (o->pids > c->pids)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
                                "pids %lld (%s) is above this installation's ceiling of %lld (set by %s)",
                                (long long)o->pids, who(o, PYBOX_FROM_IMAGE_PIDS), (long long)c->pids, c->source);
     if (o->nano_cpus > c->nano_cpus)
-        return pybox_error_set(
-            err, PYBOX_ERR_USAGE, 0, "cpus %.3g (%s) is above this installation's ceiling of %.3g (set by %s)",
-            (double)o->nano_cpus / 1e9, who(o, PYBOX_FROM_IMAGE_CPUS), (double)c->nano_cpus / 1e9, c->source);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "cpus %s (%s) is above this installation's ceiling of %s (set by %s)",
+                               pybox_fmt_fixed(a, o->nano_cpus, 9), who(o, PYBOX_FROM_IMAGE_CPUS),
+                               pybox_fmt_fixed(m, c->nano_cpus, 9), c->source);
     if (o->timeout_ms > c->timeout_ms)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "timeout %.3g s (%s) is above this installation's ceiling of %.3g s (set by %s)",
-                               (double)o->timeout_ms / 1000.0, who(o, PYBOX_FROM_IMAGE_TIMEOUT),
-                               (double)c->timeout_ms / 1000.0, c->source);
+                               "timeout %s s (%s) is above this installation's ceiling of %s s (set by %s)",
+                               pybox_fmt_fixed(a, o->timeout_ms, 3), who(o, PYBOX_FROM_IMAGE_TIMEOUT),
+                               pybox_fmt_fixed(m, c->timeout_ms, 3), c->source);
     return 0;
 }

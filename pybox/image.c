@@ -86,9 +86,10 @@ static int tag_points_to_pin(pybox_engine_t *e, const pybox_pin_t *pin, char *ot
     return r;
 }
 
-/* Does the engine know the image by no other name than PyBox's own for it? Only then is
- * it PyBox's to remove. */
-static bool only_ours(pybox_engine_t *e, const char *id, const char *tag)
+/* The names the engine knows the image by: 1 none but PyBox's own for it (only then is it
+ * PyBox's to remove), 0 others too, -1 the engine no longer has the image, -2 its names
+ * could not be read. */
+static int image_names(pybox_engine_t *e, const char *id, const char *tag)
 {
     char path[PYBOX_ID_MAX + 32];
     snprintf(path, sizeof path, "/images/%s/json", id);
@@ -97,16 +98,34 @@ static bool only_ours(pybox_engine_t *e, const char *id, const char *tag)
     pybox_error_t ignored = {0};
     if (pybox_engine_call(e, "GET", path, NULL, &status, &reply, &ignored) < 0 || status != 200) {
         cJSON_Delete(reply);
-        return false;
+        return status == 404 ? -1 : -2;
     }
-    bool ours = true;
+    int ours = 1;
     const cJSON *t;
     cJSON_ArrayForEach (t, cJSON_GetObjectItemCaseSensitive(reply, "RepoTags")) {
         if (cJSON_IsString(t) && strcmp(t->valuestring, tag) != 0 && strcmp(t->valuestring, "<none>:<none>") != 0)
-            ours = false;
+            ours = 0;
     }
     cJSON_Delete(reply);
     return ours;
+}
+
+static bool only_ours(pybox_engine_t *e, const char *id, const char *tag)
+{
+    return image_names(e, id, tag) == 1;
+}
+
+/* Whether the engine's reply to DELETE /images/... (a list of {"Untagged"} and
+ * {"Deleted"} entries) says the image id itself was deleted. */
+static bool reply_deleted(const cJSON *reply, const char *id)
+{
+    const cJSON *entry;
+    cJSON_ArrayForEach (entry, reply) {
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(entry, "Deleted");
+        if (cJSON_IsString(d) && strcmp(d->valuestring, id) == 0)
+            return true;
+    }
+    return false;
 }
 
 int pybox_image_resolve(const pybox_state_t *st, pybox_engine_t *e, const char *name, pybox_pin_t *pin,
@@ -772,16 +791,29 @@ int pybox_image_remove(const pybox_state_t *st, pybox_engine_t *e, const char *n
     cJSON *reply = NULL;
     char other[PYBOX_ID_MAX];
     pybox_error_t ignored = {0};
-    /* Untag only when the name is still ours. */
+    /* Untag only when the name is still ours. The engine removes the image with its last
+     * name: its reply then says the image was deleted. */
+    bool deleted = false;
     if (tag_points_to_pin(e, &pin, other, sizeof other, &ignored) == 1) {
         snprintf(path, sizeof path, "/images/%s", tag);
         if (pybox_engine_call(e, "DELETE", path, NULL, &status, &reply, err) < 0)
             return -1;
+        deleted = status == 200 && reply_deleted(reply, pin.id);
         cJSON_Delete(reply);
     }
-    if (!only_ours(e, pin.id, tag)) {
-        if (report)
+    int names = deleted ? -1 : image_names(e, pin.id, tag);
+    if (names != 1) {
+        if (report == NULL)
+            return 0;
+        if (deleted)
+            fprintf(report, "removed %s (%s)\n", name, pin.id);
+        else if (names == -1)
+            fprintf(report, "forgot %s; the engine no longer has %s\n", name, pin.id);
+        else if (names == 0)
             fprintf(report, "forgot %s; the engine keeps %s: other names use it\n", name, pin.id);
+        else
+            fprintf(report, "forgot %s; the engine keeps %s as far as known: its names could not be read\n", name,
+                    pin.id);
         return 0;
     }
     snprintf(path, sizeof path, "/images/%s", pin.id);

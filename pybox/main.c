@@ -379,7 +379,8 @@ static int mcp_parse(int argc, char **argv, const pybox_state_t *st, pybox_mcp_c
         } else if (strcmp(a, "--max-timeout") == 0) {
             if (pybox_parse_seconds_ms(v, &cfg->max_timeout_ms) < 0 || cfg->max_timeout_ms < PYBOX_TIMEOUT_MIN_MS ||
                 cfg->max_timeout_ms > PYBOX_TIMEOUT_MAX_MS)
-                return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--max-timeout: give seconds from %.1f to %lld",
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                       "--max-timeout: give seconds from %.1f to %lld, with at most 3 decimals",
                                        PYBOX_TIMEOUT_MIN_MS / 1000.0, PYBOX_TIMEOUT_MAX_MS / 1000);
         } else if (strcmp(a, "--max-memory") == 0) {
             if (pybox_parse_size(v, &cfg->max_memory_bytes) < 0 || cfg->max_memory_bytes < PYBOX_MEMORY_MIN)
@@ -427,13 +428,16 @@ static int mcp_parse(int argc, char **argv, const pybox_state_t *st, pybox_mcp_c
     pybox_config_t ceil;
     if (pybox_state_config(st, &ceil, err) < 0)
         return -1;
+    /* every digit each side needs: a value just above its ceiling must not look like it */
+    char asked[PYBOX_NUM_MAX], most[PYBOX_NUM_MAX];
     if (cfg->max_timeout_ms > ceil.timeout_ms)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--max-timeout: above this installation's ceiling of %g s (%s)",
-                               ceil.timeout_ms / 1000.0, ceil.source);
+        return pybox_error_set(
+            err, PYBOX_ERR_USAGE, 0, "--max-timeout: %s s is above this installation's ceiling of %s s (%s)",
+            pybox_fmt_fixed(asked, cfg->max_timeout_ms, 3), pybox_fmt_fixed(most, ceil.timeout_ms, 3), ceil.source);
     if (cfg->max_memory_bytes > ceil.memory_bytes)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "--max-memory: above this installation's ceiling of %lld MiB (%s)",
-                               (long long)(ceil.memory_bytes >> 20), ceil.source);
+        return pybox_error_set(
+            err, PYBOX_ERR_USAGE, 0, "--max-memory: %s is above this installation's ceiling of %s (%s)",
+            pybox_fmt_size(asked, cfg->max_memory_bytes), pybox_fmt_size(most, ceil.memory_bytes), ceil.source);
     return 0;
 }
 
@@ -472,8 +476,10 @@ static int cmd_mcp(int argc, char **argv)
     pybox_buf_init(&imgs, 0);
     for (size_t i = 0; i < cfg.n_images; i++)
         pybox_buf_printf(&imgs, "%s%s", i ? "," : "", cfg.images[i]);
-    fprintf(stderr, "pybox mcp: serving run_python on stdio (images %s; at most %g s and %lld MiB per call)\n",
-            imgs.data ? imgs.data : "", cfg.max_timeout_ms / 1000.0, (long long)(cfg.max_memory_bytes >> 20));
+    char most_s[PYBOX_NUM_MAX], most_m[PYBOX_NUM_MAX];
+    fprintf(stderr, "pybox mcp: serving run_python on stdio (images %s; at most %s s and %s per call)\n",
+            imgs.data ? imgs.data : "", pybox_fmt_fixed(most_s, cfg.max_timeout_ms, 3),
+            pybox_fmt_size(most_m, cfg.max_memory_bytes));
     pybox_buf_free(&imgs);
     int rc = pybox_mcp_serve(STDIN_FILENO, STDOUT_FILENO, sfd, &cfg, pybox_mcp_run_python, &st);
     close(sfd);

@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -32,9 +31,10 @@ typedef struct call {
     bool cancelled;     /* the client cancelled it: send nothing */
     bool stopping;      /* its cancel pipe was written */
     int cancel_pipe[2]; /* written once to cancel; the runner polls the read end */
-    cJSON *id;
+    cJSON *id;          /* the request's id as parsed: compared */
+    char *id_text;      /* and as the client wrote it: echoed */
     cJSON *args;
-    cJSON *progress_token;
+    char *token_text; /* the progress token as the client wrote it, or NULL: no progress */
     pthread_t thread;
     server_t *srv;
 } call_t;
@@ -53,6 +53,7 @@ struct server {
     const pybox_mcp_config_t *cfg;
     pybox_mcp_runner_fn runner;
     void *runner_arg;
+    bool initialized; /* initialize was answered (the reader's alone) */
     /* stdout: the writer thread alone writes it, taking lines from the queue in order.
      * Everything below is under q_mu. */
     pthread_mutex_t q_mu;
@@ -235,27 +236,17 @@ static bool client_gone(server_t *s)
     return gone;
 }
 
-/* The id as it came: an integer id is printed exactly (cJSON would print a large one
- * as a rounded %g), a string id as the string. */
-static cJSON *id_copy(const cJSON *id)
-{
-    if (cJSON_IsNumber(id)) {
-        char digits[32];
-        snprintf(digits, sizeof digits, "%.0f", id->valuedouble);
-        return cJSON_CreateRaw(digits);
-    }
-    return cJSON_Duplicate(id, 1);
-}
-
-static cJSON *envelope(const cJSON *id)
+/* id_text: the request's id as the client wrote it (checked valid JSON: see valid_id),
+ * put back as it came; NULL: null. */
+static cJSON *envelope(const char *id_text)
 {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "jsonrpc", "2.0");
-    cJSON_AddItemToObject(m, "id", id ? id_copy(id) : cJSON_CreateNull());
+    cJSON_AddItemToObject(m, "id", id_text ? cJSON_CreateRaw(id_text) : cJSON_CreateNull());
     return m;
 }
 
-static void send_error(server_t *s, const cJSON *id, int code, const char *message)
+static void send_error(server_t *s, const char *id, int code, const char *message)
 {
     cJSON *m = envelope(id);
     cJSON *e = cJSON_AddObjectToObject(m, "error");
@@ -265,7 +256,7 @@ static void send_error(server_t *s, const cJSON *id, int code, const char *messa
 }
 
 /* Takes result. Returns whether it was queued. */
-static bool send_result(server_t *s, const cJSON *id, cJSON *result)
+static bool send_result(server_t *s, const char *id, cJSON *result)
 {
     cJSON *m = envelope(id);
     cJSON_AddItemToObject(m, "result", result);
@@ -376,15 +367,15 @@ cJSON *pybox_mcp_tool(const pybox_mcp_config_t *cfg)
     cJSON *t = cJSON_CreateObject();
     cJSON_AddStringToObject(t, "name", "run_python");
     cJSON_AddStringToObject(t, "title", "Run Python in a sealed box");
-    char desc[1024];
+    char desc[1024], most[PYBOX_NUM_MAX];
     snprintf(desc, sizeof desc,
              "Runs a Python 3 program in a fresh, sealed Linux container and returns its receipt: what the kernel "
              "and the container engine observed, and what the program printed (untrusted). Every call gets a new "
              "box: nothing persists between calls (no files, no state, no installed packages). The box has no "
              "network and a read-only system; input files appear read-only under /box/in; files the program writes "
-             "to /box/out come back when return_files is true (text inline, images as images). Limits up to %.0f s "
+             "to /box/out come back when return_files is true (text inline, images as images). Limits up to %s s "
              "and %lld MiB (set by the server).",
-             (double)cfg->max_timeout_ms / 1000.0, (long long)(cfg->max_memory_bytes >> 20));
+             pybox_fmt_fixed(most, cfg->max_timeout_ms, 3), (long long)(cfg->max_memory_bytes >> 20));
     cJSON_AddStringToObject(t, "description", desc);
 
     cJSON *in = cJSON_AddObjectToObject(t, "inputSchema");
@@ -422,13 +413,193 @@ cJSON *pybox_mcp_tool(const pybox_mcp_config_t *cfg)
     return t;
 }
 
+/* ---- a value's own text ----
+ * cJSON keeps no text of what it parsed: 1e3, 1000 and 1000.0 are one double. Ids and
+ * progress tokens are echoed as the client wrote them, so their text is found in the
+ * line itself. These run only on a line cJSON has parsed whole (dispatch), so it is
+ * well-formed JSON, with only space, tab and CR between tokens (scan_line). */
+
+typedef struct {
+    const char *p;
+    size_t n;
+} json_text_t;
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+        p++;
+    return p;
+}
+
+/* p at a string's opening quote: just past its closing one. */
+static const char *skip_string(const char *p, const char *end)
+{
+    for (p++; p < end && *p != '"'; p++) {
+        if (*p == '\\')
+            p++;
+    }
+    return p < end ? p + 1 : end;
+}
+
+/* p at a value: just past it. Nesting is counted, not recursed into. */
+static const char *skip_value(const char *p, const char *end)
+{
+    if (p < end && *p == '"')
+        return skip_string(p, end);
+    if (p < end && (*p == '{' || *p == '[')) {
+        size_t depth = 0;
+        while (p < end) {
+            if (*p == '"') {
+                p = skip_string(p, end);
+                continue;
+            }
+            if (*p == '{' || *p == '[')
+                depth++;
+            else if ((*p == '}' || *p == ']') && --depth == 0)
+                return p + 1;
+            p++;
+        }
+        return end;
+    }
+    while (p < end && !strchr(",}] \t\r", *p))
+        p++;
+    return p;
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Whether the string text [p, q) (quotes included) says key (ASCII), escapes decoded as
+ * cJSON decodes them ("\u0069d" is "id"). */
+static bool string_says(const char *p, const char *q, const char *key)
+{
+    p++; /* the opening quote */
+    q--; /* the closing one */
+    for (; *key != '\0'; key++) {
+        if (p >= q)
+            return false;
+        unsigned c = (unsigned char)*p++;
+        if (c == '\\' && p < q) {
+            char e = *p++;
+            static const char plain[] = "\"\\/bfnrt", meant[] = "\"\\/\b\f\n\r\t";
+            const char *at = strchr(plain, e);
+            if (e == 'u' && q - p >= 4) {
+                c = 0;
+                for (int i = 0; i < 4; i++) {
+                    int d = hex_digit(*p++);
+                    if (d < 0)
+                        return false;
+                    c = c << 4 | (unsigned)d;
+                }
+            } else if (at != NULL && e != '\0') {
+                c = (unsigned char)meant[at - plain];
+            } else {
+                return false;
+            }
+        }
+        if (c != (unsigned char)*key)
+            return false;
+    }
+    return p == q;
+}
+
+/* The text of member key of the object whose text is obj. Keys given twice were refused
+ * before (dup_keys), so the first is the one cJSON found too. */
+static bool member_text(json_text_t obj, const char *key, json_text_t *out)
+{
+    const char *end = obj.p + obj.n;
+    const char *p = skip_ws(obj.p, end);
+    if (p >= end || *p != '{')
+        return false;
+    for (p = skip_ws(p + 1, end); p < end && *p == '"';) {
+        const char *k = p;
+        p = skip_string(p, end);
+        bool match = string_says(k, p, key);
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':')
+            return false;
+        const char *v = skip_ws(p + 1, end);
+        p = skip_value(v, end);
+        if (match) {
+            out->p = v;
+            out->n = (size_t)(p - v);
+            return true;
+        }
+        p = skip_ws(p, end);
+        if (p >= end || *p != ',')
+            return false;
+        p = skip_ws(p + 1, end);
+    }
+    return false;
+}
+
+/* A member's text by a path of keys from the line (a UTF-8 BOM, which cJSON skips, is
+ * skipped too). */
+static bool path_text(const char *line, size_t len, const char *const *keys, size_t n, json_text_t *out)
+{
+    json_text_t t = {line, len};
+    if (len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
+        t.p += 3;
+        t.n -= 3;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!member_text(t, keys[i], &t))
+            return false;
+    }
+    *out = t;
+    return true;
+}
+
+/* An integer written plainly, one way only: digits, a '-' before them but not before 0
+ * alone, no leading zero, no fraction or exponent, below 2^53 in magnitude (what a double,
+ * and so every client, holds exactly). */
+static bool plain_integer(json_text_t t)
+{
+    size_t i = t.n > 0 && t.p[0] == '-' ? 1 : 0;
+    if (i == t.n || t.n - i > 16 || (t.p[i] == '0' && (t.n - i > 1 || i == 1)))
+        return false;
+    uint64_t v = 0;
+    for (; i < t.n; i++) {
+        if (t.p[i] < '0' || t.p[i] > '9')
+            return false;
+        v = v * 10 + (uint64_t)(t.p[i] - '0');
+    }
+    return v < (UINT64_C(1) << 53);
+}
+
+/* A progress token this server echoes, as parsed and as written: a string, or a plain
+ * integer (plain_integer). Another one could not be echoed as it came. */
+static bool valid_token(const cJSON *t, const json_text_t *text)
+{
+    if (text == NULL || text->n == 0)
+        return false;
+    if (cJSON_IsString(t))
+        return text->p[0] == '"';
+    return cJSON_IsNumber(t) && plain_integer(*text);
+}
+
+/* A request id this server takes: a token (valid_token), a string one under 120 bytes.
+ * Another one could not be echoed as it came nor compared exactly. */
+static bool valid_id(const cJSON *id, const json_text_t *text)
+{
+    return valid_token(id, text) && (!cJSON_IsString(id) || strlen(id->valuestring) < 120);
+}
+
 /* ---- calls ---- */
 
 static void on_progress(void *ctx, double progress, double total, const char *message)
 {
     call_t *c = ctx;
     pthread_mutex_lock(&c->srv->mu);
-    bool quiet = c->progress_token == NULL || c->cancelled;
+    bool quiet = c->token_text == NULL || c->cancelled;
     pthread_mutex_unlock(&c->srv->mu);
     if (quiet)
         return;
@@ -436,7 +607,7 @@ static void on_progress(void *ctx, double progress, double total, const char *me
     cJSON_AddStringToObject(m, "jsonrpc", "2.0");
     cJSON_AddStringToObject(m, "method", "notifications/progress");
     cJSON *p = cJSON_AddObjectToObject(m, "params");
-    cJSON_AddItemToObject(p, "progressToken", id_copy(c->progress_token));
+    cJSON_AddItemToObject(p, "progressToken", cJSON_CreateRaw(c->token_text));
     cJSON_AddNumberToObject(p, "progress", progress);
     cJSON_AddNumberToObject(p, "total", total);
     if (message)
@@ -461,7 +632,7 @@ static void *worker(void *arg)
     pthread_mutex_unlock(&s->mu);
     bool sent = false;
     if (result != NULL && !cancelled) {
-        sent = send_result(s, c->id, result); /* a result never queued is dropped as a cancelled one */
+        sent = send_result(s, c->id_text, result); /* a result never queued is dropped as a cancelled one */
         result = NULL;
     }
     if (!sent) {
@@ -496,8 +667,9 @@ static void reap(server_t *s, bool all)
         pthread_join(c->thread, NULL);
         pthread_mutex_lock(&s->mu);
         cJSON_Delete(c->id);
+        free(c->id_text);
         cJSON_Delete(c->args);
-        cJSON_Delete(c->progress_token);
+        free(c->token_text);
         close(c->cancel_pipe[0]);
         close(c->cancel_pipe[1]);
         memset(c, 0, sizeof *c);
@@ -505,26 +677,19 @@ static void reap(server_t *s, bool all)
     }
 }
 
-/* A progress token is echoed exactly, as an id is: a string, or an integer a double holds
- * exactly. Another token (a fraction, a huge number) gets no progress at all. */
-static bool valid_token(const cJSON *t)
-{
-    return cJSON_IsString(t) ||
-           (cJSON_IsNumber(t) && fabs(t->valuedouble) < 9007199254740992.0 && t->valuedouble == floor(t->valuedouble));
-}
-
 /* params is the request's own: its arguments are taken out of it, not copied (a large
- * request is never held twice). */
-static void start_call(server_t *s, const cJSON *id, cJSON *params)
+ * request is never held twice). id_text: the id as written; token: the progress token
+ * as written, when it is one (valid_token), or NULL. */
+static void start_call(server_t *s, const cJSON *id, const char *id_text, cJSON *params, const json_text_t *token)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
     if (!cJSON_IsString(name) || strcmp(name->valuestring, "run_python") != 0) {
-        send_error(s, id, -32602, "unknown tool (this server has run_python)");
+        send_error(s, id_text, -32602, "unknown tool (this server has run_python)");
         return;
     }
     if (args != NULL && !cJSON_IsObject(args)) {
-        send_error(s, id, -32602, "arguments must be an object");
+        send_error(s, id_text, -32602, "arguments must be an object");
         return;
     }
     pthread_mutex_lock(&s->mu);
@@ -538,7 +703,7 @@ static void start_call(server_t *s, const cJSON *id, cJSON *params)
     }
     if (dup || slot == NULL) {
         pthread_mutex_unlock(&s->mu);
-        send_error(s, id, dup ? -32600 : -32603,
+        send_error(s, id_text, dup ? -32600 : -32603,
                    dup ? "a request with this id is already in progress"
                        : "too many calls in progress at once (set by the server)");
         return;
@@ -546,26 +711,27 @@ static void start_call(server_t *s, const cJSON *id, cJSON *params)
     memset(slot, 0, sizeof *slot);
     if (pipe2(slot->cancel_pipe, O_CLOEXEC) < 0) {
         pthread_mutex_unlock(&s->mu);
-        send_error(s, id, -32603, "could not start the call");
+        send_error(s, id_text, -32603, "could not start the call");
         return;
     }
     slot->used = true;
     slot->srv = s;
     slot->id = cJSON_Duplicate(id, 1);
+    slot->id_text = strdup(id_text);
     slot->args = args ? cJSON_DetachItemFromObjectCaseSensitive(params, "arguments") : cJSON_CreateObject();
-    const cJSON *token =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(params, "_meta"), "progressToken");
-    if (valid_token(token))
-        slot->progress_token = cJSON_Duplicate(token, 1);
-    if (pthread_create(&slot->thread, NULL, worker, slot) != 0) {
+    if (token != NULL)
+        slot->token_text = strndup(token->p, token->n);
+    if (slot->id == NULL || slot->id_text == NULL || slot->args == NULL ||
+        (token != NULL && slot->token_text == NULL) || pthread_create(&slot->thread, NULL, worker, slot) != 0) {
         close(slot->cancel_pipe[0]);
         close(slot->cancel_pipe[1]);
         cJSON_Delete(slot->id);
+        free(slot->id_text);
         cJSON_Delete(slot->args);
-        cJSON_Delete(slot->progress_token);
+        free(slot->token_text);
         memset(slot, 0, sizeof *slot);
         pthread_mutex_unlock(&s->mu);
-        send_error(s, id, -32603, "could not start the call");
+        send_error(s, id_text, -32603, "could not start the call");
         return;
     }
     pthread_mutex_unlock(&s->mu);
@@ -587,10 +753,11 @@ static void cancel_locked(call_t *c, bool by_client)
     while (w < 0 && errno == EINTR);
 }
 
-static void cancel_call(server_t *s, const cJSON *params)
+/* rid_text: the requestId as written; one that is not a valid id names no call. */
+static void cancel_call(server_t *s, const cJSON *params, const json_text_t *rid_text)
 {
     const cJSON *rid = cJSON_GetObjectItemCaseSensitive(params, "requestId");
-    if (rid == NULL)
+    if (rid == NULL || !valid_id(rid, rid_text))
         return;
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < PYBOX_MCP_CALLS_MAX; i++) {
@@ -600,15 +767,6 @@ static void cancel_call(server_t *s, const cJSON *params)
         }
     }
     pthread_mutex_unlock(&s->mu);
-}
-
-static bool valid_id(const cJSON *id)
-{
-    if (cJSON_IsString(id))
-        return strlen(id->valuestring) < 120;
-    /* integers only, and only those a double holds exactly (|n| < 2^53) */
-    return cJSON_IsNumber(id) && fabs(id->valuedouble) < 9007199254740992.0 &&
-           id->valuedouble == floor(id->valuedouble);
 }
 
 static cJSON *initialize_result(const cJSON *params)
@@ -646,18 +804,18 @@ static bool has_nul_escape(const char *line, size_t len)
     return false;
 }
 
-typedef enum { SCAN_OK, SCAN_BLANK, SCAN_NOT_UTF8, SCAN_CONTROL, SCAN_TOO_MANY } scan_t;
+typedef enum { SCAN_OK, SCAN_BLANK, SCAN_NOT_UTF8, SCAN_CONTROL, SCAN_TOO_MANY, SCAN_TOO_DEEP } scan_t;
 
 /* One pass over a line before cJSON sees it (cJSON is lenient): it must be UTF-8, hold no
  * raw control character (JSON allows none inside strings, and only space, tab and CR
  * between tokens here), and no more than PYBOX_MCP_VALUES_MAX values (counted as the
- * '[', '{' and ',' outside strings, plus one: a bound on the nodes cJSON would make). A
- * line of only spaces, tabs and CRs is blank. */
+ * '[', '{' and ',' outside strings, plus one: a bound on the nodes cJSON would make), nested
+ * no deeper than PYBOX_MCP_DEPTH_MAX. A line of only spaces, tabs and CRs is blank. */
 static scan_t scan_line(const char *line, size_t len)
 {
     const unsigned char *p = (const unsigned char *)line;
     bool in_str = false, escaped = false, blank = true;
-    size_t values = 1;
+    size_t values = 1, depth = 0;
     for (size_t i = 0; i < len;) {
         unsigned char c = p[i];
         if (c >= 0x80) {
@@ -686,6 +844,10 @@ static scan_t scan_line(const char *line, size_t len)
             in_str = true;
         } else if ((c == '[' || c == '{' || c == ',') && ++values > PYBOX_MCP_VALUES_MAX) {
             return SCAN_TOO_MANY;
+        } else if ((c == '[' || c == '{') && ++depth > PYBOX_MCP_DEPTH_MAX) {
+            return SCAN_TOO_DEEP;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            depth--;
         }
     }
     return blank ? SCAN_BLANK : SCAN_OK;
@@ -737,6 +899,75 @@ static bool request_dup_keys(const cJSON *msg)
     return false;
 }
 
+/* A message that parsed, holds no NUL and no key twice. id_text: its id as written, or
+ * NULL when it has none this server takes. */
+static void dispatch_request(server_t *s, cJSON *msg, const char *line, size_t len, const cJSON *id,
+                             const char *id_text)
+{
+    const cJSON *jv = cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc");
+    const cJSON *method = cJSON_GetObjectItemCaseSensitive(msg, "method");
+    cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+    if (!cJSON_IsObject(msg) || !cJSON_IsString(jv) || strcmp(jv->valuestring, "2.0") != 0) {
+        send_error(s, id_text, -32600, "invalid request: not a JSON-RPC 2.0 object");
+        return;
+    }
+    if (!cJSON_IsString(method)) {
+        /* a response (to nothing this server asked) or garbage: ignore, or say so */
+        if (id != NULL && cJSON_GetObjectItemCaseSensitive(msg, "result") == NULL &&
+            cJSON_GetObjectItemCaseSensitive(msg, "error") == NULL)
+            send_error(s, id_text, -32600, "invalid request: no method");
+        return;
+    }
+    const char *m = method->valuestring;
+    if (id == NULL) { /* a notification: never answered */
+        static const char *const rid_path[] = {"params", "requestId"};
+        json_text_t rid;
+        if (strcmp(m, "notifications/cancelled") == 0)
+            cancel_call(s, params, path_text(line, len, rid_path, 2, &rid) ? &rid : NULL);
+        return;
+    }
+    if (id_text == NULL) {
+        send_error(s, NULL, -32600,
+                   "invalid request: the id must be a string (under 120 bytes) or an integer written plainly "
+                   "(digits only: no exponent, fraction, leading zero or -0; below 2^53)");
+        return;
+    }
+    if (params != NULL && !cJSON_IsObject(params)) {
+        send_error(s, id_text, -32602, "params must be an object");
+    } else if (request_dup_keys(msg)) {
+        send_error(s, id_text, -32600, "invalid request: a key is given twice in an object");
+    } else if (strcmp(m, "ping") == 0) {
+        send_result(s, id_text, cJSON_CreateObject());
+    } else if (strcmp(m, "initialize") == 0) {
+        if (s->initialized) {
+            send_error(s, id_text, -32600,
+                       "invalid request: the server is already initialized (initialize is answered once)");
+        } else {
+            s->initialized = true;
+            send_result(s, id_text, initialize_result(params));
+        }
+    } else if (!s->initialized) {
+        /* The lifecycle: nothing but ping before initialize. Requests after its answer are
+         * served, before notifications/initialized too (the client is asked to wait for
+         * it, the server is not asked to refuse). */
+        send_error(s, id_text, -32600, "invalid request: the server is not initialized (send initialize first)");
+    } else if (strcmp(m, "tools/list") == 0) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON *tools = cJSON_AddArrayToObject(r, "tools");
+        cJSON_AddItemToArray(tools, pybox_mcp_tool(s->cfg));
+        send_result(s, id_text, r);
+    } else if (strcmp(m, "tools/call") == 0) {
+        static const char *const token_path[] = {"params", "_meta", "progressToken"};
+        const cJSON *token =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(params, "_meta"), "progressToken");
+        json_text_t tt;
+        bool token_ok = token != NULL && path_text(line, len, token_path, 3, &tt) && valid_token(token, &tt);
+        start_call(s, id, id_text, params, token_ok ? &tt : NULL);
+    } else {
+        send_error(s, id_text, -32601, "method not found");
+    }
+}
+
 static void dispatch(server_t *s, const char *line, size_t len)
 {
     switch (scan_line(line, len)) {
@@ -756,6 +987,13 @@ static void dispatch(server_t *s, const char *line, size_t len)
         send_error(s, NULL, -32600, msg);
         return;
     }
+    case SCAN_TOO_DEEP: {
+        char msg[128];
+        snprintf(msg, sizeof msg, "invalid request: the message is nested deeper than %d levels (set by the server)",
+                 PYBOX_MCP_DEPTH_MAX);
+        send_error(s, NULL, -32600, msg);
+        return;
+    }
     case SCAN_OK:
         break;
     }
@@ -768,67 +1006,23 @@ static void dispatch(server_t *s, const char *line, size_t len)
         send_error(s, NULL, -32700, "parse error: a line must hold exactly one JSON value");
         return;
     }
+    /* The id as written: echoed as it came, when it is one this server takes. */
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    json_text_t idt;
+    static const char *const id_path[] = {"id"};
+    bool id_ok = id != NULL && path_text(line, len, id_path, 1, &idt) && valid_id(id, &idt);
+    char *id_text = id_ok ? strndup(idt.p, idt.n) : NULL;
     if (has_nul_escape(line, len)) {
         /* an integer id is certain; a string id may be the one cut short */
-        const cJSON *nid = cJSON_GetObjectItemCaseSensitive(msg, "id");
-        send_error(s, cJSON_IsNumber(nid) && valid_id(nid) ? nid : NULL, -32600,
+        send_error(s, cJSON_IsNumber(id) ? id_text : NULL, -32600,
                    "invalid request: a string holds a NUL character (\\u0000), which this server does not accept "
                    "(send bytes as content_base64)");
-        cJSON_Delete(msg);
-        return;
-    }
-    if (dup_keys(msg)) { /* which id was meant is not known */
+    } else if (dup_keys(msg)) { /* which id was meant is not known */
         send_error(s, NULL, -32600, "invalid request: a key is given twice in the request");
-        cJSON_Delete(msg);
-        return;
-    }
-    const cJSON *jv = cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc");
-    const cJSON *method = cJSON_GetObjectItemCaseSensitive(msg, "method");
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
-    cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
-    if (!cJSON_IsObject(msg) || !cJSON_IsString(jv) || strcmp(jv->valuestring, "2.0") != 0) {
-        send_error(s, valid_id(id) ? id : NULL, -32600, "invalid request: not a JSON-RPC 2.0 object");
-        cJSON_Delete(msg);
-        return;
-    }
-    if (!cJSON_IsString(method)) {
-        /* a response (to nothing this server asked) or garbage: ignore, or say so */
-        if (id != NULL && cJSON_GetObjectItemCaseSensitive(msg, "result") == NULL &&
-            cJSON_GetObjectItemCaseSensitive(msg, "error") == NULL)
-            send_error(s, valid_id(id) ? id : NULL, -32600, "invalid request: no method");
-        cJSON_Delete(msg);
-        return;
-    }
-    const char *m = method->valuestring;
-    if (id == NULL) { /* a notification: never answered */
-        if (strcmp(m, "notifications/cancelled") == 0)
-            cancel_call(s, params);
-        cJSON_Delete(msg);
-        return;
-    }
-    if (!valid_id(id)) {
-        send_error(s, NULL, -32600, "invalid request: the id must be a string or an integer");
-        cJSON_Delete(msg);
-        return;
-    }
-    if (params != NULL && !cJSON_IsObject(params)) {
-        send_error(s, id, -32602, "params must be an object");
-    } else if (request_dup_keys(msg)) {
-        send_error(s, id, -32600, "invalid request: a key is given twice in an object");
-    } else if (strcmp(m, "initialize") == 0) {
-        send_result(s, id, initialize_result(params));
-    } else if (strcmp(m, "ping") == 0) {
-        send_result(s, id, cJSON_CreateObject());
-    } else if (strcmp(m, "tools/list") == 0) {
-        cJSON *r = cJSON_CreateObject();
-        cJSON *tools = cJSON_AddArrayToObject(r, "tools");
-        cJSON_AddItemToArray(tools, pybox_mcp_tool(s->cfg));
-        send_result(s, id, r);
-    } else if (strcmp(m, "tools/call") == 0) {
-        start_call(s, id, params);
     } else {
-        send_error(s, id, -32601, "method not found");
+        dispatch_request(s, msg, line, len, id, id_text);
     }
+    free(id_text);
     cJSON_Delete(msg);
 }
 

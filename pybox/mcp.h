@@ -24,6 +24,11 @@
 /* JSON values in one message at most: cJSON spends about 64 bytes on each, so a 16 MiB
  * line of "[0,0,0,...]" would cost over a gigabyte. Counted before parsing. */
 #define PYBOX_MCP_VALUES_MAX 100000
+/* Nesting levels in one message at most (the request object is the first), counted
+ * before parsing so that the refusal names the reason; below cJSON's own limit, which
+ * would only say the line is not JSON. A request of run_python needs 5. */
+#define PYBOX_MCP_DEPTH_MAX 64
+_Static_assert(PYBOX_MCP_DEPTH_MAX < CJSON_NESTING_LIMIT, "the server's bound must come before cJSON's");
 #define PYBOX_MCP_CALLS_MAX 16 /* tool calls in flight at once */
 /* Bytes waiting for stdout at most. One writer thread owns stdout; every other thread
  * queues whole lines. A line that would take the queue past this means the client is no

@@ -497,25 +497,34 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     o.timeout_ms = PYBOX_DEFAULT_TIMEOUT_MS;
     /* Numbers are compared as the doubles they came as, before any conversion: a huge
      * value must not wrap into a small one. */
+    /* Values are shown with every digit they need (a value just above a maximum must not
+     * look like it), maxima with all of theirs. */
+    char asked[PYBOX_NUM_MAX], most[PYBOX_NUM_MAX], least[PYBOX_NUM_MAX];
     if (timeout != NULL) {
+        pybox_fmt_fixed(most, cfg->max_timeout_ms, 3);
+        pybox_fmt_fixed(least, PYBOX_TIMEOUT_MIN_MS, 3);
         if (!cJSON_IsNumber(timeout) || !isfinite(timeout->valuedouble) ||
             timeout->valuedouble * 1000 < PYBOX_TIMEOUT_MIN_MS)
-            return refuse("timeout_s: give seconds from %.1f up to %.0f (set by the server)",
-                          PYBOX_TIMEOUT_MIN_MS / 1000.0, (double)cfg->max_timeout_ms / 1000.0);
+            return refuse("timeout_s: give seconds from %s up to %s (set by the server)", least, most);
         if (timeout->valuedouble * 1000 > (double)cfg->max_timeout_ms)
-            return refuse("timeout_s: %g s is above the maximum of %.0f s (set by the server)", timeout->valuedouble,
-                          (double)cfg->max_timeout_ms / 1000.0);
+            return refuse("timeout_s: %s s is above the maximum of %s s (set by the server)",
+                          pybox_fmt_double(asked, timeout->valuedouble), most);
         o.timeout_ms = (int64_t)(timeout->valuedouble * 1000);
         o.timeout_given = true;
     }
     if (memory != NULL) {
         double mib = cJSON_IsNumber(memory) ? memory->valuedouble : NAN;
-        if (!isfinite(mib) || mib != floor(mib) || mib < (double)(PYBOX_MEMORY_MIN >> 20))
-            return refuse("memory_mib: give a whole number of MiB from %lld (set by the server)",
-                          (long long)(PYBOX_MEMORY_MIN >> 20));
-        if (mib > (double)(cfg->max_memory_bytes >> 20))
-            return refuse("memory_mib: %.0f is above the maximum of %lld MiB (set by the server)", mib,
-                          (long long)(cfg->max_memory_bytes >> 20));
+        long long max_mib = (long long)(cfg->max_memory_bytes >> 20), min_mib = PYBOX_MEMORY_MIN >> 20;
+        if (isfinite(mib) && mib != floor(mib))
+            return refuse("memory_mib: %s is not a whole number of MiB (give one from %lld up to %lld; set by the "
+                          "server)",
+                          pybox_fmt_double(asked, mib), min_mib, max_mib);
+        if (!isfinite(mib) || mib < (double)min_mib)
+            return refuse("memory_mib: give a whole number of MiB from %lld up to %lld (set by the server)", min_mib,
+                          max_mib);
+        if (mib > (double)max_mib)
+            return refuse("memory_mib: %s is above the maximum of %lld MiB (set by the server)",
+                          pybox_fmt_double(asked, mib), max_mib);
         o.memory_bytes = (int64_t)memory->valuedouble * 1024 * 1024;
     }
     if (files != NULL && (!cJSON_IsArray(files) || cJSON_GetArraySize(files) > FILES_MAX))

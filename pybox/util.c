@@ -3,6 +3,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <math.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -276,4 +277,48 @@ int pybox_fmt(char *out, size_t len, const char *fmt, ...)
         return -1;
     }
     return 0;
+}
+
+const char *pybox_fmt_fixed(char out[PYBOX_NUM_MAX], int64_t v, int decimals)
+{
+    uint64_t scale = 1;
+    for (int i = 0; i < decimals && i < 9; i++)
+        scale *= 10;
+    /* the magnitude, INT64_MIN included */
+    uint64_t mag = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
+    uint64_t whole = mag / scale, frac = mag % scale;
+    int width = decimals < 9 ? decimals : 9;
+    if (frac == 0) {
+        snprintf(out, PYBOX_NUM_MAX, "%s%llu", v < 0 ? "-" : "", (unsigned long long)whole);
+        return out;
+    }
+    while (frac % 10 == 0) {
+        frac /= 10;
+        width--;
+    }
+    snprintf(out, PYBOX_NUM_MAX, "%s%llu.%0*llu", v < 0 ? "-" : "", (unsigned long long)whole, width,
+             (unsigned long long)frac);
+    return out;
+}
+
+const char *pybox_fmt_double(char out[PYBOX_NUM_MAX], double v)
+{
+    /* 17 significant digits read back as any double; fewer do for most */
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(out, PYBOX_NUM_MAX, "%.*g", prec, v);
+        if (!isfinite(v) || strtod(out, NULL) == v)
+            break;
+    }
+    return out;
+}
+
+const char *pybox_fmt_size(char out[PYBOX_NUM_MAX], int64_t bytes)
+{
+    if (bytes % (1024 * 1024) == 0)
+        snprintf(out, PYBOX_NUM_MAX, "%lld MiB", (long long)(bytes / (1024 * 1024)));
+    else if (bytes % 1024 == 0)
+        snprintf(out, PYBOX_NUM_MAX, "%lld KiB", (long long)(bytes / 1024));
+    else
+        snprintf(out, PYBOX_NUM_MAX, "%lld bytes", (long long)bytes);
+    return out;
 }

@@ -71,6 +71,18 @@ int pybox_parse_size(const char *s, int64_t *out_bytes);
 /* Parse a strict non-negative decimal integer. */
 int pybox_parse_u64(const char *s, uint64_t *out);
 
+/* Numbers for messages, written so that two different values never look the same (a
+ * value refused above a ceiling must not be shown as the ceiling). */
+#define PYBOX_NUM_MAX 32
+/* v / 10^decimals (decimals 0 to 9) exactly, trailing zeros dropped: (5000, 3) is "5",
+ * (3600001, 3) "3600.001". Returns out. */
+const char *pybox_fmt_fixed(char out[PYBOX_NUM_MAX], int64_t v, int decimals);
+/* The shortest %g text that reads back as v: "5.0000001", "31", "1e+300". Returns out. */
+const char *pybox_fmt_double(char out[PYBOX_NUM_MAX], double v);
+/* A size in its largest whole unit: "512 MiB", "102913 KiB", "104857601 bytes". Returns
+ * out. */
+const char *pybox_fmt_size(char out[PYBOX_NUM_MAX], int64_t bytes);
+
 /* snprintf that reports truncation: 0 if the whole text fit, -1 if not (out is then
  * unusable: never use a cut path). */
 int pybox_fmt(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

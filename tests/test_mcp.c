@@ -41,6 +41,52 @@ START_TEST(startup_refusals)
 }
 END_TEST
 
+/* The installation's ceilings set just below what is asked: every refusal shows the value
+ * and the ceiling apart (10.501 s above 10.5 s, not "10.5 s above 10.5 s"), for the
+ * server's options and for pybox exec alike. Refused before any box. */
+START_TEST(ceilings_shown_exactly)
+{
+    char home[64], id[33], path[128], env[96];
+    ck_assert_int_eq(itest_new_home(home, sizeof home, id), 0);
+    snprintf(path, sizeof path, "%s/config.json", home);
+    FILE *f = fopen(path, "we");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"leftover_expiry_s\": 1, \"max_timeout_s\": 10.5, \"max_memory_mib\": 200.5, \"max_cpus\": 1}\n", f);
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(env, sizeof env, "PYBOX_HOME=%s", home);
+    const char *const envs[] = {env, NULL};
+    static const struct {
+        const char *args[6];
+        const char *expect;
+    } cases[] = {
+        {{"mcp", "--max-timeout", "10.501", NULL},
+         "--max-timeout: 10.501 s is above this installation's ceiling of 10.5 s"},
+        {{"mcp", "--max-timeout", "10", "--max-memory", "205313K", NULL},
+         "--max-memory: 205313 KiB is above this installation's ceiling of 205312 KiB"},
+        {{"mcp", "--max-timeout", "3600.0001", NULL},
+         "--max-timeout: give seconds from 0.1 to 3600, with at most 3 decimals"},
+        {{"exec", "--timeout", "10.501", NULL},
+         "timeout 10.501 s (asked) is above this installation's ceiling of 10.5 s"},
+        {{"exec", "--memory", "205313K", NULL},
+         "memory 205313 KiB (asked) is above this installation's ceiling of 205312 KiB"},
+        {{"exec", "--cpus", "1.001", NULL}, "cpus 1.001 (asked) is above this installation's ceiling of 1 "},
+        {{"exec", "--timeout", "3600.0001", NULL}, "give seconds from 0.1 to 3600, with at most 3 decimals"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        itest_run_t r;
+        itest_pybox("print(1)\n", 9, cases[i].args, envs, &r);
+        ck_assert_msg(r.status == 125, "%s: status %d", cases[i].expect, r.status);
+        ck_assert_msg(itest_contains(r.err, r.err_len, cases[i].expect), "stderr lacks '%s': %.*s", cases[i].expect,
+                      (int)r.err_len, r.err);
+        itest_run_free(&r);
+    }
+    pybox_engine_t *e = itest_engine();
+    ck_assert_int_eq(itest_list(e, "pybox.install", id, NULL), 0);
+    pybox_engine_free(e);
+    itest_remove_home(home);
+}
+END_TEST
+
 /* Run one file of tests/mcp with Node's test runner; its report goes to the log. */
 static void node_tests(const char *file)
 {
@@ -97,5 +143,9 @@ Suite *itest_suite_mcp(void)
     tcase_add_test(t, wire);
     tcase_add_test(t, inspector_cli);
     suite_add_tcase(s, t);
+    TCase *c = tcase_create("ceilings");
+    tcase_set_timeout(c, 120);
+    tcase_add_test(c, ceilings_shown_exactly);
+    suite_add_tcase(s, c);
     return s;
 }

@@ -80,9 +80,12 @@ START_TEST(timeout_refused)
         ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
         ck_assert_ptr_nonnull(strstr(err.msg, "--timeout"));
     }
-    /* missing value */
+    /* a value refused for its digits says so */
     pybox_exec_opts_t o;
     pybox_error_t err;
+    ck_assert_int_eq(parse(&o, &err, ARGS("--timeout", "3599.0001")), -1);
+    ck_assert_msg(strstr(err.msg, "at most 3 decimals") != NULL, "the reason is not named: %s", err.msg);
+    /* missing value */
     ck_assert_int_eq(parse(&o, &err, ARGS("--timeout")), -1);
     ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
     ck_assert_ptr_nonnull(strstr(err.msg, "--timeout"));
@@ -204,6 +207,56 @@ START_TEST(check_program)
 }
 END_TEST
 
+/* A value above a ceiling is shown with enough digits to differ from the ceiling, and
+ * the ceiling with all of its own. */
+static void ceiling_says(const pybox_exec_opts_t *o, const pybox_config_t *c, const char *asked, const char *ceil)
+{
+    pybox_error_t err;
+    pybox_error_clear(&err);
+    ck_assert_int_eq(pybox_cli_check_ceilings(o, c, &err), -1);
+    ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
+    ck_assert_msg(strstr(err.msg, asked) != NULL, "\"%s\" not in: %s", asked, err.msg);
+    ck_assert_msg(strstr(err.msg, ceil) != NULL, "\"%s\" not in: %s", ceil, err.msg);
+}
+
+START_TEST(ceiling_digits)
+{
+    const pybox_config_t base = {.memory_bytes = 4096LL << 20,
+                                 .pids = 1024,
+                                 .nano_cpus = 4000000000LL,
+                                 .timeout_ms = 3600000,
+                                 .source = "config.json of the installation"};
+    const pybox_exec_opts_t within = {
+        .memory_bytes = 128LL << 20, .pids = 32, .nano_cpus = 500000000LL, .timeout_ms = 2000};
+    pybox_config_t c = base;
+    pybox_exec_opts_t o = within;
+    o.timeout_ms = 3600001;
+    ceiling_says(&o, &c, "timeout 3600.001 s (asked)", "ceiling of 3600 s");
+    c.timeout_ms = 10500;
+    o.timeout_ms = 10501;
+    ceiling_says(&o, &c, "timeout 10.501 s", "ceiling of 10.5 s");
+    c = base;
+    o = within;
+    c.nano_cpus = 1000000000LL;
+    o.nano_cpus = 1001000000LL;
+    ceiling_says(&o, &c, "cpus 1.001 (asked)", "ceiling of 1 (set by");
+    c.nano_cpus = 1000000500LL; /* a ceiling from config.json need not be whole milli-CPUs */
+    ceiling_says(&o, &c, "cpus 1.001 (asked)", "ceiling of 1.0000005 (set by");
+    c = base;
+    o = within;
+    c.memory_bytes = 102912LL * 1024; /* 100.5 MiB */
+    o.memory_bytes = 102913LL * 1024;
+    ceiling_says(&o, &c, "memory 102913 KiB (asked)", "ceiling of 102912 KiB");
+    c.memory_bytes = (100LL << 20) + 1;
+    o.memory_bytes = 101LL << 20;
+    ceiling_says(&o, &c, "memory 101 MiB (asked)", "ceiling of 104857601 bytes");
+    c = base;
+    o = within;
+    o.memory_bytes = 8192LL << 20;
+    ceiling_says(&o, &c, "memory 8192 MiB (asked)", "ceiling of 4096 MiB");
+}
+END_TEST
+
 Suite *suite_cli(void)
 {
     Suite *s = suite_create("cli");
@@ -216,6 +269,7 @@ Suite *suite_cli(void)
     tcase_add_test(tc, positional_refused);
     tcase_add_test(tc, parse_twice);
     tcase_add_test(tc, check_program);
+    tcase_add_test(tc, ceiling_digits);
     tcase_set_timeout(tc, 5);
     suite_add_tcase(s, tc);
     return s;

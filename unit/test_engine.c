@@ -20,7 +20,9 @@
 
 #include "../pybox/engine.h"
 #include "../pybox/escape.h"
+#include "../pybox/image.h"
 #include "../pybox/limits.h"
+#include "../pybox/state.h"
 #include "../pybox/util.h"
 #include "suites.h"
 
@@ -1377,6 +1379,139 @@ START_TEST(t_upgrade_not_http)
 }
 END_TEST
 
+/* ---- pybox image rm: what the engine's replies say happened ---- */
+
+#define RM_ID "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+
+static char rm_home[128];
+
+static void rm_setup(void)
+{
+    setup();
+    ck_assert(pybox_fmt(rm_home, sizeof rm_home, "/tmp/pybox-unit-image-XXXXXX") == 0);
+    ck_assert_ptr_nonnull(mkdtemp(rm_home));
+    ck_assert_int_eq(setenv("PYBOX_HOME", rm_home, 1), 0);
+}
+
+static void rm_teardown(void)
+{
+    unsetenv("PYBOX_HOME");
+    unit_rm_tree(rm_home);
+    teardown();
+}
+
+/* Pin image "x" as RM_ID, run pybox_image_remove against the script, and return what it
+ * reported (the caller frees it). The pin is gone afterwards in every case. */
+static char *image_rm(char *tag, size_t tag_len)
+{
+    pybox_state_t st;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_state_open(&st, true, &err) == 0, "%s", err.msg);
+    pybox_pin_t pin;
+    memset(&pin, 0, sizeof pin);
+    snprintf(pin.name, sizeof pin.name, "x");
+    snprintf(pin.id, sizeof pin.id, "%s", RM_ID);
+    pybox_sha256_hex("x", 1, pin.recipe_sha256);
+    ck_assert_int_eq(pybox_pin_set(&st, &pin, &err), 0);
+    snprintf(tag, tag_len, "pybox-x:%.12s", pin.recipe_sha256);
+    fake_start();
+    pybox_engine_t *e = open_fake();
+    char *text = NULL;
+    size_t len = 0;
+    FILE *report = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(report);
+    ck_assert_msg(pybox_image_remove(&st, e, "x", report, &err) == 0, "%s", err.msg);
+    fclose(report);
+    pybox_engine_free(e);
+    ck_assert_int_eq(pybox_pin_get(&st, "x", &pin, &err), 0);
+    return text;
+}
+
+static void expect_request(const char *method, const char *path)
+{
+    fake_req_t r;
+    fake_request(&r);
+    char line[256];
+    snprintf(line, sizeof line, "%s /v1.41%s HTTP/1.1", method, path);
+    expect_line(&r, line);
+}
+
+/* The last name of the image removed with it: the engine's reply to the untagging names
+ * the image as deleted, and nothing more is asked. */
+START_TEST(t_image_rm_last_name)
+{
+    fake_add_version();
+    fake_add_json("200 OK", "{\"Id\":\"" RM_ID "\",\"RepoTags\":[\"pybox-x:1\"]}");
+    fake_add_json("200 OK", "[{\"Untagged\":\"pybox-x:1\"},{\"Deleted\":\"" RM_ID "\"},{\"Deleted\":\"sha256:22\"}]");
+    char tag[64];
+    char *said = image_rm(tag, sizeof tag);
+    ck_assert_str_eq(said, "removed x (" RM_ID ")\n");
+    free(said);
+    char path[128];
+    snprintf(path, sizeof path, "/images/%s/json", tag);
+    expect_request("GET", path);
+    snprintf(path, sizeof path, "/images/%s", tag);
+    expect_request("DELETE", path);
+    expect_no_more_requests();
+}
+END_TEST
+
+/* Untagged, and the engine keeps the image for its other names: said so. */
+START_TEST(t_image_rm_other_names)
+{
+    fake_add_version();
+    fake_add_json("200 OK", "{\"Id\":\"" RM_ID "\"}");
+    fake_add_json("200 OK", "[{\"Untagged\":\"pybox-x:1\"}]");
+    fake_add_json("200 OK", "{\"Id\":\"" RM_ID "\",\"RepoTags\":[\"someone-else:latest\"]}");
+    char tag[64];
+    char *said = image_rm(tag, sizeof tag);
+    ck_assert_str_eq(said, "forgot x; the engine keeps " RM_ID ": other names use it\n");
+    free(said);
+}
+END_TEST
+
+/* Untagged, no other name: the image is removed by its id. */
+START_TEST(t_image_rm_by_id)
+{
+    fake_add_version();
+    fake_add_json("200 OK", "{\"Id\":\"" RM_ID "\"}");
+    fake_add_json("200 OK", "[{\"Untagged\":\"pybox-x:1\"}]");
+    fake_add_json("200 OK", "{\"Id\":\"" RM_ID "\",\"RepoTags\":[]}");
+    fake_add_json("200 OK", "[{\"Deleted\":\"" RM_ID "\"}]");
+    char tag[64];
+    char *said = image_rm(tag, sizeof tag);
+    ck_assert_str_eq(said, "removed x (" RM_ID ")\n");
+    free(said);
+}
+END_TEST
+
+/* The image was already gone from the engine (its name too): not "kept". */
+START_TEST(t_image_rm_already_gone)
+{
+    fake_add_version();
+    fake_add_json("404 Not Found", "{\"message\":\"No such image: pybox-x:1\"}");
+    fake_add_json("404 Not Found", "{\"message\":\"No such image: " RM_ID "\"}");
+    char tag[64];
+    char *said = image_rm(tag, sizeof tag);
+    ck_assert_str_eq(said, "forgot x; the engine no longer has " RM_ID "\n");
+    free(said);
+}
+END_TEST
+
+/* The engine cannot say what names the image has: not claimed either way. */
+START_TEST(t_image_rm_names_unknown)
+{
+    fake_add_version();
+    fake_add_json("200 OK", "{\"Id\":\"" RM_ID "\"}");
+    fake_add_json("200 OK", "[{\"Untagged\":\"pybox-x:1\"}]");
+    fake_add_json("500 Internal Server Error", "{\"message\":\"disk on fire\"}");
+    char tag[64];
+    char *said = image_rm(tag, sizeof tag);
+    ck_assert_str_eq(said, "forgot x; the engine keeps " RM_ID " as far as known: its names could not be read\n");
+    free(said);
+}
+END_TEST
+
 Suite *suite_engine(void)
 {
     Suite *s = suite_create("engine");
@@ -1424,5 +1559,15 @@ Suite *suite_engine(void)
     tcase_add_test(up, t_upgrade_hangup);
     tcase_add_test(up, t_upgrade_not_http);
     suite_add_tcase(s, up);
+
+    TCase *rm = tcase_create("image-rm");
+    tcase_add_checked_fixture(rm, rm_setup, rm_teardown);
+    tcase_set_timeout(rm, 30);
+    tcase_add_test(rm, t_image_rm_last_name);
+    tcase_add_test(rm, t_image_rm_other_names);
+    tcase_add_test(rm, t_image_rm_by_id);
+    tcase_add_test(rm, t_image_rm_already_gone);
+    tcase_add_test(rm, t_image_rm_names_unknown);
+    suite_add_tcase(s, rm);
     return s;
 }

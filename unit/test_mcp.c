@@ -240,10 +240,35 @@ static void teardown(void)
     srv.buf = NULL;
 }
 
-/* stalled: before the server starts, its stdout pipe is filled to the brim with bytes
- * that are not JSON (counted in srv.junk), as by a client that has stopped reading: the
- * server's first write finds no room. drain_junk() reads them back. */
-static void start_with(bool with_stop, bool stalled)
+static void send_str(const char *s);
+static void send_line(const char *json);
+static char *next_line(int timeout_ms);
+
+/* The client's side of the handshake, as every real client does first: initialize,
+ * its answer, then notifications/initialized (which is never answered). */
+static void handshake(void)
+{
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":\"unit-init\",\"method\":\"initialize\",\"params\":{"
+              "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"unit\","
+              "\"version\":\"1\"}}}");
+    char *line = next_line(WAIT_MS);
+    ck_assert_msg(line != NULL, "no answer to initialize within %d ms", WAIT_MS);
+    cJSON *m = cJSON_Parse(line);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
+    ck_assert_msg(cJSON_IsString(id) && strcmp(id->valuestring, "unit-init") == 0 &&
+                      cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(m, "result")),
+                  "initialize not answered with a result: %s", line);
+    cJSON_Delete(m);
+    free(line);
+    send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+}
+
+/* initialized: the handshake is done first (see handshake). stalled: then the server's
+ * stdout pipe is filled to the brim with bytes that are not JSON (counted in srv.junk),
+ * as by a client that has stopped reading: the server's next write finds no room (the
+ * server is idle meanwhile: notifications/initialized has no answer). drain_junk() reads
+ * them back. */
+static void start_with(bool with_stop, bool stalled, bool initialized)
 {
     int p[2];
     ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
@@ -252,6 +277,15 @@ static void start_with(bool with_stop, bool stalled)
     ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
     srv.out_r = p[0];
     srv.out_w = p[1];
+    if (with_stop) {
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        srv.stop_r = p[0];
+        srv.stop_w = p[1];
+    }
+    ck_assert_int_eq(pthread_create(&srv.thread, NULL, serve_main, NULL), 0);
+    srv.running = true;
+    if (initialized)
+        handshake();
     if (stalled) {
         /* writes of PIPE_BUF bytes are all or nothing: EAGAIN means not one more fits */
         char block[PIPE_BUF];
@@ -269,18 +303,18 @@ static void start_with(bool with_stop, bool stalled)
         struct pollfd pw = {.fd = srv.out_w, .events = POLLOUT};
         ck_assert_int_eq(poll(&pw, 1, 0), 0); /* full */
     }
-    if (with_stop) {
-        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
-        srv.stop_r = p[0];
-        srv.stop_w = p[1];
-    }
-    ck_assert_int_eq(pthread_create(&srv.thread, NULL, serve_main, NULL), 0);
-    srv.running = true;
 }
 
+/* A server the client has initialized (what every test but the lifecycle's wants). */
 static void start(bool with_stop)
 {
-    start_with(with_stop, false);
+    start_with(with_stop, false, true);
+}
+
+/* A server nobody has initialized yet. */
+static void start_uninitialized(void)
+{
+    start_with(false, false, false);
 }
 
 static void send_raw(const void *data, size_t len)
@@ -614,7 +648,7 @@ static void pong_without(long long ping_id, long long bad_id)
 
 static void initialize_says(const char *asked, const char *expected)
 {
-    start(false);
+    start_uninitialized();
     char line[256];
     if (asked != NULL)
         snprintf(line, sizeof line,
@@ -664,6 +698,86 @@ END_TEST
 START_TEST(initialize_no_params)
 {
     initialize_says(NULL, "2025-11-25");
+}
+END_TEST
+
+/* The next message is an error with this code for id, and its message holds needle. */
+static void expect_error_saying(long long id, int code, const char *needle)
+{
+    cJSON *m = next_msg();
+    char *text = cJSON_PrintUnformatted(m);
+    ck_assert_msg(id_is(m, id), "wrong id: %s", text);
+    ck_assert_msg(error_code(m) == code, "expected error %d, got %s", code, text);
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "error"), "message");
+    ck_assert_msg(strstr(msg->valuestring, needle) != NULL, "\"%s\" not in: %s", needle, text);
+    free(text);
+    cJSON_Delete(m);
+}
+
+/* Before initialize, only ping is answered: every other request gets an error saying the
+ * server is not initialized (an unknown method too), notifications are ignored, and no
+ * call reaches the runner. */
+START_TEST(requests_before_initialize_refused)
+{
+    start_uninitialized();
+    send_call(1, "echo:too early");
+    expect_error_saying(1, -32600, "not initialized");
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+    expect_error_saying(2, -32600, "not initialized");
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/list\"}");
+    expect_error_saying(3, -32600, "not initialized");
+    send_ping(4);
+    expect_pong(4);
+    /* notifications, initialized included, change nothing and get no answer */
+    send_cancel(1);
+    send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    send_call(5, "echo:still too early");
+    expect_error_saying(5, -32600, "not initialized");
+    send_ping(6);
+    expect_pong(6);
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.calls), 0);
+}
+END_TEST
+
+/* Once initialize is answered, requests are served, also before the client's
+ * notifications/initialized (the specification asks the client to wait, not the server
+ * to refuse). */
+START_TEST(served_before_initialized_notification)
+{
+    start_uninitialized();
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+              "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"unit\",\"version\":\"1\"}}}");
+    cJSON_Delete(expect_result(1));
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+    cJSON_Delete(expect_result(2));
+    send_call(3, "echo:early");
+    expect_text_result(3, "early");
+    send_line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    send_call(4, "echo:after");
+    expect_text_result(4, "after");
+    finish_quiet();
+}
+END_TEST
+
+/* initialize is answered once: a second one is refused, and the session goes on. A
+ * refused first initialize (params not an object) does not count. */
+START_TEST(second_initialize_refused)
+{
+    start_uninitialized();
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":7}");
+    expect_error(false, 1, -32602);
+    send_call(2, "echo:x");
+    expect_error_saying(2, -32600, "not initialized");
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\"}");
+    cJSON_Delete(expect_result(3));
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+              "\"2025-06-18\"}}");
+    expect_error_saying(4, -32600, "already initialized");
+    send_call(5, "echo:served");
+    expect_text_result(5, "served");
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.calls), 1);
 }
 END_TEST
 
@@ -1450,6 +1564,110 @@ START_TEST(large_integer_ids_exact)
 }
 END_TEST
 
+/* A numeric id that is not a plain integer (an exponent, a fraction, a leading zero, minus
+ * zero, 2^53 or more) would come back rewritten (1e3 as 1000): it is refused with id
+ * null, and nothing runs for it. */
+static const char *const unplain_ids[] = {"1e3",  "012", "1.0",   "-0",  "1E3",  "9007199254740993",
+                                          "1e+3", "-01", "10e-1", "0.0", "-0.0", "9007199254740992"};
+
+START_TEST(unplain_id_refused)
+{
+    start(false);
+    const char *id = unplain_ids[_i];
+    char line[256];
+    snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"ping\"}", id);
+    send_line(line);
+    char *answer = next_raw();
+    ck_assert_msg(strstr(answer, "\"id\":null") != NULL, "the id %s was not refused: %s", id, answer);
+    cJSON *m = parse_line(answer);
+    ck_assert_int_eq(error_code(m), -32600);
+    cJSON_Delete(m);
+    free(answer);
+    snprintf(line, sizeof line,
+             "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\","
+             "\"arguments\":{\"code\":\"echo:ran\"}}}",
+             id);
+    send_line(line);
+    expect_error(true, 0, -32600);
+    send_ping(7);
+    char *pong = next_raw();
+    ck_assert_msg(strstr(pong, "\"id\":7,") != NULL, "id 7 not echoed as written: %s", pong);
+    free(pong);
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.calls), 0);
+}
+END_TEST
+
+/* An id comes back as the client wrote it, byte for byte: strings with their escapes too. */
+START_TEST(id_text_echoed)
+{
+    start(false);
+    static const char *const ids[] = {
+        "7", "-7", "0", "9007199254740991", "-9007199254740991", "\"\\u00fc\\/x\"", "\"\\u0041\"", "\"caf\xc3\xa9\""};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        char line[256];
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\", \"id\" : %s ,\"method\":\"ping\"}", ids[i]);
+        send_line(line);
+        char *answer = next_raw();
+        char want[128];
+        snprintf(want, sizeof want, "\"id\":%s,", ids[i]);
+        ck_assert_msg(strstr(answer, want) != NULL, "id %s not echoed as written: %s", ids[i], answer);
+        free(answer);
+    }
+    /* the id is the top level's, found by its key as cJSON decodes it, past nested values
+     * that hold braces, quotes and ids of their own; after a byte order mark too */
+    send_line("{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":{\"x\":\"}\\\"{,\",\"id\":5,\"y\":[{\"id\":6}]},"
+              "\"\\u0069d\":8}");
+    char *nested = next_raw();
+    ck_assert_msg(strstr(nested, "\"id\":8,") != NULL, "not the top level's id: %s", nested);
+    free(nested);
+    send_line("\xEF\xBB\xBF{\"id\":9,\"jsonrpc\":\"2.0\",\"method\":\"ping\"}");
+    char *bom = next_raw();
+    ck_assert_msg(strstr(bom, "\"id\":9,") != NULL, "id after a byte order mark: %s", bom);
+    free(bom);
+    /* and a call's result */
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":\"\\u0063all\",\"method\":\"tools/call\",\"params\":{\"name\":"
+              "\"run_python\",\"arguments\":{\"code\":\"echo:x\"}}}");
+    char *answer = next_raw();
+    ck_assert_msg(strstr(answer, "\"id\":\"\\u0063all\",") != NULL, "the call's id not echoed as written: %s", answer);
+    free(answer);
+    finish_quiet();
+}
+END_TEST
+
+/* A progress token that is not a plain integer gets no progress (it would come back
+ * rewritten); a plain one comes back as written. A cancellation names its request by a
+ * plain integer too: 1e3 does not cancel call 1000. */
+START_TEST(unplain_token_and_request_id)
+{
+    start(false);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\","
+              "\"arguments\":{\"code\":\"progress\"},\"_meta\":{\"progressToken\":1e3}}}");
+    expect_text_result(1, "done"); /* no progress before it */
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\","
+              "\"arguments\":{\"code\":\"progress\"},\"_meta\":{\"progressToken\":012}}}");
+    expect_text_result(2, "done");
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\","
+              "\"arguments\":{\"code\":\"progress\"},\"_meta\":{\"progressToken\":\"\\u0074ok\"}}}");
+    for (int i = 0; i < 2; i++) {
+        char *line = next_raw();
+        ck_assert_msg(strstr(line, "\"progressToken\":\"\\u0074ok\",") != NULL, "token not as written: %s", line);
+        free(line);
+    }
+    expect_text_result(3, "done");
+    send_call(1000, "release");
+    wait_started(1);
+    send_cancel_json("1e3");
+    send_cancel_json("1000.0");
+    send_ping(4);
+    expect_pong(4);
+    release_calls(1);
+    expect_text_result(1000, "released");
+    finish_quiet();
+    ck_assert_int_eq(atomic_load(&fake.cancels_seen), 0);
+}
+END_TEST
+
 /* Two integer ids that differ are two requests: 2^52 and 2^52 + 1 (both under 2^53, so
  * valid) would compare equal in cJSON_Compare, which uses a relative epsilon. */
 #define BIG_A "4503599627370496"
@@ -1716,6 +1934,48 @@ START_TEST(too_many_values)
 }
 END_TEST
 
+/* A ping whose params hold arrays nested so that the message is depth levels deep. */
+static void send_nested(long long id, int depth)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    pybox_buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"ping\",\"params\":{\"x\":", id);
+    for (int i = 2; i < depth; i++)
+        pybox_buf_puts(&b, "[");
+    pybox_buf_puts(&b, "0");
+    for (int i = 2; i < depth; i++)
+        pybox_buf_puts(&b, "]");
+    pybox_buf_puts(&b, "}}");
+    send_line(b.data);
+    pybox_buf_free(&b);
+}
+
+/* JSON nested deeper than the bound is refused by that name, not as "not one JSON value". */
+START_TEST(too_deep_named)
+{
+    start(false);
+    static const int depths[] = {1001, 5000};
+    for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
+        send_nested(1, depths[i]);
+        cJSON *m = next_msg();
+        char *text = cJSON_PrintUnformatted(m);
+        ck_assert_msg(id_is_null(m) && error_code(m) == -32600, "not refused as too deep: %s", text);
+        ck_assert_msg(strstr(text, "nested deeper than") != NULL, "the reason is not named: %s", text);
+        free(text);
+        cJSON_Delete(m);
+    }
+    /* at the bound it is served; one more level is refused; brackets in strings do not count */
+    send_nested(3, PYBOX_MCP_DEPTH_MAX);
+    expect_pong(3);
+    send_nested(4, PYBOX_MCP_DEPTH_MAX + 1);
+    expect_error(true, 0, -32600);
+    send_line("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"params\":{\"s\":\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+              "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"}}");
+    expect_pong(5);
+    finish_quiet();
+}
+END_TEST
+
 /* A key given twice where the server reads it is refused, not resolved silently. */
 START_TEST(duplicate_keys_refused)
 {
@@ -1853,6 +2113,41 @@ START_TEST(limits_do_not_wrap)
 }
 END_TEST
 
+/* A refused limit is shown with enough digits to differ from the maximum, and the
+ * maximum with all of its own. */
+START_TEST(ceiling_digits)
+{
+    static const struct {
+        int64_t max_ms;
+        const char *args, *text;
+    } cases[] = {
+        {90000, "{\"code\":\"x\",\"timeout_s\":90.0000001}",
+         "timeout_s: 90.0000001 s is above the maximum of 90 s (set by the server)"},
+        {5000, "{\"code\":\"x\",\"timeout_s\":5.0000001}",
+         "timeout_s: 5.0000001 s is above the maximum of 5 s (set by the server)"},
+        {2500, "{\"code\":\"x\",\"timeout_s\":2.6}",
+         "timeout_s: 2.6 s is above the maximum of 2.5 s (set by the server)"},
+        {2500, "{\"code\":\"x\",\"timeout_s\":0.01}", "timeout_s: give seconds from 0.1 up to 2.5 (set by the server)"},
+        {30000, "{\"code\":\"x\",\"timeout_s\":31}",
+         "timeout_s: 31 s is above the maximum of 30 s (set by the server)"},
+        {30000, "{\"code\":\"x\",\"timeout_s\":1e300}",
+         "timeout_s: 1e+300 s is above the maximum of 30 s (set by the server)"},
+        {30000, "{\"code\":\"x\",\"memory_mib\":1024.0000001}",
+         "memory_mib: 1024.0000001 is not a whole number of MiB (give one from 32 up to 1024; set by the server)"},
+        {30000, "{\"code\":\"x\",\"memory_mib\":1e300}",
+         "memory_mib: 1e+300 is above the maximum of 1024 MiB (set by the server)"},
+        {30000, "{\"code\":\"x\",\"memory_mib\":1025}",
+         "memory_mib: 1025 is above the maximum of 1024 MiB (set by the server)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cfg.max_timeout_ms = cases[i].max_ms;
+        char *t = tool_refusal(cases[i].args);
+        ck_assert_str_eq(t, cases[i].text);
+        free(t);
+    }
+}
+END_TEST
+
 /* Strict base64: one spelling per byte string. */
 START_TEST(base64_strict)
 {
@@ -1933,12 +2228,13 @@ START_TEST(cancel_removes_kept)
 END_TEST
 
 /* ---- a client that stops reading ----
- * start_stalled's stdout is full before the server writes a byte, and the test reads
- * nothing until it says so: every message the server sends meanwhile waits. */
+ * start_stalled's stdout is full once the handshake is done, before the server writes
+ * another byte, and the test reads nothing until it says so: every message the server
+ * sends meanwhile waits. */
 
 static void start_stalled(bool with_stop)
 {
-    start_with(with_stop, true);
+    start_with(with_stop, true, true);
 }
 
 /* The client reads again: first the bytes that filled the pipe, then messages. */
@@ -2105,6 +2401,9 @@ Suite *suite_mcp(void)
     tcase_add_test(proto, initialize_previous);
     tcase_add_test(proto, initialize_unknown_version);
     tcase_add_test(proto, initialize_no_params);
+    tcase_add_test(proto, requests_before_initialize_refused);
+    tcase_add_test(proto, served_before_initialized_notification);
+    tcase_add_test(proto, second_initialize_refused);
     tcase_add_test(proto, ping_id_zero);
     tcase_add_test(proto, integer_ids_echoed);
     tcase_add_test(proto, string_ids_echoed);
@@ -2168,6 +2467,9 @@ Suite *suite_mcp(void)
     tcase_add_test(bugs, trailing_text_refused);
     tcase_add_test(bugs, string_with_nul_refused);
     tcase_add_test(bugs, slot_freed_after_result);
+    tcase_add_loop_test(bugs, unplain_id_refused, 0, sizeof unplain_ids / sizeof unplain_ids[0]);
+    tcase_add_test(bugs, id_text_echoed);
+    tcase_add_test(bugs, unplain_token_and_request_id);
     suite_add_tcase(s, bugs);
 
     TCase *review = tcase_create("review");
@@ -2179,11 +2481,13 @@ Suite *suite_mcp(void)
     tcase_add_test(review, raw_control_refused);
     tcase_add_test(review, blank_lines_ignored);
     tcase_add_test(review, too_many_values);
+    tcase_add_test(review, too_deep_named);
     tcase_add_test(review, duplicate_keys_refused);
     tcase_add_test(review, progress_token_exact);
     tcase_add_test(review, summary_fenced);
     tcase_add_test(review, input_path_checked);
     tcase_add_test(review, limits_do_not_wrap);
+    tcase_add_test(review, ceiling_digits);
     tcase_add_test(review, base64_strict);
     tcase_add_test(review, cancel_removes_kept);
     suite_add_tcase(s, review);

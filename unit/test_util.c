@@ -109,6 +109,49 @@ START_TEST(fmt_fits_and_truncates)
 }
 END_TEST
 
+/* Numbers for messages: exact, and never two values that look the same. */
+START_TEST(fmt_numbers)
+{
+    char out[PYBOX_NUM_MAX];
+    static const struct {
+        int64_t v;
+        int decimals;
+        const char *want;
+    } fixed[] = {{5000, 3, "5"},
+                 {5500, 3, "5.5"},
+                 {3600001, 3, "3600.001"},
+                 {100, 3, "0.1"},
+                 {0, 3, "0"},
+                 {-1500, 3, "-1.5"},
+                 {1000000500, 9, "1.0000005"},
+                 {500000000, 9, "0.5"},
+                 {42, 0, "42"},
+                 {INT64_MIN, 3, "-9223372036854775.808"}};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        ck_assert_str_eq(pybox_fmt_fixed(out, fixed[i].v, fixed[i].decimals), fixed[i].want);
+    static const struct {
+        double v;
+        const char *want;
+    } dbl[] = {{5.0000001, "5.0000001"},
+               {31, "31"},
+               {0.1, "0.1"},
+               {1e300, "1e+300"},
+               {2.5, "2.5"},
+               {-0.25, "-0.25"},
+               {0, "0"},
+               {9007199254740993.0, "9007199254740992"}};
+    for (size_t i = 0; i < sizeof dbl / sizeof dbl[0]; i++)
+        ck_assert_str_eq(pybox_fmt_double(out, dbl[i].v), dbl[i].want);
+    /* any double reads back from its text */
+    static const double back[] = {0.1 + 0.2, 1.0 / 3, 5.000000000000001, 1e-310, 123456789.123456789};
+    for (size_t i = 0; i < sizeof back / sizeof back[0]; i++)
+        ck_assert(strtod(pybox_fmt_double(out, back[i]), NULL) == back[i]);
+    ck_assert_str_eq(pybox_fmt_size(out, 512LL << 20), "512 MiB");
+    ck_assert_str_eq(pybox_fmt_size(out, 102913LL << 10), "102913 KiB");
+    ck_assert_str_eq(pybox_fmt_size(out, (100LL << 20) + 1), "104857601 bytes");
+}
+END_TEST
+
 START_TEST(strlcpy_bounds)
 {
     char dst[6];
@@ -353,6 +396,7 @@ Suite *suite_util(void)
     tcase_add_test(tc, seconds_invalid);
     tcase_add_test(tc, u64_parse);
     tcase_add_test(tc, fmt_fits_and_truncates);
+    tcase_add_test(tc, fmt_numbers);
     tcase_add_test(tc, strlcpy_bounds);
     tcase_set_timeout(tc, 5);
     suite_add_tcase(s, tc);

@@ -189,3 +189,27 @@ test('{path}: refused by its text alone, the same way whatever exists outside, n
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('before initialize only ping is answered; ids come back as written', async () => {
+  const s = new RawServer(['--images', 'stdlib']);
+  s.sendRaw('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"print(1)"}}}\n');
+  s.sendRaw('{"jsonrpc":"2.0","id":2,"method":"ping"}\n');
+  const early = await s.reply(1);
+  assert.equal(early.error?.code, -32600);
+  assert.match(early.error.message, /not initialized/);
+  assert.deepEqual((await s.reply(2)).result, {});
+  await s.initialize();
+  s.sendRaw('{"jsonrpc":"2.0","id":"init-again","method":"initialize","params":{"protocolVersion":"2025-11-25"}}\n');
+  assert.match((await s.reply('init-again')).error?.message, /already initialized/);
+  // 1e3 would come back as 1000: refused with id null; a plain 7 comes back as 7
+  s.sendRaw('{"jsonrpc":"2.0","id":1e3,"method":"ping"}\n');
+  s.sendRaw('{"jsonrpc":"2.0","id":7,"method":"ping"}\n');
+  await s.reply(7);
+  const ex = await s.close();
+  assert.equal(ex.code, 0);
+  const wire = s.bytes().toString('utf8');
+  assert.ok(wire.includes('"id":null,"error":{"code":-32600'), 'the id 1e3 refused with id null');
+  assert.ok(!wire.includes('"id":1000'), 'no id rewritten as 1000');
+  assert.ok(wire.includes('"id":7,"result":{}'), 'id 7 as written');
+  assert.deepEqual(await boxes(), [], 'no box was made');
+});
