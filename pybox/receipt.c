@@ -580,9 +580,10 @@ static void kernel_text(pybox_buf_t *o, const pybox_run_result_t *res)
         snprintf(pp, sizeof pp, "unknown");
     count(refused, sizeof refused, r, PYBOX_RD_PIDS_REFUSED, r ? r->pids_refused : 0);
     count(thr, sizeof thr, r, PYBOX_RD_THROTTLE, r ? r->throttled : 0);
-    pybox_buf_printf(o, "  %-10s %s reading (cgroup %s, %zu samples): memory peak %s, out-of-memory kills %s\n",
-                     "kernel", res->final_taken ? "final" : "LAST (not final)", w->version == PYBOX_CG_V2 ? "v2" : "v1",
-                     w->n_samples, peak, oomk);
+    pybox_buf_printf(o, "  %-10s %s reading (cgroup %s, %zu samples):\n", "kernel",
+                     res->final_taken ? "final" : "LAST (not final)", w->version == PYBOX_CG_V2 ? "v2" : "v1",
+                     w->n_samples);
+    pybox_buf_printf(o, "  %-10s memory peak %s, out-of-memory kills %s\n", "", peak, oomk);
     if (r && (r->valid & PYBOX_RD_CPU))
         pybox_buf_printf(o, "  %-10s processes peak %s, forks refused %s; CPU %.3f s, throttled periods %s\n", "", pp,
                          refused, (double)r->cpu_ns / 1e9, thr);
@@ -646,7 +647,7 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
     char *image = escaped(res->image_name);
     chosen_line(o, columns, "  %-10s %s", "image", image ? image : "");
     free(image);
-    pybox_buf_printf(o, "  %-10s %s\n", "", p->image_id);
+    pybox_buf_printf(o, "  %-10s %.23s...\n", "", p->image_id);
     for (size_t i = 0; res->inputs != NULL && i < res->inputs->n; i++) {
         char *name = escaped(res->inputs->files[i].name);
         chosen_line(o, columns, "  %-10s %s/%s  %lld bytes, sha256 %.16s... (read-only)", i == 0 ? "files in" : "",
@@ -654,8 +655,9 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
                     res->inputs->files[i].sha256);
         free(name);
     }
-    pybox_buf_printf(o, "  %-10s memory %s (no swap), %s processes, %.3g CPU, deadline %.3g s (box timer %.3g s)\n",
-                     "limits", mem, pids, (double)p->nano_cpus / 1e9, (double)p->timeout_ms / 1000.0,
+    pybox_buf_printf(o, "  %-10s memory %s (no swap), %s processes, %.3g CPU,\n", "limits", mem, pids,
+                     (double)p->nano_cpus / 1e9);
+    pybox_buf_printf(o, "  %-10s deadline %.3g s (box timer %.3g s)\n", "", (double)p->timeout_ms / 1000.0,
                      (double)p->box_timer_ms / 1000.0);
     char relaxed[256];
     pybox_policy_relaxed(p, relaxed, sizeof relaxed);
@@ -663,22 +665,21 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
         pybox_buf_printf(o, "  %-10s RELAXED FOR A TEST: %s (see asked.policy in the JSON receipt)\n", "box", relaxed);
         pybox_buf_printf(o, "  %-10s policy %.16s...\n", "", res->policy_sha256);
     } else {
-        pybox_buf_printf(o,
-                         "  %-10s program as user %u (its own) with no capabilities (init as root with CAP_KILL "
-                         "only),\n",
-                         "box", pybox_policy_program_uid(p));
-        pybox_buf_printf(o, "  %-10s read-only root, no network, no host mounts,\n", "");
-        pybox_buf_printf(o, "  %-10s no new privileges, seccomp %.16s..., policy %.16s...\n", "",
-                         pybox_policy_seccomp_sha256(), res->policy_sha256);
+        pybox_buf_printf(o, "  %-10s program as user %u (its own) with no capabilities,\n", "box",
+                         pybox_policy_program_uid(p));
+        pybox_buf_printf(o, "  %-10s init as root with CAP_KILL only; read-only root, no network,\n", "");
+        pybox_buf_printf(o, "  %-10s no host mounts, no new privileges, seccomp %.16s...,\n", "",
+                         pybox_policy_seccomp_sha256());
+        pybox_buf_printf(o, "  %-10s policy %.16s...\n", "", res->policy_sha256);
     }
 
     pybox_buf_puts(o, "SEEN\n");
     if (res->have_exit)
-        pybox_buf_printf(o, "  %-10s exit %d, out-of-memory kill: %s   (%s)\n", "engine", res->exit.exit_code,
-                         res->exit.oom_killed ? "YES" : "no", res->engine);
+        pybox_buf_printf(o, "  %-10s exit %d, out-of-memory kill: %s\n", "engine", res->exit.exit_code,
+                         res->exit.oom_killed ? "YES" : "no");
     else
-        pybox_buf_printf(o, "  %-10s no record of the box's end   (%s)\n", "engine",
-                         res->engine[0] ? res->engine : "-");
+        pybox_buf_printf(o, "  %-10s no record of the box's end\n", "engine");
+    pybox_buf_printf(o, "  %-10s (%s)\n", "", res->engine[0] ? res->engine : "-");
     if (d->seen) {
         pybox_buf_printf(o, "  %-10s program ended after %lld ms: ", "box init", (long long)d->program_ms);
         if (d->signal)
@@ -694,21 +695,21 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
     pybox_buf_printf(o, "  %-10s PyBox deadline: %s; box timer: %s\n", "clocks",
                      d->stopped ? "FIRED, program stopped" : (res->deadline_fired ? "passed" : "not reached"),
                      d->timer ? "FIRED" : "not fired");
-    pybox_buf_printf(o, "  %-10s %s%s, %d settings verified before start%s, %s, %s\n", "box",
+    pybox_buf_printf(o, "  %-10s %s%.12s, %d settings verified before start%s,\n", "box",
                      res->created ? "created " : "not created", res->created ? res->box_id : "", res->checked,
-                     res->verified ? "" : " (FAILED)", res->removed ? "removed" : "NOT removed",
+                     res->verified ? "" : " (FAILED)");
+    pybox_buf_printf(o, "  %-10s %s, %s\n", "", res->removed ? "removed" : "NOT removed",
                      res->gone ? "confirmed gone" : "NOT confirmed gone");
-    pybox_buf_printf(o,
-                     "  %-10s before %.0f ms, housekeeping %.0f, create %.0f, verify %.0f, attach %.0f, start %.0f, "
-                     "arm %.1f, run %.0f, collect %.0f, remove %.0f, total %.0f\n",
-                     "timings", res->t.before_ms, res->t.housekeeping_ms, res->t.create_ms, res->t.verify_ms,
-                     res->t.attach_ms, res->t.start_ms, res->t.arm_ms, res->t.run_ms, res->t.collect_ms,
-                     res->t.remove_ms, res->t.total_ms);
+    pybox_buf_printf(o, "  %-10s before %.0f ms, housekeeping %.0f, create %.0f, verify %.0f,\n", "timings",
+                     res->t.before_ms, res->t.housekeeping_ms, res->t.create_ms, res->t.verify_ms);
+    pybox_buf_printf(o, "  %-10s attach %.0f, start %.0f, arm %.1f, run %.0f, collect %.0f,\n", "", res->t.attach_ms,
+                     res->t.start_ms, res->t.arm_ms, res->t.run_ms, res->t.collect_ms);
+    pybox_buf_printf(o, "  %-10s remove %.0f, total %.0f\n", "", res->t.remove_ms, res->t.total_ms);
     if (res->inputs != NULL || res->output_asked)
         pybox_buf_printf(o, "  %-10s files in %.0f ms, files out %.0f ms\n", "", res->t.files_in_ms,
                          res->t.files_out_ms);
 
-    pybox_buf_printf(o, "SAID (untrusted: written by the program; escaped; every line of it starts with \"  |\")\n");
+    pybox_buf_printf(o, "SAID (untrusted: written by the program, escaped; each line starts \"  |\")\n");
     said_text(o, "stdout", &res->said_out, columns);
     said_text(o, "stderr", &res->said_err, columns);
 
