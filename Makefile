@@ -21,8 +21,12 @@ CFLAGS_ALL += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recov
 LDFLAGS_ALL += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC := $(filter-out pybox/main.c,$(wildcard pybox/*.c))
+# The core library and its backends and images (every folder of pybox/ but the
+# front-ends); the front-ends: the MCP server and the command line.
+LIB_SRC := $(wildcard pybox/*.c) $(filter-out pybox/mcp/% pybox/cli/%,$(wildcard pybox/*/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/pybox/seccomp_blob.o
+FRONT_SRC := $(wildcard pybox/mcp/*.c) $(filter-out pybox/cli/main.c,$(wildcard pybox/cli/*.c))
+FRONT_OBJ := $(FRONT_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC := $(wildcard unit/*.c)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 ITEST_SRC := $(wildcard tests/*.c)
@@ -58,7 +62,7 @@ $(BUILD)/obj/unit/test_escape.o: CFLAGS_ALL += -DPYBOX_UCD_DIR='"$(UCD_DIR)"'
 $(BUILD)/libpybox.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
-$(BUILD)/pybox: $(BUILD)/obj/pybox/main.o $(BUILD)/libpybox.a
+$(BUILD)/pybox: $(BUILD)/obj/pybox/cli/main.o $(FRONT_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
 # The guest init is static and never sanitised: it runs as PID 1 inside the box.
@@ -67,7 +71,7 @@ $(BUILD)/pybox-init: guest/init.c guest/proto.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GUEST_CFLAGS) guest/init.c -o $@
 
-$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/obj/campaign/evidence.o $(BUILD)/libpybox.a
+$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/obj/campaign/evidence.o $(FRONT_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) -lpthread -o $@
 
 $(BUILD)/obj/unit/%.o: unit/%.c
@@ -137,7 +141,7 @@ campaign-pages: $(BUILD)/pybox-campaign
 evidence-check: $(BUILD)/pybox-campaign
 	$(BUILD)/pybox-campaign check evidence campaign/limits.md
 
-FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h campaign/*.c campaign/*.h)
+FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h pybox/*/*.c pybox/*/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h campaign/*.c campaign/*.h)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:
@@ -146,4 +150,5 @@ format-check:
 clean:
 	rm -rf build build-san
 
--include $(LIB_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(ITEST_OBJ:.o=.d) $(CAMPAIGN_OBJ:.o=.d) $(BUILD)/obj/pybox/main.d
+-include $(LIB_OBJ:.o=.d) $(FRONT_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(ITEST_OBJ:.o=.d) $(CAMPAIGN_OBJ:.o=.d) \
+    $(BUILD)/obj/pybox/cli/main.d

@@ -14,10 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../pybox/bounds.h"
 #include "../pybox/buf.h"
-#include "../pybox/engine.h"
-#include "../pybox/image.h"
-#include "../pybox/limits.h"
+#include "../pybox/docker/engine.h"
+#include "../pybox/image/image.h"
 #include "../pybox/policy.h"
 #include "../pybox/state.h"
 #include "../pybox/util.h"

@@ -23,11 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../pybox/bounds.h"
 #include "../pybox/box.h"
 #include "../pybox/buf.h"
-#include "../pybox/engine.h"
-#include "../pybox/image.h"
-#include "../pybox/limits.h"
+#include "../pybox/docker/engine.h"
+#include "../pybox/image/image.h"
 #include "../pybox/policy.h"
 #include "../pybox/receipt.h"
 #include "../pybox/run.h"

@@ -18,8 +18,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "bounds.h"
 #include "escape.h"
-#include "limits.h"
 #include "util.h"
 
 /* ---- in ---- */

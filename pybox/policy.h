@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bounds.h"
 #include "error.h"
-#include "limits.h"
 
 /* The box starts as root with CAP_KILL, CAP_SETGID and CAP_SETUID only, for the guest
  * init to switch the program to the run's own user (program_uid, guest/proto.h). */

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "../guest/proto.h"
-#include "cleanup.h"
-#include "limits.h"
-#include "note.h"
+#include "bounds.h"
+#include "journal.h"
+#include "leftovers.h"
 #include "uid.h"
 #include "util.h"
 
@@ -426,22 +426,23 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
      * stop the run; it is reported. */
     if (req->housekeeping && req->state != NULL) {
         double th = pybox_now_s();
-        pybox_cleanup_report_t rep;
+        pybox_leftovers_report_t rep;
         pybox_error_t herr = {0};
-        if (pybox_cleanup(req->state, be, false, &rep, &herr) == 0) {
+        if (pybox_leftovers_clean(req->state, be, false, &rep, &herr) == 0) {
             res->housekept = rep.removed;
         } else {
             res->housekept = -1;
             unknown(res, "housekeeping before the run failed: %s", herr.msg);
         }
-        pybox_cleanup_report_free(&rep);
+        pybox_leftovers_report_free(&rep);
         res->t.housekeeping_ms = since(th);
     }
 
     /* The note comes before anything exists, so a crash from here on leaves a trail. */
-    pybox_note_t note;
-    pybox_note_init(&note);
-    if (req->state != NULL && pybox_note_open(req->state, res->run_id, p->name, p->expires, &note, &res->error) < 0) {
+    pybox_journal_t note;
+    pybox_journal_init(&note);
+    if (req->state != NULL &&
+        pybox_journal_open(req->state, res->run_id, p->name, p->expires, &note, &res->error) < 0) {
         res->end = PYBOX_END_PYBOX_ERROR;
         pybox_buf_free(&feed.q);
         pybox_uid_lease_release(&lease);
@@ -557,14 +558,14 @@ out:;
             char tmp[PATH_MAX];
             pybox_error_t oerr = {0};
             bool trail = req->state != NULL && pybox_output_tmp_path(req->output, res->run_id, tmp, sizeof tmp) == 0 &&
-                         pybox_note_output_begin(req->state, res->run_id, tmp, &oerr) == 0;
+                         pybox_journal_output_begin(req->state, res->run_id, tmp, &oerr) == 0;
             t = pybox_now_s();
             if (pybox_outputs_ingest(feed.out_tar.data, feed.out_tar.len, req->output, res->run_id, &lim, &res->outputs,
                                      &res->error) < 0)
                 rc = -1;
             res->t.files_out_ms += since(t);
             if (trail) /* whatever happened, this process saw it through */
-                pybox_note_output_end(req->state, res->run_id);
+                pybox_journal_output_end(req->state, res->run_id);
         } else if (res->outputs.status == PYBOX_OUT_NOT_ASKED) {
             res->outputs.status = PYBOX_OUT_NOT_RECEIVED;
             snprintf(res->outputs.reason, sizeof res->outputs.reason, "%s",
@@ -580,12 +581,12 @@ out:;
     /* Close the note only once nothing of the run is left; otherwise leave it for cleanup. */
     if (box == NULL || res->gone) {
         pybox_error_t nerr = {0};
-        res->note_closed = pybox_note_close(&note, &nerr) == 0;
+        res->note_closed = pybox_journal_close(&note, &nerr) == 0;
         if (!res->note_closed)
             unknown(res, "the run note could not be removed: %s", nerr.msg);
         pybox_uid_lease_release(&lease);
     } else {
-        pybox_note_abandon(&note);
+        pybox_journal_abandon(&note);
         pybox_uid_lease_keep(&lease);
     }
     pybox_buf_free(&feed.out_tar);

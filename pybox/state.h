@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bounds.h"
 #include "error.h"
-#include "limits.h"
 
 typedef struct pybox_state {
     char dir[PATH_MAX];

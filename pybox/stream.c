@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "limits.h"
+#include "bounds.h"
 #include "util.h"
 
 void pybox_demux_init(pybox_demux_t *d)

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "../pybox/buf.h"
-#include "../pybox/image.h"
+#include "../pybox/image/image.h"
 #include "../pybox/run.h"
 #include "../pybox/util.h"
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "../pybox/engine.h"
+#include "../pybox/docker/engine.h"
 #include "../pybox/state.h"
 
 typedef struct itest_run {

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../pybox/engine.h"
+#include "../pybox/docker/engine.h"
 #include "../pybox/state.h"
 #include "../pybox/util.h"
 #include "itest.h"

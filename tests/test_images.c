@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../pybox/image.h"
+#include "../pybox/image/image.h"
 #include "../pybox/util.h"
 #include "itest.h"
 #include "suites.h"

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../pybox/image.h"
+#include "../pybox/image/image.h"
 #include "../pybox/run.h"
 #include "../pybox/util.h"
 #include "itest.h"

@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../pybox/image.h"
-#include "../pybox/note.h"
+#include "../pybox/image/image.h"
+#include "../pybox/journal.h"
 #include "../pybox/policy.h"
 #include "../pybox/run.h"
 #include "../pybox/util.h"
@@ -337,10 +337,10 @@ START_TEST(many_runs_and_cleanups_at_once)
     pybox_engine_t *e = itest_engine();
     ck_assert_int_eq(itest_list(e, "pybox.install", itest_state()->install_id, NULL), 0);
     pybox_engine_free(e);
-    pybox_note_info_t *notes = NULL;
+    pybox_journal_info_t *notes = NULL;
     size_t n = 0;
     pybox_error_t err = {0};
-    ck_assert(pybox_note_list(itest_state(), &notes, &n, &err) == 0);
+    ck_assert(pybox_journal_list(itest_state(), &notes, &n, &err) == 0);
     ck_assert_uint_eq(n, 0);
     free(notes);
 }

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../pybox/image.h"
+#include "../pybox/image/image.h"
 #include "../pybox/run.h"
 #include "itest.h"
 #include "suites.h"

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../pybox/cli.h"
-#include "../pybox/limits.h"
+#include "../pybox/bounds.h"
+#include "../pybox/cli/parse.h"
 #include "suites.h"
 
 /* Parse "exec" followed by the given arguments (NULL-terminated list). getopt may permute

@@ -18,10 +18,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../pybox/engine.h"
+#include "../pybox/bounds.h"
+#include "../pybox/docker/engine.h"
 #include "../pybox/escape.h"
-#include "../pybox/image.h"
-#include "../pybox/limits.h"
+#include "../pybox/image/image.h"
 #include "../pybox/state.h"
 #include "../pybox/util.h"
 #include "suites.h"
@@ -1355,7 +1355,7 @@ END_TEST
 START_TEST(t_upgrade_oversized_head)
 {
     fake_add_version();
-    fake_add((fake_step_t){.kind = FAKE_HUGE_HEAD, .big = 4 * PYBOX_ENGINE_HEADER_MAX});
+    fake_add((fake_step_t){.kind = FAKE_HUGE_HEAD, .big = 4 * PYBOX_DOCKER_ENGINE_HEADER_MAX});
     fake_start();
     expect_upgrade_fails(PYBOX_ERR_PROTOCOL, "oversized");
 }

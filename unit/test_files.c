@@ -22,9 +22,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "../pybox/bounds.h"
 #include "../pybox/buf.h"
 #include "../pybox/files.h"
-#include "../pybox/limits.h"
 #include "../pybox/util.h"
 #include "suites.h"
 

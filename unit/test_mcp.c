@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "../pybox/escape.h"
-#include "../pybox/mcp.h"
+#include "../pybox/mcp/server.h"
 #include "../pybox/util.h"
 #include "suites.h"
 

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "../guest/proto.h"
+#include "../pybox/bounds.h"
 #include "../pybox/buf.h"
-#include "../pybox/limits.h"
 #include "../pybox/policy.h"
 #include "../pybox/util.h"
 #include "suites.h"

@@ -9,10 +9,10 @@
 #include <wchar.h>
 
 #include "../guest/proto.h"
+#include "../pybox/bounds.h"
 #include "../pybox/buf.h"
 #include "../pybox/escape.h"
 #include "../pybox/files.h"
-#include "../pybox/limits.h"
 #include "../pybox/receipt.h"
 #include "../pybox/run.h"
 #include "../pybox/stream.h"

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "../guest/proto.h"
+#include "../pybox/bounds.h"
 #include "../pybox/buf.h"
-#include "../pybox/limits.h"
 #include "../pybox/stream.h"
 #include "../pybox/util.h"
 #include "suites.h"

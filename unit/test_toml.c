@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../pybox/buf.h"
-#include "../pybox/toml.h"
+#include "../pybox/image/toml.h"
 #include "suites.h"
 
 /* A uv.lock as uv writes it, with the parts of TOML it uses. */

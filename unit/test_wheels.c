@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "../pybox/buf.h"
+#include "../pybox/image/wheels.h"
 #include "../pybox/util.h"
-#include "../pybox/wheels.h"
 #include "suites.h"
 
 #define SITE "./usr/local/lib/python3.11/dist-packages"

@@ -16,9 +16,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "escape.h"
-#include "limits.h"
-#include "util.h"
+#include "../bounds.h"
+#include "../escape.h"
+#include "../util.h"
 
 struct pybox_engine {
     CURL *curl; /* kept for its connection: requests reuse one keep-alive socket */
@@ -392,7 +392,7 @@ int pybox_engine_open(const char *docker_host, pybox_engine_t **out, pybox_error
      * the API version in a header (GET /version asks every component and is slow). */
     pybox_buf_t body, head;
     pybox_buf_init(&body, 4096);
-    pybox_buf_init(&head, PYBOX_ENGINE_HEADER_MAX);
+    pybox_buf_init(&head, PYBOX_DOCKER_ENGINE_HEADER_MAX);
     long status = 0;
     int rc = ping(e, &status, &body, &head, err);
     char api[32] = "", server[64] = "";
@@ -560,7 +560,7 @@ int pybox_engine_upgrade(pybox_engine_t *e, const char *path, pybox_engine_strea
     }
     /* Read the reply head (bounded); keep whatever follows it. */
     pybox_buf_t head;
-    pybox_buf_init(&head, PYBOX_ENGINE_HEADER_MAX);
+    pybox_buf_init(&head, PYBOX_DOCKER_ENGINE_HEADER_MAX);
     char *end = NULL;
     while (end == NULL) {
         char chunk[4096];

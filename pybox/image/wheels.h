@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "error.h"
+#include "../error.h"
 
 typedef struct pybox_wheel {
     char name[128];

@@ -3,8 +3,8 @@
  * the run notes that pointed at them, and nothing else: not another installation's, not
  * an unexpired one, not a running one, not one whose run is still live. Run before each
  * `pybox exec` and by `pybox cleanup`. Contract: docs/cleanup.md. */
-#ifndef PYBOX_CLEANUP_H
-#define PYBOX_CLEANUP_H
+#ifndef PYBOX_LEFTOVERS_H
+#define PYBOX_LEFTOVERS_H
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
@@ -15,26 +15,26 @@
 #include "error.h"
 #include "state.h"
 
-typedef struct pybox_cleanup_entry {
+typedef struct pybox_leftovers_entry {
     char what[8]; /* "box", "volume", "note" */
     char name[PYBOX_ID_MAX];
     char run_id[33];
     bool removed; /* removed (or, in a dry run, would be) */
     char reason[160];
-} pybox_cleanup_entry_t;
+} pybox_leftovers_entry_t;
 
-typedef struct pybox_cleanup_report {
+typedef struct pybox_leftovers_report {
     bool dry_run;
     int64_t at; /* wall-clock seconds the decisions were made against */
-    pybox_cleanup_entry_t *entries;
+    pybox_leftovers_entry_t *entries;
     size_t n, cap;
     int removed, kept;
-} pybox_cleanup_report_t;
+} pybox_leftovers_report_t;
 
-int pybox_cleanup(const pybox_state_t *st, pybox_backend_t *be, bool dry_run, pybox_cleanup_report_t *rep,
-                  pybox_error_t *err);
-void pybox_cleanup_report_free(pybox_cleanup_report_t *rep);
-cJSON *pybox_cleanup_report_json(const pybox_cleanup_report_t *rep);
-int pybox_cleanup_report_text(const pybox_cleanup_report_t *rep, pybox_buf_t *out);
+int pybox_leftovers_clean(const pybox_state_t *st, pybox_backend_t *be, bool dry_run, pybox_leftovers_report_t *rep,
+                          pybox_error_t *err);
+void pybox_leftovers_report_free(pybox_leftovers_report_t *rep);
+cJSON *pybox_leftovers_report_json(const pybox_leftovers_report_t *rep);
+int pybox_leftovers_report_text(const pybox_leftovers_report_t *rep, pybox_buf_t *out);
 
 #endif

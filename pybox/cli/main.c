@@ -13,19 +13,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "cleanup.h"
-#include "cli.h"
-#include "engine.h"
-#include "escape.h"
-#include "image.h"
-#include "limits.h"
-#include "mcp.h"
-#include "receipt.h"
-#include "run.h"
-#include "state.h"
-#include "util.h"
-#include "version.h"
+#include "../bounds.h"
+#include "../buf.h"
+#include "../docker/engine.h"
+#include "../escape.h"
+#include "../image/image.h"
+#include "../leftovers.h"
+#include "../mcp/server.h"
+#include "../receipt.h"
+#include "../run.h"
+#include "../state.h"
+#include "../util.h"
+#include "../version.h"
+#include "parse.h"
 
 static const char usage[] =
     "usage: pybox exec [--timeout SECONDS] [--image NAME] [--json] < program.py\n"
@@ -237,23 +237,23 @@ static int cmd_cleanup(int argc, char **argv)
         return fail(&err, json);
     pybox_backend_t be;
     pybox_docker_backend(&be, e);
-    pybox_cleanup_report_t rep;
-    int rc = pybox_cleanup(&st, &be, dry, &rep, &err);
+    pybox_leftovers_report_t rep;
+    int rc = pybox_leftovers_clean(&st, &be, dry, &rep, &err);
     pybox_engine_free(e);
     if (rc < 0) {
-        pybox_cleanup_report_free(&rep);
+        pybox_leftovers_report_free(&rep);
         return fail(&err, json);
     }
     pybox_buf_t out;
     pybox_buf_init(&out, 0);
     if (json) {
-        json_line(&out, pybox_cleanup_report_json(&rep));
+        json_line(&out, pybox_leftovers_report_json(&rep));
     } else {
-        pybox_cleanup_report_text(&rep, &out);
+        pybox_leftovers_report_text(&rep, &out);
     }
     int code = out.data && pybox_write_all(STDOUT_FILENO, out.data, out.len) == 0 ? 0 : 125;
     pybox_buf_free(&out);
-    pybox_cleanup_report_free(&rep);
+    pybox_leftovers_report_free(&rep);
     return code;
 }
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "escape.h"
+#include "../buf.h"
+#include "../escape.h"
 
 #define TOML_DEPTH_MAX 32
 #define TOML_KEYS_MAX 4096 /* per table: lookups are linear */

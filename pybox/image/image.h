@@ -8,9 +8,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "engine.h"
-#include "error.h"
-#include "state.h"
+#include "../docker/engine.h"
+#include "../error.h"
+#include "../state.h"
 
 typedef struct pybox_image_paths {
     char recipes[PATH_MAX]; /* the images/ folder: <name>/packages and build-rootfs.sh */

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Command-line parsing (see cli.h). */
-#include "cli.h"
+#include "parse.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "buf.h"
-#include "escape.h"
-#include "limits.h"
-#include "util.h"
+#include "../bounds.h"
+#include "../buf.h"
+#include "../escape.h"
+#include "../util.h"
 
 static void shown(char *out, size_t len, const char *arg)
 {

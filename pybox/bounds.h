@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Every hard maximum and default in one place. Anything that comes from outside
  * (the program, engine replies, stream frames, arguments) is bounded by one of these. */
-#ifndef PYBOX_LIMITS_H
-#define PYBOX_LIMITS_H
+#ifndef PYBOX_BOUNDS_H
+#define PYBOX_BOUNDS_H
 
 /* The program on stdin. */
 #define PYBOX_PROGRAM_MAX (1024 * 1024)
@@ -12,7 +12,7 @@
 
 /* Engine replies (JSON) and the engine's error messages. */
 #define PYBOX_ENGINE_REPLY_MAX (8 * 1024 * 1024)
-#define PYBOX_ENGINE_HEADER_MAX 16384
+#define PYBOX_DOCKER_ENGINE_HEADER_MAX 16384
 #define PYBOX_ENGINE_TIMEOUT_MS 60000
 #define PYBOX_ENGINE_CONNECT_TIMEOUT_MS 5000
 /* One stream frame as the engine sends it; larger declared lengths are a protocol error. */

@@ -15,11 +15,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../guest/proto.h"
-#include "buf.h"
-#include "escape.h"
-#include "util.h"
-#include "version.h"
+#include "../../guest/proto.h"
+#include "../buf.h"
+#include "../escape.h"
+#include "../util.h"
+#include "../version.h"
 #include "wheels.h"
 
 int pybox_image_paths_default(pybox_image_paths_t *paths, pybox_error_t *err)

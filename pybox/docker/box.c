@@ -7,10 +7,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "box.h"
+#include "../bounds.h"
+#include "../box.h"
+#include "../util.h"
 #include "engine.h"
-#include "limits.h"
-#include "util.h"
 
 typedef struct docker_box {
     pybox_box_t base;

@@ -13,10 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "escape.h"
+#include "../buf.h"
+#include "../escape.h"
+#include "../util.h"
 #include "toml.h"
-#include "util.h"
 
 #define LOCK_MAX (4 * 1024 * 1024)
 #define WHEEL_MAX (256LL * 1024 * 1024)

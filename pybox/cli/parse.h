@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Command-line parsing for the front-ends, kept apart from main() so it is unit-tested.
  * Bad arguments are refused (PYBOX_ERR_USAGE) before anything else happens. */
-#ifndef PYBOX_CLI_H
-#define PYBOX_CLI_H
+#ifndef PYBOX_CLI_PARSE_H
+#define PYBOX_CLI_PARSE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "state.h"
+#include "../error.h"
+#include "../state.h"
 
 typedef struct pybox_exec_opts {
     int64_t timeout_ms;

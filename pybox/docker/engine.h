@@ -4,16 +4,16 @@
  * stream. Also spoken by Podman's Docker-compatible socket. Engine replies are bounded
  * (limits.h). The engine's own error message is carried into PyBox's error as data;
  * PyBox never decides anything by parsing the engine's English. */
-#ifndef PYBOX_ENGINE_H
-#define PYBOX_ENGINE_H
+#ifndef PYBOX_DOCKER_ENGINE_H
+#define PYBOX_DOCKER_ENGINE_H
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "buf.h"
-#include "error.h"
+#include "../buf.h"
+#include "../error.h"
 
 /* The API version PyBox speaks; the engine must support it (negotiated at open). */
 #define PYBOX_ENGINE_API "1.41"

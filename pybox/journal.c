@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Run notes (see note.h). */
-#include "note.h"
+#include "journal.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -22,24 +22,24 @@ static bool run_id_valid(const char *id)
 
 static int notes_dir(const pybox_state_t *st, char *out, size_t len, pybox_error_t *err)
 {
-    if (pybox_state_path(st, PYBOX_NOTES_DIR, out, len, err) < 0)
+    if (pybox_state_path(st, PYBOX_JOURNAL_DIR, out, len, err) < 0)
         return -1;
     if (mkdir(out, 0700) < 0 && errno != EEXIST)
         return pybox_error_set(err, PYBOX_ERR_STATE, errno, "mkdir(%s)", out);
     return 0;
 }
 
-void pybox_note_init(pybox_note_t *n)
+void pybox_journal_init(pybox_journal_t *n)
 {
     memset(n, 0, sizeof *n);
     n->fd = -1;
 }
 
-int pybox_note_open(const pybox_state_t *st, const char *run_id, const char *box_name, int64_t expires, pybox_note_t *n,
-                    pybox_error_t *err)
+int pybox_journal_open(const pybox_state_t *st, const char *run_id, const char *box_name, int64_t expires,
+                       pybox_journal_t *n, pybox_error_t *err)
 {
     char dir[PATH_MAX], tmp[PATH_MAX];
-    pybox_note_init(n);
+    pybox_journal_init(n);
     if (!run_id_valid(run_id))
         return pybox_error_set(err, PYBOX_ERR_STATE, EINVAL, "run id");
     if (notes_dir(st, dir, sizeof dir, err) < 0)
@@ -84,7 +84,7 @@ int pybox_note_open(const pybox_state_t *st, const char *run_id, const char *box
     return 0;
 }
 
-int pybox_note_close(pybox_note_t *n, pybox_error_t *err)
+int pybox_journal_close(pybox_journal_t *n, pybox_error_t *err)
 {
     if (n->fd < 0)
         return 0;
@@ -96,14 +96,14 @@ int pybox_note_close(pybox_note_t *n, pybox_error_t *err)
     return rc;
 }
 
-void pybox_note_abandon(pybox_note_t *n)
+void pybox_journal_abandon(pybox_journal_t *n)
 {
     if (n->fd >= 0)
         close(n->fd); /* the note stays, now unlocked: cleanup takes it from here */
     n->fd = -1;
 }
 
-static int read_note(int fd, pybox_note_info_t *info)
+static int read_note(int fd, pybox_journal_info_t *info)
 {
     char buf[2048];
     ssize_t r = pread(fd, buf, sizeof buf - 1, 0);
@@ -122,7 +122,7 @@ static int read_note(int fd, pybox_note_info_t *info)
     return rc;
 }
 
-int pybox_note_list(const pybox_state_t *st, pybox_note_info_t **out, size_t *count, pybox_error_t *err)
+int pybox_journal_list(const pybox_state_t *st, pybox_journal_info_t **out, size_t *count, pybox_error_t *err)
 {
     char dir[PATH_MAX];
     *out = NULL;
@@ -133,7 +133,7 @@ int pybox_note_list(const pybox_state_t *st, pybox_note_info_t **out, size_t *co
     if (d == NULL)
         return pybox_error_set(err, PYBOX_ERR_STATE, errno, "opendir(%s)", dir);
     size_t cap = 16, n = 0;
-    pybox_note_info_t *v = calloc(cap, sizeof *v);
+    pybox_journal_info_t *v = calloc(cap, sizeof *v);
     struct dirent *de;
     while (v != NULL && (de = readdir(d)) != NULL) {
         /* "<run>.json", or ".<run>.tmp" left by a run that died while writing it */
@@ -149,13 +149,13 @@ int pybox_note_list(const pybox_state_t *st, pybox_note_info_t **out, size_t *co
         if (!run_id_valid(run))
             continue;
         if (n == cap) {
-            pybox_note_info_t *nv = realloc(v, 2 * cap * sizeof *v);
+            pybox_journal_info_t *nv = realloc(v, 2 * cap * sizeof *v);
             if (nv == NULL)
                 break;
             v = nv;
             cap *= 2;
         }
-        pybox_note_info_t *info = &v[n];
+        pybox_journal_info_t *info = &v[n];
         memset(info, 0, sizeof *info);
         memcpy(info->run_id, run, 33);
         /* Never wait on what is not a regular file (a FIFO planted there): it is torn. */
@@ -199,7 +199,7 @@ static int note_paths(const pybox_state_t *st, const char *run_id, char *path, c
     return 0;
 }
 
-int pybox_note_claim(const pybox_state_t *st, const char *run_id, int *fd, pybox_error_t *err)
+int pybox_journal_claim(const pybox_state_t *st, const char *run_id, int *fd, pybox_error_t *err)
 {
     char path[PATH_MAX], tmp[PATH_MAX];
     *fd = -1;
@@ -212,7 +212,7 @@ int pybox_note_claim(const pybox_state_t *st, const char *run_id, int *fd, pybox
         f = open(tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         struct stat sb;
         if (f >= 0 && fstat(f, &sb) == 0 && (int64_t)sb.st_mtime > pybox_wall_s() - 60) {
-            close(f); /* being written right now (see pybox_note_list) */
+            close(f); /* being written right now (see pybox_journal_list) */
             return 0;
         }
     }
@@ -246,7 +246,7 @@ static int out_path(const pybox_state_t *st, const char *run_id, char *out, size
     return pybox_fmt(out, len, "%s/%s.out", dir, run_id);
 }
 
-int pybox_note_output_begin(const pybox_state_t *st, const char *run_id, const char *tmp_path, pybox_error_t *err)
+int pybox_journal_output_begin(const pybox_state_t *st, const char *run_id, const char *tmp_path, pybox_error_t *err)
 {
     char p[PATH_MAX];
     if (out_path(st, run_id, p, sizeof p) < 0)
@@ -254,14 +254,14 @@ int pybox_note_output_begin(const pybox_state_t *st, const char *run_id, const c
     return pybox_write_file_atomic(p, tmp_path, strlen(tmp_path), 0600, err);
 }
 
-void pybox_note_output_end(const pybox_state_t *st, const char *run_id)
+void pybox_journal_output_end(const pybox_state_t *st, const char *run_id)
 {
     char p[PATH_MAX];
     if (out_path(st, run_id, p, sizeof p) == 0)
         unlink(p);
 }
 
-int pybox_note_output_of(const pybox_state_t *st, const char *run_id, char *path, size_t len)
+int pybox_journal_output_of(const pybox_state_t *st, const char *run_id, char *path, size_t len)
 {
     char p[PATH_MAX];
     if (out_path(st, run_id, p, sizeof p) < 0)
@@ -277,7 +277,7 @@ int pybox_note_output_of(const pybox_state_t *st, const char *run_id, char *path
     return 1;
 }
 
-void pybox_note_remove_claimed(const pybox_state_t *st, const char *run_id, int fd)
+void pybox_journal_remove_claimed(const pybox_state_t *st, const char *run_id, int fd)
 {
     char path[PATH_MAX], tmp[PATH_MAX];
     if (note_paths(st, run_id, path, tmp, NULL) == 0) {

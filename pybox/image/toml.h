@@ -8,7 +8,7 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-#include "error.h"
+#include "../error.h"
 
 /* Known leniencies (harmless for reading a lock): a [table] may reopen the last table of
  * an [[array]] of that name or a table given before; integers may have leading zeros;

@@ -4,8 +4,8 @@
  * operator who starts the server sets the ceilings. The protocol core here is separate
  * from the tool's work (a runner), so it is tested with a fake runner. Contract:
  * docs/mcp.md. */
-#ifndef PYBOX_MCP_H
-#define PYBOX_MCP_H
+#ifndef PYBOX_MCP_SERVER_H
+#define PYBOX_MCP_SERVER_H
 
 #include <cjson/cJSON.h>
 #include <limits.h>
@@ -13,9 +13,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "error.h"
-#include "limits.h"
+#include "../bounds.h"
+#include "../buf.h"
+#include "../error.h"
 
 #define PYBOX_MCP_PROTOCOL "2025-11-25"
 #define PYBOX_MCP_PROTOCOL_OLD "2025-06-18"

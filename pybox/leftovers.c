@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Cleanup of this installation's leftovers (see cleanup.h and docs/cleanup.md). */
-#include "cleanup.h"
+#include "leftovers.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -11,23 +11,23 @@
 #include <unistd.h>
 
 #include "files.h"
-#include "note.h"
+#include "journal.h"
 #include "util.h"
 
-static void add(pybox_cleanup_report_t *rep, const char *what, const char *name, const char *run, bool removed,
+static void add(pybox_leftovers_report_t *rep, const char *what, const char *name, const char *run, bool removed,
                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static void add(pybox_cleanup_report_t *rep, const char *what, const char *name, const char *run, bool removed,
+static void add(pybox_leftovers_report_t *rep, const char *what, const char *name, const char *run, bool removed,
                 const char *fmt, ...)
 {
     if (rep->n == rep->cap) {
         size_t ncap = rep->cap ? rep->cap * 2 : 16;
-        pybox_cleanup_entry_t *ne = realloc(rep->entries, ncap * sizeof *ne);
+        pybox_leftovers_entry_t *ne = realloc(rep->entries, ncap * sizeof *ne);
         if (ne == NULL)
             return;
         rep->entries = ne;
         rep->cap = ncap;
     }
-    pybox_cleanup_entry_t *e = &rep->entries[rep->n++];
+    pybox_leftovers_entry_t *e = &rep->entries[rep->n++];
     memset(e, 0, sizeof *e);
     snprintf(e->what, sizeof e->what, "%s", what);
     snprintf(e->name, sizeof e->name, "%s", name);
@@ -57,8 +57,8 @@ static const char *label(const pybox_leftover_t *l)
 }
 
 /* One box or volume: decide, and remove when it is due. */
-static void settle(const pybox_state_t *st, pybox_backend_t *be, const pybox_leftover_t *l, pybox_cleanup_report_t *rep,
-                   bool *removed_out)
+static void settle(const pybox_state_t *st, pybox_backend_t *be, const pybox_leftover_t *l,
+                   pybox_leftovers_report_t *rep, bool *removed_out)
 {
     const char *what = l->kind == 'b' ? "box" : "volume";
     char when[32];
@@ -80,7 +80,7 @@ static void settle(const pybox_state_t *st, pybox_backend_t *be, const pybox_lef
     int claim = 2;
     if (l->run_id[0]) {
         pybox_error_t cerr = {0};
-        claim = pybox_note_claim(st, l->run_id, &fd, &cerr);
+        claim = pybox_journal_claim(st, l->run_id, &fd, &cerr);
         if (claim < 0) {
             add(rep, what, label(l), l->run_id, false, "its run note could not be checked: %s", cerr.msg);
             return;
@@ -108,13 +108,13 @@ static void settle(const pybox_state_t *st, pybox_backend_t *be, const pybox_lef
     add(rep, what, label(l), l->run_id, true, "expired %s, %s", when, l->state);
     *removed_out = true;
     if (claim == 1) {
-        pybox_note_remove_claimed(st, l->run_id, fd);
+        pybox_journal_remove_claimed(st, l->run_id, fd);
         add(rep, "note", l->run_id, l->run_id, true, "its box is gone");
     }
 }
 
-int pybox_cleanup(const pybox_state_t *st, pybox_backend_t *be, bool dry_run, pybox_cleanup_report_t *rep,
-                  pybox_error_t *err)
+int pybox_leftovers_clean(const pybox_state_t *st, pybox_backend_t *be, bool dry_run, pybox_leftovers_report_t *rep,
+                          pybox_error_t *err)
 {
     memset(rep, 0, sizeof *rep);
     rep->dry_run = dry_run;
@@ -135,22 +135,22 @@ int pybox_cleanup(const pybox_state_t *st, pybox_backend_t *be, bool dry_run, py
                 settle(st, be, &left[i], rep, &gone[i]);
 
     /* Notes whose run is over and whose boxes and volumes are all gone. */
-    pybox_note_info_t *notes = NULL;
+    pybox_journal_info_t *notes = NULL;
     size_t nnotes = 0;
-    int rc = pybox_note_list(st, &notes, &nnotes, err);
+    int rc = pybox_journal_list(st, &notes, &nnotes, err);
     for (size_t k = 0; rc == 0 && k < nnotes; k++) {
-        const pybox_note_info_t *ni = &notes[k];
+        const pybox_journal_info_t *ni = &notes[k];
         if (ni->live)
             continue;
         /* A run that died while writing its output folder: the hidden folder goes. */
         char outp[PATH_MAX];
-        if (pybox_note_output_of(st, ni->run_id, outp, sizeof outp) == 1) {
+        if (pybox_journal_output_of(st, ni->run_id, outp, sizeof outp) == 1) {
             if (!dry_run && pybox_output_tmp_remove(outp, ni->run_id) == 1)
                 add(rep, "output", outp, ni->run_id, true, "a hidden output folder of a run that died writing it");
             else if (dry_run)
                 add(rep, "output", outp, ni->run_id, true, "a hidden output folder of a run that died writing it");
             if (!dry_run)
-                pybox_note_output_end(st, ni->run_id);
+                pybox_journal_output_end(st, ni->run_id);
         }
         bool has_leftover = false;
         for (size_t i = 0; i < nleft; i++)
@@ -162,7 +162,7 @@ int pybox_cleanup(const pybox_state_t *st, pybox_backend_t *be, bool dry_run, py
             continue; /* a run that just ended; its own pybox closes it */
         int fd = -1;
         pybox_error_t cerr = {0};
-        int claim = pybox_note_claim(st, ni->run_id, &fd, &cerr);
+        int claim = pybox_journal_claim(st, ni->run_id, &fd, &cerr);
         if (claim != 1)
             continue;
         const char *why = ni->torn ? "unreadable note of a run that is over"
@@ -171,7 +171,7 @@ int pybox_cleanup(const pybox_state_t *st, pybox_backend_t *be, bool dry_run, py
         if (dry_run)
             close(fd);
         else
-            pybox_note_remove_claimed(st, ni->run_id, fd);
+            pybox_journal_remove_claimed(st, ni->run_id, fd);
         add(rep, "note", ni->run_id, ni->run_id, true, "%s", why);
     }
     free(notes);
@@ -180,13 +180,13 @@ int pybox_cleanup(const pybox_state_t *st, pybox_backend_t *be, bool dry_run, py
     return rc;
 }
 
-void pybox_cleanup_report_free(pybox_cleanup_report_t *rep)
+void pybox_leftovers_report_free(pybox_leftovers_report_t *rep)
 {
     free(rep->entries);
     memset(rep, 0, sizeof *rep);
 }
 
-cJSON *pybox_cleanup_report_json(const pybox_cleanup_report_t *rep)
+cJSON *pybox_leftovers_report_json(const pybox_leftovers_report_t *rep)
 {
     cJSON *r = cJSON_CreateObject();
     char when[32];
@@ -197,7 +197,7 @@ cJSON *pybox_cleanup_report_json(const pybox_cleanup_report_t *rep)
     cJSON_AddNumberToObject(r, "kept", rep->kept);
     cJSON *items = cJSON_AddArrayToObject(r, "items");
     for (size_t i = 0; i < rep->n; i++) {
-        const pybox_cleanup_entry_t *e = &rep->entries[i];
+        const pybox_leftovers_entry_t *e = &rep->entries[i];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "what", e->what);
         cJSON_AddStringToObject(o, "name", e->name);
@@ -209,14 +209,14 @@ cJSON *pybox_cleanup_report_json(const pybox_cleanup_report_t *rep)
     return r;
 }
 
-int pybox_cleanup_report_text(const pybox_cleanup_report_t *rep, pybox_buf_t *out)
+int pybox_leftovers_report_text(const pybox_leftovers_report_t *rep, pybox_buf_t *out)
 {
     char when[32];
     iso(rep->at, when, sizeof when);
     pybox_buf_printf(out, "PyBox cleanup%s at %s: %d %s, %d kept\n", rep->dry_run ? " (dry run)" : "", when,
                      rep->removed, rep->dry_run ? "to remove" : "removed", rep->kept);
     for (size_t i = 0; i < rep->n; i++) {
-        const pybox_cleanup_entry_t *e = &rep->entries[i];
+        const pybox_leftovers_entry_t *e = &rep->entries[i];
         pybox_buf_printf(out, "  %-12s %-6s %s: %s\n",
                          e->removed ? (rep->dry_run ? "would remove" : "removed") : "kept", e->what, e->name,
                          e->reason);

@@ -4,7 +4,7 @@
  * Threads: the reader (pybox_mcp_serve's own) reads stdin and dispatches; a worker per
  * tools/call runs the runner; one writer owns stdout. Senders never write: they queue
  * whole lines, so a client that stops reading stalls nobody but the writer. */
-#include "mcp.h"
+#include "server.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,11 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "escape.h"
-#include "run.h"
-#include "util.h"
-#include "version.h"
+#include "../buf.h"
+#include "../escape.h"
+#include "../run.h"
+#include "../util.h"
+#include "../version.h"
 
 typedef struct server server_t;
 

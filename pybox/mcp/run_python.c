@@ -15,18 +15,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "box.h"
-#include "buf.h"
-#include "cli.h"
-#include "engine.h"
-#include "escape.h"
-#include "files.h"
-#include "image.h"
-#include "mcp.h"
-#include "receipt.h"
-#include "run.h"
-#include "state.h"
-#include "util.h"
+#include "../box.h"
+#include "../buf.h"
+#include "../cli/parse.h"
+#include "../docker/engine.h"
+#include "../escape.h"
+#include "../files.h"
+#include "../image/image.h"
+#include "../receipt.h"
+#include "../run.h"
+#include "../state.h"
+#include "../util.h"
+#include "server.h"
 
 #define INLINE_TEXT_MAX (256 * 1024)
 #define INLINE_IMAGE_MAX (4 * 1024 * 1024)
