@@ -309,6 +309,76 @@ START_TEST(folder_input_read_only_tree)
 }
 END_TEST
 
+/* Names that are UTF-8 go in as they are, whatever the locale PyBox runs in (it sets
+ * none: the C locale), given directly or inside a folder. */
+START_TEST(utf8_names_in)
+{
+    char d[PATH_MAX], p[PATH_MAX], f[PATH_MAX];
+    write_file("caf\xc3\xa9.txt", "latte", 5);
+    path_in(f, "caf\xc3\xa9.txt");
+    path_in(d, "donn\xc3\xa9"
+               "es");
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    write_file("donn\xc3\xa9"
+               "es/na\xc3\xafve.csv",
+               "a,b\n1,2\n", 8);
+    write_file("donn\xc3\xa9"
+               "es/\xe6\x97\xa5\xe6\x9c\xac.txt",
+               "nihon", 5);
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/", d), 0);
+    const char *args[] = {"--input", f, "--input", p, NULL};
+    itest_run_t r;
+    itest_exec("import os\n"
+               "print(sorted(os.listdir('/box/in')) == ['caf\\u00e9.txt', 'donn\\u00e9es'])\n"
+               "print(open('/box/in/caf\\u00e9.txt').read())\n"
+               "print(open('/box/in/donn\\u00e9es/na\\u00efve.csv').read(), end='')\n"
+               "print(open('/box/in/donn\\u00e9es/\\u65e5\\u672c.txt').read())\n",
+               args, &r);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_str_eq(itest_str(r.receipt, "said.stdout.text"), "True\nlatte\na,b\n1,2\nnihon\n");
+    const cJSON *inputs = itest_get(r.receipt, "asked.inputs");
+    ck_assert_int_eq(cJSON_GetArraySize(inputs), 3);
+    ck_assert_str_eq(itest_str(cJSON_GetArrayItem(inputs, 0), "name"), "caf\xc3\xa9.txt");
+    ck_assert_str_eq(itest_str(cJSON_GetArrayItem(inputs, 1), "name"), "donn\xc3\xa9"
+                                                                       "es/na\xc3\xafve.csv");
+    ck_assert_str_eq(itest_str(cJSON_GetArrayItem(inputs, 2), "name"), "donn\xc3\xa9"
+                                                                       "es/\xe6\x97\xa5\xe6\x9c\xac.txt");
+    itest_run_free(&r);
+}
+END_TEST
+
+/* A name that is not UTF-8 (a Latin-1 byte) is refused before any box, named escaped;
+ * the receipt is still written. */
+START_TEST(name_not_utf8_refused)
+{
+    int before = boxes_of_this_install();
+    char f[PATH_MAX], d[PATH_MAX];
+    write_file("caf\xe9.txt", "x", 1);
+    path_in(f, "caf\xe9.txt");
+    path_in(d, "folder");
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    write_file("folder/na\xefve.csv", "a,b\n", 4);
+    const struct {
+        const char *path, *shown;
+    } cases[] = {{f, "caf\\xe9.txt"}, {d, "folder/na\\xefve.csv"}};
+    for (size_t i = 0; i < 2; i++) {
+        const char *args[] = {"--input", cases[i].path, NULL};
+        itest_run_t r;
+        itest_exec("print(1)\n", args, &r);
+        ck_assert_int_eq(r.status, 125);
+        ck_assert_ptr_nonnull(r.receipt);
+        ck_assert_str_eq(itest_str(r.receipt, "status"), "REFUSED");
+        ck_assert_int_eq(itest_bool(r.receipt, "box_built"), 0);
+        const char *msg = itest_str(r.receipt, "error.message");
+        ck_assert_ptr_nonnull(msg);
+        ck_assert_msg(strstr(msg, "not valid UTF-8") != NULL, "%s", msg);
+        ck_assert_msg(strstr(msg, cases[i].shown) != NULL, "%s", msg);
+        itest_run_free(&r);
+    }
+    ck_assert_int_eq(boxes_of_this_install(), before);
+}
+END_TEST
+
 Suite *itest_suite_files(void)
 {
     Suite *s = suite_create("files");
@@ -322,6 +392,8 @@ Suite *itest_suite_files(void)
     tcase_add_test(tc, hostile_names_escaped);
     tcase_add_test(tc, case_clash_refuses_everything);
     tcase_add_test(tc, folder_input_read_only_tree);
+    tcase_add_test(tc, utf8_names_in);
+    tcase_add_test(tc, name_not_utf8_refused);
     suite_add_tcase(s, tc);
     return s;
 }
