@@ -15,6 +15,12 @@
 #define PYBOX_DOCKER_ENGINE_HEADER_MAX 16384
 #define PYBOX_ENGINE_TIMEOUT_MS 60000
 #define PYBOX_ENGINE_CONNECT_TIMEOUT_MS 5000
+/* The first contact with the engine (connect and GET /_ping, at open): its own bound,
+ * which the environment variable may set, in seconds (docs/cleanup.md). */
+#define PYBOX_ENGINE_CONTACT_ENV "PYBOX_ENGINE_CONTACT_TIMEOUT_S"
+#define PYBOX_ENGINE_CONTACT_TIMEOUT_MS 5000
+#define PYBOX_ENGINE_CONTACT_MIN_MS 100
+#define PYBOX_ENGINE_CONTACT_MAX_MS 300000
 /* One stream frame as the engine sends it; larger declared lengths are a protocol error. */
 #define PYBOX_FRAME_MAX (16 * 1024 * 1024)
 

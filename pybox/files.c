@@ -28,8 +28,10 @@
 #define INPUT_DEPTH_MAX 32
 
 /* libarchive converts names through the current locale: in the C locale it drops or
- * refuses characters it cannot represent. Names are handled in C.UTF-8 (this thread only),
- * so what is judged and written is the name the archive holds. */
+ * refuses characters it cannot represent, and a name given as UTF-8 that the locale cannot
+ * hold comes back NULL, which its tar writer then reads. Names are handled in C.UTF-8 (this
+ * thread only, whatever the process's locale), both ways: what is judged and written is
+ * the name the archive holds, and the inputs' names are packed as the UTF-8 they are. */
 static locale_t utf8_loc;
 static pthread_once_t utf8_once = PTHREAD_ONCE_INIT;
 
@@ -82,6 +84,13 @@ typedef struct {
     const char *top; /* the path as the operator gave it, for messages */
 } packer_t;
 
+/* libarchive's last error, never NULL. */
+static const char *why(struct archive *a)
+{
+    const char *s = a != NULL ? archive_error_string(a) : NULL;
+    return s != NULL ? s : "libarchive failed";
+}
+
 static void shown(char *out, size_t len, const char *s)
 {
     pybox_escape_short(out, len, s, 200);
@@ -94,13 +103,29 @@ static int refuse(pybox_error_t *err, const char *path, const char *why)
     return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "input %s: %s", p, why);
 }
 
-static int header(packer_t *k, const char *name, mode_t type, mode_t perm, int64_t size, time_t mtime,
-                  pybox_error_t *err)
+/* Names in /box/in are UTF-8: a name that is not (a Latin-1 byte, say) has no faithful
+ * form in the archive, so it is refused rather than altered. */
+static int check_name(const char *name, const char *shown_path, pybox_error_t *err)
+{
+    if (!pybox_utf8_valid(name, strlen(name)))
+        return refuse(err, shown_path, "its name is not valid UTF-8 (names in " PYBOX_BOX_IN " are UTF-8: rename it)");
+    return 0;
+}
+
+static int header(packer_t *k, const char *name, const char *shown_path, mode_t type, mode_t perm, int64_t size,
+                  time_t mtime, pybox_error_t *err)
 {
     if (++k->entries > INPUT_ENTRIES_MAX)
         return refuse(err, k->top, "more than 10000 files and folders in the inputs");
     struct archive_entry *e = archive_entry_new();
+    if (e == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "archive_entry_new");
     archive_entry_set_pathname_utf8(e, name);
+    /* The writer takes the name in the locale's form; never let it read a NULL one. */
+    if (archive_entry_pathname(e) == NULL) {
+        archive_entry_free(e);
+        return refuse(err, shown_path, "its name cannot be packed as UTF-8 here");
+    }
     archive_entry_set_filetype(e, type);
     archive_entry_set_perm(e, perm);
     archive_entry_set_size(e, size);
@@ -112,7 +137,7 @@ static int header(packer_t *k, const char *name, mode_t type, mode_t perm, int64
     int rc = archive_write_header(k->w, e);
     archive_entry_free(e);
     if (rc != ARCHIVE_OK)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "packing the inputs: %s", archive_error_string(k->w));
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "packing the inputs: %s", why(k->w));
     return 0;
 }
 
@@ -163,10 +188,10 @@ static int pack_file(packer_t *k, int fd, const char *name, const char *shown_pa
     f->bytes = (int64_t)size;
     pybox_sha256_hex(data, size, f->sha256);
     k->in->total += (int64_t)size;
-    if (header(k, name, AE_IFREG, 0444, (int64_t)size, sb.st_mtime, err) < 0)
+    if (header(k, name, shown_path, AE_IFREG, 0444, (int64_t)size, sb.st_mtime, err) < 0)
         return -1;
     if (size > 0 && archive_write_data(k->w, data, size) != (la_ssize_t)size)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "packing the inputs: %s", archive_error_string(k->w));
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "packing the inputs: %s", why(k->w));
     return 0;
 }
 
@@ -186,7 +211,7 @@ static int pack_dir(packer_t *k, int dfd, const char *name, const char *path, in
     char dname[PATH_MAX];
     if (pybox_fmt(dname, sizeof dname, "%s/", name) < 0)
         return refuse(err, path, "a name is too long");
-    if (header(k, dname, AE_IFDIR, 0555, 0, sb.st_mtime, err) < 0)
+    if (header(k, dname, path, AE_IFDIR, 0555, 0, sb.st_mtime, err) < 0)
         return -1;
     int copy = dup(dfd);
     DIR *d = copy >= 0 ? fdopendir(copy) : NULL;
@@ -230,6 +255,10 @@ static int pack_dir(packer_t *k, int dfd, const char *name, const char *path, in
         if (pybox_fmt(child, sizeof child, "%s/%s", name, names[i]) < 0 ||
             pybox_fmt(childpath, sizeof childpath, "%s/%s", path, names[i]) < 0) {
             rc = refuse(err, path, "a name is too long");
+            break;
+        }
+        if (check_name(names[i], childpath, err) < 0) {
+            rc = -1;
             break;
         }
         struct stat cs;
@@ -293,12 +322,16 @@ int pybox_inputs_prepare(const char *const *paths, size_t n, int64_t max_total, 
     char(*bases)[NAME_MAX + 1] = calloc(n ? n : 1, sizeof *bases);
     if (bases == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "inputs");
+    /* Before the archive exists: it takes the locale's character set once, at its first name. */
+    locale_t old = utf8_begin();
     packer_t k = {.w = archive_write_new(), .in = in, .max_total = max_total};
-    archive_write_set_format_pax_restricted(k.w);
-    archive_write_set_bytes_in_last_block(k.w, 1);
     int rc = 0;
-    if (archive_write_open2(k.w, &in->tar, NULL, tar_to_buf, NULL, NULL) != ARCHIVE_OK)
-        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "packing the inputs: %s", archive_error_string(k.w));
+    /* pax headers carry the names as UTF-8, never as "binary" bytes of some locale */
+    if (k.w == NULL || archive_write_set_format_pax_restricted(k.w) != ARCHIVE_OK ||
+        archive_write_set_format_option(k.w, "pax", "hdrcharset", "UTF-8") != ARCHIVE_OK ||
+        archive_write_set_bytes_in_last_block(k.w, 1) != ARCHIVE_OK ||
+        archive_write_open2(k.w, &in->tar, NULL, tar_to_buf, NULL, NULL) != ARCHIVE_OK)
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "packing the inputs: %s", why(k.w));
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const char *path = paths[i];
         k.top = path;
@@ -308,6 +341,10 @@ int pybox_inputs_prepare(const char *const *paths, size_t n, int64_t max_total, 
         }
         if (base_name(path, bases[i], sizeof bases[i]) < 0) {
             rc = refuse(err, path, "give a file or a folder by its name");
+            break;
+        }
+        if (check_name(bases[i], path, err) < 0) {
+            rc = -1;
             break;
         }
         for (size_t j = 0; j < i; j++)
@@ -336,8 +373,10 @@ int pybox_inputs_prepare(const char *const *paths, size_t n, int64_t max_total, 
         close(fd);
     }
     if (rc == 0 && archive_write_close(k.w) != ARCHIVE_OK)
-        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "packing the inputs: %s", archive_error_string(k.w));
-    archive_write_free(k.w);
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "packing the inputs: %s", why(k.w));
+    if (k.w != NULL)
+        archive_write_free(k.w);
+    utf8_end(old);
     free(bases);
     if (rc < 0) {
         pybox_inputs_free(in);

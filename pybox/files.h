@@ -34,8 +34,9 @@ typedef struct pybox_inputs {
 } pybox_inputs_t;
 
 void pybox_inputs_init(pybox_inputs_t *in);
-/* Check and pack the inputs. Refused (PYBOX_ERR_USAGE) when a path is missing, is not a
- * regular file or folder, holds anything else (a link, a device, a FIFO, a socket),
+/* Check and pack the inputs, names as UTF-8 whatever the locale (safe in any thread).
+ * Refused (PYBOX_ERR_USAGE) when a path is missing, is not a regular file or folder, holds
+ * anything else (a link, a device, a FIFO, a socket), when a name is not valid UTF-8,
  * when two inputs have the same name, or when their total passes max_total. */
 int pybox_inputs_prepare(const char *const *paths, size_t n, int64_t max_total, pybox_inputs_t *in, pybox_error_t *err);
 void pybox_inputs_free(pybox_inputs_t *in);

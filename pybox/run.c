@@ -550,20 +550,36 @@ out:;
     }
     /* Files out: taken while the box was held; written now, with the box gone. The note
      * says where they are being written until they are in place, so a run killed in the
-     * middle leaves a trail to the hidden folder for cleanup. */
+     * middle leaves a trail to the hidden folder for cleanup. Without that trail (a full
+     * state directory) nothing is written: a folder no one could find again is worse
+     * than none. */
     if (req->output != NULL) {
         if (feed.have_out) {
             pybox_ingest_limits_t lim;
             pybox_ingest_limits_default(&lim);
             char tmp[PATH_MAX];
             pybox_error_t oerr = {0};
-            bool trail = req->state != NULL && pybox_output_tmp_path(req->output, res->run_id, tmp, sizeof tmp) == 0 &&
-                         pybox_journal_output_begin(req->state, res->run_id, tmp, &oerr) == 0;
-            t = pybox_now_s();
-            if (pybox_outputs_ingest(feed.out_tar.data, feed.out_tar.len, req->output, res->run_id, &lim, &res->outputs,
-                                     &res->error) < 0)
-                rc = -1;
-            res->t.files_out_ms += since(t);
+            bool trail = false;
+            if (req->state != NULL && pybox_output_tmp_path(req->output, res->run_id, tmp, sizeof tmp) < 0)
+                pybox_error_set(&oerr, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "the hidden output folder's path is too long");
+            else if (req->state != NULL)
+                trail = pybox_journal_output_begin(req->state, res->run_id, tmp, &oerr) == 0;
+            if (req->state != NULL && !trail) {
+                res->outputs.status = PYBOX_OUT_REFUSED;
+                snprintf(res->outputs.reason, sizeof res->outputs.reason,
+                         "the output was not written: its trail could not be recorded: %.190s", oerr.msg);
+                if (rc == 0) {
+                    pybox_error_set(&res->error, PYBOX_ERR_STATE, 0,
+                                    "the output was not written: its trail could not be recorded: %s", oerr.msg);
+                    rc = -1;
+                }
+            } else {
+                t = pybox_now_s();
+                if (pybox_outputs_ingest(feed.out_tar.data, feed.out_tar.len, req->output, res->run_id, &lim,
+                                         &res->outputs, &res->error) < 0)
+                    rc = -1;
+                res->t.files_out_ms += since(t);
+            }
             if (trail) /* whatever happened, this process saw it through */
                 pybox_journal_output_end(req->state, res->run_id);
         } else if (res->outputs.status == PYBOX_OUT_NOT_ASKED) {

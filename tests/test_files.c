@@ -4,9 +4,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -378,6 +380,235 @@ START_TEST(folder_input_read_only_tree)
 }
 END_TEST
 
+/* Names that are UTF-8 go in as they are, whatever the locale PyBox runs in (it sets
+ * none: the C locale), given directly or inside a folder. */
+START_TEST(utf8_names_in)
+{
+    char d[PATH_MAX], p[PATH_MAX], f[PATH_MAX];
+    write_file("caf\xc3\xa9.txt", "latte", 5);
+    path_in(f, "caf\xc3\xa9.txt");
+    path_in(d, "donn\xc3\xa9"
+               "es");
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    write_file("donn\xc3\xa9"
+               "es/na\xc3\xafve.csv",
+               "a,b\n1,2\n", 8);
+    write_file("donn\xc3\xa9"
+               "es/\xe6\x97\xa5\xe6\x9c\xac.txt",
+               "nihon", 5);
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/", d), 0);
+    const char *args[] = {"--input", f, "--input", p, NULL};
+    itest_run_t r;
+    itest_exec("import os\n"
+               "print(sorted(os.listdir('/box/in')) == ['caf\\u00e9.txt', 'donn\\u00e9es'])\n"
+               "print(open('/box/in/caf\\u00e9.txt').read())\n"
+               "print(open('/box/in/donn\\u00e9es/na\\u00efve.csv').read(), end='')\n"
+               "print(open('/box/in/donn\\u00e9es/\\u65e5\\u672c.txt').read())\n",
+               args, &r);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_str_eq(itest_str(r.receipt, "said.stdout.text"), "True\nlatte\na,b\n1,2\nnihon\n");
+    const cJSON *inputs = itest_get(r.receipt, "asked.inputs");
+    ck_assert_int_eq(cJSON_GetArraySize(inputs), 3);
+    ck_assert_str_eq(itest_str(cJSON_GetArrayItem(inputs, 0), "name"), "caf\xc3\xa9.txt");
+    ck_assert_str_eq(itest_str(cJSON_GetArrayItem(inputs, 1), "name"), "donn\xc3\xa9"
+                                                                       "es/na\xc3\xafve.csv");
+    ck_assert_str_eq(itest_str(cJSON_GetArrayItem(inputs, 2), "name"), "donn\xc3\xa9"
+                                                                       "es/\xe6\x97\xa5\xe6\x9c\xac.txt");
+    itest_run_free(&r);
+}
+END_TEST
+
+/* A name that is not UTF-8 (a Latin-1 byte) is refused before any box, named escaped;
+ * the receipt is still written. */
+START_TEST(name_not_utf8_refused)
+{
+    int before = boxes_of_this_install();
+    char f[PATH_MAX], d[PATH_MAX];
+    write_file("caf\xe9.txt", "x", 1);
+    path_in(f, "caf\xe9.txt");
+    path_in(d, "folder");
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    write_file("folder/na\xefve.csv", "a,b\n", 4);
+    const struct {
+        const char *path, *shown;
+    } cases[] = {{f, "caf\\xe9.txt"}, {d, "folder/na\\xefve.csv"}};
+    for (size_t i = 0; i < 2; i++) {
+        const char *args[] = {"--input", cases[i].path, NULL};
+        itest_run_t r;
+        itest_exec("print(1)\n", args, &r);
+        ck_assert_int_eq(r.status, 125);
+        ck_assert_ptr_nonnull(r.receipt);
+        ck_assert_str_eq(itest_str(r.receipt, "status"), "REFUSED");
+        ck_assert_int_eq(itest_bool(r.receipt, "box_built"), 0);
+        const char *msg = itest_str(r.receipt, "error.message");
+        ck_assert_ptr_nonnull(msg);
+        ck_assert_msg(strstr(msg, "not valid UTF-8") != NULL, "%s", msg);
+        ck_assert_msg(strstr(msg, cases[i].shown) != NULL, "%s", msg);
+        itest_run_free(&r);
+    }
+    ck_assert_int_eq(boxes_of_this_install(), before);
+}
+END_TEST
+
+/* ---- a full state directory ---- */
+
+/* A fresh installation whose state directory is a small tmpfs of this test's own (in a
+ * mount namespace of its own, so the mount goes with the test process whatever happens),
+ * filled so that exactly free_pages pages are left. */
+static char full_home[64];
+static char full_id[33];
+
+static void copy_into(const char *from_dir, const char *to_dir, const char *name)
+{
+    char a[PATH_MAX], b[PATH_MAX];
+    ck_assert_int_eq(pybox_fmt(a, sizeof a, "%s/%s", from_dir, name), 0);
+    ck_assert_int_eq(pybox_fmt(b, sizeof b, "%s/%s", to_dir, name), 0);
+    size_t len = 0;
+    char *data = read_file(a, &len);
+    ck_assert_ptr_nonnull(data);
+    int fd = open(b, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pybox_write_all(fd, data, len), 0);
+    ck_assert_int_eq(close(fd), 0);
+    free(data);
+}
+
+static void full_state_dir(int free_pages)
+{
+    char src[64];
+    ck_assert_int_eq(itest_new_home(src, sizeof src, full_id), 0);
+    ck_assert_int_eq(pybox_fmt(full_home, sizeof full_home, "%s/state", work), 0);
+    ck_assert_int_eq(mkdir(full_home, 0700), 0);
+    ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+    ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+    ck_assert_int_eq(mount("tmpfs", full_home, "tmpfs", MS_NOSUID | MS_NODEV, "size=256k,mode=0700"), 0);
+    copy_into(src, full_home, "install-id");
+    copy_into(src, full_home, "images.json");
+    copy_into(src, full_home, "config.json");
+    itest_remove_home(src);
+    /* Fill it up, then give back exactly free_pages pages. */
+    char filler[PATH_MAX];
+    ck_assert_int_eq(pybox_fmt(filler, sizeof filler, "%s/filler", full_home), 0);
+    int fd = open(filler, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ck_assert_int_ge(fd, 0);
+    static const char page[4096];
+    size_t written = 0;
+    for (;;) {
+        ssize_t w = write(fd, page, sizeof page);
+        if (w <= 0)
+            break;
+        written += (size_t)w;
+    }
+    long psz = sysconf(_SC_PAGESIZE);
+    size_t pages = (written + (size_t)psz - 1) / (size_t)psz;
+    ck_assert_uint_gt(pages, (size_t)free_pages);
+    ck_assert_int_eq(ftruncate(fd, (off_t)((pages - (size_t)free_pages) * (size_t)psz)), 0);
+    ck_assert_int_eq(close(fd), 0);
+}
+
+static void full_state_done(void)
+{
+    ck_assert_int_eq(umount2(full_home, MNT_DETACH), 0);
+}
+
+/* Boxes the engine created for an installation between two times (unix seconds). */
+static int creates_between(const char *install_id, double since, double until)
+{
+    pybox_engine_t *e = itest_engine();
+    char filter[256], path[1024];
+    snprintf(filter, sizeof filter,
+             "{\"type\":[\"container\"],\"event\":[\"create\"],\"label\":[\"pybox.install=%s\"]}", install_id);
+    char *esc = pybox_engine_escape(e, filter);
+    snprintf(path, sizeof path, "/events?since=%.3f&until=%.3f&filters=%s", since, until, esc);
+    free(esc);
+    long status = 0;
+    pybox_buf_t b;
+    pybox_buf_init(&b, 1024 * 1024);
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_engine_call_raw(e, "GET", path, NULL, &status, &b, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(status, 200);
+    int n = 0;
+    for (size_t i = 0; i < b.len; i++)
+        n += b.data[i] == '\n';
+    pybox_buf_free(&b);
+    pybox_engine_free(e);
+    return n;
+}
+
+static bool unknown_has(const cJSON *receipt, const char *needle)
+{
+    const cJSON *u;
+    cJSON_ArrayForEach (u, itest_get(receipt, "unknown")) {
+        if (cJSON_IsString(u) && strstr(u->valuestring, needle) != NULL)
+            return true;
+    }
+    return false;
+}
+
+/* The trail to the hidden output folder cannot be written: nothing of the output is
+ * written at all (a PyBox failure, exit 125, said under unknown), and nothing is left. */
+START_TEST(full_state_dir_no_output_without_its_trail)
+{
+    full_state_dir(1); /* room for the run note, none for the trail */
+    char out[PATH_MAX], env_home[128];
+    path_in(out, "out");
+    snprintf(env_home, sizeof env_home, "PYBOX_HOME=%s", full_home);
+    const char *args[] = {"exec", "--json", "--output", out, NULL};
+    const char *env[] = {env_home, NULL};
+    itest_run_t r;
+    const char *prog = "open('/box/out/big.bin', 'wb').write(b'x' * (4 << 20))\nprint('written')\n";
+    itest_pybox(prog, strlen(prog), args, env, &r);
+    ck_assert_msg(r.receipt != NULL, "no JSON receipt (exit %d): %s", r.status, r.err);
+    ck_assert_int_eq(r.status, 125);
+    ck_assert_str_eq(itest_str(r.receipt, "status"), "PYBOX_ERROR");
+    ck_assert_str_eq(itest_str(r.receipt, "said.stdout.text"), "written\n");
+    const char *msg = itest_str(r.receipt, "error.message");
+    ck_assert_msg(msg != NULL && strstr(msg, "the output was not written: its trail could not be recorded") != NULL,
+                  "%s", msg ? msg : "(no error)");
+    ck_assert_msg(strstr(msg, "No space left") != NULL, "%s", msg);
+    ck_assert(unknown_has(r.receipt, "the output was not written: its trail could not be recorded"));
+    ck_assert_str_eq(itest_str(r.receipt, "seen.files.status"), "refused");
+    ck_assert_int_eq(itest_bool(r.receipt, "seen.box.confirmed_gone"), 1);
+    itest_run_free(&r);
+    /* no output folder, no hidden one, no note of any kind left */
+    ck_assert_int_eq(count_entries(work), 1); /* the state directory only */
+    char runs[PATH_MAX];
+    ck_assert_int_eq(pybox_fmt(runs, sizeof runs, "%s/runs", full_home), 0);
+    ck_assert_int_eq(count_entries(runs), 0);
+    full_state_done();
+}
+END_TEST
+
+/* No room even for the run note: refused before any box. */
+START_TEST(full_state_dir_no_box_without_its_note)
+{
+    full_state_dir(0);
+    char out[PATH_MAX], env_home[128];
+    path_in(out, "out");
+    snprintf(env_home, sizeof env_home, "PYBOX_HOME=%s", full_home);
+    const char *args[] = {"exec", "--json", "--output", out, NULL};
+    const char *env[] = {env_home, NULL};
+    double since = itest_wall();
+    itest_run_t r;
+    itest_pybox("print(1)\n", 9, args, env, &r);
+    double until = itest_wall() + 0.001;
+    ck_assert_msg(r.receipt != NULL, "no JSON receipt (exit %d): %s", r.status, r.err);
+    ck_assert_int_eq(r.status, 125);
+    ck_assert_str_eq(itest_str(r.receipt, "status"), "PYBOX_ERROR");
+    const char *msg = itest_str(r.receipt, "error.message");
+    ck_assert_msg(msg != NULL && strstr(msg, "writing the run note") != NULL && strstr(msg, "No space left") != NULL,
+                  "%s", msg ? msg : "(no error)");
+    ck_assert_int_eq(itest_bool(r.receipt, "seen.box.created"), 0);
+    itest_run_free(&r);
+    ck_assert_int_eq(creates_between(full_id, since, until), 0);
+    ck_assert_int_eq(count_entries(work), 1);
+    char runs[PATH_MAX];
+    ck_assert_int_eq(pybox_fmt(runs, sizeof runs, "%s/runs", full_home), 0);
+    ck_assert_int_le(count_entries(runs), 0); /* no note, not even a torn one */
+    full_state_done();
+}
+END_TEST
+
 Suite *itest_suite_files(void)
 {
     Suite *s = suite_create("files");
@@ -392,6 +623,14 @@ Suite *itest_suite_files(void)
     tcase_add_test(tc, forged_rows_and_lookalikes);
     tcase_add_test(tc, case_clash_refuses_everything);
     tcase_add_test(tc, folder_input_read_only_tree);
+    tcase_add_test(tc, utf8_names_in);
+    tcase_add_test(tc, name_not_utf8_refused);
     suite_add_tcase(s, tc);
+    TCase *full = tcase_create("full state directory");
+    tcase_set_timeout(full, 120);
+    tcase_add_checked_fixture(full, setup, teardown);
+    tcase_add_test(full, full_state_dir_no_output_without_its_trail);
+    tcase_add_test(full, full_state_dir_no_box_without_its_note);
+    suite_add_tcase(s, full);
     return s;
 }

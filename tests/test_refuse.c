@@ -2,8 +2,11 @@
 /* Bad input is refused with a clear error and exit 125, before any box is built. */
 #include <check.h>
 #include <pty.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,6 +121,43 @@ START_TEST(terminal_stdin)
 }
 END_TEST
 
+/* An engine socket that takes the connection and never answers: PyBox gives up at its
+ * first-contact bound (5 s by default), says the engine does not answer, and names the
+ * socket. This test case's own timeout (30 s, well under the minute a long request gets)
+ * is the kill timer. */
+START_TEST(engine_never_answers)
+{
+    char dir[64], sock[128], host[160];
+    snprintf(dir, sizeof dir, "/tmp/pybox-hung-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(sock, sizeof sock, "%s/engine.sock", dir);
+    snprintf(host, sizeof host, "DOCKER_HOST=unix://%s", sock);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    memcpy(sa.sun_path, sock, strlen(sock) + 1);
+    ck_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 8) == 0);
+    const char *args[] = {"exec", "--json", NULL};
+    const char *env_default[] = {host, NULL};
+    const char *env_set[] = {host, "PYBOX_ENGINE_CONTACT_TIMEOUT_S=0.5", NULL};
+    const char *const *envs[] = {env_default, env_set};
+    for (int i = 0; i < 2; i++) {
+        itest_run_t r;
+        itest_pybox("print(1)\n", 9, args, envs[i], &r);
+        ck_assert_int_eq(r.status, 125);
+        ck_assert_msg(r.receipt != NULL, "no JSON receipt: %s", r.err);
+        const char *msg = itest_str(r.receipt, "error.message");
+        ck_assert_ptr_nonnull(msg);
+        ck_assert_msg(strstr(msg, "does not answer") != NULL && strstr(msg, sock) != NULL, "%s", msg);
+        ck_assert_msg(strstr(msg, i == 0 ? "within 5.0 s" : "within 0.5 s") != NULL, "%s", msg);
+        ck_assert_int_eq(itest_bool(r.receipt, "box_built"), 0);
+        itest_run_free(&r);
+    }
+    close(fd);
+    unlink(sock);
+    rmdir(dir);
+}
+END_TEST
+
 Suite *itest_suite_refuse(void)
 {
     Suite *s = suite_create("refuse");
@@ -130,5 +170,9 @@ Suite *itest_suite_refuse(void)
     tcase_add_test(tc, json_refusal_is_json);
     tcase_add_test(tc, terminal_stdin);
     suite_add_tcase(s, tc);
+    TCase *hung = tcase_create("engine never answers");
+    tcase_set_timeout(hung, 30);
+    tcase_add_test(hung, engine_never_answers);
+    suite_add_tcase(s, hung);
     return s;
 }

@@ -60,6 +60,7 @@ typedef struct {
     bool check_body; /* answer 400 unless the request body is expect_body bytes */
     uint64_t expect_body;
     const char *later;
+    int delay_ms; /* answer only after this long: a slow engine */
 } fake_step_t;
 
 /* What the server saw of one request. */
@@ -329,6 +330,8 @@ static int srv_answer(conn_t *c, const fake_step_t *st, const fake_req_t *r)
                                          .body = "{\"message\":\"fake engine: unexpected request body length\"}\n"};
     if (st->kind == FAKE_HANGUP)
         return -1;
+    if (st->delay_ms > 0)
+        poll(NULL, 0, st->delay_ms);
     if (st->check_body && r->rec.body_len != st->expect_body)
         st = &bad_body;
     if (st->kind == FAKE_BIG || st->kind == FAKE_HUGE_HEAD) {
@@ -649,6 +652,7 @@ static pybox_engine_t *open_fake(void)
 static void setup(void)
 {
     unsetenv("DOCKER_HOST");
+    unsetenv("PYBOX_ENGINE_CONTACT_TIMEOUT_S");
     memset(fake.steps, 0, sizeof fake.steps);
     fake.nsteps = 0;
     /* Not $TMPDIR: the socket's path has to fit in a sockaddr_un. */
@@ -869,6 +873,65 @@ START_TEST(t_host_nobody_answers)
     ck_assert_int_eq(err.kind, PYBOX_ERR_ENGINE);
     ck_assert_int_eq(err.errnum, ECONNREFUSED);
     ck_assert_ptr_nonnull(strstr(err.msg, "no container engine answers"));
+}
+END_TEST
+
+/* A socket that takes connections and never answers: the first contact gives up within
+ * its own bound and says so, naming the socket. */
+START_TEST(t_host_never_answers)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    memcpy(sa.sun_path, fake.sock, strlen(fake.sock) + 1);
+    ck_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 8) == 0);
+    ck_assert_int_eq(setenv("PYBOX_ENGINE_CONTACT_TIMEOUT_S", "0.2", 1), 0);
+    pybox_engine_t *e = NULL;
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_engine_open(fake.host, &e, &err), -1);
+    ck_assert_ptr_null(e);
+    ck_assert_int_eq(err.kind, PYBOX_ERR_ENGINE);
+    ck_assert_int_eq(err.errnum, ETIMEDOUT);
+    ck_assert_msg(strstr(err.msg, "does not answer") != NULL && strstr(err.msg, fake.sock) != NULL, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "PYBOX_ENGINE_CONTACT_TIMEOUT_S") != NULL, "%s", err.msg);
+    close(fd);
+}
+END_TEST
+
+START_TEST(t_contact_timeout_setting)
+{
+    static const char *const bad[] = {"abc", "0", "0.05", "301", "-1", "5s", "\x1b[2J"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_int_eq(setenv("PYBOX_ENGINE_CONTACT_TIMEOUT_S", bad[i], 1), 0);
+        pybox_engine_t *e = NULL;
+        pybox_error_t err = {0};
+        ck_assert_int_eq(pybox_engine_open(fake.host, &e, &err), -1);
+        ck_assert_ptr_null(e);
+        ck_assert_msg(err.kind == PYBOX_ERR_USAGE, "%s: %s", bad[i], err.msg);
+        ck_assert_msg(strstr(err.msg, "PYBOX_ENGINE_CONTACT_TIMEOUT_S") != NULL, "%s", err.msg);
+        ck_assert_ptr_null(strchr(err.msg, '\x1b'));
+    }
+}
+END_TEST
+
+/* Only the first contact gets the short bound: a later request may take longer. */
+START_TEST(t_contact_bound_first_only)
+{
+    fake_add_version();
+    fake_add((fake_step_t){.status = "200 OK",
+                           .headers = "Content-Type: application/json\r\n",
+                           .body = "{\"slow\":true}",
+                           .delay_ms = 1000});
+    fake_start();
+    ck_assert_int_eq(setenv("PYBOX_ENGINE_CONTACT_TIMEOUT_S", "0.1", 1), 0);
+    pybox_engine_t *e = open_fake();
+    long status = 0;
+    cJSON *reply = NULL;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_engine_call(e, "GET", "/info", NULL, &status, &reply, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(status, 200);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "slow")));
+    cJSON_Delete(reply);
+    pybox_engine_free(e);
 }
 END_TEST
 
@@ -1529,6 +1592,9 @@ Suite *suite_engine(void)
     tcase_add_test(open, t_host_relative_refused);
     tcase_add_test(open, t_host_from_env);
     tcase_add_test(open, t_host_nobody_answers);
+    tcase_add_test(open, t_host_never_answers);
+    tcase_add_test(open, t_contact_timeout_setting);
+    tcase_add_test(open, t_contact_bound_first_only);
     suite_add_tcase(s, open);
 
     TCase *call = tcase_create("call");

@@ -9,6 +9,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <locale.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 
 #include "../pybox/bounds.h"
 #include "../pybox/buf.h"
+#include "../pybox/escape.h"
 #include "../pybox/files.h"
 #include "../pybox/util.h"
 #include "suites.h"
@@ -1806,6 +1808,159 @@ START_TEST(in_refusal_escapes_name)
 }
 END_TEST
 
+/* ---- names in: UTF-8 whatever the locale ---- */
+
+/* The locales a packer must work in: the C locale (pybox never calls setlocale), C.UTF-8,
+ * and a Latin-1 one where this system has one (e.g. through LOCPATH). */
+static const char *const pack_locales[] = {"C", "C.UTF-8", "en_US.ISO-8859-1", "de_DE.ISO-8859-1", NULL};
+
+/* Read back a tar in C.UTF-8 (as the engine reads it: the names are bytes), each entry's
+ * UTF-8 name into names (joined by '|'). */
+static void read_names_utf8(const pybox_buf_t *tar, char *names, size_t len)
+{
+    locale_t u = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    ck_assert_ptr_nonnull(u);
+    locale_t old = uselocale(u);
+    struct archive *r = archive_read_new();
+    archive_read_support_format_tar(r);
+    ck_assert_int_eq(archive_read_open_memory(r, tar->data, tar->len), ARCHIVE_OK);
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    struct archive_entry *e;
+    int hr, n = 0;
+    while ((hr = archive_read_next_header(r, &e)) == ARCHIVE_OK) {
+        const char *name = archive_entry_pathname_utf8(e);
+        ck_assert_ptr_nonnull(name);
+        if (n++ > 0)
+            pybox_buf_puts(&b, "|");
+        pybox_buf_puts(&b, name);
+    }
+    ck_assert_int_eq(hr, ARCHIVE_EOF);
+    archive_read_free(r);
+    uselocale(old);
+    freelocale(u);
+    snprintf(names, len, "%s", b.data ? b.data : "");
+    pybox_buf_free(&b);
+}
+
+/* A file named café.txt and a folder données/ holding naïve.csv and 日本.txt. */
+static void utf8_inputs(char *file, char *dir)
+{
+    char p[PATH_MAX];
+    path_in(file, "caf\xc3\xa9.txt");
+    write_file_at(file, "x", 1);
+    path_in(dir, "donn\xc3\xa9"
+                 "es");
+    make_dir_at(dir);
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/na\xc3\xafve.csv", dir), 0);
+    write_file_at(p, "a,b\n", 4);
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/\xe6\x97\xa5\xe6\x9c\xac.txt", dir), 0);
+    write_file_at(p, "jp", 2);
+}
+
+static void assert_utf8_packed(const char *file, const char *dir, const char *where)
+{
+    const char *paths[] = {file, dir};
+    pybox_inputs_t in;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_inputs_prepare(paths, 2, PYBOX_INPUT_MAX, &in, &err) == 0, "%s: %s", where, err.msg);
+    ck_assert_uint_eq(in.n, 3);
+    ck_assert_str_eq(in.files[0].name, "caf\xc3\xa9.txt");
+    ck_assert_str_eq(in.files[1].name, "donn\xc3\xa9"
+                                       "es/na\xc3\xafve.csv");
+    ck_assert_str_eq(in.files[2].name, "donn\xc3\xa9"
+                                       "es/\xe6\x97\xa5\xe6\x9c\xac.txt");
+    char names[1024];
+    read_names_utf8(&in.tar, names, sizeof names);
+    ck_assert_msg(strcmp(names, "caf\xc3\xa9.txt|donn\xc3\xa9"
+                                "es/|donn\xc3\xa9"
+                                "es/na\xc3\xafve.csv|donn\xc3\xa9"
+                                "es/\xe6\x97\xa5\xe6\x9c\xac.txt") == 0,
+                  "%s: the archive holds %s", where, names);
+    /* the pax header carries the name itself, in UTF-8, never marked as binary */
+    ck_assert_ptr_nonnull(memmem(in.tar.data, in.tar.len, "path=caf\xc3\xa9.txt\n", 14));
+    ck_assert_ptr_null(memmem(in.tar.data, in.tar.len, "hdrcharset", 10));
+    pybox_inputs_free(&in);
+}
+
+START_TEST(in_utf8_names_any_locale)
+{
+    char file[PATH_MAX], dir[PATH_MAX];
+    utf8_inputs(file, dir);
+    int tried = 0;
+    for (size_t i = 0; pack_locales[i] != NULL; i++) {
+        if (setlocale(LC_ALL, pack_locales[i]) == NULL)
+            continue; /* not on this system */
+        tried++;
+        assert_utf8_packed(file, dir, pack_locales[i]);
+        /* the caller's locale is left as it was */
+        ck_assert_ptr_eq(uselocale((locale_t)0), LC_GLOBAL_LOCALE);
+    }
+    ck_assert_int_ge(tried, 2);
+    setlocale(LC_ALL, "C");
+}
+END_TEST
+
+static void *pack_in_thread(void *arg)
+{
+    char **p = arg;
+    assert_utf8_packed(p[0], p[1], "a thread");
+    return uselocale((locale_t)0) == LC_GLOBAL_LOCALE ? p : NULL;
+}
+
+/* The MCP server packs in a thread per call: the thread's locale is its own. */
+START_TEST(in_utf8_names_in_threads)
+{
+    char file[PATH_MAX], dir[PATH_MAX];
+    utf8_inputs(file, dir);
+    ck_assert_ptr_nonnull(setlocale(LC_ALL, "C"));
+    char *p[2] = {file, dir};
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, pack_in_thread, p), 0);
+    for (int i = 0; i < 4; i++) {
+        void *rv = NULL;
+        ck_assert_int_eq(pthread_join(t[i], &rv), 0);
+        ck_assert_ptr_eq(rv, p);
+    }
+}
+END_TEST
+
+/* A name that is not UTF-8 (a Latin-1 byte) cannot be named in /box/in: refused, with
+ * the name escaped, in any locale, whether it is an input itself or inside a folder. */
+START_TEST(in_name_not_utf8_refused)
+{
+    char top[PATH_MAX], dir[PATH_MAX], inner[PATH_MAX];
+    path_in(top, "caf\xe9.txt");
+    write_file_at(top, "x", 1);
+    path_in(dir, "folder");
+    make_dir_at(dir);
+    ck_assert_int_eq(pybox_fmt(inner, sizeof inner, "%s/na\xefve.csv", dir), 0);
+    write_file_at(inner, "a,b\n", 4);
+    for (size_t i = 0; pack_locales[i] != NULL; i++) {
+        if (setlocale(LC_ALL, pack_locales[i]) == NULL)
+            continue;
+        const struct {
+            const char *path, *shown;
+        } cases[] = {{top, "caf\\xe9.txt"}, {dir, "folder/na\\xefve.csv"}};
+        for (size_t c = 0; c < 2; c++) {
+            const char *paths[] = {cases[c].path};
+            pybox_inputs_t in;
+            pybox_error_t err = {0};
+            ck_assert_msg(pybox_inputs_prepare(paths, 1, PYBOX_INPUT_MAX, &in, &err) < 0, "%s: case %zu accepted",
+                          pack_locales[i], c);
+            ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
+            ck_assert_msg(strstr(err.msg, "not valid UTF-8") != NULL, "%s: %s", pack_locales[i], err.msg);
+            ck_assert_msg(strstr(err.msg, cases[c].shown) != NULL, "%s: %s", pack_locales[i], err.msg);
+            ck_assert_msg(pybox_utf8_valid(err.msg, strlen(err.msg)), "the message itself is UTF-8: %s", err.msg);
+            ck_assert_ptr_null(in.files);
+            ck_assert_ptr_null(in.tar.data);
+        }
+    }
+    setlocale(LC_ALL, "C");
+}
+END_TEST
+
 Suite *suite_files(void)
 {
     Suite *s = suite_create("files");
@@ -1858,6 +2013,9 @@ Suite *suite_files(void)
     tcase_add_test(in, in_total_limit);
     tcase_add_test(in, in_refusals);
     tcase_add_test(in, in_refusal_escapes_name);
+    tcase_add_test(in, in_utf8_names_any_locale);
+    tcase_add_test(in, in_utf8_names_in_threads);
+    tcase_add_test(in, in_name_not_utf8_refused);
     suite_add_tcase(s, in);
     return s;
 }

@@ -21,7 +21,8 @@
 #include "../util.h"
 
 struct pybox_engine {
-    CURL *curl; /* kept for its connection: requests reuse one keep-alive socket */
+    CURL *curl;      /* kept for its connection: requests reuse one keep-alive socket */
+    long contact_ms; /* the bound of the first contact (connect and GET /_ping) */
     char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     char version[64];
     char base[64];
@@ -72,6 +73,27 @@ static int socket_from_host(const char *docker_host, char *out, size_t outlen, p
     const char *path = h + 7;
     if (*path != '/' || pybox_strlcpy(out, path, outlen) < 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "DOCKER_HOST: the socket path must be absolute and short");
+    return 0;
+}
+
+/* How long the first contact may take. A socket that accepts and never answers (a hung
+ * engine, something else listening there) is named within seconds, not held for the
+ * minute a long request gets; only this contact gets the short bound. */
+static int contact_timeout(long *out_ms, pybox_error_t *err)
+{
+    const char *v = getenv(PYBOX_ENGINE_CONTACT_ENV);
+    *out_ms = PYBOX_ENGINE_CONTACT_TIMEOUT_MS;
+    if (v == NULL || *v == '\0')
+        return 0;
+    int64_t ms = 0;
+    if (pybox_parse_seconds_ms(v, &ms) < 0 || ms < PYBOX_ENGINE_CONTACT_MIN_MS || ms > PYBOX_ENGINE_CONTACT_MAX_MS) {
+        char shown[96];
+        pybox_escape_short(shown, sizeof shown, v, 32);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s=%s: give seconds from %.1f to %lld",
+                               PYBOX_ENGINE_CONTACT_ENV, shown, PYBOX_ENGINE_CONTACT_MIN_MS / 1000.0,
+                               (long long)(PYBOX_ENGINE_CONTACT_MAX_MS / 1000));
+    }
+    *out_ms = (long)ms;
     return 0;
 }
 
@@ -310,8 +332,8 @@ static int ping(pybox_engine_t *e, long *status, pybox_buf_t *body, pybox_buf_t 
     curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
     curl_easy_setopt(c, CURLOPT_URL, "http://localhost/_ping");
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)PYBOX_ENGINE_CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)PYBOX_ENGINE_TIMEOUT_MS);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, e->contact_ms);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, e->contact_ms); /* the whole exchange, answer included */
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
@@ -320,6 +342,11 @@ static int ping(pybox_engine_t *e, long *status, pybox_buf_t *body, pybox_buf_t 
     CURLcode rc = curl_easy_perform(c);
     if (rc == CURLE_WRITE_ERROR)
         return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "GET /_ping: the engine's answer is too large");
+    if (rc == CURLE_OPERATION_TIMEDOUT)
+        return pybox_error_set(err, PYBOX_ERR_ENGINE, ETIMEDOUT,
+                               "the engine at %s does not answer: nothing came back within %.1f s of GET /_ping (%s "
+                               "sets how many seconds to wait)",
+                               e->socket_path, e->contact_ms / 1000.0, PYBOX_ENGINE_CONTACT_ENV);
     if (rc != CURLE_OK)
         return pybox_error_set(err, PYBOX_ERR_ENGINE, rc == CURLE_COULDNT_CONNECT ? ECONNREFUSED : 0,
                                "GET /_ping via %s: %s", e->socket_path, curl_easy_strerror(rc));
@@ -354,9 +381,13 @@ int pybox_engine_open(const char *docker_host, pybox_engine_t **out, pybox_error
 {
     if (curl_ready(err) < 0)
         return -1;
+    long contact_ms = 0;
+    if (contact_timeout(&contact_ms, err) < 0)
+        return -1;
     pybox_engine_t *e = calloc(1, sizeof *e);
     if (e == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
+    e->contact_ms = contact_ms;
     if (socket_from_host(docker_host, e->socket_path, sizeof e->socket_path, err) < 0) {
         free(e);
         return -1;
@@ -401,7 +432,7 @@ int pybox_engine_open(const char *docker_host, pybox_engine_t **out, pybox_error
         header_value(&head, "Server", server, sizeof server);
     }
     if (rc < 0) {
-        if (err != NULL && err->kind == PYBOX_ERR_ENGINE)
+        if (err != NULL && err->kind == PYBOX_ERR_ENGINE && err->errnum != ETIMEDOUT)
             pybox_error_prefix(err, "no container engine answers at %s (start it: scripts/engine-start.sh)",
                                e->socket_path);
     } else if (status != 200) {

@@ -469,9 +469,13 @@ static int compose(const char *base, int out_fd, const char *init_path, const ch
     int hr;
     while ((hr = archive_read_next_header(r, &e)) == ARCHIVE_OK) {
         const char *pn = archive_entry_pathname(e);
-        if (pn != NULL && (strncmp(pn, "./pybox/", 8) == 0 || strcmp(pn, "./pybox") == 0))
+        if (pn == NULL) { /* the writer would read it: never hand it an entry without a name */
+            pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "reading %s: an entry has no name that can be read", base);
+            goto done;
+        }
+        if (strncmp(pn, "./pybox/", 8) == 0 || strcmp(pn, "./pybox") == 0)
             continue; /* PyBox's own folder comes from PyBox only */
-        if (lock != NULL && pn != NULL && names_add(&names, pn) < 0) {
+        if (lock != NULL && names_add(&names, pn) < 0) {
             pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "image paths");
             goto done;
         }

@@ -213,3 +213,43 @@ test('before initialize only ping is answered; ids come back as written', async 
   assert.ok(wire.includes('"id":7,"result":{}'), 'id 7 as written');
   assert.deepEqual(await boxes(), [], 'no box was made');
 });
+
+test('non-ASCII names: UTF-8 ones go in, inline and by {path}; a name that is not UTF-8 is refused; the server stays up', async () => {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'pybox-mcp-')));
+  fs.mkdirSync(path.join(dir, 'donn\u00e9es'));
+  fs.writeFileSync(path.join(dir, 'donn\u00e9es', 'na\u00efve.csv'), 'a,b\n1,2\n');
+  fs.writeFileSync(path.join(dir, 'donn\u00e9es', '\u65e5\u672c.txt'), 'nihon');
+  fs.mkdirSync(path.join(dir, 'latin'));
+  fs.writeFileSync(Buffer.concat([Buffer.from(path.join(dir, 'latin') + '/na'), Buffer.from([0xef]), Buffer.from('ve.csv')]), 'x');
+  const s = new RawServer(['--images', 'stdlib', '--files-root', dir]);
+  try {
+    await s.initialize();
+    s.send(call(1, { code: 'print(open("/box/in/caf\u00e9.txt").read())', files: [{ name: 'caf\u00e9.txt', content: 'latte' }] }));
+    const inline = (await s.reply(1)).result;
+    assert.ok(!inline.isError, JSON.stringify(inline.content));
+    assert.equal(inline.structuredContent.said.stdout.text, 'latte\n');
+    assert.equal(inline.structuredContent.asked.inputs[0].name, 'caf\u00e9.txt');
+    s.send(call(2, { code: 'import os\nprint(sorted(os.listdir("/box/in/donn\u00e9es")))\nprint(open("/box/in/donn\u00e9es/na\u00efve.csv").read(), end="")',
+      files: [{ path: 'donn\u00e9es' }] }));
+    const folder = (await s.reply(2)).result;
+    assert.ok(!folder.isError, JSON.stringify(folder.content));
+    assert.equal(folder.structuredContent.said.stdout.text, "['na\u00efve.csv', '\u65e5\u672c.txt']\na,b\n1,2\n");
+    s.send(call(3, { code: 'print(1)', files: [{ path: 'latin' }] }));
+    const latin = (await s.reply(3)).result;
+    assert.equal(latin.isError, true);
+    assert.match(latin.content[0].text, /<files root>\/latin\/na\\xefve\.csv: its name is not valid UTF-8/);
+    // A name that is not UTF-8 cannot even be said inline: the line itself is refused.
+    s.sendRaw(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_python",' +
+      '"arguments":{"code":"print(1)","files":[{"name":"caf'), Buffer.from([0xe9]), Buffer.from('.txt","content":"x"}]}}}\n')]));
+    const bad = await s.next((m) => m.error !== undefined && m.error.code === -32700);
+    assert.match(bad.error.message, /not valid UTF-8/);
+    s.send({ jsonrpc: '2.0', id: 5, method: 'ping' });
+    assert.deepEqual((await s.reply(5)).result, {});
+    s.send(call(6, { code: 'print(6 * 7)' }));
+    assert.equal((await s.reply(6)).result.structuredContent.said.stdout.text, '42\n');
+    assert.equal(s.messages.filter((m) => m.id === 4).length, 0, 'the line that is not UTF-8 was not run');
+  } finally {
+    assert.equal((await s.close()).code, 0);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
