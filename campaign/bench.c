@@ -94,10 +94,10 @@ int main(int argc, char **argv)
         runs = 20;
     pybox_error_t err = {0};
     pybox_state_t st;
-    pybox_engine_t *e = NULL;
+    pybox_backend_t *be = NULL;
     pybox_pin_t pin;
-    if (pybox_state_open(&st, false, &err) < 0 || pybox_engine_open(NULL, &e, &err) < 0 ||
-        pybox_image_resolve(&st, e, "stdlib", &pin, &err) < 0) {
+    if (pybox_state_open(&st, false, &err) < 0 || pybox_backend_open("docker", &st, &be, &err) < 0 ||
+        pybox_image_resolve(&st, be, "stdlib", &pin, &err) < 0) {
         fprintf(stderr, "pybox-bench: %s\n", err.msg);
         return 1;
     }
@@ -159,7 +159,7 @@ int main(int argc, char **argv)
     const char *const pybox_data[] = {argv[1], "exec", "--json", "--image", "data", NULL};
     pybox_pin_t data_pin;
     pybox_error_t derr = {0};
-    bool have_data = pybox_image_resolve(&st, e, "data", &data_pin, &derr) == 0;
+    bool have_data = pybox_image_resolve(&st, be, "data", &data_pin, &derr) == 0;
 
     double *tp = calloc((size_t)runs, sizeof *tp), *td = calloc((size_t)runs, sizeof *td);
     double *tdata = calloc((size_t)runs, sizeof *tdata);
@@ -206,7 +206,7 @@ int main(int argc, char **argv)
         cJSON *o = cJSON_AddObjectToObject(r, "observed");
         cJSON_AddNumberToObject(o, "runs_each", runs);
         cJSON_AddStringToObject(o, "program", program);
-        cJSON_AddStringToObject(o, "engine", pybox_engine_version(e));
+        cJSON_AddStringToObject(o, "engine", be->ops->describe(be));
         cJSON_AddNumberToObject(o, "pybox_stdlib_median_s", mp);
         cJSON_AddNumberToObject(o, "pybox_stdlib_fastest_s", tp[0]);
         cJSON_AddNumberToObject(o, "pybox_stdlib_slowest_s", tp[runs - 1]);
@@ -256,8 +256,8 @@ int main(int argc, char **argv)
         pybox_wall_iso(when, sizeof when);
         printf("# PyBox benchmark, %s\n\n", when);
         printf("%d complete runs of print('hello') each, alternating (stdlib, docker run, data), after one warm-up "
-               "each; engine %s.\n\n",
-               runs, pybox_engine_version(e));
+               "each; %s.\n\n",
+               runs, be->ops->describe(be));
         printf("| path | median (s) | fastest (s) | slowest (s) |\n|---|---|---|---|\n");
         printf("| pybox exec (stdlib) | %.3f | %.3f | %.3f |\n", mp, tp[0], tp[runs - 1]);
         printf("| docker run --rm -i, same limits | %.3f | %.3f | %.3f |\n", md, td[0], td[runs - 1]);
@@ -272,7 +272,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < NPHASES; k++)
             printf("| %s | %.1f |\n", phases[k], median(ph[k], runs));
     }
-    pybox_engine_free(e);
+    pybox_backend_close(be);
     for (int k = 0; k < NPHASES; k++)
         free(ph[k]);
     free(tp);

@@ -29,6 +29,7 @@
 #include "../pybox/docker/engine.h"
 #include "../pybox/image/image.h"
 #include "../pybox/policy.h"
+#include "../pybox/prepare.h"
 #include "../pybox/receipt.h"
 #include "../pybox/run.h"
 #include "../pybox/state.h"
@@ -51,6 +52,7 @@ typedef struct {
     char host_dir[PATH_MAX]; /* a host folder holding the canary (host-folder fixture) */
     char env_entry[64];
     int scratch_n;
+    const char *backend; /* --backend: the backend library runs use (NULL: the default) */
 } camp_t;
 
 /* SIGINT, SIGTERM or SIGHUP: the run in progress is stopped (the library's runs through
@@ -329,8 +331,8 @@ static int listener(camp_t *c, pybox_error_t *err)
     if (c->listener[0])
         return 0;
     pybox_pin_t pin;
-    if (pybox_image_resolve(&c->st, c->e, "stdlib", &pin, err) < 0)
-        return -1;
+    if (pybox_pin_get(&c->st, "stdlib", &pin, err) != 1)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "the stdlib image is not pinned");
     char run[33];
     pybox_random_hex(16, run, NULL);
     char body[2048];
@@ -421,29 +423,29 @@ static const char *program_of(const cJSON *spec, const cJSON *cs)
     return p ? p : jstr(cs, "program");
 }
 
-/* A library run's request: the case's image, limits and relaxations (the case's base
- * and the run's own). The relaxations are noted in rec; -1 with rec's "error" set. */
-static int lib_request(camp_t *c, const cJSON *cs, const cJSON *spec, const char *program, pybox_run_request_t *out,
-                       pybox_pin_t *pin, cJSON *rec)
+/* A library run, prepared by the core as pybox exec would be: the case's image and
+ * limits; then its relaxations (the case's base and the run's own) on the prepared
+ * policy. The relaxations are noted in rec; -1 with rec's "error" set. */
+static int lib_prepare(camp_t *c, const cJSON *cs, const cJSON *spec, const char *program, pybox_ready_t *rd,
+                       cJSON *rec)
 {
     pybox_error_t err = {0};
-    pybox_run_request_t req = {.program = program, .program_len = strlen(program), .state = &c->st, .cancel_fd = -1};
     const char *image = jstr(spec, "image") ? jstr(spec, "image") : jstr(cs, "image") ? jstr(cs, "image") : "stdlib";
-    req.image_name = image;
-    if (pybox_image_resolve(&c->st, c->e, image, pin, &err) < 0) {
+    const cJSON *lim = cJSON_GetObjectItemCaseSensitive(cs, "limits");
+    pybox_request_t rq = {
+        .program = program,
+        .program_len = strlen(program),
+        .image = image,
+        .backend = c->backend,
+        .memory_bytes = (int64_t)(jnum(lim, "memory_mib", (double)PYBOX_DEFAULT_MEMORY / 1048576) * 1048576),
+        .pids = (int64_t)jnum(lim, "pids", PYBOX_DEFAULT_PIDS),
+        .nano_cpus = (int64_t)(jnum(lim, "cpus", (double)PYBOX_DEFAULT_NANO_CPUS / 1e9) * 1e9),
+        .timeout_ms = (int64_t)(jnum(lim, "timeout_s", PYBOX_DEFAULT_TIMEOUT_MS / 1000.0) * 1000),
+    };
+    if (pybox_prepare(&rq, rd, &err) < 0) {
         cJSON_AddStringToObject(rec, "error", err.msg);
         return -1;
     }
-    req.pin = pin;
-    pybox_policy_defaults(&req.policy);
-    snprintf(req.policy.image_id, sizeof req.policy.image_id, "%s", pin->id);
-    snprintf(req.policy.install_id, sizeof req.policy.install_id, "%s", c->st.install_id);
-    const cJSON *lim = cJSON_GetObjectItemCaseSensitive(cs, "limits");
-    req.policy.memory_bytes = (int64_t)(jnum(lim, "memory_mib", (double)PYBOX_DEFAULT_MEMORY / 1048576) * 1048576);
-    req.policy.pids = (int64_t)jnum(lim, "pids", PYBOX_DEFAULT_PIDS);
-    req.policy.nano_cpus = (int64_t)(jnum(lim, "cpus", (double)PYBOX_DEFAULT_NANO_CPUS / 1e9) * 1e9);
-    req.policy.timeout_ms = (int64_t)(jnum(lim, "timeout_s", PYBOX_DEFAULT_TIMEOUT_MS / 1000.0) * 1000);
-    req.policy.box_timer_ms = req.policy.timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
     pybox_buf_t removed;
     pybox_buf_init(&removed, 0);
     const cJSON *lists[2] = {cJSON_GetObjectItemCaseSensitive(cs, "base"),
@@ -451,7 +453,7 @@ static int lib_request(camp_t *c, const cJSON *cs, const cJSON *spec, const char
     for (int k = 0; k < 2; k++) {
         const cJSON *x;
         cJSON_ArrayForEach (x, lists[k]) {
-            if (!cJSON_IsString(x) || relax(c, &req.policy, x->valuestring, &err) < 0) {
+            if (!cJSON_IsString(x) || relax(c, &rd->run.policy, x->valuestring, &err) < 0) {
                 cJSON_AddStringToObject(rec, "error", err.msg[0] ? err.msg : "a relaxation is not a string");
                 pybox_buf_free(&removed);
                 return -1;
@@ -460,49 +462,44 @@ static int lib_request(camp_t *c, const cJSON *cs, const cJSON *spec, const char
     }
     list_names(&removed, lists[1]);
     char relaxed[256];
-    pybox_policy_relaxed(&req.policy, relaxed, sizeof relaxed);
+    pybox_policy_relaxed(&rd->run.policy, relaxed, sizeof relaxed);
     cJSON_AddStringToObject(rec, "relaxed", relaxed);
     cJSON_AddStringToObject(rec, "removed", removed.data ? removed.data : "");
     pybox_buf_free(&removed);
-    *out = req;
     return 0;
 }
 
 static void library_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *program, cJSON *rec)
 {
-    pybox_run_request_t req;
-    pybox_pin_t pin;
-    if (lib_request(c, cs, spec, program, &req, &pin, rec) < 0)
-        return;
-    pybox_backend_t be;
-    pybox_docker_backend(&be, c->e);
-    pybox_run_result_t res;
-    double t0 = pybox_now_s();
-    pybox_run(&be, &req, &res);
-    cJSON_AddNumberToObject(rec, "wall_s", pybox_now_s() - t0);
-    cJSON_AddNumberToObject(rec, "exit_code", res.exit_code);
-    cJSON_AddItemToObject(rec, "receipt", pybox_receipt_json(&res));
-    pybox_run_result_free(&res);
+    pybox_ready_t rd;
+    pybox_ready_init(&rd);
+    if (lib_prepare(c, cs, spec, program, &rd, rec) == 0) {
+        pybox_run_result_t res;
+        double t0 = pybox_now_s();
+        pybox_ready_run(&rd, &res);
+        cJSON_AddNumberToObject(rec, "wall_s", pybox_now_s() - t0);
+        cJSON_AddNumberToObject(rec, "exit_code", res.exit_code);
+        cJSON_AddItemToObject(rec, "receipt", pybox_receipt_json(&res));
+        pybox_run_result_free(&res);
+    }
+    pybox_ready_free(&rd);
 }
 
 /* ---- two boxes at once: one holds, the other is measured ---- */
 
 typedef struct {
-    pybox_run_request_t req;
-    pybox_engine_t *e;
+    pybox_ready_t rd;
     pybox_run_result_t res;
 } holder_t;
 
 static void *hold_main(void *arg)
 {
     holder_t *h = arg;
-    pybox_backend_t be;
-    pybox_docker_backend(&be, h->e);
-    pybox_run(&be, &h->req, &h->res);
+    pybox_ready_run(&h->rd, &h->res);
     return NULL;
 }
 
-/* Whether the running box's process list holds a command line with marker. */
+/* Whether the running box's process list shows a command line with marker. */
 static bool box_shows(camp_t *c, const char *id, const char *marker)
 {
     char path[200];
@@ -535,14 +532,14 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
     cJSON_AddStringToObject(rec, "hold_program", hold);
     static holder_t h;
     memset(&h, 0, sizeof h);
-    pybox_pin_t hpin;
+    pybox_ready_init(&h.rd);
     cJSON *ignore = cJSON_CreateObject();
     int cancel[2] = {-1, -1};
-    pybox_error_t err = {0};
-    int lr = lib_request(c, cs, spec, hold, &h.req, &hpin, ignore);
+    int lr = lib_prepare(c, cs, spec, hold, &h.rd, ignore);
     cJSON_Delete(ignore);
-    if (lr < 0 || pipe2(cancel, O_CLOEXEC) < 0 || pybox_engine_open(NULL, &h.e, &err) < 0) {
+    if (lr < 0 || pipe2(cancel, O_CLOEXEC) < 0) {
         cJSON_AddStringToObject(rec, "error", "the holding box could not be prepared");
+        pybox_ready_free(&h.rd);
         free(hold);
         if (cancel[0] >= 0) {
             close(cancel[0]);
@@ -550,15 +547,15 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
         }
         return;
     }
-    h.req.policy.timeout_ms = (int64_t)(jnum(spec, "hold_timeout_s", 60) * 1000);
-    h.req.policy.box_timer_ms = h.req.policy.timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
-    h.req.cancellable = true;
-    h.req.cancel_fd = cancel[0];
+    h.rd.run.policy.timeout_ms = (int64_t)(jnum(spec, "hold_timeout_s", 60) * 1000);
+    h.rd.run.policy.box_timer_ms = h.rd.run.policy.timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
+    h.rd.run.cancellable = true;
+    h.rd.run.cancel_fd = cancel[0];
     double t0 = pybox_now_s();
     pthread_t t;
     if (pthread_create(&t, NULL, hold_main, &h) != 0) {
         cJSON_AddStringToObject(rec, "error", "the holding box's thread could not start");
-        pybox_engine_free(h.e);
+        pybox_ready_free(&h.rd);
         free(hold);
         close(cancel[0]);
         close(cancel[1]);
@@ -583,15 +580,14 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
     }
     cJSON_AddBoolToObject(obs, "held", held);
     cJSON_AddNumberToObject(obs, "held_after_s", pybox_now_s() - t0);
-    if (held) {
+    if (held)
         library_run(c, cs, spec, program, rec);
-    } else {
+    else
         cJSON_AddStringToObject(rec, "error", "the holding box never showed its marker");
-    }
     if (pybox_write_all(cancel[1], "x", 1) < 0)
         say("pair run: the holding box could not be cancelled: %s", strerror(errno));
     pthread_join(t, NULL);
-    pybox_engine_free(h.e);
+    pybox_ready_free(&h.rd);
     close(cancel[0]);
     close(cancel[1]);
     cJSON *hr = pybox_receipt_json(&h.res);

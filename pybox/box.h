@@ -1,101 +1,165 @@
 /* SPDX-License-Identifier: MIT */
-/* The box interface: everything the run flow needs from whatever builds boxes. The run
- * flow, receipts and front-ends know only this; the Docker Engine API is the first
- * implementation (box_docker.c). Contract: docs/box-interface.md. */
+/* The box interface: everything the run flow, the watcher, leftover removal and image
+ * management need from whatever builds boxes. Nothing outside a backend's own folder
+ * knows which backend built a box. A backend is a folder (pybox/<name>/) and one line in
+ * the registry (backend.c). Contract: docs/box-interface.md.
+ *
+ * Ownership: a backend is opened by pybox_backend_open and freed by pybox_backend_close;
+ * a box is made by create and freed by its free operation (after remove). Strings a
+ * backend or box hands out live as long as it does. */
 #ifndef PYBOX_BOX_H
 #define PYBOX_BOX_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "buf.h"
+#include "cgroup.h"
 #include "error.h"
 #include "policy.h"
-#include "stream.h"
+#include "state.h"
 
 typedef struct pybox_box pybox_box_t;
 typedef struct pybox_backend pybox_backend_t;
 
-/* How the box ended, as the engine recorded it (never as the program said). */
-typedef struct pybox_box_exit {
-    int exit_code;
+/* How the box ended, as the backend observed it (an engine's record, the kernel's
+ * waitpid), never as the program said. */
+typedef struct pybox_box_end {
+    int exit_code;   /* the box's PID 1: its exit status, or 128+n when killed by signal n */
+    int signal;      /* n when the backend knows PID 1 was killed by signal n, else 0 */
     bool oom_killed; /* something in the box was OOM-killed (not necessarily the program) */
     char started_at[40];
     char finished_at[40];
-    char error[256]; /* the engine's own error for the box, if any */
-} pybox_box_exit_t;
+    char error[256]; /* the backend's own error for the box, if any */
+} pybox_box_end_t;
 
-/* Something this installation left in the engine, found by its labels. */
+/* Something an installation left behind, found by its installation id. */
 typedef struct pybox_leftover {
-    char kind;                 /* 'b' box, 'v' volume */
-    char id[PYBOX_ID_MAX];     /* the box's id, or the volume's name */
-    char name[PYBOX_NAME_MAX]; /* the box's name (boxes only) */
-    char run_id[33];           /* its pybox.run label ("" if missing or malformed) */
-    int64_t expires;           /* its pybox.expires label; -1 if missing or malformed */
-    bool running;              /* a box that is running (or paused, restarting) */
+    char kind[12];             /* "box", "volume", "cgroup", "staging", ... (the backend's word) */
+    char id[PYBOX_ID_MAX];     /* what the backend removes it by */
+    char name[PYBOX_NAME_MAX]; /* a human name, when it has one */
+    char run_id[33];           /* the run it belongs to ("" if unknown) */
+    int64_t expires;           /* wall-clock seconds after which it may go; -1 if unknown */
+    bool running;              /* it still runs (never removed) */
+    int order;                 /* removed in ascending order (a box before its volumes) */
     char state[24];
 } pybox_leftover_t;
 
-/* Signals: 0 = sent, 1 = the box was not running any more. */
+/* Callback for what a box says: stream 1 (stdout) or 2 (stderr). */
+typedef int (*pybox_output_cb)(void *arg, int stream, const char *data, size_t len);
+
 typedef struct pybox_box_ops {
-    const char *name;
-    /* Build a box from the policy; nothing runs yet. */
-    int (*create)(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **out, pybox_error_t *err);
-    /* Read the box back and compare it with the policy (PYBOX_ERR_POLICY on a difference). */
+    /* Read the box back from the backend's own source of truth and compare it with the
+     * policy, setting by setting (PYBOX_ERR_POLICY listing every difference). */
     int (*verify)(pybox_box_t *b, const pybox_policy_t *p, int *checked, pybox_error_t *err);
-    /* Unpack a tar into a folder of the box (before it starts). */
-    int (*put_files)(pybox_box_t *b, const char *dir, const void *tar, size_t len, pybox_error_t *err);
-    /* A tar of a folder of the box (while it is held), at most max bytes. */
-    int (*get_files)(pybox_box_t *b, const char *dir, size_t max, pybox_buf_t *out, pybox_error_t *err);
-    /* Connect to the box's stdin/stdout/stderr before it starts. */
+    /* Unpack a tar into /box/in (after verify, before start). */
+    int (*put_files)(pybox_box_t *b, const void *tar, size_t len, pybox_error_t *err);
+    /* A tar of /box/out while the box is held, at most max bytes (EFBIG above). */
+    int (*get_files)(pybox_box_t *b, size_t max, pybox_buf_t *out, pybox_error_t *err);
+    /* Connect to the box's stdin, stdout and stderr before it starts. */
     int (*open_io)(pybox_box_t *b, pybox_error_t *err);
     int (*start)(pybox_box_t *b, pybox_error_t *err);
-    /* The descriptor to poll for I/O readiness. */
-    int (*io_fd)(const pybox_box_t *b);
-    /* Non-blocking; -1 with errno EAGAIN when full. */
+    /* What to poll: *in_fd for room on the box's stdin (POLLOUT), out_fds[0..*n_out) for
+     * what it says (POLLIN); one descriptor may serve both (a multiplexed socket). */
+    void (*io_fds)(const pybox_box_t *b, int *in_fd, int out_fds[2], int *n_out);
+    /* Non-blocking; -1 with errno EAGAIN when full, another errno when the box no longer
+     * reads its stdin. */
     ssize_t (*io_write)(pybox_box_t *b, const void *data, size_t len, pybox_error_t *err);
     int (*io_close_write)(pybox_box_t *b, pybox_error_t *err);
-    /* Read what is ready and hand it over per stream (1 stdout, 2 stderr).
-     * Returns 0 (more may come), 1 (the box's output ended) or -1. */
-    int (*io_read)(pybox_box_t *b, pybox_demux_cb cb, void *arg, pybox_error_t *err);
-    /* Send a signal to the box's PID 1 from outside the box. */
+    /* Read what is ready and hand it over per stream. Returns 0 (more may come), 1 (the
+     * box's output ended: the box has ended) or -1. */
+    int (*io_read)(pybox_box_t *b, pybox_output_cb cb, void *arg, pybox_error_t *err);
+    /* Send a signal to the box's PID 1 from outside the box (it sees a sender outside).
+     * Returns 0 when sent, 1 when the box no longer runs. */
     int (*signal)(pybox_box_t *b, int sig, pybox_error_t *err);
-    /* Wait until the box has ended (bounded), then read the engine's record of it. */
-    int (*wait)(pybox_box_t *b, int64_t timeout_ms, pybox_box_exit_t *out, pybox_error_t *err);
-    /* Remove the box and its volumes, then look it up again: *gone only when the
-     * engine says it no longer exists. */
-    int (*remove)(pybox_box_t *b, bool *gone, pybox_error_t *err);
+    /* Wait (bounded) until the box has ended and read the backend's record of it. */
+    int (*wait)(pybox_box_t *b, int64_t timeout_ms, pybox_box_end_t *out, pybox_error_t *err);
     /* Whether the box still runs now (a box that stopped never runs again). */
     int (*running)(pybox_box_t *b, bool *running, pybox_error_t *err);
-    /* The box's PID 1 as the host sees it (for locating its cgroup); 0 if unknown. */
-    int (*host_pid)(pybox_box_t *b, pid_t *pid, pybox_error_t *err);
+    /* Where the box's cgroup is, once it runs. */
+    int (*cgroup)(pybox_box_t *b, pybox_cgroup_loc_t *loc, pybox_error_t *err);
+    /* Remove the box and everything made for it, then look again: *gone only when the
+     * backend confirms nothing of it is left. */
+    int (*remove)(pybox_box_t *b, bool *gone, pybox_error_t *err);
+    /* The box's id and name in the backend. */
     const char *(*id)(const pybox_box_t *b);
+    const char *(*name)(const pybox_box_t *b);
+    /* SHA-256 (hex) of the exact specification the backend made the box from (the
+     * create body it sent, the spec it applied). */
+    const char *(*spec_sha256)(const pybox_box_t *b);
     void (*free)(pybox_box_t *b);
 } pybox_box_ops_t;
-
-/* Operations on what an installation left behind. */
-typedef struct pybox_backend_ops {
-    /* Everything (boxes and volumes) labelled pybox.install=install_id; *out malloc'd. */
-    int (*list_leftovers)(pybox_backend_t *be, const char *install_id, pybox_leftover_t **out, size_t *n,
-                          pybox_error_t *err);
-    /* Remove one if it is not running (the engine refuses a running box or a volume in
-     * use: *gone stays false); *gone when the engine no longer has it. */
-    int (*remove_leftover)(pybox_backend_t *be, const pybox_leftover_t *l, bool *gone, pybox_error_t *err);
-} pybox_backend_ops_t;
-
-struct pybox_backend {
-    const pybox_box_ops_t *ops;
-    const pybox_backend_ops_t *bops;
-    void *impl;
-};
 
 struct pybox_box {
     const pybox_box_ops_t *ops;
 };
 
-/* The Docker Engine API backend over an open engine (not owned). */
-struct pybox_engine;
-void pybox_docker_backend(pybox_backend_t *be, struct pybox_engine *engine);
+/* Images as a backend holds them: made from the root filesystem tar that a recipe built
+ * (pybox/image/), identified by what the backend pins (an engine's image ID, a tree
+ * digest). */
+typedef enum {
+    PYBOX_IMAGE_REMOVED = 0,  /* gone now */
+    PYBOX_IMAGE_WAS_GONE,     /* the backend no longer had it */
+    PYBOX_IMAGE_KEPT_NAMED,   /* kept: other names use it */
+    PYBOX_IMAGE_KEPT_UNKNOWN, /* kept as far as known: its names could not be read */
+    PYBOX_IMAGE_KEPT_IN_USE,  /* kept: the backend refused (a box uses it); why says so */
+} pybox_image_removal_t;
+
+typedef struct pybox_image_ops {
+    /* Take in an image from a tar of its root filesystem (guest init and manifest
+     * included), for pin (its name and recipe_sha256 are set); *id gets what to pin. */
+    int (*import)(pybox_backend_t *be, int tar_fd, const pybox_pin_t *pin, char *id, size_t id_len, pybox_error_t *err);
+    /* Confirm the pinned image exists exactly as pinned (a usage error saying how to
+     * rebuild it when not). */
+    int (*resolve)(pybox_backend_t *be, const pybox_pin_t *pin, pybox_error_t *err);
+    /* What is wrong with an image that resolves ("" when nothing): its name missing, its
+     * manifest not naming the pinned recipe. install_id labels anything made to look. */
+    int (*check)(pybox_backend_t *be, const char *install_id, const pybox_pin_t *pin, char *problem, size_t len,
+                 pybox_error_t *err);
+    /* Remove a pinned image, never forced. */
+    int (*remove)(pybox_backend_t *be, const pybox_pin_t *pin, pybox_image_removal_t *what, char *why, size_t len,
+                  pybox_error_t *err);
+} pybox_image_ops_t;
+
+typedef struct pybox_backend_ops {
+    const char *name;      /* as --backend and config.json's "backend" name it */
+    const char *holder;    /* what holds its boxes and images, in messages ("the engine") */
+    const char *importing; /* the progress line of an image import ("importing into the engine:") */
+    /* Open the backend for an installation (NULL for commands that need none). */
+    int (*open)(const pybox_state_t *st, pybox_backend_t **out, pybox_error_t *err);
+    void (*close)(pybox_backend_t *be);
+    /* Its name and version, for the receipt (e.g. "Docker/20.10.24 (API 1.41)"). */
+    const char *(*describe)(const pybox_backend_t *be);
+    /* Build a box from the policy; nothing of the program runs yet. */
+    int (*create)(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **out, pybox_error_t *err);
+    /* Everything of the installation install_id; *out malloc'd. */
+    int (*list_leftovers)(pybox_backend_t *be, const char *install_id, pybox_leftover_t **out, size_t *n,
+                          pybox_error_t *err);
+    /* Remove one if it no longer runs; *gone when the backend no longer has it. */
+    int (*remove_leftover)(pybox_backend_t *be, const pybox_leftover_t *l, bool *gone, pybox_error_t *err);
+    const pybox_image_ops_t *images;
+} pybox_backend_ops_t;
+
+struct pybox_backend {
+    const pybox_backend_ops_t *ops;
+};
+
+/* The registry (backend.c): the backend of that name, or NULL. */
+const pybox_backend_ops_t *pybox_backend_find(const char *name);
+/* The names of all backends, comma-separated (for messages). */
+void pybox_backend_names(char *out, size_t len);
+/* The backend an installation uses unless asked otherwise: config.json's "backend",
+ * else PYBOX_DEFAULT_BACKEND. */
+#define PYBOX_DEFAULT_BACKEND "docker"
+/* Open a backend by name (NULL: the default); an unknown name is a usage error listing
+ * the known ones. */
+int pybox_backend_open(const char *name, const pybox_state_t *st, pybox_backend_t **out, pybox_error_t *err);
+/* The same for an installation: name, else its config.json's "backend", else the default. */
+int pybox_backend_open_for(const pybox_state_t *st, const char *name, pybox_backend_t **out, pybox_error_t *err);
+void pybox_backend_close(pybox_backend_t *be);
+void pybox_backend_closep(pybox_backend_t **be);
 
 #endif

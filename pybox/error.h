@@ -21,6 +21,11 @@ typedef enum {
 
 #define PYBOX_ERROR_MSG_MAX 1024
 
+/* PyBox's own exit codes beside the program's (docs/receipt.md): a deadline stopped the
+ * program (like timeout(1)); PyBox refused or failed (like docker run). */
+#define PYBOX_EXIT_DEADLINE 124
+#define PYBOX_EXIT_FAILED 125
+
 typedef struct pybox_error {
     pybox_error_kind_t kind;
     int errnum;

@@ -53,14 +53,14 @@ static void iso(int64_t t, char *buf, size_t len)
 
 static const char *label(const pybox_leftover_t *l)
 {
-    return l->kind == 'b' && l->name[0] ? l->name : l->id;
+    return l->name[0] ? l->name : l->id;
 }
 
-/* One box or volume: decide, and remove when it is due. */
+/* One leftover (a box, a volume, ...): decide, and remove when it is due. */
 static void settle(const pybox_state_t *st, pybox_backend_t *be, const pybox_leftover_t *l,
                    pybox_leftovers_report_t *rep, bool *removed_out)
 {
-    const char *what = l->kind == 'b' ? "box" : "volume";
+    const char *what = l->kind;
     char when[32];
     *removed_out = false;
     if (l->running) {
@@ -98,7 +98,7 @@ static void settle(const pybox_state_t *st, pybox_backend_t *be, const pybox_lef
     }
     bool gone = false;
     pybox_error_t rerr = {0};
-    if (be->bops->remove_leftover(be, l, &gone, &rerr) < 0 || !gone) {
+    if (be->ops->remove_leftover(be, l, &gone, &rerr) < 0 || !gone) {
         add(rep, what, label(l), l->run_id, false, "the engine did not remove it%s%s", rerr.msg[0] ? ": " : "",
             rerr.msg);
         if (fd >= 0)
@@ -121,17 +121,22 @@ int pybox_leftovers_clean(const pybox_state_t *st, pybox_backend_t *be, bool dry
     rep->at = pybox_wall_s();
     pybox_leftover_t *left = NULL;
     size_t nleft = 0;
-    if (be->bops->list_leftovers(be, st->install_id, &left, &nleft, err) < 0)
+    if (be->ops->list_leftovers(be, st->install_id, &left, &nleft, err) < 0)
         return -1;
     bool *gone = calloc(nleft + 1, sizeof *gone);
     if (gone == NULL) {
         free(left);
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "cleanup");
     }
-    /* Boxes first: a volume is in use until its box is gone. */
-    for (int pass = 0; pass < 2; pass++)
+    /* In the backend's order: a box before its volumes (a volume is in use until its box
+     * is gone). */
+    int last = 0;
+    for (size_t i = 0; i < nleft; i++)
+        if (left[i].order > last)
+            last = left[i].order < 8 ? left[i].order : 8;
+    for (int pass = 0; pass <= last; pass++)
         for (size_t i = 0; i < nleft; i++)
-            if ((pass == 0) == (left[i].kind == 'b'))
+            if (left[i].order == pass || (pass == last && left[i].order > last))
                 settle(st, be, &left[i], rep, &gone[i]);
 
     /* Notes whose run is over and whose boxes and volumes are all gone. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The sealed-box policy: the one place that says what a box is allowed. It turns a
- * policy into the engine's create body, and checks the engine's read-back of a created
- * box against it, setting by setting. Contract: docs/policy.md. */
+/* The sealed-box policy, engine-neutral: the one place that says what a box is allowed
+ * (image, limits, the program's user, mounts, masked paths, rlimits, the seccomp
+ * profile) and which test-only relaxations a box has. Each backend makes its box from it
+ * and checks what it made against it (pybox/<backend>/). Contract: docs/policy.md. */
 #ifndef PYBOX_POLICY_H
 #define PYBOX_POLICY_H
 
@@ -23,8 +24,7 @@
 #define PYBOX_LABEL_EXPIRES "pybox.expires"
 
 typedef struct pybox_policy {
-    char image_id[PYBOX_ID_MAX]; /* pinned: "sha256:<64 hex>" */
-    char name[PYBOX_NAME_MAX];   /* the box's name in the engine */
+    char image_id[PYBOX_ID_MAX]; /* the image as the backend pinned it (e.g. "sha256:<64 hex>") */
     char install_id[PYBOX_ID_MAX];
     char run_id[PYBOX_ID_MAX];
     int64_t expires;      /* wall-clock seconds; after it, leftovers may be removed */
@@ -79,10 +79,6 @@ void pybox_policy_defaults(pybox_policy_t *p);
 const char *pybox_policy_seccomp(void);
 const char *pybox_policy_seccomp_sha256(void);
 
-/* The body of POST /containers/create. The caller frees it (cJSON_Delete). NULL on
- * out of memory. */
-cJSON *pybox_policy_create_body(const pybox_policy_t *p);
-
 /* The relaxations of a policy as a comma-separated list ("" when none). The names are
  * those pybox_policy_relax_parse takes. */
 void pybox_policy_relaxed(const pybox_policy_t *p, char *out, size_t len);
@@ -92,9 +88,13 @@ void pybox_policy_relaxed(const pybox_policy_t *p, char *out, size_t len);
  * unknown. */
 unsigned pybox_policy_relax_bit(const char *name);
 
-/* Compare the engine's read-back of a created box (GET /containers/{id}/json) with the
- * policy. *checked gets the number of settings compared. Every difference is listed in a PYBOX_ERR_POLICY error;
- * returns -1 if any. */
-int pybox_policy_verify(const pybox_policy_t *p, const cJSON *inspect, int *checked, pybox_error_t *err);
+/* Whether a relaxation bit is set. */
+bool pybox_policy_relaxed_in(const pybox_policy_t *p, unsigned bit);
+
+/* Paths every backend hides (masked) or makes read-only inside the box, NULL-ended.
+ * Stated here rather than left to an engine's defaults, which differ between engines and
+ * versions. */
+extern const char *const pybox_policy_masked_paths[];
+extern const char *const pybox_policy_readonly_paths[];
 
 #endif

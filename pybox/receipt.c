@@ -297,6 +297,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
         cJSON_AddStringToObject(pol, "RELAXED_FOR_A_TEST", relaxed);
 
     cJSON *seen = cJSON_AddObjectToObject(r, "seen");
+    cJSON_AddStringToObject(seen, "backend", res->backend);
     cJSON_AddStringToObject(seen, "engine", res->engine);
     cJSON *box = cJSON_AddObjectToObject(seen, "box");
     cJSON_AddStringToObject(box, "id", res->box_id);

@@ -7,9 +7,9 @@
 #include <cjson/cJSON.h>
 
 #include "buf.h"
+#include "receipt_schema.h"
 #include "run.h"
 
-#define PYBOX_RECEIPT_SCHEMA "pybox.receipt/2"
 /* Every line of untrusted text in the terminal receipt starts with "  |": a line of
  * the program's output with the first fence, the rest of a line too long for the
  * terminal with the second. No line PyBox writes itself starts with either. A line that

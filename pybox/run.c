@@ -85,15 +85,20 @@ typedef struct {
     bool broken;         /* the box's stdin no longer takes bytes */
     pybox_buf_t out_tar; /* the archive of /box/out, taken while the box was held */
     bool have_out;
+    size_t input_len; /* hello and program: what must reach the box before it runs */
+    const char *secret;
+    double t_start; /* the box running: the deadline and the run's time count from here */
+    phase_t phase;
+    int64_t deadline;
 } feed_t;
 
 /* Tell the box's init: through its stdin when that still works, else by a signal
- * from outside the box through the engine. Returns -1 on a PyBox failure. */
+ * from outside the box through the backend. Returns -1 on a PyBox failure. */
 static int command(feed_t *f, char ctl, int sig, pybox_run_result_t *res)
 {
     if (!f->broken && pybox_buf_append(&f->q, &ctl, 1) == 0)
         return 0;
-    /* When this fails too, the deadline that follows ends the box through the engine. */
+    /* When this fails too, the deadline that follows kills the box through the backend. */
     pybox_error_t serr = {0};
     if (f->box->ops->signal(f->box, sig, &serr) < 0)
         unknown(res, "signal %d to the box's init failed: %s", sig, serr.msg);
@@ -107,7 +112,7 @@ static void take_files(feed_t *f, pybox_run_result_t *res)
     size_t max = (size_t)(res->policy.out_bytes + res->policy.out_bytes / 4 + 1024 * 1024);
     pybox_error_t ferr = {0};
     bool running = false;
-    if (f->box->ops->get_files(f->box, PYBOX_BOX_OUT, max, &f->out_tar, &ferr) < 0) {
+    if (f->box->ops->get_files(f->box, max, &f->out_tar, &ferr) < 0) {
         res->outputs.status = PYBOX_OUT_NOT_RECEIVED;
         pybox_strlcpy(res->outputs.reason,
                       ferr.errnum == EFBIG ? "the box's archive of its output folder is larger than the limit"
@@ -137,60 +142,135 @@ static bool cancelled(const pybox_run_request_t *req)
     return poll(&p, 1, 0) > 0;
 }
 
+/* A clock ran out: the host's deadline (ask the box's init to stop the program and
+ * hold, so the end can still be observed), then the grace periods (kill the box through
+ * the backend, which may be slow to do it under load). Returns -1 on a PyBox failure. */
+static int clock_ran_out(feed_t *f, pybox_run_result_t *res, int64_t now)
+{
+    switch (f->phase) {
+    case PH_RUNNING:
+        res->deadline_fired = !res->interrupted;
+        if (command(f, PYBOX_GUEST_CTL_STOP, PYBOX_GUEST_SIG_STOP, res) < 0)
+            return -1;
+        f->phase = PH_STOPPING;
+        f->deadline = now + PYBOX_STOP_GRACE_MS;
+        return 0;
+    case PH_STOPPING:
+    case PH_RELEASING: {
+        res->box_killed = true;
+        pybox_error_t kerr = {0};
+        if (f->box->ops->signal(f->box, SIGKILL, &kerr) < 0)
+            unknown(res, "the backend's kill of the box failed at first: %s", kerr.msg);
+        f->phase = PH_KILLED;
+        f->deadline = now + 30000;
+        return 0;
+    }
+    case PH_KILLED:
+        return pybox_error_set(&res->error, PYBOX_ERR_ENGINE, ETIMEDOUT,
+                               "the box's output did not end after it was killed");
+    }
+    return 0;
+}
+
+/* The init's record is in: every process of the program has ended and the box is held.
+ * This is where the final reading and the files are taken; then the box is released. */
+static int program_ended(feed_t *f, pybox_run_result_t *res)
+{
+    res->t.run_ms = since(f->t_start);
+    if (res->watched) {
+        /* Every process has ended but the box and its cgroup still exist, so peaks and
+         * counts are complete. */
+        pybox_watch_sample(&res->watch, pybox_now_ms(), &res->final);
+        res->final_taken = res->final.vanished == 0;
+    }
+    if (f->phase == PH_KILLED)
+        return 0;
+    if (res->output_asked)
+        take_files(f, res);
+    if (command(f, PYBOX_GUEST_CTL_RELEASE, PYBOX_GUEST_SIG_RELEASE, res) < 0)
+        return -1;
+    f->phase = PH_RELEASING;
+    f->deadline = pybox_now_ms() + PYBOX_RELEASE_GRACE_MS;
+    return 0;
+}
+
+/* Write what is waiting for the box's stdin. */
+static void feed_some(feed_t *f, pybox_run_result_t *res)
+{
+    ssize_t w = f->box->ops->io_write(f->box, f->q.data + f->off, f->q.len - f->off, NULL);
+    if (w > 0)
+        f->off += (size_t)w;
+    else if (w < 0 && errno != EAGAIN)
+        f->broken = true; /* the box no longer reads; commands go by signal */
+    if (f->off >= f->input_len && !res->input_complete) {
+        res->input_complete = true;
+        step(f->req, res, PYBOX_STEP_RUNNING);
+    }
+}
+
+/* Read what the box said. Returns 1 when its output ended, 0 for more, -1 on failure. */
+static int read_some(feed_t *f, pybox_run_result_t *res)
+{
+    int r = f->box->ops->io_read(f->box, on_output, res, &res->error);
+    if (r < 0)
+        return -1;
+    if (!res->record.seen) {
+        int found = pybox_done_record_find(&res->out, f->secret, &res->record, &res->error);
+        if (found < 0 || (found == 1 && program_ended(f, res) < 0))
+            return -1;
+    }
+    if (r == 1 && !res->record.seen)
+        res->t.run_ms = since(f->t_start);
+    return r;
+}
+
 /* Feed the program, read everything the box says, and drive the two clocks until the
  * box's output ends. Returns -1 on a PyBox failure (res->error). */
-static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const char *secret, double t_start)
+static int io_loop(feed_t *f, pybox_run_result_t *res)
 {
-    pybox_box_t *box = f->box;
-    const pybox_box_ops_t *ops = box->ops;
-    phase_t phase = PH_RUNNING;
-    int64_t start_ms = (int64_t)(t_start * 1000.0);
-    int64_t deadline = start_ms + res->policy.timeout_ms;
-    int fd = ops->io_fd(box);
-    /* Bytes may already be waiting in the stream's own buffer (they came with the
+    f->phase = PH_RUNNING;
+    f->deadline = (int64_t)(f->t_start * 1000.0) + res->policy.timeout_ms;
+    int in_fd, out_fds[2], n_out;
+    f->box->ops->io_fds(f->box, &in_fd, out_fds, &n_out);
+    /* Bytes may already be waiting in the backend's own buffer (they came with the
      * attach answer) where poll() cannot see them: read once before polling. */
     bool read_first = true;
-
     for (;;) {
         int64_t now = pybox_now_ms();
         int stop_sig = pybox_interrupt_signal ? pybox_interrupt_signal : (cancelled(f->req) ? -1 : 0);
         if (stop_sig != 0 && !res->interrupted) {
             res->interrupted = stop_sig;
-            if (phase == PH_RUNNING)
-                deadline = now; /* stop the program as at a deadline, then remove the box */
+            if (f->phase == PH_RUNNING)
+                f->deadline = now; /* stop the program as at a deadline, then remove the box */
         }
-        if (now >= deadline) {
-            switch (phase) {
-            case PH_RUNNING:
-                /* PyBox's deadline: ask the box's init to stop the program and hold, so
-                 * the end can still be observed. */
-                res->deadline_fired = !res->interrupted;
-                if (command(f, PYBOX_GUEST_CTL_STOP, PYBOX_GUEST_SIG_STOP, res) < 0)
-                    return -1;
-                phase = PH_STOPPING;
-                deadline = now + PYBOX_STOP_GRACE_MS;
-                continue;
-            case PH_STOPPING:
-            case PH_RELEASING: {
-                /* The box did not answer in time: end it through the engine. The engine may
-                 * be slow to do so under load; give it time before calling it a failure. */
-                res->box_killed = true;
-                pybox_error_t kerr = {0};
-                if (ops->signal(box, SIGKILL, &kerr) < 0)
-                    unknown(res, "the engine's kill of the box failed at first: %s", kerr.msg);
-                phase = PH_KILLED;
-                deadline = now + 30000;
-                continue;
-            }
-            case PH_KILLED:
-                return pybox_error_set(&res->error, PYBOX_ERR_ENGINE, ETIMEDOUT,
-                                       "the box's output did not end after it was killed");
-            }
+        if (now >= f->deadline) {
+            if (clock_ran_out(f, res, now) < 0)
+                return -1;
+            continue;
         }
-        struct pollfd ps[2] = {{.fd = fd, .events = POLLIN}, {.fd = f->req->cancel_fd, .events = POLLIN}};
-        if (!f->broken && f->off < f->q.len)
-            ps[0].events |= POLLOUT;
-        int64_t wait = deadline - now;
+        /* [0..n_out) what the box says, then its stdin when it is another descriptor,
+         * then the cancel descriptor (watched until the cancel is noted: it stays
+         * readable). */
+        struct pollfd ps[4];
+        nfds_t n = 0;
+        bool want_out = !f->broken && f->off < f->q.len;
+        int in_at = -1;
+        for (int i = 0; i < n_out; i++) {
+            ps[n] = (struct pollfd){.fd = out_fds[i], .events = POLLIN};
+            if (out_fds[i] == in_fd) {
+                in_at = (int)n;
+                if (want_out)
+                    ps[n].events |= POLLOUT;
+            }
+            n++;
+        }
+        if (in_at < 0 && in_fd >= 0) {
+            in_at = (int)n;
+            ps[n++] = (struct pollfd){.fd = in_fd, .events = want_out ? POLLOUT : 0};
+        }
+        if (f->req->cancellable && !res->interrupted)
+            ps[n++] = (struct pollfd){.fd = f->req->cancel_fd, .events = POLLIN};
+        int64_t wait = f->deadline - now;
         if (res->watched && !res->record.seen) {
             int64_t next = pybox_watch_tick(&res->watch, now);
             if (next < wait)
@@ -200,64 +280,28 @@ static int io_loop(feed_t *f, pybox_run_result_t *res, size_t input_len, const c
         if (read_first) {
             read_first = false;
             pr = 1;
+            for (nfds_t i = 0; i < n; i++)
+                ps[i].revents = 0;
             ps[0].revents = POLLIN;
         } else {
-            /* the cancel descriptor is watched until the cancel is noted (it stays readable) */
-            nfds_t n = f->req->cancellable && !res->interrupted ? 2 : 1;
             pr = poll(ps, n, (int)(wait > 60000 ? 60000 : wait));
         }
         if (pr < 0) {
             if (errno == EINTR)
                 continue;
-            return pybox_error_set(&res->error, PYBOX_ERR_SYSTEM, errno, "poll on the box's stream");
+            return pybox_error_set(&res->error, PYBOX_ERR_SYSTEM, errno, "poll on the box's streams");
         }
         if (pr == 0)
             continue;
-        if (!f->broken && f->off < f->q.len && (ps[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
-            ssize_t w = ops->io_write(box, f->q.data + f->off, f->q.len - f->off, NULL);
-            if (w > 0)
-                f->off += (size_t)w;
-            else if (w < 0 && errno != EAGAIN)
-                f->broken = true; /* the box no longer reads; commands go by signal */
-            if (f->off >= input_len && !res->input_complete) {
-                res->input_complete = true;
-                step(f->req, res, PYBOX_STEP_RUNNING);
-            }
-        }
-        if (ps[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-            int r = ops->io_read(box, on_output, res, &res->error);
-            if (r < 0)
-                return -1;
-            if (!res->record.seen) {
-                int found = pybox_done_record_find(&res->out, secret, &res->record, &res->error);
-                if (found < 0)
-                    return -1;
-                if (found == 1) {
-                    res->t.run_ms = since(t_start);
-                    if (res->watched) {
-                        /* The final reading: every process has ended but the box and
-                         * its cgroup still exist, so peaks and counts are complete. */
-                        pybox_watch_sample(&res->watch, pybox_now_ms(), &res->final);
-                        res->final_taken = res->final.vanished == 0;
-                    }
-                    if (res->output_asked && phase != PH_KILLED)
-                        take_files(f, res);
-                    /* The program and every process it left have ended, and the box is
-                     * held: this is where final readings and files are taken. Then
-                     * release it. */
-                    if (phase != PH_KILLED) {
-                        if (command(f, PYBOX_GUEST_CTL_RELEASE, PYBOX_GUEST_SIG_RELEASE, res) < 0)
-                            return -1;
-                        phase = PH_RELEASING;
-                        deadline = pybox_now_ms() + PYBOX_RELEASE_GRACE_MS;
-                    }
-                }
-            }
-            if (r == 1) {
-                if (!res->record.seen)
-                    res->t.run_ms = since(t_start);
-                return 0;
-            }
+        if (want_out && in_at >= 0 && (ps[in_at].revents & (POLLOUT | POLLERR | POLLHUP)))
+            feed_some(f, res);
+        bool readable = false;
+        for (int i = 0; i < n_out; i++)
+            readable |= (ps[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+        if (readable) {
+            int r = read_some(f, res);
+            if (r != 0)
+                return r < 0 ? -1 : 0;
         }
     }
 }
@@ -271,12 +315,15 @@ static void memory_findings(pybox_run_result_t *res)
     bool kernel_known = k != NULL && (k->valid & PYBOX_RD_OOM_KILLS);
     int64_t kills = kernel_known ? k->oom_kills : 0;
     bool engine = res->have_exit && res->exit.oom_killed;
-    bool program_sigkill = rec->seen ? rec->signal == SIGKILL : res->exit.exit_code == 137;
+    /* The init's own account when there is one; else the backend's (some backends know
+     * only the status, 128+n for signal n). */
+    bool box_sigkill = res->exit.signal == SIGKILL || (res->exit.signal == 0 && res->exit.exit_code == 128 + SIGKILL);
+    bool program_sigkill = rec->seen ? rec->signal == SIGKILL : box_sigkill;
     res->oom_finding = "none";
     if (!engine && kills == 0) {
         if (!kernel_known)
             res->oom_finding = "kernel_not_read";
-        if (res->exit.exit_code == 137 && !rec->timer && !rec->stopped && !res->deadline_fired)
+        if (box_sigkill && !rec->timer && !rec->stopped && !res->deadline_fired)
             unknown(res, "exit 137 (killed) without out-of-memory evidence and without a deadline: cause not "
                          "established");
         return;
@@ -349,16 +396,37 @@ static void judge(pybox_run_result_t *res)
     memory_findings(res);
 }
 
-int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_result_t *res)
+/* Everything of one run that its phases share. */
+typedef struct {
+    pybox_backend_t *be;
+    const pybox_run_request_t *req;
+    pybox_run_result_t *res;
+    pybox_box_t *box;
+    feed_t feed;
+    pybox_uid_lease_t lease;
+    pybox_journal_t note;
+    char secret[PYBOX_GUEST_SECRET_HEX + 1];
+    double origin; /* PyBox's own start: every phase counts from here */
+} run_t;
+
+/* The run's identity, its clocks and expiry, the program's own user, the box's stdin. */
+static int begin(run_t *r)
 {
+    const pybox_run_request_t *req = r->req;
+    pybox_run_result_t *res = r->res;
     memset(res, 0, sizeof *res);
     pybox_watch_init(&res->watch);
     pybox_sink_init(&res->out, PYBOX_OUTPUT_CAP);
     pybox_sink_init(&res->err, PYBOX_OUTPUT_CAP);
+    pybox_outputs_init(&res->outputs);
+    pybox_buf_init(&r->feed.q, 0);
+    pybox_buf_init(&r->feed.out_tar, 0);
+    r->feed.req = req;
+    r->lease = (pybox_uid_lease_t)PYBOX_UID_LEASE_INIT;
+    pybox_journal_init(&r->note);
     double t0 = pybox_now_s();
-    /* Every phase counts from PyBox's own start: the total is the whole run. */
-    double origin = req->started_s > 0 && req->started_s <= t0 ? req->started_s : t0;
-    res->t.before_ms = (t0 - origin) * 1000.0;
+    r->origin = req->started_s > 0 && req->started_s <= t0 ? req->started_s : t0;
+    res->t.before_ms = (t0 - r->origin) * 1000.0;
     res->policy = req->policy;
     res->end = PYBOX_END_NONE;
     res->exit_code = 125;
@@ -366,24 +434,20 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     snprintf(res->image_name, sizeof res->image_name, "%s", req->image_name ? req->image_name : "");
     if (req->pin != NULL)
         res->pin = *req->pin;
+    snprintf(res->backend, sizeof res->backend, "%s", r->be->ops->name);
+    snprintf(res->engine, sizeof res->engine, "%s", r->be->ops->describe(r->be));
     pybox_sha256_hex(req->program, req->program_len, res->program_sha256);
     res->program_bytes = req->program_len;
-
-    char secret[PYBOX_GUEST_SECRET_HEX + 1];
-    if (pybox_random_hex(16, res->run_id, &res->error) < 0 ||
-        pybox_random_hex(PYBOX_GUEST_SECRET_HEX / 2, secret, &res->error) < 0) {
-        res->end = PYBOX_END_PYBOX_ERROR;
-        return -1;
-    }
-    pybox_policy_t *p = &res->policy;
     res->inputs = req->inputs;
     res->output_asked = req->output != NULL;
+    if (pybox_random_hex(16, res->run_id, &res->error) < 0 ||
+        pybox_random_hex(PYBOX_GUEST_SECRET_HEX / 2, r->secret, &res->error) < 0)
+        return -1;
+    pybox_policy_t *p = &res->policy;
     p->mount_in = req->inputs != NULL;
     p->mount_out = req->output != NULL;
     p->out_bytes = p->memory_bytes < PYBOX_OUT_VOLUME_MAX ? p->memory_bytes : PYBOX_OUT_VOLUME_MAX;
     snprintf(p->run_id, sizeof p->run_id, "%s", res->run_id);
-    snprintf(p->name, sizeof p->name, "pybox-%s", res->run_id);
-    snprintf(res->box_name, sizeof res->box_name, "%s", p->name);
     /* Leftovers may be removed after this; never before the box's own timer fired. The
      * timer runs from the box's start until the hello, then again from the hello, so a
      * box lives at most twice its timer. */
@@ -392,220 +456,221 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     p->expires = pybox_wall_s() + (life_s > min_life ? life_s : min_life);
     /* The program's own user, leased until the box is confirmed gone (or, should this
      * process die first, until the box's expiry, when it has certainly ended). */
-    pybox_uid_lease_t lease = PYBOX_UID_LEASE_INIT;
     if ((p->relax & (PYBOX_RELAX_SHARED_UID | PYBOX_RELAX_PROGRAM_ROOT)) == 0) {
-        if (pybox_uid_lease_take(res->run_id, p->expires, &lease, &res->error) < 0) {
-            res->end = PYBOX_END_PYBOX_ERROR;
+        if (pybox_uid_lease_take(res->run_id, p->expires, &r->lease, &res->error) < 0)
             return -1;
-        }
-        p->program_uid = (uint32_t)lease.uid;
+        p->program_uid = (uint32_t)r->lease.uid;
     }
-    cJSON *body = pybox_policy_create_body(p);
-    char *text = body ? cJSON_PrintUnformatted(body) : NULL;
-    if (text != NULL)
-        pybox_sha256_hex(text, strlen(text), res->policy_sha256);
-    free(text);
-    cJSON_Delete(body);
-
     /* The box's stdin: the hello line for init, then the program; control bytes follow. */
-    feed_t feed = {.req = req, .box = NULL, .off = 0, .broken = false, .have_out = false};
-    pybox_buf_init(&feed.q, 0);
-    pybox_buf_init(&feed.out_tar, 0);
-    pybox_outputs_init(&res->outputs);
-    if (pybox_buf_printf(&feed.q, "%s%s %zu\n", PYBOX_GUEST_HELLO, secret, req->program_len) < 0 ||
-        pybox_buf_append(&feed.q, req->program, req->program_len) < 0) {
-        pybox_error_set(&res->error, PYBOX_ERR_SYSTEM, ENOMEM, "the box's input (%zu bytes)", req->program_len);
-        res->end = PYBOX_END_PYBOX_ERROR;
-        pybox_buf_free(&feed.q);
-        pybox_uid_lease_release(&lease);
-        return -1;
-    }
-    size_t input_len = feed.q.len;
+    if (pybox_buf_printf(&r->feed.q, "%s%s %zu\n", PYBOX_GUEST_HELLO, r->secret, req->program_len) < 0 ||
+        pybox_buf_append(&r->feed.q, req->program, req->program_len) < 0)
+        return pybox_error_set(&res->error, PYBOX_ERR_SYSTEM, ENOMEM, "the box's input (%zu bytes)", req->program_len);
+    r->feed.input_len = r->feed.q.len;
+    r->feed.secret = r->secret;
+    return 0;
+}
 
-    /* Housekeeping: this installation's expired leftovers go first. Its failure does not
-     * stop the run; it is reported. */
-    if (req->housekeeping && req->state != NULL) {
-        double th = pybox_now_s();
-        pybox_leftovers_report_t rep;
-        pybox_error_t herr = {0};
-        if (pybox_leftovers_clean(req->state, be, false, &rep, &herr) == 0) {
-            res->housekept = rep.removed;
-        } else {
-            res->housekept = -1;
-            unknown(res, "housekeeping before the run failed: %s", herr.msg);
-        }
-        pybox_leftovers_report_free(&rep);
-        res->t.housekeeping_ms = since(th);
-    }
-
-    /* The note comes before anything exists, so a crash from here on leaves a trail. */
-    pybox_journal_t note;
-    pybox_journal_init(&note);
-    if (req->state != NULL &&
-        pybox_journal_open(req->state, res->run_id, p->name, p->expires, &note, &res->error) < 0) {
-        res->end = PYBOX_END_PYBOX_ERROR;
-        pybox_buf_free(&feed.q);
-        pybox_uid_lease_release(&lease);
-        return -1;
-    }
-    step(req, res, PYBOX_STEP_NOTED);
-
-    pybox_box_t *box = NULL;
+/* This installation's expired leftovers go first. A failure does not stop the run; it
+ * is reported. */
+static void housekeep(run_t *r)
+{
+    if (!r->req->housekeeping || r->req->state == NULL)
+        return;
     double t = pybox_now_s();
-    int rc = be->ops->create(be, p, &box, &res->error);
+    pybox_leftovers_report_t rep;
+    pybox_error_t herr = {0};
+    if (pybox_leftovers_clean(r->req->state, r->be, false, &rep, &herr) == 0) {
+        r->res->housekept = rep.removed;
+    } else {
+        r->res->housekept = -1;
+        unknown(r->res, "housekeeping before the run failed: %s", herr.msg);
+    }
+    pybox_leftovers_report_free(&rep);
+    r->res->t.housekeeping_ms = since(t);
+}
+
+/* The box: made, verified, given its files and streams, started. A cancel before the
+ * start means the program never runs. */
+static int build(run_t *r)
+{
+    pybox_run_result_t *res = r->res;
+    const pybox_run_request_t *req = r->req;
+    double t = pybox_now_s();
+    int rc = r->be->ops->create(r->be, &res->policy, &r->box, &res->error);
     res->t.create_ms = since(t);
     if (rc < 0)
-        goto out;
+        return -1;
+    pybox_box_t *box = r->box;
     res->created = true;
     snprintf(res->box_id, sizeof res->box_id, "%s", box->ops->id(box));
+    snprintf(res->box_name, sizeof res->box_name, "%s", box->ops->name(box));
+    snprintf(res->policy_sha256, sizeof res->policy_sha256, "%s", box->ops->spec_sha256(box));
     step(req, res, PYBOX_STEP_CREATED);
 
     t = pybox_now_s();
-    rc = box->ops->verify(box, p, &res->checked, &res->error);
+    rc = box->ops->verify(box, &res->policy, &res->checked, &res->error);
     res->t.verify_ms = since(t);
     if (rc < 0)
-        goto out;
+        return -1;
     res->verified = true;
-
     if (req->inputs != NULL) {
         t = pybox_now_s();
-        rc = box->ops->put_files(box, PYBOX_BOX_IN, req->inputs->tar.data ? req->inputs->tar.data : "",
-                                 req->inputs->tar.len, &res->error);
+        rc = box->ops->put_files(box, req->inputs->tar.data ? req->inputs->tar.data : "", req->inputs->tar.len,
+                                 &res->error);
         res->t.files_in_ms = since(t);
         if (rc < 0)
-            goto out;
+            return -1;
     }
-
     t = pybox_now_s();
     rc = box->ops->open_io(box, &res->error);
     res->t.attach_ms = since(t);
     if (rc < 0)
-        goto out;
-
+        return -1;
     if (cancelled(req)) {
         res->interrupted = -1;
-        rc = -1;
-        goto out;
+        return -1;
     }
     t = pybox_now_s();
     rc = box->ops->start(box, &res->error);
     res->t.start_ms = since(t);
     if (rc < 0)
-        goto out;
+        return -1;
     res->started = true;
     step(req, res, PYBOX_STEP_STARTED);
+    return 0;
+}
 
-    /* Arm the watcher: the box's cgroup exists from its start on. */
-    t = pybox_now_s();
+/* The watcher: the box's cgroup exists from its start on. */
+static void watch(run_t *r)
+{
+    pybox_run_result_t *res = r->res;
+    double t = pybox_now_s();
+    pybox_cgroup_loc_t loc;
     pybox_error_t werr = {0};
-    int armed = pybox_watch_arm(&res->watch, pybox_watch_root(), "/proc", res->box_id, 0, &werr);
-    if (armed < 0) {
-        pid_t pid = 0;
-        pybox_error_clear(&werr);
-        if (box->ops->host_pid(box, &pid, &werr) == 0 && pid > 0)
-            armed = pybox_watch_arm(&res->watch, pybox_watch_root(), "/proc", res->box_id, pid, &werr);
-    }
-    res->watched = armed == 0;
+    res->watched = r->box->ops->cgroup(r->box, &loc, &werr) == 0 && pybox_watch_arm(&res->watch, &loc, &werr) == 0;
     if (!res->watched)
         pybox_strlcpy(res->watch_error, werr.msg, sizeof res->watch_error);
     res->t.arm_ms = since(t);
+}
 
-    /* Both the deadline and the run's time count from the moment the box is running;
-     * collecting counts from the program's end (the done record) to the engine's record
-     * of the box's end. */
-    t = pybox_now_s();
-    feed.box = box;
-    rc = io_loop(&feed, res, input_len, secret, t);
+/* The program runs under the two clocks; then the backend's record of the box's end.
+ * Collecting counts from the program's end (the done record) to that record. */
+static int run_box(run_t *r)
+{
+    pybox_run_result_t *res = r->res;
+    r->feed.box = r->box;
+    r->feed.t_start = pybox_now_s();
+    if (io_loop(&r->feed, res) < 0)
+        return -1;
+    int rc = r->box->ops->wait(r->box, 10000, &res->exit, &res->error);
+    res->t.collect_ms = since(r->feed.t_start) - res->t.run_ms - res->t.files_out_ms;
     if (rc < 0)
-        goto out;
-    rc = box->ops->wait(box, 10000, &res->exit, &res->error);
-    res->t.collect_ms = since(t) - res->t.run_ms - res->t.files_out_ms;
-    if (rc < 0)
-        goto out;
+        return -1;
     res->have_exit = true;
+    return 0;
+}
 
-out:;
-    /* The engine failed while the box ran, before the box's end was seen: whether the box
-     * has ended is not known, and nothing may be said as if it had. */
-    bool engine_lost = rc < 0 && res->started && !res->record.seen && res->error.kind == PYBOX_ERR_ENGINE;
-    explicit_bzero(secret, sizeof secret);
-    if (feed.q.data != NULL)
-        explicit_bzero(feed.q.data, strlen(PYBOX_GUEST_HELLO) + PYBOX_GUEST_SECRET_HEX);
-    pybox_buf_free(&feed.q);
-    if (box != NULL) {
-        pybox_error_t rerr = {0};
-        step(req, res, PYBOX_STEP_REMOVING);
-        t = pybox_now_s();
-        if (box->ops->remove(box, &res->gone, &rerr) == 0)
-            res->removed = true;
-        res->t.remove_ms = since(t);
-        if (!res->gone) {
-            unknown(res, "the box %.12s could not be confirmed removed: %s", res->box_id, rerr.msg);
+/* Remove the box and confirm it is gone; a box not confirmed gone fails the run. */
+static int remove_box(run_t *r, int rc)
+{
+    pybox_run_result_t *res = r->res;
+    if (r->box == NULL)
+        return rc;
+    pybox_error_t rerr = {0};
+    step(r->req, res, PYBOX_STEP_REMOVING);
+    double t = pybox_now_s();
+    if (r->box->ops->remove(r->box, &res->gone, &rerr) == 0)
+        res->removed = true;
+    res->t.remove_ms = since(t);
+    if (!res->gone) {
+        unknown(res, "the box %.12s could not be confirmed removed: %s", res->box_id, rerr.msg);
+        if (rc == 0) {
+            res->error = rerr;
+            rc = -1;
+        }
+    }
+    r->box->ops->free(r->box);
+    r->box = NULL;
+    return rc;
+}
+
+/* Files out: taken while the box was held; written now, with the box gone. The note
+ * says where they are being written until they are in place, so a run killed in the
+ * middle leaves a trail to the hidden folder for cleanup. Without that trail (a full
+ * state directory) nothing is written: a folder no one could find again is worse than
+ * none. */
+static int files_out(run_t *r, int rc, bool engine_lost)
+{
+    pybox_run_result_t *res = r->res;
+    const pybox_run_request_t *req = r->req;
+    if (req->output == NULL)
+        return rc;
+    if (r->feed.have_out) {
+        pybox_ingest_limits_t lim;
+        pybox_ingest_limits_default(&lim);
+        char tmp[PATH_MAX];
+        pybox_error_t oerr = {0};
+        bool trail = false;
+        if (req->state != NULL) {
+            if (pybox_output_tmp_path(req->output, res->run_id, tmp, sizeof tmp) < 0)
+                pybox_error_set(&oerr, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "the hidden output folder's path is too long");
+            else
+                trail = pybox_journal_output_begin(req->state, res->run_id, tmp, &oerr) == 0;
+        }
+        if (req->state != NULL && !trail) {
+            res->outputs.status = PYBOX_OUT_REFUSED;
+            snprintf(res->outputs.reason, sizeof res->outputs.reason,
+                     "the output was not written: its trail could not be recorded: %.190s", oerr.msg);
             if (rc == 0) {
-                res->error = rerr;
+                pybox_error_set(&res->error, PYBOX_ERR_STATE, 0,
+                                "the output was not written: its trail could not be recorded: %s", oerr.msg);
                 rc = -1;
             }
-        }
-        box->ops->free(box);
-    }
-    /* Files out: taken while the box was held; written now, with the box gone. The note
-     * says where they are being written until they are in place, so a run killed in the
-     * middle leaves a trail to the hidden folder for cleanup. Without that trail (a full
-     * state directory) nothing is written: a folder no one could find again is worse
-     * than none. */
-    if (req->output != NULL) {
-        if (feed.have_out) {
-            pybox_ingest_limits_t lim;
-            pybox_ingest_limits_default(&lim);
-            char tmp[PATH_MAX];
-            pybox_error_t oerr = {0};
-            bool trail = false;
-            if (req->state != NULL && pybox_output_tmp_path(req->output, res->run_id, tmp, sizeof tmp) < 0)
-                pybox_error_set(&oerr, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "the hidden output folder's path is too long");
-            else if (req->state != NULL)
-                trail = pybox_journal_output_begin(req->state, res->run_id, tmp, &oerr) == 0;
-            if (req->state != NULL && !trail) {
-                res->outputs.status = PYBOX_OUT_REFUSED;
-                snprintf(res->outputs.reason, sizeof res->outputs.reason,
-                         "the output was not written: its trail could not be recorded: %.190s", oerr.msg);
-                if (rc == 0) {
-                    pybox_error_set(&res->error, PYBOX_ERR_STATE, 0,
-                                    "the output was not written: its trail could not be recorded: %s", oerr.msg);
-                    rc = -1;
-                }
-            } else {
-                t = pybox_now_s();
-                if (pybox_outputs_ingest(feed.out_tar.data, feed.out_tar.len, req->output, res->run_id, &lim,
-                                         &res->outputs, &res->error) < 0)
-                    rc = -1;
-                res->t.files_out_ms += since(t);
-            }
+        } else {
+            double t = pybox_now_s();
+            if (pybox_outputs_ingest(r->feed.out_tar.data, r->feed.out_tar.len, req->output, res->run_id, &lim,
+                                     &res->outputs, &res->error) < 0)
+                rc = -1;
+            res->t.files_out_ms += since(t);
             if (trail) /* whatever happened, this process saw it through */
                 pybox_journal_output_end(req->state, res->run_id);
-        } else if (res->outputs.status == PYBOX_OUT_NOT_ASKED) {
-            res->outputs.status = PYBOX_OUT_NOT_RECEIVED;
-            snprintf(res->outputs.reason, sizeof res->outputs.reason, "%s",
-                     engine_lost ? "the engine failed before the output folder could be copied"
-                                 : "the box ended before its output folder could be copied");
         }
-        if (res->outputs.status != PYBOX_OUT_DELIVERED)
-            unknown(res, "no output folder was created: %s", res->outputs.reason);
-        if (res->outputs.xattr_failed)
-            unknown(res, "the returned files could not be marked with the run's id (no user extended attributes "
-                         "on this filesystem)");
+    } else if (res->outputs.status == PYBOX_OUT_NOT_ASKED) {
+        res->outputs.status = PYBOX_OUT_NOT_RECEIVED;
+        snprintf(res->outputs.reason, sizeof res->outputs.reason, "%s",
+                 engine_lost ? "the engine failed before the output folder could be copied"
+                             : "the box ended before its output folder could be copied");
     }
-    /* Close the note only once nothing of the run is left; otherwise leave it for cleanup. */
-    if (box == NULL || res->gone) {
+    if (res->outputs.status != PYBOX_OUT_DELIVERED)
+        unknown(res, "no output folder was created: %s", res->outputs.reason);
+    if (res->outputs.xattr_failed)
+        unknown(res, "the returned files could not be marked with the run's id (no user extended attributes "
+                     "on this filesystem)");
+    return rc;
+}
+
+/* The note closes, and the user is given back, only once nothing of the run is left;
+ * otherwise both stay for cleanup (the lease until its expiry). */
+static void close_note(run_t *r, bool created)
+{
+    pybox_run_result_t *res = r->res;
+    if (!created || res->gone) {
         pybox_error_t nerr = {0};
-        res->note_closed = pybox_journal_close(&note, &nerr) == 0;
+        res->note_closed = pybox_journal_close(&r->note, &nerr) == 0;
         if (!res->note_closed)
             unknown(res, "the run note could not be removed: %s", nerr.msg);
-        pybox_uid_lease_release(&lease);
+        pybox_uid_lease_release(&r->lease);
     } else {
-        pybox_journal_abandon(&note);
-        pybox_uid_lease_keep(&lease);
+        pybox_journal_abandon(&r->note);
+        pybox_uid_lease_keep(&r->lease);
     }
-    pybox_buf_free(&feed.out_tar);
+}
+
+/* What could not be established, said once the run is over. */
+static void note_unknowns(run_t *r, bool engine_lost)
+{
+    pybox_run_result_t *res = r->res;
+    const pybox_policy_t *p = &res->policy;
     if (res->started && !res->watched)
         unknown(res, "the kernel's counters were not read: %s", res->watch_error);
     if (res->started && res->pin.custom)
@@ -624,9 +689,12 @@ out:;
                               "sample is reported"
                             : "no final kernel reading: the box ended before it could be held; the last sample is "
                               "reported");
-    pybox_sink_said(&res->out, res->record.seen ? res->record.length : 0, &res->said_out);
-    pybox_sink_said(&res->err, 0, &res->said_err);
-    res->t.total_ms = since(origin);
+}
+
+/* The verdict: PyBox's failure, a cancel, an interruption, or what the program did. */
+static int verdict(run_t *r, int rc)
+{
+    pybox_run_result_t *res = r->res;
     if (res->interrupted == -1) {
         pybox_error_set(&res->error, PYBOX_ERR_SYSTEM, 0,
                         "the run was cancelled: the program was stopped and its box %s",
@@ -652,6 +720,48 @@ out:;
     }
     judge(res);
     return res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP ? -1 : 0;
+}
+
+int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_result_t *res)
+{
+    run_t r = {.be = be, .req = req, .res = res};
+    int rc = begin(&r);
+    if (rc == 0) {
+        housekeep(&r);
+        /* The note comes before anything exists, so a crash from here on leaves a trail. */
+        if (req->state != NULL)
+            rc = pybox_journal_open(req->state, res->run_id, be->ops->name, res->policy.expires, &r.note, &res->error);
+    }
+    if (rc == 0) {
+        step(req, res, PYBOX_STEP_NOTED);
+        rc = build(&r);
+        if (rc == 0) {
+            watch(&r);
+            rc = run_box(&r);
+        }
+    }
+    /* The backend failed while the box ran, before the box's end was seen: whether the
+     * box has ended is not known, and nothing may be said as if it had. */
+    bool engine_lost = rc < 0 && res->started && !res->record.seen && res->error.kind == PYBOX_ERR_ENGINE;
+    explicit_bzero(r.secret, sizeof r.secret);
+    if (r.feed.q.data != NULL)
+        explicit_bzero(r.feed.q.data, strlen(PYBOX_GUEST_HELLO) + PYBOX_GUEST_SECRET_HEX);
+    pybox_buf_free(&r.feed.q);
+    bool created = res->created;
+    rc = remove_box(&r, rc);
+    rc = files_out(&r, rc, engine_lost);
+    close_note(&r, created);
+    pybox_buf_free(&r.feed.out_tar);
+    note_unknowns(&r, engine_lost);
+    pybox_sink_said(&res->out, res->record.seen ? res->record.length : 0, &res->said_out);
+    pybox_sink_said(&res->err, 0, &res->said_err);
+    res->t.total_ms = since(r.origin);
+    if (rc < 0 && res->end == PYBOX_END_NONE && !res->created && res->interrupted != -1) {
+        res->end = PYBOX_END_PYBOX_ERROR;
+        res->exit_code = 125;
+        return -1;
+    }
+    return verdict(&r, rc);
 }
 
 void pybox_run_result_free(pybox_run_result_t *res)

@@ -79,21 +79,22 @@ typedef struct pybox_run_result {
     pybox_pin_t pin; /* the image as pinned (name empty when unknown) */
     char program_sha256[65];
     size_t program_bytes;
-    char policy_sha256[65];
+    char policy_sha256[65]; /* of the exact specification the backend made the box from */
     /* seen */
     char box_id[PYBOX_ID_MAX];
-    char engine[96];
+    char backend[16]; /* the backend's name ("docker") */
+    char engine[160]; /* the backend's own description, with its version */
     bool created, verified, started;
     int checked;                /* settings compared in the read-back */
     pybox_done_record_t record; /* the box init's account (authenticated by the secret) */
     bool have_exit;
-    pybox_box_exit_t exit; /* the engine's account */
-    bool deadline_fired;   /* the host's deadline passed while the program ran */
-    bool box_killed;       /* the host had to kill the box through the engine */
-    bool input_complete;   /* the whole program reached the box's stdin */
-    int interrupted;       /* PyBox itself got this signal during the run */
-    int housekept;         /* leftovers removed before the run; -1 if housekeeping failed */
-    bool note_closed;      /* the run note was removed after the box was confirmed gone */
+    pybox_box_end_t exit; /* the backend's account of the box's end */
+    bool deadline_fired;  /* the host's deadline passed while the program ran */
+    bool box_killed;      /* the host had to kill the box through the engine */
+    bool input_complete;  /* the whole program reached the box's stdin */
+    int interrupted;      /* PyBox itself got this signal during the run */
+    int housekept;        /* leftovers removed before the run; -1 if housekeeping failed */
+    bool note_closed;     /* the run note was removed after the box was confirmed gone */
     bool removed, gone;
     pybox_timings_t t;
     /* the kernel's account, read from the box's cgroup on the host */

@@ -367,6 +367,7 @@ int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t
     c->nano_cpus = (cpus > 0 ? cpus : 1) * 1000000000LL;
     c->timeout_ms = PYBOX_TIMEOUT_MAX_MS;
     c->expiry_s = PYBOX_EXPIRY_S;
+    c->backend[0] = '\0';
     snprintf(c->source, sizeof c->source, "the installation's defaults");
     char path[PATH_MAX];
     if (pybox_state_path(st, "config.json", path, sizeof path, err) < 0)
@@ -388,6 +389,13 @@ int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t
         ceiling(cfg, "max_timeout_s", 24 * 3600, 1000, &c->timeout_ms, path, err) < 0 ||
         ceiling(cfg, "leftover_expiry_s", 7 * 24 * 3600, 1, &c->expiry_s, path, err) < 0)
         rc = -1;
+    const cJSON *be = cJSON_GetObjectItemCaseSensitive(cfg, "backend");
+    if (rc == 0 && be != NULL) {
+        if (!cJSON_IsString(be) || !pybox_name_valid(be->valuestring))
+            rc = pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s: \"backend\" must be a backend's name", path);
+        else
+            snprintf(c->backend, sizeof c->backend, "%s", be->valuestring);
+    }
     cJSON_Delete(cfg);
     if (rc == 0)
         snprintf(c->source, sizeof c->source, "config.json of the installation");

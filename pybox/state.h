@@ -27,15 +27,17 @@ int pybox_state_path(const pybox_state_t *st, const char *name, char *out, size_
 /* Write a file atomically (temporary file, fsync, rename) with the given mode. */
 int pybox_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, pybox_error_t *err);
 
-/* The installation's ceilings (config.json in the state directory, each key optional:
- * max_memory_mib, max_pids, max_cpus, max_timeout_s; defaults in limits.h). */
+/* The installation's settings (config.json in the state directory, each key optional:
+ * the ceilings max_memory_mib, max_pids, max_cpus, max_timeout_s, leftover_expiry_s
+ * (defaults in bounds.h), and backend). */
 typedef struct pybox_config {
     int64_t memory_bytes;
     int64_t pids;
     int64_t nano_cpus;
     int64_t timeout_ms;
     int64_t expiry_s;
-    char source[64]; /* where the ceilings came from, for messages */
+    char source[64];  /* where the ceilings came from, for messages */
+    char backend[32]; /* "backend": the one runs use unless asked otherwise ("" if not set) */
 } pybox_config_t;
 
 int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t *err);

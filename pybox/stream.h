@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* What the program said: the engine's multiplexed stream split into stdout and stderr,
- * each kept up to a cap with everything counted, and the guest init's done record found
- * at the very end of stdout. All of it is untrusted bytes. */
+/* What the program said: stdout and stderr, each kept up to a cap with everything
+ * counted, and the guest init's done record found at the very end of stdout. All of it
+ * is untrusted bytes. */
 #ifndef PYBOX_STREAM_H
 #define PYBOX_STREAM_H
 
@@ -12,26 +12,6 @@
 #include "../guest/proto.h"
 #include "buf.h"
 #include "error.h"
-
-/* ---- the engine's frames: [type(1), 0, 0, 0, length(u32 BE)] payload ---- */
-
-typedef int (*pybox_demux_cb)(void *arg, int stream, const char *data, size_t len);
-
-typedef struct pybox_demux {
-    unsigned char hdr[8];
-    size_t hdr_len;
-    uint32_t remaining;
-    int stream;
-    uint64_t frames;
-} pybox_demux_t;
-
-void pybox_demux_init(pybox_demux_t *d);
-/* Feed bytes as they arrive, in any chunking. Calls cb for each payload piece with
- * stream 1 (stdout) or 2 (stderr). A frame of another type or above PYBOX_FRAME_MAX is
- * a protocol error. cb returning -1 stops with that error. */
-int pybox_demux_feed(pybox_demux_t *d, const char *data, size_t len, pybox_demux_cb cb, void *arg, pybox_error_t *err);
-/* True when the stream ended between frames (not in the middle of one). */
-bool pybox_demux_clean_end(const pybox_demux_t *d);
 
 /* ---- one output stream, capped ---- */
 

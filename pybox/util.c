@@ -322,3 +322,12 @@ const char *pybox_fmt_size(char out[PYBOX_NUM_MAX], int64_t bytes)
         snprintf(out, PYBOX_NUM_MAX, "%lld bytes", (long long)bytes);
     return out;
 }
+
+const char *pybox_strerror(int errnum, char *buf, size_t len)
+{
+    /* GNU strerror_r: returns the text, in buf or static and unchanging */
+    const char *t = strerror_r(errnum, buf, len);
+    if (t != buf)
+        pybox_strlcpy(buf, t ? t : "unknown error", len);
+    return buf;
+}

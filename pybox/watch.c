@@ -14,18 +14,6 @@
 
 enum { F_MEM_NOW, F_MEM_PEAK, F_OOM, F_PIDS_NOW, F_PIDS_PEAK, F_PIDS_EVENTS, F_CPU, F_CPU_STAT };
 
-const char *pybox_watch_root(void)
-{
-    const char *r = getenv("PYBOX_CGROUP_ROOT");
-    return r && r[0] == '/' ? r : "/sys/fs/cgroup";
-}
-
-static bool is_dir(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 static int open_in(const char *dir, const char *file)
 {
     char p[PATH_MAX];
@@ -62,108 +50,6 @@ static void open_v1(pybox_watch_t *w, const char *mem, const char *pids, const c
     w->fd[F_CPU_STAT] = open_in(cpu, "cpu.stat");
 }
 
-/* A v1 controller's folder for a cgroup path: controllers may be mounted alone
- * ("cpuacct") or together ("cpu,cpuacct"). */
-static int v1_dir(const char *root, const char *ctrl, const char *path, char *out, size_t len)
-{
-    const char *names[] = {ctrl, "cpu,cpuacct", "cpuacct,cpu"};
-    size_t n = strncmp(ctrl, "cpu", 3) == 0 ? 3 : 1;
-    for (size_t i = 0; i < n; i++)
-        if (pybox_fmt(out, len, "%s/%s%s", root, names[i], path) == 0 && is_dir(out))
-            return 0;
-    return -1;
-}
-
-static int try_layouts(pybox_watch_t *w, const char *root, const char *id)
-{
-    char dir[PATH_MAX];
-    char unified[PATH_MAX];
-    if (pybox_fmt(unified, sizeof unified, "%s/cgroup.controllers", root) == 0 && access(unified, F_OK) == 0) {
-        if (pybox_fmt(dir, sizeof dir, "%s/system.slice/docker-%s.scope", root, id) == 0 && is_dir(dir)) {
-            open_v2(w, dir);
-            return 0;
-        }
-        if (pybox_fmt(dir, sizeof dir, "%s/docker/%s", root, id) == 0 && is_dir(dir)) {
-            open_v2(w, dir);
-            return 0;
-        }
-        return -1;
-    }
-    char path[PATH_MAX], mem[PATH_MAX], pids[PATH_MAX], acct[PATH_MAX], cpu[PATH_MAX];
-    static const char *const parents[] = {"/docker/", "/system.slice/docker-"};
-    for (size_t i = 0; i < 2; i++) {
-        if (pybox_fmt(path, sizeof path, "%s%s%s", parents[i], id, i == 1 ? ".scope" : "") < 0)
-            continue;
-        if (v1_dir(root, "memory", path, mem, sizeof mem) == 0) {
-            if (v1_dir(root, "pids", path, pids, sizeof pids) < 0)
-                pids[0] = '\0';
-            if (v1_dir(root, "cpuacct", path, acct, sizeof acct) < 0)
-                acct[0] = '\0';
-            if (v1_dir(root, "cpu", path, cpu, sizeof cpu) < 0)
-                cpu[0] = '\0';
-            open_v1(w, mem, pids, acct, cpu);
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* Follow the kernel's own list of the box's PID 1 cgroups. */
-static int try_proc(pybox_watch_t *w, const char *root, const char *proc_root, pid_t pid)
-{
-    char p[PATH_MAX];
-    if (pybox_fmt(p, sizeof p, "%s/%d/cgroup", proc_root, (int)pid) < 0)
-        return -1;
-    FILE *f = fopen(p, "re");
-    if (f == NULL)
-        return -1;
-    char line[PATH_MAX + 64];
-    char mem[PATH_MAX] = "", pids[PATH_MAX] = "", acct[PATH_MAX] = "", cpu[PATH_MAX] = "", v2[PATH_MAX] = "";
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        char *c1 = strchr(line, ':');
-        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        if (c2 == NULL || c2[1] != '/' || strstr(c2 + 1, "/..") != NULL)
-            continue; /* malformed, or a path that climbs out of the root */
-        *c2 = '\0';
-        const char *ctrls = c1 + 1, *path = c2 + 1;
-        char dir[PATH_MAX];
-        if (ctrls[0] == '\0') {
-            if (pybox_fmt(dir, sizeof dir, "%s%s", root, path) == 0 && is_dir(dir))
-                snprintf(v2, sizeof v2, "%s", dir);
-            continue;
-        }
-        char list[256];
-        snprintf(list, sizeof list, ",%s,", ctrls);
-        if (pybox_fmt(dir, sizeof dir, "%s/%s%s", root, ctrls, path) < 0 || !is_dir(dir))
-            continue;
-        if (strstr(list, ",memory,"))
-            snprintf(mem, sizeof mem, "%s", dir);
-        if (strstr(list, ",pids,"))
-            snprintf(pids, sizeof pids, "%s", dir);
-        if (strstr(list, ",cpuacct,"))
-            snprintf(acct, sizeof acct, "%s", dir);
-        if (strstr(list, ",cpu,"))
-            snprintf(cpu, sizeof cpu, "%s", dir);
-    }
-    fclose(f);
-    if (mem[0]) {
-        open_v1(w, mem, pids, acct, cpu);
-        return 0;
-    }
-    if (v2[0]) {
-        open_v2(w, v2);
-        return 0;
-    }
-    return -1;
-}
-
-static bool valid_id(const char *id)
-{
-    size_t n = strlen(id);
-    return n >= 12 && n <= 64 && strspn(id, "0123456789abcdef") == n;
-}
-
 void pybox_watch_init(pybox_watch_t *w)
 {
     memset(w, 0, sizeof *w);
@@ -173,16 +59,18 @@ void pybox_watch_init(pybox_watch_t *w)
     w->pids_seen_max = -1;
 }
 
-int pybox_watch_arm(pybox_watch_t *w, const char *root, const char *proc_root, const char *id, pid_t pid,
-                    pybox_error_t *err)
+int pybox_watch_arm(pybox_watch_t *w, const pybox_cgroup_loc_t *loc, pybox_error_t *err)
 {
     double t0 = pybox_now_s();
     pybox_watch_free(w);
     pybox_watch_init(w);
-    if (!valid_id(id))
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EINVAL, "watcher: not a box id");
-    if (try_layouts(w, root, id) < 0 && (pid <= 0 || try_proc(w, root, proc_root, pid) < 0))
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the box's cgroup was not found under %s", root);
+    if (loc->version == PYBOX_CG_V2 && loc->dir[0][0] == '/')
+        open_v2(w, loc->dir[0]);
+    else if (loc->version == PYBOX_CG_V1 && loc->dir[PYBOX_CG_MEMORY][0] == '/')
+        open_v1(w, loc->dir[PYBOX_CG_MEMORY], loc->dir[PYBOX_CG_PIDS], loc->dir[PYBOX_CG_CPUACCT],
+                loc->dir[PYBOX_CG_CPU]);
+    else
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the box's cgroup is not known");
     w->samples = calloc(PYBOX_WATCH_SAMPLES_MAX, sizeof *w->samples);
     if (w->samples == NULL) {
         pybox_watch_free(w);

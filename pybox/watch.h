@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The watcher: finds a box's cgroup on the host (v1 and v2 layouts) and reads the
- * kernel's own counters for it: memory, OOM kills, processes, refused forks, CPU time,
- * throttling. It only reads; it never writes a cgroup file or signals anything.
+/* The watcher: reads the kernel's own counters of a box's cgroup on the host (v1 and
+ * v2; the backend says where it is, cgroup.h): memory, OOM kills, processes, refused
+ * forks, CPU time, throttling. It only reads; it never writes a cgroup file or signals
+ * anything.
  * Contract: docs/watcher.md. */
 #ifndef PYBOX_WATCH_H
 #define PYBOX_WATCH_H
@@ -11,13 +12,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cgroup.h"
 #include "error.h"
-
-typedef enum {
-    PYBOX_CG_NONE = 0,
-    PYBOX_CG_V1 = 1,
-    PYBOX_CG_V2 = 2,
-} pybox_cg_version_t;
 
 /* The counters, each with its own validity bit: a missing or malformed file leaves its
  * field unknown, never zero. */
@@ -67,19 +63,12 @@ typedef struct pybox_watch {
     bool have_last;
 } pybox_watch_t;
 
-/* The cgroup root: PYBOX_CGROUP_ROOT if set, else /sys/fs/cgroup. */
-const char *pybox_watch_root(void);
-
 /* An unarmed watcher (nothing open); pybox_watch_free is safe on it. */
 void pybox_watch_init(pybox_watch_t *w);
-
-/* Find and open the box's cgroup (w: initialised with pybox_watch_init). Tried in order under root: v2 systemd driver
- * (system.slice/docker-<id>.scope), v2 cgroupfs driver (docker/<id>), v1 (<controller>/
- * docker/<id>); then, when pid > 0, the paths the kernel lists in /proc/<pid>/cgroup
- * (proc_root, normally "/proc", lets tests use a fixture). Fails with PYBOX_ERR_SYSTEM
- * when nothing is found; the caller reports that as unknown. */
-int pybox_watch_arm(pybox_watch_t *w, const char *root, const char *proc_root, const char *id, pid_t pid,
-                    pybox_error_t *err);
+/* Open the counters of the box's cgroup at loc (w: initialised with pybox_watch_init).
+ * Fails with PYBOX_ERR_SYSTEM when the location is not known; the caller reports that as
+ * unknown. A counter file that is missing leaves its reading unknown. */
+int pybox_watch_arm(pybox_watch_t *w, const pybox_cgroup_loc_t *loc, pybox_error_t *err);
 void pybox_watch_free(pybox_watch_t *w);
 
 /* Read every counter now. */

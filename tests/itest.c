@@ -20,6 +20,7 @@
 
 #include "../pybox/buf.h"
 #include "../pybox/image/image.h"
+#include "../pybox/prepare.h"
 #include "../pybox/run.h"
 #include "../pybox/util.h"
 
@@ -456,22 +457,29 @@ void itest_remove_home(const char *home)
 int itest_lib_run(const char *program, void (*adjust)(struct pybox_policy *p, void *arg), void *arg,
                   struct pybox_run_result *res)
 {
-    pybox_engine_t *e = itest_engine();
-    pybox_pin_t pin;
+    /* The tests' installation is the one PYBOX_HOME names (tests/main.c). */
+    pybox_request_t rq = {.program = program, .program_len = strlen(program), .image = "stdlib"};
+    pybox_ready_t rd;
+    pybox_ready_init(&rd);
     pybox_error_t err = {0};
-    ck_assert_msg(pybox_image_resolve(itest_state(), e, "stdlib", &pin, &err) == 0, "%s", err.msg);
-    pybox_run_request_t req = {
-        .program = program, .program_len = strlen(program), .image_name = "stdlib", .state = itest_state()};
-    pybox_policy_defaults(&req.policy);
-    snprintf(req.policy.image_id, sizeof req.policy.image_id, "%s", pin.id);
-    snprintf(req.policy.install_id, sizeof req.policy.install_id, "%s", itest_state()->install_id);
+    ck_assert_msg(pybox_prepare(&rq, &rd, &err) == 0, "%s", err.msg);
     if (adjust != NULL)
-        adjust(&req.policy, arg);
-    pybox_backend_t be;
-    pybox_docker_backend(&be, e);
-    int rc = pybox_run(&be, &req, res);
+        adjust(&rd.run.policy, arg);
+    int rc = pybox_ready_run(&rd, res);
+    pybox_ready_free(&rd);
+    pybox_engine_t *e = itest_engine();
     ck_assert_int_eq(itest_list(e, "pybox.run", res->run_id, NULL), 0);
     pybox_engine_free(e);
+    return rc;
+}
+
+int itest_resolve(const char *name, pybox_pin_t *pin, pybox_error_t *err)
+{
+    pybox_backend_t *be = NULL;
+    if (pybox_backend_open("docker", itest_state(), &be, err) < 0)
+        return -1;
+    int rc = pybox_image_resolve(itest_state(), be, name, pin, err);
+    pybox_backend_close(be);
     return rc;
 }
 

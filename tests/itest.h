@@ -79,6 +79,8 @@ struct pybox_policy;
 struct pybox_run_result;
 int itest_lib_run(const char *program, void (*adjust)(struct pybox_policy *p, void *arg), void *arg,
                   struct pybox_run_result *res);
+/* The pinned image name of the tests' installation, confirmed in the engine. */
+int itest_resolve(const char *name, pybox_pin_t *pin, pybox_error_t *err);
 /* The program's stdout of a library run, NUL-terminated (static storage). */
 const char *itest_said(const struct pybox_run_result *res);
 

@@ -209,8 +209,8 @@ START_TEST(retagged_pin_is_refused)
     pybox_engine_t *e = itest_engine();
     pybox_pin_t stdlib, data;
     pybox_error_t err = {0};
-    ck_assert(pybox_image_resolve(itest_state(), e, "stdlib", &stdlib, &err) == 0);
-    ck_assert(pybox_image_resolve(itest_state(), e, "data", &data, &err) == 0);
+    ck_assert(itest_resolve("stdlib", &stdlib, &err) == 0);
+    ck_assert(itest_resolve("data", &data, &err) == 0);
     /* Give the stdlib pin's name to the data image. */
     char path[512];
     snprintf(path, sizeof path, "/images/%s/tag?repo=pybox-stdlib&tag=%.12s", data.id, stdlib.recipe_sha256);

@@ -250,7 +250,7 @@ START_TEST(network_both_ways)
     pybox_engine_t *e = itest_engine();
     pybox_pin_t pin;
     pybox_error_t err = {0};
-    ck_assert(pybox_image_resolve(itest_state(), e, "stdlib", &pin, &err) == 0);
+    ck_assert(itest_resolve("stdlib", &pin, &err) == 0);
     char canary[33], run[33], body[2048];
     pybox_random_hex(16, canary, NULL);
     pybox_random_hex(16, run, NULL);

@@ -88,7 +88,7 @@ END_TEST
 /* The kernel's own peak file for a box, read by the test itself. */
 static long peak_file(const char *id)
 {
-    const char *root = pybox_watch_root();
+    const char *root = pybox_cgroup_root();
     char paths[3][512];
     snprintf(paths[0], sizeof paths[0], "%s/memory/docker/%s/memory.max_usage_in_bytes", root, id);
     snprintf(paths[1], sizeof paths[1], "%s/system.slice/docker-%s.scope/memory.peak", root, id);

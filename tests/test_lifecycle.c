@@ -16,6 +16,7 @@
 #include "../pybox/image/image.h"
 #include "../pybox/journal.h"
 #include "../pybox/policy.h"
+#include "../pybox/prepare.h"
 #include "../pybox/run.h"
 #include "../pybox/util.h"
 #include "itest.h"
@@ -46,31 +47,21 @@ static void run_killed_at(const char *step, const char *program, int64_t timeout
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         close(p[0]);
-        pybox_engine_t *e = itest_engine();
-        pybox_pin_t pin;
-        pybox_error_t err = {0};
-        pybox_config_t cfg;
-        if (pybox_image_resolve(itest_state(), e, "stdlib", &pin, &err) < 0 ||
-            pybox_state_config(itest_state(), &cfg, &err) < 0)
-            _exit(3);
         kill_at_t k = {.target = step, .fd = p[1]};
-        pybox_run_request_t req = {.program = program,
-                                   .program_len = strlen(program),
-                                   .image_name = "stdlib",
-                                   .state = itest_state(),
-                                   .expiry_s = cfg.expiry_s,
-                                   .housekeeping = false,
-                                   .hook = die_at,
-                                   .hook_arg = &k};
-        pybox_policy_defaults(&req.policy);
-        snprintf(req.policy.image_id, sizeof req.policy.image_id, "%s", pin.id);
-        snprintf(req.policy.install_id, sizeof req.policy.install_id, "%s", itest_state()->install_id);
-        req.policy.timeout_ms = timeout_ms;
-        req.policy.box_timer_ms = timeout_ms + 1000;
-        pybox_backend_t be;
-        pybox_docker_backend(&be, e);
+        pybox_request_t rq = {.program = program,
+                              .program_len = strlen(program),
+                              .image = "stdlib",
+                              .timeout_ms = timeout_ms,
+                              .hook = die_at,
+                              .hook_arg = &k};
+        pybox_ready_t rd;
+        pybox_ready_init(&rd);
+        pybox_error_t err = {0};
+        if (pybox_prepare(&rq, &rd, &err) < 0)
+            _exit(3);
+        rd.run.housekeeping = false;
         pybox_run_result_t res;
-        pybox_run(&be, &req, &res);
+        pybox_ready_run(&rd, &res);
         _exit(4); /* the step never came */
     }
     close(p[1]);
@@ -217,7 +208,7 @@ static char *create_raw(pybox_engine_t *e, const char *name, const char *labels_
 {
     pybox_pin_t pin;
     pybox_error_t err = {0};
-    ck_assert(pybox_image_resolve(itest_state(), e, "stdlib", &pin, &err) == 0);
+    ck_assert(itest_resolve("stdlib", &pin, &err) == 0);
     char text[1024];
     snprintf(text, sizeof text,
              "{\"Image\":\"%s\",\"Entrypoint\":[\"/bin/sleep\",\"30\"],\"User\":\"65534\",\"NetworkDisabled\":true,"

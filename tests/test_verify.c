@@ -10,24 +10,15 @@
 #include "itest.h"
 #include "suites.h"
 
+static void set_tamper(pybox_policy_t *p, void *arg)
+{
+    p->tamper = arg;
+}
+
 static int run_with(const char *tamper, pybox_run_result_t *res)
 {
-    pybox_engine_t *e = itest_engine();
-    pybox_pin_t pin;
-    pybox_error_t err = {0};
-    ck_assert_msg(pybox_image_resolve(itest_state(), e, "stdlib", &pin, &err) == 0, "%s", err.msg);
     static const char prog[] = "print('started')\n";
-    pybox_run_request_t req = {.program = prog, .program_len = sizeof prog - 1, .image_name = "stdlib"};
-    pybox_policy_defaults(&req.policy);
-    snprintf(req.policy.image_id, sizeof req.policy.image_id, "%s", pin.id);
-    snprintf(req.policy.install_id, sizeof req.policy.install_id, "%s", itest_state()->install_id);
-    req.policy.tamper = tamper;
-    pybox_backend_t be;
-    pybox_docker_backend(&be, e);
-    int rc = pybox_run(&be, &req, res);
-    ck_assert_int_eq(itest_list(e, "pybox.run", res->run_id, NULL), 0);
-    pybox_engine_free(e);
-    return rc;
+    return itest_lib_run(prog, set_tamper, (void *)tamper, res);
 }
 
 START_TEST(honest_policy_runs)

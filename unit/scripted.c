@@ -33,6 +33,12 @@ typedef struct {
 
 static const pybox_box_ops_t scripted_ops;
 
+/* The backend: its script. */
+typedef struct {
+    pybox_backend_t base;
+    script_t *s;
+} sbackend_t;
+
 static int fail(const script_t *s, pybox_error_t *err, const char *what)
 {
     return pybox_error_set(err, s->fail_kind ? s->fail_kind : PYBOX_ERR_ENGINE, EIO, "scripted failure: %s", what);
@@ -107,7 +113,7 @@ static void release(sbox_t *b)
 static int s_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **out, pybox_error_t *err)
 {
     (void)p;
-    script_t *s = be->impl;
+    script_t *s = ((sbackend_t *)be)->s;
     if (s->fail == SCRIPT_FAIL_CREATE)
         return fail(s, err, "create");
     sbox_t *b = calloc(1, sizeof *b);
@@ -138,18 +144,16 @@ static int s_verify(pybox_box_t *base, const pybox_policy_t *p, int *checked, py
     return 0;
 }
 
-static int s_put_files(pybox_box_t *base, const char *dir, const void *tar, size_t len, pybox_error_t *err)
+static int s_put_files(pybox_box_t *base, const void *tar, size_t len, pybox_error_t *err)
 {
-    (void)dir;
     (void)tar;
     (void)len;
     sbox_t *b = (sbox_t *)base;
     return b->s->fail == SCRIPT_FAIL_PUT_FILES ? fail(b->s, err, "put files") : 0;
 }
 
-static int s_get_files(pybox_box_t *base, const char *dir, size_t max, pybox_buf_t *out, pybox_error_t *err)
+static int s_get_files(pybox_box_t *base, size_t max, pybox_buf_t *out, pybox_error_t *err)
 {
-    (void)dir;
     sbox_t *b = (sbox_t *)base;
     if (b->s->out_tar_len > max)
         return pybox_error_set(err, PYBOX_ERR_ENGINE, EFBIG, "too large");
@@ -176,9 +180,13 @@ static int s_start(pybox_box_t *base, pybox_error_t *err)
     return 0;
 }
 
-static int s_io_fd(const pybox_box_t *base)
+static void s_io_fds(const pybox_box_t *base, int *in_fd, int out_fds[2], int *n_out)
 {
-    return ((const sbox_t *)base)->wake[0];
+    int fd = ((const sbox_t *)base)->wake[0];
+    *in_fd = fd;
+    out_fds[0] = fd;
+    out_fds[1] = -1;
+    *n_out = 1;
 }
 
 /* The init's side of the box's stdin: hello, program, control bytes. */
@@ -240,7 +248,7 @@ static int s_io_close_write(pybox_box_t *base, pybox_error_t *err)
     return 0;
 }
 
-static int s_io_read(pybox_box_t *base, pybox_demux_cb cb, void *arg, pybox_error_t *err)
+static int s_io_read(pybox_box_t *base, pybox_output_cb cb, void *arg, pybox_error_t *err)
 {
     sbox_t *b = (sbox_t *)base;
     char drain[64];
@@ -281,7 +289,7 @@ static int s_signal(pybox_box_t *base, int sig, pybox_error_t *err)
     return 0;
 }
 
-static int s_wait(pybox_box_t *base, int64_t timeout_ms, pybox_box_exit_t *out, pybox_error_t *err)
+static int s_wait(pybox_box_t *base, int64_t timeout_ms, pybox_box_end_t *out, pybox_error_t *err)
 {
     (void)timeout_ms;
     sbox_t *b = (sbox_t *)base;
@@ -316,12 +324,27 @@ static int s_running(pybox_box_t *base, bool *running, pybox_error_t *err)
     return 0;
 }
 
-static int s_host_pid(pybox_box_t *base, pid_t *pid, pybox_error_t *err)
+static int s_cgroup(pybox_box_t *base, pybox_cgroup_loc_t *loc, pybox_error_t *err)
+{
+    sbox_t *b = (sbox_t *)base;
+    memset(loc, 0, sizeof *loc);
+    if (b->s->cgroup_v2[0] == '\0')
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the scripted box has no cgroup");
+    loc->version = PYBOX_CG_V2;
+    snprintf(loc->dir[0], sizeof loc->dir[0], "%s", b->s->cgroup_v2);
+    return 0;
+}
+
+static const char *s_name(const pybox_box_t *base)
 {
     (void)base;
-    (void)err;
-    *pid = 0;
-    return 0;
+    return "scripted-box";
+}
+
+static const char *s_spec_sha256(const pybox_box_t *base)
+{
+    (void)base;
+    return "5c41p7ed5c41p7ed5c41p7ed5c41p7ed5c41p7ed5c41p7ed5c41p7ed5c41p7ed";
 }
 
 static const char *s_id(const pybox_box_t *base)
@@ -342,31 +365,57 @@ static void s_free(pybox_box_t *base)
 }
 
 static const pybox_box_ops_t scripted_ops = {
-    .name = "scripted",
-    .create = s_create,
     .verify = s_verify,
     .put_files = s_put_files,
     .get_files = s_get_files,
     .open_io = s_open_io,
     .start = s_start,
-    .io_fd = s_io_fd,
+    .io_fds = s_io_fds,
     .io_write = s_io_write,
     .io_close_write = s_io_close_write,
     .io_read = s_io_read,
     .signal = s_signal,
     .wait = s_wait,
-    .remove = s_remove,
     .running = s_running,
-    .host_pid = s_host_pid,
+    .cgroup = s_cgroup,
+    .remove = s_remove,
     .id = s_id,
+    .name = s_name,
+    .spec_sha256 = s_spec_sha256,
     .free = s_free,
 };
 
-void scripted_backend(pybox_backend_t *be, script_t *s)
+static const char *s_describe(const pybox_backend_t *be)
 {
-    memset(be, 0, sizeof *be);
-    be->ops = &scripted_ops;
-    be->impl = s;
+    (void)be;
+    return "scripted backend";
+}
+
+static int s_list(pybox_backend_t *be, const char *install_id, pybox_leftover_t **out, size_t *n, pybox_error_t *err)
+{
+    (void)be;
+    (void)install_id;
+    (void)err;
+    *out = NULL;
+    *n = 0;
+    return 0;
+}
+
+static const pybox_backend_ops_t scripted_backend_ops = {
+    .name = "scripted",
+    .holder = "the script",
+    .importing = "importing into the script:",
+    .describe = s_describe,
+    .create = s_create,
+    .list_leftovers = s_list,
+};
+
+void scripted_backend(pybox_backend_t **be, script_t *s)
+{
+    static __thread sbackend_t one;
+    one.base.ops = &scripted_backend_ops;
+    one.s = s;
+    *be = &one.base;
 }
 
 void script_init(script_t *s)

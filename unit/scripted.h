@@ -44,6 +44,8 @@ typedef struct script {
     size_t out_tar_len;
     bool stopped_before_copy;
     bool running_unknown;
+    /* A cgroup v2 folder (a fixture tree) the box says it has ("": none). */
+    char cgroup_v2[256];
     /* What the run did to the box, for the test to check. */
     int created, verified, started, removed;
     int stops, releases, kills; /* by control byte or signal */
@@ -51,8 +53,9 @@ typedef struct script {
     bool program_complete;
 } script_t;
 
-/* A backend over a script (not owned; it must outlive the run). */
-void scripted_backend(pybox_backend_t *be, script_t *s);
+/* A backend over a script (not owned; it must outlive the run). The backend itself is
+ * static: one per thread. */
+void scripted_backend(pybox_backend_t **be, script_t *s);
 /* A script with everything working: the program prints "hi" and exits 0. */
 void script_init(script_t *s);
 

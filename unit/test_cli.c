@@ -6,6 +6,7 @@
 
 #include "../pybox/bounds.h"
 #include "../pybox/cli/parse.h"
+#include "../pybox/prepare.h"
 #include "suites.h"
 
 /* Parse "exec" followed by the given arguments (NULL-terminated list). getopt may permute
@@ -209,11 +210,11 @@ END_TEST
 
 /* A value above a ceiling is shown with enough digits to differ from the ceiling, and
  * the ceiling with all of its own. */
-static void ceiling_says(const pybox_exec_opts_t *o, const pybox_config_t *c, const char *asked, const char *ceil)
+static void ceiling_says(const pybox_limits_t *o, const pybox_config_t *c, const char *asked, const char *ceil)
 {
     pybox_error_t err;
     pybox_error_clear(&err);
-    ck_assert_int_eq(pybox_cli_check_ceilings(o, c, &err), -1);
+    ck_assert_int_eq(pybox_limits_check(o, c, &err), -1);
     ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
     ck_assert_msg(strstr(err.msg, asked) != NULL, "\"%s\" not in: %s", asked, err.msg);
     ck_assert_msg(strstr(err.msg, ceil) != NULL, "\"%s\" not in: %s", ceil, err.msg);
@@ -226,10 +227,10 @@ START_TEST(ceiling_digits)
                                  .nano_cpus = 4000000000LL,
                                  .timeout_ms = 3600000,
                                  .source = "config.json of the installation"};
-    const pybox_exec_opts_t within = {
+    const pybox_limits_t within = {
         .memory_bytes = 128LL << 20, .pids = 32, .nano_cpus = 500000000LL, .timeout_ms = 2000};
     pybox_config_t c = base;
-    pybox_exec_opts_t o = within;
+    pybox_limits_t o = within;
     o.timeout_ms = 3600001;
     ceiling_says(&o, &c, "timeout 3600.001 s (asked)", "ceiling of 3600 s");
     c.timeout_ms = 10500;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../pybox/bounds.h"
+#include "../pybox/docker/docker.h"
 #include "../pybox/docker/engine.h"
 #include "../pybox/escape.h"
 #include "../pybox/image/image.h"
@@ -1483,8 +1484,11 @@ static char *image_rm(char *tag, size_t tag_len)
     size_t len = 0;
     FILE *report = open_memstream(&text, &len);
     ck_assert_ptr_nonnull(report);
-    ck_assert_msg(pybox_image_remove(&st, e, "x", report, &err) == 0, "%s", err.msg);
+    pybox_backend_t *be = NULL;
+    ck_assert_int_eq(pybox_docker_backend_over(e, &be, &err), 0);
+    ck_assert_msg(pybox_image_remove(&st, be, "x", report, &err) == 0, "%s", err.msg);
     fclose(report);
+    pybox_backend_close(be);
     pybox_engine_free(e);
     ck_assert_int_eq(pybox_pin_get(&st, "x", &pin, &err), 0);
     return text;

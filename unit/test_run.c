@@ -37,9 +37,9 @@ static void request(pybox_run_request_t *req, int64_t timeout_ms)
 
 static int run(script_t *s, pybox_run_request_t *req)
 {
-    pybox_backend_t be;
+    pybox_backend_t *be;
     scripted_backend(&be, s);
-    return pybox_run(&be, req, &res);
+    return pybox_run(be, req, &res);
 }
 
 static bool has_unknown(const char *part)

@@ -9,6 +9,7 @@
 #include "../guest/proto.h"
 #include "../pybox/bounds.h"
 #include "../pybox/buf.h"
+#include "../pybox/docker/docker.h"
 #include "../pybox/stream.h"
 #include "../pybox/util.h"
 #include "suites.h"

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../pybox/cgroup.h"
+#include "../pybox/docker/docker.h"
 #include "../pybox/util.h"
 #include "../pybox/watch.h"
 #include "suites.h"
@@ -160,11 +162,26 @@ static void remove_at(const char *root, const char *rel)
     ck_assert_msg(unlink(p) == 0, "cannot remove %s", p);
 }
 
+/* What the Docker backend does for a box: the engine's layouts by id, else the
+ * kernel's own list for its PID 1; then the watcher arms at that location. */
+static int locate_and_arm(pybox_watch_t *w, const char *root, const char *proc_root, const char *id, pid_t pid,
+                          pybox_error_t *err)
+{
+    pybox_cgroup_loc_t loc;
+    if (pybox_docker_cgroup(root, id, &loc) < 0 &&
+        (pid <= 0 || pybox_cgroup_of_pid(root, proc_root, pid, &loc, err) < 0)) {
+        pybox_watch_free(w);
+        pybox_watch_init(w);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the box's cgroup was not found under %s", root);
+    }
+    return pybox_watch_arm(w, &loc, err);
+}
+
 static void arm_ok(pybox_watch_t *w, const char *root, const char *proc_root, const char *id, pid_t pid)
 {
     pybox_error_t err = {0};
     pybox_watch_init(w);
-    ck_assert_msg(pybox_watch_arm(w, root, proc_root, id, pid, &err) == 0, "arm under %s: %s", root, err.msg);
+    ck_assert_msg(locate_and_arm(w, root, proc_root, id, pid, &err) == 0, "arm under %s: %s", root, err.msg);
     ck_assert_ptr_nonnull(w->samples);
     ck_assert_uint_eq(w->n_samples, 0);
 }
@@ -173,7 +190,7 @@ static void arm_fails(pybox_watch_t *w, const char *root, const char *proc_root,
 {
     pybox_error_t err = {0};
     pybox_watch_init(w);
-    ck_assert_int_eq(pybox_watch_arm(w, root, proc_root, id, pid, &err), -1);
+    ck_assert_int_eq(locate_and_arm(w, root, proc_root, id, pid, &err), -1);
     ck_assert_int_eq(err.kind, PYBOX_ERR_SYSTEM);
     ck_assert_int_ne(err.errnum, 0);
     ck_assert_int_eq(w->version, PYBOX_CG_NONE);
@@ -341,14 +358,14 @@ END_TEST
 START_TEST(root_from_environment)
 {
     unsetenv("PYBOX_CGROUP_ROOT");
-    ck_assert_str_eq(pybox_watch_root(), "/sys/fs/cgroup");
+    ck_assert_str_eq(pybox_cgroup_root(), "/sys/fs/cgroup");
     ck_assert_int_eq(setenv("PYBOX_CGROUP_ROOT", CG "/v1", 1), 0);
-    ck_assert_str_eq(pybox_watch_root(), CG "/v1");
+    ck_assert_str_eq(pybox_cgroup_root(), CG "/v1");
     /* a relative root is not taken */
     ck_assert_int_eq(setenv("PYBOX_CGROUP_ROOT", "cgroup/v1", 1), 0);
-    ck_assert_str_eq(pybox_watch_root(), "/sys/fs/cgroup");
+    ck_assert_str_eq(pybox_cgroup_root(), "/sys/fs/cgroup");
     ck_assert_int_eq(setenv("PYBOX_CGROUP_ROOT", "", 1), 0);
-    ck_assert_str_eq(pybox_watch_root(), "/sys/fs/cgroup");
+    ck_assert_str_eq(pybox_cgroup_root(), "/sys/fs/cgroup");
     unsetenv("PYBOX_CGROUP_ROOT");
 }
 END_TEST
@@ -408,7 +425,7 @@ START_TEST(arm_bad_id)
         pybox_watch_t w;
         pybox_error_t err = {0};
         pybox_watch_init(&w);
-        ck_assert_msg(pybox_watch_arm(&w, root, PROC, bad[i], 0, &err) == -1, "id '%s' accepted", bad[i]);
+        ck_assert_msg(locate_and_arm(&w, root, PROC, bad[i], 0, &err) == -1, "id '%s' accepted", bad[i]);
         ck_assert_int_eq(err.kind, PYBOX_ERR_SYSTEM);
         ck_assert_int_eq(w.version, PYBOX_CG_NONE);
         ck_assert_ptr_null(w.samples);
@@ -525,7 +542,7 @@ START_TEST(free_closes_every_file)
     ck_assert_int_eq(count_open_fds(), before + 8);
     /* arming again releases the first set */
     pybox_error_t err = {0};
-    ck_assert_int_eq(pybox_watch_arm(&w, CG "/v2-cgroupfs", PROC, ID, 0, &err), 0);
+    ck_assert_int_eq(locate_and_arm(&w, CG "/v2-cgroupfs", PROC, ID, 0, &err), 0);
     ck_assert_int_eq(w.version, PYBOX_CG_V2);
     ck_assert_int_eq(count_open_fds(), before + 7); /* v2: cpu.stat holds usage and throttling */
     int held[PYBOX_WATCH_FILES];

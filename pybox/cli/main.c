@@ -15,32 +15,20 @@
 
 #include "../bounds.h"
 #include "../buf.h"
-#include "../docker/engine.h"
 #include "../escape.h"
 #include "../image/image.h"
 #include "../leftovers.h"
+#include "../log.h"
+#include "../mcp/run_python.h"
 #include "../mcp/server.h"
+#include "../prepare.h"
 #include "../receipt.h"
 #include "../run.h"
 #include "../state.h"
 #include "../util.h"
 #include "../version.h"
+#include "help.h"
 #include "parse.h"
-
-static const char usage[] =
-    "usage: pybox exec [--timeout SECONDS] [--image NAME] [--json] < program.py\n"
-    "       pybox cleanup [--dry-run] [--json]\n"
-    "       pybox image build NAME [--force] [--lock uv.lock --wheels DIR | --debian PACKAGES]\n"
-    "       pybox image list | verify | rm NAME\n"
-    "       pybox mcp [--images NAME,...] [--max-timeout SECONDS] [--max-memory SIZE]\n"
-    "                 [--files-root DIR] [--output-root DIR]\n"
-    "       pybox version\n"
-    "\n"
-    "pybox exec runs the Python program given on standard input in a fresh, sealed box\n"
-    "and prints its receipt. Exit code: the program's own; 124 when a deadline stopped it;\n"
-    "125 when PyBox refused or failed. See docs/receipt.md.\n"
-    "pybox mcp serves the run_python tool to an AI agent over the Model Context Protocol\n"
-    "(stdio); the options are the ceilings the agent cannot pass. See docs/mcp.md.\n";
 
 /* Append j as one line of compact JSON, and free it. */
 static void json_line(pybox_buf_t *out, cJSON *j)
@@ -93,6 +81,58 @@ static void catch_signals(void)
 /* When this process started: every phase of a run counts from here. */
 static double process_start_s;
 
+/* The program, whole, from stdin (never a terminal). */
+static int read_program(char **prog, size_t *len, pybox_error_t *err)
+{
+    if (isatty(STDIN_FILENO))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "standard input is a terminal: give the program on it (pybox exec < program.py)");
+    bool over = false;
+    if (pybox_read_bounded(STDIN_FILENO, PYBOX_PROGRAM_MAX, prog, len, &over, err) < 0 ||
+        pybox_cli_check_program(*prog, *len, over, err) < 0)
+        return -1;
+    return 0;
+}
+
+/* The receipt on stdout, and PyBox's own failure on stderr. Returns the exit code. */
+static int print_run(const pybox_run_result_t *res, int rc, bool json)
+{
+    pybox_buf_t out;
+    pybox_buf_init(&out, 0);
+    if (json) {
+        json_line(&out, pybox_receipt_json(res));
+    } else {
+        struct winsize ws;
+        int tty = isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
+        pybox_receipt_text(res, pybox_receipt_columns(tty, getenv("COLUMNS")), &out);
+    }
+    int code = res->exit_code;
+    if (out.data == NULL || pybox_write_all(STDOUT_FILENO, out.data, out.len) < 0) {
+        fprintf(stderr, "pybox: error: the receipt could not be written: %s\n", strerror(errno));
+        code = PYBOX_EXIT_FAILED;
+    }
+    pybox_buf_free(&out);
+    if (rc < 0) {
+        pybox_buf_t b;
+        pybox_buf_init(&b, 0);
+        pybox_escape_terminal(&b, res->error.msg, strlen(res->error.msg), false);
+        fprintf(stderr, "pybox: error: %s\n", b.data ? b.data : "");
+        pybox_buf_free(&b);
+        if (res->created && !res->gone) {
+            char when[32];
+            time_t ex = (time_t)res->policy.expires;
+            struct tm tm;
+            gmtime_r(&ex, &tm);
+            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+            fprintf(stderr,
+                    "pybox: the box %s may still exist; it ends by its own timer, and the next run or "
+                    "`pybox cleanup` removes it after %s (its run note is kept until then)\n",
+                    res->box_name, when);
+        }
+    }
+    return code;
+}
+
 static int cmd_exec(int argc, char **argv)
 {
     pybox_error_t err = {0};
@@ -103,143 +143,68 @@ static int cmd_exec(int argc, char **argv)
             json = true;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(usage, stdout);
+            pybox_help(stdout, "exec");
             return 0;
         }
     }
     if (pybox_cli_parse_exec(argc, argv, &o, &err) < 0)
         return fail(&err, json);
-    if (isatty(STDIN_FILENO)) {
-        pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
-                        "standard input is a terminal: give the program on it (pybox exec < program.py)");
-        return fail(&err, o.json);
-    }
     _cleanup_free_ char *prog = NULL;
     size_t len = 0;
-    bool over = false;
-    if (pybox_read_bounded(STDIN_FILENO, PYBOX_PROGRAM_MAX, &prog, &len, &over, &err) < 0 ||
-        pybox_cli_check_program(prog, len, over, &err) < 0)
+    if (read_program(&prog, &len, &err) < 0)
         return fail(&err, o.json);
-
-    /* Files: checked (and the inputs packed) before anything else exists. */
-    _cleanup_(pybox_inputs_freep) pybox_inputs_t inputs;
-    _cleanup_(pybox_output_close) pybox_output_spec_t output;
-    pybox_inputs_init(&inputs);
-    if (o.n_inputs > 0 && pybox_inputs_prepare(o.inputs, o.n_inputs, PYBOX_INPUT_MAX, &inputs, &err) < 0)
+    pybox_request_t rq = {
+        .program = prog,
+        .program_len = len,
+        .image = o.image,
+        .backend = o.backend,
+        .timeout_ms = o.timeout_given ? o.timeout_ms : 0,
+        .memory_bytes = o.memory_bytes,
+        .pids = o.pids,
+        .nano_cpus = o.nano_cpus,
+        .inputs = o.inputs,
+        .n_inputs = o.n_inputs,
+        .output = o.output,
+        .started_s = process_start_s,
+    };
+    _cleanup_(pybox_ready_free) pybox_ready_t rd;
+    pybox_ready_init(&rd);
+    if (pybox_prepare(&rq, &rd, &err) < 0)
         return fail(&err, o.json);
-    output.parent_fd = -1;
-    if (o.output != NULL && pybox_output_check(o.output, &output, &err) < 0)
-        return fail(&err, o.json);
-
-    /* The image's own defaults fill what the caller did not give; then the ceilings. */
-    pybox_state_t st;
-    pybox_config_t ceil;
-    pybox_pin_t pin;
-    if (pybox_state_open(&st, false, &err) < 0 || pybox_state_config(&st, &ceil, &err) < 0)
-        return fail(&err, o.json);
-    if (pybox_name_valid(o.image) && pybox_pin_get(&st, o.image, &pin, &err) == 1)
-        pybox_cli_apply_defaults(&o, &pin);
-    else
-        pybox_cli_apply_defaults(&o, &(pybox_pin_t){0});
-    if (pybox_cli_check_ceilings(&o, &ceil, &err) < 0)
-        return fail(&err, o.json);
-    pybox_engine_t *e = NULL;
-    if (pybox_engine_open(NULL, &e, &err) < 0)
-        return fail(&err, o.json);
-    if (pybox_image_resolve(&st, e, o.image, &pin, &err) < 0) {
-        pybox_engine_free(e);
-        return fail(&err, o.json);
-    }
-
-    pybox_run_request_t req = {.program = prog,
-                               .program_len = len,
-                               .image_name = o.image,
-                               .state = &st,
-                               .expiry_s = ceil.expiry_s,
-                               .housekeeping = true,
-                               .started_s = process_start_s,
-                               .inputs = o.n_inputs > 0 ? &inputs : NULL,
-                               .output = o.output != NULL ? &output : NULL};
-    pybox_policy_defaults(&req.policy);
-    snprintf(req.policy.image_id, sizeof req.policy.image_id, "%s", pin.id);
-    snprintf(req.policy.install_id, sizeof req.policy.install_id, "%s", st.install_id);
-    req.policy.timeout_ms = o.timeout_ms;
-    req.policy.memory_bytes = o.memory_bytes;
-    req.policy.pids = o.pids;
-    req.policy.nano_cpus = o.nano_cpus;
-    req.pin = &pin;
-    req.policy.box_timer_ms = o.timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
-
-    pybox_backend_t be;
-    pybox_docker_backend(&be, e);
     catch_signals();
-    pybox_run_result_t res;
-    int rc = pybox_run(&be, &req, &res);
-    snprintf(res.engine, sizeof res.engine, "engine %s", pybox_engine_version(e));
-    pybox_engine_free(e);
-
-    pybox_buf_t out;
-    pybox_buf_init(&out, 0);
-    if (o.json) {
-        json_line(&out, pybox_receipt_json(&res));
-    } else {
-        struct winsize ws;
-        int tty = isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
-        pybox_receipt_text(&res, pybox_receipt_columns(tty, getenv("COLUMNS")), &out);
-    }
-    int code = res.exit_code;
-    if (out.data == NULL || pybox_write_all(STDOUT_FILENO, out.data, out.len) < 0) {
-        fprintf(stderr, "pybox: error: the receipt could not be written: %s\n", strerror(errno));
-        code = 125;
-    }
-    if (rc < 0) {
-        pybox_buf_t b;
-        pybox_buf_init(&b, 0);
-        pybox_escape_terminal(&b, res.error.msg, strlen(res.error.msg), false);
-        fprintf(stderr, "pybox: error: %s\n", b.data ? b.data : "");
-        pybox_buf_free(&b);
-        if (res.created && !res.gone) {
-            char when[32];
-            time_t ex = (time_t)res.policy.expires;
-            struct tm tm;
-            gmtime_r(&ex, &tm);
-            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-            fprintf(stderr,
-                    "pybox: the box %s may still exist; it ends by its own timer, and the next run or "
-                    "`pybox cleanup` removes it after %s (its run note is kept until then)\n",
-                    res.box_name, when);
-        }
-    }
-    pybox_buf_free(&out);
-    pybox_run_result_free(&res);
-    return code;
+    _cleanup_(pybox_run_result_free) pybox_run_result_t res;
+    int rc = pybox_ready_run(&rd, &res);
+    return print_run(&res, rc, o.json);
 }
 
 static int cmd_cleanup(int argc, char **argv)
 {
     pybox_error_t err = {0};
     bool dry = false, json = false;
+    const char *backend = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--dry-run") == 0) {
             dry = true;
         } else if (strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+            backend = argv[++i];
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            pybox_help(stdout, "cleanup");
+            return 0;
         } else {
-            pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox cleanup [--dry-run] [--json]");
+            pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox cleanup [--dry-run] [--json] [--backend NAME]");
             return fail(&err, json);
         }
     }
     pybox_state_t st;
     if (pybox_state_open(&st, false, &err) < 0)
         return fail(&err, json);
-    pybox_engine_t *e = NULL;
-    if (pybox_engine_open(NULL, &e, &err) < 0)
+    _cleanup_(pybox_backend_closep) pybox_backend_t *be = NULL;
+    if (pybox_backend_open_for(&st, backend, &be, &err) < 0)
         return fail(&err, json);
-    pybox_backend_t be;
-    pybox_docker_backend(&be, e);
     pybox_leftovers_report_t rep;
-    int rc = pybox_leftovers_clean(&st, &be, dry, &rep, &err);
-    pybox_engine_free(e);
+    int rc = pybox_leftovers_clean(&st, be, dry, &rep, &err);
     if (rc < 0) {
         pybox_leftovers_report_free(&rep);
         return fail(&err, json);
@@ -251,7 +216,7 @@ static int cmd_cleanup(int argc, char **argv)
     } else {
         pybox_leftovers_report_text(&rep, &out);
     }
-    int code = out.data && pybox_write_all(STDOUT_FILENO, out.data, out.len) == 0 ? 0 : 125;
+    int code = out.data && pybox_write_all(STDOUT_FILENO, out.data, out.len) == 0 ? 0 : PYBOX_EXIT_FAILED;
     pybox_buf_free(&out);
     pybox_leftovers_report_free(&rep);
     return code;
@@ -260,11 +225,32 @@ static int cmd_cleanup(int argc, char **argv)
 static int cmd_image(int argc, char **argv)
 {
     pybox_error_t err = {0};
-    if (argc < 2) {
-        fputs(usage, stderr);
-        return 125;
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        pybox_help(argc < 2 ? stderr : stdout, "image");
+        return argc < 2 ? PYBOX_EXIT_FAILED : 0;
     }
     pybox_state_t st;
+    /* --backend NAME, wherever it stands, picks the backend whose images these are. */
+    const char *backend = NULL;
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+            backend = argv[++i];
+            continue;
+        }
+        argv[n++] = argv[i];
+    }
+    for (int i = 0; i < n; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            pybox_help(stdout, "image");
+            return 0;
+        }
+    }
+    argc = n;
+    if (argc < 2) {
+        pybox_help(stderr, "image");
+        return PYBOX_EXIT_FAILED;
+    }
     if (strcmp(argv[1], "build") == 0) {
         const char *lock = NULL, *wheels = NULL, *debian = NULL;
         bool force = false, bad = argc < 3;
@@ -289,25 +275,24 @@ static int cmd_image(int argc, char **argv)
         pybox_image_paths_t paths;
         if (pybox_state_open(&st, true, &err) < 0 || pybox_image_paths_default(&paths, &err) < 0)
             return fail(&err, false);
-        pybox_engine_t *e = NULL;
-        if (pybox_engine_open(NULL, &e, &err) < 0)
+        _cleanup_(pybox_backend_closep) pybox_backend_t *be = NULL;
+        if (pybox_backend_open_for(&st, backend, &be, &err) < 0)
             return fail(&err, false);
         bool built = false;
         int rc = lock || wheels || debian
-                     ? pybox_image_build_custom(&st, e, &paths, argv[2], lock, wheels, debian, stderr, &err)
-                     : pybox_image_build(&st, e, &paths, argv[2], force, stderr, &built, &err);
-        pybox_engine_free(e);
+                     ? pybox_image_build_custom(&st, be, &paths, argv[2], lock, wheels, debian, stderr, &err)
+                     : pybox_image_build(&st, be, &paths, argv[2], force, stderr, &built, &err);
         return rc < 0 ? fail(&err, false) : 0;
     }
     if (strcmp(argv[1], "list") == 0) {
         if (pybox_state_open(&st, false, &err) < 0)
             return fail(&err, false);
         pybox_pin_t *pins = NULL;
-        size_t n = 0;
-        if (pybox_pin_list(&st, &pins, &n, &err) < 0)
+        size_t npins = 0;
+        if (pybox_pin_list(&st, &pins, &npins, &err) < 0)
             return fail(&err, false);
         printf("%-12s %-8s %-71s %10s  %-16s  %s\n", "NAME", "KIND", "PINNED IMAGE ID", "SIZE", "RECIPE", "BUILT");
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < npins; i++)
             printf("%-12s %-8s %-71s %7.1f MB  %.16s  %s\n", pins[i].name, pins[i].custom ? "custom" : "built-in",
                    pins[i].id, (double)pins[i].size / 1e6, pins[i].recipe_sha256, pins[i].built_at);
         free(pins);
@@ -322,12 +307,11 @@ static int cmd_image(int argc, char **argv)
         pybox_image_paths_t paths;
         if (pybox_state_open(&st, false, &err) < 0 || pybox_image_paths_default(&paths, &err) < 0)
             return fail(&err, false);
-        pybox_engine_t *e = NULL;
-        if (pybox_engine_open(NULL, &e, &err) < 0)
+        _cleanup_(pybox_backend_closep) pybox_backend_t *be = NULL;
+        if (pybox_backend_open_for(&st, backend, &be, &err) < 0)
             return fail(&err, false);
         int rc =
-            rm ? pybox_image_remove(&st, e, argv[2], stdout, &err) : pybox_image_verify(&st, e, &paths, stdout, &err);
-        pybox_engine_free(e);
+            rm ? pybox_image_remove(&st, be, argv[2], stdout, &err) : pybox_image_verify(&st, be, &paths, stdout, &err);
         if (rc < 0)
             return fail(&err, false);
         return rc == 0 ? 0 : 1;
@@ -340,7 +324,7 @@ static int mcp_usage(pybox_error_t *err, const char *what)
 {
     return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
                            "%s (usage: pybox mcp [--images NAME,...] [--max-timeout SECONDS] [--max-memory SIZE] "
-                           "[--files-root DIR] [--output-root DIR])",
+                           "[--files-root DIR] [--output-root DIR] [--backend NAME]; see pybox help mcp)",
                            what);
 }
 
@@ -368,7 +352,7 @@ static int mcp_parse(int argc, char **argv, const pybox_state_t *st, pybox_mcp_c
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool known = strcmp(a, "--images") == 0 || strcmp(a, "--max-timeout") == 0 || strcmp(a, "--max-memory") == 0 ||
-                     strcmp(a, "--files-root") == 0 || strcmp(a, "--output-root") == 0;
+                     strcmp(a, "--files-root") == 0 || strcmp(a, "--output-root") == 0 || strcmp(a, "--backend") == 0;
         if (!known)
             return mcp_usage(err, "unknown option");
         if (v == NULL)
@@ -376,6 +360,15 @@ static int mcp_parse(int argc, char **argv, const pybox_state_t *st, pybox_mcp_c
         i++;
         if (strcmp(a, "--images") == 0) {
             images = v;
+        } else if (strcmp(a, "--backend") == 0) {
+            if (!pybox_name_valid(v) || pybox_backend_find(v) == NULL) {
+                char known_b[256], shown_b[160];
+                pybox_backend_names(known_b, sizeof known_b);
+                pybox_escape_short(shown_b, sizeof shown_b, v, 32);
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--backend: unknown backend '%s' (known: %s)", shown_b,
+                                       known_b);
+            }
+            pybox_strlcpy(cfg->backend, v, sizeof cfg->backend);
         } else if (strcmp(a, "--max-timeout") == 0) {
             if (pybox_parse_seconds_ms(v, &cfg->max_timeout_ms) < 0 || cfg->max_timeout_ms < PYBOX_TIMEOUT_MIN_MS ||
                 cfg->max_timeout_ms > PYBOX_TIMEOUT_MAX_MS)
@@ -446,7 +439,7 @@ static int cmd_mcp(int argc, char **argv)
     pybox_error_t err = {0};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(usage, stdout);
+            pybox_help(stdout, "mcp");
             return 0;
         }
     }
@@ -454,11 +447,11 @@ static int cmd_mcp(int argc, char **argv)
     pybox_mcp_config_t cfg;
     if (pybox_state_open(&st, false, &err) < 0 || mcp_parse(argc, argv, &st, &cfg, &err) < 0)
         return fail(&err, false);
-    /* The engine is checked once before serving, so a missing engine is said at once. */
-    pybox_engine_t *e = NULL;
-    if (pybox_engine_open(NULL, &e, &err) < 0)
+    /* The backend is opened once before serving, so a missing engine is said at once. */
+    pybox_backend_t *be = NULL;
+    if (pybox_backend_open_for(&st, cfg.backend, &be, &err) < 0)
         return fail(&err, false);
-    pybox_engine_free(e);
+    pybox_backend_close(be);
     /* Signals end the server as stdin's end does: blocked in every thread, read here. */
     sigset_t set;
     sigemptyset(&set);
@@ -481,7 +474,7 @@ static int cmd_mcp(int argc, char **argv)
             imgs.data ? imgs.data : "", pybox_fmt_fixed(most_s, cfg.max_timeout_ms, 3),
             pybox_fmt_size(most_m, cfg.max_memory_bytes));
     pybox_buf_free(&imgs);
-    int rc = pybox_mcp_serve(STDIN_FILENO, STDOUT_FILENO, sfd, &cfg, pybox_mcp_run_python, &st);
+    int rc = pybox_mcp_serve(STDIN_FILENO, STDOUT_FILENO, sfd, &cfg, &pybox_mcp_run_python_tool, 1, &st);
     close(sfd);
     return rc < 0 ? 125 : 0;
 }
@@ -489,9 +482,11 @@ static int cmd_mcp(int argc, char **argv)
 int main(int argc, char **argv)
 {
     process_start_s = pybox_now_s();
+    static char prefix[] = "pybox";
+    pybox_log_set(pybox_log_stderr, prefix);
     if (argc < 2) {
-        fputs(usage, stderr);
-        return 125;
+        pybox_help(stderr, NULL);
+        return PYBOX_EXIT_FAILED;
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "exec") == 0)
@@ -507,8 +502,15 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        fputs(usage, stdout);
-        return 0;
+        const char *of = strcmp(cmd, "help") == 0 && argc > 2 ? argv[2] : NULL;
+        if (pybox_help(stdout, of) == 0)
+            return 0;
+        cmd = of;
+        pybox_error_t err = {0};
+        char shown[160];
+        pybox_escape_short(shown, sizeof shown, cmd, 64);
+        pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "no help for '%s': commands are exec, mcp, image, cleanup", shown);
+        return fail(&err, false);
     }
     pybox_error_t err = {0};
     pybox_buf_t b;

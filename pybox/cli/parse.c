@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Command-line parsing (see cli.h). */
+/* Command-line parsing (see parse.h). */
 #include "parse.h"
 
 #include <getopt.h>
@@ -19,15 +19,11 @@ static void shown(char *out, size_t len, const char *arg)
 int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_error_t *err)
 {
     static const struct option longs[] = {
-        {"timeout", required_argument, NULL, 't'},
-        {"json", no_argument, NULL, 'j'},
-        {"image", required_argument, NULL, 'i'},
-        {"memory", required_argument, NULL, 'm'},
-        {"pids", required_argument, NULL, 'p'},
-        {"cpus", required_argument, NULL, 'c'},
-        {"input", required_argument, NULL, 'I'},
-        {"output", required_argument, NULL, 'O'},
-        {NULL, 0, NULL, 0},
+        {"timeout", required_argument, NULL, 't'}, {"json", no_argument, NULL, 'j'},
+        {"image", required_argument, NULL, 'i'},   {"memory", required_argument, NULL, 'm'},
+        {"pids", required_argument, NULL, 'p'},    {"cpus", required_argument, NULL, 'c'},
+        {"input", required_argument, NULL, 'I'},   {"output", required_argument, NULL, 'O'},
+        {"backend", required_argument, NULL, 'b'}, {NULL, 0, NULL, 0},
     };
     o->timeout_ms = PYBOX_DEFAULT_TIMEOUT_MS;
     o->json = false;
@@ -38,7 +34,7 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
     o->timeout_given = false;
     o->n_inputs = 0;
     o->output = NULL;
-    o->from_image = 0;
+    o->backend = NULL;
     optind = 0; /* GNU: full re-initialisation, so parsing can run more than once */
     opterr = 0;
     char arg[128];
@@ -110,6 +106,9 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
         case 'i':
             o->image = optarg;
             break;
+        case 'b':
+            o->backend = optarg;
+            break;
         default:
             shown(arg, sizeof arg, optind > 0 && optind <= argc ? argv[optind - 1] : "?");
             return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: unknown option or missing value (see pybox help)",
@@ -137,62 +136,5 @@ int pybox_cli_check_program(const char *prog, size_t len, bool over, pybox_error
     if (i == len)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
                                "the program is empty: give it on standard input (pybox exec < program.py)");
-    return 0;
-}
-
-void pybox_cli_apply_defaults(pybox_exec_opts_t *o, const pybox_pin_t *pin)
-{
-    if (o->memory_bytes == 0 && pin->memory_bytes > 0) {
-        o->memory_bytes = pin->memory_bytes;
-        o->from_image |= PYBOX_FROM_IMAGE_MEMORY;
-    }
-    if (o->pids == 0 && pin->pids > 0) {
-        o->pids = pin->pids;
-        o->from_image |= PYBOX_FROM_IMAGE_PIDS;
-    }
-    if (o->nano_cpus == 0 && pin->nano_cpus > 0) {
-        o->nano_cpus = pin->nano_cpus;
-        o->from_image |= PYBOX_FROM_IMAGE_CPUS;
-    }
-    if (!o->timeout_given && pin->timeout_ms > 0) {
-        o->timeout_ms = pin->timeout_ms;
-        o->from_image |= PYBOX_FROM_IMAGE_TIMEOUT;
-    }
-    if (o->memory_bytes == 0)
-        o->memory_bytes = PYBOX_DEFAULT_MEMORY;
-    if (o->pids == 0)
-        o->pids = PYBOX_DEFAULT_PIDS;
-    if (o->nano_cpus == 0)
-        o->nano_cpus = PYBOX_DEFAULT_NANO_CPUS;
-}
-
-static const char *who(const pybox_exec_opts_t *o, unsigned bit)
-{
-    return (o->from_image & bit) ? "the image's default" : "asked";
-}
-
-int pybox_cli_check_ceilings(const pybox_exec_opts_t *o, const pybox_config_t *c, pybox_error_t *err)
-{
-    /* every digit each side needs: a value just above its ceiling must not look like it */
-    char a[PYBOX_NUM_MAX], m[PYBOX_NUM_MAX];
-    if (o->memory_bytes > c->memory_bytes)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "memory %s (%s) is above this installation's ceiling of %s (set by %s)",
-                               pybox_fmt_size(a, o->memory_bytes), who(o, PYBOX_FROM_IMAGE_MEMORY),
-                               pybox_fmt_size(m, c->memory_bytes), c->source);
-    if (o->pids > c->pids)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "pids %lld (%s) is above this installation's ceiling of %lld (set by %s)",
-                               (long long)o->pids, who(o, PYBOX_FROM_IMAGE_PIDS), (long long)c->pids, c->source);
-    if (o->nano_cpus > c->nano_cpus)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "cpus %s (%s) is above this installation's ceiling of %s (set by %s)",
-                               pybox_fmt_fixed(a, o->nano_cpus, 9), who(o, PYBOX_FROM_IMAGE_CPUS),
-                               pybox_fmt_fixed(m, c->nano_cpus, 9), c->source);
-    if (o->timeout_ms > c->timeout_ms)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "timeout %s s (%s) is above this installation's ceiling of %s s (set by %s)",
-                               pybox_fmt_fixed(a, o->timeout_ms, 3), who(o, PYBOX_FROM_IMAGE_TIMEOUT),
-                               pybox_fmt_fixed(m, c->timeout_ms, 3), c->source);
     return 0;
 }

@@ -22,20 +22,8 @@ typedef struct pybox_exec_opts {
     const char *inputs[64]; /* --input, in order */
     size_t n_inputs;
     const char *output;  /* --output, or NULL */
-    unsigned from_image; /* PYBOX_FROM_IMAGE_*: limits that came from the image's policy */
+    const char *backend; /* --backend, or NULL */
 } pybox_exec_opts_t;
-
-#define PYBOX_FROM_IMAGE_MEMORY 1u
-#define PYBOX_FROM_IMAGE_PIDS 2u
-#define PYBOX_FROM_IMAGE_CPUS 4u
-#define PYBOX_FROM_IMAGE_TIMEOUT 8u
-
-/* Fill the limits the caller did not give from the image's own defaults (its recipe's
- * policy), then PyBox's. */
-void pybox_cli_apply_defaults(pybox_exec_opts_t *o, const pybox_pin_t *pin);
-
-/* Refuse what is above a ceiling, naming the ceiling and where it is set. */
-int pybox_cli_check_ceilings(const pybox_exec_opts_t *o, const pybox_config_t *c, pybox_error_t *err);
 
 /* argv[0] is "exec". */
 int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_error_t *err);

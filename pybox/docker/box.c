@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The box interface over the Docker Engine API (see box.h). */
+/* The Docker backend: the box interface over the Docker Engine API (see box.h). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,18 +9,34 @@
 
 #include "../bounds.h"
 #include "../box.h"
+#include "../files.h"
 #include "../util.h"
+#include "docker.h"
 #include "engine.h"
+
+typedef struct docker_backend {
+    pybox_backend_t base;
+    pybox_engine_t *engine;
+    bool owns_engine;
+    char describe[160];
+} docker_backend_t;
 
 typedef struct docker_box {
     pybox_box_t base;
     pybox_engine_t *engine;
     char id[PYBOX_ID_MAX];
+    char name[PYBOX_NAME_MAX];
+    char spec_sha256[65];
     pybox_engine_stream_t *io;
     pybox_demux_t demux;
 } docker_box_t;
 
 static const pybox_box_ops_t docker_ops;
+
+pybox_engine_t *pybox_docker_engine(pybox_backend_t *be)
+{
+    return ((docker_backend_t *)be)->engine;
+}
 
 static int valid_id(const char *id)
 {
@@ -35,12 +51,22 @@ static int valid_id(const char *id)
 
 static int d_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **out, pybox_error_t *err)
 {
-    pybox_engine_t *e = be->impl;
-    cJSON *body = pybox_policy_create_body(p);
-    if (body == NULL)
+    pybox_engine_t *e = pybox_docker_engine(be);
+    cJSON *body = pybox_docker_body(p);
+    char *text = body ? cJSON_PrintUnformatted(body) : NULL;
+    if (text == NULL) {
+        cJSON_Delete(body);
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "building the create body");
+    }
+    char name[PYBOX_NAME_MAX], digest[65];
+    pybox_sha256_hex(text, strlen(text), digest);
+    free(text);
     char path[256];
-    snprintf(path, sizeof path, "/containers/create?name=%s", p->name);
+    if (pybox_fmt(name, sizeof name, "%s%s", PYBOX_DOCKER_NAME_PREFIX, p->run_id) < 0 ||
+        pybox_fmt(path, sizeof path, "/containers/create?name=%s", name) < 0) {
+        cJSON_Delete(body);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "the box's name");
+    }
     long status = 0;
     cJSON *reply = NULL;
     int rc = pybox_engine_call(e, "POST", path, body, &status, &reply, err);
@@ -65,6 +91,8 @@ static int d_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **
     b->base.ops = &docker_ops;
     b->engine = e;
     pybox_strlcpy(b->id, id->valuestring, sizeof b->id);
+    pybox_strlcpy(b->name, name, sizeof b->name);
+    memcpy(b->spec_sha256, digest, sizeof b->spec_sha256);
     pybox_demux_init(&b->demux);
     cJSON_Delete(reply);
     *out = &b->base;
@@ -90,16 +118,16 @@ static int d_verify(pybox_box_t *base, const pybox_policy_t *p, int *checked, py
         cJSON_Delete(reply);
         return -1;
     }
-    int rc = pybox_policy_verify(p, reply, checked, err);
+    int rc = pybox_docker_verify(p, reply, checked, err);
     cJSON_Delete(reply);
     return rc;
 }
 
-static int d_put_files(pybox_box_t *base, const char *dir, const void *tar, size_t len, pybox_error_t *err)
+static int d_put_files(pybox_box_t *base, const void *tar, size_t len, pybox_error_t *err)
 {
     docker_box_t *b = (docker_box_t *)base;
     char path[300];
-    snprintf(path, sizeof path, "/containers/%s/archive?path=%s", b->id, dir);
+    snprintf(path, sizeof path, "/containers/%s/archive?path=%s", b->id, PYBOX_BOX_IN);
     long status = 0;
     cJSON *reply = NULL;
     if (pybox_engine_put(b->engine, path, tar, len, "application/x-tar", &status, &reply, err) < 0)
@@ -111,11 +139,11 @@ static int d_put_files(pybox_box_t *base, const char *dir, const void *tar, size
     return rc;
 }
 
-static int d_get_files(pybox_box_t *base, const char *dir, size_t max, pybox_buf_t *out, pybox_error_t *err)
+static int d_get_files(pybox_box_t *base, size_t max, pybox_buf_t *out, pybox_error_t *err)
 {
     docker_box_t *b = (docker_box_t *)base;
     char path[300];
-    snprintf(path, sizeof path, "/containers/%s/archive?path=%s", b->id, dir);
+    snprintf(path, sizeof path, "/containers/%s/archive?path=%s", b->id, PYBOX_BOX_OUT);
     long status = 0;
     pybox_buf_init(out, max);
     if (pybox_engine_call_raw(b->engine, "GET", path, NULL, &status, out, err) < 0)
@@ -170,10 +198,15 @@ static int d_start(pybox_box_t *base, pybox_error_t *err)
     return 0;
 }
 
-static int d_io_fd(const pybox_box_t *base)
+/* One socket carries the box's stdin one way and its multiplexed output the other. */
+static void d_io_fds(const pybox_box_t *base, int *in_fd, int out_fds[2], int *n_out)
 {
     const docker_box_t *b = (const docker_box_t *)base;
-    return b->io ? pybox_engine_stream_fd(b->io) : -1;
+    int fd = b->io ? pybox_engine_stream_fd(b->io) : -1;
+    *in_fd = fd;
+    out_fds[0] = fd;
+    out_fds[1] = -1;
+    *n_out = 1;
 }
 
 static ssize_t d_io_write(pybox_box_t *base, const void *data, size_t len, pybox_error_t *err)
@@ -188,7 +221,7 @@ static int d_io_close_write(pybox_box_t *base, pybox_error_t *err)
     return pybox_engine_stream_close_write(b->io, err);
 }
 
-static int d_io_read(pybox_box_t *base, pybox_demux_cb cb, void *arg, pybox_error_t *err)
+static int d_io_read(pybox_box_t *base, pybox_output_cb cb, void *arg, pybox_error_t *err)
 {
     docker_box_t *b = (docker_box_t *)base;
     char chunk[65536];
@@ -227,7 +260,7 @@ static void copy_str(char *dst, size_t len, const cJSON *obj, const char *key)
         dst[0] = '\0';
 }
 
-static int d_wait(pybox_box_t *base, int64_t timeout_ms, pybox_box_exit_t *out, pybox_error_t *err)
+static int d_wait(pybox_box_t *base, int64_t timeout_ms, pybox_box_end_t *out, pybox_error_t *err)
 {
     docker_box_t *b = (docker_box_t *)base;
     int64_t deadline = pybox_now_ms() + timeout_ms;
@@ -246,7 +279,11 @@ static int d_wait(pybox_box_t *base, int64_t timeout_ms, pybox_box_exit_t *out, 
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(st, "ExitCode");
         const cJSON *oom = cJSON_GetObjectItemCaseSensitive(st, "OOMKilled");
         if (cJSON_IsFalse(running) && cJSON_IsNumber(code)) {
+            memset(out, 0, sizeof *out);
             out->exit_code = code->valueint;
+            /* The engine records only the status: 128+n when PID 1 was killed by a signal,
+             * which an exit status of the same number cannot be told apart from. */
+            out->signal = 0;
             out->oom_killed = cJSON_IsTrue(oom);
             copy_str(out->started_at, sizeof out->started_at, st, "StartedAt");
             copy_str(out->finished_at, sizeof out->finished_at, st, "FinishedAt");
@@ -314,21 +351,6 @@ static int d_remove(pybox_box_t *base, bool *gone, pybox_error_t *err)
     }
 }
 
-static int d_host_pid(pybox_box_t *base, pid_t *pid, pybox_error_t *err)
-{
-    docker_box_t *b = (docker_box_t *)base;
-    long status = 0;
-    cJSON *reply = NULL;
-    *pid = 0;
-    if (inspect(b, &status, &reply, err) < 0)
-        return -1;
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "State"), "Pid");
-    if (status == 200 && cJSON_IsNumber(p) && p->valuedouble > 0 && p->valuedouble < 1 << 30)
-        *pid = (pid_t)p->valuedouble;
-    cJSON_Delete(reply);
-    return 0;
-}
-
 static int d_running(pybox_box_t *base, bool *running, pybox_error_t *err)
 {
     docker_box_t *b = (docker_box_t *)base;
@@ -352,9 +374,40 @@ static int d_running(pybox_box_t *base, bool *running, pybox_error_t *err)
     return rc;
 }
 
+/* The engine's layouts first; else what the kernel lists for the box's PID 1. */
+static int d_cgroup(pybox_box_t *base, pybox_cgroup_loc_t *loc, pybox_error_t *err)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    const char *root = pybox_cgroup_root();
+    if (pybox_docker_cgroup(root, b->id, loc) == 0)
+        return 0;
+    long status = 0;
+    cJSON *reply = NULL;
+    if (inspect(b, &status, &reply, err) < 0)
+        return -1;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "State"), "Pid");
+    pid_t pid = status == 200 && cJSON_IsNumber(p) && p->valuedouble > 0 && p->valuedouble < 1 << 30
+                    ? (pid_t)p->valuedouble
+                    : 0;
+    cJSON_Delete(reply);
+    if (pid == 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the box's cgroup was not found under %s", root);
+    return pybox_cgroup_of_pid(root, "/proc", pid, loc, err);
+}
+
 static const char *d_id(const pybox_box_t *base)
 {
     return ((const docker_box_t *)base)->id;
+}
+
+static const char *d_name(const pybox_box_t *base)
+{
+    return ((const docker_box_t *)base)->name;
+}
+
+static const char *d_spec_sha256(const pybox_box_t *base)
+{
+    return ((const docker_box_t *)base)->spec_sha256;
 }
 
 static void d_free(pybox_box_t *base)
@@ -367,23 +420,23 @@ static void d_free(pybox_box_t *base)
 }
 
 static const pybox_box_ops_t docker_ops = {
-    .name = "docker",
-    .create = d_create,
     .verify = d_verify,
     .put_files = d_put_files,
     .get_files = d_get_files,
     .open_io = d_open_io,
     .start = d_start,
-    .io_fd = d_io_fd,
+    .io_fds = d_io_fds,
     .io_write = d_io_write,
     .io_close_write = d_io_close_write,
     .io_read = d_io_read,
     .signal = d_signal,
     .wait = d_wait,
-    .remove = d_remove,
     .running = d_running,
-    .host_pid = d_host_pid,
+    .cgroup = d_cgroup,
+    .remove = d_remove,
     .id = d_id,
+    .name = d_name,
+    .spec_sha256 = d_spec_sha256,
     .free = d_free,
 };
 
@@ -424,7 +477,7 @@ static int list_json(pybox_engine_t *e, const char *what, const char *install_id
 static int d_list_leftovers(pybox_backend_t *be, const char *install_id, pybox_leftover_t **out, size_t *n,
                             pybox_error_t *err)
 {
-    pybox_engine_t *e = be->impl;
+    pybox_engine_t *e = pybox_docker_engine(be);
     cJSON *boxes = NULL, *vols = NULL;
     *out = NULL;
     *n = 0;
@@ -451,7 +504,8 @@ static int d_list_leftovers(pybox_backend_t *be, const char *install_id, pybox_l
         if (!cJSON_IsString(id) || !valid_id(id->valuestring) || k >= cap)
             continue;
         pybox_leftover_t *l = &v[k++];
-        l->kind = 'b';
+        snprintf(l->kind, sizeof l->kind, "box");
+        l->order = 0;
         snprintf(l->id, sizeof l->id, "%s", id->valuestring);
         const cJSON *n0 = cJSON_GetArrayItem(names, 0);
         if (cJSON_IsString(n0))
@@ -467,7 +521,8 @@ static int d_list_leftovers(pybox_backend_t *be, const char *install_id, pybox_l
         if (!cJSON_IsString(name) || strlen(name->valuestring) >= sizeof v[0].id || k >= cap)
             continue;
         pybox_leftover_t *l = &v[k++];
-        l->kind = 'v';
+        snprintf(l->kind, sizeof l->kind, "volume");
+        l->order = 1; /* after the boxes that use them */
         snprintf(l->id, sizeof l->id, "%s", name->valuestring);
         snprintf(l->state, sizeof l->state, "volume");
         leftover_labels(l, cJSON_GetObjectItemCaseSensitive(c, "Labels"));
@@ -481,14 +536,14 @@ static int d_list_leftovers(pybox_backend_t *be, const char *install_id, pybox_l
 
 static int d_remove_leftover(pybox_backend_t *be, const pybox_leftover_t *l, bool *gone, pybox_error_t *err)
 {
-    pybox_engine_t *e = be->impl;
+    pybox_engine_t *e = pybox_docker_engine(be);
     *gone = false;
     char *esc = pybox_engine_escape(e, l->id);
     if (esc == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "escaping a name");
     char path[512], check[512];
     /* Never forced: the engine refuses to remove a running box or a volume in use. */
-    if (l->kind == 'b') {
+    if (strcmp(l->kind, "box") == 0) {
         snprintf(path, sizeof path, "/containers/%s?v=1", esc);
         snprintf(check, sizeof check, "/containers/%s/json", esc);
     } else {
@@ -514,14 +569,61 @@ static int d_remove_leftover(pybox_backend_t *be, const pybox_leftover_t *l, boo
     return 0;
 }
 
-static const pybox_backend_ops_t docker_backend_ops = {
+/* ---- the backend ---- */
+
+static int d_open(const pybox_state_t *st, pybox_backend_t **out, pybox_error_t *err)
+{
+    (void)st;
+    *out = NULL;
+    docker_backend_t *be = calloc(1, sizeof *be);
+    if (be == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
+    if (pybox_engine_open(NULL, &be->engine, err) < 0) {
+        free(be);
+        return -1;
+    }
+    be->owns_engine = true;
+    be->base.ops = &pybox_docker_backend_ops;
+    snprintf(be->describe, sizeof be->describe, "engine %s", pybox_engine_version(be->engine));
+    *out = &be->base;
+    return 0;
+}
+
+int pybox_docker_backend_over(pybox_engine_t *e, pybox_backend_t **out, pybox_error_t *err)
+{
+    *out = NULL;
+    docker_backend_t *be = calloc(1, sizeof *be);
+    if (be == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
+    be->engine = e;
+    be->base.ops = &pybox_docker_backend_ops;
+    snprintf(be->describe, sizeof be->describe, "engine %s", pybox_engine_version(e));
+    *out = &be->base;
+    return 0;
+}
+
+static void d_close(pybox_backend_t *base)
+{
+    docker_backend_t *be = (docker_backend_t *)base;
+    if (be->owns_engine)
+        pybox_engine_free(be->engine);
+    free(be);
+}
+
+static const char *d_describe(const pybox_backend_t *base)
+{
+    return ((const docker_backend_t *)base)->describe;
+}
+
+const pybox_backend_ops_t pybox_docker_backend_ops = {
+    .name = "docker",
+    .holder = "the engine",
+    .importing = "importing into the engine:",
+    .open = d_open,
+    .close = d_close,
+    .describe = d_describe,
+    .create = d_create,
     .list_leftovers = d_list_leftovers,
     .remove_leftover = d_remove_leftover,
+    .images = &pybox_docker_image_ops,
 };
-
-void pybox_docker_backend(pybox_backend_t *be, struct pybox_engine *engine)
-{
-    be->ops = &docker_ops;
-    be->bops = &docker_backend_ops;
-    be->impl = engine;
-}

@@ -61,74 +61,7 @@ static void known_images(const pybox_state_t *st, char *out, size_t len)
         snprintf(out, len, "none");
 }
 
-/* The engine's name for a pinned image: pybox-<name>:<first 12 of the fingerprint>. */
-static void tag_of(const pybox_pin_t *pin, char *out, size_t len)
-{
-    snprintf(out, len, "pybox-%s:%.12s", pin->name, pin->recipe_sha256);
-}
-
-/* Where the engine's name for the image points now: 1 the pinned ID, 0 nowhere (the
- * name was removed: the ID still decides), -1 another image (*other filled). */
-static int tag_points_to_pin(pybox_engine_t *e, const pybox_pin_t *pin, char *other, size_t olen, pybox_error_t *err)
-{
-    char tag[PYBOX_NAME_MAX + 32], path[PYBOX_NAME_MAX + 64];
-    tag_of(pin, tag, sizeof tag);
-    snprintf(path, sizeof path, "/images/%s/json", tag);
-    long status = 0;
-    cJSON *reply = NULL;
-    if (pybox_engine_call(e, "GET", path, NULL, &status, &reply, err) < 0)
-        return -2;
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(reply, "Id");
-    int r = status == 404 ? 0 : (cJSON_IsString(id) && strcmp(id->valuestring, pin->id) == 0 ? 1 : -1);
-    if (r == -1)
-        snprintf(other, olen, "%s", cJSON_IsString(id) ? id->valuestring : "?");
-    cJSON_Delete(reply);
-    return r;
-}
-
-/* The names the engine knows the image by: 1 none but PyBox's own for it (only then is it
- * PyBox's to remove), 0 others too, -1 the engine no longer has the image, -2 its names
- * could not be read. */
-static int image_names(pybox_engine_t *e, const char *id, const char *tag)
-{
-    char path[PYBOX_ID_MAX + 32];
-    snprintf(path, sizeof path, "/images/%s/json", id);
-    long status = 0;
-    cJSON *reply = NULL;
-    pybox_error_t ignored = {0};
-    if (pybox_engine_call(e, "GET", path, NULL, &status, &reply, &ignored) < 0 || status != 200) {
-        cJSON_Delete(reply);
-        return status == 404 ? -1 : -2;
-    }
-    int ours = 1;
-    const cJSON *t;
-    cJSON_ArrayForEach (t, cJSON_GetObjectItemCaseSensitive(reply, "RepoTags")) {
-        if (cJSON_IsString(t) && strcmp(t->valuestring, tag) != 0 && strcmp(t->valuestring, "<none>:<none>") != 0)
-            ours = 0;
-    }
-    cJSON_Delete(reply);
-    return ours;
-}
-
-static bool only_ours(pybox_engine_t *e, const char *id, const char *tag)
-{
-    return image_names(e, id, tag) == 1;
-}
-
-/* Whether the engine's reply to DELETE /images/... (a list of {"Untagged"} and
- * {"Deleted"} entries) says the image id itself was deleted. */
-static bool reply_deleted(const cJSON *reply, const char *id)
-{
-    const cJSON *entry;
-    cJSON_ArrayForEach (entry, reply) {
-        const cJSON *d = cJSON_GetObjectItemCaseSensitive(entry, "Deleted");
-        if (cJSON_IsString(d) && strcmp(d->valuestring, id) == 0)
-            return true;
-    }
-    return false;
-}
-
-int pybox_image_resolve(const pybox_state_t *st, pybox_engine_t *e, const char *name, pybox_pin_t *pin,
+int pybox_image_resolve(const pybox_state_t *st, pybox_backend_t *be, const char *name, pybox_pin_t *pin,
                         pybox_error_t *err)
 {
     if (!pybox_name_valid(name))
@@ -148,35 +81,7 @@ int pybox_image_resolve(const pybox_state_t *st, pybox_engine_t *e, const char *
                                "image '%s' holds a guest init of protocol %d; this PyBox speaks %d: rebuild it with "
                                "`pybox image build %s`",
                                name, pin->protocol, PYBOX_GUEST_PROTOCOL, name);
-    char path[200];
-    snprintf(path, sizeof path, "/images/%s/json", pin->id);
-    long status = 0;
-    cJSON *reply = NULL;
-    if (pybox_engine_call(e, "GET", path, NULL, &status, &reply, err) < 0)
-        return -1;
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(reply, "Id");
-    int ok = status == 200 && cJSON_IsString(id) && strcmp(id->valuestring, pin->id) == 0;
-    cJSON_Delete(reply);
-    if (!ok)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "image '%s' is pinned to %s, which the engine no longer has (HTTP %ld): "
-                               "rebuild it with `pybox image build %s`; it is never re-pinned by itself",
-                               name, pin->id, status, name);
-    /* Someone gave the pinned name to another image: runs would still use the pinned ID,
-     * but the engine's view of "this image" has been tampered with. Refuse, and say so. */
-    char other[PYBOX_ID_MAX];
-    int t = tag_points_to_pin(e, pin, other, sizeof other, err);
-    if (t == -2)
-        return -1;
-    if (t < 0) {
-        char tag[PYBOX_NAME_MAX + 32];
-        tag_of(pin, tag, sizeof tag);
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "image '%s': the engine's name %s now points to %.19s..., not the pinned %.19s...: "
-                               "refused (rebuild with `pybox image build %s --force`)",
-                               name, tag, other, pin->id, name);
-    }
-    return 0;
+    return be->ops->images->resolve(be, pin, err);
 }
 
 /* ---- fingerprints ---- */
@@ -599,35 +504,7 @@ static char *manifest_json(const char *name, const char *recipe_sha, const char 
     return t;
 }
 
-/* The image ID from the import reply (JSON lines; the last "status" names it). */
-static int import_id(const pybox_buf_t *reply, char *id, size_t idlen, pybox_error_t *err)
-{
-    id[0] = '\0';
-    const char *p = reply->data ? reply->data : "";
-    const char *end = p + reply->len;
-    while (p < end) {
-        cJSON *j = cJSON_ParseWithOpts(p, &p, 0);
-        if (j == NULL)
-            break;
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
-        const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
-        if (cJSON_IsString(e)) {
-            pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "image import: the engine said: %s", e->valuestring);
-            cJSON_Delete(j);
-            return -1;
-        }
-        if (cJSON_IsString(s) && strncmp(s->valuestring, "sha256:", 7) == 0)
-            snprintf(id, idlen, "%s", s->valuestring);
-        cJSON_Delete(j);
-        while (p < end && (*p == '\n' || *p == '\r' || *p == ' '))
-            p++;
-    }
-    if (id[0] == '\0')
-        return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "image import: no image ID in the engine's reply");
-    return 0;
-}
-
-int pybox_image_build(const pybox_state_t *st, pybox_engine_t *e, const pybox_image_paths_t *paths, const char *name,
+int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths, const char *name,
                       bool force, FILE *progress, bool *built, pybox_error_t *err)
 {
     double t0 = pybox_now_s();
@@ -656,7 +533,7 @@ int pybox_image_build(const pybox_state_t *st, pybox_engine_t *e, const pybox_im
     if (have == 1 && !force && strcmp(pin.recipe_sha256, full_fp) == 0) {
         pybox_error_t probe = {0};
         pybox_pin_t tmp;
-        if (pybox_image_resolve(st, e, name, &tmp, &probe) == 0) {
+        if (pybox_image_resolve(st, be, name, &tmp, &probe) == 0) {
             progress_line(progress, t0, "up to date:", name);
             return 0;
         }
@@ -717,33 +594,19 @@ int pybox_image_build(const pybox_state_t *st, pybox_engine_t *e, const pybox_im
     struct stat sb;
     if (fstat(fd, &sb) < 0 || lseek(fd, 0, SEEK_SET) < 0)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "fstat/lseek of the image tar");
-    progress_line(progress, t0, "importing into the engine:", name);
-    char path[256];
-    snprintf(path, sizeof path, "/images/create?fromSrc=-&repo=pybox-%s&tag=%.12s", name, full_fp);
-    pybox_buf_t reply;
-    pybox_buf_init(&reply, PYBOX_ENGINE_REPLY_MAX);
-    long status = 0;
-    int rc = pybox_engine_upload(e, path, fd, "application/x-tar", &status, &reply, err);
-    if (rc == 0 && status != 200) {
-        cJSON *j = cJSON_ParseWithLength(reply.data ? reply.data : "", reply.len);
-        pybox_engine_fail(err, "image import", status, j);
-        cJSON_Delete(j);
-        rc = -1;
-    }
-    char id[PYBOX_ID_MAX];
-    if (rc == 0)
-        rc = import_id(&reply, id, sizeof id, err);
-    pybox_buf_free(&reply);
-    if (rc < 0)
-        return -1;
+    progress_line(progress, t0, be->ops->importing, name);
     pybox_pin_t np = {0};
+    snprintf(np.name, sizeof np.name, "%s", name);
+    snprintf(np.recipe_sha256, sizeof np.recipe_sha256, "%s", full_fp);
+    char id[PYBOX_ID_MAX];
+    if (be->ops->images->import(be, fd, &np, id, sizeof id, err) < 0)
+        return -1;
+
     if (read_policy(rdir, &np, err) < 0)
         return -1;
     np.custom = custom;
     python_version(pkgs, np.python, sizeof np.python);
-    snprintf(np.name, sizeof np.name, "%s", name);
     snprintf(np.id, sizeof np.id, "%s", id);
-    snprintf(np.recipe_sha256, sizeof np.recipe_sha256, "%s", full_fp);
     pybox_wall_iso(np.built_at, sizeof np.built_at);
     np.protocol = PYBOX_GUEST_PROTOCOL;
     np.size = (int64_t)sb.st_size;
@@ -751,24 +614,21 @@ int pybox_image_build(const pybox_state_t *st, pybox_engine_t *e, const pybox_im
         return -1;
     *built = true;
     progress_line(progress, t0, "pinned:", id);
-    char oldtag[PYBOX_NAME_MAX + 32];
-    tag_of(&pin, oldtag, sizeof oldtag);
-    if (have == 1 && strcmp(pin.id, id) != 0 && only_ours(e, pin.id, oldtag)) {
-        /* The image this name was pinned to before is PyBox's own and no longer used by
-         * new runs; the engine refuses (409) while a box still uses it, which is fine. */
-        snprintf(path, sizeof path, "/images/%s", pin.id);
-        cJSON *gone = NULL;
+    if (have == 1 && strcmp(pin.id, id) != 0) {
+        /* The image this name was pinned to before is no longer used by new runs: it goes
+         * when it is PyBox's own alone (a box still using it keeps it, which is fine). */
+        pybox_image_removal_t what;
+        char why[256];
         pybox_error_t ignored = {0};
-        if (pybox_engine_call(e, "DELETE", path, NULL, &status, &gone, &ignored) == 0 && status == 200)
+        if (be->ops->images->remove(be, &pin, &what, why, sizeof why, &ignored) == 0 && what == PYBOX_IMAGE_REMOVED)
             progress_line(progress, t0, "removed the image pinned before:", pin.id);
-        cJSON_Delete(gone);
     }
     return 0;
 }
 
 static void remove_recipe(const char *dir);
 
-int pybox_image_remove(const pybox_state_t *st, pybox_engine_t *e, const char *name, FILE *report, pybox_error_t *err)
+int pybox_image_remove(const pybox_state_t *st, pybox_backend_t *be, const char *name, FILE *report, pybox_error_t *err)
 {
     pybox_pin_t pin;
     if (!pybox_name_valid(name))
@@ -789,115 +649,34 @@ int pybox_image_remove(const pybox_state_t *st, pybox_engine_t *e, const char *n
         if (pybox_state_path(st, rel, dir, sizeof dir, NULL) == 0)
             remove_recipe(dir);
     }
-    char tag[PYBOX_NAME_MAX + 32], path[PYBOX_ID_MAX + PYBOX_NAME_MAX + 64];
-    tag_of(&pin, tag, sizeof tag);
-    long status = 0;
-    cJSON *reply = NULL;
-    char other[PYBOX_ID_MAX];
-    pybox_error_t ignored = {0};
-    /* Untag only when the name is still ours. The engine removes the image with its last
-     * name: its reply then says the image was deleted. */
-    bool deleted = false;
-    if (tag_points_to_pin(e, &pin, other, sizeof other, &ignored) == 1) {
-        snprintf(path, sizeof path, "/images/%s", tag);
-        if (pybox_engine_call(e, "DELETE", path, NULL, &status, &reply, err) < 0)
-            return -1;
-        deleted = status == 200 && reply_deleted(reply, pin.id);
-        cJSON_Delete(reply);
-    }
-    int names = deleted ? -1 : image_names(e, pin.id, tag);
-    if (names != 1) {
-        if (report == NULL)
-            return 0;
-        if (deleted)
-            fprintf(report, "removed %s (%s)\n", name, pin.id);
-        else if (names == -1)
-            fprintf(report, "forgot %s; the engine no longer has %s\n", name, pin.id);
-        else if (names == 0)
-            fprintf(report, "forgot %s; the engine keeps %s: other names use it\n", name, pin.id);
-        else
-            fprintf(report, "forgot %s; the engine keeps %s as far as known: its names could not be read\n", name,
-                    pin.id);
-        return 0;
-    }
-    snprintf(path, sizeof path, "/images/%s", pin.id);
-    if (pybox_engine_call(e, "DELETE", path, NULL, &status, &reply, err) < 0)
+    pybox_image_removal_t what;
+    char why[256];
+    if (be->ops->images->remove(be, &pin, &what, why, sizeof why, err) < 0)
         return -1;
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(reply, "message");
-    if (report) {
-        if (status == 200 || status == 404)
-            fprintf(report, "removed %s (%s)\n", name, pin.id);
-        else
-            fprintf(report, "forgot %s; the engine keeps %s: %s\n", name, pin.id,
-                    cJSON_IsString(m) ? m->valuestring : "in use");
+    if (report == NULL)
+        return 0;
+    switch (what) {
+    case PYBOX_IMAGE_REMOVED:
+        fprintf(report, "removed %s (%s)\n", name, pin.id);
+        break;
+    case PYBOX_IMAGE_WAS_GONE:
+        fprintf(report, "forgot %s; %s no longer has %s\n", name, be->ops->holder, pin.id);
+        break;
+    case PYBOX_IMAGE_KEPT_NAMED:
+        fprintf(report, "forgot %s; %s keeps %s: other names use it\n", name, be->ops->holder, pin.id);
+        break;
+    case PYBOX_IMAGE_KEPT_UNKNOWN:
+        fprintf(report, "forgot %s; %s keeps %s as far as known: its names could not be read\n", name, be->ops->holder,
+                pin.id);
+        break;
+    case PYBOX_IMAGE_KEPT_IN_USE:
+        fprintf(report, "forgot %s; %s keeps %s: %s\n", name, be->ops->holder, pin.id, why);
+        break;
     }
-    cJSON_Delete(reply);
     return 0;
 }
 
-/* The manifest inside an image: a box created from it (never started), one file read. */
-static int image_manifest(pybox_engine_t *e, const pybox_state_t *st, const pybox_pin_t *pin, cJSON **manifest,
-                          pybox_error_t *err)
-{
-    *manifest = NULL;
-    char run[33];
-    if (pybox_random_hex(16, run, err) < 0)
-        return -1;
-    cJSON *body = cJSON_CreateObject();
-    cJSON_AddStringToObject(body, "Image", pin->id);
-    const char *cmd[] = {"/pybox/init", "--timer-ms=1000"};
-    cJSON_AddItemToObject(body, "Entrypoint", cJSON_CreateStringArray(cmd, 2));
-    cJSON_AddBoolToObject(body, "NetworkDisabled", 1);
-    cJSON *labels = cJSON_AddObjectToObject(body, "Labels");
-    char expires[32];
-    snprintf(expires, sizeof expires, "%lld", (long long)pybox_wall_s() + 60);
-    cJSON_AddStringToObject(labels, "pybox.install", st->install_id);
-    cJSON_AddStringToObject(labels, "pybox.run", run);
-    cJSON_AddStringToObject(labels, "pybox.expires", expires);
-    cJSON *h = cJSON_AddObjectToObject(body, "HostConfig");
-    cJSON_AddStringToObject(h, "NetworkMode", "none");
-    long status = 0;
-    cJSON *reply = NULL;
-    int rc = pybox_engine_call(e, "POST", "/containers/create", body, &status, &reply, err);
-    cJSON_Delete(body);
-    if (rc < 0)
-        return -1;
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(reply, "Id");
-    if (status != 201 || !cJSON_IsString(id)) {
-        pybox_engine_fail(err, "reading the image's manifest", status, reply);
-        cJSON_Delete(reply);
-        return -1;
-    }
-    char cid[PYBOX_ID_MAX], path[PYBOX_ID_MAX + 64];
-    snprintf(cid, sizeof cid, "%s", id->valuestring);
-    cJSON_Delete(reply);
-    snprintf(path, sizeof path, "/containers/%s/archive?path=/pybox/manifest.json", cid);
-    pybox_buf_t tar;
-    pybox_buf_init(&tar, 1024 * 1024);
-    rc = pybox_engine_call_raw(e, "GET", path, NULL, &status, &tar, err);
-    if (rc == 0 && status == 200) {
-        struct archive *a = archive_read_new();
-        archive_read_support_format_tar(a);
-        struct archive_entry *ent;
-        if (archive_read_open_memory(a, tar.data, tar.len) == ARCHIVE_OK &&
-            archive_read_next_header(a, &ent) == ARCHIVE_OK) {
-            char buf[65536];
-            la_ssize_t n = archive_read_data(a, buf, sizeof buf - 1);
-            if (n > 0)
-                *manifest = cJSON_ParseWithLength(buf, (size_t)n);
-        }
-        archive_read_free(a);
-    }
-    pybox_buf_free(&tar);
-    snprintf(path, sizeof path, "/containers/%s?force=1&v=1", cid);
-    cJSON *gone = NULL;
-    pybox_error_t ignored = {0};
-    pybox_engine_call(e, "DELETE", path, NULL, &status, &gone, &ignored);
-    cJSON_Delete(gone);
-    return rc;
-}
-
-int pybox_image_verify(const pybox_state_t *st, pybox_engine_t *e, const pybox_image_paths_t *paths, FILE *report,
+int pybox_image_verify(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths, FILE *report,
                        pybox_error_t *err)
 {
     pybox_pin_t *pins = NULL;
@@ -911,21 +690,14 @@ int pybox_image_verify(const pybox_state_t *st, pybox_engine_t *e, const pybox_i
         pybox_pin_t again;
         const char *problem = NULL;
         char detail[600] = "";
-        char other[PYBOX_ID_MAX];
-        if (pybox_image_resolve(st, e, pin->name, &again, &perr) < 0) {
+        char found[512];
+        if (pybox_image_resolve(st, be, pin->name, &again, &perr) < 0) {
             problem = perr.msg;
-        } else if (tag_points_to_pin(e, pin, other, sizeof other, &perr) == 0) {
-            problem = "the engine's name for the image is missing (runs still use the pinned ID)";
+        } else if (be->ops->images->check(be, st->install_id, pin, found, sizeof found, &perr) < 0) {
+            problem = perr.msg;
         } else {
-            cJSON *m = NULL;
-            if (image_manifest(e, st, pin, &m, &perr) < 0) {
-                problem = perr.msg;
-            } else {
-                const cJSON *fp = cJSON_GetObjectItemCaseSensitive(m, "recipe_sha256");
-                if (!cJSON_IsString(fp) || strcmp(fp->valuestring, pin->recipe_sha256) != 0)
-                    problem = "the manifest inside the image does not name the pinned recipe";
-                cJSON_Delete(m);
-            }
+            if (found[0])
+                problem = found;
             char now[65];
             pybox_error_t ferr = {0};
             char rd[PATH_MAX];
@@ -1007,7 +779,7 @@ static bool debian_name_ok(const char *s, size_t n)
     return true;
 }
 
-int pybox_image_build_custom(const pybox_state_t *st, pybox_engine_t *e, const pybox_image_paths_t *paths,
+int pybox_image_build_custom(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths,
                              const char *name, const char *lock, const char *wheels, const char *debian, FILE *progress,
                              pybox_error_t *err)
 {
@@ -1101,5 +873,5 @@ int pybox_image_build_custom(const pybox_state_t *st, pybox_engine_t *e, const p
     if (had_old)
         remove_recipe(old);
     bool built = false;
-    return pybox_image_build(st, e, paths, name, true, progress, &built, err);
+    return pybox_image_build(st, be, paths, name, true, progress, &built, err);
 }

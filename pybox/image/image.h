@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Images: built from a recipe under images/ with Debian's packages, the guest init and a
- * manifest added, imported into the engine, and pinned by the ID the engine gave it.
- * A run uses the pinned ID only; a pin whose image is gone is refused, never re-pinned. */
+ * manifest added, taken in by a backend (box.h, pybox_image_ops_t), and pinned by what the
+ * backend identifies it by. A run uses the pinned image only; a pin whose image is gone is
+ * refused, never re-pinned. */
 #ifndef PYBOX_IMAGE_H
 #define PYBOX_IMAGE_H
 
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "../docker/engine.h"
+#include "../box.h"
 #include "../error.h"
 #include "../state.h"
 
@@ -22,31 +23,32 @@ typedef struct pybox_image_paths {
 int pybox_image_paths_default(pybox_image_paths_t *paths, pybox_error_t *err);
 
 /* The pinned image for name, confirmed to exist in the engine under that exact ID. */
-int pybox_image_resolve(const pybox_state_t *st, pybox_engine_t *e, const char *name, pybox_pin_t *pin,
+int pybox_image_resolve(const pybox_state_t *st, pybox_backend_t *be, const char *name, pybox_pin_t *pin,
                         pybox_error_t *err);
 
 /* Build (or confirm up to date) and pin. Progress lines go to progress (may be NULL).
  * *built tells whether anything was built. */
-int pybox_image_build(const pybox_state_t *st, pybox_engine_t *e, const pybox_image_paths_t *paths, const char *name,
+int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths, const char *name,
                       bool force, FILE *progress, bool *built, pybox_error_t *err);
 
 /* Make a custom recipe in the state directory, then build it: from a uv lock file and a
  * folder of wheels (checked against the lock before anything is made), or from a list of
  * Debian packages (comma-separated). Exactly one of lock or debian is given; wheels goes
  * with lock. Built-in names (stdlib, data) are refused. */
-int pybox_image_build_custom(const pybox_state_t *st, pybox_engine_t *e, const pybox_image_paths_t *paths,
+int pybox_image_build_custom(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths,
                              const char *name, const char *lock, const char *wheels, const char *debian, FILE *progress,
                              pybox_error_t *err);
 
 /* Forget the pin and remove the image from the engine (never forced: an image a box
  * still uses stays, and the answer says so). */
-int pybox_image_remove(const pybox_state_t *st, pybox_engine_t *e, const char *name, FILE *report, pybox_error_t *err);
+int pybox_image_remove(const pybox_state_t *st, pybox_backend_t *be, const char *name, FILE *report,
+                       pybox_error_t *err);
 
 /* Check every pin: the engine has the image under the pinned ID, its name points to it,
  * the manifest inside it names the pinned recipe fingerprint, and the recipe on disk (when
  * there is one) still has that fingerprint. Writes one line per image to report; returns
  * the number of images that failed (-1 on error). */
-int pybox_image_verify(const pybox_state_t *st, pybox_engine_t *e, const pybox_image_paths_t *paths, FILE *report,
+int pybox_image_verify(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths, FILE *report,
                        pybox_error_t *err);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* run_python, the MCP server's tool: one fresh box per call through the core library,
- * under the ceilings the operator set (see mcp.h and docs/mcp.md). */
+ * under the ceilings the operator set (see run_python.h and docs/mcp.md). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,17 +15,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../box.h"
 #include "../buf.h"
-#include "../cli/parse.h"
-#include "../docker/engine.h"
 #include "../escape.h"
 #include "../files.h"
-#include "../image/image.h"
+#include "../log.h"
+#include "../prepare.h"
 #include "../receipt.h"
+#include "../receipt_schema.h"
 #include "../run.h"
 #include "../state.h"
 #include "../util.h"
+#include "run_python.h"
 #include "server.h"
 
 #define INLINE_TEXT_MAX (256 * 1024)
@@ -405,72 +405,127 @@ static void add_files(cJSON *content, const pybox_outputs_t *o, const char *dir,
     }
 }
 
-static long long count_of(const cJSON *n)
-{
-    return cJSON_IsNumber(n) && isfinite(n->valuedouble) ? (long long)n->valuedouble : 0;
-}
-
 /* What a model reads first: the verdict, then what the program said (fenced, escaped,
  * labelled as its own), then what is not known. */
-char *pybox_mcp_summary(const cJSON *receipt)
+char *pybox_mcp_summary(const pybox_run_result_t *res)
 {
     pybox_buf_t b;
     pybox_buf_init(&b, 0);
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(receipt, "status");
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(receipt, "exit_code");
-    char status[96];
-    pybox_escape_short(status, sizeof status, cJSON_IsString(st) ? st->valuestring : "?", 64);
-    pybox_buf_printf(&b, "status: %s, exit code %lld\n", status, cJSON_IsNumber(code) ? count_of(code) : -1);
-    const cJSON *said = cJSON_GetObjectItemCaseSensitive(receipt, "said");
-    static const char *const streams[] = {"stdout", "stderr"};
+    pybox_buf_printf(&b, "status: %s, exit code %d\n", pybox_end_word(res->end), res->exit_code);
+    const struct {
+        const char *name;
+        const pybox_said_t *said;
+    } streams[] = {{"stdout", &res->said_out}, {"stderr", &res->said_err}};
     for (int i = 0; i < 2; i++) {
-        const cJSON *sj = cJSON_GetObjectItemCaseSensitive(said, streams[i]);
-        const cJSON *text = cJSON_GetObjectItemCaseSensitive(sj, "text");
-        if (!cJSON_IsString(text) || text->valuestring[0] == '\0')
+        const pybox_said_t *sd = streams[i].said;
+        if (sd->kept == 0)
             continue;
         pybox_buf_printf(
             &b,
-            "--- %s (untrusted, written by the program; %lld bytes%s; each line escaped, behind \"" PYBOX_MCP_FENCE
+            "--- %s (untrusted, written by the program; %llu bytes%s; each line escaped, behind \"" PYBOX_MCP_FENCE
             "\") ---\n",
-            streams[i], count_of(cJSON_GetObjectItemCaseSensitive(sj, "total_bytes")),
-            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sj, "truncated")) ? ", cut" : "");
-        fenced(&b, text->valuestring, strlen(text->valuestring));
+            streams[i].name, (unsigned long long)sd->total, sd->truncated ? ", cut" : "");
+        fenced(&b, sd->data, sd->kept);
     }
     /* PyBox's own lines; escaped all the same, so each stays one line. */
-    const cJSON *u;
-    cJSON_ArrayForEach (u, cJSON_GetObjectItemCaseSensitive(receipt, "unknown")) {
-        if (cJSON_IsString(u)) {
-            pybox_buf_puts(&b, "not established: ");
-            pybox_escape_terminal(&b, u->valuestring, strlen(u->valuestring), false);
-            pybox_buf_puts(&b, "\n");
-        }
+    for (int i = 0; i < res->n_unknown; i++) {
+        pybox_buf_puts(&b, "not established: ");
+        pybox_escape_terminal(&b, res->unknown[i], strlen(res->unknown[i]), false);
+        pybox_buf_puts(&b, "\n");
     }
-    const cJSON *err = cJSON_GetObjectItemCaseSensitive(receipt, "error");
-    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(err, "message");
-    if (cJSON_IsString(msg)) {
+    if (res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP || res->end == PYBOX_END_CANCELLED ||
+        res->error.kind != PYBOX_ERR_NONE) {
         pybox_buf_puts(&b, "PyBox: ");
-        pybox_escape_terminal(&b, msg->valuestring, strlen(msg->valuestring), false);
+        pybox_escape_terminal(&b, res->error.msg, strlen(res->error.msg), false);
         pybox_buf_puts(&b, "\n");
     }
     return pybox_buf_steal(&b);
 }
 
-cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSON *args, int cancel_fd,
-                            pybox_mcp_progress_fn progress, void *progress_ctx)
+/* ---- the tool's description ---- */
+
+static cJSON *prop(cJSON *props, const char *name, const char *type, const char *description)
 {
-    double started = pybox_now_s(); /* the call's phases all count from here */
-    const pybox_state_t *st = arg;
+    cJSON *p = cJSON_AddObjectToObject(props, name);
+    cJSON_AddStringToObject(p, "type", type);
+    cJSON_AddStringToObject(p, "description", description);
+    return p;
+}
+
+cJSON *pybox_mcp_run_python_describe(const pybox_mcp_config_t *cfg)
+{
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "name", "run_python");
+    cJSON_AddStringToObject(t, "title", "Run Python in a sealed box");
+    char desc[1024], most[PYBOX_NUM_MAX];
+    snprintf(desc, sizeof desc,
+             "Runs a Python 3 program in a fresh, sealed Linux container and returns its receipt: what the kernel "
+             "and the container engine observed, and what the program printed (untrusted). Every call gets a new "
+             "box: nothing persists between calls (no files, no state, no installed packages). The box has no "
+             "network and a read-only system; input files appear read-only under /box/in; files the program writes "
+             "to /box/out come back when return_files is true (text inline, images as images). Limits up to %s s "
+             "and %lld MiB (set by the server).",
+             pybox_fmt_fixed(most, cfg->max_timeout_ms, 3), (long long)(cfg->max_memory_bytes >> 20));
+    cJSON_AddStringToObject(t, "description", desc);
+
+    cJSON *in = cJSON_AddObjectToObject(t, "inputSchema");
+    cJSON_AddStringToObject(in, "type", "object");
+    cJSON *props = cJSON_AddObjectToObject(in, "properties");
+    prop(props, "code", "string", "The Python program (run as the main module, from standard input).");
+    cJSON *img = prop(props, "image", "string", "The image to run in (the first is the default).");
+    cJSON *en = cJSON_AddArrayToObject(img, "enum");
+    for (size_t i = 0; i < cfg->n_images; i++)
+        cJSON_AddItemToArray(en, cJSON_CreateString(cfg->images[i]));
+    cJSON *to = prop(props, "timeout_s", "number", "Deadline in seconds (set by the server: at most the maximum).");
+    cJSON_AddNumberToObject(to, "minimum", PYBOX_TIMEOUT_MIN_MS / 1000.0);
+    cJSON_AddNumberToObject(to, "maximum", (double)cfg->max_timeout_ms / 1000.0);
+    cJSON *mem = prop(props, "memory_mib", "integer", "Memory limit in MiB (without swap).");
+    cJSON_AddNumberToObject(mem, "minimum", (double)(PYBOX_MEMORY_MIN >> 20));
+    cJSON_AddNumberToObject(mem, "maximum", (double)(cfg->max_memory_bytes >> 20));
+    cJSON *files = prop(props, "files", "array",
+                        "Input files, put read-only at /box/in/<name>: inline text (content), inline bytes "
+                        "(content_base64), or a path under the server's files root (path).");
+    cJSON *item = cJSON_AddObjectToObject(files, "items");
+    cJSON_AddStringToObject(item, "type", "object");
+    cJSON *ip = cJSON_AddObjectToObject(item, "properties");
+    prop(ip, "name", "string", "The file's name in /box/in (inline files).");
+    prop(ip, "content", "string", "The file's text.");
+    prop(ip, "content_base64", "string", "The file's bytes, base64-encoded.");
+    prop(ip, "path", "string", "A file or folder under the server's files root.");
+    prop(props, "return_files", "boolean", "Return what the program leaves in /box/out.");
+    cJSON *req = cJSON_AddArrayToObject(in, "required");
+    cJSON_AddItemToArray(req, cJSON_CreateString("code"));
+    cJSON_AddBoolToObject(in, "additionalProperties", 0);
+
+    /* The structured result is the receipt (docs/receipt.md), described by its one
+     * definition; members it may gain later are not refused. */
+    cJSON_AddItemToObject(t, "outputSchema", pybox_receipt_run_schema(false));
+    return t;
+}
+
+/* What one call asked, once its arguments passed the server's own checks. */
+typedef struct {
+    const char *code;
+    size_t code_len;
+    const char *image;
+    int64_t timeout_ms, memory_bytes; /* 0: not asked */
+    const cJSON *files;
+    bool return_files;
+} call_args_t;
+
+/* The arguments, checked against the server's ceilings before anything else: NULL when
+ * they pass, else the refusal. Numbers are compared as the doubles they came as, before
+ * any conversion (a huge value must not wrap into a small one); values are shown with
+ * every digit they need, maxima with all of theirs. */
+static cJSON *check_args(const pybox_mcp_config_t *cfg, const cJSON *args, call_args_t *a)
+{
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(args, "code");
     const cJSON *image = cJSON_GetObjectItemCaseSensitive(args, "image");
     const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(args, "timeout_s");
     const cJSON *memory = cJSON_GetObjectItemCaseSensitive(args, "memory_mib");
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(args, "files");
     const cJSON *ret = cJSON_GetObjectItemCaseSensitive(args, "return_files");
-    char allowed[512];
-    allowed_list(cfg, allowed, sizeof allowed);
-
-    /* Everything is checked before any box is built; an argument this tool does not
-     * know is refused, never ignored. */
+    memset(a, 0, sizeof *a);
     const char *unknown = unknown_key(args, known_args);
     char quoted[SHOWN_MAX * 4 + 8];
     if (unknown != NULL)
@@ -479,26 +534,22 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
                       shown(quoted, sizeof quoted, unknown));
     if (!cJSON_IsString(code) || code->valuestring[0] == '\0')
         return refuse("code: give the Python program as a non-empty string");
-    size_t code_len = strlen(code->valuestring);
-    if (code_len > PYBOX_PROGRAM_MAX)
+    a->code = code->valuestring;
+    a->code_len = strlen(code->valuestring);
+    if (a->code_len > PYBOX_PROGRAM_MAX)
         return refuse("code: the program is larger than %d bytes (set by the server)", PYBOX_PROGRAM_MAX);
-    const char *img = cfg->images[0];
+    a->image = cfg->images[0];
     if (image != NULL) {
         bool ok = false;
         for (size_t i = 0; cJSON_IsString(image) && i < cfg->n_images; i++)
             ok |= strcmp(image->valuestring, cfg->images[i]) == 0;
-        if (!ok)
+        if (!ok) {
+            char allowed[512];
+            allowed_list(cfg, allowed, sizeof allowed);
             return refuse("image: not allowed (set by the server); allowed: %s", allowed);
-        img = image->valuestring;
+        }
+        a->image = image->valuestring;
     }
-    pybox_exec_opts_t o;
-    memset(&o, 0, sizeof o);
-    o.image = img;
-    o.timeout_ms = PYBOX_DEFAULT_TIMEOUT_MS;
-    /* Numbers are compared as the doubles they came as, before any conversion: a huge
-     * value must not wrap into a small one. */
-    /* Values are shown with every digit they need (a value just above a maximum must not
-     * look like it), maxima with all of theirs. */
     char asked[PYBOX_NUM_MAX], most[PYBOX_NUM_MAX], least[PYBOX_NUM_MAX];
     if (timeout != NULL) {
         pybox_fmt_fixed(most, cfg->max_timeout_ms, 3);
@@ -509,8 +560,7 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
         if (timeout->valuedouble * 1000 > (double)cfg->max_timeout_ms)
             return refuse("timeout_s: %s s is above the maximum of %s s (set by the server)",
                           pybox_fmt_double(asked, timeout->valuedouble), most);
-        o.timeout_ms = (int64_t)(timeout->valuedouble * 1000);
-        o.timeout_given = true;
+        a->timeout_ms = (int64_t)(timeout->valuedouble * 1000);
     }
     if (memory != NULL) {
         double mib = cJSON_IsNumber(memory) ? memory->valuedouble : NAN;
@@ -525,190 +575,209 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
         if (mib > (double)max_mib)
             return refuse("memory_mib: %s is above the maximum of %lld MiB (set by the server)",
                           pybox_fmt_double(asked, mib), max_mib);
-        o.memory_bytes = (int64_t)memory->valuedouble * 1024 * 1024;
+        a->memory_bytes = (int64_t)memory->valuedouble * 1024 * 1024;
     }
     if (files != NULL && (!cJSON_IsArray(files) || cJSON_GetArraySize(files) > FILES_MAX))
         return refuse("files: give an array of at most %d files", FILES_MAX);
     if (ret != NULL && !cJSON_IsBool(ret))
         return refuse("return_files: give true or false");
+    a->files = files;
+    a->return_files = cJSON_IsTrue(ret);
+    return NULL;
+}
 
-    /* The image's own defaults, then the installation's ceilings, then the server's. */
-    pybox_error_t err = {0};
-    pybox_config_t ceil;
-    pybox_pin_t pin;
-    if (pybox_state_config(st, &ceil, &err) < 0)
-        return refuse("%s", err.msg);
-    if (pybox_pin_get(st, img, &pin, &err) == 1)
-        pybox_cli_apply_defaults(&o, &pin);
-    else
-        pybox_cli_apply_defaults(&o, &(pybox_pin_t){0});
-    /* An image's default never passes the server's ceiling: it is capped there (the
-     * receipt's asked section shows what the box got). */
-    if (o.timeout_ms > cfg->max_timeout_ms)
-        o.timeout_ms = cfg->max_timeout_ms;
-    if (o.memory_bytes > cfg->max_memory_bytes)
-        o.memory_bytes = cfg->max_memory_bytes;
-    if (pybox_cli_check_ceilings(&o, &ceil, &err) < 0)
-        return refuse("%s", err.msg);
-
-    /* Input files: inline ones into a private folder first; all packed before the box. */
-    char work[64] = "";
-    char outdir[PATH_MAX] = "";
+/* The call's own scratch: inline inputs, and the output when the server keeps none. */
+typedef struct {
+    char work[64];
+    char outdir[PATH_MAX];
+    bool kept; /* the output goes under --output-root, and stays */
     const char *paths[FILES_MAX];
     char path_store[FILES_MAX][PATH_MAX];
-    size_t n_paths = 0;
-    cJSON *result = NULL;
-    pybox_inputs_t inputs;
-    pybox_inputs_init(&inputs);
-    pybox_output_spec_t out;
-    memset(&out, 0, sizeof out);
-    out.parent_fd = -1;
-    bool kept = false;
-    snprintf(work, sizeof work, "/tmp/pybox-mcp-XXXXXX");
-    if (mkdtemp(work) == NULL) {
-        work[0] = '\0';
-        result = refuse("the server could not make a private folder: %s", strerror(errno));
-        goto done;
+    size_t n_paths;
+} scratch_t;
+
+/* One input file: {path} under the server's files root, or inline content written into
+ * the call's scratch. NULL when taken, else the refusal. */
+static cJSON *take_file(const pybox_mcp_config_t *cfg, const cJSON *f, scratch_t *sc)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name");
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(f, "content");
+    const cJSON *b64 = cJSON_GetObjectItemCaseSensitive(f, "content_base64");
+    const cJSON *path = cJSON_GetObjectItemCaseSensitive(f, "path");
+    char *p = sc->path_store[sc->n_paths];
+    char quoted[SHOWN_MAX * 4 + 8];
+    const char *bad = cJSON_IsObject(f) ? unknown_key(f, known_file_keys) : "(not an object)";
+    int given = (name != NULL) + (text != NULL) + (b64 != NULL);
+    if (bad != NULL || (path != NULL && given > 0) || (text != NULL && b64 != NULL))
+        return refuse("files: each file is {name, content} or {name, content_base64} or {path}%s%s",
+                      bad ? "; unknown: " : "", bad ? shown(quoted, sizeof quoted, bad) : "");
+    if (cJSON_IsString(path)) {
+        if (cfg->files_root[0] == '\0' || pybox_mcp_input_path(cfg->files_root, path->valuestring, p, PATH_MAX) < 0)
+            return refuse("files: '%s' is not a file or folder under this server's files root (set by the "
+                          "server); give a path relative to it, without empty, '.' or '..' parts",
+                          shown(quoted, sizeof quoted, path->valuestring));
+    } else if (cJSON_IsString(name) && simple_name(name->valuestring) &&
+               (cJSON_IsString(text) || cJSON_IsString(b64))) {
+        if (pybox_fmt(p, PATH_MAX, "%s/%s", sc->work, name->valuestring) < 0)
+            return refuse("files: a name is too long");
+        int wr;
+        if (cJSON_IsString(text)) {
+            wr = write_bytes(p, text->valuestring, strlen(text->valuestring));
+        } else {
+            _cleanup_free_ unsigned char *bin = NULL;
+            size_t n = 0;
+            if (pybox_mcp_base64_decode(b64->valuestring, strlen(b64->valuestring), &bin, &n) < 0)
+                return refuse("files: content_base64 of '%s' is not base64 (RFC 4648: standard alphabet, "
+                              "no whitespace, padded to a multiple of 4)",
+                              shown(quoted, sizeof quoted, name->valuestring));
+            wr = write_bytes(p, bin, n);
+        }
+        if (wr < 0)
+            return refuse("files: '%s' could not be written (a name given twice?)",
+                          shown(quoted, sizeof quoted, name->valuestring));
+    } else {
+        return refuse("files: each file needs a simple name and content or content_base64, or a path");
+    }
+    sc->paths[sc->n_paths++] = p;
+    return NULL;
+}
+
+/* The scratch, the inputs and where the output goes. NULL when all is in place. */
+static cJSON *take_files(const pybox_mcp_config_t *cfg, const call_args_t *a, scratch_t *sc)
+{
+    snprintf(sc->work, sizeof sc->work, "/tmp/pybox-mcp-XXXXXX");
+    if (mkdtemp(sc->work) == NULL) {
+        sc->work[0] = '\0';
+        char e[128];
+        return refuse("the server could not make a private folder: %s", pybox_strerror(errno, e, sizeof e));
     }
     const cJSON *f;
-    cJSON_ArrayForEach (f, files) {
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name");
-        const cJSON *text = cJSON_GetObjectItemCaseSensitive(f, "content");
-        const cJSON *b64 = cJSON_GetObjectItemCaseSensitive(f, "content_base64");
-        const cJSON *path = cJSON_GetObjectItemCaseSensitive(f, "path");
-        char *p = path_store[n_paths];
-        const char *bad = cJSON_IsObject(f) ? unknown_key(f, known_file_keys) : "(not an object)";
-        int given = (name != NULL) + (text != NULL) + (b64 != NULL);
-        if (bad != NULL || (path != NULL && given > 0) || (text != NULL && b64 != NULL)) {
-            result = refuse("files: each file is {name, content} or {name, content_base64} or {path}%s%s",
-                            bad ? "; unknown: " : "", bad ? shown(quoted, sizeof quoted, bad) : "");
-            goto done;
-        }
-        if (cJSON_IsString(path)) {
-            if (cfg->files_root[0] == '\0' ||
-                pybox_mcp_input_path(cfg->files_root, path->valuestring, p, PATH_MAX) < 0) {
-                result = refuse("files: '%s' is not a file or folder under this server's files root (set by the "
-                                "server); give a path relative to it, without empty, '.' or '..' parts",
-                                shown(quoted, sizeof quoted, path->valuestring));
-                goto done;
-            }
-        } else if (cJSON_IsString(name) && simple_name(name->valuestring) &&
-                   (cJSON_IsString(text) || cJSON_IsString(b64))) {
-            if (pybox_fmt(p, PATH_MAX, "%s/%s", work, name->valuestring) < 0) {
-                result = refuse("files: a name is too long");
-                goto done;
-            }
-            int wr;
-            if (cJSON_IsString(text)) {
-                wr = write_bytes(p, text->valuestring, strlen(text->valuestring));
-            } else {
-                unsigned char *bin = NULL;
-                size_t n = 0;
-                if (pybox_mcp_base64_decode(b64->valuestring, strlen(b64->valuestring), &bin, &n) < 0) {
-                    result = refuse("files: content_base64 of '%s' is not base64 (RFC 4648: standard alphabet, "
-                                    "no whitespace, padded to a multiple of 4)",
-                                    shown(quoted, sizeof quoted, name->valuestring));
-                    goto done;
-                }
-                wr = write_bytes(p, bin, n);
-                free(bin);
-            }
-            if (wr < 0) {
-                result = refuse("files: '%s' could not be written (a name given twice?)",
-                                shown(quoted, sizeof quoted, name->valuestring));
-                goto done;
-            }
-        } else {
-            result = refuse("files: each file needs a simple name and content or content_base64, or a path");
-            goto done;
-        }
-        paths[n_paths] = p;
-        n_paths++;
+    cJSON_ArrayForEach (f, a->files) {
+        cJSON *r = take_file(cfg, f, sc);
+        if (r != NULL)
+            return r;
     }
-    if (n_paths > 0 && pybox_inputs_prepare(paths, n_paths, PYBOX_INPUT_MAX, &inputs, &err) < 0) {
-        result = refuse_inputs(cfg->files_root, err.msg);
-        goto done;
-    }
-    if (cJSON_IsTrue(ret)) {
+    if (a->return_files) {
         char rnd[17];
-        if (pybox_random_hex(8, rnd, &err) < 0) {
-            result = refuse("%s", err.msg);
-            goto done;
-        }
-        kept = cfg->output_root[0] != '\0';
-        int fr = kept ? pybox_fmt(outdir, sizeof outdir, "%s/%s", cfg->output_root, rnd)
-                      : pybox_fmt(outdir, sizeof outdir, "%s/out", work);
-        if (fr < 0 || pybox_output_check(outdir, &out, &err) < 0) {
-            result = refuse("return_files: %s", fr < 0 ? "the output folder's path is too long" : err.msg);
-            goto done;
-        }
+        pybox_error_t err = {0};
+        if (pybox_random_hex(8, rnd, &err) < 0)
+            return refuse("%s", err.msg);
+        sc->kept = cfg->output_root[0] != '\0';
+        int fr = sc->kept ? pybox_fmt(sc->outdir, sizeof sc->outdir, "%s/%s", cfg->output_root, rnd)
+                          : pybox_fmt(sc->outdir, sizeof sc->outdir, "%s/out", sc->work);
+        if (fr < 0)
+            return refuse("return_files: the output folder's path is too long");
     }
+    return NULL;
+}
 
-    pybox_engine_t *e = NULL;
-    if (pybox_engine_open(NULL, &e, &err) < 0 || pybox_image_resolve(st, e, img, &pin, &err) < 0) {
-        pybox_engine_free(e);
-        result = refuse("%s", err.msg);
-        goto done;
+/* A refusal from the core's preparation, in this tool's words. */
+static cJSON *refuse_prepared(const pybox_mcp_config_t *cfg, const pybox_ready_t *rd, const pybox_error_t *err)
+{
+    if (rd->failed == PYBOX_PREP_INPUTS)
+        return refuse_inputs(cfg->files_root, err->msg);
+    if (rd->failed == PYBOX_PREP_OUTPUT)
+        return refuse("return_files: %s", err->msg);
+    return refuse("%s", err->msg);
+}
+
+/* The call's result: the summary, the files, the receipt; or NULL when cancelled. */
+static cJSON *result_of(const pybox_mcp_config_t *cfg, pybox_run_result_t *res, const scratch_t *sc,
+                        const pybox_ready_t *rd)
+{
+    if (res->end == PYBOX_END_CANCELLED) {
+        /* cancelled: nothing is sent, and nothing of it kept */
+        if (sc->kept && !rd->output.existed && pybox_mcp_discard_kept(cfg->output_root, rd->output.base) < 0 &&
+            errno != ENOENT) {
+            char e[128];
+            pybox_log("removing the files of a cancelled call: %s", pybox_strerror(errno, e, sizeof e));
+        }
+        return NULL;
     }
-    hook_ctx_t hook = {.progress = progress, .ctx = progress_ctx, .n = 0};
-    pybox_run_request_t req = {.program = code->valuestring,
-                               .program_len = code_len,
-                               .image_name = img,
-                               .pin = &pin,
-                               .state = st,
-                               .expiry_s = ceil.expiry_s,
-                               .housekeeping = true,
-                               .inputs = n_paths > 0 ? &inputs : NULL,
-                               .output = cJSON_IsTrue(ret) ? &out : NULL,
-                               .started_s = started,
-                               .cancellable = true,
-                               .cancel_fd = cancel_fd,
-                               .hook = on_step,
-                               .hook_arg = &hook};
-    pybox_policy_defaults(&req.policy);
-    snprintf(req.policy.image_id, sizeof req.policy.image_id, "%s", pin.id);
-    snprintf(req.policy.install_id, sizeof req.policy.install_id, "%s", st->install_id);
-    req.policy.timeout_ms = o.timeout_ms;
-    req.policy.box_timer_ms = o.timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
-    req.policy.memory_bytes = o.memory_bytes;
-    req.policy.pids = o.pids;
-    req.policy.nano_cpus = o.nano_cpus;
-    pybox_backend_t be;
-    pybox_docker_backend(&be, e);
-    pybox_run_result_t res;
-    pybox_run(&be, &req, &res);
-    snprintf(res.engine, sizeof res.engine, "engine %s", pybox_engine_version(e));
-    pybox_engine_free(e);
-    if (res.end == PYBOX_END_CANCELLED) {
-        pybox_run_result_free(&res);
-        result = NULL; /* cancelled: nothing is sent, and nothing of it kept */
-        if (kept && !out.existed && pybox_mcp_discard_kept(cfg->output_root, out.base) < 0 && errno != ENOENT)
-            fprintf(stderr, "pybox mcp: removing the files of a cancelled call: %s\n", strerror(errno));
-        goto done;
-    }
-    cJSON *receipt = pybox_receipt_json(&res);
-    result = cJSON_CreateObject();
+    cJSON *result = cJSON_CreateObject();
     cJSON *content = cJSON_AddArrayToObject(result, "content");
-    char *text = receipt ? pybox_mcp_summary(receipt) : NULL;
+    _cleanup_free_ char *text = pybox_mcp_summary(res);
     add_text(content, text ? text : "no receipt");
-    free(text);
-    if (res.outputs.status == PYBOX_OUT_DELIVERED)
-        add_files(content, &res.outputs, outdir, kept);
+    if (res->outputs.status == PYBOX_OUT_DELIVERED)
+        add_files(content, &res->outputs, sc->outdir, sc->kept);
     /* A PyBox failure is an error result; its receipt still says what was seen. */
-    if (res.end == PYBOX_END_PYBOX_ERROR || res.end == PYBOX_END_EXTERNAL_STOP)
+    if (res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP)
         cJSON_AddBoolToObject(result, "isError", 1);
+    cJSON *receipt = pybox_receipt_json(res);
     if (receipt != NULL)
         cJSON_AddItemToObject(result, "structuredContent", receipt);
     /* the core removes this folder if the call is cancelled before its result goes out */
-    if (kept && !out.existed)
-        cJSON_AddStringToObject(result, PYBOX_MCP_KEPT_KEY, out.base);
-    if (progress)
-        progress(progress_ctx, 6, 6, "done");
-    pybox_run_result_free(&res);
-
-done:
-    pybox_output_close(&out);
-    pybox_inputs_free(&inputs);
-    rm_tree(work); /* inline inputs, and the output when this server keeps none */
+    if (sc->kept && !rd->output.existed)
+        cJSON_AddStringToObject(result, PYBOX_MCP_KEPT_KEY, rd->output.base);
     return result;
 }
+
+static void scratch_free(scratch_t *sc)
+{
+    rm_tree(sc->work); /* inline inputs, and the output when this server keeps none */
+}
+
+cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSON *args, int cancel_fd,
+                            pybox_mcp_progress_fn progress, void *progress_ctx)
+{
+    double started = pybox_now_s(); /* the call's phases all count from here */
+    const pybox_state_t *st = arg;
+    (void)st; /* the core opens the installation itself, as PYBOX_HOME names it */
+    call_args_t a;
+    cJSON *refusal = check_args(cfg, args, &a);
+    if (refusal != NULL)
+        return refusal;
+    _cleanup_(scratch_free) scratch_t sc = {.n_paths = 0};
+    refusal = take_files(cfg, &a, &sc);
+    if (refusal != NULL)
+        return refusal;
+    hook_ctx_t hook = {.progress = progress, .ctx = progress_ctx, .n = 0};
+    pybox_request_t rq = {
+        .program = a.code,
+        .program_len = a.code_len,
+        .image = a.image,
+        .backend = cfg->backend,
+        .timeout_ms = a.timeout_ms,
+        .memory_bytes = a.memory_bytes,
+        /* An image's default never passes the server's ceiling: it is capped there (the
+         * receipt's asked section shows what the box got). */
+        .cap_timeout_ms = cfg->max_timeout_ms,
+        .cap_memory_bytes = cfg->max_memory_bytes,
+        .inputs = sc.paths,
+        .n_inputs = sc.n_paths,
+        .output = a.return_files ? sc.outdir : NULL,
+        .started_s = started,
+        .cancellable = true,
+        .cancel_fd = cancel_fd,
+        .hook = on_step,
+        .hook_arg = &hook,
+    };
+    pybox_error_t err = {0};
+    _cleanup_(pybox_ready_free) pybox_ready_t rd;
+    pybox_ready_init(&rd);
+    if (pybox_prepare(&rq, &rd, &err) < 0)
+        return refuse_prepared(cfg, &rd, &err);
+    _cleanup_(pybox_run_result_free) pybox_run_result_t res;
+    pybox_ready_run(&rd, &res);
+    cJSON *result = result_of(cfg, &res, &sc, &rd);
+    if (result != NULL && progress)
+        progress(progress_ctx, 6, 6, "done");
+    return result;
+}
+
+static void drop_kept(const pybox_mcp_config_t *cfg, const cJSON *kept)
+{
+    if (!cJSON_IsString(kept) || cfg->output_root[0] == '\0')
+        return;
+    if (pybox_mcp_discard_kept(cfg->output_root, kept->valuestring) < 0) {
+        char e[128];
+        pybox_log("removing the files of a cancelled call: %s", pybox_strerror(errno, e, sizeof e));
+    }
+}
+
+const pybox_mcp_tool_t pybox_mcp_run_python_tool = {
+    .name = "run_python",
+    .describe = pybox_mcp_run_python_describe,
+    .call = pybox_mcp_run_python,
+    .drop = drop_kept,
+};

@@ -34,6 +34,7 @@ typedef struct call {
     cJSON *id;          /* the request's id as parsed: compared */
     char *id_text;      /* and as the client wrote it: echoed */
     cJSON *args;
+    const pybox_mcp_tool_t *tool;
     char *token_text; /* the progress token as the client wrote it, or NULL: no progress */
     pthread_t thread;
     server_t *srv;
@@ -51,8 +52,9 @@ struct server {
     pthread_mutex_t mu; /* the calls table */
     call_t calls[PYBOX_MCP_CALLS_MAX];
     const pybox_mcp_config_t *cfg;
-    pybox_mcp_runner_fn runner;
-    void *runner_arg;
+    const pybox_mcp_tool_t *tools;
+    size_t n_tools;
+    void *arg;
     bool initialized; /* initialize was answered (the reader's alone) */
     /* stdout: the writer thread alone writes it, taking lines from the queue in order.
      * Everything below is under q_mu. */
@@ -275,144 +277,6 @@ cJSON *pybox_mcp_error_result(const char *message)
     return r;
 }
 
-/* ---- the receipt's schema (outputSchema) ---- */
-
-static cJSON *typed(const char *type)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "type", type);
-    return o;
-}
-
-/* An object with the named properties, all required. spec: "name:type" pairs; a type of
- * "object" is an open object. */
-static cJSON *obj(const char *const *spec, size_t n)
-{
-    cJSON *o = typed("object");
-    cJSON *props = cJSON_AddObjectToObject(o, "properties");
-    cJSON *req = cJSON_AddArrayToObject(o, "required");
-    for (size_t i = 0; i < n; i++) {
-        const char *colon = strchr(spec[i], ':');
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(colon - spec[i]), spec[i]);
-        cJSON_AddItemToObject(props, name, typed(colon + 1));
-        cJSON_AddItemToArray(req, cJSON_CreateString(name));
-    }
-    return o;
-}
-
-#define OBJ(...) obj((const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
-
-static void set_prop(cJSON *o, const char *name, cJSON *schema)
-{
-    cJSON *props = cJSON_GetObjectItemCaseSensitive(o, "properties");
-    cJSON_DeleteItemFromObjectCaseSensitive(props, name);
-    cJSON_AddItemToObject(props, name, schema);
-}
-
-static cJSON *receipt_schema(void)
-{
-    cJSON *r = OBJ("schema:string", "pybox_version:string", "run_id:string", "status:string", "exit_code:integer",
-                   "asked:object", "seen:object", "said:object", "unknown:array");
-    cJSON *schema = cJSON_CreateObject();
-    cJSON_AddStringToObject(schema, "const", "pybox.receipt/2");
-    set_prop(r, "schema", schema);
-    cJSON *status = typed("string");
-    cJSON *en = cJSON_AddArrayToObject(status, "enum");
-    for (int e = PYBOX_END_NONE; e <= PYBOX_END_CANCELLED; e++)
-        cJSON_AddItemToArray(en, cJSON_CreateString(pybox_end_word((pybox_end_t)e)));
-    set_prop(r, "status", status);
-    cJSON *unk = typed("array");
-    cJSON_AddItemToObject(unk, "items", typed("string"));
-    set_prop(r, "unknown", unk);
-
-    cJSON *asked = OBJ("program:object", "image:object", "limits:object", "policy:object");
-    set_prop(asked, "program", OBJ("bytes:integer", "sha256:string"));
-    set_prop(asked, "image", OBJ("name:string", "id:string"));
-    set_prop(asked, "limits", OBJ("memory_bytes:integer", "pids:integer", "cpus:number", "timeout_s:number"));
-    set_prop(r, "asked", asked);
-
-    cJSON *seen = OBJ("box:object", "clock:string");
-    set_prop(seen, "box", OBJ("created:boolean", "started:boolean", "removed:boolean", "confirmed_gone:boolean"));
-    cJSON *clock = typed("string");
-    cJSON *ce = cJSON_AddArrayToObject(clock, "enum");
-    static const char *const clocks[] = {"none", "host_deadline", "box_timer"};
-    for (size_t i = 0; i < 3; i++)
-        cJSON_AddItemToArray(ce, cJSON_CreateString(clocks[i]));
-    set_prop(seen, "clock", clock);
-    set_prop(r, "seen", seen);
-
-    cJSON *said = OBJ("trust:string", "stdout:object", "stderr:object");
-    static const char *const streams[] = {"stdout", "stderr"};
-    for (size_t i = 0; i < 2; i++)
-        set_prop(said, streams[i],
-                 OBJ("total_bytes:integer", "kept_bytes:integer", "truncated:boolean", "sha256:string",
-                     "utf8_valid:boolean", "text:string"));
-    set_prop(r, "said", said);
-    return r;
-}
-
-/* ---- the tool's description ---- */
-
-static cJSON *prop(cJSON *props, const char *name, const char *type, const char *description)
-{
-    cJSON *p = cJSON_AddObjectToObject(props, name);
-    cJSON_AddStringToObject(p, "type", type);
-    cJSON_AddStringToObject(p, "description", description);
-    return p;
-}
-
-cJSON *pybox_mcp_tool(const pybox_mcp_config_t *cfg)
-{
-    cJSON *t = cJSON_CreateObject();
-    cJSON_AddStringToObject(t, "name", "run_python");
-    cJSON_AddStringToObject(t, "title", "Run Python in a sealed box");
-    char desc[1024], most[PYBOX_NUM_MAX];
-    snprintf(desc, sizeof desc,
-             "Runs a Python 3 program in a fresh, sealed Linux container and returns its receipt: what the kernel "
-             "and the container engine observed, and what the program printed (untrusted). Every call gets a new "
-             "box: nothing persists between calls (no files, no state, no installed packages). The box has no "
-             "network and a read-only system; input files appear read-only under /box/in; files the program writes "
-             "to /box/out come back when return_files is true (text inline, images as images). Limits up to %s s "
-             "and %lld MiB (set by the server).",
-             pybox_fmt_fixed(most, cfg->max_timeout_ms, 3), (long long)(cfg->max_memory_bytes >> 20));
-    cJSON_AddStringToObject(t, "description", desc);
-
-    cJSON *in = cJSON_AddObjectToObject(t, "inputSchema");
-    cJSON_AddStringToObject(in, "type", "object");
-    cJSON *props = cJSON_AddObjectToObject(in, "properties");
-    prop(props, "code", "string", "The Python program (run as the main module, from standard input).");
-    cJSON *img = prop(props, "image", "string", "The image to run in (the first is the default).");
-    cJSON *en = cJSON_AddArrayToObject(img, "enum");
-    for (size_t i = 0; i < cfg->n_images; i++)
-        cJSON_AddItemToArray(en, cJSON_CreateString(cfg->images[i]));
-    cJSON *to = prop(props, "timeout_s", "number", "Deadline in seconds (set by the server: at most the maximum).");
-    cJSON_AddNumberToObject(to, "minimum", PYBOX_TIMEOUT_MIN_MS / 1000.0);
-    cJSON_AddNumberToObject(to, "maximum", (double)cfg->max_timeout_ms / 1000.0);
-    cJSON *mem = prop(props, "memory_mib", "integer", "Memory limit in MiB (without swap).");
-    cJSON_AddNumberToObject(mem, "minimum", (double)(PYBOX_MEMORY_MIN >> 20));
-    cJSON_AddNumberToObject(mem, "maximum", (double)(cfg->max_memory_bytes >> 20));
-    cJSON *files = prop(props, "files", "array",
-                        "Input files, put read-only at /box/in/<name>: inline text (content), inline bytes "
-                        "(content_base64), or a path under the server's files root (path).");
-    cJSON *item = cJSON_AddObjectToObject(files, "items");
-    cJSON_AddStringToObject(item, "type", "object");
-    cJSON *ip = cJSON_AddObjectToObject(item, "properties");
-    prop(ip, "name", "string", "The file's name in /box/in (inline files).");
-    prop(ip, "content", "string", "The file's text.");
-    prop(ip, "content_base64", "string", "The file's bytes, base64-encoded.");
-    prop(ip, "path", "string", "A file or folder under the server's files root.");
-    prop(props, "return_files", "boolean", "Return what the program leaves in /box/out.");
-    cJSON *req = cJSON_AddArrayToObject(in, "required");
-    cJSON_AddItemToArray(req, cJSON_CreateString("code"));
-    cJSON_AddBoolToObject(in, "additionalProperties", 0);
-
-    /* The structured result is the receipt (docs/receipt.md): its schema, as far as a
-     * client can check it. */
-    cJSON_AddItemToObject(t, "outputSchema", receipt_schema());
-    return t;
-}
-
 /* ---- a value's own text ----
  * cJSON keeps no text of what it parsed: 1e3, 1000 and 1000.0 are one double. Ids and
  * progress tokens are echoed as the client wrote them, so their text is found in the
@@ -619,9 +483,9 @@ static void *worker(void *arg)
 {
     call_t *c = arg;
     server_t *s = c->srv;
-    cJSON *result = s->runner(s->runner_arg, s->cfg, c->args, c->cancel_pipe[0], on_progress, c);
-    /* The folder the runner kept for this call: never sent; removed if the result is
-     * dropped, so a cancelled call leaves nothing under --output-root. */
+    cJSON *result = c->tool->call(s->arg, s->cfg, c->args, c->cancel_pipe[0], on_progress, c);
+    /* What the tool kept for this call: never sent; undone if the result is dropped, so
+     * a cancelled call leaves nothing behind. */
     cJSON *kept = result ? cJSON_DetachItemFromObjectCaseSensitive(result, PYBOX_MCP_KEPT_KEY) : NULL;
     /* Done before the result goes out: a client that sends its next call as soon as it
      * has this result finds the slot free (the reader joins this thread first). A
@@ -636,9 +500,8 @@ static void *worker(void *arg)
         result = NULL;
     }
     if (!sent) {
-        if (cJSON_IsString(kept) && s->cfg->output_root[0] != '\0' &&
-            pybox_mcp_discard_kept(s->cfg->output_root, kept->valuestring) < 0)
-            logf_("removing the files of a cancelled call: %s", strerror(errno));
+        if (kept != NULL && c->tool->drop != NULL)
+            c->tool->drop(s->cfg, kept);
         cJSON_Delete(result);
     }
     cJSON_Delete(kept);
@@ -684,8 +547,19 @@ static void start_call(server_t *s, const cJSON *id, const char *id_text, cJSON 
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
-    if (!cJSON_IsString(name) || strcmp(name->valuestring, "run_python") != 0) {
-        send_error(s, id_text, -32602, "unknown tool (this server has run_python)");
+    const pybox_mcp_tool_t *tool = NULL;
+    for (size_t i = 0; cJSON_IsString(name) && i < s->n_tools; i++)
+        if (strcmp(name->valuestring, s->tools[i].name) == 0)
+            tool = &s->tools[i];
+    if (tool == NULL) {
+        pybox_buf_t names;
+        pybox_buf_init(&names, 1024);
+        for (size_t i = 0; i < s->n_tools; i++)
+            pybox_buf_printf(&names, "%s%s", i ? ", " : "", s->tools[i].name);
+        char msg[1200];
+        snprintf(msg, sizeof msg, "unknown tool (this server has %s)", names.data ? names.data : "none");
+        pybox_buf_free(&names);
+        send_error(s, id_text, -32602, msg);
         return;
     }
     if (args != NULL && !cJSON_IsObject(args)) {
@@ -716,6 +590,7 @@ static void start_call(server_t *s, const cJSON *id, const char *id_text, cJSON 
     }
     slot->used = true;
     slot->srv = s;
+    slot->tool = tool;
     slot->id = cJSON_Duplicate(id, 1);
     slot->id_text = strdup(id_text);
     slot->args = args ? cJSON_DetachItemFromObjectCaseSensitive(params, "arguments") : cJSON_CreateObject();
@@ -954,7 +829,8 @@ static void dispatch_request(server_t *s, cJSON *msg, const char *line, size_t l
     } else if (strcmp(m, "tools/list") == 0) {
         cJSON *r = cJSON_CreateObject();
         cJSON *tools = cJSON_AddArrayToObject(r, "tools");
-        cJSON_AddItemToArray(tools, pybox_mcp_tool(s->cfg));
+        for (size_t i = 0; i < s->n_tools; i++)
+            cJSON_AddItemToArray(tools, s->tools[i].describe(s->cfg));
         send_result(s, id_text, r);
     } else if (strcmp(m, "tools/call") == 0) {
         static const char *const token_path[] = {"params", "_meta", "progressToken"};
@@ -1061,16 +937,17 @@ static bool finish_writer(server_t *s)
     return flushed;
 }
 
-int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t *cfg, pybox_mcp_runner_fn runner,
-                    void *runner_arg)
+int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t *cfg, const pybox_mcp_tool_t *tools,
+                    size_t n_tools, void *arg)
 {
     server_t *s = calloc(1, sizeof *s);
     if (s == NULL)
         return -1;
     s->out_fd = out_fd;
     s->cfg = cfg;
-    s->runner = runner;
-    s->runner_arg = runner_arg;
+    s->tools = tools;
+    s->n_tools = n_tools;
+    s->arg = arg;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

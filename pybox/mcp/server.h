@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* `pybox mcp`: a Model Context Protocol server over stdio (JSON-RPC 2.0, one message per
- * line) with one tool, run_python. The agent chooses the program and its arguments; the
- * operator who starts the server sets the ceilings. The protocol core here is separate
- * from the tool's work (a runner), so it is tested with a fake runner. Contract:
- * docs/mcp.md. */
+ * line) serving a table of tools (run_python.h has the one PyBox serves). The agent
+ * chooses the program and its arguments; the operator who starts the server sets the
+ * ceilings. The protocol core here knows tools only through the table, so it is tested
+ * with a fake one. Contract: docs/mcp.md. */
 #ifndef PYBOX_MCP_SERVER_H
 #define PYBOX_MCP_SERVER_H
 
@@ -40,9 +40,9 @@ _Static_assert(PYBOX_MCP_DEPTH_MAX < CJSON_NESTING_LIMIT, "the server's bound mu
 /* At the end (stdin closed, stop_fd), after every call has ended: the longest the writer
  * is given to write what is still queued before pybox_mcp_serve returns without it. */
 #define PYBOX_MCP_FLUSH_MS 5000
-/* A member a runner may add to its result: the name of the folder it kept under
- * --output-root for this call. The core takes it out before sending; when the call was
- * cancelled and its result is dropped, that folder is removed. */
+/* A member a tool may add to its result, never sent: the core takes it out before
+ * sending, and gives it to the tool's drop() when the result is dropped (its call was
+ * cancelled). run_python names the folder it kept under --output-root there. */
 #define PYBOX_MCP_KEPT_KEY "_pybox_kept_dir"
 #define PYBOX_MCP_IMAGES_MAX 8
 
@@ -54,57 +54,39 @@ typedef struct pybox_mcp_config {
     char files_root[PATH_MAX];  /* "" = no input files by path */
     char output_root[PATH_MAX]; /* "" = files that cannot be shown inline are not kept */
     size_t out_queue_max;       /* bytes queued for stdout at most; 0 = PYBOX_MCP_OUT_QUEUE_MAX */
+    char backend[32];           /* --backend ("" = the installation's) */
 } pybox_mcp_config_t;
 
 /* Report progress of a call (only when the client asked for it). */
 typedef void (*pybox_mcp_progress_fn)(void *ctx, double progress, double total, const char *message);
 
-/* Do one tools/call of run_python. cancel_fd becomes readable when the call is cancelled
- * (poll it; never read it). Returns the result object (the caller frees it), or NULL when
- * the call was cancelled (then nothing is sent). */
+/* Do one tools/call. cancel_fd becomes readable when the call is cancelled (poll it;
+ * never read it). Returns the result object (the caller frees it), or NULL when the call
+ * was cancelled (then nothing is sent). */
 typedef cJSON *(*pybox_mcp_runner_fn)(void *arg, const pybox_mcp_config_t *cfg, const cJSON *arguments, int cancel_fd,
                                       pybox_mcp_progress_fn progress, void *progress_ctx);
+
+/* A tool the server serves. */
+typedef struct pybox_mcp_tool {
+    const char *name;
+    /* Its tools/list entry: name, description, inputSchema, outputSchema (caller frees). */
+    cJSON *(*describe)(const pybox_mcp_config_t *cfg);
+    pybox_mcp_runner_fn call;
+    /* Its result is dropped (cancelled): undo what kept (its PYBOX_MCP_KEPT_KEY member)
+     * names. May be NULL. */
+    void (*drop)(const pybox_mcp_config_t *cfg, const cJSON *kept);
+} pybox_mcp_tool_t;
 
 /* Serve on in_fd/out_fd until in_fd ends or stop_fd (-1: none) becomes readable; then
  * cancel what is in flight, wait for it (every box removed), give the writer up to
  * PYBOX_MCP_FLUSH_MS to write what is queued, and return 0, or -1 when lines were left
  * unwritten then. When the client stops reading (out_queue_max), the same end
- * comes at once, nothing more is written, and it returns -1. Logs go to stderr only. */
-int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t *cfg, pybox_mcp_runner_fn runner,
-                    void *runner_arg);
-
-/* The tool's description, input schema and output schema (tools/list). Caller frees. */
-cJSON *pybox_mcp_tool(const pybox_mcp_config_t *cfg);
+ * comes at once, nothing more is written, and it returns -1. Logs go to stderr only.
+ * arg is given to every call. */
+int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t *cfg, const pybox_mcp_tool_t *tools,
+                    size_t n_tools, void *arg);
 
 /* A tool result that is a refusal or a failure: isError with one text block. */
 cJSON *pybox_mcp_error_result(const char *message);
-
-/* The real runner: a fresh box per call through the core library. arg: the installation
- * (const pybox_state_t *). */
-cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSON *arguments, int cancel_fd,
-                            pybox_mcp_progress_fn progress, void *progress_ctx);
-
-/* Remove the folder `name` (one simple name, made by this call) under output_root and
- * everything in it, following no links. Returns 0, or -1 with errno. */
-int pybox_mcp_discard_kept(const char *output_root, const char *name);
-
-/* A file:// URI for an absolute path: every byte outside RFC 3986's unreserved set and
- * '/' percent-encoded ('%' included), so the URI decodes exactly to the path. */
-int pybox_mcp_file_uri(pybox_buf_t *out, const char *path);
-
-/* Strict base64 (RFC 4648: standard alphabet, no whitespace, length a multiple of 4,
- * '=' only as the final padding, unused bits zero). Returns 0 with *out (caller frees)
- * and *n, or -1. */
-int pybox_mcp_base64_decode(const char *s, size_t len, unsigned char **out, size_t *n);
-
-/* A {path} input: rel must be relative with no empty, "." or ".." component; then it is
- * resolved under root and must stay there. Returns 0 with the resolved path in out, or -1
- * (the same for every refused path, whatever exists outside). */
-int pybox_mcp_input_path(const char *root, const char *rel, char *out, size_t len);
-
-/* The text block (content[0]) for a receipt: PyBox's lines, and the program's lines each
- * fenced with PYBOX_MCP_FENCE and escaped. Caller frees. */
-#define PYBOX_MCP_FENCE "  | "
-char *pybox_mcp_summary(const cJSON *receipt);
 
 #endif

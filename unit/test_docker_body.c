@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for the sealed-box policy: create body, seccomp profile, read-back verifier (policy.h). */
+/* Unit tests for the Docker box's create body and read-back check, and the seccomp profile (docker.h, policy.h). */
 #include <check.h>
 #include <cjson/cJSON.h>
 #include <fcntl.h>
@@ -11,6 +11,7 @@
 #include "../guest/proto.h"
 #include "../pybox/bounds.h"
 #include "../pybox/buf.h"
+#include "../pybox/docker/docker.h"
 #include "../pybox/policy.h"
 #include "../pybox/util.h"
 #include "suites.h"
@@ -29,7 +30,6 @@ static void fixture_policy(pybox_policy_t *p)
                                    "sha256:0f7d0080cbe62c085e8259af8a055581d48a56cb6c8143885265cfe819807aca",
                                    sizeof p->image_id),
                      0);
-    ck_assert_int_eq(pybox_strlcpy(p->name, "pybox-fixture0000000000000000000000", sizeof p->name), 0);
     ck_assert_int_eq(pybox_strlcpy(p->install_id, "00112233445566778899aabbccddeeff", sizeof p->install_id), 0);
     ck_assert_int_eq(pybox_strlcpy(p->run_id, "fixture0000000000000000000000000", sizeof p->run_id), 0);
     p->expires = 1800000000;
@@ -118,7 +118,7 @@ static void expect_caught(cJSON *inspect, const char *field, const char *what)
     fixture_policy(&p);
     pybox_error_t err = {0};
     int checked = 0;
-    int rc = pybox_policy_verify(&p, inspect, &checked, &err);
+    int rc = pybox_docker_verify(&p, inspect, &checked, &err);
     ck_assert_msg(rc == -1, "%s: not caught", what);
     ck_assert_msg(err.kind == PYBOX_ERR_POLICY, "%s: error kind %d", what, err.kind);
     char needle[128];
@@ -170,7 +170,6 @@ static void body_policy(pybox_policy_t *p)
                                    "sha256:0000000000000000000000000000000000000000000000000000000000000001",
                                    sizeof p->image_id),
                      0);
-    ck_assert_int_eq(pybox_strlcpy(p->name, "pybox-test", sizeof p->name), 0);
     ck_assert_int_eq(pybox_strlcpy(p->install_id, "ffeeddccbbaa99887766554433221100", sizeof p->install_id), 0);
     ck_assert_int_eq(pybox_strlcpy(p->run_id, "run0", sizeof p->run_id), 0);
     p->expires = 1234567890;
@@ -190,7 +189,7 @@ START_TEST(body_contents)
 {
     pybox_policy_t p;
     body_policy(&p);
-    cJSON *body = pybox_policy_create_body(&p);
+    cJSON *body = pybox_docker_body(&p);
     ck_assert_ptr_nonnull(body);
 
     expect_string(body, "Image", p.image_id);
@@ -279,9 +278,9 @@ START_TEST(body_tamper_knob)
 {
     pybox_policy_t p;
     body_policy(&p);
-    cJSON *honest = pybox_policy_create_body(&p);
+    cJSON *honest = pybox_docker_body(&p);
     p.tamper = "memory";
-    cJSON *bad = pybox_policy_create_body(&p);
+    cJSON *bad = pybox_docker_body(&p);
     ck_assert_ptr_nonnull(honest);
     ck_assert_ptr_nonnull(bad);
     ck_assert(!cJSON_Compare(honest, bad, 1));
@@ -299,9 +298,9 @@ START_TEST(body_tamper_knob)
 
     /* an unknown knob changes nothing */
     p.tamper = NULL;
-    honest = pybox_policy_create_body(&p);
+    honest = pybox_docker_body(&p);
     p.tamper = "no-such-setting";
-    bad = pybox_policy_create_body(&p);
+    bad = pybox_docker_body(&p);
     ck_assert(cJSON_Compare(honest, bad, 1));
     cJSON_Delete(honest);
     cJSON_Delete(bad);
@@ -474,7 +473,7 @@ START_TEST(verify_recorded_readback)
     fixture_policy(&p);
     pybox_error_t err = {0};
     int checked = 0;
-    int rc = pybox_policy_verify(&p, inspect, &checked, &err);
+    int rc = pybox_docker_verify(&p, inspect, &checked, &err);
     ck_assert_msg(rc == 0, "the recorded read-back fails: %s", err.msg);
     ck_assert_int_eq(err.kind, PYBOX_ERR_NONE);
     ck_assert_int_gt(checked, 40);
@@ -482,13 +481,13 @@ START_TEST(verify_recorded_readback)
     /* the tamper knob changes the body sent, never what the read-back is held to */
     p.tamper = "memory";
     pybox_error_clear(&err);
-    ck_assert_int_eq(pybox_policy_verify(&p, inspect, &checked, &err), 0);
+    ck_assert_int_eq(pybox_docker_verify(&p, inspect, &checked, &err), 0);
 
     /* the same read-back against another policy fails */
     fixture_policy(&p);
     p.pids = 64;
     pybox_error_clear(&err);
-    ck_assert_int_eq(pybox_policy_verify(&p, inspect, &checked, &err), -1);
+    ck_assert_int_eq(pybox_docker_verify(&p, inspect, &checked, &err), -1);
     ck_assert_int_eq(err.kind, PYBOX_ERR_POLICY);
     ck_assert_ptr_nonnull(strstr(err.msg, "HostConfig.PidsLimit"));
     cJSON_Delete(inspect);
@@ -513,11 +512,11 @@ START_TEST(relaxations_named_and_held)
     for (size_t i = 0; i < sizeof r / sizeof *r; i++) {
         pybox_policy_t p;
         fixture_policy(&p);
-        cJSON *plain = pybox_policy_create_body(&p);
+        cJSON *plain = pybox_docker_body(&p);
         unsigned bit = pybox_policy_relax_bit(r[i].name);
         ck_assert_uint_ne(bit, 0);
         p.relax = bit;
-        cJSON *relaxed = pybox_policy_create_body(&p);
+        cJSON *relaxed = pybox_docker_body(&p);
         const cJSON *a = r[i].section ? get(get(plain, r[i].section), r[i].key) : get(plain, r[i].key);
         const cJSON *b = r[i].section ? get(get(relaxed, r[i].section), r[i].key) : get(relaxed, r[i].key);
         ck_assert_msg(!cJSON_Compare(a, b, 1), "%s: %s unchanged", r[i].name, r[i].key);
@@ -525,7 +524,7 @@ START_TEST(relaxations_named_and_held)
         pybox_policy_relaxed(&p, list, sizeof list);
         ck_assert_str_eq(list, r[i].name);
         pybox_error_t err = {0};
-        ck_assert_msg(pybox_policy_verify(&p, inspect, NULL, &err) == -1, "%s: a default box passed", r[i].name);
+        ck_assert_msg(pybox_docker_verify(&p, inspect, NULL, &err) == -1, "%s: a default box passed", r[i].name);
         ck_assert_int_eq(err.kind, PYBOX_ERR_POLICY);
         cJSON_Delete(plain);
         cJSON_Delete(relaxed);
@@ -535,14 +534,14 @@ START_TEST(relaxations_named_and_held)
     pybox_policy_t p;
     fixture_policy(&p);
     p.relax = PYBOX_RELAX_PROGRAM_ROOT;
-    cJSON *body = pybox_policy_create_body(&p);
+    cJSON *body = pybox_docker_body(&p);
     const cJSON *entry = get(body, "Entrypoint");
     ck_assert_int_eq(cJSON_GetArraySize(entry), 3);
     ck_assert_str_eq(cJSON_GetArrayItem(entry, 2)->valuestring, "--program-uid=0");
     cJSON_Delete(body);
     fixture_policy(&p);
     p.relax = PYBOX_RELAX_SHARED_UID;
-    body = pybox_policy_create_body(&p);
+    body = pybox_docker_body(&p);
     entry = get(body, "Entrypoint");
     ck_assert_str_eq(cJSON_GetArrayItem(entry, 2)->valuestring, "--program-uid=65534");
     cJSON_Delete(body);
@@ -553,7 +552,7 @@ START_TEST(relaxations_named_and_held)
     char list[256];
     pybox_policy_relaxed(&p, list, sizeof list);
     ck_assert_str_eq(list, "engine-socket,capability CAP_NET_RAW");
-    body = pybox_policy_create_body(&p);
+    body = pybox_docker_body(&p);
     ck_assert(array_has(get(get(body, "HostConfig"), "CapAdd"), "CAP_NET_RAW"));
     ck_assert(array_has(get(get(body, "HostConfig"), "Binds"), "/run/engine.sock:" PYBOX_RELAX_SOCKET_AT));
     cJSON_Delete(body);
@@ -567,7 +566,7 @@ START_TEST(verify_not_an_object)
     fixture_policy(&p);
     pybox_error_t err = {0};
     cJSON *arr = cJSON_CreateArray();
-    ck_assert_int_eq(pybox_policy_verify(&p, arr, NULL, &err), -1);
+    ck_assert_int_eq(pybox_docker_verify(&p, arr, NULL, &err), -1);
     ck_assert_int_eq(err.kind, PYBOX_ERR_POLICY);
     cJSON_Delete(arr);
 
@@ -575,7 +574,7 @@ START_TEST(verify_not_an_object)
     cJSON *empty = cJSON_CreateObject();
     pybox_error_clear(&err);
     int checked = 0;
-    ck_assert_int_eq(pybox_policy_verify(&p, empty, &checked, &err), -1);
+    ck_assert_int_eq(pybox_docker_verify(&p, empty, &checked, &err), -1);
     ck_assert_int_eq(err.kind, PYBOX_ERR_POLICY);
     ck_assert_int_gt(checked, 40);
     ck_assert_ptr_nonnull(strstr(err.msg, "; ..."));

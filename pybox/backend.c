@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/* The registry of backends (see box.h): one line per backend. */
+#include <string.h>
+
+#include "box.h"
+#include "escape.h"
+#include "util.h"
+
+extern const pybox_backend_ops_t pybox_docker_backend_ops;
+
+static const pybox_backend_ops_t *const registry[] = {
+    &pybox_docker_backend_ops,
+};
+
+#define N_BACKENDS (sizeof registry / sizeof *registry)
+
+const pybox_backend_ops_t *pybox_backend_find(const char *name)
+{
+    for (size_t i = 0; name != NULL && i < N_BACKENDS; i++)
+        if (strcmp(registry[i]->name, name) == 0)
+            return registry[i];
+    return NULL;
+}
+
+void pybox_backend_names(char *out, size_t len)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, len);
+    for (size_t i = 0; i < N_BACKENDS; i++)
+        pybox_buf_printf(&b, "%s%s", i ? ", " : "", registry[i]->name);
+    pybox_strlcpy(out, b.data ? b.data : "", len);
+    pybox_buf_free(&b);
+}
+
+int pybox_backend_open(const char *name, const pybox_state_t *st, pybox_backend_t **out, pybox_error_t *err)
+{
+    *out = NULL;
+    const char *want = name != NULL && name[0] != '\0' ? name : PYBOX_DEFAULT_BACKEND;
+    const pybox_backend_ops_t *ops = pybox_backend_find(want);
+    if (ops == NULL) {
+        char shown[160], known[256];
+        pybox_escape_short(shown, sizeof shown, want, 32);
+        pybox_backend_names(known, sizeof known);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "unknown backend '%s' (known: %s)", shown, known);
+    }
+    return ops->open(st, out, err);
+}
+
+void pybox_backend_close(pybox_backend_t *be)
+{
+    if (be != NULL)
+        be->ops->close(be);
+}
+
+void pybox_backend_closep(pybox_backend_t **be)
+{
+    pybox_backend_close(*be);
+    *be = NULL;
+}
+
+int pybox_backend_open_for(const pybox_state_t *st, const char *name, pybox_backend_t **out, pybox_error_t *err)
+{
+    *out = NULL;
+    if (name == NULL || name[0] == '\0') {
+        pybox_config_t c;
+        if (pybox_state_config(st, &c, err) < 0)
+            return -1;
+        return pybox_backend_open(c.backend[0] ? c.backend : NULL, st, out, err);
+    }
+    return pybox_backend_open(name, st, out, err);
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/* Cgroup locations (see cgroup.h). */
+#include "cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+const char *pybox_cgroup_root(void)
+{
+    const char *r = getenv("PYBOX_CGROUP_ROOT");
+    return r && r[0] == '/' ? r : "/sys/fs/cgroup";
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+bool pybox_cgroup_unified(const char *root)
+{
+    char p[PATH_MAX];
+    struct stat sb;
+    return pybox_fmt(p, sizeof p, "%s/cgroup.controllers", root) == 0 && stat(p, &sb) == 0;
+}
+
+int pybox_cgroup_v1_dir(const char *root, const char *ctrl, const char *path, char *out, size_t len)
+{
+    const char *names[] = {ctrl, "cpu,cpuacct", "cpuacct,cpu"};
+    size_t n = strncmp(ctrl, "cpu", 3) == 0 ? 3 : 1;
+    for (size_t i = 0; i < n; i++)
+        if (pybox_fmt(out, len, "%s/%s%s", root, names[i], path) == 0 && is_dir(out))
+            return 0;
+    out[0] = '\0';
+    return -1;
+}
+
+int pybox_cgroup_v1_at(const char *root, const char *path, pybox_cgroup_loc_t *loc)
+{
+    static const char *const ctrls[PYBOX_CG_CONTROLLERS] = {"memory", "pids", "cpuacct", "cpu"};
+    memset(loc, 0, sizeof *loc);
+    if (pybox_cgroup_v1_dir(root, "memory", path, loc->dir[PYBOX_CG_MEMORY], PATH_MAX) < 0)
+        return -1;
+    for (int c = 1; c < PYBOX_CG_CONTROLLERS; c++)
+        pybox_cgroup_v1_dir(root, ctrls[c], path, loc->dir[c], PATH_MAX);
+    loc->version = PYBOX_CG_V1;
+    return 0;
+}
+
+int pybox_cgroup_of_pid(const char *root, const char *proc_root, pid_t pid, pybox_cgroup_loc_t *loc, pybox_error_t *err)
+{
+    memset(loc, 0, sizeof *loc);
+    char p[PATH_MAX];
+    if (pid <= 0 || pybox_fmt(p, sizeof p, "%s/%d/cgroup", proc_root, (int)pid) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EINVAL, "no process to find a cgroup by");
+    FILE *f = fopen(p, "re");
+    if (f == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "open(%s)", p);
+    char line[PATH_MAX + 64];
+    char v2[PATH_MAX] = "";
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (c2 == NULL || c2[1] != '/' || strstr(c2 + 1, "/..") != NULL)
+            continue; /* malformed, or a path that climbs out of the root */
+        *c2 = '\0';
+        const char *ctrls = c1 + 1, *path = c2 + 1;
+        char dir[PATH_MAX];
+        if (ctrls[0] == '\0') {
+            if (pybox_fmt(dir, sizeof dir, "%s%s", root, path) == 0 && is_dir(dir))
+                pybox_strlcpy(v2, dir, sizeof v2);
+            continue;
+        }
+        char list[256];
+        if (pybox_fmt(list, sizeof list, ",%s,", ctrls) < 0 ||
+            pybox_fmt(dir, sizeof dir, "%s/%s%s", root, ctrls, path) < 0 || !is_dir(dir))
+            continue;
+        if (strstr(list, ",memory,"))
+            pybox_strlcpy(loc->dir[PYBOX_CG_MEMORY], dir, PATH_MAX);
+        if (strstr(list, ",pids,"))
+            pybox_strlcpy(loc->dir[PYBOX_CG_PIDS], dir, PATH_MAX);
+        if (strstr(list, ",cpuacct,"))
+            pybox_strlcpy(loc->dir[PYBOX_CG_CPUACCT], dir, PATH_MAX);
+        if (strstr(list, ",cpu,"))
+            pybox_strlcpy(loc->dir[PYBOX_CG_CPU], dir, PATH_MAX);
+    }
+    fclose(f);
+    if (loc->dir[PYBOX_CG_MEMORY][0]) {
+        loc->version = PYBOX_CG_V1;
+        return 0;
+    }
+    if (v2[0]) {
+        memset(loc, 0, sizeof *loc);
+        pybox_strlcpy(loc->dir[0], v2, PATH_MAX);
+        loc->version = PYBOX_CG_V2;
+        return 0;
+    }
+    memset(loc, 0, sizeof *loc);
+    return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the cgroups of process %d were not found under %s", (int)pid,
+                           root);
+}

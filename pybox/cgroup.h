@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* Where a box's cgroup is on the host, on cgroup v1 (a folder per controller) and v2
+ * (one folder), and how to find it from what the kernel says of a process. Backends
+ * locate their boxes' cgroups with these; the watcher reads them (watch.h). */
+#ifndef PYBOX_CGROUP_H
+#define PYBOX_CGROUP_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+enum { PYBOX_CG_MEMORY = 0, PYBOX_CG_PIDS, PYBOX_CG_CPUACCT, PYBOX_CG_CPU, PYBOX_CG_CONTROLLERS };
+
+typedef enum {
+    PYBOX_CG_NONE = 0,
+    PYBOX_CG_V1 = 1,
+    PYBOX_CG_V2 = 2,
+} pybox_cg_version_t;
+
+typedef struct pybox_cgroup_loc {
+    pybox_cg_version_t version;
+    char dir[PYBOX_CG_CONTROLLERS][PATH_MAX]; /* v1: per controller ("" if not found); v2: dir[0] */
+} pybox_cgroup_loc_t;
+
+/* The cgroup root: PYBOX_CGROUP_ROOT if set (tests), else /sys/fs/cgroup. */
+const char *pybox_cgroup_root(void);
+
+/* Whether root is a cgroup v2 (unified) mount: it has cgroup.controllers. */
+bool pybox_cgroup_unified(const char *root);
+
+/* A v1 controller's folder for a cgroup path (path starts with "/"): controllers may be
+ * mounted alone ("cpuacct") or together ("cpu,cpuacct"). 0 when the folder exists. */
+int pybox_cgroup_v1_dir(const char *root, const char *ctrl, const char *path, char *out, size_t len);
+
+/* Fill a v1 location from a cgroup path (every controller's folder that exists); 0 when
+ * at least the memory controller's does. */
+int pybox_cgroup_v1_at(const char *root, const char *path, pybox_cgroup_loc_t *loc);
+
+/* The cgroups the kernel lists for a process (<proc_root>/<pid>/cgroup), under root.
+ * Paths that climb out of the root are ignored. 0 when found. */
+int pybox_cgroup_of_pid(const char *root, const char *proc_root, pid_t pid, pybox_cgroup_loc_t *loc,
+                        pybox_error_t *err);
+
+#endif

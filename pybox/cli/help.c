@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/* The command line's help (see help.h). Numbers come from bounds.h, so the help says
+ * what the code does. */
+#include "help.h"
+
+#include <string.h>
+
+#include "../bounds.h"
+#include "../box.h"
+#include "../mcp/server.h"
+
+static void main_help(FILE *o)
+{
+    fprintf(o, "usage: pybox exec [OPTION]... < program.py\n"
+               "       pybox mcp [OPTION]...\n"
+               "       pybox image build NAME [--force] [--lock uv.lock --wheels DIR | --debian PACKAGES]\n"
+               "       pybox image list | verify | rm NAME\n"
+               "       pybox cleanup [--dry-run] [--json]\n"
+               "       pybox help [COMMAND] | version\n"
+               "\n"
+               "PyBox runs an untrusted Python program in a fresh, sealed box and prints a receipt:\n"
+               "what was asked, what the backend and the kernel observed, what the program said\n"
+               "(untrusted), and what is not known.\n"
+               "\n"
+               "  exec      run the program given on standard input (pybox help exec)\n"
+               "  mcp       serve the run_python tool to an AI agent over MCP on stdio (pybox help mcp)\n"
+               "  image     build, list, verify and remove the pinned images (pybox help image)\n"
+               "  cleanup   remove this installation's expired leftovers (pybox help cleanup)\n"
+               "  help      this help, or a command's\n"
+               "  version   the version\n"
+               "\n"
+               "Every command takes --backend NAME (known: ");
+    char names[256];
+    pybox_backend_names(names, sizeof names);
+    fprintf(o,
+            "%s; default: config.json's \"backend\",\n"
+            "else " PYBOX_DEFAULT_BACKEND ").\n"
+            "Exit codes of exec: the program's own when it ended by itself; 124 when a deadline\n"
+            "stopped it; 125 when PyBox refused or failed.\n"
+            "The installation lives in /var/lib/pybox for root (PYBOX_HOME overrides). Docs: docs/.\n",
+            names);
+}
+
+static void exec_help(FILE *o)
+{
+    fprintf(o,
+            "usage: pybox exec [OPTION]... < program.py\n"
+            "\n"
+            "Run the Python program given whole on standard input (at most %d bytes; never a\n"
+            "terminal, never an argument) in a fresh, sealed box, and print its receipt.\n"
+            "\n"
+            "  --timeout SECONDS  PyBox's deadline, counted from the box running (default %g,\n"
+            "                     or the image's; %g to %lld, at most 3 decimals); the box's own\n"
+            "                     timer is %g s longer\n"
+            "  --memory SIZE      memory without swap: a bare number is MiB, or 512m, 1g (default\n"
+            "                     %lld MiB, or the image's; at least %lld MiB)\n"
+            "  --pids N           processes at most (default %d, or the image's; at least %d)\n"
+            "  --cpus N           CPUs (default %g, or the image's; at least %g)\n"
+            "  --image NAME       the pinned image to run in (default stdlib; pybox image list)\n"
+            "  --input PATH       a file or folder copied read-only to /box/in/<name>; repeat it\n"
+            "                     (at most 64, %lld MiB in all)\n"
+            "  --output DIR       a new or empty folder for what the program leaves in /box/out\n"
+            "                     (regular files and folders only; at most %d files, %lld MiB each,\n"
+            "                     %lld MiB in all; it appears whole or not at all)\n"
+            "  --backend NAME     the backend that builds the box (default: config.json's, else\n"
+            "                     " PYBOX_DEFAULT_BACKEND ")\n"
+            "  --json             the receipt as one JSON object (docs/receipt.md)\n"
+            "  --help             this help\n"
+            "\n"
+            "Ceilings: every limit stays under the installation's (config.json in the state\n"
+            "folder: max_memory_mib, default %lld; max_pids, default %d; max_cpus, default all\n"
+            "CPUs; max_timeout_s, default %lld); a limit above one is refused before any box.\n"
+            "Exit code: the program's own; 124 when a deadline stopped it; 125 when PyBox refused\n"
+            "or failed.\n",
+            PYBOX_PROGRAM_MAX, PYBOX_DEFAULT_TIMEOUT_MS / 1000.0, PYBOX_TIMEOUT_MIN_MS / 1000.0,
+            (long long)(PYBOX_TIMEOUT_MAX_MS / 1000), PYBOX_BOX_TIMER_MARGIN_MS / 1000.0,
+            (long long)(PYBOX_DEFAULT_MEMORY >> 20), (long long)(PYBOX_MEMORY_MIN >> 20), PYBOX_DEFAULT_PIDS,
+            PYBOX_PIDS_MIN, PYBOX_DEFAULT_NANO_CPUS / 1e9, PYBOX_NANO_CPUS_MIN / 1e9,
+            (long long)(PYBOX_INPUT_MAX >> 20), PYBOX_OUT_FILES_MAX, (long long)(PYBOX_OUT_FILE_MAX >> 20),
+            (long long)(PYBOX_OUT_TOTAL_MAX >> 20), (long long)(PYBOX_CEILING_MEMORY >> 20), PYBOX_CEILING_PIDS,
+            (long long)(PYBOX_TIMEOUT_MAX_MS / 1000));
+}
+
+static void mcp_help(FILE *o)
+{
+    fprintf(o,
+            "usage: pybox mcp [OPTION]...\n"
+            "\n"
+            "Serve the run_python tool over the Model Context Protocol on stdin/stdout (revision\n" PYBOX_MCP_PROTOCOL
+            ", " PYBOX_MCP_PROTOCOL_OLD " also). The agent chooses the program, its image, limits\n"
+            "and files; these options are the ceilings it cannot pass (refused \"(set by the\n"
+            "server)\" before any box). Logs go to stderr. Closing stdin, or SIGTERM, cancels\n"
+            "every call in progress, removes its box and exits.\n"
+            "\n"
+            "  --images NAME,...   the images calls may use, the first the default (default stdlib;\n"
+            "                      at most %d)\n"
+            "  --max-timeout SECS  the longest deadline a call may ask (default 30; %g to %lld)\n"
+            "  --max-memory SIZE   the most memory a call may ask (default 512M; at least %lld MiB)\n"
+            "  --files-root DIR    calls may give input files by path under DIR (default: none)\n"
+            "  --output-root DIR   returned files that are not shown inline are kept under DIR and\n"
+            "                      linked (default: none kept)\n"
+            "  --backend NAME      the backend that builds the boxes (default: config.json's, else\n"
+            "                      " PYBOX_DEFAULT_BACKEND ")\n"
+            "  --help              this help\n"
+            "\n"
+            "At most %d calls run at once, each in its own box. The server's ceilings stay under\n"
+            "the installation's (pybox help exec). docs/mcp.md.\n",
+            PYBOX_MCP_IMAGES_MAX, PYBOX_TIMEOUT_MIN_MS / 1000.0, (long long)(PYBOX_TIMEOUT_MAX_MS / 1000),
+            (long long)(PYBOX_MEMORY_MIN >> 20), PYBOX_MCP_CALLS_MAX);
+}
+
+static void image_help(FILE *o)
+{
+    fputs("usage: pybox image build NAME [--force] [--backend NAME]\n"
+          "       pybox image build NAME --lock uv.lock --wheels DIR [--backend NAME]\n"
+          "       pybox image build NAME --debian PACKAGE,... [--backend NAME]\n"
+          "       pybox image list\n"
+          "       pybox image verify [--backend NAME]\n"
+          "       pybox image rm NAME [--backend NAME]\n"
+          "\n"
+          "Images are built offline from a recipe (images/<name>: Debian packages; stdlib and\n"
+          "data are built in) or a custom one, and pinned; a run uses the pinned image only.\n"
+          "\n"
+          "  build      build the image (or confirm it is up to date) and pin it; --force\n"
+          "             rebuilds; --lock/--wheels makes a custom image from a uv lock and a folder\n"
+          "             of wheels (every wheel's SHA-256 must be the lock's); --debian from a list\n"
+          "             of Debian packages\n"
+          "  list       the pinned images\n"
+          "  verify     check every pin: the image is there as pinned, its name points to it,\n"
+          "             its manifest names the pinned recipe, the recipe is unchanged (exit 1 if\n"
+          "             any fails)\n"
+          "  rm         forget the pin and remove the image (never forced)\n"
+          "docs/images.md.\n",
+          o);
+}
+
+static void cleanup_help(FILE *o)
+{
+    fputs("usage: pybox cleanup [--dry-run] [--json] [--backend NAME]\n"
+          "\n"
+          "Remove this installation's expired leftovers (a box whose run died, its volumes, its\n"
+          "run note, a hidden output folder) and nothing else; the same happens before every\n"
+          "run. Never a running box, never another installation's.\n"
+          "\n"
+          "  --dry-run   say what would be removed, remove nothing\n"
+          "  --json      the report as JSON\n"
+          "  --backend   the backend whose leftovers these are\n"
+          "docs/cleanup.md.\n",
+          o);
+}
+
+int pybox_help(FILE *out, const char *command)
+{
+    if (command == NULL || command[0] == '\0')
+        main_help(out);
+    else if (strcmp(command, "exec") == 0)
+        exec_help(out);
+    else if (strcmp(command, "mcp") == 0)
+        mcp_help(out);
+    else if (strcmp(command, "image") == 0)
+        image_help(out);
+    else if (strcmp(command, "cleanup") == 0)
+        cleanup_help(out);
+    else
+        return -1;
+    return 0;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/* The Docker backend's own parts, shared by its files and its unit tests: the create
+ * body and read-back check, the attach stream's frames, the box's cgroup, images in the
+ * engine. Nothing outside pybox/docker/ (and unit tests) includes this. */
+#ifndef PYBOX_DOCKER_H
+#define PYBOX_DOCKER_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../box.h"
+#include "../cgroup.h"
+#include "../error.h"
+#include "../policy.h"
+#include "engine.h"
+
+/* The box's name in the engine. */
+#define PYBOX_DOCKER_NAME_PREFIX "pybox-"
+
+/* The body of POST /containers/create. The caller frees it (cJSON_Delete). NULL on out
+ * of memory. */
+cJSON *pybox_docker_body(const pybox_policy_t *p);
+
+/* Compare the engine's read-back of a created box (GET /containers/{id}/json) with the
+ * policy. *checked gets the number of settings compared. Every difference is listed in a
+ * PYBOX_ERR_POLICY error; returns -1 if any. */
+int pybox_docker_verify(const pybox_policy_t *p, const cJSON *inspect, int *checked, pybox_error_t *err);
+
+/* A box's cgroup under root by the engine's layouts (v2 systemd driver
+ * system.slice/docker-<id>.scope, v2 cgroupfs driver docker/<id>, v1 <controller>/docker/<id>
+ * or <controller>/system.slice/docker-<id>.scope). 0 when found. */
+int pybox_docker_cgroup(const char *root, const char *id, pybox_cgroup_loc_t *loc);
+
+/* ---- the attach stream's frames: [type(1), 0, 0, 0, length(u32 BE)] payload ---- */
+
+typedef struct pybox_demux {
+    unsigned char hdr[8];
+    size_t hdr_len;
+    uint32_t remaining;
+    int stream;
+    uint64_t frames;
+} pybox_demux_t;
+
+void pybox_demux_init(pybox_demux_t *d);
+/* Feed bytes as they arrive, in any chunking. Calls cb for each payload piece with
+ * stream 1 (stdout) or 2 (stderr). A frame of another type or above PYBOX_FRAME_MAX is
+ * a protocol error. cb returning -1 stops with that error. */
+int pybox_demux_feed(pybox_demux_t *d, const char *data, size_t len, pybox_output_cb cb, void *arg, pybox_error_t *err);
+/* True when the stream ended between frames (not in the middle of one). */
+bool pybox_demux_clean_end(const pybox_demux_t *d);
+
+/* The backend (box.c), as the registry names it. */
+extern const pybox_backend_ops_t pybox_docker_backend_ops;
+
+/* Images in the engine (pybox/docker/image.c). */
+extern const pybox_image_ops_t pybox_docker_image_ops;
+/* The engine of an open Docker backend (tests and images). */
+pybox_engine_t *pybox_docker_engine(pybox_backend_t *be);
+/* A Docker backend over an engine that stays the caller's (tests; close it with
+ * pybox_backend_close, which leaves the engine open). */
+int pybox_docker_backend_over(pybox_engine_t *e, pybox_backend_t **out, pybox_error_t *err);
+
+#endif

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* The run_python tool of `pybox mcp`: a fresh box per call through the core library,
+ * under the server's ceilings; its arguments, its schema, and the files it takes in and
+ * gives back. Contract: docs/mcp.md. */
+#ifndef PYBOX_MCP_RUN_PYTHON_H
+#define PYBOX_MCP_RUN_PYTHON_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#include "../buf.h"
+#include "../run.h"
+#include "server.h"
+
+/* The tool (its call's arg: the installation, const pybox_state_t *). */
+extern const pybox_mcp_tool_t pybox_mcp_run_python_tool;
+
+/* Its tools/list entry, and one call. */
+cJSON *pybox_mcp_run_python_describe(const pybox_mcp_config_t *cfg);
+cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSON *arguments, int cancel_fd,
+                            pybox_mcp_progress_fn progress, void *progress_ctx);
+
+/* Remove the folder `name` (one simple name, made by this call) under output_root and
+ * everything in it, following no links. Returns 0, or -1 with errno. */
+int pybox_mcp_discard_kept(const char *output_root, const char *name);
+
+/* A file:// URI for an absolute path: every byte outside RFC 3986's unreserved set and
+ * '/' percent-encoded ('%' included), so the URI decodes exactly to the path. */
+int pybox_mcp_file_uri(pybox_buf_t *out, const char *path);
+
+/* Strict base64 (RFC 4648: standard alphabet, no whitespace, length a multiple of 4,
+ * '=' only as the final padding, unused bits zero). Returns 0 with *out (caller frees)
+ * and *n, or -1. */
+int pybox_mcp_base64_decode(const char *s, size_t len, unsigned char **out, size_t *n);
+
+/* A {path} input: rel must be relative with no empty, "." or ".." component; then it is
+ * resolved under root and must stay there. Returns 0 with the resolved path in out, or -1
+ * (the same for every refused path, whatever exists outside). */
+int pybox_mcp_input_path(const char *root, const char *rel, char *out, size_t len);
+
+/* The text block (content[0]) for a run: PyBox's lines, and the program's lines each
+ * fenced with PYBOX_MCP_FENCE and escaped. Read from the run's result, never from the
+ * JSON made of it. Caller frees. */
+#define PYBOX_MCP_FENCE "  | "
+char *pybox_mcp_summary(const pybox_run_result_t *res);
+
+#endif
