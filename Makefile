@@ -32,7 +32,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 ITEST_SRC := $(wildcard tests/*.c)
 ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all check unit integration setup mcp-clients bench demo format format-check clean \
+.PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
         campaign campaign-fast campaign-pages evidence-check
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
@@ -146,6 +146,10 @@ format:
 	clang-format -i $(FORMAT_FILES)
 format-check:
 	clang-format --dry-run -Werror $(FORMAT_FILES)
+# The rules the compiler does not enforce (banned calls, unchecked paths, a library that
+# prints): scripts/check-source.sh.
+source-check:
+	scripts/check-source.sh
 
 clean:
 	rm -rf build build-san

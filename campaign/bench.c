@@ -52,7 +52,7 @@ static int run(const char *const argv[], pybox_buf_t *out, double *secs)
     ssize_t n;
     while ((n = read(o[0], buf, sizeof buf)) > 0)
         if (out)
-            pybox_buf_append(out, buf, (size_t)n);
+            pybox_buf_add(out, buf, (size_t)n);
     close(o[0]);
     int st;
     waitpid(pid, &st, 0);
@@ -243,7 +243,7 @@ int main(int argc, char **argv)
         pybox_buf_t pb;
         pybox_buf_init(&pb, 0);
         for (int k = 0; k < NPHASES; k++)
-            pybox_buf_printf(&pb, "%s%s %.1f", k ? ", " : "", phases[k], median(ph[k], runs));
+            pybox_buf_addf(&pb, "%s%s %.1f", k ? ", " : "", phases[k], median(ph[k], runs));
         cJSON_AddStringToObject(c3, "detail", pb.data);
         pybox_buf_free(&pb);
         cJSON_AddItemToArray(checks, c3);

@@ -97,26 +97,26 @@ static char *subst(const camp_t *c, const char *scratch, const char *s)
     while (*s) {
         const char *open = strstr(s, "{{");
         if (open == NULL) {
-            pybox_buf_puts(&b, s);
+            pybox_buf_adds(&b, s);
             break;
         }
-        pybox_buf_append(&b, s, (size_t)(open - s));
+        pybox_buf_add(&b, s, (size_t)(open - s));
         const char *close = strstr(open, "}}");
         if (close == NULL) {
-            pybox_buf_puts(&b, open);
+            pybox_buf_adds(&b, open);
             break;
         }
         size_t n = (size_t)(close - open - 2);
         if (n == 6 && strncmp(open + 2, "canary", 6) == 0)
-            pybox_buf_puts(&b, c->canary);
+            pybox_buf_adds(&b, c->canary);
         else if (n == 3 && strncmp(open + 2, "tmp", 3) == 0)
-            pybox_buf_puts(&b, scratch);
+            pybox_buf_adds(&b, scratch);
         else if (n == 7 && strncmp(open + 2, "bin_dir", 7) == 0)
-            pybox_buf_append(&b, c->bin, (size_t)(strrchr(c->bin, '/') - c->bin));
+            pybox_buf_add(&b, c->bin, (size_t)(strrchr(c->bin, '/') - c->bin));
         else if (n == 13 && strncmp(open + 2, "engine_socket", 13) == 0)
-            pybox_buf_puts(&b, pybox_engine_socket(c->e));
+            pybox_buf_adds(&b, pybox_engine_socket(c->e));
         else
-            pybox_buf_append(&b, open, n + 4);
+            pybox_buf_add(&b, open, n + 4);
         s = close + 2;
     }
     if (b.data == NULL)
@@ -221,7 +221,7 @@ static void proc_run(const char *const *argv, const char *const *env, const char
             char buf[65536];
             ssize_t n = read(fds[i], buf, sizeof buf);
             if (n > 0) {
-                pybox_buf_append(sink[i], buf, (size_t)n);
+                pybox_buf_add(sink[i], buf, (size_t)n);
             } else if (n == 0 || errno != EINTR) {
                 close(fds[i]);
                 fds[i] = -1;
@@ -412,8 +412,8 @@ static void list_names(pybox_buf_t *b, const cJSON *a)
         if (!cJSON_IsString(x))
             continue;
         if (b->len)
-            pybox_buf_puts(b, ", ");
-        pybox_buf_puts(b, x->valuestring);
+            pybox_buf_adds(b, ", ");
+        pybox_buf_adds(b, x->valuestring);
     }
 }
 
@@ -584,8 +584,10 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
         library_run(c, cs, spec, program, rec);
     else
         cJSON_AddStringToObject(rec, "error", "the holding box never showed its marker");
-    if (pybox_write_all(cancel[1], "x", 1) < 0)
-        say("pair run: the holding box could not be cancelled: %s", strerror(errno));
+    if (pybox_write_all(cancel[1], "x", 1) < 0) {
+        char etext[128];
+        say("pair run: the holding box could not be cancelled: %s", pybox_strerror(errno, etext, sizeof etext));
+    }
     pthread_join(t, NULL);
     pybox_ready_free(&h.rd);
     close(cancel[0]);
@@ -695,9 +697,21 @@ static double rfc3339(const char *s)
 {
     struct tm tm = {0};
     double frac = 0;
-    if (s == NULL ||
-        sscanf(s, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
+    if (s == NULL)
         return 0;
+    /* YYYY-MM-DDTHH:MM:SS, each field digits only */
+    int *fields[] = {&tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec};
+    const char seps[] = "--T::";
+    const char *q = s;
+    for (int i = 0; i < 6; i++) {
+        char *end;
+        errno = 0;
+        long v = strtol(q, &end, 10);
+        if (errno != 0 || end == q || v < 0 || v > 9999 || (i < 5 && *end != seps[i]))
+            return 0;
+        *fields[i] = (int)v;
+        q = end + (i < 5 ? 1 : 0);
+    }
     const char *dot = strchr(s, '.');
     if (dot)
         frac = strtod(dot, NULL);
@@ -774,7 +788,7 @@ static void crash_run(camp_t *c, const cJSON *spec, const char *program, cJSON *
     ssize_t n;
     while ((n = read(out[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
         if (n > 0)
-            pybox_buf_append(&said, buf, (size_t)n);
+            pybox_buf_add(&said, buf, (size_t)n);
     close(out[0]);
     int st;
     waitpid(pid, &st, 0);
@@ -960,8 +974,10 @@ static void make_scratch(camp_t *c, const char *case_id, const char *name, int p
         if (*q == '/')
             *q = '-';
     if (pybox_fmt(out, len, "%s/%03d-%s-%.32s-%d", c->tmp, ++c->scratch_n, safe, name, pass) < 0 ||
-        mkdir(out, 0755) < 0)
-        say("scratch folder %s: %s", out, strerror(errno));
+        mkdir(out, 0755) < 0) {
+        char etext[128];
+        say("scratch folder %s: %s", out, pybox_strerror(errno, etext, sizeof etext));
+    }
 }
 
 static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
@@ -1126,8 +1142,10 @@ static int setup(camp_t *c)
         return -1;
     }
     if (pybox_state_path(&main_st, "cache", from, sizeof from, &err) == 0 &&
-        pybox_fmt(to, sizeof to, "%s/cache", c->home) == 0 && symlink(from, to) < 0)
-        say("the image cache is not shared (%s)", strerror(errno));
+        pybox_fmt(to, sizeof to, "%s/cache", c->home) == 0 && symlink(from, to) < 0) {
+        char etext[128];
+        say("the image cache is not shared (%s)", pybox_strerror(errno, etext, sizeof etext));
+    }
     setenv("PYBOX_HOME", c->home, 1);
     if (pybox_state_open(&c->st, true, &err) < 0 || pybox_engine_open(NULL, &c->e, &err) < 0) {
         say("%s", err.msg);
@@ -1183,9 +1201,10 @@ static char *slurp_or_die(const char *path)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: pybox-campaign run --pybox BIN --out DIR --limits FILE [--fast] CASE.json...\n"
-                    "       pybox-campaign pages DIR LIMITS.md\n"
-                    "       pybox-campaign check DIR LIMITS.md\n");
+    fprintf(stderr,
+            "usage: pybox-campaign run --pybox BIN --out DIR --limits FILE [--fast] [--backend NAME] CASE.json...\n"
+            "       pybox-campaign pages DIR LIMITS.md\n"
+            "       pybox-campaign check DIR LIMITS.md\n");
     return 2;
 }
 
@@ -1223,6 +1242,8 @@ int main(int argc, char **argv)
             c.out = argv[++i];
         else if (strcmp(argv[i], "--limits") == 0 && i + 1 < argc)
             limits_path = argv[++i];
+        else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
+            c.backend = argv[++i];
         else
             return usage();
     }

@@ -61,28 +61,28 @@ static void cell_text(pybox_buf_t *b, const char *s)
     size_t len = strlen(s), shown = 0;
     for (size_t i = 0; i < len;) {
         if (shown >= CELL_MAX) {
-            pybox_buf_puts(b, "…");
+            pybox_buf_adds(b, "…");
             return;
         }
         size_t n = utf8_len(u + i, len - i);
         unsigned char c = u[i];
         if (n == 1 && c >= 0x80) {
-            pybox_buf_printf(b, "\\x%02x", c);
+            pybox_buf_addf(b, "\\x%02x", c);
         } else if (c == '\n') {
             if (i + 1 < len)
-                pybox_buf_puts(b, " ⏎ ");
+                pybox_buf_adds(b, " ⏎ ");
         } else if (c < 0x20 || c == 0x7f) {
-            pybox_buf_printf(b, "\\x%02x", c);
+            pybox_buf_addf(b, "\\x%02x", c);
         } else if (c == '<') {
-            pybox_buf_puts(b, "&lt;");
+            pybox_buf_adds(b, "&lt;");
         } else if (c == '>') {
-            pybox_buf_puts(b, "&gt;");
+            pybox_buf_adds(b, "&gt;");
         } else if (c == '&') {
-            pybox_buf_puts(b, "&amp;");
+            pybox_buf_adds(b, "&amp;");
         } else if (strchr("|\\*_[]`#", c) != NULL) {
-            pybox_buf_printf(b, "\\%c", c);
+            pybox_buf_addf(b, "\\%c", c);
         } else {
-            pybox_buf_append(b, s + i, n);
+            pybox_buf_add(b, s + i, n);
         }
         shown += n;
         i += n;
@@ -92,17 +92,17 @@ static void cell_text(pybox_buf_t *b, const char *s)
 void ev_cell(pybox_buf_t *b, const cJSON *v)
 {
     if (v == NULL || cJSON_IsNull(v)) {
-        pybox_buf_puts(b, "—");
+        pybox_buf_adds(b, "—");
     } else if (cJSON_IsString(v)) {
         cell_text(b, v->valuestring);
     } else if (cJSON_IsBool(v)) {
-        pybox_buf_puts(b, cJSON_IsTrue(v) ? "yes" : "no");
+        pybox_buf_adds(b, cJSON_IsTrue(v) ? "yes" : "no");
     } else if (cJSON_IsNumber(v)) {
         double d = v->valuedouble;
         if (d < 1e15 && d > -1e15 && d == (double)(long long)d) {
-            pybox_buf_printf(b, "%lld", (long long)d);
+            pybox_buf_addf(b, "%lld", (long long)d);
         } else if (d >= 1e15 || d <= -1e15 || (d < 0.001 && d > -0.001)) {
-            pybox_buf_printf(b, "%g", d);
+            pybox_buf_addf(b, "%g", d);
         } else {
             /* Three decimals at most, no trailing zeros: 260.2, 0.357. */
             char t[64];
@@ -112,7 +112,7 @@ void ev_cell(pybox_buf_t *b, const cJSON *v)
                 t[--n] = '\0';
             if (n > 0 && t[n - 1] == '.')
                 t[--n] = '\0';
-            pybox_buf_puts(b, t);
+            pybox_buf_adds(b, t);
         }
     } else {
         char *t = cJSON_PrintUnformatted(v);
@@ -255,14 +255,15 @@ static int load(const char *dir, rec_t **out, size_t *n, pybox_buf_t *problems)
     *n = 0;
     struct stat sb;
     if (lstat(rdir, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
-        pybox_buf_printf(problems, "%s: not a folder (a link is not followed)\n", EV_RECORDS);
+        pybox_buf_addf(problems, "%s: not a folder (a link is not followed)\n", EV_RECORDS);
         return -1;
     }
     DIR *d = opendir(rdir);
     if (d == NULL) {
         if (errno == ENOENT)
             return 0;
-        pybox_buf_printf(problems, "%s: %s\n", rdir, strerror(errno));
+        char etext[128];
+        pybox_buf_addf(problems, "%s: %s\n", rdir, pybox_strerror(errno, etext, sizeof etext));
         return -1;
     }
     int bad = 0;
@@ -273,21 +274,20 @@ static int load(const char *dir, rec_t **out, size_t *n, pybox_buf_t *problems)
         if (de->d_name[0] == '.')
             continue;
         if (!is_record_name(de->d_name)) {
-            pybox_buf_printf(problems, "%s/%s: not a record name (<sha256>.json)\n", EV_RECORDS, de->d_name);
+            pybox_buf_addf(problems, "%s/%s: not a record name (<sha256>.json)\n", EV_RECORDS, de->d_name);
             bad++;
             continue;
         }
         char path[PATH_MAX], *text = NULL, hex[65];
         size_t len = 0;
         if (pybox_fmt(path, sizeof path, "%s/%s", rdir, de->d_name) < 0 || read_file(path, &text, &len) < 0) {
-            pybox_buf_printf(problems, "%s/%s: cannot be read\n", EV_RECORDS, de->d_name);
+            pybox_buf_addf(problems, "%s/%s: cannot be read\n", EV_RECORDS, de->d_name);
             bad++;
             continue;
         }
         pybox_sha256_hex(text, len, hex);
         if (strncmp(hex, de->d_name, 64) != 0) {
-            pybox_buf_printf(problems, "%s/%s: its SHA-256 is %s: the record was changed\n", EV_RECORDS, de->d_name,
-                             hex);
+            pybox_buf_addf(problems, "%s/%s: its SHA-256 is %s: the record was changed\n", EV_RECORDS, de->d_name, hex);
             bad++;
             free(text);
             continue;
@@ -303,15 +303,15 @@ static int load(const char *dir, rec_t **out, size_t *n, pybox_buf_t *problems)
         r.verdict = str_at(j, "verdict");
         if (j == NULL || !cJSON_IsString(schema) || strcmp(schema->valuestring, EV_SCHEMA) != 0 || !r.id || !r.kind ||
             !r.started || !r.verdict || !is_time(r.started) || !is_time(str_at(j, "finished"))) {
-            pybox_buf_printf(problems, "%s/%s: not a %s record\n", EV_RECORDS, de->d_name, EV_SCHEMA);
+            pybox_buf_addf(problems, "%s/%s: not a %s record\n", EV_RECORDS, de->d_name, EV_SCHEMA);
             bad++;
             cJSON_Delete(j);
             continue;
         }
         const char *derived = derived_verdict(j);
         if (strcmp(r.verdict, derived) != 0) {
-            pybox_buf_printf(problems, "%s/%s: says \"%s\" but its runs say \"%s\"\n", EV_RECORDS, de->d_name,
-                             r.verdict, derived);
+            pybox_buf_addf(problems, "%s/%s: says \"%s\" but its runs say \"%s\"\n", EV_RECORDS, de->d_name, r.verdict,
+                           derived);
             bad++;
             cJSON_Delete(j);
             continue;
@@ -364,13 +364,13 @@ static int kind_index(const char *k)
 
 static void link_record(pybox_buf_t *b, const rec_t *r)
 {
-    pybox_buf_printf(b, "[%.8s](%s/%s)", r->name, EV_RECORDS, r->name);
+    pybox_buf_addf(b, "[%.8s](%s/%s)", r->name, EV_RECORDS, r->name);
 }
 
 static void when(pybox_buf_t *b, const rec_t *r)
 {
     /* "2026-11-30T01:02:03.456Z" -> "2026-11-30 01:02" */
-    pybox_buf_printf(b, "%.10s %.5s", r->started, strlen(r->started) > 16 ? r->started + 11 : "");
+    pybox_buf_addf(b, "%.10s %.5s", r->started, strlen(r->started) > 16 ? r->started + 11 : "");
 }
 
 /* The first failed expectation or agreement of a record, for the verdict cell. */
@@ -388,13 +388,13 @@ static void why_failed(pybox_buf_t *b, const rec_t *r)
             if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "ok")))
                 continue;
             ev_cell(b, cJSON_GetObjectItemCaseSensitive(run, "name"));
-            pybox_buf_puts(b, ": ");
+            pybox_buf_adds(b, ": ");
             ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "path"));
-            pybox_buf_puts(b, " ");
+            pybox_buf_adds(b, " ");
             ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "op"));
-            pybox_buf_puts(b, " ");
+            pybox_buf_adds(b, " ");
             ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "want"));
-            pybox_buf_puts(b, ", got ");
+            pybox_buf_adds(b, ", got ");
             ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "got"));
             return;
         }
@@ -402,7 +402,7 @@ static void why_failed(pybox_buf_t *b, const rec_t *r)
             if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "ok")))
                 continue;
             ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "name"));
-            pybox_buf_puts(b, ": ");
+            pybox_buf_adds(b, ": ");
             ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "detail"));
             return;
         }
@@ -411,20 +411,20 @@ static void why_failed(pybox_buf_t *b, const rec_t *r)
     cJSON_ArrayForEach (a, ev_path(r->j, "agree")) {
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "ok")))
             continue;
-        pybox_buf_puts(b, "passes disagree on ");
+        pybox_buf_adds(b, "passes disagree on ");
         ev_cell(b, cJSON_GetObjectItemCaseSensitive(a, "path"));
         return;
     }
-    pybox_buf_puts(b, "failed");
+    pybox_buf_adds(b, "failed");
 }
 
 static void verdict(pybox_buf_t *b, const rec_t *r)
 {
     if (strcmp(r->verdict, "pass") == 0) {
-        pybox_buf_puts(b, "pass");
+        pybox_buf_adds(b, "pass");
         return;
     }
-    pybox_buf_puts(b, "**FAIL**: ");
+    pybox_buf_adds(b, "**FAIL**: ");
     why_failed(b, r);
 }
 
@@ -438,15 +438,15 @@ static void shown(pybox_buf_t *b, const cJSON *c, const cJSON *run)
         if (path == NULL)
             continue;
         if (k++)
-            pybox_buf_puts(b, "; ");
+            pybox_buf_adds(b, "; ");
         if (label && *label) {
             cell_text(b, label);
-            pybox_buf_puts(b, " ");
+            pybox_buf_adds(b, " ");
         }
         ev_cell(b, ev_path(run, path));
     }
     if (k == 0)
-        pybox_buf_puts(b, "—");
+        pybox_buf_adds(b, "—");
 }
 
 static const cJSON *run_named(const cJSON *rec, const char *name)
@@ -475,39 +475,39 @@ static void restriction_row(pybox_buf_t *b, const rec_t *r)
 {
     const cJSON *c = ev_path(r->j, "case");
     const cJSON *with = run_named(r->j, "with"), *without = run_named(r->j, "without");
-    pybox_buf_puts(b, "| ");
+    pybox_buf_adds(b, "| ");
     ev_cell(b, cJSON_GetObjectItemCaseSensitive(c, "title"));
-    pybox_buf_puts(b, " | ");
+    pybox_buf_adds(b, " | ");
     ev_cell(b, cJSON_GetObjectItemCaseSensitive(c, "claim"));
-    pybox_buf_puts(b, " | ");
+    pybox_buf_adds(b, " | ");
     ev_cell(b, cJSON_GetObjectItemCaseSensitive(without, "removed"));
     const cJSON *base = cJSON_GetObjectItemCaseSensitive(with, "relaxed");
     if (cJSON_IsString(base) && base->valuestring[0]) {
-        pybox_buf_puts(b, " (both runs: ");
+        pybox_buf_adds(b, " (both runs: ");
         ev_cell(b, base);
-        pybox_buf_puts(b, ")");
+        pybox_buf_adds(b, ")");
     }
-    pybox_buf_puts(b, " | ");
+    pybox_buf_adds(b, " | ");
     shown(b, c, with);
-    pybox_buf_puts(b, " | ");
+    pybox_buf_adds(b, " | ");
     shown(b, c, without);
-    pybox_buf_puts(b, " | ");
+    pybox_buf_adds(b, " | ");
     verdict(b, r);
-    pybox_buf_puts(b, " | ");
+    pybox_buf_adds(b, " | ");
     when(b, r);
-    pybox_buf_puts(b, " | ");
+    pybox_buf_adds(b, " | ");
     link_record(b, r);
-    pybox_buf_puts(b, " |\n");
+    pybox_buf_adds(b, " |\n");
 }
 
 static void generic_row(pybox_buf_t *b, const rec_t *r)
 {
     const cJSON *c = ev_path(r->j, "case");
-    pybox_buf_puts(b, "| ");
+    pybox_buf_adds(b, "| ");
     ev_cell(b, cJSON_GetObjectItemCaseSensitive(c, "title"));
-    pybox_buf_puts(b, " | ");
+    pybox_buf_adds(b, " | ");
     ev_cell(b, cJSON_GetObjectItemCaseSensitive(c, "claim"));
-    pybox_buf_puts(b, " | ");
+    pybox_buf_adds(b, " | ");
     /* Each distinct run once (its first pass), with how many passes it had. */
     const cJSON *run;
     int k = 0;
@@ -516,14 +516,14 @@ static void generic_row(pybox_buf_t *b, const rec_t *r)
         if (name == NULL || run_named(r->j, name) != run)
             continue;
         if (k++)
-            pybox_buf_puts(b, "<br>");
+            pybox_buf_adds(b, "<br>");
         int passes = passes_of(r->j, name);
         if (cJSON_GetArraySize(ev_path(r->j, "runs")) > 1 || passes > 1) {
-            pybox_buf_puts(b, "*");
+            pybox_buf_adds(b, "*");
             cell_text(b, name);
             if (passes > 1)
-                pybox_buf_printf(b, ", %d passes", passes);
-            pybox_buf_puts(b, "*: ");
+                pybox_buf_addf(b, ", %d passes", passes);
+            pybox_buf_adds(b, "*: ");
         }
         const cJSON *checks = ev_path(run, "observed.checks");
         if (cJSON_IsArray(checks)) {
@@ -531,26 +531,26 @@ static void generic_row(pybox_buf_t *b, const rec_t *r)
             int m = 0;
             cJSON_ArrayForEach (x, checks) {
                 if (m++)
-                    pybox_buf_puts(b, "<br>");
-                pybox_buf_puts(b, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "ok")) ? "✓ " : "✗ ");
+                    pybox_buf_adds(b, "<br>");
+                pybox_buf_adds(b, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "ok")) ? "✓ " : "✗ ");
                 ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "name"));
-                pybox_buf_puts(b, ": ");
+                pybox_buf_adds(b, ": ");
                 ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "detail"));
             }
         }
         if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(c, "show")) > 0) {
             if (cJSON_IsArray(checks))
-                pybox_buf_puts(b, "<br>");
+                pybox_buf_adds(b, "<br>");
             shown(b, c, run);
         }
     }
-    pybox_buf_puts(b, " | ");
+    pybox_buf_adds(b, " | ");
     verdict(b, r);
-    pybox_buf_puts(b, " | ");
+    pybox_buf_adds(b, " | ");
     when(b, r);
-    pybox_buf_puts(b, " | ");
+    pybox_buf_adds(b, " | ");
     link_record(b, r);
-    pybox_buf_puts(b, " |\n");
+    pybox_buf_adds(b, " |\n");
 }
 
 static ev_page_t *page_add(ev_page_t **pages, size_t *n, const char *name)
@@ -571,13 +571,13 @@ static ev_page_t *page_add(ev_page_t **pages, size_t *n, const char *name)
 
 static void host_line(pybox_buf_t *b, const rec_t *r)
 {
-    pybox_buf_puts(b, "kernel ");
+    pybox_buf_adds(b, "kernel ");
     ev_cell(b, ev_path(r->j, "host.kernel"));
-    pybox_buf_puts(b, ", ");
+    pybox_buf_adds(b, ", ");
     ev_cell(b, ev_path(r->j, "host.cpus"));
-    pybox_buf_puts(b, " CPUs, cgroup ");
+    pybox_buf_adds(b, " CPUs, cgroup ");
     ev_cell(b, ev_path(r->j, "host.cgroup"));
-    pybox_buf_puts(b, ", ");
+    pybox_buf_adds(b, ", ");
     ev_cell(b, ev_path(r->j, "host.engine"));
 }
 
@@ -596,7 +596,7 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
         latest[i] = i + 1 == nv || strcmp(v[i].kind, v[i + 1].kind) != 0 || strcmp(v[i].id, v[i + 1].id) != 0;
     for (size_t i = 0; i < nv; i++)
         if (kind_index(v[i].kind) < 0) {
-            pybox_buf_printf(problems, "%s/%s: unknown kind \"%s\"\n", EV_RECORDS, v[i].name, v[i].kind);
+            pybox_buf_addf(problems, "%s/%s: unknown kind \"%s\"\n", EV_RECORDS, v[i].name, v[i].kind);
             bad++;
         }
     const rec_t *newest = NULL;
@@ -606,22 +606,22 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
 
     ev_page_t *index = page_add(pages, n, "README.md");
     pybox_buf_t *ix = &index->text;
-    pybox_buf_puts(ix, "# Evidence and limits\n\n" GENERATED);
-    pybox_buf_puts(ix, "Every claim below points to a real, dated run of `make campaign`, kept as a replay "
+    pybox_buf_adds(ix, "# Evidence and limits\n\n" GENERATED);
+    pybox_buf_adds(ix, "Every claim below points to a real, dated run of `make campaign`, kept as a replay "
                        "record (JSON: the receipt, timings, kernel samples, the engine and kernel versions) "
                        "named by its SHA-256. Anyone can rerun the campaign; CI reruns a fast part of it.\n\n");
     if (newest != NULL) {
-        pybox_buf_puts(ix, "Latest record: ");
+        pybox_buf_adds(ix, "Latest record: ");
         when(ix, newest);
-        pybox_buf_puts(ix, " UTC, campaign ");
+        pybox_buf_adds(ix, " UTC, campaign ");
         ev_cell(ix, ev_path(newest->j, "campaign"));
-        pybox_buf_puts(ix, "; ");
+        pybox_buf_adds(ix, "; ");
         host_line(ix, newest);
-        pybox_buf_puts(ix, ".\n\n");
+        pybox_buf_adds(ix, ".\n\n");
     } else {
-        pybox_buf_puts(ix, "No records yet: run `make campaign`.\n\n");
+        pybox_buf_adds(ix, "No records yet: run `make campaign`.\n\n");
     }
-    pybox_buf_puts(ix, "| Kind | Cases | Passed | Runs recorded | Page |\n|---|---|---|---|---|\n");
+    pybox_buf_adds(ix, "| Kind | Cases | Passed | Runs recorded | Page |\n|---|---|---|---|---|\n");
     for (size_t k = 0; k < NKINDS; k++) {
         int cases = 0, passed = 0, runs = 0;
         for (size_t i = 0; i < nv; i++) {
@@ -631,8 +631,8 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
             passed += strcmp(v[i].verdict, "pass") == 0;
             runs += cJSON_GetArraySize(ev_path(v[i].j, "runs"));
         }
-        pybox_buf_printf(ix, "| %s | %d | %d | %d | [%s.md](%s.md) |\n", kinds[k].title, cases, passed, runs,
-                         kinds[k].kind, kinds[k].kind);
+        pybox_buf_addf(ix, "| %s | %d | %d | %d | [%s.md](%s.md) |\n", kinds[k].title, cases, passed, runs,
+                       kinds[k].kind, kinds[k].kind);
 
         ev_page_t *pg = NULL;
         char pname[64];
@@ -640,17 +640,17 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
         pg = page_add(pages, n, pname);
         ix = &(*pages)[0].text; /* page_add may have moved the pages */
         pybox_buf_t *b = &pg->text;
-        pybox_buf_printf(b, "# %s\n\n" GENERATED "%s\n\n", kinds[k].title, kinds[k].about);
+        pybox_buf_addf(b, "# %s\n\n" GENERATED "%s\n\n", kinds[k].title, kinds[k].about);
         if (cases == 0) {
-            pybox_buf_puts(b, "No records yet.\n");
+            pybox_buf_adds(b, "No records yet.\n");
             continue;
         }
         bool restriction = strcmp(kinds[k].kind, "restriction") == 0;
         if (restriction)
-            pybox_buf_puts(b, "| Check | Claim | Removed for the \"without\" run | With the protection | Without it | "
+            pybox_buf_adds(b, "| Check | Claim | Removed for the \"without\" run | With the protection | Without it | "
                               "Verdict | When (UTC) | Record |\n|---|---|---|---|---|---|---|---|\n");
         else
-            pybox_buf_puts(b, "| Case | Claim | What happened | Verdict | When (UTC) | Record |\n"
+            pybox_buf_adds(b, "| Case | Claim | What happened | Verdict | When (UTC) | Record |\n"
                               "|---|---|---|---|---|---|\n");
         for (size_t i = 0; i < nv; i++) {
             if (strcmp(v[i].kind, kinds[k].kind) != 0 || !latest[i])
@@ -665,36 +665,36 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
             if (strcmp(v[i].kind, kinds[k].kind) == 0 && latest[i] &&
                 (h == NULL || strcmp(v[i].started, h->started) > 0))
                 h = &v[i];
-        pybox_buf_puts(b, "\nMachine of the latest record: ");
+        pybox_buf_adds(b, "\nMachine of the latest record: ");
         host_line(b, h);
-        pybox_buf_puts(b, ".\n");
+        pybox_buf_adds(b, ".\n");
     }
     ix = &(*pages)[0].text;
-    pybox_buf_puts(ix, "\n## Failed attempts (kept, never overwritten)\n\n");
+    pybox_buf_adds(ix, "\n## Failed attempts (kept, never overwritten)\n\n");
     int failed = 0;
     for (size_t i = 0; i < nv; i++) {
         if (strcmp(v[i].verdict, "pass") == 0)
             continue;
         if (failed++ == 0)
-            pybox_buf_puts(ix, "| Case | When (UTC) | What failed | Latest attempt of its case | Record |\n"
+            pybox_buf_adds(ix, "| Case | When (UTC) | What failed | Latest attempt of its case | Record |\n"
                                "|---|---|---|---|---|\n");
-        pybox_buf_puts(ix, "| ");
+        pybox_buf_adds(ix, "| ");
         ev_cell(ix, ev_path(v[i].j, "case.kind"));
-        pybox_buf_puts(ix, "/");
+        pybox_buf_adds(ix, "/");
         ev_cell(ix, ev_path(v[i].j, "case.id"));
-        pybox_buf_puts(ix, " | ");
+        pybox_buf_adds(ix, " | ");
         when(ix, &v[i]);
-        pybox_buf_puts(ix, " | ");
+        pybox_buf_adds(ix, " | ");
         why_failed(ix, &v[i]);
-        pybox_buf_printf(ix, " | %s | ", latest[i] ? "yes" : "no, a later one exists");
+        pybox_buf_addf(ix, " | %s | ", latest[i] ? "yes" : "no, a later one exists");
         link_record(ix, &v[i]);
-        pybox_buf_puts(ix, " |\n");
+        pybox_buf_adds(ix, " |\n");
     }
     if (failed == 0)
-        pybox_buf_puts(ix, "None recorded.\n");
-    pybox_buf_printf(ix, "\nRecords in `records/`: %zu.\n\n", nv);
+        pybox_buf_adds(ix, "None recorded.\n");
+    pybox_buf_addf(ix, "\nRecords in `records/`: %zu.\n\n", nv);
     if (limits_md != NULL)
-        pybox_buf_puts(ix, limits_md);
+        pybox_buf_adds(ix, limits_md);
     for (size_t i = 0; i < nv; i++)
         cJSON_Delete(v[i].j);
     free(v);

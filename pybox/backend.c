@@ -27,7 +27,7 @@ void pybox_backend_names(char *out, size_t len)
     pybox_buf_t b;
     pybox_buf_init(&b, len);
     for (size_t i = 0; i < N_BACKENDS; i++)
-        pybox_buf_printf(&b, "%s%s", i ? ", " : "", registry[i]->name);
+        pybox_buf_addf(&b, "%s%s", i ? ", " : "", registry[i]->name);
     pybox_strlcpy(out, b.data ? b.data : "", len);
     pybox_buf_free(&b);
 }

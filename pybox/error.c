@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The error type: fill once, prefix context, name kinds. */
 #include "error.h"
+#include "util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,8 +21,10 @@ int pybox_error_set(pybox_error_t *err, pybox_error_kind_t kind, int errnum, con
         err->msg[0] = '\0';
     if (errnum != 0) {
         size_t len = strlen(err->msg);
-        if (len < sizeof err->msg)
-            snprintf(err->msg + len, sizeof err->msg - len, ": %s", strerror(errnum));
+        if (len < sizeof err->msg) {
+            char text[128];
+            snprintf(err->msg + len, sizeof err->msg - len, ": %s", pybox_strerror(errnum, text, sizeof text));
+        }
     }
     return -1;
 }

@@ -96,6 +96,15 @@ static void shown(char *out, size_t len, const char *s)
     pybox_escape_short(out, len, s, 200);
 }
 
+static int refuse(pybox_error_t *err, const char *path, const char *why);
+
+/* The same, for why a call failed. */
+static int refuse_errno(pybox_error_t *err, const char *path, int errnum)
+{
+    char text[128];
+    return refuse(err, path, pybox_strerror(errnum, text, sizeof text));
+}
+
 static int refuse(pybox_error_t *err, const char *path, const char *why)
 {
     char p[256];
@@ -164,7 +173,7 @@ static int pack_file(packer_t *k, int fd, const char *name, const char *shown_pa
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
-            return refuse(err, shown_path, strerror(errno));
+            return refuse_errno(err, shown_path, errno);
         if (r == 0)
             break;
         got += (size_t)r;
@@ -218,7 +227,7 @@ static int pack_dir(packer_t *k, int dfd, const char *name, const char *path, in
     if (d == NULL) {
         if (copy >= 0)
             close(copy);
-        return refuse(err, path, strerror(errno));
+        return refuse_errno(err, path, errno);
     }
     char **names = NULL;
     size_t n = 0, cap = 0;
@@ -263,13 +272,13 @@ static int pack_dir(packer_t *k, int dfd, const char *name, const char *path, in
         }
         struct stat cs;
         if (fstatat(dfd, names[i], &cs, AT_SYMLINK_NOFOLLOW) < 0) {
-            rc = refuse(err, childpath, strerror(errno));
+            rc = refuse_errno(err, childpath, errno);
             break;
         }
         if (S_ISREG(cs.st_mode)) {
             int fd = openat(dfd, names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
             if (fd < 0) {
-                rc = refuse(err, childpath, strerror(errno));
+                rc = refuse_errno(err, childpath, errno);
                 break;
             }
             rc = pack_file(k, fd, child, childpath, err);
@@ -277,7 +286,7 @@ static int pack_dir(packer_t *k, int dfd, const char *name, const char *path, in
         } else if (S_ISDIR(cs.st_mode)) {
             int cfd = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (cfd < 0) {
-                rc = refuse(err, childpath, strerror(errno));
+                rc = refuse_errno(err, childpath, errno);
                 break;
             }
             rc = pack_dir(k, cfd, child, childpath, depth + 1, err);
@@ -358,7 +367,7 @@ int pybox_inputs_prepare(const char *const *paths, size_t n, int64_t max_total, 
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         struct stat sb;
         if (fd < 0 || fstat(fd, &sb) < 0) {
-            rc = refuse(err, path, errno == ENOENT ? "no such file or folder" : strerror(errno));
+            rc = errno == ENOENT ? refuse(err, path, "no such file or folder") : refuse_errno(err, path, errno);
             if (fd >= 0)
                 close(fd);
             break;
@@ -449,7 +458,7 @@ int pybox_output_check(const char *dir, pybox_output_spec_t *spec, pybox_error_t
                                "%04o): give a folder whose parent only you control",
                                p, (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 07777));
     }
-    if (access(spec->parent, W_OK | X_OK) < 0) {
+    if (faccessat(AT_FDCWD, spec->parent, W_OK | X_OK, AT_EACCESS) < 0) {
         int en = errno;
         close(pfd);
         return pybox_error_set(err, PYBOX_ERR_USAGE, en, "--output %s: its parent folder is not writable", p);

@@ -218,13 +218,12 @@ int pybox_leftovers_report_text(const pybox_leftovers_report_t *rep, pybox_buf_t
 {
     char when[32];
     iso(rep->at, when, sizeof when);
-    pybox_buf_printf(out, "PyBox cleanup%s at %s: %d %s, %d kept\n", rep->dry_run ? " (dry run)" : "", when,
-                     rep->removed, rep->dry_run ? "to remove" : "removed", rep->kept);
+    pybox_buf_addf(out, "PyBox cleanup%s at %s: %d %s, %d kept\n", rep->dry_run ? " (dry run)" : "", when, rep->removed,
+                   rep->dry_run ? "to remove" : "removed", rep->kept);
     for (size_t i = 0; i < rep->n; i++) {
         const pybox_leftovers_entry_t *e = &rep->entries[i];
-        pybox_buf_printf(out, "  %-12s %-6s %s: %s\n",
-                         e->removed ? (rep->dry_run ? "would remove" : "removed") : "kept", e->what, e->name,
-                         e->reason);
+        pybox_buf_addf(out, "  %-12s %-6s %s: %s\n", e->removed ? (rep->dry_run ? "would remove" : "removed") : "kept",
+                       e->what, e->name, e->reason);
     }
-    return out->data ? 0 : -1;
+    return pybox_buf_ok(out) && out->data ? 0 : -1;
 }

@@ -43,3 +43,24 @@ void pybox_log_stderr(void *prefix, const char *line)
         buf[len - 1] = '\n';
     (void)pybox_write_all(STDERR_FILENO, buf, len);
 }
+
+void pybox_out_line(const pybox_out_t *o, const char *fmt, ...)
+{
+    if (o == NULL || o->fn == NULL)
+        return;
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n >= 0)
+        o->fn(o->arg, line);
+}
+
+void pybox_out_file(void *file, const char *line)
+{
+    FILE *f = file;
+    fputs(line, f);
+    fputc('\n', f);
+    fflush(f);
+}

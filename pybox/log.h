@@ -16,4 +16,15 @@ void pybox_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A handler that writes "prefix: line\n" to stderr in one write. */
 void pybox_log_stderr(void *prefix, const char *line);
 
+/* Where a long operation reports its lines as it goes (an image build's steps, a check
+ * of every image): a handler of the caller's (NULL pointer or fn: nowhere). */
+typedef struct pybox_out {
+    pybox_log_fn fn;
+    void *arg;
+} pybox_out_t;
+void pybox_out_line(const pybox_out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A handler that writes the line and a newline to a FILE * (arg): for front-ends. */
+void pybox_out_file(void *file, const char *line);
+
 #endif

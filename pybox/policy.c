@@ -120,14 +120,15 @@ void pybox_policy_relaxed(const pybox_policy_t *p, char *out, size_t len)
 {
     pybox_buf_t b;
     pybox_buf_init(&b, 0);
-    pybox_buf_printf(&b, "%s%s%s%s", p->relax_bind ? "host-folder," : "", p->relax_env ? "environment," : "",
-                     p->relax_netns ? "network-namespace," : "", p->relax_socket ? "engine-socket," : "");
+    pybox_buf_addf(&b, "%s%s%s%s", p->relax_bind ? "host-folder," : "", p->relax_env ? "environment," : "",
+                   p->relax_netns ? "network-namespace," : "", p->relax_socket ? "engine-socket," : "");
     for (size_t i = 0; i < sizeof relax_names / sizeof *relax_names; i++)
         if (pybox_policy_relaxed_in(p, relax_names[i].bit))
-            pybox_buf_printf(&b, "%s,", relax_names[i].name);
+            pybox_buf_addf(&b, "%s,", relax_names[i].name);
     if (p->relax_cap != NULL && !pybox_policy_relaxed_in(p, PYBOX_RELAX_ENGINE_CAPS)) /* the body adds it only then */
-        pybox_buf_printf(&b, "capability %s,", p->relax_cap);
-    snprintf(out, len, "%s", b.data ? b.data : "");
+        pybox_buf_addf(&b, "capability %s,", p->relax_cap);
+    /* relaxations are never left unsaid: a list that could not be made says so */
+    snprintf(out, len, "%s", pybox_buf_ok(&b) ? (b.data ? b.data : "") : "(could not be listed),");
     pybox_buf_free(&b);
     size_t n = strlen(out);
     if (n > 0)

@@ -24,7 +24,15 @@ static const char *clock_name(const pybox_run_result_t *res)
     return "none";
 }
 
-static cJSON *said_json(const pybox_said_t *s)
+/* A piece of text made for the receipt, or "" with *ok false when it could not be made. */
+static const char *got_text(const char *s, bool *ok)
+{
+    if (s == NULL)
+        *ok = false;
+    return s ? s : "";
+}
+
+static cJSON *said_json(const pybox_said_t *s, bool *ok)
 {
     cJSON *o = cJSON_CreateObject();
     char digest[65];
@@ -46,17 +54,19 @@ static cJSON *said_json(const pybox_said_t *s)
         pybox_utf8_sanitize(&t, s->data + i, n, NULL);
         if (z == NULL)
             break;
-        pybox_buf_append(&t, "\xef\xbf\xbd", 3);
+        pybox_buf_add(&t, "\xef\xbf\xbd", 3);
         i += n + 1;
     }
-    cJSON_AddStringToObject(o, "text", t.data ? t.data : "");
+    if (!pybox_buf_ok(&t))
+        *ok = false;
+    cJSON_AddStringToObject(o, "text", got_text(t.data ? t.data : pybox_buf_ok(&t) ? "" : NULL, ok));
     pybox_buf_free(&t);
     if (!valid || has_nul) {
         /* The text above has U+FFFD where bytes were not UTF-8 or were NUL; the exact bytes: */
         pybox_buf_t b;
         pybox_buf_init(&b, 0);
         pybox_base64(&b, s->data, s->kept);
-        cJSON_AddStringToObject(o, "base64", b.data ? b.data : "");
+        cJSON_AddStringToObject(o, "base64", got_text(pybox_buf_ok(&b) ? (b.data ? b.data : "") : NULL, ok));
         pybox_buf_free(&b);
     }
     return o;
@@ -121,13 +131,13 @@ static const char *out_status(pybox_out_status_t s)
     return "?";
 }
 
-static cJSON *inputs_json(const pybox_inputs_t *in)
+static cJSON *inputs_json(const pybox_inputs_t *in, bool *ok)
 {
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; in != NULL && i < in->n; i++) {
         cJSON *f = cJSON_CreateObject();
         char *name = escaped(in->files[i].name);
-        cJSON_AddStringToObject(f, "name", name ? name : "");
+        cJSON_AddStringToObject(f, "name", got_text(name, ok));
         free(name);
         cJSON_AddNumberToObject(f, "bytes", (double)in->files[i].bytes);
         cJSON_AddStringToObject(f, "sha256", in->files[i].sha256);
@@ -136,7 +146,7 @@ static cJSON *inputs_json(const pybox_inputs_t *in)
     return a;
 }
 
-static cJSON *files_json(const pybox_run_result_t *res)
+static cJSON *files_json(const pybox_run_result_t *res, bool *ok)
 {
     const pybox_outputs_t *o = &res->outputs;
     cJSON *f = cJSON_CreateObject();
@@ -147,7 +157,7 @@ static cJSON *files_json(const pybox_run_result_t *res)
         cJSON_AddStringToObject(f, "folder", o->dir);
     if (o->reason[0]) {
         char *r = escaped(o->reason);
-        cJSON_AddStringToObject(f, "reason", r ? r : "");
+        cJSON_AddStringToObject(f, "reason", got_text(r, ok));
         free(r);
     }
     cJSON_AddNumberToObject(f, "returned_files", o->returned_files);
@@ -164,7 +174,7 @@ static cJSON *files_json(const pybox_run_result_t *res)
             continue;
         cJSON *x = cJSON_CreateObject();
         char *name = escaped(e->name);
-        cJSON_AddStringToObject(x, "name", name ? name : "");
+        cJSON_AddStringToObject(x, "name", got_text(name, ok));
         free(name);
         if (e->returned) {
             cJSON_AddNumberToObject(x, "bytes", (double)e->bytes);
@@ -225,6 +235,7 @@ static double ms1(double v)
 cJSON *pybox_receipt_json(const pybox_run_result_t *res)
 {
     const pybox_policy_t *p = &res->policy;
+    bool ok = true; /* every piece of text was made: a receipt is whole or not at all */
     cJSON *r = cJSON_CreateObject();
     if (r == NULL)
         return NULL;
@@ -265,7 +276,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddNumberToObject(lim, "tmp_bytes", (double)p->tmp_bytes);
     cJSON_AddNumberToObject(lim, "open_files", (double)p->nofile);
     cJSON_AddNumberToObject(lim, "file_size_bytes", (double)p->fsize_bytes);
-    cJSON_AddItemToObject(asked, "inputs", inputs_json(res->inputs));
+    cJSON_AddItemToObject(asked, "inputs", inputs_json(res->inputs, &ok));
     if (res->inputs != NULL)
         cJSON_AddNumberToObject(asked, "inputs_bytes", (double)res->inputs->total);
     cJSON *pol = cJSON_AddObjectToObject(asked, "policy");
@@ -333,7 +344,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
         cJSON_AddNullToObject(seen, "init_record");
     }
     cJSON_AddItemToObject(seen, "kernel", kernel_json(res));
-    cJSON_AddItemToObject(seen, "files", files_json(res));
+    cJSON_AddItemToObject(seen, "files", files_json(res, &ok));
     cJSON *oom = cJSON_AddObjectToObject(seen, "oom");
     if (res->have_exit)
         cJSON_AddBoolToObject(oom, "engine_flag", res->exit.oom_killed);
@@ -363,8 +374,8 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
 
     cJSON *said = cJSON_AddObjectToObject(r, "said");
     cJSON_AddStringToObject(said, "trust", "untrusted: written by the program");
-    cJSON_AddItemToObject(said, "stdout", said_json(&res->said_out));
-    cJSON_AddItemToObject(said, "stderr", said_json(&res->said_err));
+    cJSON_AddItemToObject(said, "stdout", said_json(&res->said_out, &ok));
+    cJSON_AddItemToObject(said, "stderr", said_json(&res->said_err, &ok));
 
     cJSON *unk = cJSON_AddArrayToObject(r, "unknown");
     for (int i = 0; i < res->n_unknown; i++)
@@ -377,8 +388,12 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
         pybox_buf_t m;
         pybox_buf_init(&m, 0);
         pybox_utf8_sanitize(&m, res->error.msg, strlen(res->error.msg), NULL);
-        cJSON_AddStringToObject(e, "message", m.data ? m.data : "");
+        cJSON_AddStringToObject(e, "message", got_text(pybox_buf_ok(&m) ? (m.data ? m.data : "") : NULL, &ok));
         pybox_buf_free(&m);
+    }
+    if (!ok) {
+        cJSON_Delete(r);
+        return NULL;
     }
     return r;
 }
@@ -395,13 +410,27 @@ cJSON *pybox_receipt_refusal(const pybox_error_t *err)
     pybox_buf_t m;
     pybox_buf_init(&m, 0);
     pybox_utf8_sanitize(&m, err->msg, strlen(err->msg), NULL);
-    cJSON_AddStringToObject(e, "message", m.data ? m.data : "");
+    bool ok = true;
+    cJSON_AddStringToObject(e, "message", got_text(pybox_buf_ok(&m) ? (m.data ? m.data : "") : NULL, &ok));
     pybox_buf_free(&m);
     cJSON_AddBoolToObject(r, "box_built", 0);
+    if (!ok) {
+        cJSON_Delete(r);
+        return NULL;
+    }
     return r;
 }
 
 /* ---- terminal form ---- */
+
+/* A piece of escaped text for a line, or "" and the receipt failed when it could not be
+ * made: a receipt is whole or not at all. */
+static const char *need(pybox_buf_t *o, const char *s)
+{
+    if (s == NULL)
+        pybox_buf_fail(o);
+    return s ? s : "";
+}
 
 static void size_text(char *buf, size_t len, int64_t bytes)
 {
@@ -452,9 +481,9 @@ static void fenced_rows(pybox_buf_t *o, const char *fence, const char *text, siz
             cells += c;
             i += nb;
         }
-        pybox_buf_puts(o, f);
-        pybox_buf_append(o, text + start, i - start);
-        pybox_buf_puts(o, "\n");
+        pybox_buf_adds(o, f);
+        pybox_buf_add(o, text + start, i - start);
+        pybox_buf_adds(o, "\n");
         first = false;
     } while (i < len);
 }
@@ -470,7 +499,7 @@ static void chosen_line(pybox_buf_t *o, int columns, const char *fmt, ...)
     va_end(ap);
     char *text = n < 0 ? NULL : malloc((size_t)n + 1);
     if (text == NULL) {
-        pybox_buf_puts(o, "  (a line could not be shown: out of memory)\n");
+        pybox_buf_fail(o); /* a receipt is whole or not at all */
         return;
     }
     va_start(ap, fmt);
@@ -485,14 +514,14 @@ static void said_text(pybox_buf_t *o, const char *name, const pybox_said_t *s, i
     char digest[65];
     pybox_sha256_hex(s->data, s->kept, digest);
     if (s->total == 0) {
-        pybox_buf_printf(o, "  %-10s nothing\n", name);
+        pybox_buf_addf(o, "  %-10s nothing\n", name);
         return;
     }
     if (s->truncated)
-        pybox_buf_printf(o, "  %-10s %llu bytes, first %zu kept (TRUNCATED), sha256 %.16s... of what was kept\n", name,
-                         (unsigned long long)s->total, s->kept, digest);
+        pybox_buf_addf(o, "  %-10s %llu bytes, first %zu kept (TRUNCATED), sha256 %.16s... of what was kept\n", name,
+                       (unsigned long long)s->total, s->kept, digest);
     else
-        pybox_buf_printf(o, "  %-10s %llu bytes, sha256 %.16s...\n", name, (unsigned long long)s->total, digest);
+        pybox_buf_addf(o, "  %-10s %llu bytes, sha256 %.16s...\n", name, (unsigned long long)s->total, digest);
     /* One fenced line per program line; control characters, escape sequences and
      * invalid UTF-8 shown escaped, so no program line can pass for a receipt line. */
     size_t i = 0;
@@ -502,12 +531,14 @@ static void said_text(pybox_buf_t *o, const char *name, const pybox_said_t *s, i
         pybox_buf_t line;
         pybox_buf_init(&line, 0);
         pybox_escape_terminal(&line, s->data + i, n, false);
+        if (!pybox_buf_ok(&line))
+            pybox_buf_fail(o);
         fenced_rows(o, PYBOX_RECEIPT_FENCE, line.data ? line.data : "", line.len, columns);
         pybox_buf_free(&line);
         i += n + (nl ? 1 : 0);
     }
     if (s->kept > 0 && s->data[s->kept - 1] != '\n')
-        pybox_buf_printf(o, "  %-10s (no newline at the end%s)\n", "", s->truncated ? "; cut here" : "");
+        pybox_buf_addf(o, "  %-10s (no newline at the end%s)\n", "", s->truncated ? "; cut here" : "");
 }
 
 static void mib(char *buf, size_t len, const pybox_reading_t *r, unsigned bit, int64_t v)
@@ -535,12 +566,12 @@ static void files_text(pybox_buf_t *o, const pybox_run_result_t *res, int column
         char *dir = escaped(out->dir);
         chosen_line(o, columns, "  %-10s %d file%s (%lld bytes) brought back into %s; %d not brought back", "files out",
                     out->returned_files, out->returned_files == 1 ? "" : "s", (long long)out->returned_bytes,
-                    dir ? dir : "", out->not_returned);
+                    need(o, dir), out->not_returned);
         free(dir);
     } else {
         char *why = escaped(out->reason);
         chosen_line(o, columns, "  %-10s NOTHING brought back, no output folder created: %s", "files out",
-                    why ? why : "");
+                    need(o, why));
         free(why);
     }
     int listed = 0;
@@ -552,21 +583,21 @@ static void files_text(pybox_buf_t *o, const pybox_run_result_t *res, int column
             continue;
         char *name = escaped(e->name);
         if (e->returned)
-            chosen_line(o, columns, "  %-10s + %s  %lld bytes, sha256 %.16s...", "", name ? name : "",
-                        (long long)e->bytes, e->sha256);
+            chosen_line(o, columns, "  %-10s + %s  %lld bytes, sha256 %.16s...", "", need(o, name), (long long)e->bytes,
+                        e->sha256);
         else
-            chosen_line(o, columns, "  %-10s - %s  not brought back: %s", "", name ? name : "", e->reason);
+            chosen_line(o, columns, "  %-10s - %s  not brought back: %s", "", need(o, name), e->reason);
         free(name);
     }
     if (listed > LISTED_MAX)
-        pybox_buf_printf(o, "  %-10s   and %d more not brought back\n", "", listed - LISTED_MAX);
+        pybox_buf_addf(o, "  %-10s   and %d more not brought back\n", "", listed - LISTED_MAX);
 }
 
 static void kernel_text(pybox_buf_t *o, const pybox_run_result_t *res)
 {
     const pybox_watch_t *w = &res->watch;
     if (!res->watched) {
-        pybox_buf_printf(o, "  %-10s not read (%s)\n", "kernel", res->started ? res->watch_error : "never started");
+        pybox_buf_addf(o, "  %-10s not read (%s)\n", "kernel", res->started ? res->watch_error : "never started");
         return;
     }
     const pybox_reading_t *r = res->final_taken ? &res->final : (w->have_last ? &w->last : NULL);
@@ -581,15 +612,15 @@ static void kernel_text(pybox_buf_t *o, const pybox_run_result_t *res)
         snprintf(pp, sizeof pp, "unknown");
     count(refused, sizeof refused, r, PYBOX_RD_PIDS_REFUSED, r ? r->pids_refused : 0);
     count(thr, sizeof thr, r, PYBOX_RD_THROTTLE, r ? r->throttled : 0);
-    pybox_buf_printf(o, "  %-10s %s reading (cgroup %s, %zu samples):\n", "kernel",
-                     res->final_taken ? "final" : "LAST (not final)", w->version == PYBOX_CG_V2 ? "v2" : "v1",
-                     w->n_samples);
-    pybox_buf_printf(o, "  %-10s memory peak %s, out-of-memory kills %s\n", "", peak, oomk);
+    pybox_buf_addf(o, "  %-10s %s reading (cgroup %s, %zu samples):\n", "kernel",
+                   res->final_taken ? "final" : "LAST (not final)", w->version == PYBOX_CG_V2 ? "v2" : "v1",
+                   w->n_samples);
+    pybox_buf_addf(o, "  %-10s memory peak %s, out-of-memory kills %s\n", "", peak, oomk);
     if (r && (r->valid & PYBOX_RD_CPU))
-        pybox_buf_printf(o, "  %-10s processes peak %s, forks refused %s; CPU %.3f s, throttled periods %s\n", "", pp,
-                         refused, (double)r->cpu_ns / 1e9, thr);
+        pybox_buf_addf(o, "  %-10s processes peak %s, forks refused %s; CPU %.3f s, throttled periods %s\n", "", pp,
+                       refused, (double)r->cpu_ns / 1e9, thr);
     else
-        pybox_buf_printf(o, "  %-10s processes peak %s, forks refused %s; CPU unknown\n", "", pp, refused);
+        pybox_buf_addf(o, "  %-10s processes peak %s, forks refused %s; CPU unknown\n", "", pp, refused);
 }
 
 int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *o)
@@ -606,123 +637,121 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
     if (p->relax & PYBOX_RELAX_PIDS)
         snprintf(pids, sizeof pids, "unlimited (relaxed)");
 
-    pybox_buf_printf(o, "PyBox receipt  run %s  %s\n", res->run_id, res->started_wall);
-    pybox_buf_printf(o, "  %-10s %s\n", "status", pybox_end_word(res->end));
+    pybox_buf_addf(o, "PyBox receipt  run %s  %s\n", res->run_id, res->started_wall);
+    pybox_buf_addf(o, "  %-10s %s\n", "status", pybox_end_word(res->end));
     switch (res->end) {
     case PYBOX_END_TARGET_EXIT:
         if (d->signal)
-            pybox_buf_printf(o, "  %-10s the program ended by itself, killed by signal %d (exit %d)\n", "", d->signal,
-                             res->exit.exit_code);
+            pybox_buf_addf(o, "  %-10s the program ended by itself, killed by signal %d (exit %d)\n", "", d->signal,
+                           res->exit.exit_code);
         else
-            pybox_buf_printf(o, "  %-10s the program exited by itself with code %d\n", "", res->exit.exit_code);
+            pybox_buf_addf(o, "  %-10s the program exited by itself with code %d\n", "", res->exit.exit_code);
         break;
     case PYBOX_END_SUPERVISOR_KILL:
-        pybox_buf_printf(o, "  %-10s PyBox's deadline (%.3g s) stopped the program\n", "",
-                         (double)p->timeout_ms / 1000.0);
+        pybox_buf_addf(o, "  %-10s PyBox's deadline (%.3g s) stopped the program\n", "",
+                       (double)p->timeout_ms / 1000.0);
         break;
     case PYBOX_END_BOX_TIMER_KILL:
-        pybox_buf_printf(o, "  %-10s the box's own timer (%.3g s) stopped the program\n", "",
-                         (double)p->box_timer_ms / 1000.0);
+        pybox_buf_addf(o, "  %-10s the box's own timer (%.3g s) stopped the program\n", "",
+                       (double)p->box_timer_ms / 1000.0);
         break;
     case PYBOX_END_UNEXPLAINED:
-        pybox_buf_printf(o, "  %-10s the box ended without its init's record\n", "");
+        pybox_buf_addf(o, "  %-10s the box ended without its init's record\n", "");
         break;
     case PYBOX_END_EXTERNAL_STOP:
-        pybox_buf_printf(o, "  %-10s the box was stopped from outside PyBox (signal %d)\n", "", res->record.term);
+        pybox_buf_addf(o, "  %-10s the box was stopped from outside PyBox (signal %d)\n", "", res->record.term);
         break;
     case PYBOX_END_CANCELLED:
     case PYBOX_END_PYBOX_ERROR:
     case PYBOX_END_NONE: {
         char *msg = escaped(res->error.msg);
-        chosen_line(o, columns, "  %-10s PyBox failed: %s", "", msg ? msg : "");
+        chosen_line(o, columns, "  %-10s PyBox failed: %s", "", need(o, msg));
         free(msg);
         break;
     }
     }
-    pybox_buf_printf(o, "  %-10s %d\n", "exit code", res->exit_code);
+    pybox_buf_addf(o, "  %-10s %d\n", "exit code", res->exit_code);
 
-    pybox_buf_puts(o, "ASKED\n");
-    pybox_buf_printf(o, "  %-10s %zu bytes on stdin, sha256 %.16s...\n", "program", res->program_bytes,
-                     res->program_sha256);
+    pybox_buf_adds(o, "ASKED\n");
+    pybox_buf_addf(o, "  %-10s %zu bytes on stdin, sha256 %.16s...\n", "program", res->program_bytes,
+                   res->program_sha256);
     /* the name the caller chose on a line of its own; the ID (PyBox's) below it */
     char *image = escaped(res->image_name);
-    chosen_line(o, columns, "  %-10s %s", "image", image ? image : "");
+    chosen_line(o, columns, "  %-10s %s", "image", need(o, image));
     free(image);
-    pybox_buf_printf(o, "  %-10s %.23s...\n", "", p->image_id);
+    pybox_buf_addf(o, "  %-10s %.23s...\n", "", p->image_id);
     for (size_t i = 0; res->inputs != NULL && i < res->inputs->n; i++) {
         char *name = escaped(res->inputs->files[i].name);
         chosen_line(o, columns, "  %-10s %s/%s  %lld bytes, sha256 %.16s... (read-only)", i == 0 ? "files in" : "",
-                    PYBOX_BOX_IN, name ? name : "", (long long)res->inputs->files[i].bytes,
-                    res->inputs->files[i].sha256);
+                    PYBOX_BOX_IN, need(o, name), (long long)res->inputs->files[i].bytes, res->inputs->files[i].sha256);
         free(name);
     }
-    pybox_buf_printf(o, "  %-10s memory %s (no swap), %s processes, %.3g CPU,\n", "limits", mem, pids,
-                     (double)p->nano_cpus / 1e9);
-    pybox_buf_printf(o, "  %-10s deadline %.3g s (box timer %.3g s)\n", "", (double)p->timeout_ms / 1000.0,
-                     (double)p->box_timer_ms / 1000.0);
+    pybox_buf_addf(o, "  %-10s memory %s (no swap), %s processes, %.3g CPU,\n", "limits", mem, pids,
+                   (double)p->nano_cpus / 1e9);
+    pybox_buf_addf(o, "  %-10s deadline %.3g s (box timer %.3g s)\n", "", (double)p->timeout_ms / 1000.0,
+                   (double)p->box_timer_ms / 1000.0);
     char relaxed[256];
     pybox_policy_relaxed(p, relaxed, sizeof relaxed);
     if (relaxed[0]) {
-        pybox_buf_printf(o, "  %-10s RELAXED FOR A TEST: %s (see asked.policy in the JSON receipt)\n", "box", relaxed);
-        pybox_buf_printf(o, "  %-10s policy %.16s...\n", "", res->policy_sha256);
+        pybox_buf_addf(o, "  %-10s RELAXED FOR A TEST: %s (see asked.policy in the JSON receipt)\n", "box", relaxed);
+        pybox_buf_addf(o, "  %-10s policy %.16s...\n", "", res->policy_sha256);
     } else {
-        pybox_buf_printf(o, "  %-10s program as user %u (its own) with no capabilities,\n", "box",
-                         pybox_policy_program_uid(p));
-        pybox_buf_printf(o, "  %-10s init as root with CAP_KILL only; read-only root, no network,\n", "");
-        pybox_buf_printf(o, "  %-10s no host mounts, no new privileges, seccomp %.16s...,\n", "",
-                         pybox_policy_seccomp_sha256());
-        pybox_buf_printf(o, "  %-10s policy %.16s...\n", "", res->policy_sha256);
+        pybox_buf_addf(o, "  %-10s program as user %u (its own) with no capabilities,\n", "box",
+                       pybox_policy_program_uid(p));
+        pybox_buf_addf(o, "  %-10s init as root with CAP_KILL only; read-only root, no network,\n", "");
+        pybox_buf_addf(o, "  %-10s no host mounts, no new privileges, seccomp %.16s...,\n", "",
+                       pybox_policy_seccomp_sha256());
+        pybox_buf_addf(o, "  %-10s policy %.16s...\n", "", res->policy_sha256);
     }
 
-    pybox_buf_puts(o, "SEEN\n");
+    pybox_buf_adds(o, "SEEN\n");
     if (res->have_exit)
-        pybox_buf_printf(o, "  %-10s exit %d, out-of-memory kill: %s\n", "engine", res->exit.exit_code,
-                         res->exit.oom_killed ? "YES" : "no");
+        pybox_buf_addf(o, "  %-10s exit %d, out-of-memory kill: %s\n", "engine", res->exit.exit_code,
+                       res->exit.oom_killed ? "YES" : "no");
     else
-        pybox_buf_printf(o, "  %-10s no record of the box's end\n", "engine");
-    pybox_buf_printf(o, "  %-10s (%s)\n", "", res->engine[0] ? res->engine : "-");
+        pybox_buf_addf(o, "  %-10s no record of the box's end\n", "engine");
+    pybox_buf_addf(o, "  %-10s (%s)\n", "", res->engine[0] ? res->engine : "-");
     if (d->seen) {
-        pybox_buf_printf(o, "  %-10s program ended after %lld ms: ", "box init", (long long)d->program_ms);
+        pybox_buf_addf(o, "  %-10s program ended after %lld ms: ", "box init", (long long)d->program_ms);
         if (d->signal)
-            pybox_buf_printf(o, "killed by signal %d", d->signal);
+            pybox_buf_addf(o, "killed by signal %d", d->signal);
         else
-            pybox_buf_printf(o, "exit %d", d->exit_code);
-        pybox_buf_printf(o, "; %u other process%s reaped\n", d->reaped, d->reaped == 1 ? "" : "es");
+            pybox_buf_addf(o, "exit %d", d->exit_code);
+        pybox_buf_addf(o, "; %u other process%s reaped\n", d->reaped, d->reaped == 1 ? "" : "es");
     } else {
-        pybox_buf_printf(o, "  %-10s no record\n", "box init");
+        pybox_buf_addf(o, "  %-10s no record\n", "box init");
     }
     kernel_text(o, res);
     files_text(o, res, columns);
-    pybox_buf_printf(o, "  %-10s PyBox deadline: %s; box timer: %s\n", "clocks",
-                     d->stopped ? "FIRED, program stopped" : (res->deadline_fired ? "passed" : "not reached"),
-                     d->timer ? "FIRED" : "not fired");
-    pybox_buf_printf(o, "  %-10s %s%.12s, %d settings verified before start%s,\n", "box",
-                     res->created ? "created " : "not created", res->created ? res->box_id : "", res->checked,
-                     res->verified ? "" : " (FAILED)");
-    pybox_buf_printf(o, "  %-10s %s, %s\n", "", res->removed ? "removed" : "NOT removed",
-                     res->gone ? "confirmed gone" : "NOT confirmed gone");
-    pybox_buf_printf(o, "  %-10s before %.0f ms, housekeeping %.0f, create %.0f, verify %.0f,\n", "timings",
-                     res->t.before_ms, res->t.housekeeping_ms, res->t.create_ms, res->t.verify_ms);
-    pybox_buf_printf(o, "  %-10s attach %.0f, start %.0f, arm %.1f, run %.0f, collect %.0f,\n", "", res->t.attach_ms,
-                     res->t.start_ms, res->t.arm_ms, res->t.run_ms, res->t.collect_ms);
-    pybox_buf_printf(o, "  %-10s remove %.0f, total %.0f\n", "", res->t.remove_ms, res->t.total_ms);
+    pybox_buf_addf(o, "  %-10s PyBox deadline: %s; box timer: %s\n", "clocks",
+                   d->stopped ? "FIRED, program stopped" : (res->deadline_fired ? "passed" : "not reached"),
+                   d->timer ? "FIRED" : "not fired");
+    pybox_buf_addf(o, "  %-10s %s%.12s, %d settings verified before start%s,\n", "box",
+                   res->created ? "created " : "not created", res->created ? res->box_id : "", res->checked,
+                   res->verified ? "" : " (FAILED)");
+    pybox_buf_addf(o, "  %-10s %s, %s\n", "", res->removed ? "removed" : "NOT removed",
+                   res->gone ? "confirmed gone" : "NOT confirmed gone");
+    pybox_buf_addf(o, "  %-10s before %.0f ms, housekeeping %.0f, create %.0f, verify %.0f,\n", "timings",
+                   res->t.before_ms, res->t.housekeeping_ms, res->t.create_ms, res->t.verify_ms);
+    pybox_buf_addf(o, "  %-10s attach %.0f, start %.0f, arm %.1f, run %.0f, collect %.0f,\n", "", res->t.attach_ms,
+                   res->t.start_ms, res->t.arm_ms, res->t.run_ms, res->t.collect_ms);
+    pybox_buf_addf(o, "  %-10s remove %.0f, total %.0f\n", "", res->t.remove_ms, res->t.total_ms);
     if (res->inputs != NULL || res->output_asked)
-        pybox_buf_printf(o, "  %-10s files in %.0f ms, files out %.0f ms\n", "", res->t.files_in_ms,
-                         res->t.files_out_ms);
+        pybox_buf_addf(o, "  %-10s files in %.0f ms, files out %.0f ms\n", "", res->t.files_in_ms, res->t.files_out_ms);
 
-    pybox_buf_printf(o, "SAID (untrusted: written by the program, escaped; each line starts \"  |\")\n");
+    pybox_buf_addf(o, "SAID (untrusted: written by the program, escaped; each line starts \"  |\")\n");
     said_text(o, "stdout", &res->said_out, columns);
     said_text(o, "stderr", &res->said_err, columns);
 
-    pybox_buf_puts(o, "UNKNOWN\n");
+    pybox_buf_adds(o, "UNKNOWN\n");
     if (res->n_unknown == 0)
-        pybox_buf_printf(o, "  %-10s nothing noted\n", "-");
+        pybox_buf_addf(o, "  %-10s nothing noted\n", "-");
     for (int i = 0; i < res->n_unknown; i++) {
         char *note = escaped(res->unknown[i]);
-        chosen_line(o, columns, "  - %s", note ? note : "");
+        chosen_line(o, columns, "  - %s", need(o, note));
         free(note);
     }
-    return o->data ? 0 : -1;
+    return pybox_buf_ok(o) && o->data ? 0 : -1;
 }
 
 int pybox_receipt_columns(int terminal, const char *columns_env)

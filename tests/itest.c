@@ -50,8 +50,8 @@ static char *slurp_fd(int fd, size_t *len)
     char buf[65536];
     ssize_t n;
     while ((n = read(fd, buf, sizeof buf)) > 0)
-        pybox_buf_append(&b, buf, (size_t)n);
-    pybox_buf_append(&b, "", 0);
+        pybox_buf_add(&b, buf, (size_t)n);
+    pybox_buf_add(&b, "", 0);
     *len = b.len;
     return pybox_buf_steal(&b);
 }
@@ -266,7 +266,7 @@ static size_t on_event(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
     event_wait_t *w = userdata;
     size_t n = size * nmemb;
-    pybox_buf_append(&w->line, ptr, n);
+    pybox_buf_add(&w->line, ptr, n);
     if (w->line.data && memchr(w->line.data, '\n', w->line.len)) {
         w->done = 1;
         return 0; /* one event is all we wait for: stop the stream */

@@ -137,14 +137,14 @@ START_TEST(custom_image_from_a_uv_lock)
     char files[3][128], shas[3][65];
     pybox_buf_t lock;
     pybox_buf_init(&lock, 0);
-    pybox_buf_puts(&lock, "version = 1\nrequires-python = \">=3.11\"\n\n[[package]]\nname = \"demo\"\n"
+    pybox_buf_adds(&lock, "version = 1\nrequires-python = \">=3.11\"\n\n[[package]]\nname = \"demo\"\n"
                           "version = \"0.1.0\"\nsource = { virtual = \".\" }\n");
     for (int i = 0; i < 3; i++) {
         make_wheel(names[i], "1.0", codes[i], files[i], sizeof files[i], shas[i]);
-        pybox_buf_printf(&lock,
-                         "\n[[package]]\nname = \"%s\"\nversion = \"1.0\"\nsource = { path = \"wheels/%s\" }\n"
-                         "wheels = [\n    { filename = \"%s\", hash = \"sha256:%s\" },\n]\n",
-                         names[i], files[i], files[i], shas[i]);
+        pybox_buf_addf(&lock,
+                       "\n[[package]]\nname = \"%s\"\nversion = \"1.0\"\nsource = { path = \"wheels/%s\" }\n"
+                       "wheels = [\n    { filename = \"%s\", hash = \"sha256:%s\" },\n]\n",
+                       names[i], files[i], files[i], shas[i]);
     }
     char lockp[PATH_MAX];
     ck_assert_int_eq(pybox_fmt(lockp, sizeof lockp, "%s/uv.lock", work), 0);

@@ -64,9 +64,9 @@ static void record(sbox_t *b)
         return;
     }
     int code = b->status_signal ? 128 + b->status_signal : b->status_exit;
-    pybox_buf_printf(&b->q1, "%s%s exit=%d signal=%d timer=%d stopped=%d program_ms=%d reaped=%u term=%d\n",
-                     PYBOX_GUEST_DONE, b->secret, code, b->status_signal, b->s->timer ? 1 : 0, b->stopped ? 1 : 0, 5,
-                     b->s->reaped, b->s->term);
+    pybox_buf_addf(&b->q1, "%s%s exit=%d signal=%d timer=%d stopped=%d program_ms=%d reaped=%u term=%d\n",
+                   PYBOX_GUEST_DONE, b->secret, code, b->status_signal, b->s->timer ? 1 : 0, b->stopped ? 1 : 0, 5,
+                   b->s->reaped, b->s->term);
     wake(b);
 }
 
@@ -77,9 +77,9 @@ static void program_ends(sbox_t *b)
         return;
     b->ended_program = true;
     if (b->s->out)
-        pybox_buf_puts(&b->q1, b->s->out);
+        pybox_buf_adds(&b->q1, b->s->out);
     if (b->s->err)
-        pybox_buf_puts(&b->q2, b->s->err);
+        pybox_buf_adds(&b->q2, b->s->err);
     b->status_exit = b->s->exit_code;
     b->status_signal = b->s->signal;
     if (b->s->timer) {

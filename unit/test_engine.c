@@ -340,10 +340,10 @@ static int srv_answer(conn_t *c, const fake_step_t *st, const fake_req_t *r)
         pybox_buf_t h;
         pybox_buf_init(&h, 0);
         if (st->kind == FAKE_BIG)
-            pybox_buf_printf(&h, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n\"",
-                             st->big);
+            pybox_buf_addf(&h, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n\"",
+                           st->big);
         else
-            pybox_buf_puts(&h, "HTTP/1.1 101 UPGRADED\r\n");
+            pybox_buf_adds(&h, "HTTP/1.1 101 UPGRADED\r\n");
         int rc = srv_send(c->fd, h.data, h.len);
         pybox_buf_free(&h);
         size_t left = st->kind == FAKE_BIG ? st->big - 2 : st->big;
@@ -377,16 +377,16 @@ static int srv_answer(conn_t *c, const fake_step_t *st, const fake_req_t *r)
         pybox_buf_t out;
         pybox_buf_init(&out, 0);
         const char *body = st->body ? st->body : "";
-        pybox_buf_printf(&out, "HTTP/1.1 %s\r\n%s", st->status, st->headers ? st->headers : "");
+        pybox_buf_addf(&out, "HTTP/1.1 %s\r\n%s", st->status, st->headers ? st->headers : "");
         if (st->close_after)
-            pybox_buf_puts(&out, "Connection: close\r\n");
+            pybox_buf_adds(&out, "Connection: close\r\n");
         if (st->chunked)
-            pybox_buf_puts(&out, "Transfer-Encoding: chunked\r\n\r\n");
+            pybox_buf_adds(&out, "Transfer-Encoding: chunked\r\n\r\n");
         else
-            pybox_buf_printf(&out, "Content-Length: %zu\r\n\r\n", strlen(body));
+            pybox_buf_addf(&out, "Content-Length: %zu\r\n\r\n", strlen(body));
         size_t head_len = out.len;
         if (!st->chunked)
-            pybox_buf_puts(&out, body);
+            pybox_buf_adds(&out, body);
         int rc;
         if (st->split_body) {
             rc = srv_send(c->fd, out.data, head_len);
@@ -405,9 +405,9 @@ static int srv_answer(conn_t *c, const fake_step_t *st, const fake_req_t *r)
             snprintf(size_line, sizeof size_line, "%zx\r\n", n);
             pybox_buf_t ch;
             pybox_buf_init(&ch, 0);
-            pybox_buf_puts(&ch, size_line);
-            pybox_buf_append(&ch, p, n);
-            pybox_buf_puts(&ch, "\r\n");
+            pybox_buf_adds(&ch, size_line);
+            pybox_buf_add(&ch, p, n);
+            pybox_buf_adds(&ch, "\r\n");
             rc = srv_send(c->fd, ch.data, ch.len);
             pybox_buf_free(&ch);
             p += n;
@@ -429,7 +429,7 @@ static int srv_answer(conn_t *c, const fake_step_t *st, const fake_req_t *r)
         return -1;
     pybox_buf_t in;
     pybox_buf_init(&in, 4096);
-    pybox_buf_puts(&in, "echo:");
+    pybox_buf_adds(&in, "echo:");
     for (;;) {
         if (c->off < c->len && pybox_buf_append(&in, c->buf + c->off, c->len - c->off) < 0)
             break;
@@ -1486,7 +1486,8 @@ static char *image_rm(char *tag, size_t tag_len)
     ck_assert_ptr_nonnull(report);
     pybox_backend_t *be = NULL;
     ck_assert_int_eq(pybox_docker_backend_over(e, &be, &err), 0);
-    ck_assert_msg(pybox_image_remove(&st, be, "x", report, &err) == 0, "%s", err.msg);
+    const pybox_out_t out = {pybox_out_file, report};
+    ck_assert_msg(pybox_image_remove(&st, be, "x", &out, &err) == 0, "%s", err.msg);
     fclose(report);
     pybox_backend_close(be);
     pybox_engine_free(e);

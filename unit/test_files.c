@@ -116,8 +116,8 @@ static int listing(const char *dir, char *out, size_t len)
         const char *nm = names[i]->d_name;
         if (strcmp(nm, ".") != 0 && strcmp(nm, "..") != 0) {
             if (count++ > 0)
-                pybox_buf_puts(&b, "|");
-            pybox_buf_puts(&b, nm);
+                pybox_buf_adds(&b, "|");
+            pybox_buf_adds(&b, nm);
         }
         free(names[i]);
     }
@@ -1832,8 +1832,8 @@ static void read_names_utf8(const pybox_buf_t *tar, char *names, size_t len)
         const char *name = archive_entry_pathname_utf8(e);
         ck_assert_ptr_nonnull(name);
         if (n++ > 0)
-            pybox_buf_puts(&b, "|");
-        pybox_buf_puts(&b, name);
+            pybox_buf_adds(&b, "|");
+        pybox_buf_adds(&b, name);
     }
     ck_assert_int_eq(hr, ARCHIVE_EOF);
     archive_read_free(r);

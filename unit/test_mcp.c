@@ -1905,10 +1905,10 @@ static void send_values(long long id, size_t zeros)
 {
     pybox_buf_t b;
     pybox_buf_init(&b, 0);
-    pybox_buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"ping\",\"params\":{\"junk\":[0", id);
+    pybox_buf_addf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"ping\",\"params\":{\"junk\":[0", id);
     for (size_t i = 1; i < zeros; i++)
-        pybox_buf_puts(&b, ",0");
-    pybox_buf_puts(&b, "]}}\n");
+        pybox_buf_adds(&b, ",0");
+    pybox_buf_adds(&b, "]}}\n");
     writer_t w = {.fd = srv.in_w, .tail = b.data};
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, writer_main, &w), 0);
@@ -1936,10 +1936,10 @@ START_TEST(too_many_values)
     /* commas and brackets inside strings are not values */
     pybox_buf_t b;
     pybox_buf_init(&b, 0);
-    pybox_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"s\":\"");
+    pybox_buf_adds(&b, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"s\":\"");
     for (int i = 0; i < PYBOX_MCP_VALUES_MAX; i++)
-        pybox_buf_puts(&b, ",[{");
-    pybox_buf_puts(&b, "\\\"\"}}\n");
+        pybox_buf_adds(&b, ",[{");
+    pybox_buf_adds(&b, "\\\"\"}}\n");
     writer_t w = {.fd = srv.in_w, .tail = b.data};
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, writer_main, &w), 0);
@@ -1955,13 +1955,13 @@ static void send_nested(long long id, int depth)
 {
     pybox_buf_t b;
     pybox_buf_init(&b, 0);
-    pybox_buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"ping\",\"params\":{\"x\":", id);
+    pybox_buf_addf(&b, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"ping\",\"params\":{\"x\":", id);
     for (int i = 2; i < depth; i++)
-        pybox_buf_puts(&b, "[");
-    pybox_buf_puts(&b, "0");
+        pybox_buf_adds(&b, "[");
+    pybox_buf_adds(&b, "0");
     for (int i = 2; i < depth; i++)
-        pybox_buf_puts(&b, "]");
-    pybox_buf_puts(&b, "}}");
+        pybox_buf_adds(&b, "]");
+    pybox_buf_adds(&b, "}}");
     send_line(b.data);
     pybox_buf_free(&b);
 }

@@ -106,6 +106,8 @@ static cJSON *receipt_roundtrip(const pybox_run_result_t *r)
 {
     cJSON *j = pybox_receipt_json(r);
     ck_assert_ptr_nonnull(j);
+    char why[512];
+    ck_assert_msg(pybox_receipt_conforms(j, why, sizeof why) == 0, "the receipt does not conform: %s", why);
     char *text = cJSON_PrintUnformatted(j);
     ck_assert_ptr_nonnull(text);
     ck_assert(pybox_utf8_valid(text, strlen(text)));
@@ -848,6 +850,67 @@ END_TEST
 
 /* ---- refusal ---- */
 
+/* Under any maximum, the terminal receipt is whole or nothing: never a text with a line,
+ * or a fence, missing. */
+START_TEST(text_whole_or_nothing)
+{
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_TARGET_EXIT, "one\ntwo\n", 8, "err\n", 4);
+    pybox_buf_t full;
+    pybox_buf_init(&full, 0);
+    ck_assert_int_eq(pybox_receipt_text(&r, 80, &full), 0);
+    for (size_t max = 1; max <= full.len + 1; max += 7) {
+        pybox_buf_t b;
+        pybox_buf_init(&b, max);
+        int rc = pybox_receipt_text(&r, 80, &b);
+        if (max >= full.len) {
+            ck_assert_int_eq(rc, 0);
+            ck_assert_str_eq(b.data, full.data);
+        } else {
+            ck_assert_msg(rc == -1, "a receipt cut at %zu bytes came out", max);
+            ck_assert_ptr_null(b.data);
+        }
+        pybox_buf_free(&b);
+    }
+    pybox_buf_free(&full);
+}
+END_TEST
+
+/* The definition catches what a writer could get wrong. */
+START_TEST(schema_catches_changes)
+{
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_TARGET_EXIT, "x\n", 2, "", 0);
+    cJSON *j = pybox_receipt_json(&r);
+    char why[512];
+    ck_assert_int_eq(pybox_receipt_conforms(j, why, sizeof why), 0);
+    cJSON *seen = cJSON_GetObjectItemCaseSensitive(j, "seen");
+    cJSON_AddStringToObject(seen, "surprise", "x");
+    ck_assert_int_eq(pybox_receipt_conforms(j, why, sizeof why), -1);
+    ck_assert_ptr_nonnull(strstr(why, "receipt.seen.surprise"));
+    cJSON_DeleteItemFromObjectCaseSensitive(seen, "surprise");
+    cJSON_ReplaceItemInObjectCaseSensitive(j, "exit_code", cJSON_CreateString("0"));
+    ck_assert_int_eq(pybox_receipt_conforms(j, why, sizeof why), -1);
+    ck_assert_ptr_nonnull(strstr(why, "receipt.exit_code"));
+    cJSON_ReplaceItemInObjectCaseSensitive(j, "exit_code", cJSON_CreateNumber(0.5));
+    ck_assert_int_eq(pybox_receipt_conforms(j, why, sizeof why), -1);
+    cJSON_ReplaceItemInObjectCaseSensitive(j, "exit_code", cJSON_CreateNumber(0));
+    cJSON_ReplaceItemInObjectCaseSensitive(j, "status", cJSON_CreateString("ALL_FINE"));
+    ck_assert_int_eq(pybox_receipt_conforms(j, why, sizeof why), -1);
+    cJSON_ReplaceItemInObjectCaseSensitive(j, "status", cJSON_CreateString("TARGET_EXIT_OBSERVED"));
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "said"), "stdout");
+    ck_assert_int_eq(pybox_receipt_conforms(j, why, sizeof why), -1);
+    ck_assert_ptr_nonnull(strstr(why, "receipt.said.stdout: missing"));
+    cJSON_Delete(j);
+    /* the schema a client gets names every member the writer writes */
+    cJSON *sch = pybox_receipt_schema(true);
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(sch, "$schema")->valuestring,
+                     "https://json-schema.org/draft/2020-12/schema");
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(sch, "oneOf")), 2);
+    cJSON_Delete(sch);
+}
+END_TEST
+
 START_TEST(refusal_shape)
 {
     pybox_error_t err = {0};
@@ -858,6 +921,8 @@ START_TEST(refusal_shape)
     ck_assert_str_eq(get_str(j, "status"), "REFUSED");
     ck_assert_double_eq(get_num(j, "exit_code"), 125);
     ck_assert(cJSON_IsFalse(get(j, "box_built")));
+    char why[512];
+    ck_assert_msg(pybox_receipt_conforms(j, why, sizeof why) == 0, "%s", why);
     const cJSON *e = get(j, "error");
     ck_assert_str_eq(get_str(e, "kind"), "refused");
     const char *msg = get_str(e, "message");
@@ -896,6 +961,8 @@ Suite *suite_receipt(void)
     tcase_add_test(tc, text_truncated);
     tcase_add_test(tc, text_long_lines_cut_and_fenced);
     tcase_add_test(tc, text_pybox_error);
+    tcase_add_test(tc, text_whole_or_nothing);
+    tcase_add_test(tc, schema_catches_changes);
     tcase_add_test(tc, text_forged_rows);
     tcase_add_test(tc, text_name_rows_fenced);
     tcase_add_test(tc, text_columns_choice);

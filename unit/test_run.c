@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../pybox/receipt.h"
 #include "../pybox/run.h"
 #include "../pybox/util.h"
 #include "scripted.h"
@@ -35,11 +36,18 @@ static void request(pybox_run_request_t *req, int64_t timeout_ms)
     req->cancel_fd = -1;
 }
 
+/* Every run's receipt conforms to the receipt's one definition. */
 static int run(script_t *s, pybox_run_request_t *req)
 {
     pybox_backend_t *be;
     scripted_backend(&be, s);
-    return pybox_run(be, req, &res);
+    int rc = pybox_run(be, req, &res);
+    cJSON *j = pybox_receipt_json(&res);
+    ck_assert_ptr_nonnull(j);
+    char why[512];
+    ck_assert_msg(pybox_receipt_conforms(j, why, sizeof why) == 0, "%s: %s", pybox_end_word(res.end), why);
+    cJSON_Delete(j);
+    return rc;
 }
 
 static bool has_unknown(const char *part)

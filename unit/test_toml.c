@@ -252,20 +252,20 @@ START_TEST(toml_depth)
 
     pybox_buf_t b;
     pybox_buf_init(&b, 0);
-    pybox_buf_puts(&b, "a = ");
+    pybox_buf_adds(&b, "a = ");
     for (int i = 0; i < 40; i++)
-        pybox_buf_puts(&b, "{ b = ");
-    pybox_buf_puts(&b, "1");
+        pybox_buf_adds(&b, "{ b = ");
+    pybox_buf_adds(&b, "1");
     for (int i = 0; i < 40; i++)
-        pybox_buf_puts(&b, " }");
+        pybox_buf_adds(&b, " }");
     assert_refused(b.data, 1, "nested too deep");
     pybox_buf_free(&b);
 
     /* Far deeper than the limit: refused, not a stack overflow. */
     pybox_buf_init(&b, 0);
-    pybox_buf_puts(&b, "a = ");
+    pybox_buf_adds(&b, "a = ");
     for (int i = 0; i < 100000; i++)
-        pybox_buf_puts(&b, "[");
+        pybox_buf_adds(&b, "[");
     assert_refused(b.data, 1, "nested too deep");
     pybox_buf_free(&b);
 }

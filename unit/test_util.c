@@ -324,14 +324,24 @@ START_TEST(buf_append_and_max)
     ck_assert_int_eq(pybox_buf_puts(&b, "world"), 0);
     ck_assert_uint_eq(b.len, 10);
     ck_assert_str_eq(b.data, "helloworld");
-    /* past the maximum: refused, nothing appended */
+    ck_assert(pybox_buf_ok(&b));
+    /* past the maximum: the failure sticks; what was held is gone, and every later
+     * append fails too (a text is whole or nothing) */
     ck_assert_int_eq(pybox_buf_append(&b, "!", 1), -1);
-    ck_assert_uint_eq(b.len, 10);
-    ck_assert_str_eq(b.data, "helloworld");
-    ck_assert_int_eq(pybox_buf_append(&b, "", 0), 0);
+    ck_assert(!pybox_buf_ok(&b));
+    ck_assert_ptr_null(b.data);
+    ck_assert_uint_eq(b.len, 0);
+    ck_assert_int_eq(pybox_buf_append(&b, "", 0), -1);
+    pybox_buf_adds(&b, "x");
+    ck_assert(!pybox_buf_ok(&b));
+    ck_assert_ptr_null(pybox_buf_steal(&b));
     pybox_buf_free(&b);
     ck_assert_ptr_null(b.data);
     ck_assert_uint_eq(b.len, 0);
+    /* a maximum always: 0 means the default one */
+    pybox_buf_init(&b, 0);
+    ck_assert_uint_eq(b.max, PYBOX_BUF_DEFAULT_MAX);
+    pybox_buf_free(&b);
 
     /* a single append larger than the maximum appends nothing */
     pybox_buf_init(&b, 4);
@@ -362,9 +372,6 @@ START_TEST(buf_printf_and_steal)
     ck_assert_int_eq(pybox_buf_printf(&b, "[%03d]", 7), 0);
     ck_assert_str_eq(b.data, "12-ab[007]");
     ck_assert_uint_eq(b.len, 10);
-    /* would pass the maximum: refused, unchanged */
-    ck_assert_int_eq(pybox_buf_printf(&b, "%s", "1234567"), -1);
-    ck_assert_str_eq(b.data, "12-ab[007]");
     ck_assert_int_eq(pybox_buf_printf(&b, "%s", "123456"), 0);
     ck_assert_uint_eq(b.len, 16);
 
@@ -377,6 +384,13 @@ START_TEST(buf_printf_and_steal)
     /* the buffer stays usable after the hand-off */
     ck_assert_int_eq(pybox_buf_puts(&b, "again"), 0);
     ck_assert_str_eq(b.data, "again");
+    pybox_buf_free(&b);
+    /* a printf that would pass the maximum fails the buffer */
+    pybox_buf_init(&b, 8);
+    pybox_buf_addf(&b, "%s", "12345");
+    pybox_buf_addf(&b, "%s", "6789");
+    ck_assert(!pybox_buf_ok(&b));
+    ck_assert_ptr_null(pybox_buf_steal(&b));
     pybox_buf_free(&b);
 
     /* stealing an empty buffer still hands over a string */

@@ -226,7 +226,7 @@ static const char *const DELTA[] = {
 static void lock_begin(pybox_buf_t *b)
 {
     pybox_buf_init(b, 0);
-    pybox_buf_puts(b, "version = 1\n"
+    pybox_buf_adds(b, "version = 1\n"
                       "revision = 2\n"
                       "requires-python = \">=3.11\"\n"
                       "\n"
@@ -350,7 +350,8 @@ static int unpack(const pybox_lock_t *lock, image_t *im, pybox_buf_t *tar, char 
     FILE *f = open_memstream(&text, &len);
     ck_assert_ptr_nonnull(f);
     memset(err, 0, sizeof *err);
-    int rc = pybox_wheels_unpack(w, lock, wheels, SITE, BIN, im ? image_has : NULL, im, f, err);
+    const pybox_out_t out = {pybox_out_file, f};
+    int rc = pybox_wheels_unpack(w, lock, wheels, SITE, BIN, im ? image_has : NULL, im, f ? &out : NULL, err);
     ck_assert_int_eq(fclose(f), 0);
     if (rc == 0)
         ck_assert_int_eq(archive_write_close(w), ARCHIVE_OK);
@@ -536,17 +537,17 @@ START_TEST(check_accepts)
     sha_of(DELTA_WHL, hd);
     pybox_buf_t b;
     lock_begin(&b);
-    pybox_buf_printf(&b,
-                     "\n[[package]]\nname = \"mine\"\nversion = \"0.2\"\nsource = { editable = \".\" }\n"
-                     "\n[[package]]\nname = \"delta\"\nversion = \"0.4\"\n"
-                     "source = { registry = \"https://pypi.org/simple\" }\n"
-                     "sdist = { url = \"https://files.example/delta-0.4.tar.gz\", hash = \"sha256:%s\" }\n"
-                     "wheels = [\n"
-                     "    { url = \"https://files.example/delta-0.4-cp311-cp311-win_amd64.whl\", hash = "
-                     "\"sha256:%s\" },\n"
-                     "    { url = \"https://files.example/" DELTA_WHL "\", hash = \"sha256:%s\", size = 9 },\n"
-                     "]\n",
-                     NO_HASH, NO_HASH, hd);
+    pybox_buf_addf(&b,
+                   "\n[[package]]\nname = \"mine\"\nversion = \"0.2\"\nsource = { editable = \".\" }\n"
+                   "\n[[package]]\nname = \"delta\"\nversion = \"0.4\"\n"
+                   "source = { registry = \"https://pypi.org/simple\" }\n"
+                   "sdist = { url = \"https://files.example/delta-0.4.tar.gz\", hash = \"sha256:%s\" }\n"
+                   "wheels = [\n"
+                   "    { url = \"https://files.example/delta-0.4-cp311-cp311-win_amd64.whl\", hash = "
+                   "\"sha256:%s\" },\n"
+                   "    { url = \"https://files.example/" DELTA_WHL "\", hash = \"sha256:%s\", size = 9 },\n"
+                   "]\n",
+                   NO_HASH, NO_HASH, hd);
     lock_save(&b);
     pybox_error_t err = {0};
     ck_assert_msg(pybox_lock_check(lockp, wheels, &lock, &err) == 0, "refused: %s", err.msg);
@@ -611,23 +612,23 @@ START_TEST(check_no_wheel_in_lock)
     sha_of(ALPHA_WHL, h);
     pybox_buf_t b;
     lock_begin(&b);
-    pybox_buf_printf(&b,
-                     "\n[[package]]\nname = \"alpha\"\nversion = \"1.0\"\n"
-                     "source = { registry = \"https://pypi.org/simple\" }\n"
-                     "sdist = { url = \"https://files.example/alpha-1.0.tar.gz\", hash = \"sha256:%s\" }\n",
-                     h);
+    pybox_buf_addf(&b,
+                   "\n[[package]]\nname = \"alpha\"\nversion = \"1.0\"\n"
+                   "source = { registry = \"https://pypi.org/simple\" }\n"
+                   "sdist = { url = \"https://files.example/alpha-1.0.tar.gz\", hash = \"sha256:%s\" }\n",
+                   h);
     lock_save(&b);
     assert_check_refused("alpha 1.0 has no wheel in the lock");
     assert_check_refused("source would run its code");
 
     lock_begin(&b);
-    pybox_buf_puts(&b, "\n[[package]]\nname = \"alpha\"\nversion = \"1.0\"\nwheels = []\n");
+    pybox_buf_adds(&b, "\n[[package]]\nname = \"alpha\"\nversion = \"1.0\"\nwheels = []\n");
     lock_save(&b);
     assert_check_refused("has no wheel in the lock");
 
     /* A package of a git or path source without wheels is refused the same way. */
     lock_begin(&b);
-    pybox_buf_puts(&b, "\n[[package]]\nname = \"alpha\"\nversion = \"1.0\"\nsource = { git = "
+    pybox_buf_adds(&b, "\n[[package]]\nname = \"alpha\"\nversion = \"1.0\"\nsource = { git = "
                        "\"https://git.example/alpha?rev=1#abc\" }\n");
     lock_save(&b);
     assert_check_refused("has no wheel in the lock");
@@ -663,10 +664,10 @@ START_TEST(check_hash_not_sha256)
     for (size_t i = 0; i < sizeof hashes / sizeof hashes[0]; i++) {
         pybox_buf_t b;
         lock_begin(&b);
-        pybox_buf_printf(&b,
-                         "\n[[package]]\nname = \"alpha\"\nversion = \"1.0\"\nwheels = [{ filename = \"%s\", hash = "
-                         "\"%s\" }]\n",
-                         ALPHA_WHL, hashes[i]);
+        pybox_buf_addf(&b,
+                       "\n[[package]]\nname = \"alpha\"\nversion = \"1.0\"\nwheels = [{ filename = \"%s\", hash = "
+                       "\"%s\" }]\n",
+                       ALPHA_WHL, hashes[i]);
         lock_save(&b);
         assert_check_refused("is not a SHA-256");
     }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* pybox: the command-line front-end. The only place that prints errors. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,8 +36,8 @@ static void json_line(pybox_buf_t *out, cJSON *j)
 {
     char *t = j ? cJSON_PrintUnformatted(j) : NULL;
     if (t) {
-        pybox_buf_puts(out, t);
-        pybox_buf_puts(out, "\n");
+        pybox_buf_adds(out, t);
+        pybox_buf_adds(out, "\n");
     }
     free(t);
     cJSON_Delete(j);
@@ -108,7 +109,9 @@ static int print_run(const pybox_run_result_t *res, int rc, bool json)
     }
     int code = res->exit_code;
     if (out.data == NULL || pybox_write_all(STDOUT_FILENO, out.data, out.len) < 0) {
-        fprintf(stderr, "pybox: error: the receipt could not be written: %s\n", strerror(errno));
+        char etext[128];
+        fprintf(stderr, "pybox: error: the receipt could not be written: %s\n",
+                pybox_strerror(errno, etext, sizeof etext));
         code = PYBOX_EXIT_FAILED;
     }
     pybox_buf_free(&out);
@@ -224,6 +227,7 @@ static int cmd_cleanup(int argc, char **argv)
 
 static int cmd_image(int argc, char **argv)
 {
+    const pybox_out_t to_stderr = {pybox_out_file, stderr}, to_stdout = {pybox_out_file, stdout};
     pybox_error_t err = {0};
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         pybox_help(argc < 2 ? stderr : stdout, "image");
@@ -280,8 +284,8 @@ static int cmd_image(int argc, char **argv)
             return fail(&err, false);
         bool built = false;
         int rc = lock || wheels || debian
-                     ? pybox_image_build_custom(&st, be, &paths, argv[2], lock, wheels, debian, stderr, &err)
-                     : pybox_image_build(&st, be, &paths, argv[2], force, stderr, &built, &err);
+                     ? pybox_image_build_custom(&st, be, &paths, argv[2], lock, wheels, debian, &to_stderr, &err)
+                     : pybox_image_build(&st, be, &paths, argv[2], force, &to_stderr, &built, &err);
         return rc < 0 ? fail(&err, false) : 0;
     }
     if (strcmp(argv[1], "list") == 0) {
@@ -310,8 +314,8 @@ static int cmd_image(int argc, char **argv)
         _cleanup_(pybox_backend_closep) pybox_backend_t *be = NULL;
         if (pybox_backend_open_for(&st, backend, &be, &err) < 0)
             return fail(&err, false);
-        int rc =
-            rm ? pybox_image_remove(&st, be, argv[2], stdout, &err) : pybox_image_verify(&st, be, &paths, stdout, &err);
+        int rc = rm ? pybox_image_remove(&st, be, argv[2], &to_stdout, &err)
+                    : pybox_image_verify(&st, be, &paths, &to_stdout, &err);
         if (rc < 0)
             return fail(&err, false);
         return rc == 0 ? 0 : 1;
@@ -335,7 +339,7 @@ static int mcp_dir(const char *opt, const char *dir, bool writable, char *out, p
     char real[PATH_MAX];
     if (realpath(dir, real) == NULL || stat(real, &sb) < 0 || !S_ISDIR(sb.st_mode))
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: '%s' is not an existing folder", opt, dir);
-    if (writable && access(real, W_OK | X_OK) < 0)
+    if (writable && faccessat(AT_FDCWD, real, W_OK | X_OK, AT_EACCESS) < 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "%s: '%s' cannot be written", opt, dir);
     return pybox_fmt(out, PATH_MAX, "%s", real) < 0
                ? pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: the path is too long", opt)
@@ -468,7 +472,7 @@ static int cmd_mcp(int argc, char **argv)
     pybox_buf_t imgs;
     pybox_buf_init(&imgs, 0);
     for (size_t i = 0; i < cfg.n_images; i++)
-        pybox_buf_printf(&imgs, "%s%s", i ? "," : "", cfg.images[i]);
+        pybox_buf_addf(&imgs, "%s%s", i ? "," : "", cfg.images[i]);
     char most_s[PYBOX_NUM_MAX], most_m[PYBOX_NUM_MAX];
     fprintf(stderr, "pybox mcp: serving run_python on stdio (images %s; at most %s s and %s per call)\n",
             imgs.data ? imgs.data : "", pybox_fmt_fixed(most_s, cfg.max_timeout_ms, 3),

@@ -111,7 +111,7 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
             break;
         default:
             shown(arg, sizeof arg, optind > 0 && optind <= argc ? argv[optind - 1] : "?");
-            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: unknown option or missing value (see pybox help)",
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: unknown option or missing value (see pybox help exec)",
                                    arg);
         }
     }

@@ -182,8 +182,13 @@ static cJSON *host_part(const pybox_policy_t *p)
         secopt[nsec++] = "no-new-privileges";
     pybox_buf_t sc;
     pybox_buf_init(&sc, 0);
-    pybox_buf_puts(&sc, "seccomp=");
-    pybox_buf_puts(&sc, relaxed(p, PYBOX_RELAX_SECCOMP) ? "unconfined" : pybox_policy_seccomp());
+    pybox_buf_adds(&sc, "seccomp=");
+    pybox_buf_adds(&sc, relaxed(p, PYBOX_RELAX_SECCOMP) ? "unconfined" : pybox_policy_seccomp());
+    if (!pybox_buf_ok(&sc)) {
+        /* never a body without its seccomp option, which the check would then miss too */
+        cJSON_Delete(h);
+        return NULL;
+    }
     secopt[nsec++] = sc.data;
     cJSON_AddItemToObject(h, "SecurityOpt", string_array(secopt, (size_t)nsec));
     pybox_buf_free(&sc);
@@ -249,20 +254,20 @@ typedef struct {
 static void show(pybox_buf_t *b, const cJSON *v)
 {
     if (v == NULL) {
-        pybox_buf_puts(b, "(absent)");
+        pybox_buf_adds(b, "(absent)");
         return;
     }
     char *t = cJSON_PrintUnformatted(v);
     if (t == NULL) {
-        pybox_buf_puts(b, "?");
+        pybox_buf_adds(b, "?");
         return;
     }
     size_t n = strlen(t);
     if (n > 96) {
-        pybox_buf_append(b, t, 90);
-        pybox_buf_puts(b, "...");
+        pybox_buf_add(b, t, 90);
+        pybox_buf_adds(b, "...");
     } else {
-        pybox_buf_puts(b, t);
+        pybox_buf_adds(b, t);
     }
     free(t);
 }
@@ -272,9 +277,9 @@ static void differ(verdict_t *v, const char *where, const cJSON *want, const cJS
     v->count++;
     if (v->count > 12)
         return;
-    pybox_buf_printf(&v->diffs, "%s%s: policy ", v->count > 1 ? "; " : "", where);
+    pybox_buf_addf(&v->diffs, "%s%s: policy ", v->count > 1 ? "; " : "", where);
     show(&v->diffs, want);
-    pybox_buf_puts(&v->diffs, ", engine ");
+    pybox_buf_adds(&v->diffs, ", engine ");
     show(&v->diffs, got);
 }
 
@@ -436,7 +441,10 @@ int pybox_docker_verify(const pybox_policy_t *p, const cJSON *inspect, int *chec
         *checked = v.checked;
     if (v.count > 0) {
         rc = pybox_error_set(err, PYBOX_ERR_POLICY, 0, "the box differs from the policy in %d of %d settings: %s%s",
-                             v.count, v.checked, v.diffs.data ? v.diffs.data : "", v.count > 12 ? "; ..." : "");
+                             v.count, v.checked,
+                             pybox_buf_ok(&v.diffs) ? (v.diffs.data ? v.diffs.data : "")
+                                                    : "(out of memory: the differences could not be listed)",
+                             v.count > 12 ? "; ..." : "");
     }
     pybox_buf_free(&v.diffs);
     return rc;

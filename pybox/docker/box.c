@@ -102,7 +102,7 @@ static int d_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **
 static int inspect(docker_box_t *b, long *status, cJSON **reply, pybox_error_t *err)
 {
     char path[160];
-    snprintf(path, sizeof path, "/containers/%s/json", b->id);
+    PYBOX_DOCKER_PATH(path, -1, "/containers/%s/json", b->id);
     return pybox_engine_call(b->engine, "GET", path, NULL, status, reply, err);
 }
 
@@ -127,7 +127,7 @@ static int d_put_files(pybox_box_t *base, const void *tar, size_t len, pybox_err
 {
     docker_box_t *b = (docker_box_t *)base;
     char path[300];
-    snprintf(path, sizeof path, "/containers/%s/archive?path=%s", b->id, PYBOX_BOX_IN);
+    PYBOX_DOCKER_PATH(path, -1, "/containers/%s/archive?path=%s", b->id, PYBOX_BOX_IN);
     long status = 0;
     cJSON *reply = NULL;
     if (pybox_engine_put(b->engine, path, tar, len, "application/x-tar", &status, &reply, err) < 0)
@@ -143,7 +143,7 @@ static int d_get_files(pybox_box_t *base, size_t max, pybox_buf_t *out, pybox_er
 {
     docker_box_t *b = (docker_box_t *)base;
     char path[300];
-    snprintf(path, sizeof path, "/containers/%s/archive?path=%s", b->id, PYBOX_BOX_OUT);
+    PYBOX_DOCKER_PATH(path, -1, "/containers/%s/archive?path=%s", b->id, PYBOX_BOX_OUT);
     long status = 0;
     pybox_buf_init(out, max);
     if (pybox_engine_call_raw(b->engine, "GET", path, NULL, &status, out, err) < 0)
@@ -162,7 +162,7 @@ static int d_open_io(pybox_box_t *base, pybox_error_t *err)
 {
     docker_box_t *b = (docker_box_t *)base;
     char path[200];
-    snprintf(path, sizeof path, "/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1", b->id);
+    PYBOX_DOCKER_PATH(path, -1, "/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1", b->id);
     return pybox_engine_upgrade(b->engine, path, &b->io, err);
 }
 
@@ -184,7 +184,7 @@ static int d_start(pybox_box_t *base, pybox_error_t *err)
 {
     docker_box_t *b = (docker_box_t *)base;
     char path[160];
-    snprintf(path, sizeof path, "/containers/%s/start", b->id);
+    PYBOX_DOCKER_PATH(path, -1, "/containers/%s/start", b->id);
     long status = 0;
     cJSON *reply = NULL;
     if (pybox_engine_call(b->engine, "POST", path, NULL, &status, &reply, err) < 0)
@@ -244,7 +244,7 @@ static int d_signal(pybox_box_t *base, int sig, pybox_error_t *err)
 {
     docker_box_t *b = (docker_box_t *)base;
     char path[200];
-    snprintf(path, sizeof path, "/containers/%s/kill?signal=%d", b->id, sig);
+    PYBOX_DOCKER_PATH(path, -1, "/containers/%s/kill?signal=%d", b->id, sig);
     long status = 0;
     if (post_simple(b, path, &status, err) < 0)
         return -1;
@@ -296,7 +296,7 @@ static int d_wait(pybox_box_t *base, int64_t timeout_ms, pybox_box_end_t *out, p
             return pybox_error_set(err, PYBOX_ERR_ENGINE, ETIMEDOUT, "the box %.12s did not end", b->id);
         /* Block in the engine until the box is no longer running, within what is left. */
         char path[200];
-        snprintf(path, sizeof path, "/containers/%s/wait?condition=not-running", b->id);
+        PYBOX_DOCKER_PATH(path, -1, "/containers/%s/wait?condition=not-running", b->id);
         cJSON *w = NULL;
         pybox_error_t werr = {0};
         int64_t left = deadline - pybox_now_ms();
@@ -319,7 +319,7 @@ static int d_remove(pybox_box_t *base, bool *gone, pybox_error_t *err)
         b->io = NULL;
     }
     char path[200];
-    snprintf(path, sizeof path, "/containers/%s?force=1&v=1", b->id);
+    PYBOX_DOCKER_PATH(path, -1, "/containers/%s?force=1&v=1", b->id);
     long status = 0;
     cJSON *reply = NULL;
     if (pybox_engine_call(b->engine, "DELETE", path, NULL, &status, &reply, err) < 0)
@@ -460,7 +460,11 @@ static int list_json(pybox_engine_t *e, const char *what, const char *install_id
     if (esc == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "escaping a filter");
     char path[512];
-    snprintf(path, sizeof path, "/%s?%sfilters=%s", what, strcmp(what, "containers/json") == 0 ? "all=1&" : "", esc);
+    if (pybox_fmt(path, sizeof path, "/%s?%sfilters=%s", what, strcmp(what, "containers/json") == 0 ? "all=1&" : "",
+                  esc) < 0) {
+        free(esc);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "an engine request path would be cut");
+    }
     free(esc);
     long status = 0;
     if (pybox_engine_call(e, "GET", path, NULL, &status, out, err) < 0)
@@ -544,10 +548,16 @@ static int d_remove_leftover(pybox_backend_t *be, const pybox_leftover_t *l, boo
     char path[512], check[512];
     /* Never forced: the engine refuses to remove a running box or a volume in use. */
     if (strcmp(l->kind, "box") == 0) {
-        snprintf(path, sizeof path, "/containers/%s?v=1", esc);
+        if (pybox_fmt(path, sizeof path, "/containers/%s?v=1", esc) < 0) {
+            free(esc);
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "an engine request path would be cut");
+        }
         snprintf(check, sizeof check, "/containers/%s/json", esc);
     } else {
-        snprintf(path, sizeof path, "/volumes/%s", esc);
+        if (pybox_fmt(path, sizeof path, "/volumes/%s", esc) < 0) {
+            free(esc);
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "an engine request path would be cut");
+        }
         snprintf(check, sizeof check, "/volumes/%s", esc);
     }
     free(esc);

@@ -6,6 +6,7 @@
 #define PYBOX_DOCKER_H
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -13,7 +14,18 @@
 #include "../cgroup.h"
 #include "../error.h"
 #include "../policy.h"
+#include "../util.h"
 #include "engine.h"
+
+/* An engine request path into a fixed buffer, in a function with an `err`: a path that
+ * would be cut is refused (never sent cut), and the function returns fail. */
+#define PYBOX_DOCKER_PATH(buf, fail, ...)                                                                              \
+    do {                                                                                                               \
+        if (pybox_fmt(buf, sizeof buf, __VA_ARGS__) < 0) {                                                             \
+            pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "an engine request path would be cut");               \
+            return fail;                                                                                               \
+        }                                                                                                              \
+    } while (0)
 
 /* The box's name in the engine. */
 #define PYBOX_DOCKER_NAME_PREFIX "pybox-"

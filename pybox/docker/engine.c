@@ -405,7 +405,7 @@ int pybox_engine_open(const char *docker_host, pybox_engine_t **out, pybox_error
         free(e);
         return -1;
     }
-    if (access(e->socket_path, R_OK | W_OK) < 0) {
+    if (faccessat(AT_FDCWD, e->socket_path, R_OK | W_OK, AT_EACCESS) < 0) {
         pybox_error_set(err, PYBOX_ERR_ENGINE, errno,
                         "the engine's socket %s is not open to this user (run as root, or as a member of the "
                         "socket's group)",

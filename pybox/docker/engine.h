@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The Docker Engine API client: HTTP over the engine's Unix socket with libcurl, JSON
  * with cJSON, the API version negotiated at open, and attach as the raw upgraded
- * stream. Also spoken by Podman's Docker-compatible socket. Engine replies are bounded
+ * stream. Engine replies are bounded
  * (limits.h). The engine's own error message is carried into PyBox's error as data;
  * PyBox never decides anything by parsing the engine's English. */
 #ifndef PYBOX_DOCKER_ENGINE_H

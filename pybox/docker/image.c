@@ -26,7 +26,7 @@ static int tag_points_to_pin(pybox_engine_t *e, const pybox_pin_t *pin, char *ot
 {
     char tag[PYBOX_NAME_MAX + 32], path[PYBOX_NAME_MAX + 64];
     tag_of(pin, tag, sizeof tag);
-    snprintf(path, sizeof path, "/images/%s/json", tag);
+    PYBOX_DOCKER_PATH(path, -2, "/images/%s/json", tag);
     long status = 0;
     cJSON *reply = NULL;
     if (pybox_engine_call(e, "GET", path, NULL, &status, &reply, err) < 0)
@@ -45,7 +45,8 @@ static int tag_points_to_pin(pybox_engine_t *e, const pybox_pin_t *pin, char *ot
 static int image_names(pybox_engine_t *e, const char *id, const char *tag)
 {
     char path[PYBOX_ID_MAX + 32];
-    snprintf(path, sizeof path, "/images/%s/json", id);
+    if (pybox_fmt(path, sizeof path, "/images/%s/json", id) < 0)
+        return -2;
     long status = 0;
     cJSON *reply = NULL;
     pybox_error_t ignored = {0};
@@ -140,7 +141,7 @@ static int image_manifest(pybox_engine_t *e, const char *install_id, const pybox
     char cid[PYBOX_ID_MAX], path[PYBOX_ID_MAX + 64];
     snprintf(cid, sizeof cid, "%s", id->valuestring);
     cJSON_Delete(reply);
-    snprintf(path, sizeof path, "/containers/%s/archive?path=/pybox/manifest.json", cid);
+    PYBOX_DOCKER_PATH(path, -1, "/containers/%s/archive?path=/pybox/manifest.json", cid);
     pybox_buf_t tar;
     pybox_buf_init(&tar, 1024 * 1024);
     rc = pybox_engine_call_raw(e, "GET", path, NULL, &status, &tar, err);
@@ -158,7 +159,7 @@ static int image_manifest(pybox_engine_t *e, const char *install_id, const pybox
         archive_read_free(a);
     }
     pybox_buf_free(&tar);
-    snprintf(path, sizeof path, "/containers/%s?force=1&v=1", cid);
+    PYBOX_DOCKER_PATH(path, -1, "/containers/%s?force=1&v=1", cid);
     cJSON *gone = NULL;
     pybox_error_t ignored = {0};
     pybox_engine_call(e, "DELETE", path, NULL, &status, &gone, &ignored);
@@ -194,7 +195,7 @@ static int d_resolve(pybox_backend_t *be, const pybox_pin_t *pin, pybox_error_t 
 {
     pybox_engine_t *e = pybox_docker_engine(be);
     char path[200];
-    snprintf(path, sizeof path, "/images/%s/json", pin->id);
+    PYBOX_DOCKER_PATH(path, -1, "/images/%s/json", pin->id);
     long status = 0;
     cJSON *reply = NULL;
     if (pybox_engine_call(e, "GET", path, NULL, &status, &reply, err) < 0)
@@ -266,7 +267,7 @@ static int d_remove(pybox_backend_t *be, const pybox_pin_t *pin, pybox_image_rem
     pybox_error_t ignored = {0};
     bool deleted = false;
     if (tag_points_to_pin(e, pin, other, sizeof other, &ignored) == 1) {
-        snprintf(path, sizeof path, "/images/%s", tag);
+        PYBOX_DOCKER_PATH(path, -1, "/images/%s", tag);
         if (pybox_engine_call(e, "DELETE", path, NULL, &status, &reply, err) < 0)
             return -1;
         deleted = status == 200 && reply_deleted(reply, pin->id);
@@ -281,7 +282,7 @@ static int d_remove(pybox_backend_t *be, const pybox_pin_t *pin, pybox_image_rem
         *what = names == -1 ? PYBOX_IMAGE_WAS_GONE : names == 0 ? PYBOX_IMAGE_KEPT_NAMED : PYBOX_IMAGE_KEPT_UNKNOWN;
         return 0;
     }
-    snprintf(path, sizeof path, "/images/%s", pin->id);
+    PYBOX_DOCKER_PATH(path, -1, "/images/%s", pin->id);
     if (pybox_engine_call(e, "DELETE", path, NULL, &status, &reply, err) < 0)
         return -1;
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(reply, "message");

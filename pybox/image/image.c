@@ -222,8 +222,27 @@ static int read_policy(const char *dir, pybox_pin_t *pin, pybox_error_t *err)
     while (rc == 0 && fgets(line, sizeof line, f)) {
         lineno++;
         line[strcspn(line, "#\n")] = '\0';
+        /* "key value": two words, each within its bound */
         char key[32], val[64];
-        int n = sscanf(line, " %31s %63s", key, val);
+        int n = 0;
+        const char *q = line + strspn(line, " \t\r");
+        size_t kl = strcspn(q, " \t\r");
+        if (kl > 0 && kl < sizeof key) {
+            memcpy(key, q, kl);
+            key[kl] = '\0';
+            n = 1;
+            q += kl;
+            q += strspn(q, " \t\r");
+            size_t vl = strcspn(q, " \t\r");
+            if (vl > 0 && vl < sizeof val) {
+                memcpy(val, q, vl);
+                val[vl] = '\0';
+                n = 2;
+            }
+        } else if (kl >= sizeof key) {
+            n = 1; /* a key too long: refused below */
+            key[0] = '\0';
+        }
         if (n <= 0)
             continue;
         int64_t v;
@@ -257,12 +276,11 @@ static int read_policy(const char *dir, pybox_pin_t *pin, pybox_error_t *err)
 
 /* ---- building ---- */
 
-static void progress_line(FILE *f, double t0, const char *what, const char *arg)
+static void progress_line(const pybox_out_t *f, double t0, const char *what, const char *arg)
 {
     if (f == NULL)
         return;
-    fprintf(f, "[%6.1fs] %s %s\n", pybox_now_s() - t0, what, arg);
-    fflush(f);
+    pybox_out_line(f, "[%6.1fs] %s %s", pybox_now_s() - t0, what, arg);
 }
 
 static int run_script(const char *script, const char *recipe, const char *out, pybox_error_t *err)
@@ -343,7 +361,7 @@ static void names_free(names_t *s)
 }
 
 static int compose(const char *base, int out_fd, const char *init_path, const char *manifest, const pybox_lock_t *lock,
-                   const char *wheels_dir, const char *pyver, FILE *progress, pybox_error_t *err)
+                   const char *wheels_dir, const char *pyver, const pybox_out_t *progress, pybox_error_t *err)
 {
     names_t names = {0};
     _cleanup_free_ char *init = NULL;
@@ -409,10 +427,17 @@ static int compose(const char *base, int out_fd, const char *init_path, const ch
     }
     if (lock != NULL) {
         /* "3.11.2-1+b1" -> site-packages of Python 3.11 */
-        int major = 0, minor = 0;
-        char site[128];
-        if (sscanf(pyver, "%d.%d", &major, &minor) != 2 ||
-            pybox_fmt(site, sizeof site, "./usr/local/lib/python%d.%d/dist-packages", major, minor) < 0) {
+        long major = 0, minor = 0;
+        char site[128], *end = NULL;
+        errno = 0;
+        major = strtol(pyver, &end, 10);
+        bool ver_ok = errno == 0 && end != pyver && *end == '.' && major > 0 && major < 100;
+        if (ver_ok) {
+            const char *m = end + 1;
+            minor = strtol(m, &end, 10);
+            ver_ok = errno == 0 && end != m && minor >= 0 && minor < 1000;
+        }
+        if (!ver_ok || pybox_fmt(site, sizeof site, "./usr/local/lib/python%ld.%ld/dist-packages", major, minor) < 0) {
             pybox_error_set(err, PYBOX_ERR_USAGE, 0, "cannot tell the image's Python version (%s)", pyver);
             goto done;
         }
@@ -505,7 +530,7 @@ static char *manifest_json(const char *name, const char *recipe_sha, const char 
 }
 
 int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths, const char *name,
-                      bool force, FILE *progress, bool *built, pybox_error_t *err)
+                      bool force, const pybox_out_t *progress, bool *built, pybox_error_t *err)
 {
     double t0 = pybox_now_s();
     *built = false;
@@ -520,7 +545,8 @@ int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_
     char lockp[PATH_MAX], wheelsd[PATH_MAX];
     pybox_lock_t lock = {0};
     bool has_lock = false;
-    if (pybox_fmt(lockp, sizeof lockp, "%s/uv.lock", rdir) == 0 && access(lockp, F_OK) == 0) {
+    struct stat lsb;
+    if (pybox_fmt(lockp, sizeof lockp, "%s/uv.lock", rdir) == 0 && stat(lockp, &lsb) == 0) {
         has_lock = true;
         if (pybox_fmt(wheelsd, sizeof wheelsd, "%s/wheels", rdir) < 0 ||
             pybox_lock_check(lockp, wheelsd, &lock, err) < 0)
@@ -546,7 +572,7 @@ int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_
     if (pybox_fmt(base, sizeof base, "%s/base-%.16s.tar", cache, base_fp) < 0 ||
         pybox_fmt(pkgs, sizeof pkgs, "%s.packages", base) < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "cache path");
-    if (access(base, R_OK) != 0 || access(pkgs, R_OK) != 0) {
+    if (faccessat(AT_FDCWD, base, R_OK, AT_EACCESS) != 0 || faccessat(AT_FDCWD, pkgs, R_OK, AT_EACCESS) != 0) {
         char rnd[9];
         if (pybox_random_hex(4, rnd, err) < 0)
             return -1;
@@ -628,7 +654,8 @@ int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_
 
 static void remove_recipe(const char *dir);
 
-int pybox_image_remove(const pybox_state_t *st, pybox_backend_t *be, const char *name, FILE *report, pybox_error_t *err)
+int pybox_image_remove(const pybox_state_t *st, pybox_backend_t *be, const char *name, const pybox_out_t *report,
+                       pybox_error_t *err)
 {
     pybox_pin_t pin;
     if (!pybox_name_valid(name))
@@ -657,27 +684,27 @@ int pybox_image_remove(const pybox_state_t *st, pybox_backend_t *be, const char 
         return 0;
     switch (what) {
     case PYBOX_IMAGE_REMOVED:
-        fprintf(report, "removed %s (%s)\n", name, pin.id);
+        pybox_out_line(report, "removed %s (%s)", name, pin.id);
         break;
     case PYBOX_IMAGE_WAS_GONE:
-        fprintf(report, "forgot %s; %s no longer has %s\n", name, be->ops->holder, pin.id);
+        pybox_out_line(report, "forgot %s; %s no longer has %s", name, be->ops->holder, pin.id);
         break;
     case PYBOX_IMAGE_KEPT_NAMED:
-        fprintf(report, "forgot %s; %s keeps %s: other names use it\n", name, be->ops->holder, pin.id);
+        pybox_out_line(report, "forgot %s; %s keeps %s: other names use it", name, be->ops->holder, pin.id);
         break;
     case PYBOX_IMAGE_KEPT_UNKNOWN:
-        fprintf(report, "forgot %s; %s keeps %s as far as known: its names could not be read\n", name, be->ops->holder,
-                pin.id);
+        pybox_out_line(report, "forgot %s; %s keeps %s as far as known: its names could not be read", name,
+                       be->ops->holder, pin.id);
         break;
     case PYBOX_IMAGE_KEPT_IN_USE:
-        fprintf(report, "forgot %s; %s keeps %s: %s\n", name, be->ops->holder, pin.id, why);
+        pybox_out_line(report, "forgot %s; %s keeps %s: %s", name, be->ops->holder, pin.id, why);
         break;
     }
     return 0;
 }
 
-int pybox_image_verify(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths, FILE *report,
-                       pybox_error_t *err)
+int pybox_image_verify(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths,
+                       const pybox_out_t *report, pybox_error_t *err)
 {
     pybox_pin_t *pins = NULL;
     size_t n = 0;
@@ -718,8 +745,8 @@ int pybox_image_verify(const pybox_state_t *st, pybox_backend_t *be, const pybox
             pybox_buf_init(&esc, 0);
             if (problem)
                 pybox_escape_terminal(&esc, problem, strlen(problem), false);
-            fprintf(report, "%-12s %s %s%s%s\n", pin->name, problem ? "FAILED" : "ok", pin->id, problem ? ": " : "",
-                    problem ? (esc.data ? esc.data : "") : "");
+            pybox_out_line(report, "%-12s %s %s%s%s", pin->name, problem ? "FAILED" : "ok", pin->id,
+                           problem ? ": " : "", problem ? (esc.data ? esc.data : "") : "");
             pybox_buf_free(&esc);
         }
     }
@@ -780,8 +807,8 @@ static bool debian_name_ok(const char *s, size_t n)
 }
 
 int pybox_image_build_custom(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths,
-                             const char *name, const char *lock, const char *wheels, const char *debian, FILE *progress,
-                             pybox_error_t *err)
+                             const char *name, const char *lock, const char *wheels, const char *debian,
+                             const pybox_out_t *progress, pybox_error_t *err)
 {
     if (!pybox_name_valid(name))
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "image name: use lowercase letters, digits, '-' and '_'");
@@ -829,19 +856,21 @@ int pybox_image_build_custom(const pybox_state_t *st, pybox_backend_t *be, const
     if (sfd < 0 || pybox_read_bounded(sfd, 65536, &stdpk, &stdlen, &over, err) < 0) {
         rc = pybox_error_set(err, PYBOX_ERR_USAGE, errno, "reading %s", std);
     } else {
-        pybox_buf_append(&pk, stdpk, stdlen);
+        pybox_buf_add(&pk, stdpk, stdlen);
         if (debian != NULL) {
-            pybox_buf_puts(&pk, "# asked for this image\n");
+            pybox_buf_adds(&pk, "# asked for this image\n");
             for (const char *q = debian; *q;) {
                 size_t n = strcspn(q, ",");
-                pybox_buf_append(&pk, q, n);
-                pybox_buf_puts(&pk, "\n");
+                pybox_buf_add(&pk, q, n);
+                pybox_buf_adds(&pk, "\n");
                 q += n + (q[n] == ',');
             }
         }
     }
     if (sfd >= 0)
         close(sfd);
+    if (rc == 0 && !pybox_buf_ok(&pk))
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "the package list");
     if (rc == 0 && (pybox_fmt(p, sizeof p, "%s/packages", tmp) < 0 ||
                     pybox_write_file_atomic(p, pk.data ? pk.data : "", pk.len, 0600, err) < 0))
         rc = -1;

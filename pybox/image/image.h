@@ -11,6 +11,7 @@
 
 #include "../box.h"
 #include "../error.h"
+#include "../log.h"
 #include "../state.h"
 
 typedef struct pybox_image_paths {
@@ -29,26 +30,26 @@ int pybox_image_resolve(const pybox_state_t *st, pybox_backend_t *be, const char
 /* Build (or confirm up to date) and pin. Progress lines go to progress (may be NULL).
  * *built tells whether anything was built. */
 int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths, const char *name,
-                      bool force, FILE *progress, bool *built, pybox_error_t *err);
+                      bool force, const pybox_out_t *progress, bool *built, pybox_error_t *err);
 
 /* Make a custom recipe in the state directory, then build it: from a uv lock file and a
  * folder of wheels (checked against the lock before anything is made), or from a list of
  * Debian packages (comma-separated). Exactly one of lock or debian is given; wheels goes
  * with lock. Built-in names (stdlib, data) are refused. */
 int pybox_image_build_custom(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths,
-                             const char *name, const char *lock, const char *wheels, const char *debian, FILE *progress,
-                             pybox_error_t *err);
+                             const char *name, const char *lock, const char *wheels, const char *debian,
+                             const pybox_out_t *progress, pybox_error_t *err);
 
 /* Forget the pin and remove the image from the engine (never forced: an image a box
  * still uses stays, and the answer says so). */
-int pybox_image_remove(const pybox_state_t *st, pybox_backend_t *be, const char *name, FILE *report,
+int pybox_image_remove(const pybox_state_t *st, pybox_backend_t *be, const char *name, const pybox_out_t *report,
                        pybox_error_t *err);
 
 /* Check every pin: the engine has the image under the pinned ID, its name points to it,
  * the manifest inside it names the pinned recipe fingerprint, and the recipe on disk (when
  * there is one) still has that fingerprint. Writes one line per image to report; returns
  * the number of images that failed (-1 on error). */
-int pybox_image_verify(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths, FILE *report,
-                       pybox_error_t *err);
+int pybox_image_verify(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths,
+                       const pybox_out_t *report, pybox_error_t *err);
 
 #endif

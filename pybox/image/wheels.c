@@ -151,7 +151,8 @@ int pybox_lock_check(const char *lock_path, const char *wheels_dir, pybox_lock_t
             if (fname == NULL || hash == NULL || !wheel_name_ok(fname))
                 continue;
             char p[PATH_MAX];
-            if (pybox_fmt(p, sizeof p, "%s/%s", wheels_dir, fname) < 0 || access(p, F_OK) != 0)
+            struct stat wsb;
+            if (pybox_fmt(p, sizeof p, "%s/%s", wheels_dir, fname) < 0 || stat(p, &wsb) != 0)
                 continue;
             found = true;
             if (strncmp(hash, "sha256:", 7) != 0 || strlen(hash) != 71) {
@@ -287,7 +288,8 @@ static int parents(struct archive *w, pathset_t *dirs, const pathset_t *files, c
 }
 
 int pybox_wheels_unpack(struct archive *w, const pybox_lock_t *lock, const char *wheels_dir, const char *site,
-                        const char *bin, pybox_path_exists_fn exists, void *arg, FILE *progress, pybox_error_t *err)
+                        const char *bin, pybox_path_exists_fn exists, void *arg, const pybox_out_t *progress,
+                        pybox_error_t *err)
 {
     pathset_t dirs = {0}, files = {0};
     int rc = 0;
@@ -358,8 +360,9 @@ int pybox_wheels_unpack(struct archive *w, const pybox_lock_t *lock, const char 
                         char shown_n[300], shown_f[300];
                         pybox_escape_short(shown_n, sizeof shown_n, n, 200);
                         pybox_escape_short(shown_f, sizeof shown_f, x->file, 200);
-                        fprintf(progress, "           skipped %s from %s (headers and data files are not installed)\n",
-                                shown_n, shown_f);
+                        pybox_out_line(progress,
+                                       "           skipped %s from %s (headers and data files are not installed)",
+                                       shown_n, shown_f);
                     }
                     continue;
                 }
@@ -416,8 +419,8 @@ int pybox_wheels_unpack(struct archive *w, const pybox_lock_t *lock, const char 
             pybox_escape_short(shown_n, sizeof shown_n, x->name, 200);
             pybox_escape_short(shown_v, sizeof shown_v, x->version, 200);
             pybox_escape_short(shown_f, sizeof shown_f, x->file, 200);
-            fprintf(progress, "           installed %s %s (%s, sha256 %.16s...)\n", shown_n, shown_v, shown_f,
-                    x->sha256);
+            pybox_out_line(progress, "           installed %s %s (%s, sha256 %.16s...)", shown_n, shown_v, shown_f,
+                           x->sha256);
         }
     }
     free(buf);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "../error.h"
+#include "../log.h"
 
 typedef struct pybox_wheel {
     char name[128];
@@ -40,6 +41,7 @@ typedef bool (*pybox_path_exists_fn)(const char *path, void *arg);
 /* exists tells which paths ("./usr/local", no trailing slash) the image already has:
  * their folders are not written again, and a wheel may not replace a file of them. */
 int pybox_wheels_unpack(struct archive *w, const pybox_lock_t *lock, const char *wheels_dir, const char *site,
-                        const char *bin, pybox_path_exists_fn exists, void *arg, FILE *progress, pybox_error_t *err);
+                        const char *bin, pybox_path_exists_fn exists, void *arg, const pybox_out_t *progress,
+                        pybox_error_t *err);
 
 #endif

@@ -198,13 +198,13 @@ static cJSON *refuse_inputs(const char *root, const char *msg)
     size_t rl = root[0] != '\0' && realpath(root, rroot) != NULL ? strlen(rroot) : 0;
     for (const char *m = msg; *m;) {
         if (rl > 1 && strncmp(m, rroot, rl) == 0) {
-            pybox_buf_puts(&b, "<files root>");
+            pybox_buf_adds(&b, "<files root>");
             m += rl;
         } else {
-            pybox_buf_append(&b, m++, 1);
+            pybox_buf_add(&b, m++, 1);
         }
     }
-    cJSON *r = pybox_mcp_error_result(b.data ? b.data : "");
+    cJSON *r = pybox_mcp_error_result(pybox_buf_ok(&b) ? (b.data ? b.data : "") : "the inputs were refused");
     pybox_buf_free(&b);
     return r;
 }
@@ -331,9 +331,9 @@ static void fenced(pybox_buf_t *b, const char *text, size_t len)
     while (i < len) {
         const char *nl = memchr(text + i, '\n', len - i);
         size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
-        pybox_buf_puts(b, PYBOX_MCP_FENCE);
+        pybox_buf_adds(b, PYBOX_MCP_FENCE);
         pybox_escape_terminal(b, text + i, n, false);
-        pybox_buf_puts(b, "\n");
+        pybox_buf_adds(b, "\n");
         i += n + (nl != NULL);
     }
 }
@@ -369,36 +369,50 @@ static void add_files(cJSON *content, const pybox_outputs_t *o, const char *dir,
         if (mime != NULL && room) {
             cJSON *img = cJSON_CreateObject();
             cJSON_AddStringToObject(img, "type", "image");
-            pybox_base64(&b, data, len);
+            if (pybox_base64(&b, data, len) < 0 || !pybox_buf_ok(&b)) {
+                cJSON_Delete(img);
+                add_text(content, "a returned image could not be carried: out of memory");
+                pybox_buf_free(&b);
+                free(data);
+                continue;
+            }
             cJSON_AddStringToObject(img, "data", b.data ? b.data : "");
             cJSON_AddStringToObject(img, "mimeType", mime);
             cJSON_AddItemToArray(content, img);
             inline_used += len;
         } else if (mime == NULL && room && len <= INLINE_TEXT_MAX && pybox_utf8_valid(data, len) &&
                    memchr(data, 0, len) == NULL) {
-            pybox_buf_printf(&b,
-                             "file %s (%zu bytes, untrusted, written by the program; each line escaped, behind "
-                             "\"" PYBOX_MCP_FENCE "\"):\n",
-                             name, len);
+            pybox_buf_addf(&b,
+                           "file %s (%zu bytes, untrusted, written by the program; each line escaped, behind "
+                           "\"" PYBOX_MCP_FENCE "\"):\n",
+                           name, len);
             fenced(&b, data, len);
-            add_text(content, b.data ? b.data : "");
+            add_text(content, pybox_buf_ok(&b) ? (b.data ? b.data : "")
+                                               : "a returned text file could not be carried: out of memory");
             inline_used += len;
         } else if (kept) {
             cJSON *l = cJSON_CreateObject();
             cJSON_AddStringToObject(l, "type", "resource_link");
-            pybox_mcp_file_uri(&b, path);
+            if (pybox_mcp_file_uri(&b, path) < 0 || !pybox_buf_ok(&b)) {
+                cJSON_Delete(l);
+                add_text(content, "a returned file's link could not be made: out of memory");
+                pybox_buf_free(&b);
+                free(data);
+                continue;
+            }
             cJSON_AddStringToObject(l, "uri", b.data ? b.data : "");
             cJSON_AddStringToObject(l, "name", name);
             cJSON_AddStringToObject(l, "mimeType", mime ? mime : "application/octet-stream");
             cJSON_AddNumberToObject(l, "size", (double)e->bytes);
             cJSON_AddItemToArray(content, l);
         } else {
-            pybox_buf_printf(&b, "file %s: %lld bytes, not returned inline (%s; this server keeps no files)", name,
-                             (long long)e->bytes,
-                             mime != NULL || (!over && len <= INLINE_TEXT_MAX && pybox_utf8_valid(data, len))
-                                 ? "this result already carries its most inline"
-                                 : "not text");
-            add_text(content, b.data ? b.data : "");
+            pybox_buf_addf(&b, "file %s: %lld bytes, not returned inline (%s; this server keeps no files)", name,
+                           (long long)e->bytes,
+                           mime != NULL || (!over && len <= INLINE_TEXT_MAX && pybox_utf8_valid(data, len))
+                               ? "this result already carries its most inline"
+                               : "not text");
+            add_text(content,
+                     pybox_buf_ok(&b) ? (b.data ? b.data : "") : "a returned file could not be named: out of memory");
         }
         pybox_buf_free(&b);
         free(data);
@@ -411,7 +425,7 @@ char *pybox_mcp_summary(const pybox_run_result_t *res)
 {
     pybox_buf_t b;
     pybox_buf_init(&b, 0);
-    pybox_buf_printf(&b, "status: %s, exit code %d\n", pybox_end_word(res->end), res->exit_code);
+    pybox_buf_addf(&b, "status: %s, exit code %d\n", pybox_end_word(res->end), res->exit_code);
     const struct {
         const char *name;
         const pybox_said_t *said;
@@ -420,7 +434,7 @@ char *pybox_mcp_summary(const pybox_run_result_t *res)
         const pybox_said_t *sd = streams[i].said;
         if (sd->kept == 0)
             continue;
-        pybox_buf_printf(
+        pybox_buf_addf(
             &b,
             "--- %s (untrusted, written by the program; %llu bytes%s; each line escaped, behind \"" PYBOX_MCP_FENCE
             "\") ---\n",
@@ -429,15 +443,15 @@ char *pybox_mcp_summary(const pybox_run_result_t *res)
     }
     /* PyBox's own lines; escaped all the same, so each stays one line. */
     for (int i = 0; i < res->n_unknown; i++) {
-        pybox_buf_puts(&b, "not established: ");
+        pybox_buf_adds(&b, "not established: ");
         pybox_escape_terminal(&b, res->unknown[i], strlen(res->unknown[i]), false);
-        pybox_buf_puts(&b, "\n");
+        pybox_buf_adds(&b, "\n");
     }
     if (res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP || res->end == PYBOX_END_CANCELLED ||
         res->error.kind != PYBOX_ERR_NONE) {
-        pybox_buf_puts(&b, "PyBox: ");
+        pybox_buf_adds(&b, "PyBox: ");
         pybox_escape_terminal(&b, res->error.msg, strlen(res->error.msg), false);
-        pybox_buf_puts(&b, "\n");
+        pybox_buf_adds(&b, "\n");
     }
     return pybox_buf_steal(&b);
 }
@@ -697,7 +711,7 @@ static cJSON *result_of(const pybox_mcp_config_t *cfg, pybox_run_result_t *res, 
     cJSON *result = cJSON_CreateObject();
     cJSON *content = cJSON_AddArrayToObject(result, "content");
     _cleanup_free_ char *text = pybox_mcp_summary(res);
-    add_text(content, text ? text : "no receipt");
+    add_text(content, text ? text : "the summary could not be made (out of memory); the receipt is below");
     if (res->outputs.status == PYBOX_OUT_DELIVERED)
         add_files(content, &res->outputs, sc->outdir, sc->kept);
     /* A PyBox failure is an error result; its receipt still says what was seen. */

@@ -23,6 +23,13 @@
 #include "../util.h"
 #include "../version.h"
 
+/* JSON-RPC 2.0's error codes, as this server uses them (docs/mcp.md). */
+#define RPC_PARSE_ERROR (-32700)      /* not one JSON value, not UTF-8 */
+#define RPC_INVALID_REQUEST (-32600)  /* not a request, too large, too deep, before initialize */
+#define RPC_METHOD_NOT_FOUND (-32601) /* a method this server does not have */
+#define RPC_INVALID_PARAMS (-32602)   /* an unknown tool, arguments that are not an object */
+#define RPC_INTERNAL_ERROR (-32603)   /* the server could not do it (out of memory) */
+
 typedef struct server server_t;
 
 typedef struct call {
@@ -177,7 +184,10 @@ static bool write_line(server_t *s, const char *p, size_t len)
         if (poll(ps, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
-            logf_("poll on stdout: %s", strerror(errno));
+            {
+                char etext[128];
+                logf_("poll on stdout: %s", pybox_strerror(errno, etext, sizeof etext));
+            }
             return false;
         }
         if (ps[1].revents != 0)
@@ -188,7 +198,11 @@ static bool write_line(server_t *s, const char *p, size_t len)
         if (w < 0) {
             if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
                 continue;
-            logf_("writing to stdout: %s (messages from now on are dropped)", strerror(errno));
+            {
+                char etext[128];
+                logf_("writing to stdout: %s (messages from now on are dropped)",
+                      pybox_strerror(errno, etext, sizeof etext));
+            }
             return false;
         }
         p += w;
@@ -555,15 +569,15 @@ static void start_call(server_t *s, const cJSON *id, const char *id_text, cJSON 
         pybox_buf_t names;
         pybox_buf_init(&names, 1024);
         for (size_t i = 0; i < s->n_tools; i++)
-            pybox_buf_printf(&names, "%s%s", i ? ", " : "", s->tools[i].name);
+            pybox_buf_addf(&names, "%s%s", i ? ", " : "", s->tools[i].name);
         char msg[1200];
         snprintf(msg, sizeof msg, "unknown tool (this server has %s)", names.data ? names.data : "none");
         pybox_buf_free(&names);
-        send_error(s, id_text, -32602, msg);
+        send_error(s, id_text, RPC_INVALID_PARAMS, msg);
         return;
     }
     if (args != NULL && !cJSON_IsObject(args)) {
-        send_error(s, id_text, -32602, "arguments must be an object");
+        send_error(s, id_text, RPC_INVALID_PARAMS, "arguments must be an object");
         return;
     }
     pthread_mutex_lock(&s->mu);
@@ -577,7 +591,7 @@ static void start_call(server_t *s, const cJSON *id, const char *id_text, cJSON 
     }
     if (dup || slot == NULL) {
         pthread_mutex_unlock(&s->mu);
-        send_error(s, id_text, dup ? -32600 : -32603,
+        send_error(s, id_text, dup ? RPC_INVALID_REQUEST : RPC_INTERNAL_ERROR,
                    dup ? "a request with this id is already in progress"
                        : "too many calls in progress at once (set by the server)");
         return;
@@ -585,7 +599,7 @@ static void start_call(server_t *s, const cJSON *id, const char *id_text, cJSON 
     memset(slot, 0, sizeof *slot);
     if (pipe2(slot->cancel_pipe, O_CLOEXEC) < 0) {
         pthread_mutex_unlock(&s->mu);
-        send_error(s, id_text, -32603, "could not start the call");
+        send_error(s, id_text, RPC_INTERNAL_ERROR, "could not start the call");
         return;
     }
     slot->used = true;
@@ -606,7 +620,7 @@ static void start_call(server_t *s, const cJSON *id, const char *id_text, cJSON 
         free(slot->token_text);
         memset(slot, 0, sizeof *slot);
         pthread_mutex_unlock(&s->mu);
-        send_error(s, id_text, -32603, "could not start the call");
+        send_error(s, id_text, RPC_INTERNAL_ERROR, "could not start the call");
         return;
     }
     pthread_mutex_unlock(&s->mu);
@@ -783,14 +797,14 @@ static void dispatch_request(server_t *s, cJSON *msg, const char *line, size_t l
     const cJSON *method = cJSON_GetObjectItemCaseSensitive(msg, "method");
     cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
     if (!cJSON_IsObject(msg) || !cJSON_IsString(jv) || strcmp(jv->valuestring, "2.0") != 0) {
-        send_error(s, id_text, -32600, "invalid request: not a JSON-RPC 2.0 object");
+        send_error(s, id_text, RPC_INVALID_REQUEST, "invalid request: not a JSON-RPC 2.0 object");
         return;
     }
     if (!cJSON_IsString(method)) {
         /* a response (to nothing this server asked) or garbage: ignore, or say so */
         if (id != NULL && cJSON_GetObjectItemCaseSensitive(msg, "result") == NULL &&
             cJSON_GetObjectItemCaseSensitive(msg, "error") == NULL)
-            send_error(s, id_text, -32600, "invalid request: no method");
+            send_error(s, id_text, RPC_INVALID_REQUEST, "invalid request: no method");
         return;
     }
     const char *m = method->valuestring;
@@ -802,20 +816,20 @@ static void dispatch_request(server_t *s, cJSON *msg, const char *line, size_t l
         return;
     }
     if (id_text == NULL) {
-        send_error(s, NULL, -32600,
+        send_error(s, NULL, RPC_INVALID_REQUEST,
                    "invalid request: the id must be a string (under 120 bytes) or an integer written plainly "
                    "(digits only: no exponent, fraction, leading zero or -0; below 2^53)");
         return;
     }
     if (params != NULL && !cJSON_IsObject(params)) {
-        send_error(s, id_text, -32602, "params must be an object");
+        send_error(s, id_text, RPC_INVALID_PARAMS, "params must be an object");
     } else if (request_dup_keys(msg)) {
-        send_error(s, id_text, -32600, "invalid request: a key is given twice in an object");
+        send_error(s, id_text, RPC_INVALID_REQUEST, "invalid request: a key is given twice in an object");
     } else if (strcmp(m, "ping") == 0) {
         send_result(s, id_text, cJSON_CreateObject());
     } else if (strcmp(m, "initialize") == 0) {
         if (s->initialized) {
-            send_error(s, id_text, -32600,
+            send_error(s, id_text, RPC_INVALID_REQUEST,
                        "invalid request: the server is already initialized (initialize is answered once)");
         } else {
             s->initialized = true;
@@ -825,7 +839,8 @@ static void dispatch_request(server_t *s, cJSON *msg, const char *line, size_t l
         /* The lifecycle: nothing but ping before initialize. Requests after its answer are
          * served, before notifications/initialized too (the client is asked to wait for
          * it, the server is not asked to refuse). */
-        send_error(s, id_text, -32600, "invalid request: the server is not initialized (send initialize first)");
+        send_error(s, id_text, RPC_INVALID_REQUEST,
+                   "invalid request: the server is not initialized (send initialize first)");
     } else if (strcmp(m, "tools/list") == 0) {
         cJSON *r = cJSON_CreateObject();
         cJSON *tools = cJSON_AddArrayToObject(r, "tools");
@@ -840,7 +855,7 @@ static void dispatch_request(server_t *s, cJSON *msg, const char *line, size_t l
         bool token_ok = token != NULL && path_text(line, len, token_path, 3, &tt) && valid_token(token, &tt);
         start_call(s, id, id_text, params, token_ok ? &tt : NULL);
     } else {
-        send_error(s, id_text, -32601, "method not found");
+        send_error(s, id_text, RPC_METHOD_NOT_FOUND, "method not found");
     }
 }
 
@@ -850,24 +865,24 @@ static void dispatch(server_t *s, const char *line, size_t len)
     case SCAN_BLANK:
         return;
     case SCAN_NOT_UTF8:
-        send_error(s, NULL, -32700, "parse error: the line is not valid UTF-8");
+        send_error(s, NULL, RPC_PARSE_ERROR, "parse error: the line is not valid UTF-8");
         return;
     case SCAN_CONTROL:
-        send_error(s, NULL, -32700,
+        send_error(s, NULL, RPC_PARSE_ERROR,
                    "parse error: a raw control character (JSON needs those inside strings escaped, e.g. \\n)");
         return;
     case SCAN_TOO_MANY: {
         char msg[128];
         snprintf(msg, sizeof msg, "invalid request: a message may hold at most %d JSON values (set by the server)",
                  PYBOX_MCP_VALUES_MAX);
-        send_error(s, NULL, -32600, msg);
+        send_error(s, NULL, RPC_INVALID_REQUEST, msg);
         return;
     }
     case SCAN_TOO_DEEP: {
         char msg[128];
         snprintf(msg, sizeof msg, "invalid request: the message is nested deeper than %d levels (set by the server)",
                  PYBOX_MCP_DEPTH_MAX);
-        send_error(s, NULL, -32600, msg);
+        send_error(s, NULL, RPC_INVALID_REQUEST, msg);
         return;
     }
     case SCAN_OK:
@@ -879,7 +894,7 @@ static void dispatch(server_t *s, const char *line, size_t len)
         end++;
     if (msg == NULL || end == NULL || end != line + len) {
         cJSON_Delete(msg);
-        send_error(s, NULL, -32700, "parse error: a line must hold exactly one JSON value");
+        send_error(s, NULL, RPC_PARSE_ERROR, "parse error: a line must hold exactly one JSON value");
         return;
     }
     /* The id as written: echoed as it came, when it is one this server takes. */
@@ -890,11 +905,11 @@ static void dispatch(server_t *s, const char *line, size_t len)
     char *id_text = id_ok ? strndup(idt.p, idt.n) : NULL;
     if (has_nul_escape(line, len)) {
         /* an integer id is certain; a string id may be the one cut short */
-        send_error(s, cJSON_IsNumber(id) ? id_text : NULL, -32600,
+        send_error(s, cJSON_IsNumber(id) ? id_text : NULL, RPC_INVALID_REQUEST,
                    "invalid request: a string holds a NUL character (\\u0000), which this server does not accept "
                    "(send bytes as content_base64)");
     } else if (dup_keys(msg)) { /* which id was meant is not known */
-        send_error(s, NULL, -32600, "invalid request: a key is given twice in the request");
+        send_error(s, NULL, RPC_INVALID_REQUEST, "invalid request: a key is given twice in the request");
     } else {
         dispatch_request(s, msg, line, len, id, id_text);
     }
@@ -980,7 +995,10 @@ int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t
         if (poll(ps, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
-            logf_("poll: %s", strerror(errno));
+            {
+                char etext[128];
+                logf_("poll: %s", pybox_strerror(errno, etext, sizeof etext));
+            }
             break;
         }
         if (ps[2].revents != 0)
@@ -992,8 +1010,10 @@ int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t
         ssize_t r = read(in_fd, chunk, sizeof chunk);
         if (r < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
-        if (r < 0)
-            logf_("reading stdin: %s", strerror(errno));
+        if (r < 0) {
+            char etext[128];
+            logf_("reading stdin: %s", pybox_strerror(errno, etext, sizeof etext));
+        }
         if (r <= 0)
             break;
         reap(s, false);
@@ -1006,16 +1026,17 @@ int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t
                 pybox_buf_free(&line);
                 pybox_buf_init(&line, 0);
             }
-            if (!skipping)
-                pybox_buf_append(&line, chunk + off, n);
+            if (!skipping && pybox_buf_append(&line, chunk + off, n) < 0)
+                skipping = true; /* out of memory for it: refused like one too large */
             off += n;
             if (nl == NULL)
                 break;
             off++; /* the newline */
             if (skipping) {
-                char msg[96];
-                snprintf(msg, sizeof msg, "invalid request: a message is larger than %d bytes", PYBOX_MCP_LINE_MAX);
-                send_error(s, NULL, -32600, msg);
+                char msg[128];
+                snprintf(msg, sizeof msg, "invalid request: a message is larger than %d bytes%s", PYBOX_MCP_LINE_MAX,
+                         pybox_buf_ok(&line) ? "" : " or than the server's memory could hold");
+                send_error(s, NULL, RPC_INVALID_REQUEST, msg);
                 skipping = false;
             } else if (line.len > 0) {
                 dispatch(s, line.data, line.len); /* blank lines are ignored there */
