@@ -873,6 +873,7 @@ START_TEST(text_whole_or_nothing)
         pybox_buf_free(&b);
     }
     pybox_buf_free(&full);
+    pybox_run_result_free(&r);
 }
 END_TEST
 
@@ -908,6 +909,7 @@ START_TEST(schema_catches_changes)
                      "https://json-schema.org/draft/2020-12/schema");
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(sch, "oneOf")), 2);
     cJSON_Delete(sch);
+    pybox_run_result_free(&r);
 }
 END_TEST
 

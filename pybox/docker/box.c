@@ -106,18 +106,28 @@ static int inspect(docker_box_t *b, long *status, cJSON **reply, pybox_error_t *
     return pybox_engine_call(b->engine, "GET", path, NULL, status, reply, err);
 }
 
+/* The engine's record of the box, which must exist: what names what it was for. */
+static int inspect_200(docker_box_t *b, const char *what, cJSON **reply, pybox_error_t *err)
+{
+    long status = 0;
+    *reply = NULL;
+    if (inspect(b, &status, reply, err) < 0)
+        return -1;
+    if (status != 200) {
+        pybox_engine_fail(err, what, status, *reply);
+        cJSON_Delete(*reply);
+        *reply = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 static int d_verify(pybox_box_t *base, const pybox_policy_t *p, int *checked, pybox_error_t *err)
 {
     docker_box_t *b = (docker_box_t *)base;
-    long status = 0;
     cJSON *reply = NULL;
-    if (inspect(b, &status, &reply, err) < 0)
+    if (inspect_200(b, "reading the box back", &reply, err) < 0)
         return -1;
-    if (status != 200) {
-        pybox_engine_fail(err, "reading the box back", status, reply);
-        cJSON_Delete(reply);
-        return -1;
-    }
     int rc = pybox_docker_verify(p, reply, checked, err);
     cJSON_Delete(reply);
     return rc;
@@ -354,16 +364,10 @@ static int d_remove(pybox_box_t *base, bool *gone, pybox_error_t *err)
 static int d_running(pybox_box_t *base, bool *running, pybox_error_t *err)
 {
     docker_box_t *b = (docker_box_t *)base;
-    long status = 0;
     cJSON *reply = NULL;
     *running = false;
-    if (inspect(b, &status, &reply, err) < 0)
+    if (inspect_200(b, "reading whether the box runs", &reply, err) < 0)
         return -1;
-    if (status != 200) {
-        pybox_engine_fail(err, "reading whether the box runs", status, reply);
-        cJSON_Delete(reply);
-        return -1;
-    }
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "State"), "Running");
     int rc = 0;
     if (cJSON_IsBool(r))
