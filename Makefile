@@ -5,7 +5,7 @@
 SANITIZE ?=
 BUILD ?= build$(if $(SANITIZE),-san)
 CC ?= gcc
-PKGS := libcjson libcurl libcrypto libarchive
+PKGS := libcjson libcurl libcrypto libarchive libseccomp
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
@@ -21,7 +21,8 @@ CFLAGS_ALL += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recov
 LDFLAGS_ALL += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC := $(filter-out pybox/main.c,$(wildcard pybox/*.c))
+LIB_SRC := $(filter-out pybox/main.c,$(wildcard pybox/*.c)) \
+           $(filter-out pybox/native/try.c,$(wildcard pybox/native/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/pybox/seccomp_blob.o
 UNIT_SRC := $(wildcard unit/*.c)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
@@ -122,7 +123,7 @@ campaign-pages: $(BUILD)/pybox-campaign
 evidence-check: $(BUILD)/pybox-campaign
 	$(BUILD)/pybox-campaign check evidence campaign/limits.md
 
-FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h campaign/*.c campaign/*.h)
+FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h pybox/native/*.c pybox/native/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h campaign/*.c campaign/*.h)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:
