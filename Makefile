@@ -71,6 +71,10 @@ CAMPAIGN_OBJ := $(BUILD)/obj/campaign/campaign.o $(BUILD)/obj/campaign/evidence.
 $(BUILD)/pybox-campaign: $(CAMPAIGN_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
+# The native sandbox's try and measuring tool (docs/native.md).
+$(BUILD)/native-try: $(BUILD)/obj/pybox/native/try.o $(BUILD)/libpybox.a
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
+
 $(BUILD)/pybox-bench: campaign/bench.c $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
