@@ -8,6 +8,7 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../pybox/native/cgroup.h"
 #include "../pybox/native/parse.h"
+#include "../pybox/native/sandbox.h"
 #include "../pybox/native/seccomp.h"
+#include "../pybox/native/verify.h"
 #include "../pybox/policy.h"
 #include "suites.h"
 
@@ -380,6 +384,500 @@ START_TEST(parse_cgroup_files)
 }
 END_TEST
 
+/* ---- cgroups on fixture trees ---- */
+
+static char fixture[64];
+
+static void put(const char *rel, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", fixture, rel);
+    FILE *f = fopen(p, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void get(const char *rel, char *buf, size_t len)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", fixture, rel);
+    FILE *f = fopen(p, "r");
+    ck_assert_msg(f != NULL, "no %s", p);
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+static void sub(const char *rel)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", fixture, rel);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+}
+
+static void fixture_new(void)
+{
+    snprintf(fixture, sizeof fixture, "/tmp/pybox-native-unit-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(fixture));
+}
+
+static void fixture_end(void)
+{
+    unit_rm_tree(fixture);
+}
+
+#define LEAF "0123456789abcdef0123456789abcdef"
+
+START_TEST(cgroup_v2_fixture)
+{
+    fixture_new();
+    put("cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n");
+    pybox_error_t err = {0};
+    int version = 0;
+    ck_assert_int_eq(pybox_native_cg_detect(fixture, &version, &err), 0);
+    ck_assert_int_eq(version, 2);
+    pybox_native_cgroup_t cg;
+    ck_assert_int_eq(pybox_native_cg_paths(fixture, 2, "pybox-inst", LEAF, &cg, &err), 0);
+    pybox_native_cg_limits_t want;
+    pybox_native_cg_want(128LL << 20, 32, 500000000, &want);
+    ck_assert_int_eq(want.cpu_quota_us, 50000);
+    ck_assert_int_eq(pybox_native_cg_make(&cg, &want, &err), 0);
+    char buf[128];
+    get("pybox-inst/cgroup.subtree_control", buf, sizeof buf);
+    ck_assert_str_eq(buf, "+memory +pids +cpu");
+    get("pybox-inst/" LEAF "/memory.max", buf, sizeof buf);
+    ck_assert_str_eq(buf, "134217728");
+    get("pybox-inst/" LEAF "/memory.swap.max", buf, sizeof buf);
+    ck_assert_str_eq(buf, "0");
+    get("pybox-inst/" LEAF "/pids.max", buf, sizeof buf);
+    ck_assert_str_eq(buf, "32");
+    get("pybox-inst/" LEAF "/cpu.max", buf, sizeof buf);
+    ck_assert_str_eq(buf, "50000 100000");
+    /* A second box of the same name is refused. */
+    pybox_error_t e2 = {0};
+    ck_assert_int_eq(pybox_native_cg_make(&cg, &want, &e2), -1);
+    ck_assert_int_eq(e2.errnum, EEXIST);
+    /* The kernel saying something else is a difference, each one named. */
+    put("pybox-inst/" LEAF "/memory.swap.max", "max\n");
+    put("pybox-inst/" LEAF "/pids.max", "max\n");
+    pybox_error_t e3 = {0};
+    int checked = 0;
+    ck_assert_int_eq(pybox_native_cg_check(&cg, &want, &checked, &e3), -1);
+    ck_assert_int_eq(e3.kind, PYBOX_ERR_POLICY);
+    ck_assert_int_eq(checked, 4);
+    ck_assert_ptr_nonnull(strstr(e3.msg, "2 of 4"));
+    ck_assert_ptr_nonnull(strstr(e3.msg, "memory.max (swap 0): spec 134217728, kernel -2"));
+    ck_assert_ptr_nonnull(strstr(e3.msg, "pids.max: spec 32, kernel -1"));
+    /* OOM kills from memory.events; membership written to cgroup.procs. */
+    put("pybox-inst/" LEAF "/memory.events", "low 0\nhigh 0\nmax 7\noom 2\noom_kill 2\noom_group_kill 0\n");
+    int64_t kills = -1;
+    ck_assert_int_eq(pybox_native_cg_oom_kills(&cg, &kills, &err), 0);
+    ck_assert_int_eq(kills, 2);
+    ck_assert_int_eq(pybox_native_cg_attach(&cg, 4242, &err), 0);
+    get("pybox-inst/" LEAF "/cgroup.procs", buf, sizeof buf);
+    ck_assert_str_eq(buf, "4242");
+    fixture_end();
+}
+END_TEST
+
+START_TEST(cgroup_v2_without_controllers)
+{
+    fixture_new();
+    /* This machine's unified mount: no controllers, so not usable. */
+    put("cgroup.controllers", "\n");
+    pybox_error_t err = {0};
+    int version = 0;
+    ck_assert_int_eq(pybox_native_cg_detect(fixture, &version, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no usable cgroup hierarchy"));
+    fixture_end();
+}
+END_TEST
+
+START_TEST(cgroup_v1_fixture)
+{
+    fixture_new();
+    sub("memory");
+    put("memory/memory.memsw.limit_in_bytes", "9223372036854771712\n");
+    sub("pids");
+    sub("cpu,cpuacct");
+    pybox_error_t err = {0};
+    int version = 0;
+    ck_assert_int_eq(pybox_native_cg_detect(fixture, &version, &err), 0);
+    ck_assert_int_eq(version, 1);
+    pybox_native_cgroup_t cg;
+    ck_assert_int_eq(pybox_native_cg_paths(fixture, 1, "pybox-inst", LEAF, &cg, &err), 0);
+    ck_assert_str_eq(cg.cpu, cg.cpuacct); /* mounted together: one folder */
+    ck_assert_ptr_nonnull(strstr(cg.cpu, "/cpu,cpuacct/pybox-inst/" LEAF));
+    pybox_native_cg_limits_t want;
+    pybox_native_cg_want(64LL << 20, 16, 250000000, &want);
+    ck_assert_int_eq(pybox_native_cg_make(&cg, &want, &err), 0);
+    char buf[64];
+    get("memory/pybox-inst/" LEAF "/memory.limit_in_bytes", buf, sizeof buf);
+    ck_assert_str_eq(buf, "67108864");
+    get("memory/pybox-inst/" LEAF "/memory.memsw.limit_in_bytes", buf, sizeof buf);
+    ck_assert_str_eq(buf, "67108864");
+    get("cpu,cpuacct/pybox-inst/" LEAF "/cpu.cfs_quota_us", buf, sizeof buf);
+    ck_assert_str_eq(buf, "25000");
+    /* Swap beyond the memory limit is a difference. */
+    put("memory/pybox-inst/" LEAF "/memory.memsw.limit_in_bytes", "9223372036854771712\n");
+    pybox_error_t e2 = {0};
+    ck_assert_int_eq(pybox_native_cg_check(&cg, &want, NULL, &e2), -1);
+    ck_assert_ptr_nonnull(strstr(e2.msg, "memory.limit_in_bytes = memsw: spec 67108864, kernel -2"));
+    put("memory/pybox-inst/" LEAF "/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n");
+    int64_t kills;
+    ck_assert_int_eq(pybox_native_cg_oom_kills(&cg, &kills, &err), 0);
+    ck_assert_int_eq(kills, 1);
+    fixture_end();
+}
+END_TEST
+
+START_TEST(cgroup_limits_unlimited)
+{
+    pybox_native_cg_limits_t w;
+    pybox_native_cg_want(0, 0, 0, &w);
+    ck_assert_int_eq(w.memory_bytes, -1);
+    ck_assert_int_eq(w.pids, -1);
+    ck_assert_int_eq(w.cpu_quota_us, -1);
+    pybox_native_cg_want(1, 1, 1, &w); /* the smallest quota the kernel takes */
+    ck_assert_int_eq(w.cpu_quota_us, 1000);
+}
+END_TEST
+
+START_TEST(leftovers_by_run_id_only)
+{
+    fixture_new();
+    put("cgroup.controllers", "cpu memory pids\n");
+    sub("pybox-inst");
+    sub("pybox-inst/" LEAF);                            /* a leaf without staging: stale */
+    sub("pybox-inst/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"); /* a leaf whose staging is not expired */
+    sub("pybox-inst/not-a-run-id");                     /* never touched */
+    sub("staging");
+    sub("staging/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    put("staging/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/expires", "2000\n");
+    sub("staging/bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+    put("staging/bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb/expires", "1000\n");
+    put("staging/bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb/junk", "x");
+    sub("staging/.cccccccccccccccccccccccccccccccc.new"); /* caught half made: no expiry */
+    sub("staging/somebody-else");
+    char st[128];
+    snprintf(st, sizeof st, "%s/staging", fixture);
+    pybox_native_leftover_t *l = NULL;
+    size_t n = 0;
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_native_leftovers(fixture, "pybox-inst", st, &l, &n, &err), 0);
+    ck_assert_uint_eq(n, 4);
+    int removed = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool gone = false;
+        ck_assert_int_eq(pybox_native_leftover_remove(fixture, "pybox-inst", st, &l[i], 1500, &gone, &err), 0);
+        removed += gone;
+        if (strcmp(l[i].run_id, LEAF) == 0) {
+            ck_assert(l[i].cgroup && !l[i].staging && gone);
+        } else if (l[i].run_id[0] == 'a') {
+            ck_assert(l[i].cgroup && l[i].staging && !gone);
+            ck_assert_int_eq(l[i].expires, 2000);
+        } else if (l[i].run_id[0] == 'b') {
+            ck_assert(!l[i].cgroup && l[i].staging && gone);
+        } else {
+            ck_assert(l[i].staging && l[i].expires == 0 && !gone);
+        }
+    }
+    ck_assert_int_eq(removed, 2);
+    free(l);
+    char p[256];
+    snprintf(p, sizeof p, "%s/pybox-inst/not-a-run-id", fixture);
+    ck_assert_int_eq(access(p, F_OK), 0);
+    snprintf(p, sizeof p, "%s/staging/somebody-else", fixture);
+    ck_assert_int_eq(access(p, F_OK), 0);
+    snprintf(p, sizeof p, "%s/staging/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", fixture);
+    ck_assert_int_eq(access(p, F_OK), 0);
+    snprintf(p, sizeof p, "%s/staging/bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", fixture);
+    ck_assert_int_eq(access(p, F_OK), -1);
+    fixture_end();
+}
+END_TEST
+
+/* ---- the spec's checks ---- */
+
+static const char *const test_env[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp", NULL};
+
+static void spec_ok(pybox_native_spec_t *s)
+{
+    /* A root filesystem shaped like an image's: only its layout is checked here. */
+    sub("root");
+    sub("root/pybox");
+    sub("root/proc");
+    sub("root/dev");
+    sub("root/tmp");
+    sub("root/box");
+    sub("root/box/in");
+    sub("root/box/out");
+    put("root/pybox/init", "");
+    char p[256];
+    snprintf(p, sizeof p, "%s/root/pybox/init", fixture);
+    ck_assert_int_eq(chmod(p, 0755), 0);
+    sub("staging");
+    static char root[128], staging[128];
+    snprintf(root, sizeof root, "%s/root", fixture);
+    snprintf(staging, sizeof staging, "%s/staging", fixture);
+    memset(s, 0, sizeof *s);
+    s->rootfs = root;
+    s->mount_in = true;
+    s->out_bytes = 1 << 20;
+    s->tmp_bytes = s->shm_bytes = 1 << 20;
+    s->uid = 200001;
+    s->timer_ms = 3000;
+    s->memory_bytes = 128LL << 20;
+    s->pids = 32;
+    s->nano_cpus = 500000000;
+    s->nofile = 256;
+    s->fsize_bytes = 1 << 20;
+    s->sigpending = 1024;
+    s->cgroup_root = "/sys/fs/cgroup";
+    s->cgroup_parent = "pybox-inst";
+    s->name = LEAF;
+    s->staging = staging;
+    s->expires = 2000000000;
+    s->env = test_env;
+}
+
+static void spec_refused(const pybox_native_spec_t *s, const char *needle)
+{
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_native_spec_check(s, &err), -1);
+    ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
+    ck_assert_msg(strstr(err.msg, needle) != NULL, "'%s' not in '%s'", needle, err.msg);
+}
+
+START_TEST(spec_checks)
+{
+    fixture_new();
+    pybox_native_spec_t s, t;
+    spec_ok(&s);
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_native_spec_check(&s, &err) == 0, "%s", err.msg);
+    t = s;
+    t.rootfs = "relative/root";
+    spec_refused(&t, "not a clean absolute path");
+    t = s;
+    char dotted[160];
+    snprintf(dotted, sizeof dotted, "%s/../root", s.staging);
+    t.rootfs = dotted;
+    spec_refused(&t, "not a clean absolute path");
+    t = s;
+    t.rootfs = "/nonexistent-pybox-root";
+    spec_refused(&t, "is not a folder");
+    t = s;
+    t.rootfs = s.staging; /* a folder, but no /pybox/init */
+    spec_refused(&t, "no executable /pybox/init");
+    t = s;
+    t.name = "0123456789ABCDEF0123456789ABCDEF";
+    spec_refused(&t, "not a run id");
+    t.name = "../../../etc";
+    spec_refused(&t, "not a run id");
+    t = s;
+    t.cgroup_parent = "../escape";
+    spec_refused(&t, "cgroup parent");
+    t.cgroup_parent = "/abs";
+    spec_refused(&t, "cgroup parent");
+    t = s;
+    t.memory_bytes = 1 << 20;
+    spec_refused(&t, "memory_bytes 1048576 is out of range");
+    t = s;
+    t.pids = 2;
+    spec_refused(&t, "pids 2 is out of range");
+    t = s;
+    t.timer_ms = 0;
+    spec_refused(&t, "timer_ms 0 is out of range");
+    t = s;
+    t.uid = 0; /* root only by the relaxation, never by a uid */
+    spec_refused(&t, "uid 0 is out of range");
+    t = s;
+    t.nano_cpus = 1;
+    spec_refused(&t, "nano_cpus");
+    t = s;
+    t.out_bytes = 1LL << 40;
+    spec_refused(&t, "out_bytes");
+    t = s;
+    t.relax_cap = "CAP_EVERYTHING";
+    spec_refused(&t, "not a capability");
+    t = s;
+    static const char *const bad_env[] = {"NOEQUALS", NULL};
+    t.env = bad_env;
+    spec_refused(&t, "not NAME=value");
+    t = s;
+    t.relax_bind = "/tmp"; /* the root has no /host */
+    spec_refused(&t, "/host");
+    fixture_end();
+}
+END_TEST
+
+/* ---- the verifier's comparisons ---- */
+
+START_TEST(verify_status_each_check)
+{
+    pybox_np_status_t good;
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_np_status_parse(status_fixture, strlen(status_fixture), &good, &err), 0);
+    pybox_nv_t v;
+    pybox_nv_init(&v);
+    pybox_nv_status(&v, &good, 0xe0, true, true);
+    ck_assert_int_eq(v.count, 0);
+    ck_assert_int_gt(v.checked, 15);
+    pybox_nv_free(&v);
+    /* Each field changed alone is caught, and named. */
+    static const struct {
+        const char *name;
+        size_t off;
+        size_t size;
+        uint64_t value;
+    } bad[] = {
+        {"CapEff", offsetof(pybox_np_status_t, cap_eff), 8, 0x1e0},
+        {"CapPrm", offsetof(pybox_np_status_t, cap_prm), 8, 0xe1},
+        {"CapBnd", offsetof(pybox_np_status_t, cap_bnd), 8, 0x1ffffffffffULL},
+        {"CapInh", offsetof(pybox_np_status_t, cap_inh), 8, 0x20},
+        {"CapAmb", offsetof(pybox_np_status_t, cap_amb), 8, 0x20},
+        {"NoNewPrivs", offsetof(pybox_np_status_t, no_new_privs), sizeof(int), 0},
+        {"Seccomp", offsetof(pybox_np_status_t, seccomp), sizeof(int), 0},
+        {"Seccomp_filters", offsetof(pybox_np_status_t, seccomp_filters), sizeof(int), 2},
+        {"effective uid", offsetof(pybox_np_status_t, uid) + 8, 8, 1000},
+        {"saved gid", offsetof(pybox_np_status_t, gid) + 16, 8, 1000},
+        {"supplementary groups", offsetof(pybox_np_status_t, ngroups), sizeof(int), 1},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pybox_np_status_t st = good;
+        if (bad[i].size == 8)
+            memcpy((char *)&st + bad[i].off, &bad[i].value, 8);
+        else {
+            int x = (int)bad[i].value;
+            memcpy((char *)&st + bad[i].off, &x, sizeof x);
+        }
+        pybox_nv_init(&v);
+        pybox_nv_status(&v, &st, 0xe0, true, true);
+        ck_assert_msg(v.count == 1, "%s: %d differences", bad[i].name, v.count);
+        ck_assert_msg(strstr(v.diffs.data, bad[i].name) != NULL, "%s not in %s", bad[i].name, v.diffs.data);
+        pybox_nv_free(&v);
+    }
+    /* A status without its capability lines proves nothing. */
+    pybox_np_status_t none;
+    ck_assert_int_eq(pybox_np_status_parse("Name:\tx\n", 8, &none, &err), 0);
+    pybox_nv_init(&v);
+    pybox_nv_status(&v, &none, 0xe0, true, true);
+    ck_assert_int_gt(v.count, 5);
+    pybox_nv_free(&v);
+}
+END_TEST
+
+static const char box_mounts[] =
+    "103 50 254:0 / / ro,nosuid,nodev,relatime - ext4 /dev/vda rw\n"
+    "104 103 0:53 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw\n"
+    "105 103 0:54 / /dev ro,nosuid,noexec,relatime - tmpfs tmpfs rw,size=64k,nr_inodes=64,mode=755\n"
+    "106 105 0:55 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs tmpfs rw,size=16384k\n"
+    "107 104 0:54 /null /proc/keys ro,nosuid,noexec,relatime - tmpfs tmpfs rw,size=64k,nr_inodes=64,mode=755\n"
+    "109 104 0:56 / /proc/acpi ro,nosuid,nodev,noexec,relatime - tmpfs tmpfs ro,size=4k,nr_inodes=4,mode=555\n"
+    "113 104 0:53 /sys /proc/sys ro,nosuid,nodev,noexec,relatime - proc proc rw\n"
+    "114 103 0:57 / /tmp rw,nosuid,nodev,noexec,relatime - tmpfs tmpfs rw,size=16384k\n"
+    "116 103 0:58 / /box/out rw,nosuid,nodev,noexec,relatime - tmpfs tmpfs rw,size=16384k,mode=700,uid=200001,"
+    "gid=200001\n";
+
+static int mounts_differences(const char *text, char *diffs, size_t len)
+{
+    pybox_np_mount_t *m = NULL;
+    size_t n = 0;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_np_mountinfo_parse(text, strlen(text), 64, &m, &n, &err) == 0, "%s", err.msg);
+    want_mount_t w[] = {
+        {.point = "/", .flags = PYBOX_NP_MNT_RO | PYBOX_NP_MNT_NOSUID | PYBOX_NP_MNT_NODEV},
+        {.point = "/proc", .fstype = "proc", .flags = PYBOX_NP_MNT_NOSUID | PYBOX_NP_MNT_NODEV | PYBOX_NP_MNT_NOEXEC},
+        {.point = "/dev",
+         .fstype = "tmpfs",
+         .flags = PYBOX_NP_MNT_RO | PYBOX_NP_MNT_NOSUID | PYBOX_NP_MNT_NOEXEC,
+         .size = "64k",
+         .mode = "755"},
+        {.point = "/dev/shm",
+         .fstype = "tmpfs",
+         .flags = PYBOX_NP_MNT_NOSUID | PYBOX_NP_MNT_NODEV | PYBOX_NP_MNT_NOEXEC,
+         .size = "16384k",
+         .mode = "1777"},
+        {.point = "/proc/keys", .flags = PYBOX_NP_MNT_RO | PYBOX_NP_MNT_NOSUID | PYBOX_NP_MNT_NOEXEC, .from_dev = true},
+        {.point = "/proc/acpi",
+         .fstype = "tmpfs",
+         .flags = PYBOX_NP_MNT_RO | PYBOX_NP_MNT_NOSUID | PYBOX_NP_MNT_NODEV | PYBOX_NP_MNT_NOEXEC,
+         .size = "4k"},
+        {.point = "/proc/sys",
+         .fstype = "proc",
+         .flags = PYBOX_NP_MNT_RO | PYBOX_NP_MNT_NOSUID | PYBOX_NP_MNT_NODEV | PYBOX_NP_MNT_NOEXEC},
+        {.point = "/tmp",
+         .fstype = "tmpfs",
+         .flags = PYBOX_NP_MNT_NOSUID | PYBOX_NP_MNT_NODEV | PYBOX_NP_MNT_NOEXEC,
+         .size = "16384k",
+         .mode = "1777"},
+        {.point = "/box/out",
+         .fstype = "tmpfs",
+         .flags = PYBOX_NP_MNT_NOSUID | PYBOX_NP_MNT_NODEV | PYBOX_NP_MNT_NOEXEC,
+         .size = "16384k",
+         .mode = "700",
+         .uid = "200001",
+         .gid = "200001"},
+    };
+    pybox_nv_t v;
+    pybox_nv_init(&v);
+    pybox_nv_mounts(&v, m, n, w, sizeof w / sizeof *w);
+    int c = v.count;
+    snprintf(diffs, len, "%s", v.diffs.data ? v.diffs.data : "");
+    pybox_nv_free(&v);
+    free(m);
+    return c;
+}
+
+/* The fixture with one piece of text replaced. */
+static void changed(const char *from, const char *to, char *out, size_t len)
+{
+    const char *p = strstr(box_mounts, from);
+    ck_assert_ptr_nonnull(p);
+    snprintf(out, len, "%.*s%s%s", (int)(p - box_mounts), box_mounts, to, p + strlen(from));
+}
+
+START_TEST(verify_mounts_each_check)
+{
+    char d[2048], t[4096];
+    ck_assert_msg(mounts_differences(box_mounts, d, sizeof d) == 0, "%s", d);
+    static const struct {
+        const char *from, *to, *needle;
+    } cases[] = {
+        {"/ / ro,nosuid", "/ / rw,nosuid", "mount /: spec ro,nosuid,nodev, kernel rw,nosuid,nodev"},
+        {"/tmp rw,nosuid,nodev,noexec", "/tmp rw,nosuid,nodev", "mount /tmp: spec rw,nosuid,nodev,noexec"},
+        {"/tmp rw,nosuid,nodev,noexec,relatime - tmpfs tmpfs rw,size=16384k",
+         "/tmp rw,nosuid,nodev,noexec,relatime - tmpfs tmpfs rw,size=32768k",
+         "mount /tmp size: spec 16384k, kernel 32768k"},
+        {"uid=200001,", "uid=200002,", "mount /box/out uid: spec 200001, kernel 200002"},
+        {"/box/out rw", "/box/outx rw", "mount /box/outx: spec absent"},
+        {"/proc/acpi ro", "/proc/acpi rw", "mount /proc/acpi"},
+        {"0:54 /null /proc/keys", "254:0 /etc/shadow /proc/keys", "the box's /dev/null"},
+        {"114 103 0:57 / /tmp rw,nosuid,nodev,noexec,relatime",
+         "114 103 0:57 / /tmp rw,nosuid,nodev,noexec,relatime shared:1", "mount /tmp: spec private"},
+        {"104 103 0:53 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw\n",
+         "104 103 0:53 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw\n"
+         "120 103 254:0 /home /mnt rw,relatime - ext4 /dev/vda rw\n",
+         "mount /mnt: spec absent, kernel ext4 of /home"},
+        {"/proc/sys ro,nosuid,nodev,noexec,relatime - proc", "/proc/sys ro,nosuid,nodev,noexec,relatime - sysfs",
+         "mount /proc/sys type: spec proc, kernel sysfs"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        changed(cases[i].from, cases[i].to, t, sizeof t);
+        int c = mounts_differences(t, d, sizeof d);
+        ck_assert_msg(c >= 1, "case %zu: no difference", i);
+        ck_assert_msg(strstr(d, cases[i].needle) != NULL, "case %zu: '%s' not in '%s'", i, cases[i].needle, d);
+    }
+    /* A mount missing from the kernel's list. */
+    changed("109 104 0:56 / /proc/acpi ro,nosuid,nodev,noexec,relatime - tmpfs tmpfs ro,size=4k,nr_inodes=4,mode=555\n",
+            "", t, sizeof t);
+    ck_assert_int_eq(mounts_differences(t, d, sizeof d), 1);
+    ck_assert_ptr_nonnull(strstr(d, "mount /proc/acpi: spec present, kernel absent"));
+}
+END_TEST
+
 Suite *suite_native(void)
 {
     Suite *s = suite_create("native");
@@ -397,6 +895,18 @@ Suite *suite_native(void)
     tcase_add_test(tc, parse_cgroup_membership);
     tcase_add_test(tc, parse_idmap);
     tcase_add_test(tc, parse_cgroup_files);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("cgroup");
+    tcase_add_test(tc, cgroup_v2_fixture);
+    tcase_add_test(tc, cgroup_v2_without_controllers);
+    tcase_add_test(tc, cgroup_v1_fixture);
+    tcase_add_test(tc, cgroup_limits_unlimited);
+    tcase_add_test(tc, leftovers_by_run_id_only);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("spec");
+    tcase_add_test(tc, spec_checks);
+    tcase_add_test(tc, verify_status_each_check);
+    tcase_add_test(tc, verify_mounts_each_check);
     suite_add_tcase(s, tc);
     return s;
 }

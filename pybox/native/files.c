@@ -66,10 +66,12 @@ int pybox_native_put_files(pybox_native_box_t *b, const void *tar, size_t len, p
     if (r == NULL || w == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "archive_read_new");
     archive_read_support_format_tar(r);
-    /* Owners and modes as packed (root, read-only); nothing outside in/, no links. */
+    /* Owners and modes as packed (root, read-only); no links. Names are checked here and
+     * then made absolute under in/, so libarchive's own refusal of absolute names cannot
+     * be used; its checks of ".." and of links on the way stay. */
     archive_write_disk_set_options(w, ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
                                           ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-                                          ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_NO_OVERWRITE);
+                                          ARCHIVE_EXTRACT_NO_OVERWRITE);
     if (archive_read_open_memory(r, tar, len) != ARCHIVE_OK)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: the input archive: %s", archive_error_string(r));
     struct archive_entry *e;

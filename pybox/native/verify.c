@@ -302,16 +302,6 @@ static void tmpfs_size(int64_t bytes, char *out, size_t len)
     snprintf(out, len, "%lldk", (long long)((bytes + 4095) / 4096 * 4));
 }
 
-typedef struct want_mount {
-    const char *point;
-    const char *fstype; /* NULL: the root filesystem's or the bound folder's */
-    unsigned flags;
-    const char *size, *mode, *uid, *gid; /* tmpfs options, NULL: not compared */
-    const char *bind_of;                 /* a host folder bound here: same device, same folder */
-    bool from_dev;                       /* /dev/null of the box's own /dev */
-    bool seen;
-} want_mount_t;
-
 static bool opt_is(const char *super, const char *name, const char *want, bool absent_ok)
 {
     char v[64];

@@ -27,8 +27,17 @@ void pybox_nv_expect_str(pybox_nv_t *v, const char *where, const char *want, con
  * bounding), none inheritable or ambient, no_new_privs and a seccomp filter as asked. */
 void pybox_nv_status(pybox_nv_t *v, const pybox_np_status_t *st, uint64_t caps, bool nnp, bool seccomp);
 
-/* One expected mount (see verify.c). */
-typedef struct want_mount want_mount_t;
+/* One expected mount. */
+typedef struct want_mount {
+    const char *point;
+    const char *fstype; /* NULL: the root filesystem's or the bound folder's */
+    unsigned flags;
+    const char *size, *mode, *uid, *gid; /* tmpfs options, NULL: not compared */
+    const char *bind_of;                 /* a host folder bound here: same device, same folder */
+    bool from_dev;                       /* /dev/null of the box's own /dev */
+    bool seen;
+} want_mount_t;
+
 /* Exactly the expected mounts, each with its flags, type, tmpfs options and origin. */
 void pybox_nv_mounts(pybox_nv_t *v, const pybox_np_mount_t *m, size_t n, want_mount_t *w, size_t nw);
 
