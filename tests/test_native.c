@@ -16,6 +16,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -570,6 +571,46 @@ START_TEST(killed_host_box_ends_by_its_timer)
 }
 END_TEST
 
+/* Boxes made from four threads at once: between clone and exec the child calls nothing
+ * that waits for the parent's other threads (glibc's setgroups, setuid and the like). */
+static void *four_at_once(void *arg)
+{
+    uint32_t uid = (uint32_t)(uintptr_t)arg;
+    for (int i = 0; i < 3; i++) {
+        pybox_native_spec_t s;
+        char name[33];
+        spec_of(&s, name, uid);
+        pybox_error_t err = {0};
+        pybox_native_box_t *b = NULL;
+        if (pybox_native_create(&s, &b, &err) < 0)
+            return (void *)1;
+        pybox_native_run_t r;
+        const char *prog = "print('hi')\n";
+        int rc = pybox_native_drive(b, prog, strlen(prog), 15000, NULL, NULL, &r, &err);
+        bool ok = rc == 0 && r.rec.seen && r.end.exit_code == 0;
+        pybox_native_run_free(&r);
+        bool gone = false;
+        ok = pybox_native_remove(b, &gone, &err) == 0 && gone && ok;
+        pybox_native_free(b);
+        if (!ok)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+START_TEST(boxes_from_threads_at_once)
+{
+    pthread_t t[4];
+    for (uintptr_t i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, four_at_once, (void *)(200200 + i)), 0);
+    for (int i = 0; i < 4; i++) {
+        void *rc = NULL;
+        pthread_join(t[i], &rc);
+        ck_assert_ptr_null(rc);
+    }
+}
+END_TEST
+
 Suite *itest_suite_native(void)
 {
     Suite *s = suite_create("native");
@@ -584,6 +625,11 @@ Suite *itest_suite_native(void)
     tcase_add_test(tc, files_in_and_out);
     tcase_add_test(tc, files_out_bounded);
     tcase_add_test(tc, killed_host_box_ends_by_its_timer);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("threads");
+    tcase_add_unchecked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, boxes_from_threads_at_once);
     suite_add_tcase(s, tc);
     return s;
 }

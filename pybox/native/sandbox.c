@@ -288,6 +288,11 @@ typedef struct plan {
     bool setns_net;
     int netns_fd;
     bool unshare_cgroup; /* v1: a cgroup namespace made after the move into the leaf */
+    /* v1 (or v2 without CLONE_INTO_CGROUP): the files the child writes "0" into to move
+     * itself into the leaf. Its own single thread by "tasks" (v1) takes no global lock,
+     * where a pid written by the parent waits for an RCU grace period (0 to 16 ms). */
+    const char *attach[4];
+    size_t n_attach;
     struct rlimit rl_nofile, rl_fsize, rl_core, rl_sigpending;
     char *argv[4];
     char *envp[72];
@@ -521,7 +526,6 @@ typedef struct report {
 } report_t;
 
 enum {
-    STEP_SYNC = -1,
     STEP_CGROUPNS = -2,
     STEP_PRIVATE = -3,
     STEP_PIVOT = -4,
@@ -535,13 +539,12 @@ enum {
     STEP_STDIO = -12,
     STEP_NETNS = -13,
     STEP_SESSION = -14,
+    STEP_ATTACH = -15,
 };
 
 static const char *step_name(int step)
 {
     switch (step) {
-    case STEP_SYNC:
-        return "waiting to be moved into the cgroup";
     case STEP_CGROUPNS:
         return "unshare(CLONE_NEWCGROUP)";
     case STEP_PRIVATE:
@@ -568,6 +571,8 @@ static const char *step_name(int step)
         return "joining the network namespace";
     case STEP_SESSION:
         return "setsid";
+    case STEP_ATTACH:
+        return "moving into the box's cgroup";
     default:
         return "?";
     }
@@ -614,17 +619,14 @@ static int caps_set(uint64_t caps)
     return (int)syscall(SYS_capset, &h, d);
 }
 
-static _Noreturn void child(const plan_t *p, int sync_r, int report_w, int in_r, int out_w, int err_w)
+static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, int err_w)
 {
-    char go;
-    /* Wait until the parent has put this process into the cgroup (or gave up). */
-    for (;;) {
-        ssize_t r = read(sync_r, &go, 1);
-        if (r == 1)
-            break;
-        if (r < 0 && errno == EINTR)
-            continue;
-        _exit(126);
+    /* Into the leaf first, before anything is charged to PyBox's own cgroup. */
+    for (size_t i = 0; i < p->n_attach; i++) {
+        int fd = open(p->attach[i], O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "0", 1) != 1)
+            child_fail(report_w, STEP_ATTACH, errno);
+        close(fd);
     }
     if (p->unshare_cgroup && unshare(CLONE_NEWCGROUP) < 0)
         child_fail(report_w, STEP_CGROUPNS, errno);
@@ -671,7 +673,7 @@ static _Noreturn void child(const plan_t *p, int sync_r, int report_w, int in_r,
         child_fail(report_w, STEP_HOSTNAME, errno);
     }
     /* No supplementary group of PyBox's stays with init. */
-    if (setgroups(0, NULL) < 0)
+    if (syscall(SYS_setgroups, 0, NULL) < 0) /* raw: glibc would wait for threads the child does not have */
         child_fail(report_w, STEP_CAPS, errno);
     if (setrlimit(RLIMIT_NOFILE, &p->rl_nofile) < 0 || setrlimit(RLIMIT_FSIZE, &p->rl_fsize) < 0 ||
         setrlimit(RLIMIT_CORE, &p->rl_core) < 0 || setrlimit(RLIMIT_SIGPENDING, &p->rl_sigpending) < 0)
@@ -841,7 +843,7 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     snprintf(b->argv[1], sizeof b->argv[1], "%s%lld", PYBOX_GUEST_TIMER_FLAG, (long long)s->timer_ms);
     snprintf(b->argv[2], sizeof b->argv[2], "%s%u", PYBOX_GUEST_UID_FLAG, b->program_uid);
     plan_t *p = NULL;
-    int sync_p[2] = {-1, -1}, rep[2] = {-1, -1}, in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
+    int rep[2] = {-1, -1}, in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
     int cgfd = -1;
     if (pybox_native_caps(s, &b->caps, err) < 0)
         goto fail;
@@ -874,8 +876,7 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
         }
         p->setns_net = true;
     }
-    if (pipe_high(sync_p, err) < 0 || pipe_high(rep, err) < 0 || pipe_high(in_p, err) < 0 ||
-        pipe_high(out_p, err) < 0 || pipe_high(err_p, err) < 0)
+    if (pipe_high(rep, err) < 0 || pipe_high(in_p, err) < 0 || pipe_high(out_p, err) < 0 || pipe_high(err_p, err) < 0)
         goto fail;
     uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (p->setns_net ? 0 : CLONE_NEWNET);
     if (version == 2) {
@@ -890,9 +891,20 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     pid_t pid = -1;
     if (cgfd >= 0)
         pid = clone_box(flags | CLONE_NEWCGROUP, cgfd, &b->pidfd);
-    bool attached = pid >= 0;
     if (pid < 0) {
         p->unshare_cgroup = true;
+        const char *d[4] = {b->cg.memory, b->cg.pids, b->cg.cpu, b->cg.cpuacct};
+        size_t nd = 4;
+        if (version == 2) {
+            d[0] = b->cg.unified;
+            nd = 1;
+        } else if (strcmp(b->cg.cpu, b->cg.cpuacct) == 0) {
+            nd = 3;
+        }
+        for (size_t i = 0; i < nd; i++)
+            if ((p->attach[p->n_attach++] = str(p, err, "%s/%s", d[i], version == 2 ? "cgroup.procs" : "tasks")) ==
+                NULL)
+                goto fail;
         pid = clone_box(flags, -1, &b->pidfd);
     }
     if (pid < 0) {
@@ -900,21 +912,13 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
         goto fail;
     }
     if (pid == 0) {
-        child(p, sync_p[0], rep[1], in_p[0], out_p[1], err_p[1]);
+        child(p, rep[1], in_p[0], out_p[1], err_p[1]);
     }
     b->pid = pid;
-    close_fd(&sync_p[0]);
     close_fd(&rep[1]);
     close_fd(&in_p[0]);
     close_fd(&out_p[1]);
     close_fd(&err_p[1]);
-    if (!attached && pybox_native_cg_attach(&b->cg, pid, err) < 0)
-        goto fail; /* closing sync ends the child before it does anything */
-    if (write(sync_p[1], "g", 1) != 1) {
-        sys_fail(err, errno, "write", "the box's go-ahead");
-        goto fail;
-    }
-    close_fd(&sync_p[1]);
     report_t r;
     ssize_t got;
     do
@@ -954,7 +958,6 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
 
 fail:
     for (int i = 0; i < 2; i++) {
-        close_fd(&sync_p[i]);
         close_fd(&rep[i]);
         close_fd(&in_p[i]);
         close_fd(&out_p[i]);

@@ -18,7 +18,7 @@
 static const char *rootfs, *staging = "/var/tmp/pybox-native-staging", *parent = "pybox-native-try";
 static char *program;
 static size_t program_len;
-static int runs = 1, jobs = 1, do_verify = 1, quiet;
+static int runs = 1, jobs = 1, do_verify = 1, quiet, times;
 static const char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp", NULL};
 
 typedef struct job {
@@ -60,6 +60,7 @@ static int one(uint32_t uid, int show)
     pybox_native_spec_t s;
     spec_for(&s, name, uid);
     pybox_native_box_t *b = NULL;
+    double t0 = pybox_now_s();
     if (pybox_native_create(&s, &b, &err) < 0) {
         fprintf(stderr, "native-try: %s\n", err.msg);
         return -1;
@@ -69,6 +70,7 @@ static int one(uint32_t uid, int show)
         fprintf(stderr, "native-try: %s\n", err.msg);
         rc = -1;
     }
+    double t1 = pybox_now_s();
     pybox_native_run_t r;
     if (rc == 0 && pybox_native_drive(b, program, program_len, 5000, NULL, NULL, &r, &err) < 0) {
         fprintf(stderr, "native-try: %s\n", err.msg);
@@ -89,12 +91,16 @@ static int one(uint32_t uid, int show)
             rc = -1;
         pybox_native_run_free(&r);
     }
+    double t2 = pybox_now_s();
     bool gone = false;
     pybox_error_t rerr = {0};
     if (pybox_native_remove(b, &gone, &rerr) < 0 || !gone) {
         fprintf(stderr, "native-try: remove: %s\n", rerr.msg);
         rc = -1;
     }
+    if (times)
+        fprintf(stderr, "native-try: create+verify %.2f ms, run %.2f ms, remove %.2f ms\n", (t1 - t0) * 1000,
+                (t2 - t1) * 1000, (pybox_now_s() - t2) * 1000);
     pybox_native_free(b);
     return rc;
 }
@@ -130,6 +136,8 @@ int main(int argc, char **argv)
             do_verify = 0;
         else if (strcmp(argv[i], "--quiet") == 0)
             quiet = 1;
+        else if (strcmp(argv[i], "--times") == 0)
+            times = 1;
         else if (argv[i][0] == '/')
             rootfs = argv[i];
         else {
