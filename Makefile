@@ -5,7 +5,7 @@
 SANITIZE ?=
 BUILD ?= build$(if $(SANITIZE),-san)
 CC ?= gcc
-PKGS := libcjson libcurl libcrypto libarchive
+PKGS := libcjson libcurl libcrypto libarchive libseccomp
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
@@ -87,6 +87,10 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 
 CAMPAIGN_OBJ := $(BUILD)/obj/campaign/campaign.o $(BUILD)/obj/campaign/evidence.o
 $(BUILD)/pybox-campaign: $(CAMPAIGN_OBJ) $(BUILD)/libpybox.a
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
+
+# The native sandbox's try and measuring tool (docs/native.md).
+$(BUILD)/native-try: $(BUILD)/obj/campaign/native_try.o $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
 $(BUILD)/pybox-bench: campaign/bench.c $(BUILD)/libpybox.a

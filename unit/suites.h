@@ -25,5 +25,6 @@ Suite *suite_mcp(void);
 Suite *suite_evidence(void);
 Suite *suite_uid(void);
 Suite *suite_run(void);
+Suite *suite_native(void);
 
 #endif

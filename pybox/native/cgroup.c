@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: MIT */
+/* A native box's cgroup, v1 and v2 (see cgroup.h). */
+#include "cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../buf.h"
+#include "../escape.h"
+#include "../util.h"
+#include "parse.h"
+
+static int sys_fail(pybox_error_t *err, int e, const char *call, const char *path)
+{
+    char shown[PATH_MAX];
+    pybox_escape_short(shown, sizeof shown, path, 300);
+    return pybox_error_set(err, PYBOX_ERR_SYSTEM, e, "%s(%s)", call, shown);
+}
+
+int pybox_native_read_small(const char *path, char *buf, size_t len, size_t *got, pybox_error_t *err)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return sys_fail(err, errno, "open", path);
+    size_t n = 0;
+    while (n + 1 < len) {
+        ssize_t r = read(fd, buf + n, len - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return sys_fail(err, errno, "read", path);
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    if (n + 1 >= len)
+        return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "%s: longer than %zu bytes", path, len - 1);
+    buf[n] = '\0';
+    if (got != NULL)
+        *got = n;
+    return 0;
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static bool exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+/* A whole word in a space-separated list. */
+static bool has_word(const char *list, const char *w)
+{
+    size_t n = strlen(w);
+    for (const char *p = list; (p = strstr(p, w)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' ' || p[n] == '\n'))
+            return true;
+    return false;
+}
+
+int pybox_native_cg_detect(const char *root, int *version, pybox_error_t *err)
+{
+    char p[PATH_MAX], buf[512];
+    if (pybox_fmt(p, sizeof p, "%s/cgroup.controllers", root) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup root");
+    pybox_error_t ignored = {0};
+    if (pybox_native_read_small(p, buf, sizeof buf, NULL, &ignored) == 0 && has_word(buf, "memory") &&
+        has_word(buf, "pids") && has_word(buf, "cpu")) {
+        *version = 2;
+        return 0;
+    }
+    char m[PATH_MAX], pi[PATH_MAX], c[PATH_MAX], cc[PATH_MAX];
+    if (pybox_fmt(m, sizeof m, "%s/memory/memory.memsw.limit_in_bytes", root) == 0 && exists(m) &&
+        pybox_fmt(pi, sizeof pi, "%s/pids", root) == 0 && is_dir(pi) &&
+        ((pybox_fmt(c, sizeof c, "%s/cpu", root) == 0 && is_dir(c)) ||
+         (pybox_fmt(cc, sizeof cc, "%s/cpu,cpuacct", root) == 0 && is_dir(cc)))) {
+        *version = 1;
+        return 0;
+    }
+    char shown[PATH_MAX];
+    pybox_escape_short(shown, sizeof shown, root, 300);
+    return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0,
+                           "no usable cgroup hierarchy under %s: neither v2 with the memory, pids and cpu "
+                           "controllers nor v1 memory (with swap accounting), pids and cpu",
+                           shown);
+}
+
+static int v1_dir(const char *root, const char *ctrl, const char *rel, char *out, size_t len)
+{
+    /* cpu and cpuacct may be mounted together, under either name. */
+    const char *names[] = {ctrl, "cpu,cpuacct", "cpuacct,cpu"};
+    size_t n = strncmp(ctrl, "cpu", 3) == 0 ? 3 : 1;
+    for (size_t i = 0; i < n; i++) {
+        char base[PATH_MAX];
+        if (pybox_fmt(base, sizeof base, "%s/%s", root, names[i]) == 0 && is_dir(base))
+            return pybox_fmt(out, len, "%s/%s", base, rel);
+    }
+    return pybox_fmt(out, len, "%s/%s/%s", root, ctrl, rel);
+}
+
+int pybox_native_cg_paths(const char *root, int version, const char *parent, const char *name,
+                          pybox_native_cgroup_t *out, pybox_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    out->version = version;
+    char rel[PATH_MAX];
+    if (pybox_fmt(rel, sizeof rel, "%s/%s", parent, name) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+    int rc = 0;
+    if (version == 2) {
+        rc = pybox_fmt(out->unified, sizeof out->unified, "%s/%s", root, rel);
+    } else {
+        rc |= v1_dir(root, "memory", rel, out->memory, sizeof out->memory);
+        rc |= v1_dir(root, "pids", rel, out->pids, sizeof out->pids);
+        rc |= v1_dir(root, "cpu", rel, out->cpu, sizeof out->cpu);
+        rc |= v1_dir(root, "cpuacct", rel, out->cpuacct, sizeof out->cpuacct);
+    }
+    if (rc != 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+    return 0;
+}
+
+void pybox_native_cg_want(int64_t memory_bytes, int64_t pids, int64_t nano_cpus, pybox_native_cg_limits_t *out)
+{
+    out->memory_bytes = memory_bytes > 0 ? memory_bytes : -1;
+    out->pids = pids > 0 ? pids : -1;
+    out->cpu_period_us = PYBOX_NATIVE_CPU_PERIOD_US;
+    /* 1e9 nano-CPUs are one CPU: a full period of quota. */
+    out->cpu_quota_us = nano_cpus > 0 ? nano_cpus / (1000000000LL / PYBOX_NATIVE_CPU_PERIOD_US) : -1;
+    if (nano_cpus > 0 && out->cpu_quota_us < 1000)
+        out->cpu_quota_us = 1000; /* the kernel's smallest quota */
+}
+
+/* The distinct folders of the leaf (v1 cpu and cpuacct may be one). */
+static size_t dirs_of(const pybox_native_cgroup_t *cg, const char *d[4])
+{
+    size_t n = 0;
+    if (cg->version == 2) {
+        d[n++] = cg->unified;
+        return n;
+    }
+    d[n++] = cg->memory;
+    d[n++] = cg->pids;
+    d[n++] = cg->cpu;
+    if (strcmp(cg->cpuacct, cg->cpu) != 0)
+        d[n++] = cg->cpuacct;
+    return n;
+}
+
+static int write_file(const char *dir, const char *file, const char *value, pybox_error_t *err)
+{
+    char p[PATH_MAX];
+    if (pybox_fmt(p, sizeof p, "%s/%s", dir, file) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+    /* O_CREAT for fixture trees; the kernel's files exist already and cgroupfs makes no
+     * new ones, so a missing controller file still fails. */
+    _cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return sys_fail(err, errno, "open", p);
+    size_t n = strlen(value);
+    ssize_t w = write(fd, value, n);
+    if (w != (ssize_t)n) {
+        char shown[64];
+        pybox_escape_short(shown, sizeof shown, value, 40);
+        char what[PATH_MAX + 80];
+        snprintf(what, sizeof what, "%s <- %s", p, shown);
+        return sys_fail(err, w < 0 ? errno : EIO, "write", what);
+    }
+    return 0;
+}
+
+static int write_num(const char *dir, const char *file, int64_t v, const char *none, pybox_error_t *err)
+{
+    char s[32];
+    if (v < 0)
+        snprintf(s, sizeof s, "%s", none);
+    else
+        snprintf(s, sizeof s, "%lld", (long long)v);
+    return write_file(dir, file, s, err);
+}
+
+static int read_num(const char *dir, const char *file, int64_t *v, pybox_error_t *err)
+{
+    char p[PATH_MAX], buf[128];
+    size_t n;
+    if (pybox_fmt(p, sizeof p, "%s/%s", dir, file) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+    if (pybox_native_read_small(p, buf, sizeof buf, &n, err) < 0)
+        return -1;
+    if (pybox_np_cg_number(buf, n, v, err) < 0) {
+        pybox_error_prefix(err, "%s", p);
+        return -1;
+    }
+    return 0;
+}
+
+static int mkdir_p_parent(const char *leaf, pybox_error_t *err)
+{
+    char p[PATH_MAX];
+    if (pybox_strlcpy(p, leaf, sizeof p) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+    char *slash = strrchr(p, '/');
+    if (slash == NULL || slash == p)
+        return 0;
+    *slash = '\0';
+    if (mkdir(p, 0755) < 0 && errno != EEXIST)
+        return sys_fail(err, errno, "mkdir", p);
+    return 0;
+}
+
+static int v2_enable(const char *leaf, pybox_error_t *err)
+{
+    char parent[PATH_MAX];
+    if (pybox_strlcpy(parent, leaf, sizeof parent) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+    char *slash = strrchr(parent, '/');
+    if (slash == NULL)
+        return 0;
+    *slash = '\0';
+    /* Enabling what is enabled already changes nothing: no lock needed between boxes. */
+    char p[PATH_MAX], buf[512];
+    if (pybox_fmt(p, sizeof p, "%s/cgroup.subtree_control", parent) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+    pybox_error_t ignored = {0};
+    if (pybox_native_read_small(p, buf, sizeof buf, NULL, &ignored) == 0 && has_word(buf, "memory") &&
+        has_word(buf, "pids") && has_word(buf, "cpu"))
+        return 0;
+    return write_file(parent, "cgroup.subtree_control", "+memory +pids +cpu", err);
+}
+
+int pybox_native_cg_read(const pybox_native_cgroup_t *cg, pybox_native_cg_limits_t *got, pybox_error_t *err)
+{
+    if (cg->version == 2) {
+        int64_t swap;
+        char p[PATH_MAX], buf[128];
+        size_t n;
+        if (read_num(cg->unified, "memory.max", &got->memory_bytes, err) < 0 ||
+            read_num(cg->unified, "memory.swap.max", &swap, err) < 0 ||
+            read_num(cg->unified, "pids.max", &got->pids, err) < 0)
+            return -1;
+        if (swap != 0)
+            got->memory_bytes = -2; /* swap allowed: not the limit asked for */
+        if (pybox_fmt(p, sizeof p, "%s/cpu.max", cg->unified) < 0 ||
+            pybox_native_read_small(p, buf, sizeof buf, &n, err) < 0 ||
+            pybox_np_cg_cpu_max(buf, n, &got->cpu_quota_us, &got->cpu_period_us, err) < 0)
+            return -1;
+        return 0;
+    }
+    int64_t memsw;
+    if (read_num(cg->memory, "memory.limit_in_bytes", &got->memory_bytes, err) < 0 ||
+        read_num(cg->memory, "memory.memsw.limit_in_bytes", &memsw, err) < 0 ||
+        read_num(cg->pids, "pids.max", &got->pids, err) < 0 ||
+        read_num(cg->cpu, "cpu.cfs_quota_us", &got->cpu_quota_us, err) < 0 ||
+        read_num(cg->cpu, "cpu.cfs_period_us", &got->cpu_period_us, err) < 0)
+        return -1;
+    /* v1 says "no limit" with the largest page-aligned value, and -1 for no quota. */
+    if (got->memory_bytes >= (INT64_MAX & ~4095LL))
+        got->memory_bytes = -1;
+    if (memsw >= (INT64_MAX & ~4095LL))
+        memsw = -1;
+    if (memsw != got->memory_bytes)
+        got->memory_bytes = -2; /* swap allowed beyond the memory limit */
+    if (got->cpu_quota_us < 0)
+        got->cpu_quota_us = -1;
+    return 0;
+}
+
+static int64_t page_down(int64_t v)
+{
+    return v < 0 ? v : v & ~4095LL;
+}
+
+int pybox_native_cg_check(const pybox_native_cgroup_t *cg, const pybox_native_cg_limits_t *want, int *checked,
+                          pybox_error_t *err)
+{
+    pybox_native_cg_limits_t got;
+    if (pybox_native_cg_read(cg, &got, err) < 0)
+        return -1;
+    pybox_buf_t d;
+    pybox_buf_init(&d, 2048);
+    int diffs = 0, n = 0;
+#define CMP(name, w, g)                                                                                                \
+    do {                                                                                                               \
+        n++;                                                                                                           \
+        if ((w) != (g)) {                                                                                              \
+            pybox_buf_addf(&d, "%s%s: spec %lld, kernel %lld", diffs ? "; " : "", name, (long long)(w),                \
+                           (long long)(g));                                                                            \
+            diffs++;                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+    /* The kernel keeps memory limits in pages. */
+    CMP(cg->version == 2 ? "memory.max (swap 0)" : "memory.limit_in_bytes = memsw", page_down(want->memory_bytes),
+        got.memory_bytes);
+    CMP("pids.max", want->pids, got.pids);
+    CMP(cg->version == 2 ? "cpu.max quota" : "cpu.cfs_quota_us", want->cpu_quota_us, got.cpu_quota_us);
+    CMP(cg->version == 2 ? "cpu.max period" : "cpu.cfs_period_us", want->cpu_period_us, got.cpu_period_us);
+#undef CMP
+    if (checked != NULL)
+        *checked += n;
+    int rc = 0;
+    if (diffs > 0)
+        rc = pybox_error_set(err, PYBOX_ERR_POLICY, 0, "the box's cgroup differs in %d of %d limits: %s", diffs, n,
+                             pybox_buf_ok(&d) ? (d.data ? d.data : "")
+                                              : "(out of memory: the differences could not be listed)");
+    pybox_buf_free(&d);
+    return rc;
+}
+
+static int write_limits(const pybox_native_cgroup_t *cg, const pybox_native_cg_limits_t *w, pybox_error_t *err)
+{
+    if (cg->version == 2) {
+        char cpu[64];
+        if (w->cpu_quota_us < 0)
+            snprintf(cpu, sizeof cpu, "max %lld", (long long)w->cpu_period_us);
+        else
+            snprintf(cpu, sizeof cpu, "%lld %lld", (long long)w->cpu_quota_us, (long long)w->cpu_period_us);
+        return write_num(cg->unified, "memory.max", w->memory_bytes, "max", err) < 0 ||
+                       write_num(cg->unified, "memory.swap.max", 0, "0", err) < 0 ||
+                       write_num(cg->unified, "pids.max", w->pids, "max", err) < 0 ||
+                       write_file(cg->unified, "cpu.max", cpu, err) < 0
+                   ? -1
+                   : 0;
+    }
+    /* memsw can never be below the memory limit: the limit first. */
+    return write_num(cg->memory, "memory.limit_in_bytes", w->memory_bytes, "-1", err) < 0 ||
+                   write_num(cg->memory, "memory.memsw.limit_in_bytes", w->memory_bytes, "-1", err) < 0 ||
+                   write_num(cg->pids, "pids.max", w->pids, "max", err) < 0 ||
+                   write_num(cg->cpu, "cpu.cfs_period_us", w->cpu_period_us, "100000", err) < 0 ||
+                   write_num(cg->cpu, "cpu.cfs_quota_us", w->cpu_quota_us, "-1", err) < 0
+               ? -1
+               : 0;
+}
+
+int pybox_native_cg_make(const pybox_native_cgroup_t *cg, const pybox_native_cg_limits_t *want, pybox_error_t *err)
+{
+    const char *d[4];
+    size_t n = dirs_of(cg, d);
+    size_t made = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (mkdir_p_parent(d[i], err) < 0 || (cg->version == 2 && v2_enable(d[i], err) < 0)) {
+            rc = -1;
+            break;
+        }
+        if (mkdir(d[i], 0755) < 0) {
+            rc = sys_fail(err, errno, "mkdir", d[i]);
+            break;
+        }
+        made++;
+    }
+    if (rc == 0 && (write_limits(cg, want, err) < 0 || pybox_native_cg_check(cg, want, NULL, err) < 0))
+        rc = -1;
+    if (rc < 0)
+        for (size_t i = 0; i < made; i++)
+            (void)rmdir(d[i]);
+    return rc;
+}
+
+int pybox_native_cg_attach(const pybox_native_cgroup_t *cg, pid_t pid, pybox_error_t *err)
+{
+    const char *d[4];
+    size_t n = dirs_of(cg, d);
+    char s[24];
+    snprintf(s, sizeof s, "%d", (int)pid);
+    for (size_t i = 0; i < n; i++)
+        if (write_file(d[i], "cgroup.procs", s, err) < 0)
+            return -1;
+    return 0;
+}
+
+int pybox_native_cg_oom_kills(const pybox_native_cgroup_t *cg, int64_t *kills, pybox_error_t *err)
+{
+    char p[PATH_MAX], buf[1024];
+    size_t n;
+    const char *dir = cg->version == 2 ? cg->unified : cg->memory;
+    const char *file = cg->version == 2 ? "memory.events" : "memory.oom_control";
+    if (pybox_fmt(p, sizeof p, "%s/%s", dir, file) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+    if (pybox_native_read_small(p, buf, sizeof buf, &n, err) < 0)
+        return -1;
+    return pybox_np_cg_keyed(buf, n, "oom_kill", kills, err);
+}
+
+int pybox_native_cg_remove(const pybox_native_cgroup_t *cg, int64_t timeout_ms, bool *gone, pybox_error_t *err)
+{
+    const char *d[4];
+    size_t n = dirs_of(cg, d);
+    *gone = false;
+    int64_t deadline = pybox_now_ms() + timeout_ms;
+    long pause_us = 200;
+    size_t left;
+    int last_errno = 0;
+    const char *last = NULL;
+    for (;;) {
+        left = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (d[i][0] == '\0')
+                continue;
+            if (rmdir(d[i]) == 0 || errno == ENOENT)
+                continue;
+            last_errno = errno;
+            last = d[i];
+            left++;
+            if (last_errno != EBUSY)
+                break;
+        }
+        if (left == 0) {
+            *gone = true;
+            return 0;
+        }
+        /* EBUSY: tasks that are ending still count until the kernel has released them. */
+        if (last_errno != EBUSY || pybox_now_ms() >= deadline)
+            break;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = pause_us * 1000};
+        nanosleep(&ts, NULL);
+        if (pause_us < 20000)
+            pause_us *= 2;
+    }
+    return sys_fail(err, last_errno, "rmdir", last ? last : "");
+}

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/* Files in and out of a native box (see sandbox.h): inputs unpacked into the staging
+ * folder bound at /box/in; /box/out read through /proc/<init>/root, never following a
+ * link the program made. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../bounds.h"
+#include "../escape.h"
+#include "../util.h"
+#include "internal.h"
+
+#define IN_ENTRIES_MAX 10000
+#define OUT_ENTRIES_MAX 4096
+#define OUT_DEPTH_MAX 32
+
+static void archive_readp(struct archive **a)
+{
+    if (*a != NULL)
+        archive_read_free(*a);
+}
+
+static void archive_writep(struct archive **a)
+{
+    if (*a != NULL)
+        archive_write_free(*a);
+}
+
+/* A relative name of clean parts: no "", ".", ".." and not absolute. */
+static bool clean_name(const char *n)
+{
+    if (n == NULL || n[0] == '\0' || n[0] == '/' || strlen(n) > PATH_MAX - 256)
+        return false;
+    const char *p = n;
+    while (*p) {
+        const char *slash = strchr(p, '/');
+        size_t l = slash ? (size_t)(slash - p) : strlen(p);
+        if ((l == 0 && slash != NULL && slash[1] != '\0') || (l == 1 && p[0] == '.') ||
+            (l == 2 && p[0] == '.' && p[1] == '.'))
+            return false;
+        p += l;
+        if (*p == '/')
+            p++;
+    }
+    return true;
+}
+
+int pybox_native_put_files(pybox_native_box_t *b, const void *tar, size_t len, pybox_error_t *err)
+{
+    if (!b->own_in)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: no staging folder at /box/in to fill");
+    if (len > (size_t)PYBOX_INPUT_MAX * 2)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: an input archive of %zu bytes", len);
+    __attribute__((cleanup(archive_readp))) struct archive *r = archive_read_new();
+    __attribute__((cleanup(archive_writep))) struct archive *w = archive_write_disk_new();
+    if (r == NULL || w == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "archive_read_new");
+    archive_read_support_format_tar(r);
+    /* Owners and modes as packed (root, read-only); no links. Names are checked here and
+     * then made absolute under in/, so libarchive's own refusal of absolute names cannot
+     * be used; its checks of ".." and of links on the way stay. */
+    archive_write_disk_set_options(w, ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
+                                          ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+                                          ARCHIVE_EXTRACT_NO_OVERWRITE);
+    if (archive_read_open_memory(r, tar, len) != ARCHIVE_OK)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: the input archive: %s", archive_error_string(r));
+    struct archive_entry *e;
+    int entries = 0;
+    int64_t total = 0;
+    int rc;
+    while ((rc = archive_read_next_header(r, &e)) == ARCHIVE_OK) {
+        const char *name = archive_entry_pathname(e);
+        char shown[256];
+        pybox_escape_short(shown, sizeof shown, name ? name : "", 200);
+        mode_t type = archive_entry_filetype(e);
+        if (++entries > IN_ENTRIES_MAX)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: more than %d input entries", IN_ENTRIES_MAX);
+        if (!clean_name(name))
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: input entry %s: not a clean relative name",
+                                   shown);
+        if (type != AE_IFREG && type != AE_IFDIR)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "native box: input entry %s: neither a regular file nor a folder", shown);
+        if (archive_entry_hardlink(e) != NULL || archive_entry_symlink(e) != NULL)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: input entry %s: a link", shown);
+        total += archive_entry_size(e);
+        if (total > PYBOX_INPUT_MAX)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: the inputs are larger than %lld bytes",
+                                   (long long)PYBOX_INPUT_MAX);
+        char path[PATH_MAX];
+        if (pybox_fmt(path, sizeof path, "%s/%s", b->in_dir, name) < 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "native box: input entry %s", shown);
+        archive_entry_set_pathname(e, path);
+        if (archive_write_header(w, e) != ARCHIVE_OK)
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, archive_errno(w), "native box: unpacking %s: %s", shown,
+                                   archive_error_string(w));
+        const void *buf;
+        size_t n;
+        la_int64_t off;
+        int dr;
+        while ((dr = archive_read_data_block(r, &buf, &n, &off)) == ARCHIVE_OK)
+            if (archive_write_data_block(w, buf, n, off) != ARCHIVE_OK)
+                return pybox_error_set(err, PYBOX_ERR_SYSTEM, archive_errno(w), "native box: writing %s: %s", shown,
+                                       archive_error_string(w));
+        if (dr != ARCHIVE_EOF)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: input entry %s: %s", shown,
+                                   archive_error_string(r));
+        if (archive_write_finish_entry(w) != ARCHIVE_OK)
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, archive_errno(w), "native box: finishing %s: %s", shown,
+                                   archive_error_string(w));
+    }
+    if (rc != ARCHIVE_EOF)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: the input archive: %s", archive_error_string(r));
+    if (archive_write_close(w) != ARCHIVE_OK)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, archive_errno(w), "native box: unpacking: %s",
+                               archive_error_string(w));
+    return 0;
+}
+
+/* ---- out ---- */
+
+typedef struct packer {
+    struct archive *a;
+    pybox_buf_t *out;
+    int entries;
+    bool too_big;
+} packer_t;
+
+static la_ssize_t to_buf(struct archive *a, void *arg, const void *data, size_t len)
+{
+    packer_t *k = arg;
+    (void)a;
+    if (pybox_buf_append(k->out, data, len) < 0) {
+        k->too_big = true;
+        return -1;
+    }
+    return (la_ssize_t)len;
+}
+
+static int header(packer_t *k, const char *name, const struct stat *sb, const char *link, pybox_error_t *err)
+{
+    if (++k->entries > OUT_ENTRIES_MAX)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EFBIG, "native box: more than %d entries in /box/out",
+                               OUT_ENTRIES_MAX);
+    struct archive_entry *e = archive_entry_new();
+    archive_entry_set_pathname(e, name);
+    archive_entry_copy_stat(e, sb);
+    if (!S_ISREG(sb->st_mode))
+        archive_entry_set_size(e, 0);
+    if (link != NULL)
+        archive_entry_set_symlink(e, link);
+    int rc = archive_write_header(k->a, e);
+    archive_entry_free(e);
+    if (rc != ARCHIVE_OK)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, k->too_big ? EFBIG : 0, "native box: packing /box/out: %s",
+                               archive_error_string(k->a));
+    return 0;
+}
+
+static int pack_file(packer_t *k, int fd, const struct stat *sb, pybox_error_t *err)
+{
+    char buf[65536];
+    int64_t left = sb->st_size;
+    while (left > 0) {
+        ssize_t r = read(fd, buf, left < (int64_t)sizeof buf ? (size_t)left : sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            /* Shorter than it said: the rest as zeros, so the archive stays whole. */
+            memset(buf, 0, sizeof buf);
+            r = left < (int64_t)sizeof buf ? (ssize_t)left : (ssize_t)sizeof buf;
+        }
+        if (archive_write_data(k->a, buf, (size_t)r) != r)
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, k->too_big ? EFBIG : 0, "native box: packing /box/out: %s",
+                                   archive_error_string(k->a));
+        left -= r;
+    }
+    return 0;
+}
+
+static int walk(packer_t *k, int dfd, const char *prefix, int depth, pybox_error_t *err)
+{
+    if (depth > OUT_DEPTH_MAX)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EFBIG, "native box: /box/out deeper than %d", OUT_DEPTH_MAX);
+    int dup = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "fcntl(F_DUPFD_CLOEXEC)");
+    DIR *d = fdopendir(dup);
+    if (d == NULL) {
+        close(dup);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "fdopendir(/box/out)");
+    }
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        char name[PATH_MAX];
+        if (pybox_fmt(name, sizeof name, "%s/%s", prefix, de->d_name) < 0) {
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "native box: a name in /box/out");
+            break;
+        }
+        struct stat sb;
+        if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+            continue; /* gone meanwhile */
+        if (S_ISDIR(sb.st_mode)) {
+            int fd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd < 0)
+                continue;
+            char dn[PATH_MAX];
+            if (pybox_fmt(dn, sizeof dn, "%s/", name) < 0 || header(k, dn, &sb, NULL, err) < 0 ||
+                walk(k, fd, name, depth + 1, err) < 0)
+                rc = -1;
+            close(fd);
+        } else if (S_ISREG(sb.st_mode)) {
+            /* O_NOFOLLOW and no blocking: the name may have been swapped for a link or a
+             * FIFO since fstatat; what is read is what fstat of the open file says. */
+            int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+            if (fd < 0)
+                continue;
+            if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode))
+                rc = header(k, name, &sb, NULL, err) < 0 || pack_file(k, fd, &sb, err) < 0 ? -1 : 0;
+            close(fd);
+        } else if (S_ISLNK(sb.st_mode)) {
+            char target[PATH_MAX];
+            ssize_t n = readlinkat(dfd, de->d_name, target, sizeof target - 1);
+            if (n < 0)
+                continue;
+            target[n] = '\0';
+            rc = header(k, name, &sb, target, err);
+        } else {
+            rc = header(k, name, &sb, NULL, err); /* shown as what it is, no content */
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+int pybox_native_get_files(pybox_native_box_t *b, size_t max, pybox_buf_t *out, pybox_error_t *err)
+{
+    pybox_buf_init(out, max);
+    if (b->reaped || b->pid <= 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "native box: not running, /box/out is gone");
+    /* This process is init's parent and has not reaped it: the pid is still init's. */
+    char root[64];
+    snprintf(root, sizeof root, "/proc/%d/root", (int)b->pid);
+    _cleanup_close_ int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rfd < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "open(%s)", root);
+    struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+    _cleanup_close_ int ofd = (int)syscall(SYS_openat2, rfd, "box/out", &how, sizeof how);
+    if (ofd < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "openat2(%s/box/out)", root);
+    packer_t k = {.out = out};
+    __attribute__((cleanup(archive_writep))) struct archive *a = archive_write_new();
+    if (a == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "archive_write_new");
+    k.a = a;
+    archive_write_set_format_pax_restricted(a);
+    archive_write_set_bytes_in_last_block(a, 1);
+    if (archive_write_open(a, &k, NULL, to_buf, NULL) != ARCHIVE_OK)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "archive_write_open: %s", archive_error_string(a));
+    struct stat sb;
+    int rc = 0;
+    if (fstat(ofd, &sb) < 0)
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "fstat(/box/out)");
+    if (rc == 0 && (header(&k, "out/", &sb, NULL, err) < 0 || walk(&k, ofd, "out", 1, err) < 0))
+        rc = -1;
+    if (rc == 0 && archive_write_close(a) != ARCHIVE_OK)
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, k.too_big ? EFBIG : 0, "native box: packing /box/out: %s",
+                             archive_error_string(a));
+    if (rc == 0 && k.too_big)
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, EFBIG, "native box: /box/out is larger than %zu bytes", max);
+    if (rc < 0) {
+        if (k.too_big && err != NULL && err->errnum != EFBIG) {
+            pybox_error_t e2 = {0};
+            pybox_error_set(&e2, PYBOX_ERR_SYSTEM, EFBIG, "native box: /box/out is larger than %zu bytes", max);
+            *err = e2;
+        }
+        pybox_buf_free(out);
+    }
+    return rc;
+}

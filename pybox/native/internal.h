@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* What the native sandbox's own files share: the box and the plan it was made from. */
+#ifndef PYBOX_NATIVE_INTERNAL_H
+#define PYBOX_NATIVE_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sandbox.h"
+
+/* Capability bits of the box's init (and of the relaxations). */
+#define PYBOX_NATIVE_INIT_CAPS ((1ULL << 5) | (1ULL << 6) | (1ULL << 7)) /* KILL, SETGID, SETUID */
+
+/* The paths of policy.c, made natively: masked (a file gets /dev/null bound over it, a
+ * folder an empty read-only tmpfs) and read-only (bound onto itself, read-only). Only
+ * those this kernel has are mounted. */
+#define PYBOX_NATIVE_PROC_MASK_MAX 16
+
+struct pybox_native_box {
+    pid_t pid;
+    int pidfd;
+    int in_w, out_r, err_r;
+    bool reaped;
+    pybox_native_end_t end;
+    pybox_native_cgroup_t cg;
+    bool cg_made;
+    char staging[PATH_MAX]; /* <staging>/<name>: ours, removed with the box */
+    bool staging_made;
+    char in_dir[PATH_MAX]; /* bound at /box/in ("" none) */
+    bool own_in;           /* in_dir is <staging>/<name>/in */
+    uint32_t program_uid;
+    uint64_t caps; /* init's capabilities (permitted, effective, bounding) */
+    /* What verify compares init with. */
+    char argv[3][64];
+    /* The masked and read-only /proc paths this kernel has. */
+    const char *proc_files[PYBOX_NATIVE_PROC_MASK_MAX];
+    size_t n_proc_files;
+    const char *proc_dirs[PYBOX_NATIVE_PROC_MASK_MAX];
+    size_t n_proc_dirs;
+    const char *proc_ro[PYBOX_NATIVE_PROC_MASK_MAX];
+    size_t n_proc_ro;
+    char filter_sha256[65];
+};
+
+/* The uid the program runs as: spec->uid, or what a relaxation says. */
+uint32_t pybox_native_program_uid(const pybox_native_spec_t *s);
+/* init's capabilities for a spec (the three, the engine's defaults, plus relax_cap). */
+int pybox_native_caps(const pybox_native_spec_t *s, uint64_t *caps, pybox_error_t *err);
+/* A capability by name ("CAP_NET_RAW"); -1 unknown. */
+int pybox_native_cap_number(const char *name);
+
+/* Remove a folder tree without following any link (openat/unlinkat). 0 when gone. */
+int pybox_native_rm_tree(const char *path, pybox_error_t *err);
+
+#endif

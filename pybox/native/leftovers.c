@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* What native boxes of an installation left behind: cgroup leaves under its parent and
+ * staging folders, found by run-id names only, removed after their expiry (see sandbox.h).
+ * No mount is ever left: every mount of a box lives in its own mount namespace. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../util.h"
+#include "cgroup.h"
+#include "internal.h"
+#include "parse.h"
+
+#define LEFTOVERS_MAX 100000
+
+typedef struct list {
+    pybox_native_leftover_t *v;
+    size_t n, cap;
+} list_t;
+
+static pybox_native_leftover_t *find_or_add(list_t *l, const char *id)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].run_id, id) == 0)
+            return &l->v[i];
+    if (l->n >= LEFTOVERS_MAX)
+        return NULL;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        pybox_native_leftover_t *v = realloc(l->v, cap * sizeof *v);
+        if (v == NULL)
+            return NULL;
+        l->v = v;
+        l->cap = cap;
+    }
+    pybox_native_leftover_t *e = &l->v[l->n++];
+    memset(e, 0, sizeof *e);
+    memcpy(e->run_id, id, 33);
+    return e;
+}
+
+/* "<id>" or ".<id>.new" (a staging folder caught half made): the id, or NULL. */
+static const char *id_of(const char *name, char id[33])
+{
+    if (pybox_native_is_run_id(name)) {
+        memcpy(id, name, 33);
+        return id;
+    }
+    size_t n = strlen(name);
+    if (n == 37 && name[0] == '.' && strcmp(name + 33, ".new") == 0) {
+        memcpy(id, name + 1, 32);
+        id[32] = '\0';
+        return pybox_native_is_run_id(id) ? id : NULL;
+    }
+    return NULL;
+}
+
+static int64_t read_expiry(const char *dir)
+{
+    char p[PATH_MAX], buf[32];
+    size_t n;
+    int64_t v;
+    pybox_error_t ignored = {0};
+    if (pybox_fmt(p, sizeof p, "%s/expires", dir) < 0 ||
+        pybox_native_read_small(p, buf, sizeof buf, &n, &ignored) < 0 || pybox_np_cg_number(buf, n, &v, &ignored) < 0 ||
+        v < 0)
+        return 0;
+    return v;
+}
+
+static int scan(const char *dir, bool staging, list_t *l, pybox_error_t *err)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return errno == ENOENT ? 0 : pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "opendir(%s)", dir);
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d)) != NULL) {
+        char id[33];
+        if (e->d_type != DT_DIR || id_of(e->d_name, id) == NULL)
+            continue;
+        pybox_native_leftover_t *x = find_or_add(l, id);
+        if (x == NULL) {
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "listing leftovers");
+            break;
+        }
+        if (staging) {
+            x->staging = true;
+            char p[PATH_MAX];
+            if (pybox_fmt(p, sizeof p, "%s/%s", dir, e->d_name) == 0) {
+                int64_t ex = read_expiry(p);
+                if (ex > x->expires)
+                    x->expires = ex;
+            }
+        } else {
+            x->cgroup = true;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+static int parent_dirs(const char *root, const char *parent, pybox_native_cgroup_t *cg, pybox_error_t *err)
+{
+    int version;
+    if (pybox_native_cg_detect(root, &version, err) < 0)
+        return -1;
+    /* The paths of a leaf named "x", cut back to the parent. */
+    if (pybox_native_cg_paths(root, version, parent, "x", cg, err) < 0)
+        return -1;
+    char *d[] = {cg->memory, cg->pids, cg->cpu, cg->cpuacct, cg->unified};
+    for (size_t i = 0; i < 5; i++) {
+        size_t n = strlen(d[i]);
+        if (n >= 2)
+            d[i][n - 2] = '\0';
+    }
+    return 0;
+}
+
+int pybox_native_leftovers(const char *cgroup_root, const char *cgroup_parent, const char *staging,
+                           pybox_native_leftover_t **out, size_t *n, pybox_error_t *err)
+{
+    *out = NULL;
+    *n = 0;
+    list_t l = {0};
+    pybox_native_cgroup_t cg;
+    if (parent_dirs(cgroup_root, cgroup_parent, &cg, err) < 0)
+        return -1;
+    const char *dirs[] = {cg.memory, cg.pids, cg.cpu, cg.cpuacct, cg.unified};
+    for (size_t i = 0; i < 5; i++)
+        if (dirs[i][0] != '\0' && scan(dirs[i], false, &l, err) < 0) {
+            free(l.v);
+            return -1;
+        }
+    if (scan(staging, true, &l, err) < 0) {
+        free(l.v);
+        return -1;
+    }
+    *out = l.v;
+    *n = l.n;
+    return 0;
+}
+
+int pybox_native_leftover_remove(const char *cgroup_root, const char *cgroup_parent, const char *staging,
+                                 const pybox_native_leftover_t *l, int64_t now, bool *gone, pybox_error_t *err)
+{
+    *gone = false;
+    if (!pybox_native_is_run_id(l->run_id))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native leftover: not a run id");
+    /* A staging folder without a readable expiry is in the making (or broken): only its
+     * own creator removes it. A cgroup leaf without staging is past its box (staging goes
+     * last), and the kernel refuses its removal while any process is in it. */
+    if (l->staging && (l->expires == 0 || now <= l->expires))
+        return 0;
+    int version;
+    pybox_native_cgroup_t cg;
+    if (pybox_native_cg_detect(cgroup_root, &version, err) < 0 ||
+        pybox_native_cg_paths(cgroup_root, version, cgroup_parent, l->run_id, &cg, err) < 0)
+        return -1;
+    bool cg_gone = false;
+    pybox_error_t cerr = {0};
+    if (pybox_native_cg_remove(&cg, 0, &cg_gone, &cerr) < 0) {
+        if (cerr.errnum == EBUSY)
+            return 0; /* a box still runs in it: its own timer ends it, then a later sweep */
+        if (err != NULL && err->kind == PYBOX_ERR_NONE)
+            *err = cerr;
+        return -1;
+    }
+    char p[PATH_MAX], q[PATH_MAX];
+    if (pybox_fmt(p, sizeof p, "%s/%s", staging, l->run_id) < 0 ||
+        pybox_fmt(q, sizeof q, "%s/.%s.new", staging, l->run_id) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "staging path");
+    if (pybox_native_rm_tree(p, err) < 0 || pybox_native_rm_tree(q, err) < 0)
+        return -1;
+    *gone = cg_gone;
+    return 0;
+}

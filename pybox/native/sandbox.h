@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/* The native sandbox: boxes made by PyBox itself, with no daemon: new mount, PID,
+ * network, IPC, UTS and cgroup namespaces, pivot_root into a read-only root filesystem
+ * folder, a fresh /proc with the policy's masked paths, a minimal /dev, bounded tmpfs
+ * /tmp, /dev/shm and /box/out, /box/in bound read-only, a cgroup per box with limits
+ * read back, an empty ambient set, a bounding set of the init's three capabilities,
+ * no_new_privs, PyBox's seccomp profile, rlimits, and the same guest init as PID 1.
+ * Self-contained: it knows nothing of the run flow, receipts or the engine.
+ * Contract: docs/native.md. Ownership: pybox_native_create gives a box the caller frees
+ * with pybox_native_free (after pybox_native_remove). */
+#ifndef PYBOX_NATIVE_SANDBOX_H
+#define PYBOX_NATIVE_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../buf.h"
+#include "../error.h"
+#include "cgroup.h"
+
+typedef struct pybox_native_spec {
+    const char *rootfs;                      /* absolute path of a root filesystem folder (never written); it holds
+                                                /pybox/init, /proc, /dev, /tmp, and /box/in, /box/out when used */
+    const char *in_dir;                      /* host folder bound read-only at /box/in; NULL: see mount_in */
+    bool mount_in;                           /* with in_dir NULL: a staging folder bound at /box/in, filled by
+                                                pybox_native_put_files */
+    int64_t out_bytes;                       /* /box/out tmpfs of this size, mode 0700, owned by uid (0: none) */
+    int64_t tmp_bytes;                       /* noexec,nosuid,nodev tmpfs /tmp (mode 1777) */
+    int64_t shm_bytes;                       /* the same at /dev/shm */
+    uint32_t uid;                            /* the program's uid = gid (init's --program-uid), unless relaxed */
+    int64_t timer_ms;                        /* init's --timer-ms */
+    int64_t memory_bytes, pids, nano_cpus;   /* cgroup limits (memory: swap equal, i.e. none) */
+    int64_t nofile, fsize_bytes, sigpending; /* rlimits (soft = hard); core is always 0 */
+    const char *cgroup_root;                 /* "/sys/fs/cgroup" (tests pass a fixture tree) */
+    const char *cgroup_parent;               /* the installation's parent, relative: "pybox-<install id>" */
+    const char *name;                        /* this box's leaf: the run id, [0-9a-f]{32} */
+    const char *staging;                     /* the installation's staging folder; the box's is <staging>/<name> */
+    int64_t expires;                         /* wall-clock second after which leftovers may be removed */
+    const char *const *env;                  /* init's environment, NULL-terminated (PATH, LANG, HOME) */
+    /* Testing only, never from a command line: one protection removed on purpose, each
+     * made natively and expected by the verifier (the PYBOX_RELAX_* bits of policy.h). */
+    unsigned relax;
+    const char *relax_bind;   /* a host folder bound read-only at /host (the root has /host) */
+    const char *relax_env;    /* one more environment entry */
+    pid_t relax_netns_pid;    /* join the network namespace of this native box's init (0: own) */
+    const char *relax_cap;    /* one more capability, e.g. "CAP_NET_RAW" */
+    const char *relax_socket; /* a host socket bound at /run/docker.sock (on a tmpfs /run) */
+} pybox_native_spec_t;
+
+typedef struct pybox_native_box pybox_native_box_t;
+
+/* How the box ended: from waitid() of its init and from its cgroup, never from the
+ * program's words. */
+typedef struct pybox_native_end {
+    bool exited;       /* init ended by itself: exit_code valid */
+    int exit_code;     /* init's exit status */
+    int signal;        /* the signal that ended init, 0 if none */
+    int64_t oom_kills; /* the cgroup's OOM kills; -1 unknown */
+    bool timed_out;    /* the bounded wait ran out: the box still runs */
+} pybox_native_end_t;
+
+/* Check a spec without making anything (PYBOX_ERR_USAGE with the first problem). */
+int pybox_native_spec_check(const pybox_native_spec_t *s, pybox_error_t *err);
+
+/* Everything up to a box whose init (/pybox/init, PID 1 of its namespaces) runs and
+ * waits for its hello on stdin: staging and expiry written, cgroup made, limits written
+ * and read back, the process cloned into its namespaces and the cgroup, root pivoted,
+ * mounts made, rlimits, capabilities, no_new_privs and the seccomp filter in place,
+ * init exec'd (confirmed by the end of a close-on-exec pipe). The program cannot have
+ * started: init starts it only after its hello. Safe in a multi-threaded process. */
+int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, pybox_error_t *err);
+
+/* The kernel's view of the box, read from /proc/<init>/ and the cgroup files, compared
+ * with the spec; every difference listed (PYBOX_ERR_POLICY); *checked = settings compared. */
+int pybox_native_verify(pybox_native_box_t *b, const pybox_native_spec_t *s, int *checked, pybox_error_t *err);
+
+pid_t pybox_native_pid(const pybox_native_box_t *b);
+int pybox_native_stdin(const pybox_native_box_t *b);  /* write end, O_NONBLOCK|O_CLOEXEC */
+int pybox_native_stdout(const pybox_native_box_t *b); /* read end, O_NONBLOCK|O_CLOEXEC */
+int pybox_native_stderr(const pybox_native_box_t *b); /* read end, O_NONBLOCK|O_CLOEXEC */
+/* Close the box's stdin (its init sees end of file). */
+void pybox_native_close_stdin(pybox_native_box_t *b);
+
+/* A signal to init from outside its PID namespace (init sees si_pid 0). 1: it had
+ * ended already. */
+int pybox_native_signal(pybox_native_box_t *b, int sig, pybox_error_t *err);
+
+/* Reap init within timeout_ms (end->timed_out if it still runs), then read the cgroup's
+ * OOM kills. Once reaped, later calls give the same end. */
+int pybox_native_wait(pybox_native_box_t *b, int64_t timeout_ms, pybox_native_end_t *end, pybox_error_t *err);
+bool pybox_native_running(pybox_native_box_t *b);
+
+/* The box's cgroup folders. */
+int pybox_native_cgroup(const pybox_native_box_t *b, pybox_native_cgroup_t *out);
+
+/* Unpack a tar (the input packer's: regular files and folders, names relative to
+ * /box/in) into the staging folder bound at /box/in; after create, before the hello.
+ * Refused for any other kind of entry, an absolute name, "..", or a name seen twice. */
+int pybox_native_put_files(pybox_native_box_t *b, const void *tar, size_t len, pybox_error_t *err);
+
+/* A tar of /box/out (entries "out/..."), read through /proc/<init>/root while the box is
+ * held, never following a link the program made; at most max bytes (EFBIG above). */
+int pybox_native_get_files(pybox_native_box_t *b, size_t max, pybox_buf_t *out, pybox_error_t *err);
+
+/* Kill what is left, reap, remove the cgroup leaf and the staging folder; *gone only
+ * when all of it is gone. */
+int pybox_native_remove(pybox_native_box_t *b, bool *gone, pybox_error_t *err);
+void pybox_native_free(pybox_native_box_t *b);
+
+/* ---- leftovers of an installation ---- */
+
+typedef struct pybox_native_leftover {
+    char run_id[33];
+    int64_t expires; /* from the staging folder's expiry file; 0 when there is none */
+    bool cgroup;     /* a leaf of that name under the installation's parent */
+    bool staging;    /* a staging folder of that name */
+} pybox_native_leftover_t;
+
+/* Every leaf under the parent and every staging folder whose name is a run id (nothing
+ * else is ever listed or touched). *out is malloc'd. */
+int pybox_native_leftovers(const char *cgroup_root, const char *cgroup_parent, const char *staging,
+                           pybox_native_leftover_t **out, size_t *n, pybox_error_t *err);
+/* Remove one whose expiry has passed (now, wall-clock seconds): the cgroup leaf first
+ * (refused by the kernel while a process is in it), then the staging folder. *gone when
+ * neither is left; an unexpired one is left alone (*gone false, no error). */
+int pybox_native_leftover_remove(const char *cgroup_root, const char *cgroup_parent, const char *staging,
+                                 const pybox_native_leftover_t *l, int64_t now, bool *gone, pybox_error_t *err);
+
+/* A run id: exactly 32 lowercase hex digits. */
+bool pybox_native_is_run_id(const char *s);
+
+#endif

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* The seccomp profile (pybox/seccomp.json, Docker's JSON form) compiled with libseccomp
+ * into a classic BPF program, ready to load in a box's first process just before it
+ * execs the guest init: one profile for both backends. Contract: docs/native.md. */
+#ifndef PYBOX_NATIVE_SECCOMP_H
+#define PYBOX_NATIVE_SECCOMP_H
+
+#include <linux/filter.h>
+#include <stddef.h>
+
+#include "../error.h"
+
+/* A compiled filter. The owner frees it with pybox_native_filter_free. */
+typedef struct pybox_native_filter {
+    struct sock_filter *insns;
+    unsigned short len; /* instructions */
+    char sha256[65];    /* of the instructions as loaded */
+    int rules;          /* syscall rules added (one per name per entry) */
+} pybox_native_filter_t;
+
+/* Compile a profile (JSON text of len bytes) for this machine's architecture. Strict:
+ * an unknown key, action or operator, a syscall name libseccomp does not know on this
+ * architecture (all of them are named in the error), or a profile that does not list
+ * this architecture is refused (PYBOX_ERR_USAGE). */
+int pybox_native_filter_compile(const char *json, size_t len, pybox_native_filter_t *out, pybox_error_t *err);
+void pybox_native_filter_free(pybox_native_filter_t *f);
+
+/* PyBox's own profile, compiled once per process (thread-safe); NULL with err filled if
+ * it cannot be compiled. The filter is static storage: never freed. */
+const pybox_native_filter_t *pybox_native_filter_default(pybox_error_t *err);
+
+/* Load a filter into the calling thread (seccomp(2), mode 2). Makes raw system calls
+ * only, so it is safe between fork and exec. no_new_privs must already be set (or the
+ * caller hold CAP_SYS_ADMIN). Returns 0 or -errno. */
+int pybox_native_filter_load(const pybox_native_filter_t *f);
+
+#endif
