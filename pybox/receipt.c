@@ -564,9 +564,10 @@ static void files_text(pybox_buf_t *o, const pybox_run_result_t *res, int column
         return;
     if (out->status == PYBOX_OUT_DELIVERED) {
         char *dir = escaped(out->dir);
-        chosen_line(o, columns, "  %-10s %d file%s (%lld bytes) brought back into %s; %d not brought back", "files out",
-                    out->returned_files, out->returned_files == 1 ? "" : "s", (long long)out->returned_bytes,
-                    need(o, dir), out->not_returned);
+        pybox_buf_addf(o, "  %-10s %d file%s (%lld bytes) brought back, %d not brought back, into\n", "files out",
+                       out->returned_files, out->returned_files == 1 ? "" : "s", (long long)out->returned_bytes,
+                       out->not_returned);
+        chosen_line(o, columns, "  %-10s %s", "", need(o, dir));
         free(dir);
     } else {
         char *why = escaped(out->reason);
