@@ -331,7 +331,7 @@ static int listener(camp_t *c, pybox_error_t *err)
     if (c->listener[0])
         return 0;
     pybox_pin_t pin;
-    if (pybox_pin_get(&c->st, "stdlib", &pin, err) != 1)
+    if (pybox_pin_get(&c->st, "docker", "stdlib", &pin, err) != 1)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "the stdlib image is not pinned");
     char run[33];
     pybox_random_hex(16, run, NULL);

@@ -7,9 +7,11 @@
 #include "util.h"
 
 extern const pybox_backend_ops_t pybox_docker_backend_ops;
+extern const pybox_backend_ops_t pybox_native_backend_ops;
 
 static const pybox_backend_ops_t *const registry[] = {
     &pybox_docker_backend_ops,
+    &pybox_native_backend_ops,
 };
 
 #define N_BACKENDS (sizeof registry / sizeof *registry)
@@ -20,6 +22,11 @@ const pybox_backend_ops_t *pybox_backend_find(const char *name)
         if (strcmp(registry[i]->name, name) == 0)
             return registry[i];
     return NULL;
+}
+
+const pybox_backend_ops_t *pybox_backend_nth(size_t i)
+{
+    return i < N_BACKENDS ? registry[i] : NULL;
 }
 
 void pybox_backend_names(char *out, size_t len)
@@ -68,4 +75,13 @@ int pybox_backend_open_for(const pybox_state_t *st, const char *name, pybox_back
         return pybox_backend_open(c.backend[0] ? c.backend : NULL, st, out, err);
     }
     return pybox_backend_open(name, st, out, err);
+}
+
+const char *pybox_backend_choose(const pybox_config_t *c, const char *asked)
+{
+    if (asked != NULL && asked[0] != '\0')
+        return asked;
+    if (c != NULL && c->backend[0] != '\0')
+        return c->backend;
+    return PYBOX_DEFAULT_BACKEND;
 }

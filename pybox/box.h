@@ -149,6 +149,8 @@ struct pybox_backend {
 
 /* The registry (backend.c): the backend of that name, or NULL. */
 const pybox_backend_ops_t *pybox_backend_find(const char *name);
+/* The i-th backend of the registry (from 0), NULL past the last. */
+const pybox_backend_ops_t *pybox_backend_nth(size_t i);
 /* The names of all backends, comma-separated (for messages). */
 void pybox_backend_names(char *out, size_t len);
 /* The backend an installation uses unless asked otherwise: config.json's "backend",
@@ -157,6 +159,8 @@ void pybox_backend_names(char *out, size_t len);
 /* Open a backend by name (NULL: the default); an unknown name is a usage error listing
  * the known ones. */
 int pybox_backend_open(const char *name, const pybox_state_t *st, pybox_backend_t **out, pybox_error_t *err);
+/* The backend a run uses: asked, else config.json's "backend", else the default. */
+const char *pybox_backend_choose(const pybox_config_t *c, const char *asked);
 /* The same for an installation: name, else its config.json's "backend", else the default. */
 int pybox_backend_open_for(const pybox_state_t *st, const char *name, pybox_backend_t **out, pybox_error_t *err);
 void pybox_backend_close(pybox_backend_t *be);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bounds.h"
+#include "escape.h"
 #include "image/image.h"
 #include "util.h"
 
@@ -87,14 +88,22 @@ void pybox_ready_free(pybox_ready_t *rd)
     pybox_output_close(&rd->output);
 }
 
-/* The installation, the image's defaults, the ceilings. */
+/* The installation, the backend's name, the image's defaults, the ceilings. */
 static int limits(const pybox_request_t *rq, pybox_ready_t *rd, pybox_limits_t *l, pybox_error_t *err)
 {
     if (pybox_state_open(&rd->st, false, err) < 0 || pybox_state_config(&rd->st, &rd->config, err) < 0)
         return -1;
+    const char *backend = pybox_backend_choose(&rd->config, rq->backend);
+    if (pybox_backend_find(backend) == NULL) {
+        char known[256], shown[160];
+        pybox_backend_names(known, sizeof known);
+        pybox_escape_short(shown, sizeof shown, backend, 32);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "unknown backend '%s' (known: %s)", shown, known);
+    }
+    pybox_strlcpy(rd->backend, backend, sizeof rd->backend);
     pybox_strlcpy(rd->image, rq->image != NULL && rq->image[0] != '\0' ? rq->image : DEFAULT_IMAGE, sizeof rd->image);
     pybox_pin_t defaults = {0};
-    if (pybox_name_valid(rd->image) && pybox_pin_get(&rd->st, rd->image, &rd->pin, err) == 1)
+    if (pybox_name_valid(rd->image) && pybox_pin_get(&rd->st, rd->backend, rd->image, &rd->pin, err) == 1)
         defaults = rd->pin;
     pybox_error_clear(err);
     pybox_limits_resolve(rq, &defaults, l);
@@ -120,11 +129,8 @@ int pybox_prepare(const pybox_request_t *rq, pybox_ready_t *rd, pybox_error_t *e
     rd->failed = PYBOX_PREP_LIMITS;
     if (limits(rq, rd, &l, err) < 0 || files(rq, rd, err) < 0)
         return -1;
-    const char *backend = rq->backend != NULL && rq->backend[0] != '\0' ? rq->backend
-                          : rd->config.backend[0] != '\0'               ? rd->config.backend
-                                                                        : NULL;
     rd->failed = PYBOX_PREP_BACKEND;
-    if (pybox_backend_open(backend, &rd->st, &rd->be, err) < 0)
+    if (pybox_backend_open(rd->backend, &rd->st, &rd->be, err) < 0)
         return -1;
     rd->failed = PYBOX_PREP_IMAGE;
     if (pybox_image_resolve(&rd->st, rd->be, rd->image, &rd->pin, err) < 0)

@@ -62,6 +62,7 @@ typedef struct pybox_ready {
     pybox_output_spec_t output;
     pybox_backend_t *be;
     char image[PYBOX_NAME_MAX];
+    char backend[32];
     unsigned from_image;
     pybox_prep_step_t failed; /* where pybox_prepare failed */
     pybox_run_request_t run;  /* what pybox_run gets; tests may adjust its policy */

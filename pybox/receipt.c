@@ -309,7 +309,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
 
     cJSON *seen = cJSON_AddObjectToObject(r, "seen");
     cJSON_AddStringToObject(seen, "backend", res->backend);
-    cJSON_AddStringToObject(seen, "engine", res->engine);
+    cJSON_AddStringToObject(seen, "backend_description", res->engine);
     cJSON *box = cJSON_AddObjectToObject(seen, "box");
     cJSON_AddStringToObject(box, "id", res->box_id);
     cJSON_AddStringToObject(box, "name", res->box_name);
@@ -320,7 +320,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddBoolToObject(box, "removed", res->removed);
     cJSON_AddBoolToObject(box, "confirmed_gone", res->gone);
     if (res->have_exit) {
-        cJSON *ex = cJSON_AddObjectToObject(seen, "engine_record");
+        cJSON *ex = cJSON_AddObjectToObject(seen, "backend_record");
         cJSON_AddNumberToObject(ex, "exit_code", res->exit.exit_code);
         cJSON_AddBoolToObject(ex, "oom_killed", res->exit.oom_killed);
         cJSON_AddStringToObject(ex, "started_at", res->exit.started_at);
@@ -328,7 +328,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
         if (res->exit.error[0])
             cJSON_AddStringToObject(ex, "error", res->exit.error);
     } else {
-        cJSON_AddNullToObject(seen, "engine_record");
+        cJSON_AddNullToObject(seen, "backend_record");
     }
     if (res->record.seen) {
         const pybox_done_record_t *d = &res->record;
@@ -347,15 +347,15 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddItemToObject(seen, "files", files_json(res, &ok));
     cJSON *oom = cJSON_AddObjectToObject(seen, "oom");
     if (res->have_exit)
-        cJSON_AddBoolToObject(oom, "engine_flag", res->exit.oom_killed);
+        cJSON_AddBoolToObject(oom, "backend_flag", res->exit.oom_killed);
     else
-        cJSON_AddNullToObject(oom, "engine_flag");
+        cJSON_AddNullToObject(oom, "backend_flag");
     const pybox_reading_t *kr = res->final_taken ? &res->final : (res->watch.have_last ? &res->watch.last : NULL);
     num_or_null(oom, "kernel_oom_kills", kr, PYBOX_RD_OOM_KILLS, kr ? kr->oom_kills : 0);
     cJSON_AddStringToObject(oom, "finding", res->oom_finding ? res->oom_finding : "none");
     cJSON_AddStringToObject(seen, "clock", clock_name(res));
     cJSON_AddBoolToObject(seen, "host_deadline_passed", res->deadline_fired);
-    cJSON_AddBoolToObject(seen, "box_killed_through_engine", res->box_killed);
+    cJSON_AddBoolToObject(seen, "box_killed_through_backend", res->box_killed);
     cJSON_AddBoolToObject(seen, "program_input_complete", res->input_complete);
     cJSON *tm = cJSON_AddObjectToObject(seen, "timings_ms");
     cJSON_AddNumberToObject(tm, "before", ms1(res->t.before_ms));
@@ -564,9 +564,10 @@ static void files_text(pybox_buf_t *o, const pybox_run_result_t *res, int column
         return;
     if (out->status == PYBOX_OUT_DELIVERED) {
         char *dir = escaped(out->dir);
-        chosen_line(o, columns, "  %-10s %d file%s (%lld bytes) brought back into %s; %d not brought back", "files out",
-                    out->returned_files, out->returned_files == 1 ? "" : "s", (long long)out->returned_bytes,
-                    need(o, dir), out->not_returned);
+        pybox_buf_addf(o, "  %-10s %d file%s (%lld bytes) brought back, %d not brought back, into\n", "files out",
+                       out->returned_files, out->returned_files == 1 ? "" : "s", (long long)out->returned_bytes,
+                       out->not_returned);
+        chosen_line(o, columns, "  %-10s %s", "", need(o, dir));
         free(dir);
     } else {
         char *why = escaped(out->reason);
@@ -706,11 +707,12 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
 
     pybox_buf_adds(o, "SEEN\n");
     if (res->have_exit)
-        pybox_buf_addf(o, "  %-10s exit %d, out-of-memory kill: %s\n", "engine", res->exit.exit_code,
+        pybox_buf_addf(o, "  %-10s exit %d, out-of-memory kill: %s\n", "backend", res->exit.exit_code,
                        res->exit.oom_killed ? "YES" : "no");
     else
-        pybox_buf_addf(o, "  %-10s no record of the box's end\n", "engine");
-    pybox_buf_addf(o, "  %-10s (%s)\n", "", res->engine[0] ? res->engine : "-");
+        pybox_buf_addf(o, "  %-10s no record of the box's end\n", "backend");
+    pybox_buf_addf(o, "  %-10s (%s, %s)\n", "", res->backend[0] ? res->backend : "-",
+                   res->engine[0] ? res->engine : "-");
     if (d->seen) {
         pybox_buf_addf(o, "  %-10s program ended after %lld ms: ", "box init", (long long)d->program_ms);
         if (d->signal)

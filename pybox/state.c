@@ -213,10 +213,22 @@ static int lock_pins(const pybox_state_t *st, int how, pybox_error_t *err)
     return fd;
 }
 
-static int load_pins(const pybox_state_t *st, cJSON **out, pybox_error_t *err)
+/* Each backend's pins in a file of their own: images.json (docker, the first backend),
+ * images-<backend>.json for the others. */
+static int pins_path(const pybox_state_t *st, const char *backend, char *path, size_t len, pybox_error_t *err)
+{
+    char name[64];
+    if (backend == NULL || backend[0] == '\0' || strcmp(backend, "docker") == 0)
+        pybox_strlcpy(name, "images.json", sizeof name);
+    else if (!pybox_name_valid(backend) || pybox_fmt(name, sizeof name, "images-%s.json", backend) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, EINVAL, "a backend's name");
+    return pybox_state_path(st, name, path, len, err);
+}
+
+static int load_pins(const pybox_state_t *st, const char *backend, cJSON **out, pybox_error_t *err)
 {
     char path[PATH_MAX];
-    if (pybox_state_path(st, "images.json", path, sizeof path, err) < 0)
+    if (pins_path(st, backend, path, sizeof path, err) < 0)
         return -1;
     _cleanup_free_ char *text = NULL;
     size_t len = 0;
@@ -236,10 +248,11 @@ static int load_pins(const pybox_state_t *st, cJSON **out, pybox_error_t *err)
     return 0;
 }
 
-static void pin_from_json(const char *name, const cJSON *o, pybox_pin_t *pin)
+static void pin_from_json(const char *backend, const char *name, const cJSON *o, pybox_pin_t *pin)
 {
     memset(pin, 0, sizeof *pin);
     snprintf(pin->name, sizeof pin->name, "%s", name);
+    snprintf(pin->backend, sizeof pin->backend, "%s", backend && backend[0] ? backend : "docker");
     const cJSON *v;
     if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "id")))
         snprintf(pin->id, sizeof pin->id, "%s", v->valuestring);
@@ -265,29 +278,29 @@ static void pin_from_json(const char *name, const cJSON *o, pybox_pin_t *pin)
         pin->timeout_ms = (int64_t)v->valuedouble;
 }
 
-int pybox_pin_get(const pybox_state_t *st, const char *name, pybox_pin_t *out, pybox_error_t *err)
+int pybox_pin_get(const pybox_state_t *st, const char *backend, const char *name, pybox_pin_t *out, pybox_error_t *err)
 {
     _cleanup_close_ int lfd = lock_pins(st, LOCK_SH, err);
     if (lfd < 0)
         return -1;
     cJSON *pins = NULL;
-    if (load_pins(st, &pins, err) < 0)
+    if (load_pins(st, backend, &pins, err) < 0)
         return -1;
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(pins, name);
     int found = cJSON_IsObject(o);
     if (found)
-        pin_from_json(name, o, out);
+        pin_from_json(backend, name, o, out);
     cJSON_Delete(pins);
     return found;
 }
 
-int pybox_pin_list(const pybox_state_t *st, pybox_pin_t **out, size_t *n, pybox_error_t *err)
+int pybox_pin_list(const pybox_state_t *st, const char *backend, pybox_pin_t **out, size_t *n, pybox_error_t *err)
 {
     _cleanup_close_ int lfd = lock_pins(st, LOCK_SH, err);
     if (lfd < 0)
         return -1;
     cJSON *pins = NULL;
-    if (load_pins(st, &pins, err) < 0)
+    if (load_pins(st, backend, &pins, err) < 0)
         return -1;
     size_t count = (size_t)cJSON_GetArraySize(pins);
     pybox_pin_t *v = calloc(count ? count : 1, sizeof *v);
@@ -298,7 +311,7 @@ int pybox_pin_list(const pybox_state_t *st, pybox_pin_t **out, size_t *n, pybox_
     size_t i = 0;
     for (const cJSON *o = pins->child; o && i < count; o = o->next)
         if (cJSON_IsObject(o))
-            pin_from_json(o->string, o, &v[i++]);
+            pin_from_json(backend, o->string, o, &v[i++]);
     cJSON_Delete(pins);
     *out = v;
     *n = i;
@@ -306,14 +319,14 @@ int pybox_pin_list(const pybox_state_t *st, pybox_pin_t **out, size_t *n, pybox_
 }
 
 /* Write the pins (and free them) atomically; the caller holds the pins lock. */
-static int save_pins(const pybox_state_t *st, cJSON *pins, pybox_error_t *err)
+static int save_pins(const pybox_state_t *st, const char *backend, cJSON *pins, pybox_error_t *err)
 {
     char *text = cJSON_Print(pins);
     cJSON_Delete(pins);
     if (text == NULL)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "encoding images.json");
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "encoding the image pins");
     char path[PATH_MAX];
-    int rc = pybox_state_path(st, "images.json", path, sizeof path, err);
+    int rc = pins_path(st, backend, path, sizeof path, err);
     if (rc == 0)
         rc = pybox_write_file_atomic(path, text, strlen(text), 0600, err);
     free(text);
@@ -326,7 +339,7 @@ int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t
     if (lfd < 0)
         return -1;
     cJSON *pins = NULL;
-    if (load_pins(st, &pins, err) < 0)
+    if (load_pins(st, pin->backend, &pins, err) < 0)
         return -1;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "id", pin->id);
@@ -343,7 +356,7 @@ int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t
     cJSON_AddNumberToObject(d, "timeout_ms", (double)pin->timeout_ms);
     cJSON_DeleteItemFromObjectCaseSensitive(pins, pin->name);
     cJSON_AddItemToObject(pins, pin->name, o);
-    return save_pins(st, pins, err);
+    return save_pins(st, pin->backend, pins, err);
 }
 
 /* A positive number from config.json, or the default when the key is absent. */
@@ -402,16 +415,16 @@ int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t
     return rc;
 }
 
-int pybox_pin_remove(const pybox_state_t *st, const char *name, pybox_error_t *err)
+int pybox_pin_remove(const pybox_state_t *st, const char *backend, const char *name, pybox_error_t *err)
 {
     _cleanup_close_ int lfd = lock_pins(st, LOCK_EX, err);
     if (lfd < 0)
         return -1;
     cJSON *pins = NULL;
-    if (load_pins(st, &pins, err) < 0)
+    if (load_pins(st, backend, &pins, err) < 0)
         return -1;
     int had = cJSON_GetObjectItemCaseSensitive(pins, name) != NULL;
     cJSON_DeleteItemFromObjectCaseSensitive(pins, name);
-    int rc = save_pins(st, pins, err);
+    int rc = save_pins(st, backend, pins, err);
     return rc < 0 ? -1 : had;
 }

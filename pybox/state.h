@@ -45,7 +45,8 @@ int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t
 /* A pinned image. */
 typedef struct pybox_pin {
     char name[PYBOX_NAME_MAX];
-    char id[PYBOX_ID_MAX];  /* "sha256:..." as the engine named it at import */
+    char backend[16];       /* the backend that holds the image ("docker", "native") */
+    char id[PYBOX_ID_MAX];  /* what that backend identifies it by ("sha256:...") */
     char recipe_sha256[65]; /* fingerprint of what it was built from */
     char built_at[40];
     int64_t size;
@@ -56,13 +57,15 @@ typedef struct pybox_pin {
     bool custom;     /* built from a custom recipe (a lock file, a package list) */
 } pybox_pin_t;
 
-/* 1 and *out filled when name is pinned, 0 when it is not, -1 on error. */
-int pybox_pin_get(const pybox_state_t *st, const char *name, pybox_pin_t *out, pybox_error_t *err);
+/* Pins are per backend (each backend pins what it holds of an image; NULL: docker).
+ * 1 and *out filled when name is pinned, 0 when it is not, -1 on error. */
+int pybox_pin_get(const pybox_state_t *st, const char *backend, const char *name, pybox_pin_t *out, pybox_error_t *err);
+/* pin->backend says whose. */
 int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t *err);
 /* Forget a pin: 1 if it was there, 0 if not, -1 on error. */
-int pybox_pin_remove(const pybox_state_t *st, const char *name, pybox_error_t *err);
-/* All pins; *out is malloc'd (caller frees), *n their number. */
-int pybox_pin_list(const pybox_state_t *st, pybox_pin_t **out, size_t *n, pybox_error_t *err);
+int pybox_pin_remove(const pybox_state_t *st, const char *backend, const char *name, pybox_error_t *err);
+/* All pins of a backend; *out is malloc'd (caller frees), *n their number. */
+int pybox_pin_list(const pybox_state_t *st, const char *backend, pybox_pin_t **out, size_t *n, pybox_error_t *err);
 
 /* A valid image or recipe name: [a-z0-9][a-z0-9_-]{0,31}. */
 bool pybox_name_valid(const char *name);

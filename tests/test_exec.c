@@ -31,8 +31,8 @@ START_TEST(hello_exits_by_itself)
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
     ck_assert_int_eq((int)itest_num(j, "exit_code"), 0);
-    ck_assert_int_eq((int)itest_num(j, "seen.engine_record.exit_code"), 0);
-    ck_assert_int_eq(itest_bool(j, "seen.engine_record.oom_killed"), 0);
+    ck_assert_int_eq((int)itest_num(j, "seen.backend_record.exit_code"), 0);
+    ck_assert_int_eq(itest_bool(j, "seen.backend_record.oom_killed"), 0);
     ck_assert_str_eq(itest_str(j, "seen.clock"), "none");
     ck_assert_int_eq((int)itest_num(j, "seen.init_record.exit_code"), 0);
     ck_assert_int_eq(itest_bool(j, "seen.init_record.box_timer_fired"), 0);
@@ -53,7 +53,7 @@ START_TEST(traceback_is_the_programs_failure)
     const cJSON *j = r.receipt;
     ck_assert_int_eq(r.status, 1);
     ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
-    ck_assert_int_eq((int)itest_num(j, "seen.engine_record.exit_code"), 1);
+    ck_assert_int_eq((int)itest_num(j, "seen.backend_record.exit_code"), 1);
     const char *e = itest_str(j, "said.stderr.text");
     ck_assert_ptr_nonnull(strstr(e, "Traceback (most recent call last)"));
     ck_assert_ptr_nonnull(strstr(e, "ValueError: boom"));
@@ -70,7 +70,7 @@ START_TEST(exit_codes_pass_through)
     itest_run_t r;
     itest_exec("raise SystemExit(3)\n", NULL, &r);
     ck_assert_int_eq(r.status, 3);
-    ck_assert_int_eq((int)itest_num(r.receipt, "seen.engine_record.exit_code"), 3);
+    ck_assert_int_eq((int)itest_num(r.receipt, "seen.backend_record.exit_code"), 3);
     itest_run_free(&r);
     itest_exec("import os\nos.kill(os.getpid(), 9)\n", NULL, &r);
     ck_assert_int_eq(r.status, 137);
@@ -92,7 +92,7 @@ START_TEST(host_deadline_stops_the_program)
     ck_assert_int_eq(itest_bool(j, "seen.init_record.stopped_on_request"), 1);
     ck_assert_int_eq(itest_bool(j, "seen.init_record.box_timer_fired"), 0);
     ck_assert_int_eq((int)itest_num(j, "seen.init_record.signal"), 9);
-    ck_assert_int_eq((int)itest_num(j, "seen.engine_record.exit_code"), 137);
+    ck_assert_int_eq((int)itest_num(j, "seen.backend_record.exit_code"), 137);
     /* Stopped near the deadline, far from the 8 s the program asked for. */
     double ms = itest_num(j, "seen.init_record.program_ms");
     ck_assert_msg(ms >= 350 && ms < 3000, "program ran %.0f ms under a 0.4 s deadline", ms);

@@ -83,7 +83,7 @@ START_TEST(data_image_memory_fits_and_oom)
     itest_exec("import numpy as np\na = np.ones(700 * 1024 * 1024 // 8)\nprint(int(a.sum()))\n", args, &r);
     const cJSON *j = r.receipt;
     ck_assert_int_eq(r.status, 137);
-    ck_assert_int_eq(itest_bool(j, "seen.oom.engine_flag"), 1);
+    ck_assert_int_eq(itest_bool(j, "seen.oom.backend_flag"), 1);
     ck_assert_int_ge((int)itest_num(j, "seen.oom.kernel_oom_kills"), 1);
     ck_assert_str_eq(itest_str(j, "seen.oom.finding"), "program_killed");
     itest_run_free(&r);

@@ -33,7 +33,7 @@ START_TEST(oom_child_killed_parent_exits)
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
     ck_assert_str_eq(itest_str(j, "said.stdout.text"), "-9\n");
-    ck_assert_int_eq(itest_bool(j, "seen.oom.engine_flag"), 1);
+    ck_assert_int_eq(itest_bool(j, "seen.oom.backend_flag"), 1);
     ck_assert_int_eq((int)itest_num(j, "seen.oom.kernel_oom_kills"), 1);
     ck_assert_int_eq((int)itest_num(j, "seen.kernel.final.oom_kills"), 1);
     ck_assert_int_eq(itest_bool(j, "seen.kernel.final.taken"), 1);
@@ -139,7 +139,7 @@ START_TEST(large_array_fits_and_peak_is_the_kernels)
     ck_assert_msg(last > 0, "the test could not read the kernel's peak file");
     ck_assert_msg(fabs(peak - (double)last) <= 0.05 * (double)last, "receipt peak %.0f, kernel's file said %ld", peak,
                   last);
-    ck_assert_int_eq(itest_bool(j, "seen.oom.engine_flag"), 0);
+    ck_assert_int_eq(itest_bool(j, "seen.oom.backend_flag"), 0);
     itest_run_free(&r);
 }
 END_TEST
@@ -165,7 +165,7 @@ START_TEST(killed_without_evidence_is_not_explained)
     itest_exec("import os\nos.kill(os.getpid(), 9)\n", NULL, &r);
     const cJSON *j = r.receipt;
     ck_assert_int_eq(r.status, 137);
-    ck_assert_int_eq(itest_bool(j, "seen.oom.engine_flag"), 0);
+    ck_assert_int_eq(itest_bool(j, "seen.oom.backend_flag"), 0);
     ck_assert_int_eq((int)itest_num(j, "seen.oom.kernel_oom_kills"), 0);
     ck_assert(unknown_mentions(j, "cause not established"));
     itest_run_free(&r);

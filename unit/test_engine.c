@@ -1491,7 +1491,7 @@ static char *image_rm(char *tag, size_t tag_len)
     fclose(report);
     pybox_backend_close(be);
     pybox_engine_free(e);
-    ck_assert_int_eq(pybox_pin_get(&st, "x", &pin, &err), 0);
+    ck_assert_int_eq(pybox_pin_get(&st, "docker", "x", &pin, &err), 0);
     return text;
 }
 

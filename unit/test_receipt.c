@@ -175,8 +175,8 @@ START_TEST(json_shape)
 
     const cJSON *seen = get(j, "seen");
     ck_assert(cJSON_IsObject(seen));
-    ck_assert_double_eq(get_num(get(seen, "engine_record"), "exit_code"), 3);
-    ck_assert(cJSON_IsFalse(get(get(seen, "engine_record"), "oom_killed")));
+    ck_assert_double_eq(get_num(get(seen, "backend_record"), "exit_code"), 3);
+    ck_assert(cJSON_IsFalse(get(get(seen, "backend_record"), "oom_killed")));
     ck_assert_double_eq(get_num(get(seen, "init_record"), "exit_code"), 3);
     ck_assert_double_eq(get_num(get(seen, "init_record"), "program_ms"), 42);
     ck_assert_str_eq(get_str(seen, "clock"), "none");
@@ -313,7 +313,7 @@ START_TEST(json_pybox_error)
     const char *msg = get_str(e, "message");
     ck_assert(pybox_utf8_valid(msg, strlen(msg)));
     ck_assert_ptr_nonnull(strstr(msg, "HostConfig.Memory"));
-    ck_assert(cJSON_IsNull(get(get(j, "seen"), "engine_record")));
+    ck_assert(cJSON_IsNull(get(get(j, "seen"), "backend_record")));
     ck_assert(cJSON_IsNull(get(get(j, "seen"), "init_record")));
     cJSON_Delete(j);
     pybox_run_result_free(&r);

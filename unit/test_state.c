@@ -268,10 +268,10 @@ START_TEST(pins_round_trip)
     pybox_pin_t got;
 
     /* nothing pinned yet */
-    ck_assert_int_eq(pybox_pin_get(&st, "stdlib", &got, &err), 0);
+    ck_assert_int_eq(pybox_pin_get(&st, NULL, "stdlib", &got, &err), 0);
     pybox_pin_t *all = NULL;
     size_t n = 99;
-    ck_assert_int_eq(pybox_pin_list(&st, &all, &n, &err), 0);
+    ck_assert_int_eq(pybox_pin_list(&st, NULL, &all, &n, &err), 0);
     ck_assert_uint_eq(n, 0);
     free(all);
 
@@ -281,24 +281,24 @@ START_TEST(pins_round_trip)
     ck_assert_int_eq(pybox_pin_set(&st, &b, &err), 0);
 
     memset(&got, 0, sizeof got);
-    ck_assert_int_eq(pybox_pin_get(&st, "stdlib", &got, &err), 1);
+    ck_assert_int_eq(pybox_pin_get(&st, NULL, "stdlib", &got, &err), 1);
     ck_assert_str_eq(got.name, "stdlib");
     ck_assert_str_eq(got.id, "sha256:aaaa");
     ck_assert_str_eq(got.recipe_sha256, a.recipe_sha256);
     ck_assert_str_eq(got.built_at, a.built_at);
     ck_assert_int_eq(got.size, 123456789);
-    ck_assert_int_eq(pybox_pin_get(&st, "data", &got, &err), 1);
+    ck_assert_int_eq(pybox_pin_get(&st, NULL, "data", &got, &err), 1);
     ck_assert_str_eq(got.id, "sha256:bbbb");
-    ck_assert_int_eq(pybox_pin_get(&st, "other", &got, &err), 0);
+    ck_assert_int_eq(pybox_pin_get(&st, NULL, "other", &got, &err), 0);
 
     /* set replaces */
     pybox_pin_t a2 = make_pin("stdlib", "sha256:cccc", 42);
     ck_assert_int_eq(pybox_pin_set(&st, &a2, &err), 0);
-    ck_assert_int_eq(pybox_pin_get(&st, "stdlib", &got, &err), 1);
+    ck_assert_int_eq(pybox_pin_get(&st, NULL, "stdlib", &got, &err), 1);
     ck_assert_str_eq(got.id, "sha256:cccc");
     ck_assert_int_eq(got.size, 42);
 
-    ck_assert_int_eq(pybox_pin_list(&st, &all, &n, &err), 0);
+    ck_assert_int_eq(pybox_pin_list(&st, NULL, &all, &n, &err), 0);
     ck_assert_uint_eq(n, 2);
     bool seen_stdlib = false, seen_data = false;
     for (size_t i = 0; i < n; i++) {
@@ -331,7 +331,7 @@ START_TEST(pins_corrupt_file)
     ck_assert_int_eq(pybox_state_path(&st, "images.json", path, sizeof path, &err), 0);
     write_text(path, "[1, 2, 3]");
     pybox_pin_t got;
-    ck_assert_int_eq(pybox_pin_get(&st, "stdlib", &got, &err), -1);
+    ck_assert_int_eq(pybox_pin_get(&st, NULL, "stdlib", &got, &err), -1);
     ck_assert_int_eq(err.kind, PYBOX_ERR_STATE);
     pybox_error_clear(&err);
     pybox_pin_t a = make_pin("stdlib", "sha256:aaaa", 1);

@@ -212,7 +212,7 @@ def cmd_receipt(name, path, expected, pinned, rc):
     out = ((r.get("said") or {}).get("stdout") or {}).get("text")
     img = ((r.get("asked") or {}).get("image") or {}).get("id")
     o = {"status": r.get("status"), "exit_code": r.get("exit_code"), "stdout": out,
-         "confirmed_gone": box.get("confirmed_gone"), "image_id": img, "engine": (r.get("seen") or {}).get("engine"),
+         "confirmed_gone": box.get("confirmed_gone"), "image_id": img, "engine": (r.get("seen") or {}).get("backend_description"),
          "pybox_exit": int(rc)}
     if "error" in r:
         o["error"] = r["error"]

@@ -291,15 +291,27 @@ static int cmd_image(int argc, char **argv)
     if (strcmp(argv[1], "list") == 0) {
         if (pybox_state_open(&st, false, &err) < 0)
             return fail(&err, false);
-        pybox_pin_t *pins = NULL;
-        size_t npins = 0;
-        if (pybox_pin_list(&st, &pins, &npins, &err) < 0)
+        if (backend != NULL && pybox_backend_find(backend) == NULL) {
+            pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "--backend: unknown backend");
             return fail(&err, false);
-        printf("%-12s %-8s %-71s %10s  %-16s  %s\n", "NAME", "KIND", "PINNED IMAGE ID", "SIZE", "RECIPE", "BUILT");
-        for (size_t i = 0; i < npins; i++)
-            printf("%-12s %-8s %-71s %7.1f MB  %.16s  %s\n", pins[i].name, pins[i].custom ? "custom" : "built-in",
-                   pins[i].id, (double)pins[i].size / 1e6, pins[i].recipe_sha256, pins[i].built_at);
-        free(pins);
+        }
+        /* Every backend's pins, unless one is asked for. */
+        printf("%-12s %-8s %-8s %-71s %10s  %-16s  %s\n", "NAME", "BACKEND", "KIND", "PINNED IMAGE ID", "SIZE",
+               "RECIPE", "BUILT");
+        const pybox_backend_ops_t *ops;
+        for (size_t b = 0; (ops = pybox_backend_nth(b)) != NULL; b++) {
+            if (backend != NULL && strcmp(backend, ops->name) != 0)
+                continue;
+            pybox_pin_t *pins = NULL;
+            size_t npins = 0;
+            if (pybox_pin_list(&st, ops->name, &pins, &npins, &err) < 0)
+                return fail(&err, false);
+            for (size_t i = 0; i < npins; i++)
+                printf("%-12s %-8s %-8s %-71s %7.1f MB  %.16s  %s\n", pins[i].name, pins[i].backend,
+                       pins[i].custom ? "custom" : "built-in", pins[i].id, (double)pins[i].size / 1e6,
+                       pins[i].recipe_sha256, pins[i].built_at);
+            free(pins);
+        }
         return 0;
     }
     if (strcmp(argv[1], "rm") == 0 || strcmp(argv[1], "verify") == 0) {
@@ -408,7 +420,10 @@ static int mcp_parse(int argc, char **argv, const pybox_state_t *st, pybox_mcp_c
         if (cfg->n_images == PYBOX_MCP_IMAGES_MAX)
             return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--images: at most %d images", PYBOX_MCP_IMAGES_MAX);
         pybox_pin_t pin;
-        int got = pybox_pin_get(st, name, &pin, err);
+        pybox_config_t c;
+        if (pybox_state_config(st, &c, err) < 0)
+            return -1;
+        int got = pybox_pin_get(st, pybox_backend_choose(&c, cfg->backend), name, &pin, err);
         if (got < 0)
             return -1;
         if (got == 0)

@@ -598,7 +598,7 @@ static int d_open(const pybox_state_t *st, pybox_backend_t **out, pybox_error_t 
     }
     be->owns_engine = true;
     be->base.ops = &pybox_docker_backend_ops;
-    snprintf(be->describe, sizeof be->describe, "engine %s", pybox_engine_version(be->engine));
+    snprintf(be->describe, sizeof be->describe, "%s", pybox_engine_version(be->engine));
     *out = &be->base;
     return 0;
 }
@@ -611,7 +611,7 @@ int pybox_docker_backend_over(pybox_engine_t *e, pybox_backend_t **out, pybox_er
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
     be->engine = e;
     be->base.ops = &pybox_docker_backend_ops;
-    snprintf(be->describe, sizeof be->describe, "engine %s", pybox_engine_version(e));
+    snprintf(be->describe, sizeof be->describe, "%s", pybox_engine_version(e));
     *out = &be->base;
     return 0;
 }

@@ -41,13 +41,13 @@ int pybox_image_paths_default(pybox_image_paths_t *paths, pybox_error_t *err)
     return 0;
 }
 
-/* The names of the pinned images, for messages ("stdlib, data"). */
-static void known_images(const pybox_state_t *st, char *out, size_t len)
+/* The names of a backend's pinned images, for messages ("stdlib, data"). */
+static void known_images(const pybox_state_t *st, const char *backend, char *out, size_t len)
 {
     pybox_pin_t *pins = NULL;
     size_t n = 0;
     out[0] = '\0';
-    if (pybox_pin_list(st, &pins, &n, NULL) < 0)
+    if (pybox_pin_list(st, backend, &pins, &n, NULL) < 0)
         return;
     size_t used = 0;
     for (size_t i = 0; i < n && used + 2 < len; i++) {
@@ -66,15 +66,17 @@ int pybox_image_resolve(const pybox_state_t *st, pybox_backend_t *be, const char
 {
     if (!pybox_name_valid(name))
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "image name: use lowercase letters, digits, '-' and '_'");
-    int r = pybox_pin_get(st, name, pin, err);
+    int r = pybox_pin_get(st, be->ops->name, name, pin, err);
     if (r < 0)
         return -1;
     if (r == 0) {
         char known[512];
-        known_images(st, known, sizeof known);
+        known_images(st, be->ops->name, known, sizeof known);
+        bool other = strcmp(be->ops->name, PYBOX_DEFAULT_BACKEND) != 0;
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "unknown image '%s' (known: %s); build it with `pybox image build %s`", name, known,
-                               name);
+                               "unknown image '%s'%s%s (known: %s); build it with `pybox image build %s%s%s`", name,
+                               other ? " for the backend " : "", other ? be->ops->name : "", known, name,
+                               other ? " --backend " : "", other ? be->ops->name : "");
     }
     if (pin->protocol != PYBOX_GUEST_PROTOCOL)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
@@ -360,10 +362,28 @@ static void names_free(names_t *s)
     free(s->v);
 }
 
+/* A root-owned 0755 folder entry. */
+static int add_dir(struct archive *w, const char *path)
+{
+    struct archive_entry *d = archive_entry_new();
+    if (d == NULL)
+        return ARCHIVE_FATAL;
+    archive_entry_set_pathname(d, path);
+    archive_entry_set_filetype(d, AE_IFDIR);
+    archive_entry_set_perm(d, 0755);
+    archive_entry_set_uid(d, 0);
+    archive_entry_set_gid(d, 0);
+    archive_entry_set_mtime(d, 0, 0);
+    int r = archive_write_header(w, d);
+    archive_entry_free(d);
+    return r;
+}
+
 static int compose(const char *base, int out_fd, const char *init_path, const char *manifest, const pybox_lock_t *lock,
                    const char *wheels_dir, const char *pyver, const pybox_out_t *progress, pybox_error_t *err)
 {
     names_t names = {0};
+    bool had_run = false, had_host = false;
     _cleanup_free_ char *init = NULL;
     size_t init_len = 0;
     {
@@ -396,8 +416,13 @@ static int compose(const char *base, int out_fd, const char *init_path, const ch
             pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "reading %s: an entry has no name that can be read", base);
             goto done;
         }
-        if (strncmp(pn, "./pybox/", 8) == 0 || strcmp(pn, "./pybox") == 0)
-            continue; /* PyBox's own folder comes from PyBox only */
+        if (strncmp(pn, "./pybox/", 8) == 0 || strcmp(pn, "./pybox") == 0 || strncmp(pn, "./box/", 6) == 0 ||
+            strcmp(pn, "./box") == 0)
+            continue; /* PyBox's own folders come from PyBox only */
+        if (strcmp(pn, "./run/") == 0 || strcmp(pn, "./run") == 0)
+            had_run = true;
+        if (strcmp(pn, "./host/") == 0 || strcmp(pn, "./host") == 0)
+            had_host = true;
         if (lock != NULL && names_add(&names, pn) < 0) {
             pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "image paths");
             goto done;
@@ -445,14 +470,19 @@ static int compose(const char *base, int out_fd, const char *init_path, const ch
         if (pybox_wheels_unpack(w, lock, wheels_dir, site, "./usr/local/bin", names_has, &names, progress, err) < 0)
             goto done;
     }
-    struct archive_entry *d = archive_entry_new();
-    archive_entry_set_pathname(d, "./pybox/");
-    archive_entry_set_filetype(d, AE_IFDIR);
-    archive_entry_set_perm(d, 0755);
-    archive_entry_set_uid(d, 0);
-    archive_entry_set_gid(d, 0);
-    int dh = archive_write_header(w, d);
-    archive_entry_free(d);
+    /* PyBox's folder, and the mount points a box's files and a relaxed test box use
+     * (a backend that mounts on a read-only root needs them there already). */
+    int dh = add_dir(w, "./pybox/");
+    if (dh == ARCHIVE_OK)
+        dh = add_dir(w, "./box/");
+    if (dh == ARCHIVE_OK)
+        dh = add_dir(w, "./box/in/");
+    if (dh == ARCHIVE_OK)
+        dh = add_dir(w, "./box/out/");
+    if (dh == ARCHIVE_OK && !had_run)
+        dh = add_dir(w, "./run/");
+    if (dh == ARCHIVE_OK && !had_host)
+        dh = add_dir(w, "./host/");
     if (dh != ARCHIVE_OK || add_file(w, "." PYBOX_GUEST_INIT_PATH, init, init_len, 0555) < 0 ||
         add_file(w, "./pybox/manifest.json", manifest, strlen(manifest), 0444) < 0) {
         pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "writing the image tar: %s", archive_error_string(w));
@@ -553,7 +583,7 @@ int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_
             return -1;
     }
     pybox_pin_t pin;
-    int have = pybox_pin_get(st, name, &pin, err);
+    int have = pybox_pin_get(st, be->ops->name, name, &pin, err);
     if (have < 0)
         return -1;
     if (have == 1 && !force && strcmp(pin.recipe_sha256, full_fp) == 0) {
@@ -623,6 +653,7 @@ int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_
     progress_line(progress, t0, be->ops->importing, name);
     pybox_pin_t np = {0};
     snprintf(np.name, sizeof np.name, "%s", name);
+    snprintf(np.backend, sizeof np.backend, "%s", be->ops->name);
     snprintf(np.recipe_sha256, sizeof np.recipe_sha256, "%s", full_fp);
     char id[PYBOX_ID_MAX];
     if (be->ops->images->import(be, fd, &np, id, sizeof id, err) < 0)
@@ -660,15 +691,15 @@ int pybox_image_remove(const pybox_state_t *st, pybox_backend_t *be, const char 
     pybox_pin_t pin;
     if (!pybox_name_valid(name))
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "image name: use lowercase letters, digits, '-' and '_'");
-    int r = pybox_pin_get(st, name, &pin, err);
+    int r = pybox_pin_get(st, be->ops->name, name, &pin, err);
     if (r < 0)
         return -1;
     if (r == 0) {
         char known[512];
-        known_images(st, known, sizeof known);
+        known_images(st, be->ops->name, known, sizeof known);
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "unknown image '%s' (known: %s)", name, known);
     }
-    if (pybox_pin_remove(st, name, err) < 0)
+    if (pybox_pin_remove(st, be->ops->name, name, err) < 0)
         return -1;
     if (pin.custom) {
         char rel[PYBOX_NAME_MAX + 16], dir[PATH_MAX];
@@ -708,7 +739,7 @@ int pybox_image_verify(const pybox_state_t *st, pybox_backend_t *be, const pybox
 {
     pybox_pin_t *pins = NULL;
     size_t n = 0;
-    if (pybox_pin_list(st, &pins, &n, err) < 0)
+    if (pybox_pin_list(st, be->ops->name, &pins, &n, err) < 0)
         return -1;
     int failed = 0;
     for (size_t i = 0; i < n; i++) {

@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: MIT */
+/* The native backend: the box interface (box.h) over the native sandbox (sandbox.h).
+ * A box is made whole at create (its init runs and waits for its hello), so verify reads
+ * the kernel's view before the program can start; start has nothing left to do. The box's
+ * streams are three pipes. Images are root filesystem folders (image.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../guest/proto.h"
+#include "../bounds.h"
+#include "../box.h"
+#include "../buf.h"
+#include "../cgroup.h"
+#include "../escape.h"
+#include "../util.h"
+#include "native.h"
+#include "sandbox.h"
+
+typedef struct native_box {
+    pybox_box_t base;
+    pybox_native_box_t *nb;
+    pybox_native_spec_t spec; /* its strings live below */
+    char rootfs[PATH_MAX];
+    char parent[96];
+    char name[33];
+    char env_entry[256];
+    const char *env[6];
+    char box_name[PYBOX_NAME_MAX];
+    char spec_sha256[65];
+    bool out_eof, err_eof;
+} native_box_t;
+
+static const pybox_box_ops_t native_box_ops;
+
+static native_backend_t *nbe(pybox_backend_t *be)
+{
+    return (native_backend_t *)be;
+}
+
+/* ---- the spec from the policy ---- */
+
+/* The SHA-256 of the spec as one canonical line of text: every setting the box was made
+ * from, so two boxes with the same digest were made alike. */
+static void spec_digest(const pybox_native_spec_t *s, char out[65])
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    pybox_buf_addf(&b,
+                   "native/1 rootfs=%s in=%d out=%lld tmp=%lld shm=%lld uid=%u timer=%lld memory=%lld pids=%lld "
+                   "cpus=%lld nofile=%lld fsize=%lld sigpending=%lld parent=%s name=%s relax=%u",
+                   s->rootfs, s->mount_in ? 1 : 0, (long long)s->out_bytes, (long long)s->tmp_bytes,
+                   (long long)s->shm_bytes, (unsigned)s->uid, (long long)s->timer_ms, (long long)s->memory_bytes,
+                   (long long)s->pids, (long long)s->nano_cpus, (long long)s->nofile, (long long)s->fsize_bytes,
+                   (long long)s->sigpending, s->cgroup_parent, s->name, s->relax);
+    for (size_t i = 0; s->env[i] != NULL; i++)
+        pybox_buf_addf(&b, " env=%s", s->env[i]);
+    pybox_buf_addf(&b, " bind=%s cap=%s socket=%s netns=%d seccomp=%s", s->relax_bind ? s->relax_bind : "",
+                   s->relax_cap ? s->relax_cap : "", s->relax_socket ? s->relax_socket : "", (int)s->relax_netns_pid,
+                   pybox_policy_seccomp_sha256());
+    if (pybox_buf_ok(&b))
+        pybox_sha256_hex(b.data, b.len, out);
+    else
+        out[0] = '\0';
+    pybox_buf_free(&b);
+}
+
+static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t *b, pybox_error_t *err)
+{
+    pybox_native_spec_t *s = &b->spec;
+    memset(s, 0, sizeof *s);
+    if (pybox_native_image_root(be, p->image_id, b->rootfs, sizeof b->rootfs, err) < 0)
+        return -1;
+    if (pybox_fmt(b->parent, sizeof b->parent, "pybox-%s", p->install_id) < 0 ||
+        pybox_strlcpy(b->name, p->run_id, sizeof b->name) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the box's names");
+    s->rootfs = b->rootfs;
+    s->in_dir = NULL;
+    s->mount_in = p->mount_in;
+    s->out_bytes = p->mount_out ? p->out_bytes : 0;
+    s->tmp_bytes = p->tmp_bytes;
+    s->shm_bytes = p->shm_bytes;
+    s->uid = pybox_policy_program_uid(p);
+    s->timer_ms = p->box_timer_ms;
+    s->memory_bytes = (p->relax & PYBOX_RELAX_MEMORY) ? 0 : p->memory_bytes;
+    s->pids = (p->relax & PYBOX_RELAX_PIDS) ? 0 : p->pids;
+    s->nano_cpus = p->nano_cpus;
+    s->nofile = p->nofile;
+    s->fsize_bytes = p->fsize_bytes;
+    s->sigpending = PYBOX_SIGPENDING;
+    s->cgroup_root = pybox_cgroup_root();
+    s->cgroup_parent = b->parent;
+    s->name = b->name;
+    s->staging = be->staging;
+    s->expires = p->expires;
+    size_t n = 0;
+    b->env[n++] = "PATH=/usr/local/bin:/usr/bin:/bin";
+    b->env[n++] = "LANG=C.UTF-8";
+    b->env[n++] = "HOME=/tmp";
+    if (p->relax_env != NULL) {
+        if (pybox_strlcpy(b->env_entry, p->relax_env, sizeof b->env_entry) < 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "a relaxed environment entry");
+        b->env[n++] = b->env_entry;
+    }
+    b->env[n] = NULL;
+    s->env = b->env;
+    s->relax = p->relax;
+    s->relax_bind = p->relax_bind;
+    s->relax_env = NULL; /* already in env */
+    s->relax_cap = p->relax_cap;
+    s->relax_socket = p->relax_socket;
+    if (p->relax_netns != NULL && pybox_native_netns_pid(be, p->relax_netns, &s->relax_netns_pid, err) < 0)
+        return -1;
+    return 0;
+}
+
+/* ---- boxes ---- */
+
+static int n_create(pybox_backend_t *base, const pybox_policy_t *p, pybox_box_t **out, pybox_error_t *err)
+{
+    native_backend_t *be = nbe(base);
+    native_box_t *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
+    b->base.ops = &native_box_ops;
+    if (make_spec(be, p, b, err) < 0) {
+        free(b);
+        return -1;
+    }
+    spec_digest(&b->spec, b->spec_sha256);
+    snprintf(b->box_name, sizeof b->box_name, "pybox-%s", b->name);
+    if (pybox_native_create(&b->spec, &b->nb, err) < 0) {
+        free(b);
+        return -1;
+    }
+    *out = &b->base;
+    return 0;
+}
+
+static int n_verify(pybox_box_t *base, const pybox_policy_t *p, int *checked, pybox_error_t *err)
+{
+    (void)p; /* the spec was made from it; the kernel's view is compared with the spec */
+    native_box_t *b = (native_box_t *)base;
+    return pybox_native_verify(b->nb, &b->spec, checked, err);
+}
+
+static int n_put_files(pybox_box_t *base, const void *tar, size_t len, pybox_error_t *err)
+{
+    return pybox_native_put_files(((native_box_t *)base)->nb, tar, len, err);
+}
+
+static int n_get_files(pybox_box_t *base, size_t max, pybox_buf_t *out, pybox_error_t *err)
+{
+    pybox_buf_init(out, max);
+    return pybox_native_get_files(((native_box_t *)base)->nb, max, out, err);
+}
+
+static int n_open_io(pybox_box_t *base, pybox_error_t *err)
+{
+    (void)base;
+    (void)err;
+    return 0; /* the pipes were made with the box */
+}
+
+static int n_start(pybox_box_t *base, pybox_error_t *err)
+{
+    native_box_t *b = (native_box_t *)base;
+    /* The init runs and waits for its hello: nothing to start, only to confirm. */
+    if (!pybox_native_running(b->nb))
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ESRCH, "the box's init ended before its start");
+    return 0;
+}
+
+static void n_io_fds(const pybox_box_t *base, int *in_fd, int out_fds[2], int *n_out)
+{
+    const native_box_t *b = (const native_box_t *)base;
+    *in_fd = pybox_native_stdin(b->nb);
+    *n_out = 0;
+    if (!b->out_eof)
+        out_fds[(*n_out)++] = pybox_native_stdout(b->nb);
+    if (!b->err_eof)
+        out_fds[(*n_out)++] = pybox_native_stderr(b->nb);
+}
+
+static ssize_t n_io_write(pybox_box_t *base, const void *data, size_t len, pybox_error_t *err)
+{
+    (void)err;
+    native_box_t *b = (native_box_t *)base;
+    int fd = pybox_native_stdin(b->nb);
+    if (fd < 0) {
+        errno = EPIPE;
+        return -1;
+    }
+    ssize_t w;
+    do
+        w = write(fd, data, len);
+    while (w < 0 && errno == EINTR);
+    return w;
+}
+
+static int n_io_close_write(pybox_box_t *base, pybox_error_t *err)
+{
+    (void)err;
+    pybox_native_close_stdin(((native_box_t *)base)->nb);
+    return 0;
+}
+
+/* Drain one pipe: 1 at its end, 0 when nothing more is ready, -1 on failure. */
+static int drain(int fd, int stream, pybox_output_cb cb, void *arg, pybox_error_t *err)
+{
+    char chunk[65536];
+    for (int rounds = 0; rounds < 16; rounds++) {
+        ssize_t r = read(fd, chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && errno == EAGAIN)
+            return 0;
+        if (r < 0)
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "reading the box's %s",
+                                   stream == 1 ? "stdout" : "stderr");
+        if (r == 0)
+            return 1;
+        if (cb(arg, stream, chunk, (size_t)r) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int n_io_read(pybox_box_t *base, pybox_output_cb cb, void *arg, pybox_error_t *err)
+{
+    native_box_t *b = (native_box_t *)base;
+    /* stderr first, as the engine's stream is read: the record ends stdout */
+    if (!b->err_eof) {
+        int r = drain(pybox_native_stderr(b->nb), 2, cb, arg, err);
+        if (r < 0)
+            return -1;
+        b->err_eof = r == 1;
+    }
+    if (!b->out_eof) {
+        int r = drain(pybox_native_stdout(b->nb), 1, cb, arg, err);
+        if (r < 0)
+            return -1;
+        b->out_eof = r == 1;
+    }
+    return b->out_eof && b->err_eof ? 1 : 0;
+}
+
+static int n_signal(pybox_box_t *base, int sig, pybox_error_t *err)
+{
+    return pybox_native_signal(((native_box_t *)base)->nb, sig, err);
+}
+
+static int n_wait(pybox_box_t *base, int64_t timeout_ms, pybox_box_end_t *out, pybox_error_t *err)
+{
+    native_box_t *b = (native_box_t *)base;
+    pybox_native_end_t end;
+    if (pybox_native_wait(b->nb, timeout_ms, &end, err) < 0)
+        return -1;
+    if (end.timed_out)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ETIMEDOUT, "the box %s did not end", b->name);
+    memset(out, 0, sizeof *out);
+    /* The kernel's own account: waitid() of the box's init. */
+    out->signal = end.exited ? 0 : end.signal;
+    out->exit_code = end.exited ? end.exit_code : 128 + end.signal;
+    out->oom_killed = end.oom_kills > 0;
+    return 0;
+}
+
+static int n_running(pybox_box_t *base, bool *running, pybox_error_t *err)
+{
+    (void)err;
+    *running = pybox_native_running(((native_box_t *)base)->nb);
+    return 0;
+}
+
+static int n_cgroup(pybox_box_t *base, pybox_cgroup_loc_t *loc, pybox_error_t *err)
+{
+    native_box_t *b = (native_box_t *)base;
+    pybox_native_cgroup_t cg;
+    memset(loc, 0, sizeof *loc);
+    if (pybox_native_cgroup(b->nb, &cg) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the box's cgroup is not known");
+    if (cg.version == 2) {
+        loc->version = PYBOX_CG_V2;
+        pybox_strlcpy(loc->dir[0], cg.unified, PATH_MAX);
+    } else {
+        loc->version = PYBOX_CG_V1;
+        pybox_strlcpy(loc->dir[PYBOX_CG_MEMORY], cg.memory, PATH_MAX);
+        pybox_strlcpy(loc->dir[PYBOX_CG_PIDS], cg.pids, PATH_MAX);
+        pybox_strlcpy(loc->dir[PYBOX_CG_CPUACCT], cg.cpuacct, PATH_MAX);
+        pybox_strlcpy(loc->dir[PYBOX_CG_CPU], cg.cpu, PATH_MAX);
+    }
+    return 0;
+}
+
+static int n_remove(pybox_box_t *base, bool *gone, pybox_error_t *err)
+{
+    return pybox_native_remove(((native_box_t *)base)->nb, gone, err);
+}
+
+static const char *n_id(const pybox_box_t *base)
+{
+    return ((const native_box_t *)base)->name;
+}
+
+static const char *n_name(const pybox_box_t *base)
+{
+    return ((const native_box_t *)base)->box_name;
+}
+
+static const char *n_spec_sha256(const pybox_box_t *base)
+{
+    return ((const native_box_t *)base)->spec_sha256;
+}
+
+static void n_free(pybox_box_t *base)
+{
+    native_box_t *b = (native_box_t *)base;
+    if (b == NULL)
+        return;
+    pybox_native_free(b->nb);
+    free(b);
+}
+
+static const pybox_box_ops_t native_box_ops = {
+    .verify = n_verify,
+    .put_files = n_put_files,
+    .get_files = n_get_files,
+    .open_io = n_open_io,
+    .start = n_start,
+    .io_fds = n_io_fds,
+    .io_write = n_io_write,
+    .io_close_write = n_io_close_write,
+    .io_read = n_io_read,
+    .signal = n_signal,
+    .wait = n_wait,
+    .running = n_running,
+    .cgroup = n_cgroup,
+    .remove = n_remove,
+    .id = n_id,
+    .name = n_name,
+    .spec_sha256 = n_spec_sha256,
+    .free = n_free,
+};
+
+/* ---- leftovers: each run's cgroup leaf and staging folder, as one ---- */
+
+static int n_list_leftovers(pybox_backend_t *base, const char *install_id, pybox_leftover_t **out, size_t *n,
+                            pybox_error_t *err)
+{
+    native_backend_t *be = nbe(base);
+    *out = NULL;
+    *n = 0;
+    char parent[96];
+    if (pybox_fmt(parent, sizeof parent, "pybox-%s", install_id) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the installation's id");
+    pybox_native_leftover_t *nl = NULL;
+    size_t nn = 0;
+    if (pybox_native_leftovers(pybox_cgroup_root(), parent, be->staging, &nl, &nn, err) < 0)
+        return -1;
+    pybox_leftover_t *v = calloc(nn + 1, sizeof *v);
+    if (v == NULL) {
+        free(nl);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "listing leftovers");
+    }
+    for (size_t i = 0; i < nn; i++) {
+        pybox_leftover_t *l = &v[i];
+        snprintf(l->kind, sizeof l->kind, "box");
+        snprintf(l->id, sizeof l->id, "%s", nl[i].run_id);
+        snprintf(l->name, sizeof l->name, "pybox-%s", nl[i].run_id);
+        memcpy(l->run_id, nl[i].run_id, sizeof l->run_id);
+        l->expires = nl[i].expires > 0 ? nl[i].expires : -1;
+        l->running = false; /* the kernel refuses to remove a cgroup with a process in it */
+        snprintf(l->state, sizeof l->state, "%s%s", nl[i].cgroup ? "cgroup" : "",
+                 nl[i].staging ? (nl[i].cgroup ? "+staging" : "staging") : "");
+    }
+    free(nl);
+    *out = v;
+    *n = nn;
+    return 0;
+}
+
+static int n_remove_leftover(pybox_backend_t *base, const pybox_leftover_t *l, bool *gone, pybox_error_t *err)
+{
+    native_backend_t *be = nbe(base);
+    *gone = false;
+    char parent[96];
+    if (pybox_fmt(parent, sizeof parent, "pybox-%s", be->install_id) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the installation's id");
+    pybox_native_leftover_t nl;
+    memset(&nl, 0, sizeof nl);
+    memcpy(nl.run_id, l->run_id, sizeof nl.run_id);
+    nl.expires = l->expires;
+    nl.cgroup = strstr(l->state, "cgroup") != NULL;
+    nl.staging = strstr(l->state, "staging") != NULL;
+    /* leftovers.c decided it has expired; the sandbox checks again against now */
+    return pybox_native_leftover_remove(pybox_cgroup_root(), parent, be->staging, &nl, pybox_wall_s(), gone, err);
+}
+
+/* ---- the backend ---- */
+
+static int n_open(const pybox_state_t *st, pybox_backend_t **out, pybox_error_t *err)
+{
+    *out = NULL;
+    if (st == NULL)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "the native backend needs an installation");
+    if (geteuid() != 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, EPERM,
+                               "the native backend makes namespaces, cgroups and mounts: run it as root");
+    native_backend_t *be = calloc(1, sizeof *be);
+    if (be == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
+    be->base.ops = &pybox_native_backend_ops;
+    be->st = *st;
+    pybox_strlcpy(be->install_id, st->install_id, sizeof be->install_id);
+    if (pybox_native_dirs(be, err) < 0) {
+        free(be);
+        return -1;
+    }
+    int version = 0;
+    if (pybox_native_cg_detect(pybox_cgroup_root(), &version, err) < 0) {
+        free(be);
+        return -1;
+    }
+    char kernel[64] = "";
+    FILE *f = fopen("/proc/sys/kernel/osrelease", "re");
+    if (f != NULL) {
+        if (fgets(kernel, sizeof kernel, f) == NULL)
+            kernel[0] = '\0';
+        kernel[strcspn(kernel, "\n")] = '\0';
+        fclose(f);
+    }
+    snprintf(be->describe, sizeof be->describe, "Linux %s, cgroup v%d, no daemon", kernel, version);
+    *out = &be->base;
+    return 0;
+}
+
+static void n_close(pybox_backend_t *base)
+{
+    free(base);
+}
+
+static const char *n_describe(const pybox_backend_t *base)
+{
+    return ((const native_backend_t *)base)->describe;
+}
+
+const pybox_backend_ops_t pybox_native_backend_ops = {
+    .name = "native",
+    .holder = "the native backend",
+    .importing = "unpacking into a root filesystem folder:",
+    .open = n_open,
+    .close = n_close,
+    .describe = n_describe,
+    .create = n_create,
+    .list_leftovers = n_list_leftovers,
+    .remove_leftover = n_remove_leftover,
+    .images = &pybox_native_image_ops,
+};

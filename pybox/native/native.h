@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* The native backend's own parts, shared by its files and its unit tests: the backend's
+ * folders, its images (root filesystem folders pinned by a digest of the whole tree), and
+ * the network namespace a relaxed test box may join. Nothing outside pybox/native/ (and
+ * tests) includes this. */
+#ifndef PYBOX_NATIVE_H
+#define PYBOX_NATIVE_H
+
+#include <limits.h>
+#include <sys/types.h>
+
+#include "../box.h"
+#include "../error.h"
+#include "../state.h"
+
+typedef struct native_backend {
+    pybox_backend_t base;
+    pybox_state_t st;
+    char install_id[33];
+    char staging[PATH_MAX]; /* <state>/native/staging: each box's folder, by run id */
+    char roots[PATH_MAX];   /* <state>/native/roots: the images' root filesystems, by digest */
+    char describe[160];
+} native_backend_t;
+
+extern const pybox_backend_ops_t pybox_native_backend_ops;
+extern const pybox_image_ops_t pybox_native_image_ops;
+
+/* Make (or check) the backend's folders under the installation: root's, 0700. */
+int pybox_native_dirs(native_backend_t *be, pybox_error_t *err);
+
+/* The root filesystem folder of a pinned image id ("sha256:<64 hex>"), which must be
+ * there. */
+int pybox_native_image_root(native_backend_t *be, const char *id, char *out, size_t len, pybox_error_t *err);
+
+/* The SHA-256 of a whole tree (every entry's path, type, mode, owner, size and content,
+ * link target or device), following no link: what a native image is pinned by. */
+int pybox_native_tree_sha256(const char *dir, char out[65], pybox_error_t *err);
+
+/* A relaxed test box joins another process's network namespace: "pid:<n>". */
+int pybox_native_netns_pid(native_backend_t *be, const char *what, pid_t *pid, pybox_error_t *err);
+
+#endif
