@@ -96,8 +96,11 @@ $(BUILD)/native-try: $(BUILD)/obj/campaign/native_try.o $(BUILD)/libpybox.a
 $(BUILD)/pybox-bench: campaign/bench.c $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
+# The backends set-up prepares for the tests, the campaign and the benchmark; the demo
+# needs only the default one.
+BACKENDS ?= docker native
 setup:
-	scripts/setup.sh
+	scripts/setup.sh $(BACKENDS)
 
 # The MCP clients the integration tests drive pybox mcp with (Node.js, npm ci).
 mcp-clients:
@@ -117,7 +120,8 @@ check: setup mcp-clients
 bench: setup $(BUILD)/pybox-bench
 	scripts/bench.sh $(BUILD)/pybox
 
-demo: setup
+demo:
+	scripts/setup.sh
 	scripts/demo.sh $(BUILD)/pybox
 
 # The evidence campaign (docs/campaign.md): every case in campaign/cases, records and

@@ -1107,20 +1107,8 @@ static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
 
 /* ---- set-up ---- */
 
-static int copy_file(const char *from, const char *to)
-{
-    char *text = NULL;
-    size_t len = 0;
-    if (read_text(from, &text, &len) < 0)
-        return -1;
-    pybox_error_t err = {0};
-    int rc = pybox_write_file_atomic(to, text, len, 0600, &err);
-    free(text);
-    return rc;
-}
-
 /* The campaign runs as an installation of its own (its own id, labels and run notes),
- * sharing the main installation's image pins and root filesystem cache. */
+ * borrowing the main installation's images (state.h). */
 static int setup(camp_t *c)
 {
     pybox_error_t err = {0};
@@ -1135,19 +1123,9 @@ static int setup(camp_t *c)
         return -1;
     if (pybox_fmt(c->home, sizeof c->home, "%s/home", c->tmp) < 0 || mkdir(c->home, 0700) < 0)
         return -1;
-    char from[PATH_MAX], to[PATH_MAX];
-    if (pybox_state_path(&main_st, "images.json", from, sizeof from, &err) < 0 ||
-        pybox_fmt(to, sizeof to, "%s/images.json", c->home) < 0 || copy_file(from, to) < 0) {
-        say("no image pins to copy (run make setup)");
-        return -1;
-    }
-    if (pybox_state_path(&main_st, "cache", from, sizeof from, &err) == 0 &&
-        pybox_fmt(to, sizeof to, "%s/cache", c->home) == 0 && symlink(from, to) < 0) {
-        char etext[128];
-        say("the image cache is not shared (%s)", pybox_strerror(errno, etext, sizeof etext));
-    }
     setenv("PYBOX_HOME", c->home, 1);
-    if (pybox_state_open(&c->st, true, &err) < 0 || pybox_engine_open(NULL, &c->e, &err) < 0) {
+    if (pybox_state_open(&c->st, true, &err) < 0 || pybox_state_borrow_images(&main_st, &c->st, &err) < 0 ||
+        pybox_engine_open(NULL, &c->e, &err) < 0) {
         say("%s", err.msg);
         return -1;
     }

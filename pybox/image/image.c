@@ -708,7 +708,7 @@ int pybox_image_remove(const pybox_state_t *st, pybox_backend_t *be, const char 
             remove_recipe(dir);
     }
     pybox_image_removal_t what;
-    char why[256];
+    char why[256] = "";
     if (be->ops->images->remove(be, &pin, &what, why, sizeof why, err) < 0)
         return -1;
     if (report == NULL)
@@ -721,7 +721,8 @@ int pybox_image_remove(const pybox_state_t *st, pybox_backend_t *be, const char 
         pybox_out_line(report, "forgot %s; %s no longer has %s", name, be->ops->holder, pin.id);
         break;
     case PYBOX_IMAGE_KEPT_NAMED:
-        pybox_out_line(report, "forgot %s; %s keeps %s: other names use it", name, be->ops->holder, pin.id);
+        pybox_out_line(report, "forgot %s; %s keeps %s: %s", name, be->ops->holder, pin.id,
+                       why[0] ? why : "other names use it");
         break;
     case PYBOX_IMAGE_KEPT_UNKNOWN:
         pybox_out_line(report, "forgot %s; %s keeps %s as far as known: its names could not be read", name,

@@ -44,7 +44,33 @@ int pybox_native_dirs(native_backend_t *be, pybox_error_t *err)
         pybox_fmt(be->staging, sizeof be->staging, "%s/staging", top) < 0 ||
         pybox_fmt(be->roots, sizeof be->roots, "%s/roots", top) < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "the native backend's folders");
-    return mkdir_owned(top, err) < 0 || mkdir_owned(be->staging, err) < 0 || mkdir_owned(be->roots, err) < 0 ? -1 : 0;
+    if (mkdir_owned(top, err) < 0 || mkdir_owned(be->staging, err) < 0)
+        return -1;
+    if (mkdir_owned(be->roots, err) < 0)
+        return -1;
+    /* Named as the kernel will show it (mountinfo): no link on the way. */
+    char real[PATH_MAX];
+    if (realpath(be->roots, real) == NULL)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "realpath(%s)", be->roots);
+    pybox_strlcpy(be->roots, real, sizeof be->roots);
+    if (realpath(be->staging, real) == NULL)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "realpath(%s)", be->staging);
+    pybox_strlcpy(be->staging, real, sizeof be->staging);
+    /* An installation borrowing another's images links their folder (state.h); what the
+     * link leads to must be as private as a folder of our own. */
+    char link[PATH_MAX];
+    struct stat lsb, sb;
+    be->borrowed[0] = '\0';
+    if (pybox_fmt(link, sizeof link, "%s/borrowed-roots", top) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "the native backend's folders");
+    if (lstat(link, &lsb) == 0) {
+        if (!S_ISLNK(lsb.st_mode) || stat(link, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() ||
+            (sb.st_mode & 0077) != 0)
+            return pybox_error_set(err, PYBOX_ERR_STATE, EPERM, "%s is not a link to a private folder of uid %u", link,
+                                   (unsigned)geteuid());
+        pybox_strlcpy(be->borrowed, link, sizeof be->borrowed);
+    }
+    return 0;
 }
 
 static bool hex64(const char *s)
@@ -58,7 +84,24 @@ int pybox_native_image_root(native_backend_t *be, const char *id, char *out, siz
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "not a native image id");
     if (pybox_fmt(out, len, "%s/%s", be->roots, id + 7) < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "an image's folder");
+    /* Our own, else the one borrowed (when there is one of that digest). */
+    struct stat sb;
+    char other[PATH_MAX];
+    char real[PATH_MAX];
+    /* by the path the kernel will show for it (mountinfo), the link resolved */
+    if (lstat(out, &sb) < 0 && be->borrowed[0] != '\0' &&
+        pybox_fmt(other, sizeof other, "%s/%s", be->borrowed, id + 7) == 0 && lstat(other, &sb) == 0 &&
+        realpath(other, real) != NULL && pybox_strlcpy(out, real, len) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "an image's folder");
     return 0;
+}
+
+/* Whether a root filesystem folder is one borrowed from another installation: not in
+ * our own folder. */
+static bool is_borrowed(const native_backend_t *be, const char *root)
+{
+    size_t n = strlen(be->roots);
+    return !(strncmp(root, be->roots, n) == 0 && root[n] == '/');
 }
 
 /* ---- the tree's digest ---- */
@@ -411,6 +454,11 @@ static int ni_remove(pybox_backend_t *base, const pybox_pin_t *pin, pybox_image_
     free(pins);
     if (shared) {
         *what = PYBOX_IMAGE_KEPT_NAMED;
+        return 0;
+    }
+    if (is_borrowed(be, root)) {
+        *what = PYBOX_IMAGE_KEPT_NAMED;
+        snprintf(why, len, "its root filesystem folder belongs to the installation this one borrows images from");
         return 0;
     }
     struct stat sb;

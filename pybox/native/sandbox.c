@@ -752,17 +752,18 @@ static void close_fd(int *fd)
     }
 }
 
+/* The expiry is the name of an empty file, "expires-<seconds>": made in one step, read
+ * from the folder's listing, and it takes no room of the state folder's (a full one
+ * still records it when it can record the run note). */
 static int write_expiry(const char *dir, int64_t expires, pybox_error_t *err)
 {
-    char p[PATH_MAX], v[32];
-    if (pybox_fmt(p, sizeof p, "%s/expires", dir) < 0)
+    char p[PATH_MAX];
+    if (pybox_fmt(p, sizeof p, "%s/expires-%lld", dir, (long long)expires) < 0)
         return sys_fail(err, ENAMETOOLONG, "open", dir);
-    int n = snprintf(v, sizeof v, "%lld\n", (long long)expires);
-    _cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return sys_fail(err, errno, "open", p);
-    if (pybox_write_all(fd, v, (size_t)n) < 0)
-        return sys_fail(err, errno, "write", p);
+    close(fd);
     return 0;
 }
 
