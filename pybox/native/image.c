@@ -376,6 +376,31 @@ static int ni_import(pybox_backend_t *base, int tar_fd, const pybox_pin_t *pin, 
     return 0;
 }
 
+/* The recipe digest the manifest inside a root filesystem folder names ("" if none). */
+static void manifest_recipe(const char *root, char *out, size_t len)
+{
+    out[0] = '\0';
+    char mpath[PATH_MAX];
+    if (pybox_fmt(mpath, sizeof mpath, "%s/pybox/manifest.json", root) < 0)
+        return;
+    int fd = open(mpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    char *text = NULL;
+    size_t tl = 0;
+    bool over = false;
+    if (fd < 0)
+        return;
+    int rc = pybox_read_bounded(fd, 1 << 20, &text, &tl, &over, NULL);
+    close(fd);
+    if (rc < 0)
+        return;
+    cJSON *m = cJSON_ParseWithLength(text, tl);
+    free(text);
+    const cJSON *fp = cJSON_GetObjectItemCaseSensitive(m, "recipe_sha256");
+    if (cJSON_IsString(fp))
+        pybox_strlcpy(out, fp->valuestring, len);
+    cJSON_Delete(m);
+}
+
 static int ni_resolve(pybox_backend_t *base, const pybox_pin_t *pin, pybox_error_t *err)
 {
     native_backend_t *be = (native_backend_t *)base;
@@ -390,6 +415,18 @@ static int ni_resolve(pybox_backend_t *base, const pybox_pin_t *pin, pybox_error
                                "image '%s' is pinned to %s, whose root filesystem is not there as built: rebuild it "
                                "with `pybox image build %s --backend native`; it is never re-pinned by itself",
                                pin->name, pin->id, pin->name);
+    /* Cheap enough for every run: the folder holds the image pinned (its manifest names
+     * the pinned recipe), not another put in its place. The whole tree's digest is checked
+     * at import and by `pybox image verify`. */
+    char recipe[80];
+    manifest_recipe(root, recipe, sizeof recipe);
+    if (strcmp(recipe, pin->recipe_sha256) != 0)
+        return pybox_error_set(
+            err, PYBOX_ERR_USAGE, 0,
+            "image '%s' is pinned to %s, whose root filesystem folder now holds another image (its "
+            "manifest names recipe %.16s, not %.16s): rebuild it with `pybox image build %s --backend "
+            "native`; it is never re-pinned by itself",
+            pin->name, pin->id, recipe[0] ? recipe : "none", pin->recipe_sha256, pin->name);
     return 0;
 }
 
@@ -411,26 +448,12 @@ static int ni_check(pybox_backend_t *base, const char *install_id, const pybox_p
         snprintf(problem, len, "the root filesystem changed since it was pinned (its tree hashes to %.16s...)", now);
         return 0;
     }
-    char mpath[PATH_MAX];
-    if (pybox_fmt(mpath, sizeof mpath, "%s/pybox/manifest.json", root) < 0)
-        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "the manifest's path");
-    int fd = open(mpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    char *text = NULL;
-    size_t tl = 0;
-    bool over = false;
-    if (fd < 0 || pybox_read_bounded(fd, 1 << 20, &text, &tl, &over, NULL) < 0) {
-        if (fd >= 0)
-            close(fd);
+    char recipe[80];
+    manifest_recipe(root, recipe, sizeof recipe);
+    if (recipe[0] == '\0')
         snprintf(problem, len, "the image holds no readable manifest");
-        return 0;
-    }
-    close(fd);
-    cJSON *m = cJSON_ParseWithLength(text, tl);
-    free(text);
-    const cJSON *fp = cJSON_GetObjectItemCaseSensitive(m, "recipe_sha256");
-    if (!cJSON_IsString(fp) || strcmp(fp->valuestring, pin->recipe_sha256) != 0)
+    else if (strcmp(recipe, pin->recipe_sha256) != 0)
         snprintf(problem, len, "the manifest inside the image does not name the pinned recipe");
-    cJSON_Delete(m);
     return 0;
 }
 
