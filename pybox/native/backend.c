@@ -86,7 +86,7 @@ static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t
     s->out_bytes = p->mount_out ? p->out_bytes : 0;
     s->tmp_bytes = p->tmp_bytes;
     s->shm_bytes = p->shm_bytes;
-    s->uid = pybox_policy_program_uid(p);
+    s->uid = p->program_uid; /* the run's own; a relaxation (program root, a shared uid) is the sandbox's */
     s->timer_ms = p->box_timer_ms;
     s->memory_bytes = (p->relax & PYBOX_RELAX_MEMORY) ? 0 : p->memory_bytes;
     s->pids = (p->relax & PYBOX_RELAX_PIDS) ? 0 : p->pids;
