@@ -1372,7 +1372,9 @@ static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
     /* Passes of the same run must agree on the verdict fields. */
     cJSON *agree = cJSON_AddArrayToObject(rec, "agree");
     const cJSON *path;
-    cJSON_ArrayForEach (path, cJSON_GetObjectItemCaseSensitive(cs, "agree")) {
+    const cJSON *agree_own =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cs, "agree_by_backend"), c->backend);
+    cJSON_ArrayForEach (path, agree_own ? agree_own : cJSON_GetObjectItemCaseSensitive(cs, "agree")) {
         if (!cJSON_IsString(path))
             continue;
         cJSON_ArrayForEach (spec, cJSON_GetObjectItemCaseSensitive(cs, "runs")) {

@@ -365,13 +365,18 @@ static const struct {
      "without it. The probe's own words are quoted; they are the program's output."},
     {"resource", "Resource checks", "Limits read straight from the kernel's cgroup files by PyBox's watcher."},
     {"receipt", "Receipt passes", "Each kind of run three times; the verdict fields must agree across the passes."},
-    {"crash", "Crash safety", "PyBox itself killed mid-run: what the engine and the box's timer did."},
+    {"crash", "Crash safety",
+     "PyBox itself killed mid-run: what the box's timer did, as the engine's record and event log say (docker) or "
+     "the kernel's waitid of the box's init (native)."},
     {"files", "Files in and out", "Inputs, outputs and their refusals, through `pybox exec`."},
     {"images", "Images", "The stdlib and data images and their refusals."},
     {"mcp", "MCP server", "`pybox mcp` driven by the official MCP TypeScript SDK client and a raw client."},
     {"lifecycle", "Throwaway installation",
-     "A second, private engine, PyBox set up in it from nothing, used, then deleted with it."},
-    {"performance", "Performance", "Complete runs side by side with `docker run --rm -i` under the same limits."},
+     "PyBox set up from nothing in an installation of its own, used, then deleted: on a second, private engine for "
+     "the docker backend, with no daemon at all for the native one."},
+    {"performance", "Performance",
+     "Complete runs of both backends side by side with bare bubblewrap (`bwrap --unshare-all`, the same root "
+     "filesystem) and `docker run --rm -i` under the same limits, interleaved; `make bench` runs the same."},
 };
 #define NKINDS (sizeof kinds / sizeof *kinds)
 

@@ -186,8 +186,9 @@ static int hash_tree(EVP_MD_CTX *md, const char *dir, const char *rel, int depth
 }
 
 /* The recipe's fingerprint. The base one covers only what builds the root filesystem
- * (its package list and the build script), so images that share it share the cached
- * root filesystem; the full one covers everything, the guest init included. */
+ * (its package list, its customize step and the files it installs, the build script),
+ * so images that share it share the cached root filesystem; the full one covers
+ * everything, the guest init included. */
 /* The folders and files compose() adds, named so that the fingerprint changes with them. */
 #define PYBOX_COMPOSE_LAYOUT "compose/2: /pybox/{init,manifest.json} /box/{in,out} /run /host /etc/{hostname,hosts}\n"
 
@@ -200,6 +201,21 @@ static int fingerprint(const pybox_image_paths_t *paths, const char *dir, bool f
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     EVP_DigestInit_ex(md, EVP_sha256(), NULL);
     int rc = full ? hash_tree(md, dir, "", 0, err) : hash_file(md, pkgs, err);
+    if (rc == 0 && !full) {
+        /* the optional customize step and its files (images/README.md) */
+        char cust[PATH_MAX], files[PATH_MAX];
+        struct stat sb;
+        if (pybox_fmt(cust, sizeof cust, "%s/customize", dir) < 0 || pybox_fmt(files, sizeof files, "%s/files", dir) < 0)
+            rc = pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "recipe path");
+        if (rc == 0 && lstat(cust, &sb) == 0) {
+            EVP_DigestUpdate(md, "customize\n", 10);
+            rc = hash_file(md, cust, err);
+        }
+        if (rc == 0 && lstat(files, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            EVP_DigestUpdate(md, "files\n", 6);
+            rc = hash_tree(md, dir, "files", 1, err);
+        }
+    }
     if (rc == 0)
         rc = hash_file(md, script, err);
     if (rc == 0 && full)
