@@ -28,10 +28,12 @@
 #include "../pybox/buf.h"
 #include "../pybox/docker/engine.h"
 #include "../pybox/image/image.h"
+#include "../pybox/key.h"
 #include "../pybox/policy.h"
 #include "../pybox/prepare.h"
 #include "../pybox/receipt.h"
 #include "../pybox/run.h"
+#include "../pybox/sign.h"
 #include "../pybox/state.h"
 #include "../pybox/util.h"
 #include "../pybox/version.h"
@@ -479,7 +481,9 @@ static void library_run(camp_t *c, const cJSON *cs, const cJSON *spec, const cha
         pybox_ready_run(&rd, &res);
         cJSON_AddNumberToObject(rec, "wall_s", pybox_now_s() - t0);
         cJSON_AddNumberToObject(rec, "exit_code", res.exit_code);
-        cJSON_AddItemToObject(rec, "receipt", pybox_receipt_json(&res));
+        cJSON *r = pybox_receipt_json(&res);
+        pybox_sign_installation(r, &c->st); /* as pybox exec signs its own */
+        cJSON_AddItemToObject(rec, "receipt", r);
         pybox_run_result_free(&res);
     }
     pybox_ready_free(&rd);
@@ -593,6 +597,7 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
     close(cancel[0]);
     close(cancel[1]);
     cJSON *hr = pybox_receipt_json(&h.res);
+    pybox_sign_installation(hr, &c->st);
     unsigned huid = pybox_policy_program_uid(&h.res.policy);
     pybox_run_result_free(&h.res);
     const cJSON *vuid = ev_path(rec, "receipt.asked.policy.program_uid");
@@ -1177,6 +1182,21 @@ static int setup(camp_t *c)
     cJSON_AddItemToObject(c->host, "engine_version", ver ? ver : cJSON_CreateNull());
     cJSON_AddStringToObject(c->host, "pybox_version", PYBOX_VERSION);
     cJSON_AddStringToObject(c->host, "installation", c->st.install_id);
+    /* The receipts of its runs are signed by the campaign's installation: its public key
+     * goes into every record, and the evidence check verifies every receipt with it. */
+    pybox_key_t *key = NULL;
+    pybox_buf_t pem;
+    pybox_buf_init(&pem, 0);
+    if (pybox_key_load(&c->st, true, &key, &err) < 0 || pybox_key_public_pem(key, &pem, &err) < 0) {
+        say("the campaign's receipt key: %s", err.msg);
+        pybox_key_free(key);
+        pybox_buf_free(&pem);
+        return -1;
+    }
+    cJSON_AddStringToObject(c->host, "receipt_key", pem.data);
+    cJSON_AddStringToObject(c->host, "receipt_key_id", pybox_key_id(key));
+    pybox_key_free(key);
+    pybox_buf_free(&pem);
     return 0;
 }
 

@@ -1,12 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Set PyBox up from nothing on Debian 12 (as root): packages, container engine, build,
-# and the pinned stdlib image. Idempotent: a second run only checks, and is quick.
+# the pinned images and the installation's receipt key. Idempotent: a second run only checks, and is quick.
 set -eu
 cd "$(dirname "$0")/.."
 
 packages="gcc make libc6-dev pkg-config check libcjson-dev libcurl4-openssl-dev libssl-dev
-libarchive-dev libseccomp-dev unicode-data docker.io mmdebstrap curl ca-certificates"
+libarchive-dev libseccomp-dev unicode-data docker.io mmdebstrap curl ca-certificates python3-jsonschema"
 missing=""
 for p in $packages; do
     if ! dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -29,3 +29,4 @@ scripts/engine-start.sh
 make -s all
 build/pybox image build stdlib
 build/pybox image build data
+build/pybox key --init >/dev/null
