@@ -33,7 +33,7 @@ ITEST_SRC := $(wildcard tests/*.c)
 ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
-        campaign campaign-fast campaign-pages evidence-check
+        campaign campaign-fast campaign-pages evidence-check schema
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
 $(BUILD)/obj/%.o: %.c
@@ -148,6 +148,11 @@ campaign-pages: $(BUILD)/pybox-campaign
 
 evidence-check: $(BUILD)/pybox-campaign
 	$(BUILD)/pybox-campaign check evidence campaign/limits.md
+
+# The published JSON Schema of receipts, made from their one definition
+# (pybox/receipt_schema.c); a unit test fails when the committed file differs.
+schema: $(BUILD)/pybox
+	$(BUILD)/pybox receipt-schema >docs/receipt.schema.json.tmp && mv docs/receipt.schema.json.tmp docs/receipt.schema.json
 
 FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h pybox/*/*.c pybox/*/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h campaign/*.c campaign/*.h)
 format:

@@ -35,10 +35,12 @@
 #include "../pybox/buf.h"
 #include "../pybox/docker/engine.h"
 #include "../pybox/image/image.h"
+#include "../pybox/key.h"
 #include "../pybox/policy.h"
 #include "../pybox/prepare.h"
 #include "../pybox/receipt.h"
 #include "../pybox/run.h"
+#include "../pybox/sign.h"
 #include "../pybox/state.h"
 #include "../pybox/util.h"
 #include "../pybox/version.h"
@@ -722,7 +724,9 @@ static void library_run(camp_t *c, const cJSON *cs, const cJSON *spec, const cha
         pybox_ready_run(&rd, &res);
         cJSON_AddNumberToObject(rec, "wall_s", pybox_now_s() - t0);
         cJSON_AddNumberToObject(rec, "exit_code", res.exit_code);
-        cJSON_AddItemToObject(rec, "receipt", pybox_receipt_json(&res));
+        cJSON *r = pybox_receipt_json(&res);
+        pybox_sign_installation(r, &c->st); /* as pybox exec signs its own */
+        cJSON_AddItemToObject(rec, "receipt", r);
         pybox_run_result_free(&res);
     }
     pybox_ready_free(&rd);
@@ -833,6 +837,7 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
     close(cancel[0]);
     close(cancel[1]);
     cJSON *hr = pybox_receipt_json(&h.res);
+    pybox_sign_installation(hr, &c->st);
     unsigned huid = pybox_policy_program_uid(&h.res.policy);
     pybox_run_result_free(&h.res);
     const cJSON *vuid = ev_path(rec, "receipt.asked.policy.program_uid");
@@ -1374,7 +1379,8 @@ static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
     const cJSON *path;
     const cJSON *agree_own =
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cs, "agree_by_backend"), c->backend);
-    cJSON_ArrayForEach (path, agree_own ? agree_own : cJSON_GetObjectItemCaseSensitive(cs, "agree")) {
+    const cJSON *agree_list = agree_own ? agree_own : cJSON_GetObjectItemCaseSensitive(cs, "agree");
+    cJSON_ArrayForEach (path, agree_list) {
         if (!cJSON_IsString(path))
             continue;
         cJSON_ArrayForEach (spec, cJSON_GetObjectItemCaseSensitive(cs, "runs")) {
@@ -1471,6 +1477,21 @@ static int setup(camp_t *c)
     cJSON_AddItemToObject(c->host, "engine_version", ver ? ver : cJSON_CreateNull());
     cJSON_AddStringToObject(c->host, "pybox_version", PYBOX_VERSION);
     cJSON_AddStringToObject(c->host, "installation", c->st.install_id);
+    /* The receipts of its runs are signed by the campaign's installation: its public key
+     * goes into every record, and the evidence check verifies every receipt with it. */
+    pybox_key_t *key = NULL;
+    pybox_buf_t pem;
+    pybox_buf_init(&pem, 0);
+    if (pybox_key_load(&c->st, true, &key, &err) < 0 || pybox_key_public_pem(key, &pem, &err) < 0) {
+        say("the campaign's receipt key: %s", err.msg);
+        pybox_key_free(key);
+        pybox_buf_free(&pem);
+        return -1;
+    }
+    cJSON_AddStringToObject(c->host, "receipt_key", pem.data);
+    cJSON_AddStringToObject(c->host, "receipt_key_id", pybox_key_id(key));
+    pybox_key_free(key);
+    pybox_buf_free(&pem);
     /* The backends the campaign runs on: those asked for, else every one present (it
      * opens and has the stdlib image pinned), each with its own description. */
     cJSON *bk = cJSON_AddObjectToObject(c->host, "backends");

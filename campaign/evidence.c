@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "../pybox/box.h"
+#include "../pybox/key.h"
+#include "../pybox/sign.h"
 #include "../pybox/state.h"
 #include "../pybox/util.h"
 
@@ -251,6 +253,44 @@ static int backend_cmp(const char *a, const char *b)
     return ra != rb ? (ra < rb ? -1 : 1) : strcmp(a, b);
 }
 
+/* A record whose campaign names its receipt key (host.receipt_key: the public key, PEM)
+ * holds receipts that key signed: each must verify, unchanged since. Records of
+ * campaigns from before receipts were signed name no key. True when one does not. */
+static bool receipts_problem(const cJSON *j, const char *name, pybox_buf_t *problems)
+{
+    const cJSON *pem = ev_path(j, "host.receipt_key");
+    if (pem == NULL)
+        return false;
+    pybox_key_t *k = NULL;
+    pybox_error_t err = {0};
+    if (!cJSON_IsString(pem) || pybox_key_from_pem(pem->valuestring, strlen(pem->valuestring), &k, &err) < 0) {
+        pybox_buf_addf(problems, "%s/%s: host.receipt_key: %s\n", EV_RECORDS, name,
+                       err.msg[0] ? err.msg : "not a PEM text");
+        return true;
+    }
+    static const char *const which[] = {"receipt", "hold_receipt"};
+    const pybox_key_t *keys[] = {k};
+    bool bad = false;
+    int i = 0;
+    const cJSON *run;
+    cJSON_ArrayForEach (run, ev_path(j, "runs")) {
+        for (size_t w = 0; w < sizeof which / sizeof *which; w++) {
+            const cJSON *r = cJSON_GetObjectItemCaseSensitive(run, which[w]);
+            if (r == NULL)
+                continue;
+            pybox_sig_check_t c;
+            pybox_sign_verify(r, keys, 1, &c);
+            if (c.verdict != PYBOX_SIG_VALID) {
+                pybox_buf_addf(problems, "%s/%s: runs.%d.%s: %s\n", EV_RECORDS, name, i, which[w], c.why);
+                bad = true;
+            }
+        }
+        i++;
+    }
+    pybox_key_free(k);
+    return bad;
+}
+
 static int rec_cmp(const void *a, const void *b)
 {
     const rec_t *x = a, *y = b;
@@ -333,6 +373,11 @@ static int load(const char *dir, rec_t **out, size_t *n, pybox_buf_t *problems)
         if (strcmp(r.verdict, derived) != 0) {
             pybox_buf_addf(problems, "%s/%s: says \"%s\" but its runs say \"%s\"\n", EV_RECORDS, de->d_name, r.verdict,
                            derived);
+            bad++;
+            cJSON_Delete(j);
+            continue;
+        }
+        if (receipts_problem(j, de->d_name, problems)) {
             bad++;
             cJSON_Delete(j);
             continue;

@@ -4,8 +4,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "run.h"
 
 /* Types, as bits: a member may allow several (a reading that is a number or null). */
@@ -234,6 +236,18 @@ static const node_t said_m[] = {{"trust", T_STR, false, NULL, NULL, NULL, "untru
                                 END};
 static const node_t error_m[] = {
     {"kind", T_STR, false, NULL, NULL, error_words, NULL, NULL}, M("message", T_STR, NULL), END};
+/* sign.h: made over the receipt's canonical JSON without this member. */
+static const node_t signature_m[] = {
+    {"alg", T_STR, false, NULL, NULL, NULL, "Ed25519", NULL},
+    M("key_id", T_STR, "the signing key's id: the first 32 hex digits of the SHA-256 of its raw public key"),
+    M("value", T_STR,
+      "base64 of the 64-byte Ed25519 signature of the receipt's RFC 8785 canonical JSON without "
+      "\"signature\""),
+    END};
+#define SIGNATURE_MEMBERS                                                                                              \
+    OPT_OBJ("signature", T_OBJ, signature_m, "by the installation's receipt key (docs/receipt.md)"),                   \
+        OPT("unsigned", T_STR, "why the receipt carries no signature")
+
 static const node_t run_m[] = {{"schema", T_STR, false, NULL, NULL, NULL, PYBOX_RECEIPT_SCHEMA, NULL},
                                M("pybox_version", T_STR, NULL),
                                M("run_id", T_STR, NULL),
@@ -244,6 +258,7 @@ static const node_t run_m[] = {{"schema", T_STR, false, NULL, NULL, NULL, PYBOX_
                                OBJ("said", T_OBJ, said_m, "untrusted: what the program wrote"),
                                ARR("unknown", &string_item, "what could not be established"),
                                OPT_OBJ("error", T_OBJ, error_m, "when PyBox failed"),
+                               SIGNATURE_MEMBERS,
                                END};
 static const node_t refusal_m[] = {{"schema", T_STR, false, NULL, NULL, NULL, PYBOX_RECEIPT_SCHEMA, NULL},
                                    M("pybox_version", T_STR, NULL),
@@ -251,6 +266,7 @@ static const node_t refusal_m[] = {{"schema", T_STR, false, NULL, NULL, NULL, PY
                                    M("exit_code", T_INT, NULL),
                                    OBJ("error", T_OBJ, error_m, NULL),
                                    M("box_built", T_BOOL, "always false: refused before any box"),
+                                   SIGNATURE_MEMBERS,
                                    END};
 static const node_t run_root = OBJ("", T_OBJ, run_m, NULL);
 static const node_t refusal_root = OBJ("", T_OBJ, refusal_m, NULL);
@@ -336,6 +352,47 @@ cJSON *pybox_receipt_schema(bool strict)
     cJSON_AddStringToObject(r, "title", "PyBox refusal");
     cJSON_AddItemToArray(one, r);
     return s;
+}
+
+/* JSON text indented by two spaces per level; each scalar as cJSON writes it. */
+static void indented(pybox_buf_t *o, const cJSON *v, int depth)
+{
+    bool obj = cJSON_IsObject(v);
+    if ((obj || cJSON_IsArray(v)) && v->child != NULL) {
+        pybox_buf_adds(o, obj ? "{\n" : "[\n");
+        for (const cJSON *c = v->child; c != NULL; c = c->next) {
+            pybox_buf_addf(o, "%*s", 2 * (depth + 1), "");
+            if (obj) {
+                cJSON *name = cJSON_CreateString(c->string);
+                char *t = name ? cJSON_PrintUnformatted(name) : NULL;
+                if (t == NULL)
+                    pybox_buf_fail(o);
+                pybox_buf_addf(o, "%s: ", t ? t : "");
+                free(t);
+                cJSON_Delete(name);
+            }
+            indented(o, c, depth + 1);
+            pybox_buf_adds(o, c->next ? ",\n" : "\n");
+        }
+        pybox_buf_addf(o, "%*s%s", 2 * depth, "", obj ? "}" : "]");
+        return;
+    }
+    char *t = cJSON_PrintUnformatted(v);
+    if (t == NULL)
+        pybox_buf_fail(o);
+    pybox_buf_adds(o, t ? t : "");
+    free(t);
+}
+
+int pybox_receipt_schema_text(pybox_buf_t *out)
+{
+    cJSON *s = pybox_receipt_schema(true);
+    if (s == NULL)
+        return -1;
+    indented(out, s, 0);
+    pybox_buf_adds(out, "\n");
+    cJSON_Delete(s);
+    return pybox_buf_ok(out) ? 0 : -1;
 }
 
 /* ---- checking a receipt ---- */

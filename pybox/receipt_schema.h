@@ -18,6 +18,11 @@
  * definition's members are described (what a client can rely on). Caller frees. */
 cJSON *pybox_receipt_schema(bool strict);
 
+/* The published schema (strict) as text, indented by two spaces, with a newline at the
+ * end: what docs/receipt.schema.json holds (make schema writes it). Appended to out. */
+struct pybox_buf;
+int pybox_receipt_schema_text(struct pybox_buf *out);
+
 /* The schema of a run's receipt alone (MCP outputSchema: a result's structuredContent is
  * always one). Caller frees. */
 cJSON *pybox_receipt_run_schema(bool strict);

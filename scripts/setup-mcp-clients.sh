@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Install the MCP clients the tests drive pybox mcp with (the official TypeScript SDK
-# client and the MCP Inspector, pinned in tests/mcp/package-lock.json): Node.js and npm
+# client and the MCP Inspector) and the RFC 8785 canonicaliser PyBox's own is checked
+# against (canonicalize), pinned in tests/mcp/package-lock.json: Node.js and npm
 # from Debian's packages when missing, then `npm ci`. Quick when already done.
 set -eu
 cd "$(dirname "$0")/../tests/mcp"

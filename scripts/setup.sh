@@ -1,9 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Set PyBox up from nothing on Debian 12 (as root): packages, the build, and the pinned
-# stdlib and data images for each backend named (default: the default backend); the
-# container engine only when the docker backend is named. Idempotent: a second run only
-# checks, and is quick.
+# Set PyBox up from nothing on Debian 12 (as root): packages, the build, the pinned stdlib
+# and data images for each backend named (default: the default backend) and the
+# installation's receipt key; the container engine only when the docker backend is
+# named. Idempotent: a second run only checks, and is quick.
 #   scripts/setup.sh [docker] [native]
 set -eu
 cd "$(dirname "$0")/.."
@@ -21,7 +21,7 @@ for b in $backends; do
 done
 
 packages="gcc make libc6-dev pkg-config check libcjson-dev libcurl4-openssl-dev libssl-dev
-libarchive-dev libseccomp-dev unicode-data mmdebstrap curl ca-certificates"
+libarchive-dev libseccomp-dev unicode-data mmdebstrap curl ca-certificates python3-jsonschema"
 case " $backends " in *" docker "*) packages="$packages docker.io" ;; esac
 missing=""
 for p in $packages; do
@@ -47,3 +47,4 @@ for b in $backends; do
     build/pybox image build stdlib --backend "$b"
     build/pybox image build data --backend "$b"
 done
+build/pybox key --init >/dev/null

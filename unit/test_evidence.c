@@ -13,6 +13,9 @@
 #include <unistd.h>
 
 #include "../campaign/evidence.h"
+#include "../pybox/key.h"
+#include "../pybox/sign.h"
+#include "../pybox/state.h"
 #include "../pybox/util.h"
 #include "suites.h"
 
@@ -383,6 +386,63 @@ START_TEST(numbers_shown_plainly)
 }
 END_TEST
 
+/* A record whose campaign names its receipt key: every receipt in it must be signed by
+ * that key and unchanged, even in a record renamed to its new SHA-256. */
+START_TEST(receipts_verified_against_the_campaigns_key)
+{
+    char home[128];
+    snprintf(home, sizeof home, "%s/home", dir);
+    setenv("PYBOX_HOME", home, 1);
+    pybox_state_t st;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_state_open(&st, true, &err) == 0, "%s", err.msg);
+    pybox_key_t *k = NULL;
+    ck_assert_int_eq(pybox_key_load(&st, true, &k, &err), 1);
+    pybox_buf_t pem;
+    pybox_buf_init(&pem, 0);
+    ck_assert_int_eq(pybox_key_public_pem(k, &pem, &err), 0);
+    unsetenv("PYBOX_HOME");
+    for (int variant = 0; variant < 4; variant++) {
+        cJSON *r = record("restriction", "signed", "2026-01-01T00:00:00.000Z", "pass", "BLOCKED: no\n");
+        cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(r, "host"), "receipt_key", pem.data);
+        const cJSON *run;
+        cJSON_ArrayForEach (run, ev_path(r, "runs"))
+            ck_assert_int_eq(pybox_sign_receipt(cJSON_GetObjectItemCaseSensitive(run, "receipt"), k, &err), 0);
+        cJSON *second = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ev_path(r, "runs"), 1), "receipt");
+        const char *want = NULL;
+        if (variant == 1) { /* a value changed after signing */
+            cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(ev_path(second, "said"), "stdout")->child,
+                                 "ESCAPED: no\n");
+            want = "runs.1.receipt: signature does not match";
+        } else if (variant == 2) { /* the signature taken away */
+            cJSON_DeleteItemFromObjectCaseSensitive(second, "signature");
+            want = "runs.1.receipt: not signed";
+        } else if (variant == 3) { /* another key named */
+            cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "host"), "receipt_key",
+                                                   cJSON_CreateString("junk"));
+            want = "host.receipt_key: ";
+        }
+        char name[80];
+        store(r, name);
+        FILE *quiet = fopen("/dev/null", "we");
+        ev_write_pages(dir, limits, quiet);
+        fclose(quiet);
+        char report[4096];
+        int bad = check(report, sizeof report);
+        if (want == NULL) {
+            ck_assert_msg(bad == 0, "%s", report);
+        } else {
+            ck_assert_msg(bad > 0 && strstr(report, want) != NULL, "variant %d: %s", variant, report);
+        }
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/" EV_RECORDS "/%s", dir, name);
+        ck_assert_int_eq(unlink(path), 0);
+    }
+    pybox_buf_free(&pem);
+    pybox_key_free(k);
+}
+END_TEST
+
 Suite *suite_evidence(void)
 {
     Suite *s = suite_create("evidence");
@@ -401,6 +461,7 @@ Suite *suite_evidence(void)
     tcase_add_test(tc, verdict_must_follow_from_runs);
     tcase_add_test(tc, fifo_in_records_not_waited_on);
     tcase_add_test(tc, numbers_shown_plainly);
+    tcase_add_test(tc, receipts_verified_against_the_campaigns_key);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -16,6 +16,8 @@ static void main_help(FILE *o)
                "       pybox image build NAME [--force] [--lock uv.lock --wheels DIR | --debian PACKAGES]\n"
                "       pybox image list | verify | rm NAME\n"
                "       pybox cleanup [--dry-run] [--json]\n"
+               "       pybox verify RECEIPT.json|- [--key PUBLIC.pem]\n"
+               "       pybox key [--init]\n"
                "       pybox help [COMMAND] | version\n"
                "\n"
                "PyBox runs an untrusted Python program in a fresh, sealed box and prints a receipt:\n"
@@ -26,6 +28,8 @@ static void main_help(FILE *o)
                "  mcp       serve the run_python tool to an AI agent over MCP on stdio (pybox help mcp)\n"
                "  image     build, list, verify and remove the pinned images (pybox help image)\n"
                "  cleanup   remove this installation's expired leftovers (pybox help cleanup)\n"
+               "  verify    check a JSON receipt's signature (pybox help verify)\n"
+               "  key       print this installation's public receipt key (pybox help key)\n"
                "  help      this help, or a command's\n"
                "  version   the version\n"
                "\n"
@@ -149,6 +153,37 @@ static void cleanup_help(FILE *o)
           o);
 }
 
+static void verify_help(FILE *o)
+{
+    fputs("usage: pybox verify RECEIPT.json|- [--key PUBLIC.pem]\n"
+          "\n"
+          "Check the signature of a JSON receipt (pybox exec --json, an MCP result's\n"
+          "structuredContent, a campaign record's) from a file or standard input (-).\n"
+          "It proves this installation's key (or the key in PUBLIC.pem) signed this receipt\n"
+          "and nothing in it changed since; not that the host was honest. The terminal\n"
+          "receipt carries no signature.\n"
+          "\n"
+          "  --key PUBLIC.pem  the public key to check against (pybox key prints one);\n"
+          "                    default: this installation's own\n"
+          "\n"
+          "Exit code: 0 valid; 1 not (not JSON, not signed, signed by an unknown key, or the\n"
+          "signature does not match); 125 when it could not be checked. docs/receipt.md.\n",
+          o);
+}
+
+static void key_help(FILE *o)
+{
+    fputs("usage: pybox key [--init]\n"
+          "\n"
+          "Print this installation's public receipt key (PEM). Its private half is\n"
+          "receipt-key.pem in the state folder, readable by its owner only; it is made by\n"
+          "--init (set-up runs it) or by the first receipt that needs it.\n"
+          "\n"
+          "  --init   make the key if there is none, then print it\n"
+          "docs/receipt.md.\n",
+          o);
+}
+
 int pybox_help(FILE *out, const char *command)
 {
     if (command == NULL || command[0] == '\0')
@@ -161,6 +196,10 @@ int pybox_help(FILE *out, const char *command)
         image_help(out);
     else if (strcmp(command, "cleanup") == 0)
         cleanup_help(out);
+    else if (strcmp(command, "verify") == 0)
+        verify_help(out);
+    else if (strcmp(command, "key") == 0)
+        key_help(out);
     else
         return -1;
     return 0;

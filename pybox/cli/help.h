@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-/* The help of one command ("exec", "mcp", "image", "cleanup"), or of pybox (NULL or ""):
+/* The help of one command ("exec", "mcp", "image", "cleanup", "verify", "key"), or of pybox (NULL or ""):
  * 0, or -1 when there is no such command. */
 int pybox_help(FILE *out, const char *command);
 

@@ -25,6 +25,7 @@
 #include "../prepare.h"
 #include "../receipt.h"
 #include "../run.h"
+#include "../sign.h"
 #include "../state.h"
 #include "../util.h"
 #include "../version.h"
@@ -52,9 +53,20 @@ static int fail(const pybox_error_t *err, bool json)
     fprintf(stderr, "pybox: %s: %s\n", err->kind == PYBOX_ERR_USAGE ? "refused" : "error", b.data ? b.data : "");
     pybox_buf_free(&b);
     if (json) {
+        cJSON *r = pybox_receipt_refusal(err);
+        /* A refusal is signed too, when the installation can be opened to do it. */
+        pybox_state_t st;
+        pybox_error_t serr = {0};
+        if (pybox_state_open(&st, false, &serr) == 0) {
+            pybox_sign_installation(r, &st);
+        } else {
+            char why[PYBOX_ERROR_MSG_MAX + 64];
+            snprintf(why, sizeof why, "the receipt could not be signed: %s", serr.msg);
+            pybox_sign_mark_unsigned(r, why);
+        }
         pybox_buf_t out;
         pybox_buf_init(&out, 0);
-        json_line(&out, pybox_receipt_refusal(err));
+        json_line(&out, r);
         if (out.data)
             (void)pybox_write_all(STDOUT_FILENO, out.data, out.len);
         pybox_buf_free(&out);
@@ -95,13 +107,16 @@ static int read_program(char **prog, size_t *len, pybox_error_t *err)
     return 0;
 }
 
-/* The receipt on stdout, and PyBox's own failure on stderr. Returns the exit code. */
-static int print_run(const pybox_run_result_t *res, int rc, bool json)
+/* The receipt on stdout, and PyBox's own failure on stderr. The JSON receipt is signed
+ * with the installation's key (st); the terminal one cannot be. Returns the exit code. */
+static int print_run(const pybox_run_result_t *res, int rc, bool json, const pybox_state_t *st)
 {
     pybox_buf_t out;
     pybox_buf_init(&out, 0);
     if (json) {
-        json_line(&out, pybox_receipt_json(res));
+        cJSON *r = pybox_receipt_json(res);
+        pybox_sign_installation(r, st);
+        json_line(&out, r);
     } else {
         struct winsize ws;
         int tty = isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
@@ -177,7 +192,7 @@ static int cmd_exec(int argc, char **argv)
     catch_signals();
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
     int rc = pybox_ready_run(&rd, &res);
-    return print_run(&res, rc, o.json);
+    return print_run(&res, rc, o.json, &rd.st);
 }
 
 static int cmd_cleanup(int argc, char **argv)
@@ -334,6 +349,127 @@ static int cmd_image(int argc, char **argv)
     }
     pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "unknown image command (build, list, rm, verify)");
     return fail(&err, false);
+}
+
+/* pybox verify RECEIPT.json|- [--key PUBLIC.pem]: 0 valid, 1 not, 125 not checked. */
+static int cmd_verify(int argc, char **argv)
+{
+    pybox_error_t err = {0};
+    const char *file = NULL, *keyfile = NULL;
+    bool bad = false;
+    for (int i = 1; i < argc && !bad; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            pybox_help(stdout, "verify");
+            return 0;
+        }
+        if (strcmp(argv[i], "--key") == 0 && i + 1 < argc && keyfile == NULL)
+            keyfile = argv[++i];
+        else if (file == NULL && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
+            file = argv[i];
+        else
+            bad = true;
+    }
+    if (bad || file == NULL) {
+        pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox verify RECEIPT.json|- [--key PUBLIC.pem]");
+        return fail(&err, false);
+    }
+    char shown[160];
+    pybox_escape_short(shown, sizeof shown, file, 96);
+    _cleanup_close_ int fd = strcmp(file, "-") == 0 ? dup(STDIN_FILENO) : open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        pybox_error_set(&err, PYBOX_ERR_USAGE, errno, "open(%s)", shown);
+        return fail(&err, false);
+    }
+    if (isatty(fd)) {
+        pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "%s is a terminal: give the receipt in a file or on a pipe",
+                        strcmp(file, "-") == 0 ? "standard input" : shown);
+        return fail(&err, false);
+    }
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    bool over = false;
+    if (pybox_read_bounded(fd, PYBOX_SIGN_RECEIPT_MAX, &text, &len, &over, &err) < 0)
+        return fail(&err, false);
+    if (over) {
+        pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "%s: larger than any receipt (%u MiB)", shown,
+                        PYBOX_SIGN_RECEIPT_MAX >> 20);
+        return fail(&err, false);
+    }
+    _cleanup_(pybox_key_freep) pybox_key_t *key = NULL;
+    char whose[200];
+    if (keyfile != NULL) {
+        if (pybox_key_read_public(keyfile, &key, &err) < 0)
+            return fail(&err, false);
+        char kshown[160];
+        pybox_escape_short(kshown, sizeof kshown, keyfile, 96);
+        snprintf(whose, sizeof whose, "the key in %s", kshown);
+    } else {
+        pybox_state_t st;
+        if (pybox_state_open(&st, false, &err) < 0 || pybox_key_load(&st, false, &key, &err) < 0)
+            return fail(&err, false);
+        snprintf(whose, sizeof whose, "this installation");
+    }
+    const pybox_key_t *keys[] = {key};
+    pybox_sig_check_t c;
+    pybox_sign_verify_text(text, len, keys, key ? 1 : 0, &c);
+    if (c.verdict == PYBOX_SIG_VALID) {
+        printf("valid: signed by key %s of %s\n", c.key_id, whose);
+        return 0;
+    }
+    printf("invalid: %s%s\n", c.why,
+           c.verdict == PYBOX_SIG_UNKNOWN_KEY && key == NULL ? " (this installation has no receipt key)" : "");
+    return 1;
+}
+
+/* pybox key [--init]: the installation's public receipt key, as PEM. */
+static int cmd_key(int argc, char **argv)
+{
+    pybox_error_t err = {0};
+    bool init = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            pybox_help(stdout, "key");
+            return 0;
+        }
+        if (strcmp(argv[i], "--init") != 0) {
+            pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox key [--init]");
+            return fail(&err, false);
+        }
+        init = true;
+    }
+    pybox_state_t st;
+    _cleanup_(pybox_key_freep) pybox_key_t *key = NULL;
+    if (pybox_state_open(&st, init, &err) < 0)
+        return fail(&err, false);
+    int got = pybox_key_load(&st, init, &key, &err);
+    if (got < 0)
+        return fail(&err, false);
+    if (got == 0) {
+        pybox_error_set(&err, PYBOX_ERR_STATE, 0,
+                        "this installation has no receipt key yet: pybox key --init makes one (set-up and the "
+                        "first signed receipt do too)");
+        return fail(&err, false);
+    }
+    pybox_buf_t pem;
+    pybox_buf_init(&pem, 0);
+    int rc = pybox_key_public_pem(key, &pem, &err);
+    if (rc == 0 && pybox_write_all(STDOUT_FILENO, pem.data, pem.len) < 0)
+        rc = pybox_error_set(&err, PYBOX_ERR_SYSTEM, errno, "write(stdout)");
+    pybox_buf_free(&pem);
+    return rc < 0 ? fail(&err, false) : 0;
+}
+
+/* pybox receipt-schema: the published JSON Schema of receipts (docs/receipt.schema.json
+ * is this, written by make schema). */
+static int cmd_receipt_schema(void)
+{
+    pybox_buf_t out;
+    pybox_buf_init(&out, 0);
+    int rc = pybox_receipt_schema_text(&out) == 0 && pybox_write_all(STDOUT_FILENO, out.data, out.len) == 0
+                 ? 0
+                 : PYBOX_EXIT_FAILED;
+    pybox_buf_free(&out);
+    return rc;
 }
 
 static int mcp_usage(pybox_error_t *err, const char *what)
@@ -516,6 +652,12 @@ int main(int argc, char **argv)
         return cmd_cleanup(argc - 1, argv + 1);
     if (strcmp(cmd, "mcp") == 0)
         return cmd_mcp(argc - 1, argv + 1);
+    if (strcmp(cmd, "verify") == 0)
+        return cmd_verify(argc - 1, argv + 1);
+    if (strcmp(cmd, "key") == 0)
+        return cmd_key(argc - 1, argv + 1);
+    if (strcmp(cmd, "receipt-schema") == 0 && argc == 2)
+        return cmd_receipt_schema();
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("pybox %s\n", PYBOX_VERSION);
         return 0;
@@ -528,7 +670,8 @@ int main(int argc, char **argv)
         pybox_error_t err = {0};
         char shown[160];
         pybox_escape_short(shown, sizeof shown, cmd, 64);
-        pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "no help for '%s': commands are exec, mcp, image, cleanup", shown);
+        pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
+                        "no help for '%s': commands are exec, mcp, image, cleanup, verify, key", shown);
         return fail(&err, false);
     }
     pybox_error_t err = {0};

@@ -205,7 +205,8 @@ static int fingerprint(const pybox_image_paths_t *paths, const char *dir, bool f
         /* the optional customize step and its files (images/README.md) */
         char cust[PATH_MAX], files[PATH_MAX];
         struct stat sb;
-        if (pybox_fmt(cust, sizeof cust, "%s/customize", dir) < 0 || pybox_fmt(files, sizeof files, "%s/files", dir) < 0)
+        if (pybox_fmt(cust, sizeof cust, "%s/customize", dir) < 0 ||
+            pybox_fmt(files, sizeof files, "%s/files", dir) < 0)
             rc = pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "recipe path");
         if (rc == 0 && lstat(cust, &sb) == 0) {
             EVP_DigestUpdate(md, "customize\n", 10);

@@ -23,6 +23,7 @@
 #include "../receipt.h"
 #include "../receipt_schema.h"
 #include "../run.h"
+#include "../sign.h"
 #include "../state.h"
 #include "../util.h"
 #include "run_python.h"
@@ -718,6 +719,7 @@ static cJSON *result_of(const pybox_mcp_config_t *cfg, pybox_run_result_t *res, 
     if (res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP)
         cJSON_AddBoolToObject(result, "isError", 1);
     cJSON *receipt = pybox_receipt_json(res);
+    pybox_sign_installation(receipt, &rd->st); /* verifiable as it comes: pybox verify */
     if (receipt != NULL)
         cJSON_AddItemToObject(result, "structuredContent", receipt);
     /* the core removes this folder if the call is cancelled before its result goes out */

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { PYBOX, serverEnv, boxes, volumes, waitNoBoxes, createdBetween } from './helpers.mjs';
@@ -65,6 +66,10 @@ test('data image: a CSV in, a result file and a chart back, the receipt valid ag
     assert.equal(r.asked.image.name, 'data');
     assert.equal(r.said.stdout.text, 'regions: 2\n');
     assert.equal(r.seen.box.confirmed_gone, true);
+    // The receipt is signed: pybox verify accepts it as the client got it.
+    const verified = spawnSync(PYBOX, ['verify', '-'], { input: JSON.stringify(r), env: serverEnv, encoding: 'utf8' });
+    assert.equal(verified.status, 0, verified.stdout + verified.stderr);
+    assert.match(verified.stdout, /^valid: signed by key [0-9a-f]{32} of this installation\n$/);
 
     const totals = result.content.find((c) => c.type === 'text' && c.text.startsWith('file totals.csv'));
     assert.ok(totals, 'the result file comes back inline');
