@@ -571,6 +571,29 @@ START_TEST(killed_host_box_ends_by_its_timer)
 }
 END_TEST
 
+/* A caller that ignores SIGCHLD, or asks for SA_NOCLDWAIT (either inherited across exec
+ * from its own parent), has the kernel reap its children at once: the box's init must
+ * still be waited for, so that its end is the kernel's record and its pid stays its own
+ * until PyBox has read it. */
+START_TEST(a_caller_ignoring_sigchld_keeps_its_box)
+{
+    struct sigaction ways[] = {{.sa_handler = SIG_IGN}, {.sa_handler = SIG_DFL, .sa_flags = SA_NOCLDWAIT}};
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(sigaction(SIGCHLD, &ways[i], NULL), 0);
+        pybox_native_spec_t s;
+        char name[33];
+        spec_of(&s, name, 200110);
+        outcome_t o;
+        run_in("print('hi')\n", &s, NULL, NULL, &o);
+        ck_assert_msg(o.r.rec.seen, "no done record; stderr: %s", o.err);
+        ck_assert_str_eq(o.out, "hi\n");
+        ck_assert(o.r.end.exited);
+        ck_assert_int_eq(o.r.end.exit_code, 0);
+        outcome_free(&o);
+    }
+}
+END_TEST
+
 /* Boxes made from four threads at once: between clone and exec the child calls nothing
  * that waits for the parent's other threads (glibc's setgroups, setuid and the like). */
 static void *four_at_once(void *arg)
@@ -625,6 +648,7 @@ Suite *itest_suite_native(void)
     tcase_add_test(tc, files_in_and_out);
     tcase_add_test(tc, files_out_bounded);
     tcase_add_test(tc, killed_host_box_ends_by_its_timer);
+    tcase_add_test(tc, a_caller_ignoring_sigchld_keeps_its_box);
     suite_add_tcase(s, tc);
     tc = tcase_create("threads");
     tcase_add_unchecked_fixture(tc, setup, teardown);

@@ -831,10 +831,31 @@ static pid_t clone_box(uint64_t flags, int cgroup_fd, int *pidfd)
     return (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
 }
 
+/* A process that ignores SIGCHLD (or asks for SA_NOCLDWAIT), as it may have inherited
+ * from its own parent across exec, has the kernel reap its children the moment they
+ * end: the box's end would be lost, and its pid free for another process while PyBox
+ * still reads /proc/<pid>. (An exit signal of 0 would not help: exec gives the box's
+ * init SIGCHLD again.) The default action of SIGCHLD is to ignore it too, without the
+ * reaping; a handler of the caller's own is left alone. */
+static int keep_children(pybox_error_t *err)
+{
+    struct sigaction sa;
+    if (sigaction(SIGCHLD, NULL, &sa) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "sigaction(SIGCHLD)");
+    if (sa.sa_handler != SIG_IGN && !(sa.sa_flags & SA_NOCLDWAIT))
+        return 0;
+    if (sa.sa_handler == SIG_IGN)
+        sa.sa_handler = SIG_DFL;
+    sa.sa_flags &= ~SA_NOCLDWAIT;
+    if (sigaction(SIGCHLD, &sa, NULL) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "sigaction(SIGCHLD, SIG_DFL)");
+    return 0;
+}
+
 int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, pybox_error_t *err)
 {
     *out = NULL;
-    if (pybox_native_spec_check(s, err) < 0)
+    if (pybox_native_spec_check(s, err) < 0 || keep_children(err) < 0)
         return -1;
     pybox_native_box_t *b = calloc(1, sizeof *b);
     if (b == NULL)
