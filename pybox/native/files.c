@@ -133,12 +133,54 @@ int pybox_native_put_files(pybox_native_box_t *b, const void *tar, size_t len, p
 
 /* ---- out ---- */
 
+/* A file met under a name already (it has more than one): its later names are hard
+ * links to that one, as the engine's archive has them. */
+typedef struct seen_file {
+    dev_t dev;
+    ino_t ino;
+    char *name;
+} seen_file_t;
+
 typedef struct packer {
     struct archive *a;
     pybox_buf_t *out;
     int entries;
     bool too_big;
+    seen_file_t *seen; /* at most OUT_ENTRIES_MAX, each name malloc'd */
+    size_t n_seen;
 } packer_t;
+
+static void packer_free(packer_t *k)
+{
+    for (size_t i = 0; i < k->n_seen; i++)
+        free(k->seen[i].name);
+    free(k->seen);
+    k->seen = NULL;
+    k->n_seen = 0;
+}
+
+/* The first name of a file with several, or NULL (then this is its first, noted). */
+static const char *first_name(packer_t *k, const struct stat *sb, const char *name, pybox_error_t *err, int *rc)
+{
+    *rc = 0;
+    if (sb->st_nlink < 2)
+        return NULL;
+    for (size_t i = 0; i < k->n_seen; i++)
+        if (k->seen[i].dev == sb->st_dev && k->seen[i].ino == sb->st_ino)
+            return k->seen[i].name;
+    if (k->seen == NULL && (k->seen = calloc(OUT_ENTRIES_MAX, sizeof *k->seen)) == NULL) {
+        *rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "packing /box/out");
+        return NULL;
+    }
+    if (k->n_seen >= OUT_ENTRIES_MAX || (k->seen[k->n_seen].name = strdup(name)) == NULL) {
+        *rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "packing /box/out");
+        return NULL;
+    }
+    k->seen[k->n_seen].dev = sb->st_dev;
+    k->seen[k->n_seen].ino = sb->st_ino;
+    k->n_seen++;
+    return NULL;
+}
 
 static la_ssize_t to_buf(struct archive *a, void *arg, const void *data, size_t len)
 {
@@ -151,7 +193,8 @@ static la_ssize_t to_buf(struct archive *a, void *arg, const void *data, size_t 
     return (la_ssize_t)len;
 }
 
-static int header(packer_t *k, const char *name, const struct stat *sb, const char *link, pybox_error_t *err)
+static int header(packer_t *k, const char *name, const struct stat *sb, const char *link, const char *hardlink,
+                  pybox_error_t *err)
 {
     if (++k->entries > OUT_ENTRIES_MAX)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, EFBIG, "native box: more than %d entries in /box/out",
@@ -159,10 +202,12 @@ static int header(packer_t *k, const char *name, const struct stat *sb, const ch
     struct archive_entry *e = archive_entry_new();
     archive_entry_set_pathname(e, name);
     archive_entry_copy_stat(e, sb);
-    if (!S_ISREG(sb->st_mode))
+    if (!S_ISREG(sb->st_mode) || hardlink != NULL)
         archive_entry_set_size(e, 0);
     if (link != NULL)
         archive_entry_set_symlink(e, link);
+    if (hardlink != NULL)
+        archive_entry_set_hardlink(e, hardlink);
     int rc = archive_write_header(k->a, e);
     archive_entry_free(e);
     if (rc != ARCHIVE_OK)
@@ -222,7 +267,7 @@ static int walk(packer_t *k, int dfd, const char *prefix, int depth, pybox_error
             if (fd < 0)
                 continue;
             char dn[PATH_MAX];
-            if (pybox_fmt(dn, sizeof dn, "%s/", name) < 0 || header(k, dn, &sb, NULL, err) < 0 ||
+            if (pybox_fmt(dn, sizeof dn, "%s/", name) < 0 || header(k, dn, &sb, NULL, NULL, err) < 0 ||
                 walk(k, fd, name, depth + 1, err) < 0)
                 rc = -1;
             close(fd);
@@ -232,8 +277,13 @@ static int walk(packer_t *k, int dfd, const char *prefix, int depth, pybox_error
             int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
             if (fd < 0)
                 continue;
-            if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode))
-                rc = header(k, name, &sb, NULL, err) < 0 || pack_file(k, fd, &sb, err) < 0 ? -1 : 0;
+            if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
+                const char *first = first_name(k, &sb, name, err, &rc);
+                if (rc == 0 && first != NULL)
+                    rc = header(k, name, &sb, NULL, first, err); /* another name of a file packed */
+                else if (rc == 0)
+                    rc = header(k, name, &sb, NULL, NULL, err) < 0 || pack_file(k, fd, &sb, err) < 0 ? -1 : 0;
+            }
             close(fd);
         } else if (S_ISLNK(sb.st_mode)) {
             char target[PATH_MAX];
@@ -241,9 +291,12 @@ static int walk(packer_t *k, int dfd, const char *prefix, int depth, pybox_error
             if (n < 0)
                 continue;
             target[n] = '\0';
-            rc = header(k, name, &sb, target, err);
+            rc = header(k, name, &sb, target, NULL, err);
+        } else if (S_ISSOCK(sb.st_mode)) {
+            /* pax has no kind for a socket (libarchive refuses it, which would cost every
+             * other file): left out, as the engine's archive leaves it out. */
         } else {
-            rc = header(k, name, &sb, NULL, err); /* shown as what it is, no content */
+            rc = header(k, name, &sb, NULL, NULL, err); /* shown as what it is, no content */
         }
     }
     closedir(d);
@@ -282,8 +335,9 @@ int pybox_native_get_files(pybox_native_box_t *b, size_t max, pybox_buf_t *out, 
     int rc = 0;
     if (fstat(ofd, &sb) < 0)
         rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "fstat(/box/out)");
-    if (rc == 0 && (header(&k, "out/", &sb, NULL, err) < 0 || walk(&k, ofd, "out", 1, err) < 0))
+    if (rc == 0 && (header(&k, "out/", &sb, NULL, NULL, err) < 0 || walk(&k, ofd, "out", 1, err) < 0))
         rc = -1;
+    packer_free(&k);
     if (rc == 0 && archive_write_close(a) != ARCHIVE_OK)
         rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, k.too_big ? EFBIG : 0, "native box: packing /box/out: %s",
                              archive_error_string(a));
