@@ -348,6 +348,38 @@ START_TEST(memory_limit_kills_and_is_counted)
 }
 END_TEST
 
+/* The kernel's TCP buffers of the box's sockets count against its memory: cgroup v1
+ * keeps them apart from memory.usage and bounds them only when the leaf has a TCP limit of
+ * its own. Loopback connections whose senders fill their buffers with nobody reading hold
+ * the queued bytes in the kernel; without that limit they outgrow the box's memory. */
+START_TEST(tcp_buffers_count_against_the_memory_limit)
+{
+    pybox_native_spec_t s;
+    char name[33];
+    spec_of(&s, name, 200112);
+    s.memory_bytes = 64LL << 20;
+    s.out_bytes = 1 << 20;
+    outcome_t o;
+    run_in("import socket\n"
+           "ls = socket.socket(); ls.bind(('127.0.0.1', 0)); ls.listen(64)\n"
+           "queued, keep = 0, []\n"
+           "for i in range(16):\n"
+           "    c = socket.socket(); c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)\n"
+           "    c.connect(ls.getsockname()); a, _ = ls.accept()\n"
+           "    a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20); c.setblocking(False)\n"
+           "    while True:\n"
+           "        try:\n            queued += c.send(b'x' * 65536)\n"
+           "        except BlockingIOError:\n            break\n"
+           "    keep.append((c, a))\n"
+           "print(queued >> 20)\n",
+           &s, NULL, NULL, &o);
+    ck_assert_msg(o.r.rec.seen && o.r.rec.exit_code == 0, "stdout: %s stderr: %s", o.out, o.err);
+    long mib = strtol(o.out, NULL, 10);
+    ck_assert_msg(mib > 0 && mib < 64, "%ld MiB queued in TCP buffers by a box of 64 MiB", mib);
+    outcome_free(&o);
+}
+END_TEST
+
 START_TEST(pids_limit_refuses_forks)
 {
     pybox_native_spec_t s;
@@ -688,6 +720,7 @@ Suite *itest_suite_native(void)
     tcase_add_test(tc, hello_through_the_guest_protocol);
     tcase_add_test(tc, the_program_sees_a_sealed_box);
     tcase_add_test(tc, memory_limit_kills_and_is_counted);
+    tcase_add_test(tc, tcp_buffers_count_against_the_memory_limit);
     tcase_add_test(tc, pids_limit_refuses_forks);
     tcase_add_test(tc, verify_catches_a_different_spec);
     tcase_add_test(tc, files_in_and_out);

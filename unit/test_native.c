@@ -517,6 +517,9 @@ START_TEST(cgroup_v1_fixture)
     ck_assert_str_eq(buf, "67108864");
     get("memory/pybox-inst/" LEAF "/memory.memsw.limit_in_bytes", buf, sizeof buf);
     ck_assert_str_eq(buf, "67108864");
+    /* The TCP buffers, kept apart from memory by v1, bounded by the same limit. */
+    get("memory/pybox-inst/" LEAF "/memory.kmem.tcp.limit_in_bytes", buf, sizeof buf);
+    ck_assert_str_eq(buf, "67108864");
     get("cpu,cpuacct/pybox-inst/" LEAF "/cpu.cfs_quota_us", buf, sizeof buf);
     ck_assert_str_eq(buf, "25000");
     /* Swap beyond the memory limit is a difference. */
@@ -524,6 +527,11 @@ START_TEST(cgroup_v1_fixture)
     pybox_error_t e2 = {0};
     ck_assert_int_eq(pybox_native_cg_check(&cg, &want, NULL, &e2), -1);
     ck_assert_ptr_nonnull(strstr(e2.msg, "memory.limit_in_bytes = memsw: spec 67108864, kernel -2"));
+    put("memory/pybox-inst/" LEAF "/memory.memsw.limit_in_bytes", "67108864\n");
+    put("memory/pybox-inst/" LEAF "/memory.kmem.tcp.limit_in_bytes", "9223372036854771712\n");
+    pybox_error_t e3 = {0};
+    ck_assert_int_eq(pybox_native_cg_check(&cg, &want, NULL, &e3), -1);
+    ck_assert_ptr_nonnull(strstr(e3.msg, "memory.kmem.tcp.limit_in_bytes: spec 67108864, kernel -1"));
     put("memory/pybox-inst/" LEAF "/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n");
     int64_t kills;
     ck_assert_int_eq(pybox_native_cg_oom_kills(&cg, &kills, &err), 0);

@@ -133,6 +133,7 @@ int pybox_native_cg_paths(const char *root, int version, const char *parent, con
 void pybox_native_cg_want(int64_t memory_bytes, int64_t pids, int64_t nano_cpus, pybox_native_cg_limits_t *out)
 {
     out->memory_bytes = memory_bytes > 0 ? memory_bytes : -1;
+    out->tcp_bytes = out->memory_bytes;
     out->pids = pids > 0 ? pids : -1;
     out->cpu_period_us = PYBOX_NATIVE_CPU_PERIOD_US;
     /* 1e9 nano-CPUs are one CPU: a full period of quota. */
@@ -259,6 +260,7 @@ int pybox_native_cg_read(const pybox_native_cgroup_t *cg, pybox_native_cg_limits
     int64_t memsw;
     if (read_num(cg->memory, "memory.limit_in_bytes", &got->memory_bytes, err) < 0 ||
         read_num(cg->memory, "memory.memsw.limit_in_bytes", &memsw, err) < 0 ||
+        read_num(cg->memory, "memory.kmem.tcp.limit_in_bytes", &got->tcp_bytes, err) < 0 ||
         read_num(cg->pids, "pids.max", &got->pids, err) < 0 ||
         read_num(cg->cpu, "cpu.cfs_quota_us", &got->cpu_quota_us, err) < 0 ||
         read_num(cg->cpu, "cpu.cfs_period_us", &got->cpu_period_us, err) < 0)
@@ -268,6 +270,8 @@ int pybox_native_cg_read(const pybox_native_cgroup_t *cg, pybox_native_cg_limits
         got->memory_bytes = -1;
     if (memsw >= (INT64_MAX & ~4095LL))
         memsw = -1;
+    if (got->tcp_bytes >= (INT64_MAX & ~4095LL))
+        got->tcp_bytes = -1;
     if (memsw != got->memory_bytes)
         got->memory_bytes = -2; /* swap allowed beyond the memory limit */
     if (got->cpu_quota_us < 0)
@@ -301,6 +305,8 @@ int pybox_native_cg_check(const pybox_native_cgroup_t *cg, const pybox_native_cg
     /* The kernel keeps memory limits in pages. */
     CMP(cg->version == 2 ? "memory.max (swap 0)" : "memory.limit_in_bytes = memsw", page_down(want->memory_bytes),
         got.memory_bytes);
+    if (cg->version == 1)
+        CMP("memory.kmem.tcp.limit_in_bytes", page_down(want->tcp_bytes), got.tcp_bytes);
     CMP("pids.max", want->pids, got.pids);
     CMP(cg->version == 2 ? "cpu.max quota" : "cpu.cfs_quota_us", want->cpu_quota_us, got.cpu_quota_us);
     CMP(cg->version == 2 ? "cpu.max period" : "cpu.cfs_period_us", want->cpu_period_us, got.cpu_period_us);
@@ -331,9 +337,12 @@ static int write_limits(const pybox_native_cgroup_t *cg, const pybox_native_cg_l
                    ? -1
                    : 0;
     }
-    /* memsw can never be below the memory limit: the limit first. */
+    /* memsw can never be below the memory limit: the limit first. The TCP limit also turns
+     * on the accounting of the leaf's TCP buffers, which v1 does not do otherwise: a box's
+     * loopback connections could hold far more than its memory limit in the kernel. */
     return write_num(cg->memory, "memory.limit_in_bytes", w->memory_bytes, "-1", err) < 0 ||
                    write_num(cg->memory, "memory.memsw.limit_in_bytes", w->memory_bytes, "-1", err) < 0 ||
+                   write_num(cg->memory, "memory.kmem.tcp.limit_in_bytes", w->tcp_bytes, "-1", err) < 0 ||
                    write_num(cg->pids, "pids.max", w->pids, "max", err) < 0 ||
                    write_num(cg->cpu, "cpu.cfs_period_us", w->cpu_period_us, "100000", err) < 0 ||
                    write_num(cg->cpu, "cpu.cfs_quota_us", w->cpu_quota_us, "-1", err) < 0

@@ -27,6 +27,9 @@ typedef struct pybox_native_cgroup {
 /* The limits as written (and as read back). -1: no limit. */
 typedef struct pybox_native_cg_limits {
     int64_t memory_bytes; /* memory and memory+swap (v1) / memory.max, swap 0 (v2) */
+    int64_t tcp_bytes;    /* v1 only: memory.kmem.tcp.limit_in_bytes, the kernel's TCP buffers, which v1
+                             keeps apart from memory and bounds only when set (v2 counts them in
+                             memory.max); the memory limit again */
     int64_t pids;
     int64_t cpu_quota_us; /* per period */
     int64_t cpu_period_us;
