@@ -17,11 +17,14 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -332,6 +335,65 @@ START_TEST(the_program_sees_a_sealed_box)
 }
 END_TEST
 
+/* What the maker of a box has of its own is not the box's: PyBox's nice value, OOM
+ * score, I/O class, personality, scheduling policy and limits (here changed in the test's
+ * own process, which stands for PyBox) never reach the box; every limit's soft value is
+ * its hard one, and nice and realtime priority are 0. */
+static void take_init_ioprio(pybox_native_box_t *b, void *arg)
+{
+    *(long *)arg = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, (int)pybox_native_pid(b));
+}
+
+START_TEST(the_box_takes_nothing_of_its_makers_process)
+{
+    ck_assert_int_eq(setpriority(PRIO_PROCESS, 0, 7), 0);
+    FILE *f = fopen("/proc/self/oom_score_adj", "we");
+    ck_assert_ptr_nonnull(f);
+    fputs("300", f);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(syscall(SYS_ioprio_set, 1, 0, 3 << 13 /* IOPRIO_CLASS_IDLE */), 0);
+    ck_assert_int_ge(personality(ADDR_NO_RANDOMIZE), 0);
+    /* Realtime when this process may: the box's CPU quota would not bound it. */
+    struct sched_param sp = {.sched_priority = 1};
+    bool realtime = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
+    pybox_native_spec_t s;
+    char name[33];
+    spec_of(&s, name, 200113);
+    long io = -2;
+    outcome_t o;
+    run_in(
+        "import os, resource\n"
+        "print('nice', os.getpriority(os.PRIO_PROCESS, 0), 'policy', os.sched_getscheduler(0))\n"
+        "print('oom', open('/proc/self/oom_score_adj').read().strip())\n"
+        "print('personality', open('/proc/self/personality').read().strip())\n"
+        "names = [n for n in dir(resource) if n.startswith('RLIMIT_')]\n"
+        "print('soft-below-hard', sorted(n for n in names if resource.getrlimit(getattr(resource, n))[0] != "
+        "resource.getrlimit(getattr(resource, n))[1]))\n"
+        "print('nice-rtprio', resource.getrlimit(resource.RLIMIT_NICE), resource.getrlimit(resource.RLIMIT_RTPRIO))\n"
+        "print('stack-memlock', resource.getrlimit(resource.RLIMIT_STACK)[1] <= 8 << 20, "
+        "resource.getrlimit(resource.RLIMIT_MEMLOCK)[1] <= 8 << 20)\n"
+        "try:\n    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1)); print('fifo ok')\n"
+        "except OSError as e:\n    print('fifo refused')\n",
+        &s, take_init_ioprio, &io, &o);
+    if (realtime) {
+        sp.sched_priority = 0;
+        ck_assert_int_eq(sched_setscheduler(0, SCHED_OTHER, &sp), 0);
+    }
+    ck_assert_msg(o.r.rec.seen && o.r.rec.exit_code == 0, "stdout: %s stderr: %s", o.out, o.err);
+    const char *want[] = {"nice 0 policy 0",
+                          "oom 1000",
+                          "personality 00000000",
+                          "soft-below-hard []",
+                          "nice-rtprio (0, 0) (0, 0)",
+                          "stack-memlock True True",
+                          "fifo refused"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        ck_assert_msg(has_line(o.out, want[i]), "'%s' not in:\n%s", want[i], o.out);
+    ck_assert_msg(io == 0 || io == ((2 << 13) | 4), "init's I/O priority %ld", io); /* the default */
+    outcome_free(&o);
+}
+END_TEST
+
 START_TEST(memory_limit_kills_and_is_counted)
 {
     pybox_native_spec_t s;
@@ -422,6 +484,15 @@ START_TEST(verify_catches_a_different_spec)
                            "Max open files",        "Seccomp",         "mount /box/out uid"};
     for (size_t i = 0; i < sizeof named / sizeof *named; i++)
         ck_assert_msg(strstr(verr.msg, named[i]) != NULL, "'%s' not in %s", named[i], verr.msg);
+    /* Init itself changed from outside (its nice value, one of its limits, its
+     * personality is not reachable): the same spec no longer matches. */
+    ck_assert_int_eq(setpriority(PRIO_PROCESS, (id_t)pid, 3), 0);
+    struct rlimit low = {4096, 4096};
+    ck_assert_int_eq(prlimit(pid, RLIMIT_MEMLOCK, &low, NULL), 0);
+    pybox_error_t cerr = {0};
+    ck_assert_int_eq(pybox_native_verify(b, &s, &checked, &cerr), -1);
+    ck_assert_msg(strstr(cerr.msg, "nice value: spec 0, kernel 3") != NULL, "%s", cerr.msg);
+    ck_assert_msg(strstr(cerr.msg, "Max locked memory (hard)") != NULL, "%s", cerr.msg);
     /* The program never started: no hello was sent; the box is torn down whole. */
     bool gone = false;
     ck_assert_msg(pybox_native_remove(b, &gone, &err) == 0 && gone, "%s", err.msg);
@@ -719,6 +790,7 @@ Suite *itest_suite_native(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, hello_through_the_guest_protocol);
     tcase_add_test(tc, the_program_sees_a_sealed_box);
+    tcase_add_test(tc, the_box_takes_nothing_of_its_makers_process);
     tcase_add_test(tc, memory_limit_kills_and_is_counted);
     tcase_add_test(tc, tcp_buffers_count_against_the_memory_limit);
     tcase_add_test(tc, pids_limit_refuses_forks);

@@ -318,6 +318,39 @@ START_TEST(parse_limits)
 }
 END_TEST
 
+START_TEST(parse_stat_and_single_values)
+{
+    /* A command name with spaces and parentheses: fields are counted after the last ')'. */
+    const char st[] = "1 (py (x) 2) S 0 1 1 0 -1 4194560 96 0 0 0 0 0 0 0 20 -5 1 0 123 2367488 130 "
+                      "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+    int64_t nice = 99, policy = 99;
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_np_stat_parse(st, strlen(st), &nice, &policy, &err), 0);
+    ck_assert_int_eq(nice, -5);
+    ck_assert_int_eq(policy, 0);
+    const char rt[] = "7 (x) S 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 -2 0 1 0 5 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 0 1 1 0\n";
+    ck_assert_int_eq(pybox_np_stat_parse(rt, strlen(rt), &nice, &policy, &err), 0);
+    ck_assert_int_eq(policy, 1); /* SCHED_FIFO */
+    pybox_error_t e1 = {0}, e2 = {0};
+    ck_assert_int_eq(pybox_np_stat_parse("7 (x) S 1 2\n", 12, &nice, &policy, &e1), -1); /* too short */
+    ck_assert_int_eq(e1.kind, PYBOX_ERR_PROTOCOL);
+    ck_assert_int_eq(pybox_np_stat_parse("7 x S 1\n", 8, &nice, &policy, &e2), -1);
+    int64_t v = 0;
+    ck_assert_int_eq(pybox_np_signed("-1000\n", 6, &v, &err), 0);
+    ck_assert_int_eq(v, -1000);
+    ck_assert_int_eq(pybox_np_signed("1000", 4, &v, &err), 0);
+    ck_assert_int_eq(v, 1000);
+    pybox_error_t e3 = {0}, e4 = {0};
+    ck_assert_int_eq(pybox_np_signed("-\n", 2, &v, &e3), -1);
+    ck_assert_int_eq(pybox_np_signed("12a\n", 4, &v, &e4), -1);
+    uint64_t h = 1;
+    ck_assert_int_eq(pybox_np_hex("00040000\n", 9, &h, &err), 0);
+    ck_assert_uint_eq(h, 0x40000);
+    pybox_error_t e5 = {0};
+    ck_assert_int_eq(pybox_np_hex("0004000g\n", 9, &h, &e5), -1);
+}
+END_TEST
+
 START_TEST(parse_cgroup_membership)
 {
     const char v1[] = "9:name=systemd:/\n8:pids:/pybox-x/abc\n4:memory:/pybox-x/abc\n2:cpu,cpuacct:/pybox-x/abc\n"
@@ -900,6 +933,7 @@ Suite *suite_native(void)
     tcase_add_test(tc, parse_status);
     tcase_add_test(tc, parse_mountinfo);
     tcase_add_test(tc, parse_limits);
+    tcase_add_test(tc, parse_stat_and_single_values);
     tcase_add_test(tc, parse_cgroup_membership);
     tcase_add_test(tc, parse_idmap);
     tcase_add_test(tc, parse_cgroup_files);

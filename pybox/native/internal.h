@@ -6,12 +6,21 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "sandbox.h"
 
 /* Capability bits of the box's init (and of the relaxations). */
 #define PYBOX_NATIVE_INIT_CAPS ((1ULL << 5) | (1ULL << 6) | (1ULL << 7)) /* KILL, SETGID, SETUID */
+
+/* Every rlimit a box's init is given, by resource number (RLIMIT_CPU ... RLIMIT_RTTIME):
+ * nothing of PyBox's own process is left to chance. */
+#define PYBOX_NATIVE_RLIMITS 16
+/* Every process of a box is the first the kernel's OOM killer takes when the host runs out
+ * of memory (raising it needs no privilege, whatever PyBox's own value). */
+#define PYBOX_NATIVE_OOM_SCORE_ADJ 1000
+#define PYBOX_NATIVE_OOM_SCORE_ADJ_TEXT "1000"
 
 /* The paths of policy.c, made natively: masked (a file gets /dev/null bound over it, a
  * folder an empty read-only tmpfs) and read-only (bound onto itself, read-only). Only
@@ -31,7 +40,8 @@ struct pybox_native_box {
     char in_dir[PATH_MAX]; /* bound at /box/in ("" none) */
     bool own_in;           /* in_dir is <staging>/<name>/in */
     uint32_t program_uid;
-    uint64_t caps; /* init's capabilities (permitted, effective, bounding) */
+    uint64_t caps;                               /* init's capabilities (permitted, effective, bounding) */
+    struct rlimit rlimits[PYBOX_NATIVE_RLIMITS]; /* soft = hard, as given to init */
     /* What verify compares init with. */
     char argv[3][64];
     /* The masked and read-only /proc paths this kernel has. */
@@ -50,6 +60,15 @@ uint32_t pybox_native_program_uid(const pybox_native_spec_t *s);
 int pybox_native_caps(const pybox_native_spec_t *s, uint64_t *caps, pybox_error_t *err);
 /* A capability by name ("CAP_NET_RAW"); -1 unknown. */
 int pybox_native_cap_number(const char *name);
+/* The rlimits of a box (soft = hard): the spec's nofile, fsize and sigpending, core 0,
+ * nice and rtprio 0 (no raising of its priority, no realtime scheduling, which a CPU quota
+ * does not bound), stack and memlock at most 8 MiB, msgqueue at most 819200 bytes (the
+ * kernel's defaults), every other one PyBox's own hard limit (never raised: that would
+ * take CAP_SYS_RESOURCE). */
+void pybox_native_rlimits(const pybox_native_spec_t *s, struct rlimit out[PYBOX_NATIVE_RLIMITS]);
+/* How /proc/<pid>/limits names a resource ("Max open files") and how C does ("RLIMIT_NOFILE"). */
+const char *pybox_native_rlimit_line(int resource);
+const char *pybox_native_rlimit_name(int resource);
 
 /* Remove a folder tree without following any link (openat/unlinkat). 0 when gone. */
 int pybox_native_rm_tree(const char *path, pybox_error_t *err);

@@ -348,6 +348,70 @@ int pybox_np_limit_parse(const char *text, size_t len, const char *name, int64_t
     return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "/proc/<pid>/limits: no line for %s", name);
 }
 
+/* ---- stat and one-value files ---- */
+
+static size_t trim(const char *text, size_t len);
+
+/* A decimal with an optional '-'. */
+static const char *sdec(const char *p, const char *end, int64_t *out)
+{
+    bool neg = p < end && *p == '-';
+    const char *q = dec(neg ? p + 1 : p, end, out);
+    if (q != NULL && neg)
+        *out = -*out;
+    return q;
+}
+
+int pybox_np_stat_parse(const char *text, size_t len, int64_t *nice, int64_t *policy, pybox_error_t *err)
+{
+    const char *end = text + len, *rp = NULL;
+    for (const char *p = text; p < end; p++)
+        if (*p == ')')
+            rp = p;
+    if (rp == NULL || rp + 1 >= end || rp[1] != ' ')
+        return malformed(err, "/proc/<pid>/stat");
+    bool have_nice = false, have_policy = false;
+    const char *p = rp + 2;
+    end = text + trim(text, len);
+    /* Fields are single-space separated; the first after ')' is field 3. */
+    for (int field = 3; p < end && !(have_nice && have_policy); field++) {
+        const char *sp = memchr(p, ' ', (size_t)(end - p));
+        const char *fe = sp ? sp : end;
+        if (field == 19 || field == 41) {
+            int64_t v;
+            if (sdec(p, fe, &v) != fe)
+                return malformed(err, "/proc/<pid>/stat");
+            if (field == 19) {
+                *nice = v;
+                have_nice = true;
+            } else {
+                *policy = v;
+                have_policy = true;
+            }
+        }
+        p = sp ? sp + 1 : end;
+    }
+    if (!have_nice || !have_policy)
+        return malformed(err, "/proc/<pid>/stat");
+    return 0;
+}
+
+int pybox_np_signed(const char *text, size_t len, int64_t *out, pybox_error_t *err)
+{
+    len = trim(text, len);
+    if (sdec(text, text + len, out) != text + len)
+        return malformed(err, "a number");
+    return 0;
+}
+
+int pybox_np_hex(const char *text, size_t len, uint64_t *out, pybox_error_t *err)
+{
+    len = trim(text, len);
+    if (hex64(text, text + len, out) != text + len)
+        return malformed(err, "a hexadecimal number");
+    return 0;
+}
+
 /* ---- cgroup membership ---- */
 
 int pybox_np_cgroup_parse(const char *text, size_t len, const char *controller, char *path, size_t plen,

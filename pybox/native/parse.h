@@ -77,6 +77,16 @@ int pybox_np_option(const char *opts, const char *name, char *value, size_t len)
 int pybox_np_limit_parse(const char *text, size_t len, const char *name, int64_t *soft, int64_t *hard,
                          pybox_error_t *err);
 
+/* ---- /proc/<pid>/stat and one-value files ---- */
+
+/* /proc/<pid>/stat: the nice value (field 19) and the scheduling policy (field 41),
+ * counted after the last ')' (the command name between parentheses may hold anything). */
+int pybox_np_stat_parse(const char *text, size_t len, int64_t *nice, int64_t *policy, pybox_error_t *err);
+/* One decimal, maybe negative, optionally newline-terminated (/proc/<pid>/oom_score_adj). */
+int pybox_np_signed(const char *text, size_t len, int64_t *out, pybox_error_t *err);
+/* One hexadecimal number, optionally newline-terminated (/proc/<pid>/personality). */
+int pybox_np_hex(const char *text, size_t len, uint64_t *out, pybox_error_t *err);
+
 /* ---- /proc/<pid>/cgroup ---- */
 
 /* The path of one v1 controller ("memory"; a line listing it among others counts), or

@@ -140,6 +140,65 @@ int pybox_native_caps(const pybox_native_spec_t *s, uint64_t *caps, pybox_error_
     return 0;
 }
 
+static const struct {
+    const char *name, *line;
+} rlimit_names[PYBOX_NATIVE_RLIMITS] = {
+    [RLIMIT_CPU] = {"RLIMIT_CPU", "Max cpu time"},
+    [RLIMIT_FSIZE] = {"RLIMIT_FSIZE", "Max file size"},
+    [RLIMIT_DATA] = {"RLIMIT_DATA", "Max data size"},
+    [RLIMIT_STACK] = {"RLIMIT_STACK", "Max stack size"},
+    [RLIMIT_CORE] = {"RLIMIT_CORE", "Max core file size"},
+    [RLIMIT_RSS] = {"RLIMIT_RSS", "Max resident set"},
+    [RLIMIT_NPROC] = {"RLIMIT_NPROC", "Max processes"},
+    [RLIMIT_NOFILE] = {"RLIMIT_NOFILE", "Max open files"},
+    [RLIMIT_MEMLOCK] = {"RLIMIT_MEMLOCK", "Max locked memory"},
+    [RLIMIT_AS] = {"RLIMIT_AS", "Max address space"},
+    [RLIMIT_LOCKS] = {"RLIMIT_LOCKS", "Max file locks"},
+    [RLIMIT_SIGPENDING] = {"RLIMIT_SIGPENDING", "Max pending signals"},
+    [RLIMIT_MSGQUEUE] = {"RLIMIT_MSGQUEUE", "Max msgqueue size"},
+    [RLIMIT_NICE] = {"RLIMIT_NICE", "Max nice priority"},
+    [RLIMIT_RTPRIO] = {"RLIMIT_RTPRIO", "Max realtime priority"},
+    [RLIMIT_RTTIME] = {"RLIMIT_RTTIME", "Max realtime timeout"},
+};
+
+const char *pybox_native_rlimit_line(int resource)
+{
+    return resource >= 0 && resource < PYBOX_NATIVE_RLIMITS ? rlimit_names[resource].line : "?";
+}
+
+const char *pybox_native_rlimit_name(int resource)
+{
+    return resource >= 0 && resource < PYBOX_NATIVE_RLIMITS ? rlimit_names[resource].name : "?";
+}
+
+void pybox_native_rlimits(const pybox_native_spec_t *s, struct rlimit out[PYBOX_NATIVE_RLIMITS])
+{
+    for (int r = 0; r < PYBOX_NATIVE_RLIMITS; r++) {
+        /* What PyBox's own process has is the most a box can get without CAP_SYS_RESOURCE,
+         * and the least a box that has not got it inherits (a soft limit the program could
+         * raise to it). */
+        struct rlimit own = {RLIM_INFINITY, RLIM_INFINITY};
+        (void)getrlimit(r, &own);
+        rlim_t v = own.rlim_max;
+        rlim_t ceiling = RLIM_INFINITY;
+        if (r == RLIMIT_STACK || r == RLIMIT_MEMLOCK)
+            ceiling = 8ULL << 20;
+        else if (r == RLIMIT_MSGQUEUE)
+            ceiling = 819200;
+        else if (r == RLIMIT_NICE || r == RLIMIT_RTPRIO || r == RLIMIT_CORE)
+            ceiling = 0;
+        if (ceiling != RLIM_INFINITY && (v == RLIM_INFINITY || v > ceiling))
+            v = ceiling;
+        if (r == RLIMIT_NOFILE)
+            v = (rlim_t)s->nofile;
+        else if (r == RLIMIT_FSIZE)
+            v = (rlim_t)s->fsize_bytes;
+        else if (r == RLIMIT_SIGPENDING)
+            v = (rlim_t)s->sigpending;
+        out[r] = (struct rlimit){v, v};
+    }
+}
+
 static int usage(pybox_error_t *err, const char *what, const char *value)
 {
     char shown[PATH_MAX];
@@ -295,7 +354,7 @@ typedef struct plan {
      * where a pid written by the parent waits for an RCU grace period (0 to 16 ms). */
     const char *attach[4];
     size_t n_attach;
-    struct rlimit rl_nofile, rl_fsize, rl_core, rl_sigpending;
+    struct rlimit rl[PYBOX_NATIVE_RLIMITS];
     char *argv[4];
     char *envp[72];
 } plan_t;
@@ -506,10 +565,8 @@ static int plan_make(plan_t *p, const pybox_native_spec_t *s, pybox_native_box_t
     p->caps = b->caps;
     if ((p->last_cap = read_last_cap(err)) < 0)
         return -1;
-    p->rl_nofile = (struct rlimit){(rlim_t)s->nofile, (rlim_t)s->nofile};
-    p->rl_fsize = (struct rlimit){(rlim_t)s->fsize_bytes, (rlim_t)s->fsize_bytes};
-    p->rl_core = (struct rlimit){0, 0};
-    p->rl_sigpending = (struct rlimit){(rlim_t)s->sigpending, (rlim_t)s->sigpending};
+    pybox_native_rlimits(s, b->rlimits);
+    memcpy(p->rl, b->rlimits, sizeof p->rl);
     for (int i = 0; i < 3; i++)
         p->argv[i] = b->argv[i];
     size_t ne = 0;
@@ -526,6 +583,7 @@ static int plan_make(plan_t *p, const pybox_native_spec_t *s, pybox_native_box_t
 typedef struct report {
     int step; /* op index, or one of the negative steps below */
     int errnum;
+    int detail; /* STEP_RLIMIT: the resource */
 } report_t;
 
 enum {
@@ -543,6 +601,8 @@ enum {
     STEP_NETNS = -13,
     STEP_SESSION = -14,
     STEP_ATTACH = -15,
+    STEP_SCHED = -16,
+    STEP_OOM = -17,
 };
 
 static const char *step_name(int step)
@@ -576,9 +636,21 @@ static const char *step_name(int step)
         return "setsid";
     case STEP_ATTACH:
         return "moving into the box's cgroup";
+    case STEP_SCHED:
+        return "the default scheduling, nice value, I/O priority and personality";
+    case STEP_OOM:
+        return "writing /proc/self/oom_score_adj";
     default:
         return "?";
     }
+}
+
+static _Noreturn void child_fail_at(int fd, int step, int detail, int e)
+{
+    report_t r = {.step = step, .errnum = e, .detail = detail};
+    ssize_t w = write(fd, &r, sizeof r);
+    (void)w;
+    _exit(127);
 }
 
 static _Noreturn void child_fail(int fd, int step, int e)
@@ -624,6 +696,15 @@ static int caps_set(uint64_t caps)
 
 static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, int err_w)
 {
+    /* Nothing of PyBox's own scheduling stays with the box: a realtime policy is not bound
+     * by the CPU quota (and a v1 cpu controller refuses the move into the leaf), a nice
+     * value or I/O class is PyBox's, not the box's, and a personality may turn address
+     * randomization off. Before the move: the leaf takes no realtime task. */
+    struct sched_param sp = {.sched_priority = 0};
+    if (syscall(SYS_sched_setscheduler, 0, SCHED_OTHER, &sp) < 0 || syscall(SYS_setpriority, PRIO_PROCESS, 0, 0) < 0 ||
+        syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, 0 /* IOPRIO_CLASS_NONE: from the nice value */) < 0 ||
+        syscall(SYS_personality, 0 /* PER_LINUX */) < 0)
+        child_fail(report_w, STEP_SCHED, errno);
     /* Into the leaf first, before anything is charged to PyBox's own cgroup. */
     for (size_t i = 0; i < p->n_attach; i++) {
         int fd = open(p->attach[i], O_WRONLY | O_CLOEXEC);
@@ -660,6 +741,11 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
     if (chdir(p->new_root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
         chdir("/") < 0 || chdir("/tmp") < 0)
         child_fail(report_w, STEP_PIVOT, errno);
+    /* Inherited by every process of the box; raising it needs no privilege. */
+    int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (oom < 0 || write(oom, PYBOX_NATIVE_OOM_SCORE_ADJ_TEXT, sizeof PYBOX_NATIVE_OOM_SCORE_ADJ_TEXT - 1) < 0)
+        child_fail(report_w, STEP_OOM, errno);
+    close(oom);
     if (!p->setns_net) {
         if (sethostname("pybox", 5) < 0 || setdomainname("", 0) < 0)
             child_fail(report_w, STEP_HOSTNAME, errno);
@@ -678,9 +764,10 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
     /* No supplementary group of PyBox's stays with init. */
     if (syscall(SYS_setgroups, 0, NULL) < 0) /* raw: glibc would wait for threads the child does not have */
         child_fail(report_w, STEP_CAPS, errno);
-    if (setrlimit(RLIMIT_NOFILE, &p->rl_nofile) < 0 || setrlimit(RLIMIT_FSIZE, &p->rl_fsize) < 0 ||
-        setrlimit(RLIMIT_CORE, &p->rl_core) < 0 || setrlimit(RLIMIT_SIGPENDING, &p->rl_sigpending) < 0)
-        child_fail(report_w, STEP_RLIMIT, errno);
+    /* Every limit, soft = hard: none is PyBox's by inheritance, none can be raised. */
+    for (int r = 0; r < PYBOX_NATIVE_RLIMITS; r++)
+        if (setrlimit(r, &p->rl[r]) < 0)
+            child_fail_at(report_w, STEP_RLIMIT, r, errno);
     /* Only init's own capabilities stay in the bounding set: as root, execve gives init
      * the bounding set (the inheritable set is empty), so init gets exactly these; the
      * program, switched to its own uid, gets none. */
@@ -949,6 +1036,13 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     do
         got = read(rep[0], &r, sizeof r);
     while (got < 0 && errno == EINTR);
+    if (got == (ssize_t)sizeof r && r.step == STEP_RLIMIT) {
+        int res = r.detail >= 0 && r.detail < PYBOX_NATIVE_RLIMITS ? r.detail : 0;
+        pybox_error_set(err, PYBOX_ERR_SYSTEM, r.errnum, "native box: setrlimit(%s, %llu)%s",
+                        pybox_native_rlimit_name(res), (unsigned long long)p->rl[res].rlim_max,
+                        r.errnum == EPERM ? ": above PyBox's own hard limit (raising it takes CAP_SYS_RESOURCE)" : "");
+        goto fail;
+    }
     if (got == (ssize_t)sizeof r) {
         const char *what = r.step >= 0 && (size_t)r.step < p->n_ops ? p->ops[r.step].what : step_name(r.step);
         const char *kind =

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -180,22 +182,51 @@ static void check_limits(pybox_nv_t *v, pybox_native_box_t *b, const pybox_nativ
     size_t n;
     if (read_proc(b->pid, "limits", &t, &n, err) < 0)
         return;
-    const struct {
-        const char *name;
-        int64_t want;
-    } l[] = {{"Max open files", s->nofile},
-             {"Max file size", s->fsize_bytes},
-             {"Max core file size", 0},
-             {"Max pending signals", s->sigpending}};
-    for (size_t i = 0; i < sizeof l / sizeof *l; i++) {
+    /* Every limit: the spec's, and what the box was given of the rest (sandbox.c), so that
+     * none is PyBox's own by inheritance. */
+    struct rlimit want[PYBOX_NATIVE_RLIMITS];
+    memcpy(want, b->rlimits, sizeof want);
+    want[RLIMIT_NOFILE].rlim_cur = want[RLIMIT_NOFILE].rlim_max = (rlim_t)s->nofile;
+    want[RLIMIT_FSIZE].rlim_cur = want[RLIMIT_FSIZE].rlim_max = (rlim_t)s->fsize_bytes;
+    want[RLIMIT_SIGPENDING].rlim_cur = want[RLIMIT_SIGPENDING].rlim_max = (rlim_t)s->sigpending;
+    want[RLIMIT_CORE].rlim_cur = want[RLIMIT_CORE].rlim_max = 0;
+    for (int r = 0; r < PYBOX_NATIVE_RLIMITS; r++) {
         int64_t soft = -2, hard = -2;
-        if (pybox_np_limit_parse(t, n, l[i].name, &soft, &hard, err) < 0)
+        const char *name = pybox_native_rlimit_line(r);
+        if (pybox_np_limit_parse(t, n, name, &soft, &hard, err) < 0)
             return;
         char w[64];
-        snprintf(w, sizeof w, "%s (soft)", l[i].name);
-        pybox_nv_expect_int(v, w, l[i].want, soft);
-        snprintf(w, sizeof w, "%s (hard)", l[i].name);
-        pybox_nv_expect_int(v, w, l[i].want, hard);
+        snprintf(w, sizeof w, "%s (soft)", name);
+        pybox_nv_expect_int(v, w, want[r].rlim_cur == RLIM_INFINITY ? -1 : (int64_t)want[r].rlim_cur, soft);
+        snprintf(w, sizeof w, "%s (hard)", name);
+        pybox_nv_expect_int(v, w, want[r].rlim_max == RLIM_INFINITY ? -1 : (int64_t)want[r].rlim_max, hard);
+    }
+}
+
+/* Nothing of PyBox's own process beyond the limits: the default scheduling policy, nice
+ * value and I/O priority, no personality flag, and the box's OOM score adjustment. */
+static void check_process(pybox_nv_t *v, pybox_native_box_t *b, pybox_error_t *err)
+{
+    _cleanup_free_ char *st = NULL, *oom = NULL, *pers = NULL;
+    size_t n;
+    int64_t nice = -99, policy = -1, adj = -1;
+    uint64_t persona = 1;
+    if (read_proc(b->pid, "stat", &st, &n, err) < 0 || pybox_np_stat_parse(st, n, &nice, &policy, err) < 0 ||
+        read_proc(b->pid, "oom_score_adj", &oom, &n, err) < 0 || pybox_np_signed(oom, n, &adj, err) < 0 ||
+        read_proc(b->pid, "personality", &pers, &n, err) < 0 || pybox_np_hex(pers, n, &persona, err) < 0)
+        return;
+    pybox_nv_expect_int(v, "scheduling policy", 0 /* SCHED_OTHER */, policy);
+    pybox_nv_expect_int(v, "nice value", 0, nice);
+    pybox_nv_expect_int(v, "oom_score_adj", PYBOX_NATIVE_OOM_SCORE_ADJ, adj);
+    pybox_nv_expect_int(v, "personality", 0, (int64_t)persona);
+    /* IOPRIO_WHO_PROCESS; the default reads as "none" or, on kernels that say what it
+     * comes to, best-effort level 4 (that of nice 0). */
+    long io = syscall(SYS_ioprio_get, 1, (int)b->pid);
+    v->checked++;
+    if (io != 0 && io != ((2 << 13) | 4)) {
+        char got[32];
+        snprintf(got, sizeof got, "%ld", io);
+        pybox_nv_differ(v, "I/O priority", "the default", got);
     }
 }
 
@@ -482,6 +513,7 @@ int pybox_native_verify(pybox_native_box_t *b, const pybox_native_spec_t *s, int
     check_namespaces(&v, b, s);
     check_idmaps(&v, b, &rerr);
     check_limits(&v, b, s, &rerr);
+    check_process(&v, b, &rerr);
     check_exe(&v, b, s, &rerr);
     check_network(&v, b, s, &rerr);
     check_mounts(&v, b, s, &rerr);
