@@ -109,8 +109,10 @@ mcp-clients:
 unit: $(BUILD)/unit-tests
 	$(BUILD)/unit-tests
 
+# The same suites on each backend (tests/main.c): docker, then native.
 integration: $(BUILD)/itest $(BUILD)/pybox
-	PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
+	PYBOX_BACKEND=docker PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
+	PYBOX_BACKEND=native PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
 
 # Everything, from nothing: packages, engine, images, MCP clients, then unit and
 # integration tests.
