@@ -96,8 +96,11 @@ $(BUILD)/native-try: $(BUILD)/obj/campaign/native_try.o $(BUILD)/libpybox.a
 $(BUILD)/pybox-bench: campaign/bench.c $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
+# The backends set-up prepares for the tests, the campaign and the benchmark; the demo
+# needs only the default one.
+BACKENDS ?= docker native
 setup:
-	scripts/setup.sh
+	scripts/setup.sh $(BACKENDS)
 
 # The MCP clients the integration tests drive pybox mcp with (Node.js, npm ci).
 mcp-clients:
@@ -106,8 +109,10 @@ mcp-clients:
 unit: $(BUILD)/unit-tests
 	$(BUILD)/unit-tests
 
+# The same suites on each backend (tests/main.c): docker, then native.
 integration: $(BUILD)/itest $(BUILD)/pybox
-	PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
+	PYBOX_BACKEND=docker PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
+	PYBOX_BACKEND=native PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
 
 # Everything, from nothing: packages, engine, images, MCP clients, then unit and
 # integration tests.
@@ -117,7 +122,8 @@ check: setup mcp-clients
 bench: setup $(BUILD)/pybox-bench
 	scripts/bench.sh $(BUILD)/pybox
 
-demo: setup
+demo:
+	scripts/setup.sh
 	scripts/demo.sh $(BUILD)/pybox
 
 # The evidence campaign (docs/campaign.md): every case in campaign/cases, records and

@@ -9,14 +9,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -51,11 +58,20 @@ typedef struct {
     cJSON *host;
     char canary[33];
     char listener[80];       /* a box listening on its loopback (network-namespace fixture) */
+    char listener_ns[32];    /* the native listener's namespace, "pid:<n>" */
     char host_dir[PATH_MAX]; /* a host folder holding the canary (host-folder fixture) */
     char env_entry[64];
     int scratch_n;
-    const char *backend; /* --backend: the backend library runs use (NULL: the default) */
+    const char *backend; /* the backend of the case being run (every run of it) */
+    char backends[4][16];
+    int nbackends;
+    pid_t native_listener; /* a process of the campaign's in a network namespace of its own */
 } camp_t;
+
+static bool is_native(const camp_t *c)
+{
+    return c->backend != NULL && strcmp(c->backend, "native") == 0;
+}
 
 /* SIGINT, SIGTERM or SIGHUP: the run in progress is stopped (the library's runs through
  * pybox_interrupt_signal, children through their process group), no further case starts,
@@ -369,6 +385,227 @@ static int listener(camp_t *c, pybox_error_t *err)
     return 0;
 }
 
+/* ---- the native backend's boxes, as the kernel shows them ---- */
+
+/* The installation's cgroup parent (v2, or v1's memory controller) and staging folder. */
+static void native_dirs(const camp_t *c, char parent[PATH_MAX], char staging[PATH_MAX])
+{
+    struct stat sb;
+    bool v2 = stat("/sys/fs/cgroup/cgroup.controllers", &sb) == 0;
+    if (pybox_fmt(parent, PATH_MAX, "/sys/fs/cgroup/%spybox-%s", v2 ? "" : "memory/", c->st.install_id) < 0 ||
+        pybox_fmt(staging, PATH_MAX, "%s/native/staging", c->home) < 0)
+        parent[0] = staging[0] = '\0';
+}
+
+static bool run_id_name(const char *n)
+{
+    return strlen(n) == 32 && strspn(n, "0123456789abcdef") == 32;
+}
+
+/* The processes of a native box (host pids, from its cgroup), at most max. */
+static int native_pids(const camp_t *c, const char *run, pid_t *pids, int max)
+{
+    char parent[PATH_MAX], staging[PATH_MAX], path[PATH_MAX + 64];
+    native_dirs(c, parent, staging);
+    if (pybox_fmt(path, sizeof path, "%s/%s/cgroup.procs", parent, run) < 0)
+        return 0;
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return 0;
+    int n = 0;
+    char line[32];
+    while (n < max && fgets(line, sizeof line, f) != NULL) {
+        uint64_t v;
+        line[strcspn(line, "\n")] = '\0';
+        if (pybox_parse_u64(line, &v) == 0 && v > 0)
+            pids[n++] = (pid_t)v;
+    }
+    fclose(f);
+    return n;
+}
+
+/* The first native box of the campaign that runs something; id gets its run id. */
+static bool native_running(const camp_t *c, char *id, size_t len)
+{
+    char parent[PATH_MAX], staging[PATH_MAX];
+    native_dirs(c, parent, staging);
+    DIR *d = opendir(parent);
+    struct dirent *de;
+    bool found = false;
+    while (d != NULL && !found && (de = readdir(d)) != NULL) {
+        pid_t pid;
+        if (run_id_name(de->d_name) && native_pids(c, de->d_name, &pid, 1) == 1) {
+            snprintf(id, len, "%s", de->d_name);
+            found = true;
+        }
+    }
+    if (d != NULL)
+        closedir(d);
+    return found;
+}
+
+/* Whether a native box runs a process whose command line holds marker. */
+static bool native_shows(const camp_t *c, const char *run, const char *marker)
+{
+    pid_t pids[256];
+    int n = native_pids(c, run, pids, 256);
+    for (int i = 0; i < n; i++) {
+        char path[64], cmd[4096];
+        snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pids[i]);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t r = read(fd, cmd, sizeof cmd - 1);
+        close(fd);
+        for (ssize_t k = 0; k < r; k++)
+            if (cmd[k] == '\0')
+                cmd[k] = ' ';
+        cmd[r > 0 ? r : 0] = '\0';
+        if (strstr(cmd, marker) != NULL)
+            return true;
+    }
+    return false;
+}
+
+/* Native boxes of the campaign the kernel or the staging folder still has (by run id). */
+static int native_left(const camp_t *c)
+{
+    char dirs[2][PATH_MAX], seen[128][33];
+    native_dirs(c, dirs[0], dirs[1]);
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        DIR *d = opendir(dirs[i]);
+        struct dirent *de;
+        while (d != NULL && (de = readdir(d)) != NULL) {
+            if (!run_id_name(de->d_name))
+                continue;
+            int k = 0;
+            while (k < n && strcmp(seen[k], de->d_name) != 0)
+                k++;
+            if (k == n && n < 128)
+                snprintf(seen[n++], 33, "%s", de->d_name);
+        }
+        if (d != NULL)
+            closedir(d);
+    }
+    return n;
+}
+
+/* The campaign's native leftovers removed, as `pybox cleanup` would after their expiry:
+ * what still runs in them killed first (they are the campaign's own boxes). */
+static int native_sweep(camp_t *c)
+{
+    int left = native_left(c);
+    if (left == 0 && c->native_listener <= 0)
+        return 0;
+    const pybox_backend_ops_t *ops = pybox_backend_find("native");
+    pybox_backend_t *be = NULL;
+    pybox_error_t err = {0};
+    if (ops == NULL || ops->open(&c->st, &be, &err) < 0) {
+        say("native leftovers: %s", err.msg);
+        return left;
+    }
+    pybox_leftover_t *v = NULL;
+    size_t n = 0;
+    if (ops->list_leftovers(be, c->st.install_id, &v, &n, &err) == 0) {
+        for (size_t i = 0; i < n; i++) {
+            pid_t pids[256];
+            int np = native_pids(c, v[i].run_id, pids, 256);
+            for (int k = 0; k < np; k++)
+                kill(pids[k], SIGKILL);
+            pybox_leftover_t l = v[i];
+            l.expires = 1; /* the campaign's own: removed now, as if long expired */
+            bool gone = false;
+            if (ops->remove_leftover(be, &l, &gone, &err) < 0 || !gone)
+                say("native leftover %s: not removed: %s", v[i].run_id, err.msg);
+        }
+        free(v);
+    }
+    pybox_backend_close(be);
+    /* The installation's cgroup parents: the campaign's alone. */
+    static const char *const ctl[] = {"", "memory/", "pids/", "cpu/", "cpuacct/"};
+    for (size_t i = 0; i < sizeof ctl / sizeof *ctl; i++) {
+        char p[PATH_MAX];
+        if (pybox_fmt(p, sizeof p, "/sys/fs/cgroup/%spybox-%s", ctl[i], c->st.install_id) == 0)
+            rmdir(p);
+    }
+    return left;
+}
+
+/* The native network-namespace fixture: a process of the campaign in a network
+ * namespace of its own, loopback up, answering on 127.0.0.1:7777 with the canary. */
+static int native_listener(camp_t *c, pybox_error_t *err)
+{
+    if (c->native_listener > 0)
+        return 0;
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "pipe2");
+    pid_t pid = fork();
+    if (pid < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "fork");
+    if (pid == 0) {
+        close(ready[0]);
+        int sk = -1, ls = -1;
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof ifr);
+        memcpy(ifr.ifr_name, "lo", 3);
+        ifr.ifr_flags = IFF_UP | IFF_RUNNING;
+        struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(7777)};
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (unshare(CLONE_NEWNET) < 0 || (sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0 ||
+            ioctl(sk, SIOCSIFFLAGS, &ifr) < 0 || (ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+            bind(ls, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(ls, 16) < 0 || write(ready[1], "r", 1) != 1)
+            _exit(1);
+        for (;;) {
+            int cl = accept(ls, NULL, NULL);
+            if (cl < 0)
+                continue;
+            if (pybox_write_all(cl, c->canary, strlen(c->canary)) < 0) {
+                /* the client left: nothing to answer */
+            }
+            close(cl);
+        }
+    }
+    close(ready[1]);
+    char b;
+    ssize_t r = read(ready[0], &b, 1);
+    close(ready[0]);
+    if (r != 1) {
+        waitpid(pid, NULL, 0);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "the native listener did not start");
+    }
+    c->native_listener = pid;
+    snprintf(c->listener_ns, sizeof c->listener_ns, "pid:%d", (int)pid);
+    return 0;
+}
+
+/* ---- boxes of the campaign, whichever backend made them ---- */
+
+/* The first running box's id (engine id, or native run id). */
+static bool running_box(camp_t *c, char *id, size_t len)
+{
+    if (is_native(c))
+        return native_running(c, id, len);
+    cJSON *run = our_boxes(c, true);
+    const cJSON *b = cJSON_GetArrayItem(run, 0);
+    bool found = b && jstr(b, "Id");
+    if (found)
+        snprintf(id, len, "%s", jstr(b, "Id"));
+    cJSON_Delete(run);
+    return found;
+}
+
+static int boxes_left(camp_t *c)
+{
+    if (is_native(c))
+        return native_left(c);
+    cJSON *left = our_boxes(c, false);
+    int n = cJSON_GetArraySize(left);
+    cJSON_Delete(left);
+    return n;
+}
+
 /* ---- one run of a case ---- */
 
 static int read_text(const char *path, char **out, size_t *len)
@@ -390,9 +627,15 @@ static int relax(camp_t *c, pybox_policy_t *p, const char *name, pybox_error_t *
     if (bit) {
         p->relax |= bit;
     } else if (strcmp(name, "network-namespace") == 0) {
-        if (listener(c, err) < 0)
-            return -1;
-        p->relax_netns = c->listener;
+        if (is_native(c)) {
+            if (native_listener(c, err) < 0)
+                return -1;
+            p->relax_netns = c->listener_ns;
+        } else {
+            if (listener(c, err) < 0)
+                return -1;
+            p->relax_netns = c->listener;
+        }
     } else if (strcmp(name, "host-folder") == 0) {
         p->relax_bind = c->host_dir;
     } else if (strcmp(name, "environment") == 0) {
@@ -506,6 +749,8 @@ static void *hold_main(void *arg)
 /* Whether the running box's process list shows a command line with marker. */
 static bool box_shows(camp_t *c, const char *id, const char *marker)
 {
+    if (is_native(c))
+        return native_shows(c, id, marker);
     char path[200];
     snprintf(path, sizeof path, "/containers/%s/top?ps_args=-eo%%20pid,args", id);
     long status;
@@ -569,13 +814,8 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
     char id[80] = "";
     bool held = false;
     while (!held && !interrupted && pybox_now_s() - t0 < 60) {
-        if (!id[0]) {
-            cJSON *run = our_boxes(c, true);
-            const cJSON *b = cJSON_GetArrayItem(run, 0);
-            if (b && jstr(b, "Id"))
-                snprintf(id, sizeof id, "%s", jstr(b, "Id"));
-            cJSON_Delete(run);
-        }
+        if (!id[0] && !running_box(c, id, sizeof id))
+            id[0] = '\0';
         held = id[0] && box_shows(c, id, marker);
         if (!held) {
             struct timespec ts = {0, 20 * 1000 * 1000};
@@ -690,9 +930,7 @@ static void exec_run(camp_t *c, const cJSON *spec, const char *program, const ch
         list_out(o, obs);
         free(o);
     }
-    cJSON *left = our_boxes(c, false);
-    cJSON_AddNumberToObject(obs, "boxes_left", cJSON_GetArraySize(left));
-    cJSON_Delete(left);
+    cJSON_AddNumberToObject(obs, "boxes_left", boxes_left(c));
     cJSON_Delete(args);
     proc_free(&p);
 }
@@ -723,6 +961,58 @@ static double rfc3339(const char *s)
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
     return (double)timegm(&tm) + frac;
+}
+
+/* After pybox was signalled, a native box's end as the kernel tells it. The campaign is
+ * its children's subreaper (setup), so the init of a box whose PyBox was killed becomes
+ * the campaign's child: waitid says how it ended, by itself (the box timer) or killed by
+ * a signal from outside, which an engine's event log would otherwise say. */
+static void native_crash_end(camp_t *c, const char *run, int sig, cJSON *obs)
+{
+    char parent[PATH_MAX], staging[PATH_MAX], leaf[PATH_MAX + 40];
+    native_dirs(c, parent, staging);
+    if (sig != SIGKILL) {
+        /* PyBox was asked to stop: the box must already be gone. */
+        cJSON_AddBoolToObject(obs, "box_gone", native_left(c) == 0);
+        return;
+    }
+    pid_t init = 0;
+    native_pids(c, run, &init, 1); /* the box's PID 1 is the first the cgroup lists */
+    struct statx sx;
+    double born = 0;
+    if (pybox_fmt(leaf, sizeof leaf, "%s/%s", staging, run) == 0 && statx(AT_FDCWD, leaf, 0, STATX_BTIME, &sx) == 0 &&
+        (sx.stx_mask & STATX_BTIME))
+        born = (double)sx.stx_btime.tv_sec + (double)sx.stx_btime.tv_nsec / 1e9;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    bool reaped = false;
+    double t0 = pybox_now_s();
+    /* Bounded: the box timer ends it within seconds. */
+    while (init > 0 && !reaped && pybox_now_s() - t0 < 30) {
+        if (waitid(P_PID, (id_t)init, &si, WEXITED | WNOHANG) == 0 && si.si_pid == init)
+            reaped = true;
+        else if (errno == ECHILD && si.si_pid == 0 && kill(init, 0) < 0)
+            break;
+        else {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    double ended = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+    cJSON_AddBoolToObject(obs, "box_init_reaped", reaped);
+    if (reaped) {
+        bool exited = si.si_code == CLD_EXITED;
+        cJSON_AddNumberToObject(obs, "box_exit_code", exited ? si.si_status : 128 + si.si_status);
+        cJSON_AddBoolToObject(obs, "box_ended_by_itself", exited);
+        cJSON_AddNumberToObject(obs, "kill_or_stop_events", exited ? 0 : 1);
+    }
+    if (born > 0)
+        cJSON_AddNumberToObject(obs, "box_ran_s", ended - born);
+    /* The leftover is this campaign's: removed here, as cleanup would after expiry. */
+    native_sweep(c);
+    cJSON_AddBoolToObject(obs, "leftover_removed", native_left(c) == 0);
 }
 
 /* pybox exec started, then signalled (SIGKILL unless the case says otherwise) while the
@@ -762,14 +1052,11 @@ static void crash_run(camp_t *c, const cJSON *spec, const char *program, cJSON *
     char id[80] = "";
     bool program_seen = false;
     while (pybox_now_s() - t0 < 30 && !program_seen) {
-        if (!id[0]) {
-            cJSON *run = our_boxes(c, true);
-            const cJSON *b = cJSON_GetArrayItem(run, 0);
-            if (b && jstr(b, "Id"))
-                snprintf(id, sizeof id, "%s", jstr(b, "Id"));
-            cJSON_Delete(run);
-        }
-        if (id[0]) {
+        if (!id[0] && !running_box(c, id, sizeof id))
+            id[0] = '\0';
+        if (id[0] && is_native(c)) {
+            program_seen = native_shows(c, id, "python3");
+        } else if (id[0]) {
             char path[200];
             snprintf(path, sizeof path, "/containers/%s/top?ps_args=-eo%%20pid,args", id);
             long status;
@@ -807,6 +1094,11 @@ static void crash_run(camp_t *c, const cJSON *spec, const char *program, cJSON *
     pybox_buf_free(&said);
     if (!id[0]) {
         cJSON_AddStringToObject(rec, "error", "the box never ran");
+        return;
+    }
+    if (is_native(c)) {
+        native_crash_end(c, id, sig, obs);
+        cJSON_AddNumberToObject(rec, "wall_s", pybox_now_s() - t0);
         return;
     }
     if (sig != SIGKILL) {
@@ -971,6 +1263,22 @@ static bool expect_one(const cJSON *run, const cJSON *x, cJSON *out)
 
 /* ---- a case ---- */
 
+/* The campaign is its children's subreaper: what a killed child left (a native box's
+ * init, a driver's orphans) becomes its child. Between cases nothing of the campaign
+ * runs but the native listener, so every other ended child is reaped here. */
+static void reap_orphans(camp_t *c)
+{
+    for (;;) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
+            return;
+        if (si.si_pid == c->native_listener)
+            return; /* it never ends by itself; killed and reaped at the end */
+        waitpid(si.si_pid, NULL, 0);
+    }
+}
+
 static void make_scratch(camp_t *c, const char *case_id, const char *name, int pass, char *out, size_t len)
 {
     char safe[64];
@@ -1006,6 +1314,7 @@ static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
     cJSON_AddStringToObject(rec, "case_file", file);
     cJSON_AddItemToObject(rec, "case", cJSON_Duplicate(cs, 1));
     cJSON_AddStringToObject(rec, "started", started);
+    cJSON_AddStringToObject(rec, "backend", c->backend);
     cJSON_AddItemToObject(rec, "host", cJSON_Duplicate(c->host, 1));
     cJSON *runs = cJSON_AddArrayToObject(rec, "runs");
     bool ok = true;
@@ -1045,7 +1354,11 @@ static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
             free(program);
             bool rok = cJSON_GetObjectItemCaseSensitive(r, "error") == NULL;
             cJSON *ex = cJSON_AddArrayToObject(r, "expect");
-            cJSON *want = subst_json(c, scratch, cJSON_GetObjectItemCaseSensitive(spec, "expect"));
+            /* A backend observes some things its own way (an engine's event log, the
+             * kernel's waitid): a run may say what to expect of each. */
+            const cJSON *own = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(spec, "expect_by_backend"), c->backend);
+            cJSON *want = subst_json(c, scratch, own ? own : cJSON_GetObjectItemCaseSensitive(spec, "expect"));
             const cJSON *x;
             cJSON_ArrayForEach (x, want)
                 rok = expect_one(r, x, ex) && rok;
@@ -1064,7 +1377,10 @@ static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
     /* Passes of the same run must agree on the verdict fields. */
     cJSON *agree = cJSON_AddArrayToObject(rec, "agree");
     const cJSON *path;
-    cJSON_ArrayForEach (path, cJSON_GetObjectItemCaseSensitive(cs, "agree")) {
+    const cJSON *agree_own =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cs, "agree_by_backend"), c->backend);
+    const cJSON *agree_list = agree_own ? agree_own : cJSON_GetObjectItemCaseSensitive(cs, "agree");
+    cJSON_ArrayForEach (path, agree_list) {
         if (!cJSON_IsString(path))
             continue;
         cJSON_ArrayForEach (spec, cJSON_GetObjectItemCaseSensitive(cs, "runs")) {
@@ -1097,6 +1413,7 @@ static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
     if (err)
         cJSON_AddStringToObject(rec, "error", err);
     ok = ok && err == NULL;
+    reap_orphans(c);
     char finished[40];
     pybox_wall_iso(finished, sizeof finished);
     cJSON_AddStringToObject(rec, "finished", finished);
@@ -1112,20 +1429,8 @@ static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
 
 /* ---- set-up ---- */
 
-static int copy_file(const char *from, const char *to)
-{
-    char *text = NULL;
-    size_t len = 0;
-    if (read_text(from, &text, &len) < 0)
-        return -1;
-    pybox_error_t err = {0};
-    int rc = pybox_write_file_atomic(to, text, len, 0600, &err);
-    free(text);
-    return rc;
-}
-
 /* The campaign runs as an installation of its own (its own id, labels and run notes),
- * sharing the main installation's image pins and root filesystem cache. */
+ * borrowing the main installation's images (state.h). */
 static int setup(camp_t *c)
 {
     pybox_error_t err = {0};
@@ -1140,19 +1445,9 @@ static int setup(camp_t *c)
         return -1;
     if (pybox_fmt(c->home, sizeof c->home, "%s/home", c->tmp) < 0 || mkdir(c->home, 0700) < 0)
         return -1;
-    char from[PATH_MAX], to[PATH_MAX];
-    if (pybox_state_path(&main_st, "images.json", from, sizeof from, &err) < 0 ||
-        pybox_fmt(to, sizeof to, "%s/images.json", c->home) < 0 || copy_file(from, to) < 0) {
-        say("no image pins to copy (run make setup)");
-        return -1;
-    }
-    if (pybox_state_path(&main_st, "cache", from, sizeof from, &err) == 0 &&
-        pybox_fmt(to, sizeof to, "%s/cache", c->home) == 0 && symlink(from, to) < 0) {
-        char etext[128];
-        say("the image cache is not shared (%s)", pybox_strerror(errno, etext, sizeof etext));
-    }
     setenv("PYBOX_HOME", c->home, 1);
-    if (pybox_state_open(&c->st, true, &err) < 0 || pybox_engine_open(NULL, &c->e, &err) < 0) {
+    if (pybox_state_open(&c->st, true, &err) < 0 || pybox_state_borrow_images(&main_st, &c->st, &err) < 0 ||
+        pybox_engine_open(NULL, &c->e, &err) < 0) {
         say("%s", err.msg);
         return -1;
     }
@@ -1197,6 +1492,47 @@ static int setup(camp_t *c)
     cJSON_AddStringToObject(c->host, "receipt_key_id", pybox_key_id(key));
     pybox_key_free(key);
     pybox_buf_free(&pem);
+    /* The backends the campaign runs on: those asked for, else every one present (it
+     * opens and has the stdlib image pinned), each with its own description. */
+    cJSON *bk = cJSON_AddObjectToObject(c->host, "backends");
+    const pybox_backend_ops_t *ops;
+    int asked = c->nbackends;
+    for (size_t i = 0; (ops = pybox_backend_nth(i)) != NULL; i++) {
+        bool want = asked == 0;
+        for (int k = 0; k < asked; k++)
+            want = want || strcmp(c->backends[k], ops->name) == 0;
+        if (!want)
+            continue;
+        pybox_backend_t *be = NULL;
+        pybox_pin_t pin;
+        pybox_error_t berr = {0};
+        bool ok = ops->open(&c->st, &be, &berr) == 0 && pybox_pin_get(&c->st, ops->name, "stdlib", &pin, &berr) == 1;
+        if (ok)
+            cJSON_AddStringToObject(bk, ops->name, ops->describe(be));
+        pybox_backend_close(be);
+        if (!ok) {
+            if (asked > 0) {
+                say("backend %s: %s", ops->name, berr.msg[0] ? berr.msg : "the stdlib image is not pinned");
+                return -1;
+            }
+            say("backend %s not present here (%s): its cases are not run", ops->name,
+                berr.msg[0] ? berr.msg : "the stdlib image is not pinned");
+        }
+    }
+    c->nbackends = 0;
+    const cJSON *b;
+    cJSON_ArrayForEach (b, bk)
+        if (c->nbackends < 4)
+            snprintf(c->backends[c->nbackends++], sizeof c->backends[0], "%s", b->string);
+    if (c->nbackends == 0) {
+        say("no backend to run the campaign on");
+        return -1;
+    }
+    /* A native box whose PyBox is killed becomes the campaign's child (native_crash_end). */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+        say("prctl(PR_SET_CHILD_SUBREAPER) failed");
+        return -1;
+    }
     return 0;
 }
 
@@ -1262,9 +1598,19 @@ int main(int argc, char **argv)
             c.out = argv[++i];
         else if (strcmp(argv[i], "--limits") == 0 && i + 1 < argc)
             limits_path = argv[++i];
-        else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
-            c.backend = argv[++i];
-        else
+        else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+            /* repeatable, or comma-separated: the backends to run every case on */
+            char *list = argv[++i], *save = NULL;
+            for (char *t = strtok_r(list, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+                if (pybox_backend_find(t) == NULL || c.nbackends == 4) {
+                    char known[128];
+                    pybox_backend_names(known, sizeof known);
+                    say("--backend: unknown backend '%s' (known: %s)", t, known);
+                    return 2;
+                }
+                snprintf(c.backends[c.nbackends++], sizeof c.backends[0], "%s", t);
+            }
+        } else
             return usage();
     }
     if (c.bin == NULL || c.out == NULL || limits_path == NULL || i == argc)
@@ -1309,14 +1655,32 @@ int main(int argc, char **argv)
             failed++;
             break;
         }
-        double t1 = pybox_now_s();
-        char name[80] = "";
-        bool ok = run_case(&c, argv[i + k], cases[k], name);
-        ok ? passed++ : failed++;
-        fprintf(stderr, "campaign: [%s] %s/%s  %.1f s  %s/%s\n", ok ? "pass" : "FAIL", jstr(cases[k], "kind"),
-                jstr(cases[k], "id"), pybox_now_s() - t1, EV_RECORDS, name);
+        /* Every case on every backend it applies to ("backends" in the case: only those). */
+        const cJSON *only = cJSON_GetObjectItemCaseSensitive(cases[k], "backends");
+        for (int b = 0; b < c.nbackends && !interrupted; b++) {
+            bool applies = !cJSON_IsArray(only);
+            const cJSON *x;
+            cJSON_ArrayForEach (x, only)
+                applies = applies || (cJSON_IsString(x) && strcmp(x->valuestring, c.backends[b]) == 0);
+            if (!applies)
+                continue;
+            c.backend = c.backends[b];
+            /* pybox, its drivers and the library all take the backend from here */
+            setenv("PYBOX_BACKEND", c.backend, 1);
+            double t1 = pybox_now_s();
+            char name[80] = "";
+            bool ok = run_case(&c, argv[i + k], cases[k], name);
+            ok ? passed++ : failed++;
+            fprintf(stderr, "campaign: [%s] %s/%s on %s  %.1f s  %s/%s\n", ok ? "pass" : "FAIL", jstr(cases[k], "kind"),
+                    jstr(cases[k], "id"), c.backend, pybox_now_s() - t1, EV_RECORDS, name);
+        }
     }
     int swept = sweep(&c);
+    swept += native_sweep(&c);
+    if (c.native_listener > 0) {
+        kill(c.native_listener, SIGKILL);
+        waitpid(c.native_listener, NULL, 0);
+    }
     int bad = ev_write_pages(c.out, limits, stderr);
     say("%d passed, %d failed in %.0f s; %d leftover item(s) of the campaign removed; pages %s", passed, failed,
         pybox_now_s() - t0, swept, bad == 0 ? "written" : "NOT written cleanly");

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../pybox/box.h"
 #include "../pybox/key.h"
 #include "../pybox/sign.h"
 #include "../pybox/state.h"
@@ -162,6 +163,7 @@ typedef struct {
     char name[80];
     cJSON *j;
     const char *id, *kind, *started, *verdict;
+    const char *backend; /* what built its boxes ("docker" for records that say none) */
 } rec_t;
 
 static int read_file(const char *path, char **out, size_t *len)
@@ -235,6 +237,22 @@ static const char *derived_verdict(const cJSON *j)
     return "pass";
 }
 
+/* Backends in the registry's order, then any other name a record gives, by name. */
+static int backend_rank(const char *b)
+{
+    const pybox_backend_ops_t *ops;
+    for (size_t i = 0; (ops = pybox_backend_nth(i)) != NULL; i++)
+        if (strcmp(ops->name, b) == 0)
+            return (int)i;
+    return 1000;
+}
+
+static int backend_cmp(const char *a, const char *b)
+{
+    int ra = backend_rank(a), rb = backend_rank(b);
+    return ra != rb ? (ra < rb ? -1 : 1) : strcmp(a, b);
+}
+
 /* A record whose campaign names its receipt key (host.receipt_key: the public key, PEM)
  * holds receipts that key signed: each must verify, unchanged since. Records of
  * campaigns from before receipts were signed name no key. True when one does not. */
@@ -279,6 +297,8 @@ static int rec_cmp(const void *a, const void *b)
     int c = strcmp(x->kind, y->kind);
     if (c == 0)
         c = strcmp(x->id, y->id);
+    if (c == 0)
+        c = backend_cmp(x->backend, y->backend);
     if (c == 0)
         c = strcmp(x->started, y->started);
     if (c == 0)
@@ -341,6 +361,7 @@ static int load(const char *dir, rec_t **out, size_t *n, pybox_buf_t *problems)
         r.kind = str_at(j, "case.kind");
         r.started = str_at(j, "started");
         r.verdict = str_at(j, "verdict");
+        r.backend = str_at(j, "backend") ? str_at(j, "backend") : "docker";
         if (j == NULL || !cJSON_IsString(schema) || strcmp(schema->valuestring, EV_SCHEMA) != 0 || !r.id || !r.kind ||
             !r.started || !r.verdict || !is_time(r.started) || !is_time(str_at(j, "finished"))) {
             pybox_buf_addf(problems, "%s/%s: not a %s record\n", EV_RECORDS, de->d_name, EV_SCHEMA);
@@ -389,13 +410,18 @@ static const struct {
      "without it. The probe's own words are quoted; they are the program's output."},
     {"resource", "Resource checks", "Limits read straight from the kernel's cgroup files by PyBox's watcher."},
     {"receipt", "Receipt passes", "Each kind of run three times; the verdict fields must agree across the passes."},
-    {"crash", "Crash safety", "PyBox itself killed mid-run: what the engine and the box's timer did."},
+    {"crash", "Crash safety",
+     "PyBox itself killed mid-run: what the box's timer did, as the engine's record and event log say (docker) or "
+     "the kernel's waitid of the box's init (native)."},
     {"files", "Files in and out", "Inputs, outputs and their refusals, through `pybox exec`."},
     {"images", "Images", "The stdlib and data images and their refusals."},
     {"mcp", "MCP server", "`pybox mcp` driven by the official MCP TypeScript SDK client and a raw client."},
     {"lifecycle", "Throwaway installation",
-     "A second, private engine, PyBox set up in it from nothing, used, then deleted with it."},
-    {"performance", "Performance", "Complete runs side by side with `docker run --rm -i` under the same limits."},
+     "PyBox set up from nothing in an installation of its own, used, then deleted: on a second, private engine for "
+     "the docker backend, with no daemon at all for the native one."},
+    {"performance", "Performance",
+     "Complete runs of both backends side by side with bare bubblewrap (`bwrap --unshare-all`, the same root "
+     "filesystem) and `docker run --rm -i` under the same limits, interleaved; `make bench` runs the same."},
 };
 #define NKINDS (sizeof kinds / sizeof *kinds)
 
@@ -516,15 +542,28 @@ static int passes_of(const cJSON *rec, const char *name)
     return k;
 }
 
-static void restriction_row(pybox_buf_t *b, const rec_t *r)
+/* One backend's cell of a restriction check: both runs' words, the verdict, when, the
+ * record. */
+static void restriction_cell(pybox_buf_t *b, const rec_t *r)
 {
     const cJSON *c = ev_path(r->j, "case");
     const cJSON *with = run_named(r->j, "with"), *without = run_named(r->j, "without");
-    pybox_buf_adds(b, "| ");
-    ev_cell(b, cJSON_GetObjectItemCaseSensitive(c, "title"));
-    pybox_buf_adds(b, " | ");
-    ev_cell(b, cJSON_GetObjectItemCaseSensitive(c, "claim"));
-    pybox_buf_adds(b, " | ");
+    pybox_buf_adds(b, "*with:* ");
+    shown(b, c, with);
+    pybox_buf_adds(b, "<br>*without:* ");
+    shown(b, c, without);
+    pybox_buf_adds(b, "<br>");
+    verdict(b, r);
+    pybox_buf_adds(b, " · ");
+    when(b, r);
+    pybox_buf_adds(b, " · ");
+    link_record(b, r);
+}
+
+/* What was removed for the "without" run (and what both runs had), from a record. */
+static void removed_cell(pybox_buf_t *b, const rec_t *r)
+{
+    const cJSON *with = run_named(r->j, "with"), *without = run_named(r->j, "without");
     ev_cell(b, cJSON_GetObjectItemCaseSensitive(without, "removed"));
     const cJSON *base = cJSON_GetObjectItemCaseSensitive(with, "relaxed");
     if (cJSON_IsString(base) && base->valuestring[0]) {
@@ -532,28 +571,13 @@ static void restriction_row(pybox_buf_t *b, const rec_t *r)
         ev_cell(b, base);
         pybox_buf_adds(b, ")");
     }
-    pybox_buf_adds(b, " | ");
-    shown(b, c, with);
-    pybox_buf_adds(b, " | ");
-    shown(b, c, without);
-    pybox_buf_adds(b, " | ");
-    verdict(b, r);
-    pybox_buf_adds(b, " | ");
-    when(b, r);
-    pybox_buf_adds(b, " | ");
-    link_record(b, r);
-    pybox_buf_adds(b, " |\n");
 }
 
-static void generic_row(pybox_buf_t *b, const rec_t *r)
+/* One backend's cell of any other case: each distinct run (its first pass, with how many
+ * passes it had), its checks and chosen values; the verdict, when, the record. */
+static void generic_cell(pybox_buf_t *b, const rec_t *r)
 {
     const cJSON *c = ev_path(r->j, "case");
-    pybox_buf_adds(b, "| ");
-    ev_cell(b, cJSON_GetObjectItemCaseSensitive(c, "title"));
-    pybox_buf_adds(b, " | ");
-    ev_cell(b, cJSON_GetObjectItemCaseSensitive(c, "claim"));
-    pybox_buf_adds(b, " | ");
-    /* Each distinct run once (its first pass), with how many passes it had. */
     const cJSON *run;
     int k = 0;
     cJSON_ArrayForEach (run, ev_path(r->j, "runs")) {
@@ -589,12 +613,69 @@ static void generic_row(pybox_buf_t *b, const rec_t *r)
             shown(b, c, run);
         }
     }
-    pybox_buf_adds(b, " | ");
+    pybox_buf_adds(b, "<br>");
     verdict(b, r);
-    pybox_buf_adds(b, " | ");
+    pybox_buf_adds(b, " · ");
     when(b, r);
-    pybox_buf_adds(b, " | ");
+    pybox_buf_adds(b, " · ");
     link_record(b, r);
+}
+
+/* The backends records name, in the registry's order. */
+typedef struct {
+    const char *v[8];
+    size_t n;
+} backends_t;
+
+static void backends_of(const rec_t *v, size_t nv, backends_t *out)
+{
+    out->n = 0;
+    for (size_t i = 0; i < nv; i++) {
+        size_t k = 0;
+        while (k < out->n && strcmp(out->v[k], v[i].backend) != 0)
+            k++;
+        if (k == out->n && out->n < 8)
+            out->v[out->n++] = v[i].backend;
+    }
+    for (size_t i = 1; i < out->n; i++)
+        for (size_t k = i; k > 0 && backend_cmp(out->v[k - 1], out->v[k]) > 0; k--) {
+            const char *t = out->v[k];
+            out->v[k] = out->v[k - 1];
+            out->v[k - 1] = t;
+        }
+}
+
+/* One row per case: its title and claim (from the latest record of any backend), then a
+ * cell per backend with that backend's latest record ("not run" when it has none). */
+static void case_row(pybox_buf_t *b, const rec_t *v, size_t nv, const bool *latest, size_t first, const backends_t *bk,
+                     bool restriction)
+{
+    const rec_t *any = &v[first];
+    for (size_t i = first; i < nv && strcmp(v[i].kind, any->kind) == 0 && strcmp(v[i].id, any->id) == 0; i++)
+        if (latest[i] && strcmp(v[i].started, any->started) > 0)
+            any = &v[i];
+    const cJSON *c = ev_path(any->j, "case");
+    pybox_buf_adds(b, "| ");
+    ev_cell(b, cJSON_GetObjectItemCaseSensitive(c, "title"));
+    pybox_buf_adds(b, " | ");
+    ev_cell(b, cJSON_GetObjectItemCaseSensitive(c, "claim"));
+    if (restriction) {
+        pybox_buf_adds(b, " | ");
+        removed_cell(b, any);
+    }
+    for (size_t k = 0; k < bk->n; k++) {
+        const rec_t *r = NULL;
+        for (size_t i = first; i < nv && strcmp(v[i].kind, any->kind) == 0 && strcmp(v[i].id, any->id) == 0; i++)
+            if (latest[i] && strcmp(v[i].backend, bk->v[k]) == 0)
+                r = &v[i];
+        pybox_buf_adds(b, " | ");
+        if (r == NULL)
+            pybox_buf_adds(b, "not run");
+        else if (restriction)
+            restriction_cell(b, r);
+        else
+            generic_cell(b, r);
+    }
     pybox_buf_adds(b, " |\n");
 }
 
@@ -622,8 +703,17 @@ static void host_line(pybox_buf_t *b, const rec_t *r)
     ev_cell(b, ev_path(r->j, "host.cpus"));
     pybox_buf_adds(b, " CPUs, cgroup ");
     ev_cell(b, ev_path(r->j, "host.cgroup"));
-    pybox_buf_adds(b, ", ");
-    ev_cell(b, ev_path(r->j, "host.engine"));
+    const cJSON *bk = ev_path(r->j, "host.backends");
+    if (!cJSON_IsObject(bk)) {
+        pybox_buf_adds(b, ", ");
+        ev_cell(b, ev_path(r->j, "host.engine"));
+        return;
+    }
+    const cJSON *x;
+    cJSON_ArrayForEach (x, bk) {
+        pybox_buf_addf(b, "; %s: ", x->string);
+        ev_cell(b, x);
+    }
 }
 
 int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t *n, pybox_buf_t *problems)
@@ -638,7 +728,10 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
     /* The latest attempt of each case; earlier ones are kept, failed ones listed. */
     bool *latest = calloc(nv + 1, sizeof *latest);
     for (size_t i = 0; i < nv; i++)
-        latest[i] = i + 1 == nv || strcmp(v[i].kind, v[i + 1].kind) != 0 || strcmp(v[i].id, v[i + 1].id) != 0;
+        latest[i] = i + 1 == nv || strcmp(v[i].kind, v[i + 1].kind) != 0 || strcmp(v[i].id, v[i + 1].id) != 0 ||
+                    strcmp(v[i].backend, v[i + 1].backend) != 0;
+    backends_t bk;
+    backends_of(v, nv, &bk);
     for (size_t i = 0; i < nv; i++)
         if (kind_index(v[i].kind) < 0) {
             pybox_buf_addf(problems, "%s/%s: unknown kind \"%s\"\n", EV_RECORDS, v[i].name, v[i].kind);
@@ -666,18 +759,34 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
     } else {
         pybox_buf_adds(ix, "No records yet: run `make campaign`.\n\n");
     }
-    pybox_buf_adds(ix, "| Kind | Cases | Passed | Runs recorded | Page |\n|---|---|---|---|---|\n");
+    /* Per backend: its cases passed of those it ran. */
+    pybox_buf_adds(ix, "| Kind | Cases |");
+    for (size_t k = 0; k < bk.n; k++)
+        pybox_buf_addf(ix, " Passed on %s |", bk.v[k]);
+    pybox_buf_adds(ix, " Runs recorded | Page |\n|---|---|");
+    for (size_t k = 0; k < bk.n; k++)
+        pybox_buf_adds(ix, "---|");
+    pybox_buf_adds(ix, "---|---|\n");
     for (size_t k = 0; k < NKINDS; k++) {
-        int cases = 0, passed = 0, runs = 0;
+        int cases = 0, runs = 0, passed[8] = {0}, ran[8] = {0};
         for (size_t i = 0; i < nv; i++) {
-            if (strcmp(v[i].kind, kinds[k].kind) != 0 || !latest[i])
+            if (strcmp(v[i].kind, kinds[k].kind) != 0)
                 continue;
-            cases++;
-            passed += strcmp(v[i].verdict, "pass") == 0;
+            bool first_of_case = i == 0 || strcmp(v[i - 1].kind, v[i].kind) != 0 || strcmp(v[i - 1].id, v[i].id) != 0;
+            cases += first_of_case;
+            if (!latest[i])
+                continue;
             runs += cJSON_GetArraySize(ev_path(v[i].j, "runs"));
+            for (size_t b = 0; b < bk.n; b++)
+                if (strcmp(v[i].backend, bk.v[b]) == 0) {
+                    ran[b]++;
+                    passed[b] += strcmp(v[i].verdict, "pass") == 0;
+                }
         }
-        pybox_buf_addf(ix, "| %s | %d | %d | %d | [%s.md](%s.md) |\n", kinds[k].title, cases, passed, runs,
-                       kinds[k].kind, kinds[k].kind);
+        pybox_buf_addf(ix, "| %s | %d |", kinds[k].title, cases);
+        for (size_t b = 0; b < bk.n; b++)
+            pybox_buf_addf(ix, " %d of %d |", passed[b], ran[b]);
+        pybox_buf_addf(ix, " %d | [%s.md](%s.md) |\n", runs, kinds[k].kind, kinds[k].kind);
 
         ev_page_t *pg = NULL;
         char pname[64];
@@ -691,19 +800,20 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
             continue;
         }
         bool restriction = strcmp(kinds[k].kind, "restriction") == 0;
-        if (restriction)
-            pybox_buf_adds(b, "| Check | Claim | Removed for the \"without\" run | With the protection | Without it | "
-                              "Verdict | When (UTC) | Record |\n|---|---|---|---|---|---|---|---|\n");
-        else
-            pybox_buf_adds(b, "| Case | Claim | What happened | Verdict | When (UTC) | Record |\n"
-                              "|---|---|---|---|---|---|\n");
+        /* A column per backend: what it did, its verdict, when (UTC), its record. */
+        pybox_buf_adds(b, restriction ? "| Check | Claim | Removed for the \"without\" run |" : "| Case | Claim |");
+        for (size_t x = 0; x < bk.n; x++)
+            pybox_buf_addf(b, " On %s |", bk.v[x]);
+        pybox_buf_adds(b, restriction ? "\n|---|---|---|" : "\n|---|---|");
+        for (size_t x = 0; x < bk.n; x++)
+            pybox_buf_adds(b, "---|");
+        pybox_buf_adds(b, "\n");
         for (size_t i = 0; i < nv; i++) {
-            if (strcmp(v[i].kind, kinds[k].kind) != 0 || !latest[i])
+            if (strcmp(v[i].kind, kinds[k].kind) != 0)
                 continue;
-            if (restriction)
-                restriction_row(b, &v[i]);
-            else
-                generic_row(b, &v[i]);
+            bool first_of_case = i == 0 || strcmp(v[i - 1].kind, v[i].kind) != 0 || strcmp(v[i - 1].id, v[i].id) != 0;
+            if (first_of_case)
+                case_row(b, v, nv, latest, i, &bk, restriction);
         }
         const rec_t *h = NULL;
         for (size_t i = 0; i < nv; i++)
@@ -727,7 +837,7 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
         ev_cell(ix, ev_path(v[i].j, "case.kind"));
         pybox_buf_adds(ix, "/");
         ev_cell(ix, ev_path(v[i].j, "case.id"));
-        pybox_buf_adds(ix, " | ");
+        pybox_buf_addf(ix, " on %s | ", v[i].backend);
         when(ix, &v[i]);
         pybox_buf_adds(ix, " | ");
         why_failed(ix, &v[i]);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The registry of backends (see box.h): one line per backend. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "box.h"
@@ -68,19 +69,20 @@ void pybox_backend_closep(pybox_backend_t **be)
 int pybox_backend_open_for(const pybox_state_t *st, const char *name, pybox_backend_t **out, pybox_error_t *err)
 {
     *out = NULL;
-    if (name == NULL || name[0] == '\0') {
-        pybox_config_t c;
-        if (pybox_state_config(st, &c, err) < 0)
-            return -1;
-        return pybox_backend_open(c.backend[0] ? c.backend : NULL, st, out, err);
-    }
-    return pybox_backend_open(name, st, out, err);
+    pybox_config_t c;
+    if ((name == NULL || name[0] == '\0') && pybox_state_config(st, &c, err) < 0)
+        return -1;
+    return pybox_backend_open(pybox_backend_choose(name && name[0] ? NULL : &c, name), st, out, err);
 }
 
 const char *pybox_backend_choose(const pybox_config_t *c, const char *asked)
 {
     if (asked != NULL && asked[0] != '\0')
         return asked;
+    /* Read once, before any thread: the environment is not changed while PyBox runs. */
+    const char *env = getenv("PYBOX_BACKEND");
+    if (env != NULL && env[0] != '\0')
+        return env;
     if (c != NULL && c->backend[0] != '\0')
         return c->backend;
     return PYBOX_DEFAULT_BACKEND;

@@ -159,7 +159,8 @@ void pybox_backend_names(char *out, size_t len);
 /* Open a backend by name (NULL: the default); an unknown name is a usage error listing
  * the known ones. */
 int pybox_backend_open(const char *name, const pybox_state_t *st, pybox_backend_t **out, pybox_error_t *err);
-/* The backend a run uses: asked, else config.json's "backend", else the default. */
+/* The backend a run uses: asked (--backend), else the environment's PYBOX_BACKEND, else
+ * config.json's "backend", else the default. */
 const char *pybox_backend_choose(const pybox_config_t *c, const char *asked);
 /* The same for an installation: name, else its config.json's "backend", else the default. */
 int pybox_backend_open_for(const pybox_state_t *st, const char *name, pybox_backend_t **out, pybox_error_t *err);

@@ -73,6 +73,7 @@ static cJSON *said_json(const pybox_said_t *s, bool *ok)
 }
 
 static double ms1(double v);
+static double ms2(double v);
 
 static void num_or_null(cJSON *o, const char *key, const pybox_reading_t *r, unsigned bit, int64_t v)
 {
@@ -207,6 +208,8 @@ static cJSON *kernel_json(const pybox_run_result_t *res)
     cJSON_AddStringToObject(cg, "path", w->where);
     cJSON_AddNumberToObject(k, "armed_ms", ms1(res->t.arm_ms));
     if (res->final_taken)
+        cJSON_AddNumberToObject(k, "final_read_ms", ms2(res->t.final_read_ms));
+    if (res->final_taken)
         cJSON_AddItemToObject(k, "final", reading_json(&res->final, true, w->pids_seen_max));
     else
         cJSON_AddItemToObject(k, "final", reading_json(w->have_last ? &w->last : NULL, false, w->pids_seen_max));
@@ -230,6 +233,11 @@ static cJSON *kernel_json(const pybox_run_result_t *res)
 static double ms1(double v)
 {
     return (double)(long long)(v * 10.0 + 0.5) / 10.0;
+}
+
+static double ms2(double v)
+{
+    return (double)(long long)(v * 100.0 + 0.5) / 100.0;
 }
 
 cJSON *pybox_receipt_json(const pybox_run_result_t *res)

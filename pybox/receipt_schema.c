@@ -172,6 +172,7 @@ static const node_t samples_m[] = {M("count", T_INT, NULL), M("interval_ms", T_I
 static const node_t kernel_m[] = {OBJ("cgroup", T_OBJ | T_NULL, cgroup_m, "null when the box's cgroup was not read"),
                                   OPT("not_read", T_STR, "why not"),
                                   OPT("armed_ms", T_NUM, NULL),
+                                  OPT("final_read_ms", T_NUM, "how long the final reading took"),
                                   OPT_OBJ("final", T_OBJ, reading_m, NULL),
                                   OPT_OBJ("samples", T_OBJ, samples_m, NULL),
                                   END};

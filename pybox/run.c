@@ -180,7 +180,9 @@ static int program_ended(feed_t *f, pybox_run_result_t *res)
     if (res->watched) {
         /* Every process has ended but the box and its cgroup still exist, so peaks and
          * counts are complete. */
+        double t = pybox_now_s();
         pybox_watch_sample(&res->watch, pybox_now_ms(), &res->final);
+        res->t.final_read_ms = since(t);
         res->final_taken = res->final.vanished == 0;
     }
     if (f->phase == PH_KILLED)

@@ -66,7 +66,8 @@ typedef struct pybox_timings {
     double before_ms;       /* from PyBox's start to the run's (engine open, image checks) */
     double housekeeping_ms; /* removing this installation's expired leftovers */
     double create_ms, verify_ms, files_in_ms, attach_ms, start_ms, arm_ms, run_ms, files_out_ms, collect_ms, remove_ms,
-        total_ms; /* total: from PyBox's start to the receipt */
+        total_ms;         /* total: from PyBox's start to the receipt */
+    double final_read_ms; /* the final reading of the box's cgroup (within run) */
 } pybox_timings_t;
 
 typedef struct pybox_run_result {

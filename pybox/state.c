@@ -3,6 +3,7 @@
 #include "state.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -223,6 +224,70 @@ static int pins_path(const pybox_state_t *st, const char *backend, char *path, s
     else if (!pybox_name_valid(backend) || pybox_fmt(name, sizeof name, "images-%s.json", backend) < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, EINVAL, "a backend's name");
     return pybox_state_path(st, name, path, len, err);
+}
+
+static int copy_small(const char *from, const char *to, pybox_error_t *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (read_small(from, &text, &len, err) < 0)
+        return -1;
+    int rc = pybox_write_file_atomic(to, text, len, 0600, err);
+    free(text);
+    return rc;
+}
+
+int pybox_state_borrow_images(const pybox_state_t *from, const pybox_state_t *to, pybox_error_t *err)
+{
+    DIR *d = opendir(from->dir);
+    if (d == NULL)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "opendir(%s)", from->dir);
+    struct dirent *de;
+    int copied = 0, rc = 0;
+    while (rc == 0 && (de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (strncmp(de->d_name, "images", 6) != 0 || n < 11 || strcmp(de->d_name + n - 5, ".json") != 0)
+            continue;
+        char a[PATH_MAX], b[PATH_MAX];
+        if (pybox_state_path(from, de->d_name, a, sizeof a, err) < 0 ||
+            pybox_state_path(to, de->d_name, b, sizeof b, err) < 0 || copy_small(a, b, err) < 0)
+            rc = -1;
+        else
+            copied++;
+    }
+    closedir(d);
+    if (rc < 0)
+        return -1;
+    if (copied == 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENOENT, "no image pins in %s (run make setup)", from->dir);
+    static const char *const linked[][2] = {{"cache", "cache"}, {"native/roots", "native/borrowed-roots"}};
+    for (size_t i = 0; i < sizeof linked / sizeof *linked; i++) {
+        char a[PATH_MAX], b[PATH_MAX];
+        struct stat sb;
+        if (pybox_state_path(from, linked[i][0], a, sizeof a, err) < 0 ||
+            pybox_state_path(to, linked[i][1], b, sizeof b, err) < 0)
+            return -1;
+        /* An installation that itself borrows lends what it borrowed. */
+        char again[PATH_MAX], real[PATH_MAX];
+        if (pybox_state_path(from, linked[i][1], again, sizeof again, err) < 0)
+            return -1;
+        if (strcmp(linked[i][0], linked[i][1]) != 0 && lstat(again, &sb) == 0 && S_ISLNK(sb.st_mode) &&
+            realpath(again, real) != NULL)
+            pybox_strlcpy(a, real, sizeof a);
+        if (stat(a, &sb) < 0)
+            continue; /* nothing of that kind there yet */
+        char parent[PATH_MAX];
+        pybox_strlcpy(parent, b, sizeof parent);
+        char *slash = strrchr(parent, '/');
+        if (slash != NULL && slash != parent) {
+            *slash = '\0';
+            if (mkdir(parent, 0700) < 0 && errno != EEXIST)
+                return pybox_error_set(err, PYBOX_ERR_STATE, errno, "mkdir(%s)", parent);
+        }
+        if (symlink(a, b) < 0 && errno != EEXIST)
+            return pybox_error_set(err, PYBOX_ERR_STATE, errno, "symlink(%s)", b);
+    }
+    return 0;
 }
 
 static int load_pins(const pybox_state_t *st, const char *backend, cJSON **out, pybox_error_t *err)

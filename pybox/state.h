@@ -65,6 +65,13 @@ int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t
 /* Forget a pin: 1 if it was there, 0 if not, -1 on error. */
 int pybox_pin_remove(const pybox_state_t *st, const char *backend, const char *name, pybox_error_t *err);
 /* All pins of a backend; *out is malloc'd (caller frees), *n their number. */
+/* An installation made for tests or the campaign borrows another's images: every
+ * backend's pin file copied (images.json, images-<backend>.json), the root filesystem
+ * cache and the native backend's root filesystem folders linked (native/borrowed-roots),
+ * so nothing is built or unpacked twice. What the borrower builds stays its own; an image
+ * it removes that it borrowed is unpinned there only, never removed from under the
+ * installation it belongs to. */
+int pybox_state_borrow_images(const pybox_state_t *from, const pybox_state_t *to, pybox_error_t *err);
 int pybox_pin_list(const pybox_state_t *st, const char *backend, pybox_pin_t **out, size_t *n, pybox_error_t *err);
 
 /* A valid image or recipe name: [a-z0-9][a-z0-9_-]{0,31}. */

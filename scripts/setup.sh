@@ -1,12 +1,28 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Set PyBox up from nothing on Debian 12 (as root): packages, container engine, build,
-# the pinned images and the installation's receipt key. Idempotent: a second run only checks, and is quick.
+# Set PyBox up from nothing on Debian 12 (as root): packages, the build, the pinned stdlib
+# and data images for each backend named (default: the default backend) and the
+# installation's receipt key; the container engine only when the docker backend is
+# named. Idempotent: a second run only checks, and is quick.
+#   scripts/setup.sh [docker] [native]
 set -eu
 cd "$(dirname "$0")/.."
 
+backends="$*"
+[ -n "$backends" ] || backends=docker
+for b in $backends; do
+    case "$b" in
+    docker | native) ;;
+    *)
+        echo "setup: unknown backend '$b' (docker, native)" >&2
+        exit 2
+        ;;
+    esac
+done
+
 packages="gcc make libc6-dev pkg-config check libcjson-dev libcurl4-openssl-dev libssl-dev
-libarchive-dev libseccomp-dev unicode-data docker.io mmdebstrap curl ca-certificates python3-jsonschema"
+libarchive-dev libseccomp-dev unicode-data mmdebstrap curl ca-certificates python3-jsonschema"
+case " $backends " in *" docker "*) packages="$packages docker.io" ;; esac
 missing=""
 for p in $packages; do
     if ! dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -25,8 +41,10 @@ if [ -n "$missing" ]; then
     apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 
-scripts/engine-start.sh
+case " $backends " in *" docker "*) scripts/engine-start.sh ;; esac
 make -s all
-build/pybox image build stdlib
-build/pybox image build data
+for b in $backends; do
+    build/pybox image build stdlib --backend "$b"
+    build/pybox image build data --backend "$b"
+done
 build/pybox key --init >/dev/null

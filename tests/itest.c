@@ -4,6 +4,7 @@
 
 #include <check.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -14,12 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../pybox/buf.h"
+#include "../pybox/cgroup.h"
 #include "../pybox/image/image.h"
+#include "../pybox/native/cgroup.h"
 #include "../pybox/prepare.h"
 #include "../pybox/run.h"
 #include "../pybox/util.h"
@@ -389,9 +393,6 @@ int itest_new_home(char *home, size_t len, char *id)
         fprintf(stderr, "itest: %s\n", err.msg);
         return -1;
     }
-    char pins[PATH_MAX];
-    if (pybox_state_path(&from, "images.json", pins, sizeof pins, &err) < 0)
-        return -1;
     snprintf(home, len, "/tmp/pybox-itest-XXXXXX");
     if (mkdtemp(home) == NULL)
         return -1;
@@ -409,32 +410,16 @@ int itest_new_home(char *home, size_t len, char *id)
         return -1;
     }
     snprintf(id, 33, "%s", to.install_id);
-    char dst[PATH_MAX];
-    FILE *in = fopen(pins, "re");
-    if (in == NULL || pybox_fmt(dst, sizeof dst, "%s/images.json", home) < 0) {
-        fprintf(stderr, "itest: no image pins in %s\n", pins);
-        if (in)
-            fclose(in);
+    if (pybox_state_borrow_images(&from, &to, &err) < 0) {
+        fprintf(stderr, "itest: %s\n", err.msg);
         return -1;
     }
-    FILE *out = fopen(dst, "we");
-    char buf[8192];
-    size_t n;
-    while (out && (n = fread(buf, 1, sizeof buf, in)) > 0)
-        fwrite(buf, 1, n, out);
-    fclose(in);
-    if (out == NULL || fclose(out) != 0)
-        return -1;
-    /* Image builds share the installation's cache of root filesystems. */
-    char cache_from[PATH_MAX], cache_to[PATH_MAX];
-    if (pybox_state_path(&from, "cache", cache_from, sizeof cache_from, &err) == 0 &&
-        pybox_fmt(cache_to, sizeof cache_to, "%s/cache", home) == 0 && symlink(cache_from, cache_to) < 0)
-        fprintf(stderr, "itest: the image cache is not shared (%s)\n", strerror(errno));
+    char dst[PATH_MAX];
     /* Leftovers of test runs expire as early as the rules allow (the box's timer plus
      * the margin), so cleanup can be tested without waiting two minutes. */
     if (pybox_fmt(dst, sizeof dst, "%s/config.json", home) < 0)
         return -1;
-    out = fopen(dst, "we");
+    FILE *out = fopen(dst, "we");
     if (out == NULL)
         return -1;
     fputs("{\"leftover_expiry_s\": 1}\n", out);
@@ -467,16 +452,14 @@ int itest_lib_run(const char *program, void (*adjust)(struct pybox_policy *p, vo
         adjust(&rd.run.policy, arg);
     int rc = pybox_ready_run(&rd, res);
     pybox_ready_free(&rd);
-    pybox_engine_t *e = itest_engine();
-    ck_assert_int_eq(itest_list(e, "pybox.run", res->run_id, NULL), 0);
-    pybox_engine_free(e);
+    ck_assert_int_eq(itest_run_left(res->run_id), 0);
     return rc;
 }
 
 int itest_resolve(const char *name, pybox_pin_t *pin, pybox_error_t *err)
 {
     pybox_backend_t *be = NULL;
-    if (pybox_backend_open("docker", itest_state(), &be, err) < 0)
+    if (pybox_backend_open(itest_backend(), itest_state(), &be, err) < 0)
         return -1;
     int rc = pybox_image_resolve(itest_state(), be, name, pin, err);
     pybox_backend_close(be);
@@ -490,4 +473,262 @@ const char *itest_said(const struct pybox_run_result *res)
     memcpy(text, res->said_out.data, n);
     text[n] = '\0';
     return text;
+}
+
+/* ---- the backend the tests run on ---- */
+
+const char *itest_backend(void)
+{
+    const char *b = getenv("PYBOX_BACKEND");
+    return b != NULL && b[0] != '\0' ? b : "docker";
+}
+
+bool itest_native(void)
+{
+    return strcmp(itest_backend(), "native") == 0;
+}
+
+/* The native backend's cgroup parent of an installation, per controller folder. */
+static int native_parents(const char *install_id, char out[4][PATH_MAX])
+{
+    int version = 0;
+    pybox_error_t err = {0};
+    if (pybox_native_cg_detect(pybox_cgroup_root(), &version, &err) < 0)
+        return -1;
+    char parent[96];
+    (void)pybox_fmt(parent, sizeof parent, "pybox-%s", install_id);
+    if (version == 2) {
+        snprintf(out[0], PATH_MAX, "%s/%s", pybox_cgroup_root(), parent);
+        return 1;
+    }
+    static const char *const ctl[] = {"memory", "pids", "cpu", "cpuacct"};
+    for (int i = 0; i < 4; i++)
+        snprintf(out[i], PATH_MAX, "%s/%s/%s", pybox_cgroup_root(), ctl[i], parent);
+    return 4;
+}
+
+/* Run ids (32 hex digits) the kernel's cgroup folders and the staging folder of the
+ * installation still have, counted once each; only run when given. */
+static int native_left(const char *install_id, const char *home, const char *run)
+{
+    char parents[4][PATH_MAX];
+    int np = native_parents(install_id, parents);
+    ck_assert_msg(np > 0, "no cgroup hierarchy the native backend knows");
+    char staging[PATH_MAX];
+    (void)pybox_fmt(staging, sizeof staging, "%s/native/staging", home);
+    char seen[256][33];
+    int n = 0;
+    for (int i = 0; i <= np; i++) {
+        DIR *d = opendir(i < np ? parents[i] : staging);
+        struct dirent *de;
+        while (d != NULL && (de = readdir(d)) != NULL) {
+            if (strlen(de->d_name) != 32 || strspn(de->d_name, "0123456789abcdef") != 32)
+                continue;
+            if (run != NULL && strcmp(de->d_name, run) != 0)
+                continue;
+            int k = 0;
+            while (k < n && strcmp(seen[k], de->d_name) != 0)
+                k++;
+            if (k == n && n < 256)
+                snprintf(seen[n++], 33, "%s", de->d_name);
+        }
+        if (d != NULL)
+            closedir(d);
+    }
+    return n;
+}
+
+int itest_run_left(const char *run_id)
+{
+    if (itest_native())
+        return native_left(itest_state()->install_id, itest_state()->dir, run_id);
+    pybox_engine_t *e = itest_engine();
+    int n = itest_list(e, "pybox.run", run_id, NULL);
+    pybox_engine_free(e);
+    return n;
+}
+
+int itest_install_left(const char *install_id, const char *home)
+{
+    if (itest_native())
+        return native_left(install_id, home, NULL);
+    pybox_engine_t *e = itest_engine();
+    char filter[256];
+    snprintf(filter, sizeof filter, "{\"label\":[\"pybox.install=%s\"]}", install_id);
+    char *esc = pybox_engine_escape(e, filter);
+    char path[512];
+    (void)pybox_fmt(path, sizeof path, "/containers/json?all=1&filters=%s", esc);
+    free(esc);
+    long status = 0;
+    cJSON *reply = NULL;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_engine_call(e, "GET", path, NULL, &status, &reply, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(status, 200);
+    int n = cJSON_GetArraySize(reply);
+    cJSON_Delete(reply);
+    pybox_engine_free(e);
+    return n;
+}
+
+int itest_native_sweep(const char *install_id)
+{
+    char parents[4][PATH_MAX];
+    int np = native_parents(install_id, parents);
+    int left = 0;
+    for (int i = 0; i < np; i++) {
+        DIR *d = opendir(parents[i]);
+        if (d == NULL)
+            continue;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (strlen(de->d_name) != 32 || strspn(de->d_name, "0123456789abcdef") != 32)
+                continue;
+            char leaf[PATH_MAX + 40];
+            (void)pybox_fmt(leaf, sizeof leaf, "%s/%s", parents[i], de->d_name);
+            left++;
+            if (rmdir(leaf) < 0)
+                fprintf(stderr, "itest: could not remove %s: %s\n", leaf, strerror(errno));
+        }
+        closedir(d);
+        rmdir(parents[i]); /* ours alone: the installation's parent */
+    }
+    return left;
+}
+
+/* A native box of the tests' installation: its staging folder appears at create, its
+ * cgroup's processes are the kernel's list of what runs in it. */
+static bool native_procs_hold(const char *run, const char *what)
+{
+    char parents[4][PATH_MAX];
+    if (native_parents(itest_state()->install_id, parents) < 1)
+        return false;
+    char procs[PATH_MAX + 64];
+    (void)pybox_fmt(procs, sizeof procs, "%s/%s/cgroup.procs", parents[0], run);
+    FILE *f = fopen(procs, "re");
+    if (f == NULL)
+        return false;
+    bool found = false;
+    long pid;
+    while (!found && fscanf(f, "%ld", &pid) == 1) {
+        if (what == NULL) {
+            found = true;
+            break;
+        }
+        char path[64], cmd[4096];
+        (void)pybox_fmt(path, sizeof path, "/proc/%ld/cmdline", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t r = read(fd, cmd, sizeof cmd - 1);
+        close(fd);
+        for (ssize_t k = 0; k < r; k++)
+            if (cmd[k] == '\0')
+                cmd[k] = ' ';
+        cmd[r > 0 ? r : 0] = '\0';
+        found = strstr(cmd, what) != NULL;
+    }
+    fclose(f);
+    return found;
+}
+
+int itest_box_wait_running(double since, char *id, const char *what, double timeout_s)
+{
+    if (!itest_native()) {
+        if (itest_wait_start(since, id, timeout_s) < 0)
+            return -1;
+        if (what == NULL)
+            return 0;
+        pybox_engine_t *e = itest_engine();
+        int rc = itest_wait_process(e, id, what, timeout_s);
+        pybox_engine_free(e);
+        return rc;
+    }
+    char staging[PATH_MAX];
+    (void)pybox_fmt(staging, sizeof staging, "%s/native/staging", itest_state()->dir);
+    double end = itest_wall() + timeout_s;
+    while (itest_wall() < end) {
+        DIR *d = opendir(staging);
+        struct dirent *de;
+        while (d != NULL && (de = readdir(d)) != NULL) {
+            if (strlen(de->d_name) != 32 || strspn(de->d_name, "0123456789abcdef") != 32)
+                continue;
+            char path[PATH_MAX + 40];
+            struct stat sb;
+            (void)pybox_fmt(path, sizeof path, "%s/%s", staging, de->d_name);
+            if (stat(path, &sb) == 0 && (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec / 1e9 >= since - 1 &&
+                native_procs_hold(de->d_name, what)) {
+                snprintf(id, 65, "%s", de->d_name);
+                closedir(d);
+                return 0;
+            }
+        }
+        if (d != NULL)
+            closedir(d);
+        /* Polling the kernel's view: there is no event for "a process started". */
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}
+
+int itest_box_wait_ended(const char *id, double timeout_s)
+{
+    if (!itest_native()) {
+        pybox_engine_t *e = itest_engine();
+        char path[200];
+        (void)pybox_fmt(path, sizeof path, "/containers/%s/wait?condition=not-running", id);
+        long status = 0;
+        cJSON *reply = NULL;
+        pybox_error_t err = {0};
+        (void)timeout_s; /* the engine's own wait blocks until then */
+        int rc = pybox_engine_call(e, "POST", path, NULL, &status, &reply, &err) == 0 && status == 200 ? 0 : -1;
+        cJSON_Delete(reply);
+        pybox_engine_free(e);
+        return rc;
+    }
+    double end = itest_wall() + timeout_s;
+    while (itest_wall() < end) {
+        if (!native_procs_hold(id, NULL))
+            return 0;
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}
+
+void itest_box_signal(const char *id, const char *sig)
+{
+    if (!itest_native()) {
+        pybox_engine_t *e = itest_engine();
+        char path[200];
+        snprintf(path, sizeof path, "/containers/%s/kill?signal=%s", id, sig);
+        long status = 0;
+        cJSON *reply = NULL;
+        pybox_error_t err = {0};
+        ck_assert_msg(pybox_engine_call(e, "POST", path, NULL, &status, &reply, &err) == 0, "%s", err.msg);
+        cJSON_Delete(reply);
+        ck_assert_int_eq(status, 204);
+        pybox_engine_free(e);
+        return;
+    }
+    static const struct {
+        const char *name;
+        int sig;
+    } sigs[] = {{"SIGTERM", SIGTERM}, {"SIGKILL", SIGKILL}, {"SIGINT", SIGINT}, {"SIGHUP", SIGHUP}};
+    int signo = 0;
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        if (strcmp(sigs[i].name, sig) == 0)
+            signo = sigs[i].sig;
+    ck_assert_msg(signo != 0, "unknown signal %s", sig);
+    /* the box's PID 1: the first process its cgroup lists */
+    char parents[4][PATH_MAX];
+    ck_assert_int_gt(native_parents(itest_state()->install_id, parents), 0);
+    char procs[PATH_MAX + 64];
+    (void)pybox_fmt(procs, sizeof procs, "%s/%s/cgroup.procs", parents[0], id);
+    FILE *f = fopen(procs, "re");
+    ck_assert_msg(f != NULL, "no cgroup for the box %s", id);
+    long pid = 0;
+    ck_assert_int_eq(fscanf(f, "%ld", &pid), 1);
+    fclose(f);
+    ck_assert_int_eq(kill((pid_t)pid, signo), 0);
 }

@@ -73,6 +73,26 @@ int itest_wait_process(pybox_engine_t *e, const char *id, const char *what, doub
 /* The engine's events for one container between since and until (unix seconds). */
 cJSON *itest_events(pybox_engine_t *e, const char *id, long since, long until);
 
+/* The backend the tests run on: PYBOX_BACKEND (as pybox itself reads it), else docker.
+ * The same suites run on each (make check runs them twice). */
+const char *itest_backend(void);
+bool itest_native(void);
+/* What the backend still holds of a run of the tests' installation, asked of the engine
+ * (its containers) or the kernel (the native box's cgroup leaves and staging folder). */
+int itest_run_left(const char *run_id);
+/* The same for a whole installation (its id and state folder). */
+int itest_install_left(const char *install_id, const char *home);
+/* Remove the native cgroup leaves and parent of an installation; how many leaves were left. */
+int itest_native_sweep(const char *install_id);
+/* Wait (bounded) for a box of the tests' installation made after since to run a process
+ * whose command line holds what (NULL: any); id gets the box's id (65 bytes). */
+int itest_box_wait_running(double since, char *id, const char *what, double timeout_s);
+/* Signal a running box's PID 1 from outside, as its backend would (the engine's kill, or
+ * the host's kill of the native box's init): sig is "SIGTERM", "SIGKILL", ... */
+void itest_box_signal(const char *id, const char *sig);
+/* Wait (bounded) until that box no longer runs anything. */
+int itest_box_wait_ended(const char *id, double timeout_s);
+
 /* Run a program through the library, in the tests' installation, after adjust (may be
  * NULL) changed the policy; the box must be gone afterwards. Returns pybox_run's value. */
 struct pybox_policy;

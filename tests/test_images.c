@@ -5,9 +5,11 @@
 #include <check.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -204,8 +206,59 @@ START_TEST(custom_image_from_a_uv_lock)
 }
 END_TEST
 
+/* The native backend's root filesystem folder of a pin, as the kernel names it. */
+static void native_root(const pybox_pin_t *pin, char *out, size_t len)
+{
+    char p[PATH_MAX], real[PATH_MAX];
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/native/roots/%s", itest_state()->dir, pin->id + 7), 0);
+    struct stat sb;
+    if (stat(p, &sb) < 0)
+        ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/native/borrowed-roots/%s", itest_state()->dir, pin->id + 7), 0);
+    ck_assert_ptr_nonnull(realpath(p, real));
+    ck_assert_int_eq(pybox_fmt(out, len, "%s", real), 0);
+}
+
+/* The native analog of a name moved to another image: the data image's folder put where
+ * the stdlib pin's folder is, in a mount namespace of this test's own (so nothing of the
+ * installation changes, whatever happens). */
+static void native_swapped_pin_is_refused(void)
+{
+    pybox_pin_t stdlib, data;
+    pybox_error_t err = {0};
+    ck_assert(itest_resolve("stdlib", &stdlib, &err) == 0);
+    ck_assert(itest_resolve("data", &data, &err) == 0);
+    char sroot[PATH_MAX], droot[PATH_MAX];
+    native_root(&stdlib, sroot, sizeof sroot);
+    native_root(&data, droot, sizeof droot);
+    ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+    ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+    ck_assert_int_eq(mount(droot, sroot, NULL, MS_BIND, NULL), 0);
+    itest_run_t r;
+    const char *args[] = {"exec", NULL};
+    itest_pybox("print(1)\n", 9, args, NULL, &r);
+    int refused = r.status;
+    bool said = itest_contains(r.err, r.err_len, "now holds another image");
+    itest_run_free(&r);
+    const char *verify[] = {"image", "verify", NULL};
+    itest_pybox("", 0, verify, NULL, &r);
+    int verified = r.status;
+    itest_run_free(&r);
+    ck_assert_int_eq(umount2(sroot, MNT_DETACH), 0);
+    ck_assert_int_eq(refused, 125);
+    ck_assert(said);
+    ck_assert_int_eq(verified, 1);
+    /* Only that removed: the folder is its own again, and the run goes. */
+    itest_pybox("print(1)\n", 9, args, NULL, &r);
+    ck_assert_int_eq(r.status, 0);
+    itest_run_free(&r);
+}
+
 START_TEST(retagged_pin_is_refused)
 {
+    if (itest_native()) {
+        native_swapped_pin_is_refused();
+        return;
+    }
     pybox_engine_t *e = itest_engine();
     pybox_pin_t stdlib, data;
     pybox_error_t err = {0};

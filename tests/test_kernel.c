@@ -90,9 +90,17 @@ static long peak_file(const char *id)
 {
     const char *root = pybox_cgroup_root();
     char paths[3][512];
-    snprintf(paths[0], sizeof paths[0], "%s/memory/docker/%s/memory.max_usage_in_bytes", root, id);
-    snprintf(paths[1], sizeof paths[1], "%s/system.slice/docker-%s.scope/memory.peak", root, id);
-    snprintf(paths[2], sizeof paths[2], "%s/docker/%s/memory.peak", root, id);
+    if (itest_native()) {
+        /* the native box's leaf under the installation's parent, v1 or v2 */
+        const char *inst = itest_state()->install_id;
+        snprintf(paths[0], sizeof paths[0], "%s/memory/pybox-%s/%s/memory.max_usage_in_bytes", root, inst, id);
+        snprintf(paths[1], sizeof paths[1], "%s/pybox-%s/%s/memory.peak", root, inst, id);
+        snprintf(paths[2], sizeof paths[2], "%s", paths[1]);
+    } else {
+        snprintf(paths[0], sizeof paths[0], "%s/memory/docker/%s/memory.max_usage_in_bytes", root, id);
+        snprintf(paths[1], sizeof paths[1], "%s/system.slice/docker-%s.scope/memory.peak", root, id);
+        snprintf(paths[2], sizeof paths[2], "%s/docker/%s/memory.peak", root, id);
+    }
     for (int i = 0; i < 3; i++) {
         FILE *f = fopen(paths[i], "re");
         if (f == NULL)
@@ -114,7 +122,7 @@ START_TEST(large_array_fits_and_peak_is_the_kernels)
     itest_job_t job;
     itest_start(prog, strlen(prog), args, NULL, &job);
     char id[65];
-    ck_assert_msg(itest_wait_start(since, id, 30) == 0, "the box never started");
+    ck_assert_msg(itest_box_wait_running(since, id, NULL, 30) == 0, "the box never started");
     /* Follow the kernel's peak file until the box's cgroup is gone; the last value read
      * is what the kernel said at the end. */
     long last = -1, v;

@@ -33,8 +33,7 @@ static char *probe(const char *name)
 /* The holder is running and holds its quotas: its marker child is in the box. */
 static void wait_held(double since, char *id)
 {
-    ck_assert_msg(itest_wait_start(since, id, 30) == 0, "the holding box never started");
-    ck_assert_msg(itest_wait_process(itest_engine(), id, "quota-held", 60) == 0, "the box never held its quotas");
+    ck_assert_msg(itest_box_wait_running(since, id, "quota-held", 60) == 0, "the box never held its quotas");
 }
 
 START_TEST(a_box_holding_every_quota_leaves_another_box_working)

@@ -142,8 +142,9 @@ START_TEST(pages_pass_the_check)
     write_pages();
     ck_assert_msg(check(report, sizeof report) == 0, "%s", report);
     const char *page = slurp("restriction.md");
-    ck_assert_ptr_nonnull(
-        strstr(page, "| keyring | a claim \\| with a pipe | seccomp | BLOCKED: no | ESCAPED: yes | pass |"));
+    ck_assert_ptr_nonnull(strstr(
+        page,
+        "| keyring | a claim \\| with a pipe | seccomp | *with:* BLOCKED: no<br>*without:* ESCAPED: yes<br>pass · "));
     ck_assert_ptr_nonnull(strstr(slurp("README.md"), "What is not claimed"));
 }
 END_TEST
@@ -236,12 +237,50 @@ START_TEST(failed_attempt_kept_and_listed)
     ck_assert_ptr_nonnull(strstr(index, "no, a later one exists"));
     /* The table shows the latest attempt only. */
     const char *page = slurp("restriction.md");
-    ck_assert_ptr_nonnull(strstr(page, second));
+    ck_assert_msg(strstr(page, second) != NULL, "%s", page);
     ck_assert_ptr_null(strstr(page, first));
     /* Storing the same record again keeps the one file. */
     char again[80];
     store(record("restriction", "keyring", "2026-01-01T00:00:00.000Z", "fail", "ESCAPED: oops\n"), again);
     ck_assert_str_eq(again, first);
+}
+END_TEST
+
+/* Records of two backends: a column each, every case once; a backend without a record of
+ * a case says so. */
+START_TEST(a_column_per_backend)
+{
+    char a[80], b[80], c[80], report[4096] = "";
+    cJSON *r1 = record("restriction", "keyring", "2026-01-01T00:00:00.000Z", "pass", "BLOCKED: docker\n");
+    cJSON_AddStringToObject(r1, "backend", "docker");
+    cJSON *r2 = record("restriction", "keyring", "2026-01-01T00:00:01.000Z", "pass", "BLOCKED: native\n");
+    cJSON_AddStringToObject(r2, "backend", "native");
+    cJSON *r3 = record("restriction", "mount", "2026-01-01T00:00:02.000Z", "pass", "BLOCKED: only docker\n");
+    cJSON_AddStringToObject(r3, "backend", "docker");
+    store(r1, a);
+    store(r2, b);
+    store(r3, c);
+    write_pages();
+    ck_assert_msg(check(report, sizeof report) == 0, "%s", report);
+    const char *page = slurp("restriction.md");
+    ck_assert_ptr_nonnull(strstr(page, "| On docker | On native |"));
+    const char *row = strstr(page, "| keyring |");
+    ck_assert_ptr_nonnull(row);
+    const char *end = strchr(row, '\n');
+    ck_assert_ptr_nonnull(end);
+    char *line = strndup(row, (size_t)(end - row));
+    ck_assert_msg(strstr(line, "BLOCKED: docker") && strstr(line, "BLOCKED: native") &&
+                      strstr(line, "BLOCKED: docker") < strstr(line, "BLOCKED: native"),
+                  "%s", line);
+    free(line);
+    row = strstr(page, "| mount |");
+    ck_assert_ptr_nonnull(row);
+    end = strchr(row, '\n');
+    line = strndup(row, (size_t)(end - row));
+    ck_assert_msg(strstr(line, "BLOCKED: only docker") && strstr(line, "| not run |"), "%s", line);
+    free(line);
+    const char *index = slurp("README.md");
+    ck_assert_ptr_nonnull(strstr(index, "| Restriction checks | 2 | 2 of 2 | 1 of 1 |"));
 }
 END_TEST
 
@@ -416,6 +455,7 @@ Suite *suite_evidence(void)
     tcase_add_test(tc, stray_page_and_record_fail);
     tcase_add_test(tc, deleted_page_fails);
     tcase_add_test(tc, failed_attempt_kept_and_listed);
+    tcase_add_test(tc, a_column_per_backend);
     tcase_add_test(tc, paths_and_cells);
     tcase_add_test(tc, not_a_record_is_a_problem);
     tcase_add_test(tc, verdict_must_follow_from_runs);

@@ -554,9 +554,9 @@ START_TEST(leftovers_by_run_id_only)
     sub("pybox-inst/not-a-run-id");                     /* never touched */
     sub("staging");
     sub("staging/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
-    put("staging/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/expires", "2000\n");
+    put("staging/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/expires-2000", "");
     sub("staging/bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
-    put("staging/bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb/expires", "1000\n");
+    put("staging/bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb/expires-1000", "");
     put("staging/bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb/junk", "x");
     sub("staging/.cccccccccccccccccccccccccccccccc.new"); /* caught half made: no expiry */
     sub("staging/somebody-else");

@@ -11,6 +11,11 @@
 # state folder pybox would use by default) is only read, before and after, and compared.
 set -eu
 
+# On the native backend there is no engine: its throwaway installation is its own driver.
+if [ "${PYBOX_BACKEND:-docker}" = native ]; then
+    exec python3 "$(dirname "$0")/lifecycle_native.py"
+fi
+
 log() { printf 'lifecycle: %s\n' "$*" >&2; }
 die() {
     log "$*"

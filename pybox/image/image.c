@@ -74,15 +74,17 @@ int pybox_image_resolve(const pybox_state_t *st, pybox_backend_t *be, const char
         known_images(st, be->ops->name, known, sizeof known);
         bool other = strcmp(be->ops->name, PYBOX_DEFAULT_BACKEND) != 0;
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "unknown image '%s'%s%s (known: %s); build it with `pybox image build %s%s%s`", name,
-                               other ? " for the backend " : "", other ? be->ops->name : "", known, name,
+                               "unknown image '%s' (known: %s%s%s); build it with `pybox image build %s%s%s`", name,
+                               known, other ? "; on the backend " : "", other ? be->ops->name : "", name,
                                other ? " --backend " : "", other ? be->ops->name : "");
     }
+    bool other = strcmp(be->ops->name, PYBOX_DEFAULT_BACKEND) != 0;
     if (pin->protocol != PYBOX_GUEST_PROTOCOL)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
                                "image '%s' holds a guest init of protocol %d; this PyBox speaks %d: rebuild it with "
-                               "`pybox image build %s`",
-                               name, pin->protocol, PYBOX_GUEST_PROTOCOL, name);
+                               "`pybox image build %s%s%s`",
+                               name, pin->protocol, PYBOX_GUEST_PROTOCOL, name, other ? " --backend " : "",
+                               other ? be->ops->name : "");
     return be->ops->images->resolve(be, pin, err);
 }
 
@@ -184,8 +186,12 @@ static int hash_tree(EVP_MD_CTX *md, const char *dir, const char *rel, int depth
 }
 
 /* The recipe's fingerprint. The base one covers only what builds the root filesystem
- * (its package list and the build script), so images that share it share the cached
- * root filesystem; the full one covers everything, the guest init included. */
+ * (its package list, its customize step and the files it installs, the build script),
+ * so images that share it share the cached root filesystem; the full one covers
+ * everything, the guest init included. */
+/* The folders and files compose() adds, named so that the fingerprint changes with them. */
+#define PYBOX_COMPOSE_LAYOUT "compose/2: /pybox/{init,manifest.json} /box/{in,out} /run /host /etc/{hostname,hosts}\n"
+
 static int fingerprint(const pybox_image_paths_t *paths, const char *dir, bool full, char out[65], pybox_error_t *err)
 {
     char script[PATH_MAX], pkgs[PATH_MAX];
@@ -195,10 +201,29 @@ static int fingerprint(const pybox_image_paths_t *paths, const char *dir, bool f
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     EVP_DigestInit_ex(md, EVP_sha256(), NULL);
     int rc = full ? hash_tree(md, dir, "", 0, err) : hash_file(md, pkgs, err);
+    if (rc == 0 && !full) {
+        /* the optional customize step and its files (images/README.md) */
+        char cust[PATH_MAX], files[PATH_MAX];
+        struct stat sb;
+        if (pybox_fmt(cust, sizeof cust, "%s/customize", dir) < 0 ||
+            pybox_fmt(files, sizeof files, "%s/files", dir) < 0)
+            rc = pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "recipe path");
+        if (rc == 0 && lstat(cust, &sb) == 0) {
+            EVP_DigestUpdate(md, "customize\n", 10);
+            rc = hash_file(md, cust, err);
+        }
+        if (rc == 0 && lstat(files, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            EVP_DigestUpdate(md, "files\n", 6);
+            rc = hash_tree(md, dir, "files", 1, err);
+        }
+    }
     if (rc == 0)
         rc = hash_file(md, script, err);
     if (rc == 0 && full)
         rc = hash_file(md, paths->init, err);
+    /* What PyBox itself adds to every image (compose): a change of it is a new image. */
+    if (rc == 0 && full)
+        EVP_DigestUpdate(md, PYBOX_COMPOSE_LAYOUT, sizeof PYBOX_COMPOSE_LAYOUT - 1);
     unsigned char dig[32];
     unsigned int dl = 0;
     EVP_DigestFinal_ex(md, dig, &dl);
@@ -423,6 +448,8 @@ static int compose(const char *base, int out_fd, const char *init_path, const ch
             had_run = true;
         if (strcmp(pn, "./host/") == 0 || strcmp(pn, "./host") == 0)
             had_host = true;
+        if (strcmp(pn, "./etc/hostname") == 0 || strcmp(pn, "./etc/hosts") == 0)
+            continue; /* the box's own, below */
         if (lock != NULL && names_add(&names, pn) < 0) {
             pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "image paths");
             goto done;
@@ -483,7 +510,13 @@ static int compose(const char *base, int out_fd, const char *init_path, const ch
         dh = add_dir(w, "./run/");
     if (dh == ARCHIVE_OK && !had_host)
         dh = add_dir(w, "./host/");
-    if (dh != ARCHIVE_OK || add_file(w, "." PYBOX_GUEST_INIT_PATH, init, init_len, 0555) < 0 ||
+    /* The box's name, as a backend that does not write these itself needs them (the
+     * engine mounts its own over them). */
+    static const char hostname[] = "pybox\n";
+    static const char hosts[] = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\tpybox\n";
+    if (dh != ARCHIVE_OK || add_file(w, "./etc/hostname", hostname, sizeof hostname - 1, 0644) < 0 ||
+        add_file(w, "./etc/hosts", hosts, sizeof hosts - 1, 0644) < 0 ||
+        add_file(w, "." PYBOX_GUEST_INIT_PATH, init, init_len, 0555) < 0 ||
         add_file(w, "./pybox/manifest.json", manifest, strlen(manifest), 0444) < 0) {
         pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "writing the image tar: %s", archive_error_string(w));
         goto done;
@@ -708,7 +741,7 @@ int pybox_image_remove(const pybox_state_t *st, pybox_backend_t *be, const char 
             remove_recipe(dir);
     }
     pybox_image_removal_t what;
-    char why[256];
+    char why[256] = "";
     if (be->ops->images->remove(be, &pin, &what, why, sizeof why, err) < 0)
         return -1;
     if (report == NULL)
@@ -721,7 +754,8 @@ int pybox_image_remove(const pybox_state_t *st, pybox_backend_t *be, const char 
         pybox_out_line(report, "forgot %s; %s no longer has %s", name, be->ops->holder, pin.id);
         break;
     case PYBOX_IMAGE_KEPT_NAMED:
-        pybox_out_line(report, "forgot %s; %s keeps %s: other names use it", name, be->ops->holder, pin.id);
+        pybox_out_line(report, "forgot %s; %s keeps %s: %s", name, be->ops->holder, pin.id,
+                       why[0] ? why : "other names use it");
         break;
     case PYBOX_IMAGE_KEPT_UNKNOWN:
         pybox_out_line(report, "forgot %s; %s keeps %s as far as known: its names could not be read", name,

@@ -31,7 +31,7 @@ typedef struct native_box {
     char parent[96];
     char name[33];
     char env_entry[256];
-    const char *env[6];
+    const char *env[7];
     char box_name[PYBOX_NAME_MAX];
     char spec_sha256[65];
     bool out_eof, err_eof;
@@ -86,7 +86,7 @@ static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t
     s->out_bytes = p->mount_out ? p->out_bytes : 0;
     s->tmp_bytes = p->tmp_bytes;
     s->shm_bytes = p->shm_bytes;
-    s->uid = pybox_policy_program_uid(p);
+    s->uid = p->program_uid; /* the run's own; a relaxation (program root, a shared uid) is the sandbox's */
     s->timer_ms = p->box_timer_ms;
     s->memory_bytes = (p->relax & PYBOX_RELAX_MEMORY) ? 0 : p->memory_bytes;
     s->pids = (p->relax & PYBOX_RELAX_PIDS) ? 0 : p->pids;
@@ -103,6 +103,7 @@ static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t
     b->env[n++] = "PATH=/usr/local/bin:/usr/bin:/bin";
     b->env[n++] = "LANG=C.UTF-8";
     b->env[n++] = "HOME=/tmp";
+    b->env[n++] = "HOSTNAME=pybox"; /* as the engine sets it for a box of that name */
     if (p->relax_env != NULL) {
         if (pybox_strlcpy(b->env_entry, p->relax_env, sizeof b->env_entry) < 0)
             return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "a relaxed environment entry");
@@ -135,7 +136,23 @@ static int n_create(pybox_backend_t *base, const pybox_policy_t *p, pybox_box_t 
     }
     spec_digest(&b->spec, b->spec_sha256);
     snprintf(b->box_name, sizeof b->box_name, "pybox-%s", b->name);
-    if (pybox_native_create(&b->spec, &b->nb, err) < 0) {
+    /* Testing only (policy.h): the box is made from a spec that differs from the policy in
+     * one setting, and verify, which compares the kernel's view with the policy's spec,
+     * must refuse it. */
+    pybox_native_spec_t applied = b->spec;
+    if (p->tamper != NULL) {
+        if (strcmp(p->tamper, "memory") == 0)
+            applied.memory_bytes *= 2;
+        else if (strcmp(p->tamper, "pids") == 0)
+            applied.pids += 1;
+        else if (strcmp(p->tamper, "readonly") == 0)
+            applied.relax |= PYBOX_RELAX_WRITABLE_ROOT;
+        else if (strcmp(p->tamper, "user") == 0)
+            applied.uid = 1000;
+        else if (strcmp(p->tamper, "capdrop") == 0)
+            applied.relax_cap = "CAP_SYS_ADMIN";
+    }
+    if (pybox_native_create(&applied, &b->nb, err) < 0) {
         free(b);
         return -1;
     }

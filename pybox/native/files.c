@@ -78,8 +78,12 @@ int pybox_native_put_files(pybox_native_box_t *b, const void *tar, size_t len, p
     int entries = 0;
     int64_t total = 0;
     int rc;
-    while ((rc = archive_read_next_header(r, &e)) == ARCHIVE_OK) {
-        const char *name = archive_entry_pathname(e);
+    /* The packer's names are UTF-8 in pax headers: taken as such, whatever this process's
+     * locale (the C locale cannot convert them, a warning only), and written as those bytes. */
+    while ((rc = archive_read_next_header(r, &e)) == ARCHIVE_OK || rc == ARCHIVE_WARN) {
+        const char *name = archive_entry_pathname_utf8(e);
+        if (name == NULL)
+            name = archive_entry_pathname(e);
         char shown[256];
         pybox_escape_short(shown, sizeof shown, name ? name : "", 200);
         mode_t type = archive_entry_filetype(e);
@@ -268,6 +272,9 @@ int pybox_native_get_files(pybox_native_box_t *b, size_t max, pybox_buf_t *out, 
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "archive_write_new");
     k.a = a;
     archive_write_set_format_pax_restricted(a);
+    /* Names as the bytes the program chose (the engine's archives do the same): never
+     * converted through this process's locale, which would refuse anything not ASCII. */
+    archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY");
     archive_write_set_bytes_in_last_block(a, 1);
     if (archive_write_open(a, &k, NULL, to_buf, NULL) != ARCHIVE_OK)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "archive_write_open: %s", archive_error_string(a));

@@ -44,7 +44,33 @@ int pybox_native_dirs(native_backend_t *be, pybox_error_t *err)
         pybox_fmt(be->staging, sizeof be->staging, "%s/staging", top) < 0 ||
         pybox_fmt(be->roots, sizeof be->roots, "%s/roots", top) < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "the native backend's folders");
-    return mkdir_owned(top, err) < 0 || mkdir_owned(be->staging, err) < 0 || mkdir_owned(be->roots, err) < 0 ? -1 : 0;
+    if (mkdir_owned(top, err) < 0 || mkdir_owned(be->staging, err) < 0)
+        return -1;
+    if (mkdir_owned(be->roots, err) < 0)
+        return -1;
+    /* Named as the kernel will show it (mountinfo): no link on the way. */
+    char real[PATH_MAX];
+    if (realpath(be->roots, real) == NULL)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "realpath(%s)", be->roots);
+    pybox_strlcpy(be->roots, real, sizeof be->roots);
+    if (realpath(be->staging, real) == NULL)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "realpath(%s)", be->staging);
+    pybox_strlcpy(be->staging, real, sizeof be->staging);
+    /* An installation borrowing another's images links their folder (state.h); what the
+     * link leads to must be as private as a folder of our own. */
+    char link[PATH_MAX];
+    struct stat lsb, sb;
+    be->borrowed[0] = '\0';
+    if (pybox_fmt(link, sizeof link, "%s/borrowed-roots", top) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "the native backend's folders");
+    if (lstat(link, &lsb) == 0) {
+        if (!S_ISLNK(lsb.st_mode) || stat(link, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() ||
+            (sb.st_mode & 0077) != 0)
+            return pybox_error_set(err, PYBOX_ERR_STATE, EPERM, "%s is not a link to a private folder of uid %u", link,
+                                   (unsigned)geteuid());
+        pybox_strlcpy(be->borrowed, link, sizeof be->borrowed);
+    }
+    return 0;
 }
 
 static bool hex64(const char *s)
@@ -58,7 +84,24 @@ int pybox_native_image_root(native_backend_t *be, const char *id, char *out, siz
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "not a native image id");
     if (pybox_fmt(out, len, "%s/%s", be->roots, id + 7) < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "an image's folder");
+    /* Our own, else the one borrowed (when there is one of that digest). */
+    struct stat sb;
+    char other[PATH_MAX];
+    char real[PATH_MAX];
+    /* by the path the kernel will show for it (mountinfo), the link resolved */
+    if (lstat(out, &sb) < 0 && be->borrowed[0] != '\0' &&
+        pybox_fmt(other, sizeof other, "%s/%s", be->borrowed, id + 7) == 0 && lstat(other, &sb) == 0 &&
+        realpath(other, real) != NULL && pybox_strlcpy(out, real, len) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "an image's folder");
     return 0;
+}
+
+/* Whether a root filesystem folder is one borrowed from another installation: not in
+ * our own folder. */
+static bool is_borrowed(const native_backend_t *be, const char *root)
+{
+    size_t n = strlen(be->roots);
+    return !(strncmp(root, be->roots, n) == 0 && root[n] == '/');
 }
 
 /* ---- the tree's digest ---- */
@@ -333,6 +376,31 @@ static int ni_import(pybox_backend_t *base, int tar_fd, const pybox_pin_t *pin, 
     return 0;
 }
 
+/* The recipe digest the manifest inside a root filesystem folder names ("" if none). */
+static void manifest_recipe(const char *root, char *out, size_t len)
+{
+    out[0] = '\0';
+    char mpath[PATH_MAX];
+    if (pybox_fmt(mpath, sizeof mpath, "%s/pybox/manifest.json", root) < 0)
+        return;
+    int fd = open(mpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    char *text = NULL;
+    size_t tl = 0;
+    bool over = false;
+    if (fd < 0)
+        return;
+    int rc = pybox_read_bounded(fd, 1 << 20, &text, &tl, &over, NULL);
+    close(fd);
+    if (rc < 0)
+        return;
+    cJSON *m = cJSON_ParseWithLength(text, tl);
+    free(text);
+    const cJSON *fp = cJSON_GetObjectItemCaseSensitive(m, "recipe_sha256");
+    if (cJSON_IsString(fp))
+        pybox_strlcpy(out, fp->valuestring, len);
+    cJSON_Delete(m);
+}
+
 static int ni_resolve(pybox_backend_t *base, const pybox_pin_t *pin, pybox_error_t *err)
 {
     native_backend_t *be = (native_backend_t *)base;
@@ -347,6 +415,18 @@ static int ni_resolve(pybox_backend_t *base, const pybox_pin_t *pin, pybox_error
                                "image '%s' is pinned to %s, whose root filesystem is not there as built: rebuild it "
                                "with `pybox image build %s --backend native`; it is never re-pinned by itself",
                                pin->name, pin->id, pin->name);
+    /* Cheap enough for every run: the folder holds the image pinned (its manifest names
+     * the pinned recipe), not another put in its place. The whole tree's digest is checked
+     * at import and by `pybox image verify`. */
+    char recipe[80];
+    manifest_recipe(root, recipe, sizeof recipe);
+    if (strcmp(recipe, pin->recipe_sha256) != 0)
+        return pybox_error_set(
+            err, PYBOX_ERR_USAGE, 0,
+            "image '%s' is pinned to %s, whose root filesystem folder now holds another image (its "
+            "manifest names recipe %.16s, not %.16s): rebuild it with `pybox image build %s --backend "
+            "native`; it is never re-pinned by itself",
+            pin->name, pin->id, recipe[0] ? recipe : "none", pin->recipe_sha256, pin->name);
     return 0;
 }
 
@@ -368,26 +448,12 @@ static int ni_check(pybox_backend_t *base, const char *install_id, const pybox_p
         snprintf(problem, len, "the root filesystem changed since it was pinned (its tree hashes to %.16s...)", now);
         return 0;
     }
-    char mpath[PATH_MAX];
-    if (pybox_fmt(mpath, sizeof mpath, "%s/pybox/manifest.json", root) < 0)
-        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "the manifest's path");
-    int fd = open(mpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    char *text = NULL;
-    size_t tl = 0;
-    bool over = false;
-    if (fd < 0 || pybox_read_bounded(fd, 1 << 20, &text, &tl, &over, NULL) < 0) {
-        if (fd >= 0)
-            close(fd);
+    char recipe[80];
+    manifest_recipe(root, recipe, sizeof recipe);
+    if (recipe[0] == '\0')
         snprintf(problem, len, "the image holds no readable manifest");
-        return 0;
-    }
-    close(fd);
-    cJSON *m = cJSON_ParseWithLength(text, tl);
-    free(text);
-    const cJSON *fp = cJSON_GetObjectItemCaseSensitive(m, "recipe_sha256");
-    if (!cJSON_IsString(fp) || strcmp(fp->valuestring, pin->recipe_sha256) != 0)
+    else if (strcmp(recipe, pin->recipe_sha256) != 0)
         snprintf(problem, len, "the manifest inside the image does not name the pinned recipe");
-    cJSON_Delete(m);
     return 0;
 }
 
@@ -411,6 +477,11 @@ static int ni_remove(pybox_backend_t *base, const pybox_pin_t *pin, pybox_image_
     free(pins);
     if (shared) {
         *what = PYBOX_IMAGE_KEPT_NAMED;
+        return 0;
+    }
+    if (is_borrowed(be, root)) {
+        *what = PYBOX_IMAGE_KEPT_NAMED;
+        snprintf(why, len, "its root filesystem folder belongs to the installation this one borrows images from");
         return 0;
     }
     struct stat sb;

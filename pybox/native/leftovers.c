@@ -60,17 +60,26 @@ static const char *id_of(const char *name, char id[33])
     return NULL;
 }
 
+/* The expiry a staging folder holds: the name of its file "expires-<seconds>" (the latest
+ * if, against the rules, there were several); 0 when there is none. */
 static int64_t read_expiry(const char *dir)
 {
-    char p[PATH_MAX], buf[32];
-    size_t n;
-    int64_t v;
-    pybox_error_t ignored = {0};
-    if (pybox_fmt(p, sizeof p, "%s/expires", dir) < 0 ||
-        pybox_native_read_small(p, buf, sizeof buf, &n, &ignored) < 0 || pybox_np_cg_number(buf, n, &v, &ignored) < 0 ||
-        v < 0)
+    DIR *d = opendir(dir);
+    if (d == NULL)
         return 0;
-    return v;
+    int64_t best = 0;
+    struct dirent *e;
+    pybox_error_t ignored = {0};
+    while ((e = readdir(d)) != NULL) {
+        int64_t v;
+        if (strncmp(e->d_name, "expires-", 8) != 0 ||
+            pybox_np_cg_number(e->d_name + 8, strlen(e->d_name + 8), &v, &ignored) < 0 || v < 0)
+            continue;
+        if (v > best)
+            best = v;
+    }
+    closedir(d);
+    return best;
 }
 
 static int scan(const char *dir, bool staging, list_t *l, pybox_error_t *err)

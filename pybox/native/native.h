@@ -7,6 +7,7 @@
 #define PYBOX_NATIVE_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "../box.h"
@@ -17,8 +18,10 @@ typedef struct native_backend {
     pybox_backend_t base;
     pybox_state_t st;
     char install_id[33];
-    char staging[PATH_MAX]; /* <state>/native/staging: each box's folder, by run id */
-    char roots[PATH_MAX];   /* <state>/native/roots: the images' root filesystems, by digest */
+    char staging[PATH_MAX];  /* <state>/native/staging: each box's folder, by run id */
+    char roots[PATH_MAX];    /* <state>/native/roots: the images' root filesystems, by digest */
+    char borrowed[PATH_MAX]; /* <state>/native/borrowed-roots: another installation's roots, linked
+                                (tests, the campaign; state.h), or "" */
     char describe[160];
 } native_backend_t;
 

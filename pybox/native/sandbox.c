@@ -225,7 +225,9 @@ int pybox_native_spec_check(const pybox_native_spec_t *s, pybox_error_t *err)
     if (!clean_abs(s->staging) || stat(s->staging, &sb) < 0 || !S_ISDIR(sb.st_mode))
         return usage(err, "the staging folder is not a clean absolute path of a folder", s->staging);
     if (range(err, "timer_ms", s->timer_ms, 1, PYBOX_GUEST_TIMER_MAX_MS) < 0 ||
-        range(err, "uid", s->uid, 1, PYBOX_GUEST_UID_MAX) < 0 ||
+        /* a relaxed box runs as root or the shared uid: its own is not used then */
+        ((s->relax & (PYBOX_RELAX_PROGRAM_ROOT | PYBOX_RELAX_SHARED_UID)) == 0 &&
+         range(err, "uid", s->uid, 1, PYBOX_GUEST_UID_MAX) < 0) ||
         range(err, "tmp_bytes", s->tmp_bytes, 4096, 1LL << 40) < 0 ||
         range(err, "shm_bytes", s->shm_bytes, 4096, 1LL << 40) < 0 ||
         range(err, "out_bytes", s->out_bytes, 0, PYBOX_OUT_VOLUME_MAX) < 0 ||
@@ -376,6 +378,10 @@ static void proc_paths(pybox_native_box_t *b, bool relaxed)
 static int plan_mounts(plan_t *p, const pybox_native_spec_t *s, pybox_native_box_t *b, pybox_error_t *err)
 {
     const char *R = s->rootfs;
+    /* New privileges are refused twice natively: no_new_privs, and a root without
+     * set-user-ID; the relaxation that removes the protection removes both, so a test
+     * can see a set-user-ID program gain root. */
+    unsigned long root_suid = (s->relax & PYBOX_RELAX_NEW_PRIVS) ? 0 : MS_NOSUID;
     const char *root_target = R;
     if (s->relax & PYBOX_RELAX_WRITABLE_ROOT) {
         /* Writable, yet the image folder is never written: an overlay whose upper layer
@@ -383,10 +389,10 @@ static int plan_mounts(plan_t *p, const pybox_native_spec_t *s, pybox_native_box
         root_target = str(p, err, "%s/root", b->staging);
         const char *opts = str(p, err, "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", R, b->staging, b->staging);
         if (root_target == NULL || opts == NULL ||
-            add_mount(p, "overlay", root_target, "overlay", MS_NOSUID | MS_NODEV, opts, "the root overlay", err) < 0)
+            add_mount(p, "overlay", root_target, "overlay", root_suid | MS_NODEV, opts, "the root overlay", err) < 0)
             return -1;
     } else {
-        if (add_ro_bind(p, R, root_target, MS_NOSUID | MS_NODEV, "the root filesystem", err) < 0)
+        if (add_ro_bind(p, R, root_target, root_suid | MS_NODEV, "the root filesystem", err) < 0)
             return -1;
     }
     p->new_root = root_target;
@@ -752,17 +758,18 @@ static void close_fd(int *fd)
     }
 }
 
+/* The expiry is the name of an empty file, "expires-<seconds>": made in one step, read
+ * from the folder's listing, and it takes no room of the state folder's (a full one
+ * still records it when it can record the run note). */
 static int write_expiry(const char *dir, int64_t expires, pybox_error_t *err)
 {
-    char p[PATH_MAX], v[32];
-    if (pybox_fmt(p, sizeof p, "%s/expires", dir) < 0)
+    char p[PATH_MAX];
+    if (pybox_fmt(p, sizeof p, "%s/expires-%lld", dir, (long long)expires) < 0)
         return sys_fail(err, ENAMETOOLONG, "open", dir);
-    int n = snprintf(v, sizeof v, "%lld\n", (long long)expires);
-    _cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return sys_fail(err, errno, "open", p);
-    if (pybox_write_all(fd, v, (size_t)n) < 0)
-        return sys_fail(err, errno, "write", p);
+    close(fd);
     return 0;
 }
 

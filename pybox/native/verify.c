@@ -428,10 +428,11 @@ static void check_mounts(pybox_nv_t *v, pybox_native_box_t *b, const pybox_nativ
     tmpfs_size(s->tmp_bytes, tmp, sizeof tmp);
     tmpfs_size(s->out_bytes, out, sizeof out);
     snprintf(uid, sizeof uid, "%u", pybox_native_program_uid(s));
+    int root_suid = (s->relax & PYBOX_RELAX_NEW_PRIVS) ? 0 : NOSUID; /* sandbox.c: refused twice */
     if (s->relax & PYBOX_RELAX_WRITABLE_ROOT)
-        w[nw++] = (want_mount_t){.point = "/", .fstype = "overlay", .flags = NOSUID | NODEV};
+        w[nw++] = (want_mount_t){.point = "/", .fstype = "overlay", .flags = root_suid | NODEV};
     else
-        w[nw++] = (want_mount_t){.point = "/", .flags = RO | NOSUID | NODEV, .bind_of = s->rootfs};
+        w[nw++] = (want_mount_t){.point = "/", .flags = RO | root_suid | NODEV, .bind_of = s->rootfs};
     w[nw++] = (want_mount_t){.point = "/proc", .fstype = "proc", .flags = NOSUID | NODEV | NOEXEC};
     w[nw++] =
         (want_mount_t){.point = "/dev", .fstype = "tmpfs", .flags = RO | NOSUID | NOEXEC, .size = "64k", .mode = "755"};

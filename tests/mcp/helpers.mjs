@@ -2,6 +2,7 @@
 // Shared by the MCP client tests: the pybox binary and installation the integration
 // harness set up (tests/test_mcp.c), the engine asked directly, and a raw line client.
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import assert from 'node:assert/strict';
 
@@ -14,6 +15,10 @@ assert.ok(PYBOX && process.env.PYBOX_HOME && INSTALL,
 // servers with a reduced environment).
 export const serverEnv = { PYBOX_HOME: process.env.PYBOX_HOME, PATH: process.env.PATH };
 if (process.env.DOCKER_HOST) serverEnv.DOCKER_HOST = process.env.DOCKER_HOST;
+// The backend the tests run on (as pybox reads it): docker, or native (boxes PyBox makes
+// itself: asked of the kernel's cgroup folders and the installation's staging folder).
+export const BACKEND = process.env.PYBOX_BACKEND || 'docker';
+if (process.env.PYBOX_BACKEND) serverEnv.PYBOX_BACKEND = process.env.PYBOX_BACKEND;
 
 function socketPath() {
   const h = process.env.DOCKER_HOST;
@@ -40,12 +45,45 @@ export function engine(path) {
 const installFilter = (extra = {}) =>
   encodeURIComponent(JSON.stringify({ label: [`pybox.install=${INSTALL}`], ...extra }));
 
-// This installation's boxes (any state) and volumes.
-export const boxes = () => engine(`/containers/json?all=1&filters=${installFilter()}`);
-export const volumes = async () => (await engine(`/volumes?filters=${installFilter()}`)).Volumes || [];
+// The native backend's folders of this installation: the cgroup parent (v2, or v1's
+// memory controller) and the staging folder; each box is a folder named by its run id.
+const RUN_ID = /^[0-9a-f]{32}$/;
+function nativeFolders() {
+  const root = '/sys/fs/cgroup';
+  const v2 = fs.existsSync(`${root}/cgroup.controllers`);
+  return [v2 ? `${root}/pybox-${INSTALL}` : `${root}/memory/pybox-${INSTALL}`,
+    `${process.env.PYBOX_HOME}/native/staging`];
+}
+function nativeBoxes() {
+  const ids = new Set();
+  for (const dir of nativeFolders()) {
+    let names = [];
+    try { names = fs.readdirSync(dir); } catch { names = []; }
+    for (const n of names) if (RUN_ID.test(n)) ids.add(n);
+  }
+  return [...ids].map((id) => ({ Id: id, Names: [`/pybox-${id}`] }));
+}
 
-// Boxes of this installation the engine created between two times (unix seconds).
+// This installation's boxes (any state) and volumes.
+export const boxes = async () => BACKEND === 'native' ? nativeBoxes()
+  : engine(`/containers/json?all=1&filters=${installFilter()}`);
+export const volumes = async () => BACKEND === 'native' ? []
+  : (await engine(`/volumes?filters=${installFilter()}`)).Volumes || [];
+
+// Boxes of this installation the engine created between two times (unix seconds). The
+// native backend keeps no event log: a box made (or removed) meanwhile changes its
+// folders' modification time, which the kernel keeps; that change is the event.
 export async function createdBetween(since, until) {
+  if (BACKEND === 'native') {
+    const changed = [];
+    for (const dir of nativeFolders()) {
+      let st = null;
+      try { st = fs.statSync(dir); } catch { st = null; }
+      const t = st ? st.mtimeMs / 1000 : 0;
+      if (t >= since && t <= until) changed.push({ folder: dir, time: t });
+    }
+    return changed;
+  }
   const f = installFilter({ type: ['container'], event: ['create'] });
   const text = await new Promise((resolve, reject) => {
     const req = http.request({ socketPath: socketPath(), path: `/events?since=${since}&until=${until}&filters=${f}` },
