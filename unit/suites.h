@@ -26,5 +26,6 @@ Suite *suite_evidence(void);
 Suite *suite_uid(void);
 Suite *suite_run(void);
 Suite *suite_native(void);
+Suite *suite_chart(void);
 
 #endif
