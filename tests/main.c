@@ -74,6 +74,7 @@ int main(void)
     srunner_add_suite(sr, itest_suite_mcp());
     srunner_add_suite(sr, itest_suite_uids());
     srunner_add_suite(sr, itest_suite_native());
+    srunner_add_suite(sr, itest_suite_chart());
     srunner_add_suite(sr, itest_suite_engine_down()); /* last: it restarts the engine */
     srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_NORMAL);

@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../pybox/buf.h"
 #include "../pybox/chart.h"
+#include "../pybox/cli/chart.h"
 #include "suites.h"
 
 /* A receipt of a run as pybox exec --json prints it, cut to what a chart reads. */
@@ -281,6 +283,145 @@ START_TEST(xml_text_escapes)
 }
 END_TEST
 
+/* ---- the command line: pybox chart, pybox exec --chart ---- */
+
+static char dir[64];
+
+static void cli_setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/pybox-unit-chart-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void cli_teardown(void)
+{
+    unit_rm_tree(dir);
+}
+
+/* pybox_cli_chart_fd on a pipe holding text. */
+static int chart_of_text(const char *text, pybox_buf_t *svg, pybox_error_t *err)
+{
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    size_t len = strlen(text);
+    ck_assert_int_eq(write(p[1], text, len), (ssize_t)len);
+    close(p[1]);
+    pybox_buf_init(svg, 0);
+    int rc = pybox_cli_chart_fd(p[0], "standard input", svg, err);
+    close(p[0]);
+    return rc;
+}
+
+static void text_refused(const char *text, const char *why)
+{
+    pybox_buf_t svg;
+    pybox_error_t err = {0};
+    ck_assert_int_eq(chart_of_text(text, &svg, &err), -1);
+    ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
+    ck_assert_msg(strstr(err.msg, why) != NULL, "'%s' lacks '%s'", err.msg, why);
+    ck_assert_msg(strncmp(err.msg, "standard input: ", 16) == 0, "the input is not named: %s", err.msg);
+    ck_assert(!pybox_buf_ok(&svg));
+    pybox_buf_free(&svg);
+}
+
+START_TEST(receipt_text_read_or_refused)
+{
+    pybox_buf_t svg;
+    pybox_error_t err = {0};
+    char *with_newline = malloc(sizeof receipt_text + 1);
+    snprintf(with_newline, sizeof receipt_text + 1, "%s\n", receipt_text); /* as pybox exec --json prints it */
+    ck_assert_msg(chart_of_text(with_newline, &svg, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(strncmp(svg.data, "<svg ", 5), 0);
+    pybox_buf_free(&svg);
+    free(with_newline);
+    text_refused("", "empty");
+    text_refused("{\"schema\": \"pybox.receipt/2\", oops}", "not JSON (it stops making sense at byte ");
+    text_refused("{} {}", "more than one JSON value (byte 3 on)");
+    text_refused("{\"schema\":\"pybox.receipt/2\",\"status\":\"REFUSED\"}", "seen.kernel");
+}
+END_TEST
+
+static void path_refused(const char *path, const char *why)
+{
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_cli_chart_path_check(path, &err), -1);
+    ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
+    ck_assert_msg(strstr(err.msg, why) != NULL, "'%s' lacks '%s'", err.msg, why);
+}
+
+START_TEST(chart_path_checked_before_any_box)
+{
+    char p[256];
+    pybox_error_t err = {0};
+    snprintf(p, sizeof p, "%s/run.svg", dir);
+    ck_assert_msg(pybox_cli_chart_path_check(p, &err) == 0, "%s", err.msg);
+    path_refused("", "give the name of a new file");
+    snprintf(p, sizeof p, "%s/no-such-folder/run.svg", dir);
+    path_refused(p, "its folder does not exist");
+    snprintf(p, sizeof p, "%s/", dir);
+    path_refused(p, "names a folder");
+    snprintf(p, sizeof p, "%s/..", dir);
+    path_refused(p, "names a folder");
+    path_refused(dir, "exists already");
+    snprintf(p, sizeof p, "%s/taken.svg", dir);
+    FILE *f = fopen(p, "w");
+    fputs("mine", f);
+    fclose(f);
+    path_refused(p, "exists already");
+    snprintf(p, sizeof p, "%s/taken.svg/run.svg", dir);
+    path_refused(p, "its folder does not exist");
+    /* A dangling link is something there too: never followed, never replaced. */
+    snprintf(p, sizeof p, "%s/link.svg", dir);
+    ck_assert_int_eq(symlink("/nonexistent/target", p), 0);
+    path_refused(p, "exists already");
+}
+END_TEST
+
+static size_t files_in(const char *d)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "ls -A %s | wc -l", d);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    unsigned long n = 0;
+    ck_assert_int_eq(fscanf(p, "%lu", &n), 1);
+    pclose(p);
+    return n;
+}
+
+START_TEST(chart_written_whole_never_over_a_file)
+{
+    char p[256];
+    cJSON *j = receipt();
+    pybox_error_t err = {0};
+    snprintf(p, sizeof p, "%s/run.svg", dir);
+    ck_assert_msg(pybox_cli_chart_write(p, j, &err) == 0, "%s", err.msg);
+    char *want = draw(j);
+    FILE *f = fopen(p, "r");
+    static char got[1 << 20];
+    size_t n = fread(got, 1, sizeof got - 1, f);
+    got[n] = '\0';
+    fclose(f);
+    ck_assert_str_eq(got, want);
+    free(want);
+    ck_assert_uint_eq(files_in(dir), 1); /* no temporary file left */
+    /* The name taken during the run: refused, the file there kept as it was. */
+    snprintf(p, sizeof p, "%s/taken.svg", dir);
+    f = fopen(p, "w");
+    fputs("mine", f);
+    fclose(f);
+    ck_assert_int_eq(pybox_cli_chart_write(p, j, &err), -1);
+    ck_assert_msg(strstr(err.msg, "the name was taken during the run") != NULL, "%s", err.msg);
+    f = fopen(p, "r");
+    n = fread(got, 1, sizeof got - 1, f);
+    got[n] = '\0';
+    fclose(f);
+    ck_assert_str_eq(got, "mine");
+    ck_assert_uint_eq(files_in(dir), 2);
+    cJSON_Delete(j);
+}
+END_TEST
+
 Suite *suite_chart(void)
 {
     Suite *s = suite_create("chart");
@@ -292,5 +433,11 @@ Suite *suite_chart(void)
     tcase_add_test(tc, undrawable_receipts_are_refused);
     tcase_add_test(tc, xml_text_escapes);
     suite_add_tcase(s, tc);
+    TCase *cli = tcase_create("command line");
+    tcase_add_checked_fixture(cli, cli_setup, cli_teardown);
+    tcase_add_test(cli, receipt_text_read_or_refused);
+    tcase_add_test(cli, chart_path_checked_before_any_box);
+    tcase_add_test(cli, chart_written_whole_never_over_a_file);
+    suite_add_tcase(s, cli);
     return s;
 }

@@ -16,6 +16,7 @@ static void main_help(FILE *o)
                "       pybox image build NAME [--force] [--lock uv.lock --wheels DIR | --debian PACKAGES]\n"
                "       pybox image list | verify | rm NAME\n"
                "       pybox cleanup [--dry-run] [--json]\n"
+               "       pybox chart [RECEIPT.json] > chart.svg\n"
                "       pybox help [COMMAND] | version\n"
                "\n"
                "PyBox runs an untrusted Python program in a fresh, sealed box and prints a receipt:\n"
@@ -26,6 +27,7 @@ static void main_help(FILE *o)
                "  mcp       serve the run_python tool to an AI agent over MCP on stdio (pybox help mcp)\n"
                "  image     build, list, verify and remove the pinned images (pybox help image)\n"
                "  cleanup   remove this installation's expired leftovers (pybox help cleanup)\n"
+               "  chart     draw a JSON receipt's kernel samples as SVG (pybox help chart)\n"
                "  help      this help, or a command's\n"
                "  version   the version\n"
                "\n"
@@ -65,6 +67,8 @@ static void exec_help(FILE *o)
             "  --backend NAME     the backend that builds the box (default: config.json's, else\n"
             "                     " PYBOX_DEFAULT_BACKEND ")\n"
             "  --json             the receipt as one JSON object (docs/receipt.md)\n"
+            "  --chart FILE       also draw the run's kernel samples as SVG into FILE, a new file\n"
+            "                     in an existing folder (never written over; docs/chart.md)\n"
             "  --help             this help\n"
             "\n"
             "Ceilings: every limit stays under the installation's (config.json in the state\n"
@@ -149,6 +153,20 @@ static void cleanup_help(FILE *o)
           o);
 }
 
+static void chart_help(FILE *o)
+{
+    fputs("usage: pybox chart [RECEIPT.json] > chart.svg\n"
+          "       pybox exec --chart FILE.svg [OPTION]... < program.py\n"
+          "\n"
+          "Draw a run's kernel samples as SVG: memory with its limit, processes with theirs, the\n"
+          "CPU rate with its quota, the moment PyBox's deadline or the box's timer fired, and the\n"
+          "final reading. The receipt (pybox exec --json) comes from the named file or standard\n"
+          "input; the SVG goes to standard output. A receipt that cannot be drawn is refused\n"
+          "(exit 125, nothing on standard output). The same receipt always gives the same bytes.\n"
+          "docs/chart.md.\n",
+          o);
+}
+
 int pybox_help(FILE *out, const char *command)
 {
     if (command == NULL || command[0] == '\0')
@@ -161,6 +179,8 @@ int pybox_help(FILE *out, const char *command)
         image_help(out);
     else if (strcmp(command, "cleanup") == 0)
         cleanup_help(out);
+    else if (strcmp(command, "chart") == 0)
+        chart_help(out);
     else
         return -1;
     return 0;
