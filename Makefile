@@ -71,7 +71,7 @@ $(BUILD)/pybox-init: guest/init.c guest/proto.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GUEST_CFLAGS) guest/init.c -o $@
 
-$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/obj/campaign/evidence.o $(FRONT_OBJ) $(BUILD)/libpybox.a
+$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/site.o $(FRONT_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) -lpthread -o $@
 
 $(BUILD)/obj/unit/%.o: unit/%.c
@@ -85,7 +85,7 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -DPYBOX_SOURCE='"$(CURDIR)"' -c $< -o $@
 
-CAMPAIGN_OBJ := $(BUILD)/obj/campaign/campaign.o $(BUILD)/obj/campaign/evidence.o
+CAMPAIGN_OBJ := $(BUILD)/obj/campaign/campaign.o $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/site.o
 $(BUILD)/pybox-campaign: $(CAMPAIGN_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 

@@ -27,5 +27,6 @@ Suite *suite_uid(void);
 Suite *suite_run(void);
 Suite *suite_native(void);
 Suite *suite_chart(void);
+Suite *suite_site(void);
 
 #endif
