@@ -33,7 +33,7 @@ ITEST_SRC := $(wildcard tests/*.c)
 ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
-        campaign campaign-fast campaign-pages evidence-check
+        campaign campaign-fast campaign-pages evidence-check site-check
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
 $(BUILD)/obj/%.o: %.c
@@ -110,9 +110,9 @@ integration: $(BUILD)/itest $(BUILD)/pybox
 	PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
 
 # Everything, from nothing: packages, engine, images, MCP clients, then unit and
-# integration tests.
+# integration tests, and the evidence site in headless Chromium.
 check: setup mcp-clients
-	$(MAKE) unit integration
+	$(MAKE) unit integration site-check
 
 bench: setup $(BUILD)/pybox-bench
 	scripts/bench.sh $(BUILD)/pybox
@@ -144,6 +144,11 @@ campaign-pages: $(BUILD)/pybox-campaign
 
 evidence-check: $(BUILD)/pybox-campaign
 	$(BUILD)/pybox-campaign check evidence campaign/limits.md
+
+# The site of the committed records, rendered into $(BUILD)/site-check and opened in
+# headless Chromium: console errors, broken links, the charts, a walkthrough screenshot.
+site-check: $(BUILD)/pybox-campaign $(BUILD)/pybox
+	scripts/site-check.sh $(BUILD)
 
 FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h pybox/*/*.c pybox/*/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h campaign/*.c campaign/*.h)
 format:
