@@ -99,7 +99,7 @@ static void settle(const pybox_state_t *st, pybox_backend_t *be, const pybox_lef
     bool gone = false;
     pybox_error_t rerr = {0};
     if (be->ops->remove_leftover(be, l, &gone, &rerr) < 0 || !gone) {
-        add(rep, what, label(l), l->run_id, false, "the engine did not remove it%s%s", rerr.msg[0] ? ": " : "",
+        add(rep, what, label(l), l->run_id, false, "%s did not remove it%s%s", be->ops->holder, rerr.msg[0] ? ": " : "",
             rerr.msg);
         if (fd >= 0)
             close(fd);
