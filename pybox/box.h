@@ -45,6 +45,8 @@ typedef struct pybox_leftover {
     int64_t expires;           /* wall-clock seconds after which it may go; -1 if unknown */
     bool running;              /* it still runs (never removed) */
     int order;                 /* removed in ascending order (a box before its volumes) */
+    bool asked_only;           /* slow to remove (an image folder): by `pybox cleanup` only, never by
+                                  a run's housekeeping */
     char state[24];
 } pybox_leftover_t;
 

@@ -393,11 +393,26 @@ static const char *s_describe(const pybox_backend_t *be)
 
 static int s_list(pybox_backend_t *be, const char *install_id, pybox_leftover_t **out, size_t *n, pybox_error_t *err)
 {
-    (void)be;
     (void)install_id;
-    (void)err;
+    script_t *s = ((sbackend_t *)be)->s;
     *out = NULL;
     *n = 0;
+    if (s == NULL || s->n_leftovers == 0)
+        return 0;
+    *out = calloc(s->n_leftovers, sizeof **out);
+    if (*out == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "leftovers");
+    memcpy(*out, s->leftovers, s->n_leftovers * sizeof **out);
+    *n = s->n_leftovers;
+    return 0;
+}
+
+static int s_remove_leftover(pybox_backend_t *be, const pybox_leftover_t *l, bool *gone, pybox_error_t *err)
+{
+    (void)l;
+    (void)err;
+    ((sbackend_t *)be)->s->leftovers_removed++;
+    *gone = true;
     return 0;
 }
 
@@ -408,6 +423,7 @@ static const pybox_backend_ops_t scripted_backend_ops = {
     .describe = s_describe,
     .create = s_create,
     .list_leftovers = s_list,
+    .remove_leftover = s_remove_leftover,
 };
 
 void scripted_backend(pybox_backend_t **be, script_t *s)

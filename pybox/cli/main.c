@@ -291,7 +291,7 @@ static int cmd_cleanup(int argc, char **argv)
     if (pybox_backend_open_for(&st, backend, &be, &err) < 0)
         return fail(&err, json);
     pybox_leftovers_report_t rep;
-    int rc = pybox_leftovers_clean(&st, be, dry, &rep, &err);
+    int rc = pybox_leftovers_clean(&st, be, dry, false, &rep, &err);
     if (rc < 0) {
         pybox_leftovers_report_free(&rep);
         return fail(&err, json);

@@ -404,7 +404,8 @@ static int n_list_leftovers(pybox_backend_t *base, const char *install_id, pybox
         snprintf(l->name, sizeof l->name, "root filesystem folder %.16s", images[i]);
         /* a build renames its folder into place just before it pins it: ten minutes */
         l->expires = image_mtime[i] + 600;
-        l->order = 1; /* after the boxes */
+        l->order = 1;         /* after the boxes */
+        l->asked_only = true; /* a whole tree: never in a run's way */
         snprintf(l->state, sizeof l->state, "not pinned");
     }
     free(images);
