@@ -480,6 +480,23 @@ START_TEST(an_engine_lost_mid_run_is_said_plainly)
 }
 END_TEST
 
+/* A stream that ended is not polled again: a pipe at its end is always ready, and a
+ * run that kept polling it would spin until the box ended (here: a program that never
+ * ends, stopped at a 300 ms deadline). */
+START_TEST(an_ended_stream_is_not_polled_again)
+{
+    script_t s;
+    script_init(&s);
+    s.hangs = true;
+    s.ended_stream = true;
+    pybox_run_request_t req;
+    request(&req, 300);
+    run(&s, &req);
+    ck_assert_int_eq(res.end, PYBOX_END_SUPERVISOR_KILL);
+    ck_assert_msg(s.io_reads < 50, "the box's streams were read %d times in 300 ms", s.io_reads);
+}
+END_TEST
+
 /* What is slow to remove (a native image folder) waits for `pybox cleanup`: a run's own
  * housekeeping never spends a run's time on it; an expired box goes either way. */
 START_TEST(housekeeping_leaves_what_is_slow_to_cleanup)
@@ -543,6 +560,7 @@ Suite *suite_run(void)
     tcase_add_test(tc, interrupted_while_running);
     tcase_add_test(tc, the_total_counts_from_pybox_s_start);
     tcase_add_test(tc, housekeeping_leaves_what_is_slow_to_cleanup);
+    tcase_add_test(tc, an_ended_stream_is_not_polled_again);
     suite_add_tcase(s, tc);
     TCase *tf = tcase_create("files out");
     tcase_add_checked_fixture(tf, out_setup, out_teardown);
