@@ -33,7 +33,7 @@ ITEST_SRC := $(wildcard tests/*.c)
 ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
-        campaign campaign-fast campaign-pages evidence-check schema
+        campaign campaign-fast campaign-pages evidence-check schema site-check
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
 $(BUILD)/obj/%.o: %.c
@@ -71,7 +71,7 @@ $(BUILD)/pybox-init: guest/init.c guest/proto.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GUEST_CFLAGS) guest/init.c -o $@
 
-$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/obj/campaign/evidence.o $(FRONT_OBJ) $(BUILD)/libpybox.a
+$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/site.o $(FRONT_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) -lpthread -o $@
 
 $(BUILD)/obj/unit/%.o: unit/%.c
@@ -85,7 +85,7 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -DPYBOX_SOURCE='"$(CURDIR)"' -c $< -o $@
 
-CAMPAIGN_OBJ := $(BUILD)/obj/campaign/campaign.o $(BUILD)/obj/campaign/evidence.o
+CAMPAIGN_OBJ := $(BUILD)/obj/campaign/campaign.o $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/site.o
 $(BUILD)/pybox-campaign: $(CAMPAIGN_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
@@ -109,13 +109,15 @@ mcp-clients:
 unit: $(BUILD)/unit-tests
 	$(BUILD)/unit-tests
 
+# The same suites on each backend (tests/main.c): docker, then native.
 integration: $(BUILD)/itest $(BUILD)/pybox
-	PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
+	PYBOX_BACKEND=docker PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
+	PYBOX_BACKEND=native PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
 
 # Everything, from nothing: packages, engine, images, MCP clients, then unit and
-# integration tests.
+# integration tests, and the evidence site in headless Chromium.
 check: setup mcp-clients
-	$(MAKE) unit integration
+	$(MAKE) unit integration site-check
 
 bench: setup $(BUILD)/pybox-bench
 	scripts/bench.sh $(BUILD)/pybox
@@ -153,6 +155,11 @@ evidence-check: $(BUILD)/pybox-campaign
 # (pybox/receipt_schema.c); a unit test fails when the committed file differs.
 schema: $(BUILD)/pybox
 	$(BUILD)/pybox receipt-schema >docs/receipt.schema.json.tmp && mv docs/receipt.schema.json.tmp docs/receipt.schema.json
+
+# The site of the committed records, rendered into $(BUILD)/site-check and opened in
+# headless Chromium: console errors, broken links, the charts, a walkthrough screenshot.
+site-check: $(BUILD)/pybox-campaign $(BUILD)/pybox
+	scripts/site-check.sh $(BUILD)
 
 FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h pybox/*/*.c pybox/*/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h campaign/*.c campaign/*.h)
 format:

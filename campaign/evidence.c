@@ -16,6 +16,7 @@
 #include "../pybox/sign.h"
 #include "../pybox/state.h"
 #include "../pybox/util.h"
+#include "site.h"
 
 #define CELL_MAX 240
 
@@ -850,6 +851,15 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
     pybox_buf_addf(ix, "\nRecords in `records/`: %zu.\n\n", nv);
     if (limits_md != NULL)
         pybox_buf_adds(ix, limits_md);
+    /* The site: the same pages in HTML, and a page per run the pages cite. */
+    ev_site_rec_t *sr = calloc(nv + 1, sizeof *sr);
+    if (sr == NULL)
+        abort();
+    for (size_t i = 0; i < nv; i++)
+        sr[i] =
+            (ev_site_rec_t){.name = v[i].name, .j = v[i].j, .shown = latest[i] || strcmp(v[i].verdict, "pass") != 0};
+    bad += ev_site_render(sr, nv, pages, n, problems);
+    free(sr);
     for (size_t i = 0; i < nv; i++)
         cJSON_Delete(v[i].j);
     free(v);
@@ -876,6 +886,80 @@ static int render_reported(const char *dir, const char *limits_md, ev_page_t **p
     return bad;
 }
 
+/* Whether a page of that name was rendered. */
+static bool rendered(const ev_page_t *pages, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(pages[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+/* The site's folders: made when missing, never a link followed. */
+static int site_dirs(const char *dir, FILE *report)
+{
+    static const char *const sub[] = {EV_SITE, EV_SITE_RUNS};
+    for (size_t i = 0; i < 2; i++) {
+        char path[PATH_MAX];
+        struct stat sb;
+        if (pybox_fmt(path, sizeof path, "%s/%s", dir, sub[i]) < 0)
+            return -1;
+        if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+            char etext[128];
+            fprintf(report, "%s: %s\n", sub[i], pybox_strerror(errno, etext, sizeof etext));
+            return -1;
+        }
+        if (lstat(path, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+            fprintf(report, "%s: not a folder (a link is not followed)\n", sub[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The site's files that the records no longer render (a run page of an attempt since
+ * superseded): listed on report by the check, removed when the pages are written. */
+static int site_strays(const char *dir, const ev_page_t *pages, size_t n, bool remove, FILE *report)
+{
+    static const char *const sub[] = {EV_SITE, EV_SITE_RUNS};
+    int bad = 0;
+    for (size_t k = 0; k < 2; k++) {
+        char path[PATH_MAX];
+        struct stat sb;
+        if (pybox_fmt(path, sizeof path, "%s/%s", dir, sub[k]) < 0)
+            return bad + 1;
+        if (lstat(path, &sb) < 0) {
+            if (errno != ENOENT)
+                bad++;
+            continue; /* a missing site: its pages are reported missing */
+        }
+        if (!S_ISDIR(sb.st_mode)) {
+            fprintf(report, "%s: not a folder (a link is not followed)\n", sub[k]);
+            bad++;
+            continue;
+        }
+        DIR *d = opendir(path);
+        struct dirent *de;
+        while (d != NULL && (de = readdir(d)) != NULL) {
+            char name[PATH_MAX], full[PATH_MAX];
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+                (k == 0 && strcmp(de->d_name, "runs") == 0) ||
+                pybox_fmt(name, sizeof name, "%s/%s", sub[k], de->d_name) < 0 || rendered(pages, n, name))
+                continue;
+            size_t l = strlen(de->d_name);
+            bool html = l > 5 && strcmp(de->d_name + l - 5, ".html") == 0;
+            if (remove && html && pybox_fmt(full, sizeof full, "%s/%s", dir, name) == 0 && lstat(full, &sb) == 0 &&
+                S_ISREG(sb.st_mode) && unlink(full) == 0)
+                continue;
+            fprintf(report, "%s: a page no record renders to\n", name);
+            bad++;
+        }
+        if (d)
+            closedir(d);
+    }
+    return bad;
+}
+
 int ev_write_pages(const char *dir, const char *limits_md, FILE *report)
 {
     ev_page_t *pages;
@@ -883,6 +967,11 @@ int ev_write_pages(const char *dir, const char *limits_md, FILE *report)
     int bad = render_reported(dir, limits_md, &pages, &n, report);
     if (bad < 0)
         return -1;
+    if (site_dirs(dir, report) < 0) {
+        ev_pages_free(pages, n);
+        return -1;
+    }
+    bad += site_strays(dir, pages, n, true, report);
     for (size_t i = 0; i < n; i++) {
         char path[PATH_MAX];
         pybox_error_t err = {0};
@@ -938,6 +1027,7 @@ int ev_check(const char *dir, const char *limits_md, FILE *report)
     }
     if (d)
         closedir(d);
+    bad += site_strays(dir, pages, n, false, report);
     ev_pages_free(pages, n);
     return bad;
 }

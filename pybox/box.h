@@ -45,6 +45,8 @@ typedef struct pybox_leftover {
     int64_t expires;           /* wall-clock seconds after which it may go; -1 if unknown */
     bool running;              /* it still runs (never removed) */
     int order;                 /* removed in ascending order (a box before its volumes) */
+    bool asked_only;           /* slow to remove (an image folder): by `pybox cleanup` only, never by
+                                  a run's housekeeping */
     char state[24];
 } pybox_leftover_t;
 
@@ -62,8 +64,9 @@ typedef struct pybox_box_ops {
     /* Connect to the box's stdin, stdout and stderr before it starts. */
     int (*open_io)(pybox_box_t *b, pybox_error_t *err);
     int (*start)(pybox_box_t *b, pybox_error_t *err);
-    /* What to poll: *in_fd for room on the box's stdin (POLLOUT), out_fds[0..*n_out) for
-     * what it says (POLLIN); one descriptor may serve both (a multiplexed socket). */
+    /* What to poll now (asked before every poll): *in_fd for room on the box's stdin
+     * (POLLOUT; -1 once closed), out_fds[0..*n_out) for what it says (POLLIN; a stream
+     * that ended is left out); one descriptor may serve both (a multiplexed socket). */
     void (*io_fds)(const pybox_box_t *b, int *in_fd, int out_fds[2], int *n_out);
     /* Non-blocking; -1 with errno EAGAIN when full, another errno when the box no longer
      * reads its stdin. */

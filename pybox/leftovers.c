@@ -99,7 +99,7 @@ static void settle(const pybox_state_t *st, pybox_backend_t *be, const pybox_lef
     bool gone = false;
     pybox_error_t rerr = {0};
     if (be->ops->remove_leftover(be, l, &gone, &rerr) < 0 || !gone) {
-        add(rep, what, label(l), l->run_id, false, "the engine did not remove it%s%s", rerr.msg[0] ? ": " : "",
+        add(rep, what, label(l), l->run_id, false, "%s did not remove it%s%s", be->ops->holder, rerr.msg[0] ? ": " : "",
             rerr.msg);
         if (fd >= 0)
             close(fd);
@@ -113,8 +113,8 @@ static void settle(const pybox_state_t *st, pybox_backend_t *be, const pybox_lef
     }
 }
 
-int pybox_leftovers_clean(const pybox_state_t *st, pybox_backend_t *be, bool dry_run, pybox_leftovers_report_t *rep,
-                          pybox_error_t *err)
+int pybox_leftovers_clean(const pybox_state_t *st, pybox_backend_t *be, bool dry_run, bool housekeeping,
+                          pybox_leftovers_report_t *rep, pybox_error_t *err)
 {
     memset(rep, 0, sizeof *rep);
     rep->dry_run = dry_run;
@@ -136,7 +136,8 @@ int pybox_leftovers_clean(const pybox_state_t *st, pybox_backend_t *be, bool dry
             last = left[i].order < 8 ? left[i].order : 8;
     for (int pass = 0; pass <= last; pass++)
         for (size_t i = 0; i < nleft; i++)
-            if (left[i].order == pass || (pass == last && left[i].order > last))
+            if ((left[i].order == pass || (pass == last && left[i].order > last)) &&
+                !(housekeeping && left[i].asked_only))
                 settle(st, be, &left[i], rep, &gone[i]);
 
     /* Notes whose run is over and whose boxes and volumes are all gone. */

@@ -31,8 +31,9 @@ typedef struct pybox_leftovers_report {
     int removed, kept;
 } pybox_leftovers_report_t;
 
-int pybox_leftovers_clean(const pybox_state_t *st, pybox_backend_t *be, bool dry_run, pybox_leftovers_report_t *rep,
-                          pybox_error_t *err);
+/* housekeeping: a run's own, before its box: what is slow to remove is left to `pybox cleanup`. */
+int pybox_leftovers_clean(const pybox_state_t *st, pybox_backend_t *be, bool dry_run, bool housekeeping,
+                          pybox_leftovers_report_t *rep, pybox_error_t *err);
 void pybox_leftovers_report_free(pybox_leftovers_report_t *rep);
 cJSON *pybox_leftovers_report_json(const pybox_leftovers_report_t *rep);
 int pybox_leftovers_report_text(const pybox_leftovers_report_t *rep, pybox_buf_t *out);

@@ -233,11 +233,13 @@ static int io_loop(feed_t *f, pybox_run_result_t *res)
     f->phase = PH_RUNNING;
     f->deadline = (int64_t)(f->t_start * 1000.0) + res->policy.timeout_ms;
     int in_fd, out_fds[2], n_out;
-    f->box->ops->io_fds(f->box, &in_fd, out_fds, &n_out);
     /* Bytes may already be waiting in the backend's own buffer (they came with the
      * attach answer) where poll() cannot see them: read once before polling. */
     bool read_first = true;
     for (;;) {
+        /* Asked again each time: a stream that ended is no longer to be polled (a pipe at
+         * its end is always "ready", and polling it would spin). */
+        f->box->ops->io_fds(f->box, &in_fd, out_fds, &n_out);
         int64_t now = pybox_now_ms();
         int stop_sig = pybox_interrupt_signal ? pybox_interrupt_signal : (cancelled(f->req) ? -1 : 0);
         if (stop_sig != 0 && !res->interrupted) {
@@ -481,7 +483,7 @@ static void housekeep(run_t *r)
     double t = pybox_now_s();
     pybox_leftovers_report_t rep;
     pybox_error_t herr = {0};
-    if (pybox_leftovers_clean(r->req->state, r->be, false, &rep, &herr) == 0) {
+    if (pybox_leftovers_clean(r->req->state, r->be, false, true, &rep, &herr) == 0) {
         r->res->housekept = rep.removed;
     } else {
         r->res->housekept = -1;

@@ -695,3 +695,40 @@ int itest_box_wait_ended(const char *id, double timeout_s)
     }
     return -1;
 }
+
+void itest_box_signal(const char *id, const char *sig)
+{
+    if (!itest_native()) {
+        pybox_engine_t *e = itest_engine();
+        char path[200];
+        snprintf(path, sizeof path, "/containers/%s/kill?signal=%s", id, sig);
+        long status = 0;
+        cJSON *reply = NULL;
+        pybox_error_t err = {0};
+        ck_assert_msg(pybox_engine_call(e, "POST", path, NULL, &status, &reply, &err) == 0, "%s", err.msg);
+        cJSON_Delete(reply);
+        ck_assert_int_eq(status, 204);
+        pybox_engine_free(e);
+        return;
+    }
+    static const struct {
+        const char *name;
+        int sig;
+    } sigs[] = {{"SIGTERM", SIGTERM}, {"SIGKILL", SIGKILL}, {"SIGINT", SIGINT}, {"SIGHUP", SIGHUP}};
+    int signo = 0;
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        if (strcmp(sigs[i].name, sig) == 0)
+            signo = sigs[i].sig;
+    ck_assert_msg(signo != 0, "unknown signal %s", sig);
+    /* the box's PID 1: the first process its cgroup lists */
+    char parents[4][PATH_MAX];
+    ck_assert_int_gt(native_parents(itest_state()->install_id, parents), 0);
+    char procs[PATH_MAX + 64];
+    (void)pybox_fmt(procs, sizeof procs, "%s/%s/cgroup.procs", parents[0], id);
+    FILE *f = fopen(procs, "re");
+    ck_assert_msg(f != NULL, "no cgroup for the box %s", id);
+    long pid = 0;
+    ck_assert_int_eq(fscanf(f, "%ld", &pid), 1);
+    fclose(f);
+    ck_assert_int_eq(kill((pid_t)pid, signo), 0);
+}

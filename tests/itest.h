@@ -87,6 +87,9 @@ int itest_native_sweep(const char *install_id);
 /* Wait (bounded) for a box of the tests' installation made after since to run a process
  * whose command line holds what (NULL: any); id gets the box's id (65 bytes). */
 int itest_box_wait_running(double since, char *id, const char *what, double timeout_s);
+/* Signal a running box's PID 1 from outside, as its backend would (the engine's kill, or
+ * the host's kill of the native box's init): sig is "SIGTERM", "SIGKILL", ... */
+void itest_box_signal(const char *id, const char *sig);
 /* Wait (bounded) until that box no longer runs anything. */
 int itest_box_wait_ended(const char *id, double timeout_s);
 

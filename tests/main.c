@@ -76,6 +76,7 @@ int main(void)
     srunner_add_suite(sr, itest_suite_images());
     srunner_add_suite(sr, itest_suite_mcp());
     srunner_add_suite(sr, itest_suite_uids());
+    srunner_add_suite(sr, itest_suite_chart());
     srunner_add_suite(sr, itest_suite_sign());
     if (native) {
         srunner_add_suite(sr, itest_suite_native());

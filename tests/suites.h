@@ -18,6 +18,7 @@ Suite *itest_suite_mcp(void);
 Suite *itest_suite_uids(void);
 Suite *itest_suite_native(void);
 Suite *itest_suite_sign(void);
+Suite *itest_suite_chart(void);
 Suite *itest_suite_engine_down(void);
 
 #endif

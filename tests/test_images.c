@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../pybox/image/image.h"
@@ -297,6 +298,67 @@ START_TEST(retagged_pin_is_refused)
 }
 END_TEST
 
+/* Native image folders no pin names (left by a rebuild while a box was there, or by an
+ * import cut short) go with `pybox cleanup` once past their expiry; a pinned one never,
+ * nor a borrowed one. In an installation of this test's own. */
+START_TEST(unpinned_image_folders_are_cleaned_up)
+{
+    if (!itest_native())
+        return; /* the engine keeps its own images: docker's are removed by pybox image rm */
+    char home[64], id[33], roots[PATH_MAX], env_home[96];
+    ck_assert_int_eq(itest_new_home(home, sizeof home, id), 0);
+    snprintf(env_home, sizeof env_home, "PYBOX_HOME=%s", home);
+    const char *env[] = {env_home, NULL};
+    /* the backend makes its folders on first use */
+    const char *list[] = {"image", "list", "--backend", "native", NULL};
+    itest_run_t r;
+    itest_pybox("", 0, list, env, &r);
+    ck_assert_int_eq(r.status, 0);
+    itest_run_free(&r);
+    const char *cleanup[] = {"cleanup", "--backend", "native", NULL};
+    itest_pybox("", 0, cleanup, env, &r);
+    ck_assert_int_eq(r.status, 0);
+    itest_run_free(&r);
+    ck_assert_int_eq(pybox_fmt(roots, sizeof roots, "%s/native/roots", home), 0);
+    static const char stale[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    static const char fresh[] = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    static const char cut[] = ".new-0123456789abcdef";
+    const char *names[] = {stale, fresh, cut};
+    for (int i = 0; i < 3; i++) {
+        char p[PATH_MAX], f[PATH_MAX + 16];
+        ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/%s", roots, names[i]), 0);
+        ck_assert_int_eq(mkdir(p, 0755), 0);
+        ck_assert_int_eq(pybox_fmt(f, sizeof f, "%s/file", p), 0);
+        FILE *fp = fopen(f, "we");
+        ck_assert_ptr_nonnull(fp);
+        fputs("x", fp);
+        fclose(fp);
+        if (i != 1) { /* an hour old: past the ten minutes a build has to pin its folder */
+            struct timespec t[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+            ck_assert_int_eq(utimensat(AT_FDCWD, p, t, 0), 0);
+        }
+    }
+    itest_pybox("", 0, cleanup, env, &r);
+    ck_assert_msg(r.status == 0, "cleanup: %s %s", r.out, r.err);
+    ck_assert_msg(itest_contains(r.out, r.out_len, "root filesystem folder aaaaaaaaaaaaaaaa"), "%s", r.out);
+    itest_run_free(&r);
+    struct stat sb;
+    char p[PATH_MAX];
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/%s", roots, stale), 0);
+    ck_assert_int_ne(stat(p, &sb), 0); /* removed */
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/%s", roots, cut), 0);
+    ck_assert_int_ne(stat(p, &sb), 0); /* removed */
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/%s", roots, fresh), 0);
+    ck_assert_int_eq(stat(p, &sb), 0); /* not yet expired: kept */
+    /* the borrowed stdlib still resolves: nothing of the main installation was touched */
+    const char *run[] = {"exec", "--json", NULL};
+    itest_pybox("print(1)\n", 9, run, env, &r);
+    ck_assert_int_eq(r.status, 0);
+    itest_run_free(&r);
+    itest_remove_home(home);
+}
+END_TEST
+
 START_TEST(unknown_image_lists_the_known)
 {
     itest_run_t r;
@@ -324,6 +386,7 @@ Suite *itest_suite_images(void)
     tcase_add_test(tc, custom_image_from_a_uv_lock);
     tcase_add_test(tc, retagged_pin_is_refused);
     tcase_add_test(tc, unknown_image_lists_the_known);
+    tcase_add_test(tc, unpinned_image_folders_are_cleaned_up);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -247,7 +247,8 @@ static void set_tamper(pybox_policy_t *p, void *arg)
     p->tamper = arg;
 }
 
-/* pybox exec of a sleeping program, its box then signalled through the engine. */
+/* pybox exec of a sleeping program, its box then signalled from outside (the engine, or
+ * the host's kill of a native box's init). */
 static void add_signalled(cJSON *all, const char *sig)
 {
     double since = itest_wall();
@@ -255,18 +256,8 @@ static void add_signalled(cJSON *all, const char *sig)
     itest_job_t job;
     itest_start("import time\ntime.sleep(15)\n", 27, args, NULL, &job);
     char id[65];
-    ck_assert_msg(itest_wait_start(since, id, 30) == 0, "the box never started");
-    pybox_engine_t *e = itest_engine();
-    ck_assert_msg(itest_wait_process(e, id, "python3", 30) == 0, "the program never ran");
-    char path[200];
-    snprintf(path, sizeof path, "/containers/%s/kill?signal=%s", id, sig);
-    long status = 0;
-    cJSON *reply = NULL;
-    pybox_error_t err = {0};
-    ck_assert_msg(pybox_engine_call(e, "POST", path, NULL, &status, &reply, &err) == 0, "%s", err.msg);
-    cJSON_Delete(reply);
-    ck_assert_int_eq(status, 204);
-    pybox_engine_free(e);
+    ck_assert_msg(itest_box_wait_running(since, id, "python3", 30) == 0, "the program never ran");
+    itest_box_signal(id, sig);
     itest_run_t r;
     itest_finish(&job, &r);
     ck_assert_msg(r.receipt != NULL, "no receipt: %s", r.err);

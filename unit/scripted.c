@@ -29,6 +29,8 @@ typedef struct {
     int status_exit, status_signal;
     bool stopped;
     pybox_buf_t q1, q2; /* stdout and stderr waiting */
+    int ended_stream;   /* a second stream, at its end from the start (script: ended_stream) */
+    bool ended_stream_seen;
 } sbox_t;
 
 static const pybox_box_ops_t scripted_ops;
@@ -125,6 +127,14 @@ static int s_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **
     }
     b->base.ops = &scripted_ops;
     b->s = s;
+    b->ended_stream = -1;
+    if (s->ended_stream) {
+        int p2[2];
+        if (pipe2(p2, O_CLOEXEC | O_NONBLOCK) == 0) {
+            close(p2[1]); /* at its end: poll says POLLHUP at once, every time */
+            b->ended_stream = p2[0];
+        }
+    }
     pybox_buf_init(&b->in, 0);
     pybox_buf_init(&b->q1, 0);
     pybox_buf_init(&b->q2, 0);
@@ -182,11 +192,14 @@ static int s_start(pybox_box_t *base, pybox_error_t *err)
 
 static void s_io_fds(const pybox_box_t *base, int *in_fd, int out_fds[2], int *n_out)
 {
-    int fd = ((const sbox_t *)base)->wake[0];
+    const sbox_t *b = (const sbox_t *)base;
+    int fd = b->wake[0];
     *in_fd = fd;
     out_fds[0] = fd;
     out_fds[1] = -1;
     *n_out = 1;
+    if (b->ended_stream >= 0 && !b->ended_stream_seen)
+        out_fds[(*n_out)++] = b->ended_stream;
 }
 
 /* The init's side of the box's stdin: hello, program, control bytes. */
@@ -252,8 +265,11 @@ static int s_io_read(pybox_box_t *base, pybox_output_cb cb, void *arg, pybox_err
 {
     sbox_t *b = (sbox_t *)base;
     char drain[64];
+    b->s->io_reads++;
     while (read(b->wake[0], drain, sizeof drain) > 0) {
     }
+    if (b->ended_stream >= 0 && !b->ended_stream_seen && read(b->ended_stream, drain, sizeof drain) == 0)
+        b->ended_stream_seen = true; /* its end read: no longer one of the streams (it stays open) */
     if (b->s->fail == SCRIPT_FAIL_IO && b->s->program_complete)
         return fail(b->s, err, "the engine's stream broke");
     if (b->q2.len > 0) {
@@ -358,6 +374,8 @@ static void s_free(pybox_box_t *base)
     sbox_t *b = (sbox_t *)base;
     close(b->wake[0]);
     close(b->wake[1]);
+    if (b->ended_stream >= 0)
+        close(b->ended_stream);
     pybox_buf_free(&b->in);
     pybox_buf_free(&b->q1);
     pybox_buf_free(&b->q2);
@@ -393,11 +411,26 @@ static const char *s_describe(const pybox_backend_t *be)
 
 static int s_list(pybox_backend_t *be, const char *install_id, pybox_leftover_t **out, size_t *n, pybox_error_t *err)
 {
-    (void)be;
     (void)install_id;
-    (void)err;
+    script_t *s = ((sbackend_t *)be)->s;
     *out = NULL;
     *n = 0;
+    if (s == NULL || s->n_leftovers == 0)
+        return 0;
+    *out = calloc(s->n_leftovers, sizeof **out);
+    if (*out == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "leftovers");
+    memcpy(*out, s->leftovers, s->n_leftovers * sizeof **out);
+    *n = s->n_leftovers;
+    return 0;
+}
+
+static int s_remove_leftover(pybox_backend_t *be, const pybox_leftover_t *l, bool *gone, pybox_error_t *err)
+{
+    (void)l;
+    (void)err;
+    ((sbackend_t *)be)->s->leftovers_removed++;
+    *gone = true;
     return 0;
 }
 
@@ -408,6 +441,7 @@ static const pybox_backend_ops_t scripted_backend_ops = {
     .describe = s_describe,
     .create = s_create,
     .list_leftovers = s_list,
+    .remove_leftover = s_remove_leftover,
 };
 
 void scripted_backend(pybox_backend_t **be, script_t *s)

@@ -46,6 +46,14 @@ typedef struct script {
     bool running_unknown;
     /* A cgroup v2 folder (a fixture tree) the box says it has ("": none). */
     char cgroup_v2[256];
+    /* A second output stream that is at its end from the start (as a native box's stderr
+     * after its init closed it), and how often the run read what the box says. */
+    bool ended_stream;
+    int io_reads;
+    /* Leftovers the backend lists, and how many were removed. */
+    const pybox_leftover_t *leftovers;
+    size_t n_leftovers;
+    int leftovers_removed;
     /* What the run did to the box, for the test to check. */
     int created, verified, started, removed;
     int stops, releases, kills; /* by control byte or signal */

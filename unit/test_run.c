@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../pybox/leftovers.h"
 #include "../pybox/receipt.h"
 #include "../pybox/run.h"
 #include "../pybox/util.h"
@@ -479,6 +480,64 @@ START_TEST(an_engine_lost_mid_run_is_said_plainly)
 }
 END_TEST
 
+/* A stream that ended is not polled again: a pipe at its end is always ready, and a
+ * run that kept polling it would spin until the box ended (here: a program that never
+ * ends, stopped at a 300 ms deadline). */
+START_TEST(an_ended_stream_is_not_polled_again)
+{
+    script_t s;
+    script_init(&s);
+    s.hangs = true;
+    s.ended_stream = true;
+    pybox_run_request_t req;
+    request(&req, 300);
+    run(&s, &req);
+    ck_assert_int_eq(res.end, PYBOX_END_SUPERVISOR_KILL);
+    ck_assert_msg(s.io_reads < 50, "the box's streams were read %d times in 300 ms", s.io_reads);
+}
+END_TEST
+
+/* What is slow to remove (a native image folder) waits for `pybox cleanup`: a run's own
+ * housekeeping never spends a run's time on it; an expired box goes either way. */
+START_TEST(housekeeping_leaves_what_is_slow_to_cleanup)
+{
+    char home[] = "/tmp/pybox-unit-left-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(home));
+    setenv("PYBOX_HOME", home, 1);
+    pybox_state_t st;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_state_open(&st, true, &err) == 0, "%s", err.msg);
+    pybox_leftover_t left[2];
+    memset(left, 0, sizeof left);
+    snprintf(left[0].kind, sizeof left[0].kind, "box");
+    snprintf(left[0].id, sizeof left[0].id, "box1");
+    left[0].expires = 1;
+    snprintf(left[1].kind, sizeof left[1].kind, "image");
+    snprintf(left[1].id, sizeof left[1].id, "tree");
+    left[1].expires = 1;
+    left[1].order = 1;
+    left[1].asked_only = true;
+    script_t s;
+    script_init(&s);
+    s.leftovers = left;
+    s.n_leftovers = 2;
+    pybox_backend_t *be = NULL;
+    scripted_backend(&be, &s);
+    pybox_leftovers_report_t rep;
+    ck_assert_int_eq(pybox_leftovers_clean(&st, be, false, true, &rep, &err), 0);
+    ck_assert_int_eq(s.leftovers_removed, 1); /* the box, not the image folder */
+    ck_assert_int_eq(rep.removed, 1);
+    pybox_leftovers_report_free(&rep);
+    ck_assert_int_eq(pybox_leftovers_clean(&st, be, false, false, &rep, &err), 0);
+    ck_assert_int_eq(s.leftovers_removed, 3); /* asked for: both */
+    pybox_leftovers_report_free(&rep);
+    unsetenv("PYBOX_HOME");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", home);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 Suite *suite_run(void)
 {
     Suite *s = suite_create("run");
@@ -500,6 +559,8 @@ Suite *suite_run(void)
     tcase_add_test(tc, cancelled_while_running);
     tcase_add_test(tc, interrupted_while_running);
     tcase_add_test(tc, the_total_counts_from_pybox_s_start);
+    tcase_add_test(tc, housekeeping_leaves_what_is_slow_to_cleanup);
+    tcase_add_test(tc, an_ended_stream_is_not_polled_again);
     suite_add_tcase(s, tc);
     TCase *tf = tcase_create("files out");
     tcase_add_checked_fixture(tf, out_setup, out_teardown);

@@ -18,6 +18,7 @@ static void main_help(FILE *o)
                "       pybox cleanup [--dry-run] [--json]\n"
                "       pybox verify RECEIPT.json|- [--key PUBLIC.pem]\n"
                "       pybox key [--init]\n"
+               "       pybox chart [RECEIPT.json] > chart.svg\n"
                "       pybox help [COMMAND] | version\n"
                "\n"
                "PyBox runs an untrusted Python program in a fresh, sealed box and prints a receipt:\n"
@@ -30,6 +31,7 @@ static void main_help(FILE *o)
                "  cleanup   remove this installation's expired leftovers (pybox help cleanup)\n"
                "  verify    check a JSON receipt's signature (pybox help verify)\n"
                "  key       print this installation's public receipt key (pybox help key)\n"
+               "  chart     draw a JSON receipt's kernel samples as SVG (pybox help chart)\n"
                "  help      this help, or a command's\n"
                "  version   the version\n"
                "\n"
@@ -69,6 +71,8 @@ static void exec_help(FILE *o)
             "  --backend NAME     the backend that builds the box (default: config.json's, else\n"
             "                     " PYBOX_DEFAULT_BACKEND ")\n"
             "  --json             the receipt as one JSON object (docs/receipt.md)\n"
+            "  --chart FILE       also draw the run's kernel samples as SVG into FILE, a new file\n"
+            "                     in an existing folder (never written over; docs/chart.md)\n"
             "  --help             this help\n"
             "\n"
             "Ceilings: every limit stays under the installation's (config.json in the state\n"
@@ -184,6 +188,20 @@ static void key_help(FILE *o)
           o);
 }
 
+static void chart_help(FILE *o)
+{
+    fputs("usage: pybox chart [RECEIPT.json] > chart.svg\n"
+          "       pybox exec --chart FILE.svg [OPTION]... < program.py\n"
+          "\n"
+          "Draw a run's kernel samples as SVG: memory with its limit, processes with theirs, the\n"
+          "CPU rate with its quota, the moment PyBox's deadline or the box's timer fired, and the\n"
+          "final reading. The receipt (pybox exec --json) comes from the named file or standard\n"
+          "input; the SVG goes to standard output. A receipt that cannot be drawn is refused\n"
+          "(exit 125, nothing on standard output). The same receipt always gives the same bytes.\n"
+          "docs/chart.md.\n",
+          o);
+}
+
 int pybox_help(FILE *out, const char *command)
 {
     if (command == NULL || command[0] == '\0')
@@ -200,6 +218,8 @@ int pybox_help(FILE *out, const char *command)
         verify_help(out);
     else if (strcmp(command, "key") == 0)
         key_help(out);
+    else if (strcmp(command, "chart") == 0)
+        chart_help(out);
     else
         return -1;
     return 0;

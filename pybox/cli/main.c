@@ -29,6 +29,7 @@
 #include "../state.h"
 #include "../util.h"
 #include "../version.h"
+#include "chart.h"
 #include "help.h"
 #include "parse.h"
 
@@ -107,10 +108,19 @@ static int read_program(char **prog, size_t *len, pybox_error_t *err)
     return 0;
 }
 
-/* The receipt on stdout, and PyBox's own failure on stderr. The JSON receipt is signed
- * with the installation's key (st); the terminal one cannot be. Returns the exit code. */
-static int print_run(const pybox_run_result_t *res, int rc, bool json, const pybox_state_t *st)
+/* The chart (when asked), the receipt on stdout, and PyBox's own failure on stderr. The
+ * JSON receipt is signed with the installation's key (st); the terminal one cannot be.
+ * Returns the exit code. */
+static int print_run(const pybox_run_result_t *res, int rc, bool json, const pybox_state_t *st, const char *chart)
 {
+    pybox_error_t cerr = {0};
+    int chart_rc = 0;
+    if (chart != NULL) {
+        cJSON *j = pybox_receipt_json(res);
+        chart_rc = j != NULL ? pybox_cli_chart_write(chart, j, &cerr)
+                             : pybox_error_set(&cerr, PYBOX_ERR_SYSTEM, ENOMEM, "the chart: no receipt to draw");
+        cJSON_Delete(j);
+    }
     pybox_buf_t out;
     pybox_buf_init(&out, 0);
     if (json) {
@@ -130,6 +140,14 @@ static int print_run(const pybox_run_result_t *res, int rc, bool json, const pyb
         code = PYBOX_EXIT_FAILED;
     }
     pybox_buf_free(&out);
+    if (chart_rc < 0) {
+        pybox_buf_t b;
+        pybox_buf_init(&b, 0);
+        pybox_escape_terminal(&b, cerr.msg, strlen(cerr.msg), false);
+        fprintf(stderr, "pybox: error: %s\n", b.data ? b.data : "");
+        pybox_buf_free(&b);
+        code = PYBOX_EXIT_FAILED;
+    }
     if (rc < 0) {
         pybox_buf_t b;
         pybox_buf_init(&b, 0);
@@ -167,6 +185,8 @@ static int cmd_exec(int argc, char **argv)
     }
     if (pybox_cli_parse_exec(argc, argv, &o, &err) < 0)
         return fail(&err, json);
+    if (o.chart != NULL && pybox_cli_chart_path_check(o.chart, &err) < 0)
+        return fail(&err, o.json);
     _cleanup_free_ char *prog = NULL;
     size_t len = 0;
     if (read_program(&prog, &len, &err) < 0)
@@ -192,7 +212,56 @@ static int cmd_exec(int argc, char **argv)
     catch_signals();
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
     int rc = pybox_ready_run(&rd, &res);
-    return print_run(&res, rc, o.json, &rd.st);
+    return print_run(&res, rc, o.json, &rd.st, o.chart);
+}
+
+/* pybox chart [RECEIPT]: a receipt's kernel samples as SVG on stdout; nothing on stdout
+ * when the receipt is refused. */
+static int cmd_chart(int argc, char **argv)
+{
+    pybox_error_t err = {0};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            pybox_help(stdout, "chart");
+            return 0;
+        }
+    }
+    if (argc > 2 || (argc == 2 && argv[1][0] == '-' && argv[1][1] != '\0')) {
+        pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
+                        "usage: pybox chart [RECEIPT.json] > chart.svg (see pybox help chart)");
+        return fail(&err, false);
+    }
+    bool from_file = argc == 2 && strcmp(argv[1], "-") != 0;
+    _cleanup_close_ int own = -1;
+    if (from_file) {
+        own = open(argv[1], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        struct stat sb;
+        if (own < 0 || fstat(own, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+            char shown[160];
+            pybox_escape_short(shown, sizeof shown, argv[1], 96);
+            pybox_error_set(&err, PYBOX_ERR_USAGE, own < 0 ? errno : 0, "%s: %s", shown,
+                            own < 0 ? "cannot be opened" : "not a regular file");
+            return fail(&err, false);
+        }
+    } else if (isatty(STDIN_FILENO)) {
+        pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
+                        "standard input is a terminal: give the receipt on it (pybox chart < receipt.json) or name "
+                        "its file");
+        return fail(&err, false);
+    }
+    pybox_buf_t svg;
+    pybox_buf_init(&svg, 0);
+    if (pybox_cli_chart_fd(from_file ? own : STDIN_FILENO, from_file ? argv[1] : "standard input", &svg, &err) < 0)
+        return fail(&err, false);
+    int code = 0;
+    if (pybox_write_all(STDOUT_FILENO, svg.data, svg.len) < 0) {
+        char etext[128];
+        fprintf(stderr, "pybox: error: the chart could not be written: %s\n",
+                pybox_strerror(errno, etext, sizeof etext));
+        code = PYBOX_EXIT_FAILED;
+    }
+    pybox_buf_free(&svg);
+    return code;
 }
 
 static int cmd_cleanup(int argc, char **argv)
@@ -222,7 +291,7 @@ static int cmd_cleanup(int argc, char **argv)
     if (pybox_backend_open_for(&st, backend, &be, &err) < 0)
         return fail(&err, json);
     pybox_leftovers_report_t rep;
-    int rc = pybox_leftovers_clean(&st, be, dry, &rep, &err);
+    int rc = pybox_leftovers_clean(&st, be, dry, false, &rep, &err);
     if (rc < 0) {
         pybox_leftovers_report_free(&rep);
         return fail(&err, json);
@@ -658,6 +727,8 @@ int main(int argc, char **argv)
         return cmd_key(argc - 1, argv + 1);
     if (strcmp(cmd, "receipt-schema") == 0 && argc == 2)
         return cmd_receipt_schema();
+    if (strcmp(cmd, "chart") == 0)
+        return cmd_chart(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("pybox %s\n", PYBOX_VERSION);
         return 0;
@@ -671,7 +742,7 @@ int main(int argc, char **argv)
         char shown[160];
         pybox_escape_short(shown, sizeof shown, cmd, 64);
         pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
-                        "no help for '%s': commands are exec, mcp, image, cleanup, verify, key", shown);
+                        "no help for '%s': commands are exec, mcp, image, cleanup, verify, key, chart", shown);
         return fail(&err, false);
     }
     pybox_error_t err = {0};

@@ -19,11 +19,17 @@ static void shown(char *out, size_t len, const char *arg)
 int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_error_t *err)
 {
     static const struct option longs[] = {
-        {"timeout", required_argument, NULL, 't'}, {"json", no_argument, NULL, 'j'},
-        {"image", required_argument, NULL, 'i'},   {"memory", required_argument, NULL, 'm'},
-        {"pids", required_argument, NULL, 'p'},    {"cpus", required_argument, NULL, 'c'},
-        {"input", required_argument, NULL, 'I'},   {"output", required_argument, NULL, 'O'},
-        {"backend", required_argument, NULL, 'b'}, {NULL, 0, NULL, 0},
+        {"timeout", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},
+        {"image", required_argument, NULL, 'i'},
+        {"memory", required_argument, NULL, 'm'},
+        {"pids", required_argument, NULL, 'p'},
+        {"cpus", required_argument, NULL, 'c'},
+        {"input", required_argument, NULL, 'I'},
+        {"output", required_argument, NULL, 'O'},
+        {"backend", required_argument, NULL, 'b'},
+        {"chart", required_argument, NULL, 'C'},
+        {NULL, 0, NULL, 0},
     };
     o->timeout_ms = PYBOX_DEFAULT_TIMEOUT_MS;
     o->json = false;
@@ -35,6 +41,7 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
     o->n_inputs = 0;
     o->output = NULL;
     o->backend = NULL;
+    o->chart = NULL;
     optind = 0; /* GNU: full re-initialisation, so parsing can run more than once */
     opterr = 0;
     char arg[128];
@@ -102,6 +109,11 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
             if (o->output != NULL)
                 return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--output: give it once");
             o->output = optarg;
+            break;
+        case 'C':
+            if (o->chart != NULL)
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--chart: give it once");
+            o->chart = optarg;
             break;
         case 'i':
             o->image = optarg;

@@ -23,6 +23,7 @@ typedef struct pybox_exec_opts {
     size_t n_inputs;
     const char *output;  /* --output, or NULL */
     const char *backend; /* --backend, or NULL */
+    const char *chart;   /* --chart, or NULL */
 } pybox_exec_opts_t;
 
 /* argv[0] is "exec". */

@@ -381,11 +381,35 @@ static int n_list_leftovers(pybox_backend_t *base, const char *install_id, pybox
     size_t nn = 0;
     if (pybox_native_leftovers(pybox_cgroup_root(), parent, be->staging, &nl, &nn, err) < 0)
         return -1;
-    pybox_leftover_t *v = calloc(nn + 1, sizeof *v);
+    /* And the image folders no pin of this installation names (left by a rebuild while a
+     * box was there, or by an import cut short). */
+    char(*images)[72] = NULL;
+    int64_t *image_mtime = NULL;
+    size_t ni = 0;
+    if (native_unpinned_images(be, &images, &image_mtime, &ni, err) < 0) {
+        free(nl);
+        return -1;
+    }
+    pybox_leftover_t *v = calloc(nn + ni + 1, sizeof *v);
     if (v == NULL) {
         free(nl);
+        free(images);
+        free(image_mtime);
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "listing leftovers");
     }
+    for (size_t i = 0; i < ni; i++) {
+        pybox_leftover_t *l = &v[nn + i];
+        snprintf(l->kind, sizeof l->kind, "image");
+        snprintf(l->id, sizeof l->id, "%s", images[i]);
+        snprintf(l->name, sizeof l->name, "root filesystem folder %.16s", images[i]);
+        /* a build renames its folder into place just before it pins it: ten minutes */
+        l->expires = image_mtime[i] + 600;
+        l->order = 1;         /* after the boxes */
+        l->asked_only = true; /* a whole tree: never in a run's way */
+        snprintf(l->state, sizeof l->state, "not pinned");
+    }
+    free(images);
+    free(image_mtime);
     for (size_t i = 0; i < nn; i++) {
         pybox_leftover_t *l = &v[i];
         snprintf(l->kind, sizeof l->kind, "box");
@@ -399,7 +423,7 @@ static int n_list_leftovers(pybox_backend_t *base, const char *install_id, pybox
     }
     free(nl);
     *out = v;
-    *n = nn;
+    *n = nn + ni;
     return 0;
 }
 
@@ -407,6 +431,8 @@ static int n_remove_leftover(pybox_backend_t *base, const pybox_leftover_t *l, b
 {
     native_backend_t *be = nbe(base);
     *gone = false;
+    if (strcmp(l->kind, "image") == 0)
+        return native_remove_unpinned(be, l->id, gone, err);
     char parent[96];
     if (pybox_fmt(parent, sizeof parent, "pybox-%s", be->install_id) < 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the installation's id");

@@ -539,3 +539,115 @@ int pybox_native_netns_pid(native_backend_t *be, const char *what, pid_t *pid, p
     *pid = (pid_t)v;
     return 0;
 }
+
+/* ---- image folders no pin names ---- */
+
+/* A name of roots/ that an image or an import cut short may have. */
+static bool root_folder_name(const char *n)
+{
+    if (hex64(n))
+        return true;
+    return (strncmp(n, ".new-", 5) == 0 || strncmp(n, ".old-", 5) == 0) && strlen(n) == 21 &&
+           strspn(n + 5, "0123456789abcdef") == 16;
+}
+
+static bool pinned(const pybox_pin_t *pins, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(pins[i].id, "sha256:", 7) == 0 && strcmp(pins[i].id + 7, name) == 0)
+            return true;
+    return false;
+}
+
+int native_unpinned_images(native_backend_t *be, char (**names)[72], int64_t **mtimes, size_t *n, pybox_error_t *err)
+{
+    *names = NULL;
+    *mtimes = NULL;
+    *n = 0;
+    pybox_pin_t *pins = NULL;
+    size_t np = 0;
+    if (pybox_pin_list(&be->st, "native", &pins, &np, err) < 0)
+        return -1;
+    DIR *d = opendir(be->roots);
+    if (d == NULL) {
+        free(pins);
+        return errno == ENOENT ? 0 : pybox_error_set(err, PYBOX_ERR_STATE, errno, "opendir(%s)", be->roots);
+    }
+    size_t cap = 0;
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d)) != NULL) {
+        struct stat sb;
+        if (!root_folder_name(de->d_name) || pinned(pins, np, de->d_name) ||
+            fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(sb.st_mode))
+            continue;
+        if (*n == cap) {
+            size_t nc = cap ? cap * 2 : 8;
+            char(*nn)[72] = realloc(*names, nc * sizeof **names);
+            int64_t *nm = nn ? realloc(*mtimes, nc * sizeof **mtimes) : NULL;
+            if (nn != NULL)
+                *names = nn;
+            if (nm == NULL) {
+                rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "listing image folders");
+                break;
+            }
+            *mtimes = nm;
+            cap = nc;
+        }
+        pybox_strlcpy((*names)[*n], de->d_name, sizeof **names);
+        (*mtimes)[*n] = (int64_t)sb.st_mtim.tv_sec;
+        (*n)++;
+    }
+    closedir(d);
+    free(pins);
+    if (rc < 0) {
+        free(*names);
+        free(*mtimes);
+        *names = NULL;
+        *mtimes = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+int native_remove_unpinned(native_backend_t *be, const char *name, bool *gone, pybox_error_t *err)
+{
+    *gone = false;
+    if (!root_folder_name(name))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "not an image folder's name");
+    /* Asked again now: a pin may name it since it was listed, a box may have it. */
+    pybox_pin_t *pins = NULL;
+    size_t np = 0;
+    if (pybox_pin_list(&be->st, "native", &pins, &np, err) < 0)
+        return -1;
+    bool named = pinned(pins, np, name);
+    free(pins);
+    if (named)
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "a pin names it again");
+    char parent[96];
+    pybox_native_leftover_t *boxes = NULL;
+    size_t nb = 0;
+    if (pybox_fmt(parent, sizeof parent, "pybox-%s", be->install_id) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the installation's id");
+    if (pybox_native_leftovers(pybox_cgroup_root(), parent, be->staging, &boxes, &nb, err) < 0)
+        return -1;
+    free(boxes);
+    if (nb > 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "a box of this installation is there");
+    char path[PATH_MAX], old[PATH_MAX], rnd[17];
+    if (pybox_fmt(path, sizeof path, "%s/%s", be->roots, name) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "the image's folder");
+    if (name[0] != '.') {
+        /* out of the way first: no run can start on half of it */
+        if (pybox_random_hex(8, rnd, err) < 0 || pybox_fmt(old, sizeof old, "%s/.old-%s", be->roots, rnd) < 0)
+            return -1;
+        if (rename(path, old) < 0)
+            return errno == ENOENT ? (*gone = true, 0)
+                                   : pybox_error_set(err, PYBOX_ERR_STATE, errno, "rename(%s)", path);
+        pybox_strlcpy(path, old, sizeof path);
+    }
+    if (pybox_native_rm_tree(path, err) < 0)
+        return -1;
+    *gone = true;
+    return 0;
+}

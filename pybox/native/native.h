@@ -8,6 +8,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "../box.h"
@@ -38,6 +39,12 @@ int pybox_native_image_root(native_backend_t *be, const char *id, char *out, siz
 /* The SHA-256 of a whole tree (every entry's path, type, mode, owner, size and content,
  * link target or device), following no link: what a native image is pinned by. */
 int pybox_native_tree_sha256(const char *dir, char out[65], pybox_error_t *err);
+
+/* The folders of the installation's own roots/ that no native pin names (digests, and
+ * the .new-/.old- folders of imports and removals cut short), with their mtimes. */
+int native_unpinned_images(native_backend_t *be, char (**names)[72], int64_t **mtimes, size_t *n, pybox_error_t *err);
+/* Remove one of them, unless a box of the installation is there or a pin names it now. */
+int native_remove_unpinned(native_backend_t *be, const char *name, bool *gone, pybox_error_t *err);
 
 /* A relaxed test box joins another process's network namespace: "pid:<n>". */
 int pybox_native_netns_pid(native_backend_t *be, const char *what, pid_t *pid, pybox_error_t *err);

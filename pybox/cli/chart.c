@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/* The command line's charts (see chart.h). */
+#include "chart.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../chart.h"
+#include "../escape.h"
+#include "../util.h"
+
+static void shown(char *out, size_t len, const char *arg)
+{
+    pybox_escape_short(out, len, arg, 96);
+}
+
+int pybox_cli_chart_fd(int fd, const char *from, pybox_buf_t *svg, pybox_error_t *err)
+{
+    char name[160];
+    shown(name, sizeof name, from);
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    bool over = false;
+    if (pybox_read_bounded(fd, PYBOX_CLI_RECEIPT_MAX, &text, &len, &over, err) < 0) {
+        pybox_buf_fail(svg);
+        return -1;
+    }
+    if (over) {
+        pybox_buf_fail(svg);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: larger than %d bytes: not a receipt", name,
+                               PYBOX_CLI_RECEIPT_MAX);
+    }
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    if (j == NULL) {
+        pybox_buf_fail(svg);
+        /* cJSON says where it stopped; the receipt's text is not shown, only where. */
+        const char *stop = end != NULL ? end : cJSON_GetErrorPtr();
+        size_t off = stop != NULL && stop >= text && stop <= text + len ? (size_t)(stop - text) : 0;
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               len == 0 ? "%s: empty: give a receipt (pybox exec --json prints one)"
+                                        : "%s: not JSON (it stops making sense at byte %zu)",
+                               name, off);
+    }
+    for (const char *p = end; p != NULL && p < text + len; p++) {
+        if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') {
+            cJSON_Delete(j);
+            pybox_buf_fail(svg);
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: more than one JSON value (byte %zu on)", name,
+                                   (size_t)(p - text));
+        }
+    }
+    int rc = pybox_chart_svg(j, svg, err);
+    cJSON_Delete(j);
+    if (rc < 0)
+        pybox_error_prefix(err, "%s: ", name);
+    return rc;
+}
+
+/* The folder part of path ("." when there is none). */
+static int folder_of(const char *path, char out[PATH_MAX], const char **base)
+{
+    const char *slash = strrchr(path, '/');
+    *base = slash ? slash + 1 : path;
+    if (slash == NULL)
+        return pybox_fmt(out, PATH_MAX, ".");
+    if (slash == path)
+        return pybox_fmt(out, PATH_MAX, "/");
+    return pybox_fmt(out, PATH_MAX, "%.*s", (int)(slash - path), path);
+}
+
+int pybox_cli_chart_path_check(const char *path, pybox_error_t *err)
+{
+    char arg[256], dir[PATH_MAX];
+    shown(arg, sizeof arg, path);
+    const char *base;
+    if (path[0] == '\0')
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--chart: give the name of a new file, e.g. --chart run.svg");
+    if (strlen(path) >= PATH_MAX || folder_of(path, dir, &base) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--chart %s: the path is too long", arg);
+    if (base[0] == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--chart %s: names a folder, not a file", arg);
+    struct stat sb;
+    if (lstat(path, &sb) == 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "--chart %s: it exists already (a chart is never written over anything)", arg);
+    if (errno != ENOENT && errno != ENOTDIR)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "--chart %s: lstat failed", arg);
+    if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--chart %s: its folder does not exist", arg);
+    if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "--chart %s: its folder cannot be written", arg);
+    return 0;
+}
+
+int pybox_cli_chart_write(const char *path, const cJSON *receipt, pybox_error_t *err)
+{
+    char arg[256], dir[PATH_MAX], tmp[PATH_MAX], rnd[17];
+    shown(arg, sizeof arg, path);
+    const char *base;
+    if (folder_of(path, dir, &base) < 0 || pybox_random_hex(8, rnd, err) < 0 ||
+        pybox_fmt(tmp, sizeof tmp, "%s/.%s.tmp-%s", dir, base, rnd) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "the chart %s: the path is too long", arg);
+    pybox_buf_t svg;
+    pybox_buf_init(&svg, 0);
+    if (pybox_chart_svg(receipt, &svg, err) < 0) {
+        pybox_error_prefix(err, "the chart %s was not drawn: ", arg);
+        return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        pybox_buf_free(&svg);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "the chart %s: open of its temporary file failed", arg);
+    }
+    int rc = pybox_write_all(fd, svg.data, svg.len) < 0 || fsync(fd) < 0 ? -1 : 0;
+    int e = errno;
+    close(fd);
+    pybox_buf_free(&svg);
+    if (rc < 0) {
+        unlink(tmp);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, e, "the chart %s: write failed", arg);
+    }
+    /* Put in place whole, and never over a file that took the name during the run. */
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) < 0) {
+        e = errno;
+        if (e == EINVAL) /* a filesystem without RENAME_NOREPLACE: link refuses a taken name too */
+            e = link(tmp, path) == 0 ? 0 : errno;
+        unlink(tmp);
+        if (e != 0)
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, e,
+                                   e == EEXIST ? "the chart %s was not written: the name was taken during the run"
+                                               : "the chart %s: rename failed",
+                                   arg);
+    }
+    return 0;
+}
