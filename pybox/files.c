@@ -82,6 +82,7 @@ typedef struct {
     int64_t max_total;
     size_t entries;
     const char *top; /* the path as the operator gave it, for messages */
+    bool utf8;       /* this thread is in C.UTF-8: names are taken as they are */
 } packer_t;
 
 /* libarchive's last error, never NULL. */
@@ -129,7 +130,14 @@ static int header(packer_t *k, const char *name, const char *shown_path, mode_t 
     struct archive_entry *e = archive_entry_new();
     if (e == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "archive_entry_new");
-    archive_entry_set_pathname_utf8(e, name);
+    /* In C.UTF-8 the name is handed over as the bytes it is: libarchive recomposes a name
+     * it converts from UTF-8 (Unicode NFC), which would rename a decomposed one and make
+     * two names one (the second file overwriting the first in /box/in). Only without
+     * that locale is it converted. */
+    if (k->utf8)
+        archive_entry_copy_pathname(e, name);
+    else
+        archive_entry_set_pathname_utf8(e, name);
     /* The writer takes the name in the locale's form; never let it read a NULL one. */
     if (archive_entry_pathname(e) == NULL) {
         archive_entry_free(e);
@@ -333,7 +341,7 @@ int pybox_inputs_prepare(const char *const *paths, size_t n, int64_t max_total, 
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "inputs");
     /* Before the archive exists: it takes the locale's character set once, at its first name. */
     locale_t old = utf8_begin();
-    packer_t k = {.w = archive_write_new(), .in = in, .max_total = max_total};
+    packer_t k = {.w = archive_write_new(), .in = in, .max_total = max_total, .utf8 = utf8_loc != (locale_t)0};
     int rc = 0;
     /* pax headers carry the names as UTF-8, never as "binary" bytes of some locale */
     if (k.w == NULL || archive_write_set_format_pax_restricted(k.w) != ARCHIVE_OK ||

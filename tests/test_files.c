@@ -418,6 +418,32 @@ START_TEST(utf8_names_in)
 }
 END_TEST
 
+/* A folder holding café.txt composed and decomposed (e + U+0301): both reach /box/in,
+ * each under its own name with its own bytes, as the receipt lists them. */
+START_TEST(composed_and_decomposed_names_both_in)
+{
+    char d[PATH_MAX];
+    path_in(d, "forms");
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    write_file("forms/caf\xc3\xa9.txt", "composed", 8);
+    write_file("forms/cafe\xcc\x81.txt", "decomposed", 10);
+    const char *args[] = {"--input", d, NULL};
+    itest_run_t r;
+    itest_exec("import os\n"
+               "for n in sorted(os.listdir('/box/in/forms')):\n"
+               "    print(ascii(n), open('/box/in/forms/' + n).read())\n",
+               args, &r);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_str_eq(itest_str(r.receipt, "said.stdout.text"),
+                     "'cafe\\u0301.txt' decomposed\n'caf\\xe9.txt' composed\n");
+    const cJSON *inputs = itest_get(r.receipt, "asked.inputs");
+    ck_assert_int_eq(cJSON_GetArraySize(inputs), 2);
+    ck_assert_str_eq(itest_str(cJSON_GetArrayItem(inputs, 0), "name"), "forms/cafe\xcc\x81.txt");
+    ck_assert_str_eq(itest_str(cJSON_GetArrayItem(inputs, 1), "name"), "forms/caf\xc3\xa9.txt");
+    itest_run_free(&r);
+}
+END_TEST
+
 /* A name that is not UTF-8 (a Latin-1 byte) is refused before any box, named escaped;
  * the receipt is still written. */
 START_TEST(name_not_utf8_refused)
@@ -624,6 +650,7 @@ Suite *itest_suite_files(void)
     tcase_add_test(tc, case_clash_refuses_everything);
     tcase_add_test(tc, folder_input_read_only_tree);
     tcase_add_test(tc, utf8_names_in);
+    tcase_add_test(tc, composed_and_decomposed_names_both_in);
     tcase_add_test(tc, name_not_utf8_refused);
     suite_add_tcase(s, tc);
     TCase *full = tcase_create("full state directory");

@@ -1961,6 +1961,45 @@ START_TEST(in_name_not_utf8_refused)
 }
 END_TEST
 
+/* Names go in as the bytes they are: a decomposed name (e + U+0301, as macOS writes it)
+ * is not recomposed, so a folder holding café.txt in both forms keeps two files in the
+ * archive, each under its own name, and the receipt's two entries are what the box gets
+ * (recomposed, the second overwrote the first in /box/in). In any locale. */
+START_TEST(in_names_kept_as_written)
+{
+    char top[PATH_MAX], dir[PATH_MAX], p[PATH_MAX];
+    path_in(top, "cafe\xcc\x81-top.txt");
+    write_file_at(top, "top", 3);
+    path_in(dir, "forms");
+    make_dir_at(dir);
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/caf\xc3\xa9.txt", dir), 0);
+    write_file_at(p, "composed", 8);
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/cafe\xcc\x81.txt", dir), 0);
+    write_file_at(p, "decomposed", 10);
+    static const char *const want[] = {"path=cafe\xcc\x81-top.txt\n", "path=forms/caf\xc3\xa9.txt\n",
+                                       "path=forms/cafe\xcc\x81.txt\n"};
+    int tried = 0;
+    for (size_t i = 0; pack_locales[i] != NULL; i++) {
+        if (setlocale(LC_ALL, pack_locales[i]) == NULL)
+            continue;
+        tried++;
+        const char *paths[] = {top, dir};
+        pybox_inputs_t in;
+        pybox_error_t err = {0};
+        ck_assert_msg(pybox_inputs_prepare(paths, 2, PYBOX_INPUT_MAX, &in, &err) == 0, "%s: %s", pack_locales[i],
+                      err.msg);
+        ck_assert_uint_eq(in.n, 3);
+        for (size_t w = 0; w < 3; w++)
+            ck_assert_msg(memmem(in.tar.data, in.tar.len, want[w], strlen(want[w])) != NULL,
+                          "%s: the archive does not hold %s as written", pack_locales[i], want[w] + 5);
+        ck_assert_ptr_null(memmem(in.tar.data, in.tar.len, "hdrcharset", 10));
+        pybox_inputs_free(&in);
+    }
+    ck_assert_int_ge(tried, 2);
+    setlocale(LC_ALL, "C");
+}
+END_TEST
+
 Suite *suite_files(void)
 {
     Suite *s = suite_create("files");
@@ -2016,6 +2055,7 @@ Suite *suite_files(void)
     tcase_add_test(in, in_utf8_names_any_locale);
     tcase_add_test(in, in_utf8_names_in_threads);
     tcase_add_test(in, in_name_not_utf8_refused);
+    tcase_add_test(in, in_names_kept_as_written);
     suite_add_tcase(s, in);
     return s;
 }
