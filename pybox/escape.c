@@ -62,6 +62,22 @@ bool pybox_utf8_valid(const void *s, size_t len)
     return true;
 }
 
+size_t pybox_utf8_cut(const void *s, size_t len, size_t max)
+{
+    const unsigned char *p = s;
+    size_t i = 0;
+    while (i < len) {
+        unsigned cp;
+        size_t n = pybox_utf8_seq(p + i, len - i, &cp);
+        if (n == 0)
+            n = 1;
+        if (i + n > max)
+            break;
+        i += n;
+    }
+    return i;
+}
+
 static bool in_ranges(const pybox_cp_range_t *r, size_t n, unsigned cp)
 {
     size_t lo = 0, hi = n;

@@ -14,6 +14,11 @@
 size_t pybox_utf8_seq(const unsigned char *s, size_t len, unsigned *cp);
 bool pybox_utf8_valid(const void *s, size_t len);
 
+/* How many of the first len bytes of s to keep so that at most max are kept and no
+ * character is cut in two (a byte that is not UTF-8 counts as one character): text cut
+ * there stays as valid as it was. */
+size_t pybox_utf8_cut(const void *s, size_t len, size_t max);
+
 /* Append a terminal-safe form of the bytes: printable text as is; backslash as "\\";
  * tab "\t", CR "\r", newline "\n" (unless keep_newlines), other C0/DEL controls as "\xNN";
  * as "\u{XXXX}": C1 controls, format characters (bidi controls among them), line and

@@ -662,13 +662,32 @@ static int case_clash(const pybox_outputs_t *o, char *a, size_t alen, char *b, s
     return rc;
 }
 
+/* A name quoted in a reason: escaped, at most QUOTED_NAME bytes of it, cut only between
+ * characters ("..." when cut), so that two fit in a reason whole and it stays UTF-8. */
+#define QUOTED_NAME 80
+#define QUOTED_MAX (QUOTED_NAME + 4)
+
+static void quoted(char out[QUOTED_MAX], const char *name)
+{
+    pybox_buf_t e;
+    pybox_buf_init(&e, 0);
+    pybox_escape_terminal(&e, name, strlen(name), false);
+    const char *t = e.data ? e.data : "";
+    size_t n = pybox_utf8_cut(t, e.len, QUOTED_NAME);
+    snprintf(out, QUOTED_MAX, "%.*s%s", (int)n, t, n < e.len ? "..." : "");
+    pybox_buf_free(&e);
+}
+
 static void refuse_all(pybox_outputs_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void refuse_all(pybox_outputs_t *o, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(o->reason, sizeof o->reason, fmt, ap);
+    int n = vsnprintf(o->reason, sizeof o->reason, fmt, ap);
     va_end(ap);
+    /* should it not fit, it ends between characters, never in one */
+    if (n >= (int)sizeof o->reason)
+        o->reason[pybox_utf8_cut(o->reason, strlen(o->reason), sizeof o->reason - 1)] = '\0';
     o->status = PYBOX_OUT_REFUSED;
     o->returned_files = 0;
     o->returned_bytes = 0;
@@ -868,19 +887,13 @@ static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim,
     if (clash < 0)
         return -1;
     if (clash) {
-        pybox_buf_t ea, eb;
-        pybox_buf_init(&ea, 0);
-        pybox_buf_init(&eb, 0);
-        pybox_escape_terminal(&ea, a, strlen(a), false);
-        pybox_escape_terminal(&eb, b, strlen(b), false);
+        char qa[QUOTED_MAX], qb[QUOTED_MAX];
+        quoted(qa, a);
+        quoted(qb, b);
         if (clash == 2)
-            refuse_all(o, "'%.100s' is named twice in the archive (a file, and a file or folder of that name)",
-                       ea.data ? ea.data : "");
+            refuse_all(o, "'%s' is named twice in the archive (a file, and a file or folder of that name)", qa);
         else
-            refuse_all(o, "'%.100s' and '%.100s' differ only by case: such a folder cannot be copied everywhere",
-                       ea.data ? ea.data : "", eb.data ? eb.data : "");
-        pybox_buf_free(&ea);
-        pybox_buf_free(&eb);
+            refuse_all(o, "'%s' and '%s' differ only by case: such a folder cannot be copied everywhere", qa, qb);
     }
     return 0;
 }

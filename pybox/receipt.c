@@ -74,6 +74,28 @@ static cJSON *said_json(const pybox_said_t *s, bool *ok)
 
 static double ms1(double v);
 
+/* Every string of the receipt is valid UTF-8, as JSON requires (a strict client, an MCP
+ * one among them, may drop a whole session over one bad byte): one that quotes bytes from
+ * outside that are not (a note cut inside a character, an operator's Latin-1 path) gets
+ * U+FFFD for each stray byte. False when memory ran out. */
+static bool strings_utf8(cJSON *node)
+{
+    for (cJSON *c = node; c != NULL; c = c->next) {
+        if (cJSON_IsString(c) && c->valuestring != NULL && !pybox_utf8_valid(c->valuestring, strlen(c->valuestring))) {
+            pybox_buf_t b;
+            pybox_buf_init(&b, 0);
+            pybox_utf8_sanitize(&b, c->valuestring, strlen(c->valuestring), NULL);
+            bool set = pybox_buf_ok(&b) && b.data != NULL && cJSON_SetValuestring(c, b.data) != NULL;
+            pybox_buf_free(&b);
+            if (!set)
+                return false;
+        }
+        if (c->child != NULL && !strings_utf8(c->child))
+            return false;
+    }
+    return true;
+}
+
 static void num_or_null(cJSON *o, const char *key, const pybox_reading_t *r, unsigned bit, int64_t v)
 {
     if (r != NULL && (r->valid & bit))
@@ -391,7 +413,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
         cJSON_AddStringToObject(e, "message", got_text(pybox_buf_ok(&m) ? (m.data ? m.data : "") : NULL, &ok));
         pybox_buf_free(&m);
     }
-    if (!ok) {
+    if (!ok || !strings_utf8(r)) {
         cJSON_Delete(r);
         return NULL;
     }

@@ -11,6 +11,7 @@
 
 #include "../guest/proto.h"
 #include "bounds.h"
+#include "escape.h"
 #include "journal.h"
 #include "leftovers.h"
 #include "uid.h"
@@ -46,16 +47,18 @@ static void unknown(pybox_run_result_t *res, const char *fmt, ...)
 {
     if (res->n_unknown >= PYBOX_UNKNOWN_MAX)
         return;
-    char buf[512];
+    /* whole: a note is never cut (a cut could fall inside a character it quotes) */
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    char *s = n < 0 ? NULL : malloc((size_t)n + 1);
+    if (s == NULL)
         return;
-    char *s = strdup(buf);
-    if (s != NULL)
-        res->unknown[res->n_unknown++] = s;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    res->unknown[res->n_unknown++] = s;
 }
 
 static void step(const pybox_run_request_t *req, const pybox_run_result_t *res, const char *name)
@@ -620,7 +623,8 @@ static int files_out(run_t *r, int rc, bool engine_lost)
         if (req->state != NULL && !trail) {
             res->outputs.status = PYBOX_OUT_REFUSED;
             snprintf(res->outputs.reason, sizeof res->outputs.reason,
-                     "the output was not written: its trail could not be recorded: %.190s", oerr.msg);
+                     "the output was not written: its trail could not be recorded: %.*s",
+                     (int)pybox_utf8_cut(oerr.msg, strlen(oerr.msg), 190), oerr.msg);
             if (rc == 0) {
                 pybox_error_set(&res->error, PYBOX_ERR_STATE, 0,
                                 "the output was not written: its trail could not be recorded: %s", oerr.msg);

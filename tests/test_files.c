@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../pybox/buf.h"
+#include "../pybox/escape.h"
 #include "../pybox/util.h"
 #include "itest.h"
 #include "suites.h"
@@ -356,6 +357,27 @@ START_TEST(case_clash_refuses_everything)
 }
 END_TEST
 
+/* Two long names that differ by case, with a character of two bytes where a cut would
+ * fall: the receipt is valid UTF-8 and its reason whole. */
+START_TEST(long_case_clash_receipt_is_utf8)
+{
+    char out[PATH_MAX];
+    path_in(out, "out");
+    const char *args[] = {"--output", out, NULL};
+    itest_run_t r;
+    itest_exec("n = 'a' * 99 + '\\u00e9'\n"
+               "open('/box/out/' + n, 'w').write('x')\n"
+               "open('/box/out/' + n[:99].upper() + n[99:], 'w').write('y')\n",
+               args, &r);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(pybox_utf8_valid(r.out, r.out_len), "the JSON receipt is not UTF-8");
+    ck_assert_str_eq(itest_str(r.receipt, "seen.files.status"), "refused");
+    const char *why = itest_str(r.receipt, "seen.files.reason");
+    ck_assert_msg(strstr(why, "differ only by case: such a folder cannot be copied everywhere") != NULL, "%s", why);
+    itest_run_free(&r);
+}
+END_TEST
+
 START_TEST(folder_input_read_only_tree)
 {
     char d[PATH_MAX], p[PATH_MAX];
@@ -648,6 +670,7 @@ Suite *itest_suite_files(void)
     tcase_add_test(tc, hostile_names_escaped);
     tcase_add_test(tc, forged_rows_and_lookalikes);
     tcase_add_test(tc, case_clash_refuses_everything);
+    tcase_add_test(tc, long_case_clash_receipt_is_utf8);
     tcase_add_test(tc, folder_input_read_only_tree);
     tcase_add_test(tc, utf8_names_in);
     tcase_add_test(tc, composed_and_decomposed_names_both_in);

@@ -386,6 +386,19 @@ static char *sanitized(const char *s, size_t len, size_t *replaced)
     return b.data;
 }
 
+/* A cut keeps whole characters only; a stray byte is one character. */
+START_TEST(utf8_cut_between_characters)
+{
+    ck_assert_uint_eq(pybox_utf8_cut("abc", 3, 10), 3);
+    ck_assert_uint_eq(pybox_utf8_cut("abc", 3, 2), 2);
+    ck_assert_uint_eq(pybox_utf8_cut("a\xc3\xa9", 3, 2), 1);
+    ck_assert_uint_eq(pybox_utf8_cut("a\xc3\xa9", 3, 3), 3);
+    ck_assert_uint_eq(pybox_utf8_cut("\xf0\x9f\x98\x80x", 5, 3), 0);
+    ck_assert_uint_eq(pybox_utf8_cut("\xff\xfe", 2, 1), 1);
+    ck_assert_uint_eq(pybox_utf8_cut("", 0, 5), 0);
+}
+END_TEST
+
 START_TEST(utf8_sanitize_cases)
 {
     size_t r;
@@ -520,6 +533,7 @@ Suite *suite_escape(void)
     tc = tcase_create("utf8");
     tcase_add_test(tc, utf8_valid_cases);
     tcase_add_test(tc, utf8_sanitize_cases);
+    tcase_add_test(tc, utf8_cut_between_characters);
     tcase_add_test(tc, utf8_sanitize_all_bytes);
     tcase_set_timeout(tc, 5);
     suite_add_tcase(s, tc);

@@ -1059,6 +1059,39 @@ START_TEST(out_case_clash_parents)
 }
 END_TEST
 
+/* Long names with a character of two bytes where a cut would fall: the reason names
+ * both, each cut only between characters, and says all of what it says (it is quoted in
+ * the JSON receipt and by the MCP server, which must stay valid UTF-8). */
+START_TEST(out_case_clash_reason_whole_and_utf8)
+{
+    char lower[160], upper[160];
+    memcpy(lower, "out/", 4);
+    memcpy(upper, "out/", 4);
+    memset(lower + 4, 'a', 99);
+    memset(upper + 4, 'A', 99);
+    memcpy(lower + 103, "\xc3\xa9", 3);
+    memcpy(upper + 103, "\xc3\xa9", 3);
+    tw_t t;
+    tw_open_utf8(&t, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, true);
+    tw_dir(&t, "out/");
+    tw_file(&t, lower, "x");
+    tw_file(&t, upper, "y");
+    tw_close(&t);
+    char target[PATH_MAX];
+    path_in(target, "long-clash");
+    pybox_outputs_t o;
+    pybox_error_t err = {0};
+    int rc = ingest(&t.buf, target, &o, &err);
+    assert_refused(rc, &o, &err, target, "differ only by case");
+    ck_assert_msg(pybox_utf8_valid(o.reason, strlen(o.reason)), "the reason is not UTF-8: %s", o.reason);
+    ck_assert_msg(strstr(o.reason, "cannot be copied everywhere") != NULL, "the reason is cut: %s", o.reason);
+    ck_assert_ptr_nonnull(strstr(o.reason, "'aaaa"));
+    ck_assert_ptr_nonnull(strstr(o.reason, "'AAAA"));
+    pybox_outputs_free(&o);
+    pybox_buf_free(&t.buf);
+}
+END_TEST
+
 /* Only names that would come back can clash: a symbolic link named like a file is
  * dropped first, and the rest is delivered. */
 START_TEST(out_case_clash_ignores_dropped)
@@ -2022,6 +2055,7 @@ Suite *suite_files(void)
     tcase_add_test(out, out_case_clash_file);
     tcase_add_test(out, out_case_clash_parents);
     tcase_add_test(out, out_case_clash_ignores_dropped);
+    tcase_add_test(out, out_case_clash_reason_whole_and_utf8);
     tcase_add_test(out, out_duplicate_names);
     tcase_add_test(out, out_truncated);
     tcase_add_test(out, out_corrupt_header);
