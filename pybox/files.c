@@ -711,7 +711,10 @@ static struct archive *open_tar(const void *tar, size_t len)
 }
 
 /* The entry's name as the archive holds it: the UTF-8 form that pax headers carry when
- * there is one (whatever this process's locale), else the raw bytes. */
+ * there is one (whatever this process's locale), else the raw bytes. libarchive reads a
+ * pax name composed (Unicode NFC): a name the box wrote decomposed is judged, listed and
+ * written composed, and its two forms are one name (so they never come back as two names
+ * that look the same). */
 static const char *entry_name(struct archive_entry *e)
 {
     const char *u = archive_entry_pathname_utf8(e);
@@ -891,7 +894,10 @@ static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim,
         quoted(qa, a);
         quoted(qb, b);
         if (clash == 2)
-            refuse_all(o, "'%s' is named twice in the archive (a file, and a file or folder of that name)", qa);
+            refuse_all(o,
+                       "'%s' is named twice in the archive, names read in Unicode normal form C (a file and a file "
+                       "or folder of that name, or one name composed and decomposed)",
+                       qa);
         else
             refuse_all(o, "'%s' and '%s' differ only by case: such a folder cannot be copied everywhere", qa, qb);
     }

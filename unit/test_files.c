@@ -1092,6 +1092,43 @@ START_TEST(out_case_clash_reason_whole_and_utf8)
 }
 END_TEST
 
+/* The engine's archive carries names as the box wrote them; libarchive reads them
+ * composed (Unicode NFC). A decomposed name comes back composed; café.txt in both forms
+ * is one name twice: refused as a whole, saying so, not as if the box had named a file
+ * twice. */
+START_TEST(out_composed_and_decomposed_names)
+{
+    tw_t t;
+    tw_open_utf8(&t, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, true);
+    t.utf8 = false; /* in C.UTF-8, the names' bytes as they are (as the engine writes them) */
+    tw_dir(&t, "out/");
+    tw_file(&t, "out/na\x69\xcc\x88ve.txt", "decomposed");
+    tw_close(&t);
+    char target[PATH_MAX];
+    path_in(target, "one-form");
+    pybox_outputs_t o;
+    pybox_error_t err = {0};
+    ck_assert_msg(ingest(&t.buf, target, &o, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(o.status, PYBOX_OUT_DELIVERED);
+    assert_delivered_file(target, "na\xc3\xafve.txt", "decomposed", 10, !o.xattr_failed);
+    pybox_outputs_free(&o);
+    pybox_buf_free(&t.buf);
+
+    tw_open_utf8(&t, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, true);
+    t.utf8 = false;
+    tw_dir(&t, "out/");
+    tw_file(&t, "out/caf\xc3\xa9.txt", "composed");
+    tw_file(&t, "out/cafe\xcc\x81.txt", "decomposed");
+    tw_close(&t);
+    path_in(target, "two-forms");
+    int rc = ingest(&t.buf, target, &o, &err);
+    assert_refused(rc, &o, &err, target, "twice");
+    ck_assert_msg(strstr(o.reason, "normal form") != NULL, "the reason does not say why: %s", o.reason);
+    pybox_outputs_free(&o);
+    pybox_buf_free(&t.buf);
+}
+END_TEST
+
 /* Only names that would come back can clash: a symbolic link named like a file is
  * dropped first, and the rest is delivered. */
 START_TEST(out_case_clash_ignores_dropped)
@@ -2056,6 +2093,7 @@ Suite *suite_files(void)
     tcase_add_test(out, out_case_clash_parents);
     tcase_add_test(out, out_case_clash_ignores_dropped);
     tcase_add_test(out, out_case_clash_reason_whole_and_utf8);
+    tcase_add_test(out, out_composed_and_decomposed_names);
     tcase_add_test(out, out_duplicate_names);
     tcase_add_test(out, out_truncated);
     tcase_add_test(out, out_corrupt_header);
