@@ -744,9 +744,10 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
             rc = run_box(&r);
         }
     }
-    /* The backend failed while the box ran, before the box's end was seen: whether the
-     * box has ended is not known, and nothing may be said as if it had. */
-    bool engine_lost = rc < 0 && res->started && !res->record.seen && res->error.kind == PYBOX_ERR_ENGINE;
+    /* The run failed while the box ran, before the box's end was seen (the engine gone,
+     * its stream cut inside a frame, a host call failing): whether the box has ended is
+     * not known, and nothing may be said as if it had. */
+    bool engine_lost = rc < 0 && res->started && !res->record.seen && !res->have_exit;
     explicit_bzero(r.secret, sizeof r.secret);
     if (r.feed.q.data != NULL)
         explicit_bzero(r.feed.q.data, strlen(PYBOX_GUEST_HELLO) + PYBOX_GUEST_SECRET_HEX);

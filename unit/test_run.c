@@ -461,6 +461,27 @@ START_TEST(a_copy_after_the_box_stopped_is_not_a_delivery)
 }
 END_TEST
 
+/* The box's stream cut inside a frame (the engine dying mid-write) is the backend's
+ * protocol error, not the engine's: the box's end was not seen all the same, and
+ * nothing may be said as if it had been. */
+START_TEST(a_stream_cut_mid_run_is_said_plainly)
+{
+    script_t s;
+    script_init(&s);
+    s.fail = SCRIPT_FAIL_IO;
+    s.fail_kind = PYBOX_ERR_PROTOCOL;
+    s.not_gone = true;
+    bool delivered, exists;
+    files_run(&s, &delivered, &exists);
+    ck_assert(!delivered && !exists);
+    ck_assert_int_eq(res.exit_code, 125);
+    ck_assert_ptr_null(strstr(res.outputs.reason, "the box ended"));
+    ck_assert(has_unknown("whether the box has ended is not known"));
+    for (int i = 0; i < res.n_unknown; i++)
+        ck_assert_msg(strstr(res.unknown[i], "the box ended") == NULL, "claimed: %s", res.unknown[i]);
+}
+END_TEST
+
 START_TEST(an_engine_lost_mid_run_is_said_plainly)
 {
     script_t s;
@@ -506,6 +527,7 @@ Suite *suite_run(void)
     tcase_add_test(tf, files_taken_while_held_are_delivered);
     tcase_add_test(tf, a_copy_after_the_box_stopped_is_not_a_delivery);
     tcase_add_test(tf, an_engine_lost_mid_run_is_said_plainly);
+    tcase_add_test(tf, a_stream_cut_mid_run_is_said_plainly);
     suite_add_tcase(s, tf);
     return s;
 }
