@@ -460,7 +460,10 @@ static int begin(run_t *r)
     /* The program's own user, leased until the box is confirmed gone (or, should this
      * process die first, until the box's expiry, when it has certainly ended). */
     if ((p->relax & (PYBOX_RELAX_SHARED_UID | PYBOX_RELAX_PROGRAM_ROOT)) == 0) {
-        if (pybox_uid_lease_take(res->run_id, p->expires, &r->lease, &res->error) < 0)
+        const pybox_uid_range_t *u = req->uids;
+        if ((u != NULL
+                 ? pybox_uid_lease_take_in(u->dir, u->base, u->count, res->run_id, p->expires, &r->lease, &res->error)
+                 : pybox_uid_lease_take(res->run_id, p->expires, &r->lease, &res->error)) < 0)
             return -1;
         p->program_uid = (uint32_t)r->lease.uid;
     }
@@ -533,6 +536,15 @@ static int build(run_t *r)
         res->interrupted = -1;
         return -1;
     }
+    /* The box lives at most twice its timer from its start, whenever that is: its user
+     * stays leased that long from here (the start call's own bound included), however slow
+     * the engine was so far. */
+    int64_t timer_s = (res->policy.box_timer_ms + 999) / 1000;
+    if (pybox_uid_lease_renew(&r->lease, res->run_id,
+                              pybox_wall_s() + (PYBOX_ENGINE_TIMEOUT_MS + 999) / 1000 + 2 * timer_s +
+                                  PYBOX_EXPIRY_MARGIN_S,
+                              &res->error) < 0)
+        return -1;
     t = pybox_now_s();
     rc = box->ops->start(box, &res->error);
     res->t.start_ms = since(t);

@@ -146,6 +146,25 @@ static int try_uid(int dfd, uid_t uid, const char *run_id, int64_t expires, int 
     return 1;
 }
 
+int pybox_uid_lease_renew(pybox_uid_lease_t *l, const char *run_id, int64_t expires, pybox_error_t *err)
+{
+    if (l->fd < 0)
+        return 0;
+    int64_t now = lease_expiry(l->fd);
+    if (now >= expires)
+        return 0;
+    /* The same run id and a later expiry: never shorter than the text it replaces, so it is
+     * written over it whole in one write (no moment where the lease reads as free). */
+    char text[LEASE_TEXT_MAX];
+    int len = snprintf(text, sizeof text, "%s %lld\n", run_id, (long long)expires);
+    if (len < 0 || (size_t)len >= sizeof text)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "lease text");
+    if (pwrite(l->fd, text, (size_t)len, 0) != (ssize_t)len || ftruncate(l->fd, len) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno ? errno : EIO, "renewing the lease of uid %u",
+                               (unsigned)l->uid);
+    return 0;
+}
+
 /* The lease's own name, for removing it. */
 static void lease_path(const pybox_uid_lease_t *l, char *out, size_t len)
 {

@@ -5,6 +5,8 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <check.h>
+#include <dirent.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../pybox/bounds.h"
 #include "../pybox/receipt.h"
 #include "../pybox/run.h"
 #include "../pybox/util.h"
@@ -134,6 +137,67 @@ START_TEST(each_phase_failure_is_pybox_s)
         pybox_inputs_free(&in);
         pybox_run_result_free(&res);
     }
+}
+END_TEST
+
+/* ---- the program's user ---- */
+
+static struct {
+    char dir[64];
+    long long expires; /* the run's lease, as it stood once the box was started */
+    int64_t started;   /* the wall clock then */
+} lease_seen;
+
+static void lease_at_start(const char *step, const char *run_id, void *arg)
+{
+    (void)arg;
+    if (strcmp(step, PYBOX_STEP_STARTED) != 0)
+        return;
+    lease_seen.started = pybox_wall_s();
+    DIR *d = opendir(lease_seen.dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        char p[PATH_MAX], text[128] = "";
+        if (de->d_name[0] == '.' || pybox_fmt(p, sizeof p, "%s/%s", lease_seen.dir, de->d_name) < 0)
+            continue;
+        FILE *f = fopen(p, "re");
+        ck_assert_ptr_nonnull(f);
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[n] = '\0';
+        if (strncmp(text, run_id, 32) == 0)
+            lease_seen.expires = strtoll(text + 33, NULL, 10);
+    }
+    closedir(d);
+}
+
+/* A box lives at most twice its timer from its start (the timer runs until the hello,
+ * then again): its user's lease must last that long from the start, however slow the
+ * engine was before it, so that a pybox killed then leaves no uid free for another box
+ * while this one may still run. */
+START_TEST(lease_lasts_from_the_box_start)
+{
+    char tmpl[] = "/tmp/pybox-runuid-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(tmpl));
+    ck_assert_int_eq(pybox_fmt(lease_seen.dir, sizeof lease_seen.dir, "%s/uids", tmpl), 0);
+    lease_seen.expires = -1;
+    pybox_uid_range_t range = {.dir = lease_seen.dir, .base = 3000000000u, .count = 4};
+    script_t s;
+    script_init(&s);
+    s.create_ms = 1100; /* a slow engine: the box starts a second after the run began */
+    pybox_run_request_t req;
+    request(&req, 3600 * 1000);
+    req.policy.relax = 0; /* a user of its own, leased from the test's folder */
+    req.uids = &range;
+    req.hook = lease_at_start;
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_uint_ge(res.policy.program_uid, range.base);
+    int64_t life = 2 * ((req.policy.box_timer_ms + 999) / 1000) + PYBOX_EXPIRY_MARGIN_S;
+    ck_assert_msg(lease_seen.expires >= lease_seen.started + life,
+                  "the lease expires at %lld, before the box started at %lld can have ended (%lld)", lease_seen.expires,
+                  (long long)lease_seen.started, (long long)(lease_seen.started + life));
+    unit_rm_tree(tmpl);
 }
 END_TEST
 
@@ -521,6 +585,7 @@ Suite *suite_run(void)
     tcase_add_test(tc, cancelled_while_running);
     tcase_add_test(tc, interrupted_while_running);
     tcase_add_test(tc, the_total_counts_from_pybox_s_start);
+    tcase_add_test(tc, lease_lasts_from_the_box_start);
     suite_add_tcase(s, tc);
     TCase *tf = tcase_create("files out");
     tcase_add_checked_fixture(tf, out_setup, out_teardown);

@@ -114,6 +114,27 @@ START_TEST(a_kept_lease_holds_until_its_expiry)
 }
 END_TEST
 
+/* A renewal pushes the expiry out, never in, and the lease stays held throughout. */
+START_TEST(renewal_only_extends)
+{
+    pybox_error_t err = {0};
+    pybox_uid_lease_t l;
+    int64_t exp = pybox_wall_s() + 100;
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "r1", exp, &l, &err), 0);
+    ck_assert_int_eq(pybox_uid_lease_renew(&l, "r1", exp + 5000, &err), 0);
+    char text[128], want[64];
+    read_lease(BASE, text, sizeof text);
+    snprintf(want, sizeof want, "r1 %lld\n", (long long)(exp + 5000));
+    ck_assert_str_eq(text, want);
+    ck_assert_int_eq(pybox_uid_lease_renew(&l, "r1", exp, &err), 0);
+    read_lease(BASE, text, sizeof text);
+    ck_assert_str_eq(text, want);
+    pybox_uid_lease_t other;
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "r2", exp, &other, &err), -1);
+    pybox_uid_lease_release(&l);
+}
+END_TEST
+
 START_TEST(unreadable_leases_are_left_alone)
 {
     pybox_error_t err = {0};
@@ -162,6 +183,7 @@ Suite *suite_uid(void)
     tcase_add_test(tc, live_leases_never_share_a_uid);
     tcase_add_test(tc, a_kept_lease_holds_until_its_expiry);
     tcase_add_test(tc, unreadable_leases_are_left_alone);
+    tcase_add_test(tc, renewal_only_extends);
     tcase_add_test(tc, host_users_are_never_leased);
     tcase_add_test(tc, a_folder_others_can_change_is_refused);
     suite_add_tcase(s, tc);
