@@ -189,10 +189,13 @@ int pybox_uid_lease_take_in(const char *dir, uid_t base, uint32_t count, const c
     if (pybox_random(&start, sizeof start, err) < 0)
         return -1;
     start %= count;
+    uint32_t by_host = 0;
     for (uint32_t i = 0; i < count; i++) {
         uid_t uid = base + (start + i) % count;
-        if (host_uses(uid))
+        if (host_uses(uid)) {
+            by_host++;
             continue;
+        }
         int fd = -1;
         int r, tries = 0;
         do
@@ -208,9 +211,21 @@ int pybox_uid_lease_take_in(const char *dir, uid_t base, uint32_t count, const c
             return 0;
         }
     }
+    /* Say which it is: a range the host took for its own users (subordinate ranges of
+     * /etc/subuid, say) is not one that boxes are using up. */
+#define HOST_USES "the host uses (its users and groups, or subordinate ranges in /etc/subuid or /etc/subgid)"
+    if (by_host == 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EAGAIN,
+                               "no free per-box user: all %u uids from %u are held by live boxes (leases in %s)", count,
+                               (unsigned)base, dir);
+    if (by_host == count)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EAGAIN,
+                               "no free per-box user: all %u uids from %u are ones " HOST_USES, count, (unsigned)base);
     return pybox_error_set(err, PYBOX_ERR_SYSTEM, EAGAIN,
-                           "no free per-box user: all %u uids from %u in %s are held by live boxes", count,
-                           (unsigned)base, dir);
+                           "no free per-box user: of the %u uids from %u, %u are held by live boxes (leases in %s) "
+                           "and %u are ones " HOST_USES,
+                           count, (unsigned)base, count - by_host, dir, by_host);
+#undef HOST_USES
 }
 
 int pybox_uid_lease_take(const char *run_id, int64_t expires, pybox_uid_lease_t *out, pybox_error_t *err)

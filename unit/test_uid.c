@@ -2,6 +2,8 @@
 /* Unit tests for per-box users: leases in a folder of the test's own. */
 #include <check.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,8 +160,23 @@ START_TEST(host_users_are_never_leased)
     pybox_uid_lease_t l;
     ck_assert_int_eq(pybox_uid_lease_take_in(dir, 1, 1, "a", 1, &l, &err), -1); /* uid 1: daemon */
     ck_assert_ptr_nonnull(strstr(err.msg, "no free per-box user"));
+    /* and the refusal says so: no live box holds it */
+    ck_assert_msg(strstr(err.msg, "held by live boxes") == NULL, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "all 1 uids from 1 are ones the host uses") != NULL, "%s", err.msg);
     pybox_error_clear(&err);
     ck_assert_int_eq(pybox_uid_lease_take_in(dir, 0, 4, "a", 1, &l, &err), -1);
+    /* one held by a live run, one the host uses (65534, nobody, next to a uid no one has) */
+    if (getpwuid(65534) != NULL && getpwuid(65533) == NULL && getgrgid(65533) == NULL) {
+        pybox_uid_lease_t held;
+        pybox_error_clear(&err);
+        ck_assert_int_eq(pybox_uid_lease_take_in(dir, 65533, 2, "h", pybox_wall_s() + 100, &held, &err), 0);
+        ck_assert_uint_eq(held.uid, 65533);
+        ck_assert_int_eq(pybox_uid_lease_take_in(dir, 65533, 2, "a", 1, &l, &err), -1);
+        ck_assert_msg(strstr(err.msg, "1 are held by live boxes") != NULL &&
+                          strstr(err.msg, "1 are ones the host uses") != NULL,
+                      "%s", err.msg);
+        pybox_uid_lease_release(&held);
+    }
 }
 END_TEST
 
