@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* hidden_ranges, marks_ranges: generated at build time from the Unicode Character
+/* hidden_ranges, marks_ranges, blanks_ranges: generated at build time from the Unicode Character
  * Database (scripts/gen-unicode.sh) */
 #include "unicode_tables.h"
 
@@ -105,6 +105,11 @@ static bool is_hidden(unsigned cp)
 bool pybox_escape_is_mark(unsigned cp)
 {
     return in_ranges(marks_ranges, sizeof marks_ranges / sizeof *marks_ranges, cp);
+}
+
+bool pybox_escape_is_blank(unsigned cp)
+{
+    return cp == 0x2800 || in_ranges(blanks_ranges, sizeof blanks_ranges / sizeof *blanks_ranges, cp);
 }
 
 static bool ascii_alnum(unsigned char c)

@@ -32,6 +32,11 @@ int pybox_escape_terminal(pybox_buf_t *out, const void *s, size_t len, bool keep
  * before it, so text is never cut just before one. */
 bool pybox_escape_is_mark(unsigned cp);
 
+/* Whether the code point is a blank that looks like a space without being U+0020: a space
+ * separator (Zs) by the Unicode Character Database, or U+2800 (a braille pattern with no
+ * dots, a symbol that draws nothing). Shown as it is, so it cannot tell two names apart. */
+bool pybox_escape_is_blank(unsigned cp);
+
 /* A short terminal-safe form of a string for messages: its first max bytes escaped,
  * "..." when cut, always NUL-terminated in out. */
 void pybox_escape_short(char *out, size_t len, const char *s, size_t max);

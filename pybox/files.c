@@ -576,6 +576,17 @@ static const char *name_problem(const char *name, int max_depth)
     pybox_buf_free(&esc);
     if (!same)
         return "its name has control, escape, format, invisible or backslash characters, or a stray mark";
+    /* Nor a blank that only looks like a space, nor a part that ends in one: the receipt
+     * shows names as they are, and neither could tell two of them apart. */
+    for (size_t i = 0; i < len;) {
+        unsigned cp;
+        size_t n = pybox_utf8_seq((const unsigned char *)name + i, len - i, &cp);
+        if (pybox_escape_is_blank(cp))
+            return "its name has a space other than U+0020, or a blank that looks like one";
+        if (cp == ' ' && (i + 1 == len || name[i + 1] == '/'))
+            return "a part of its name ends with a space";
+        i += n;
+    }
     return NULL;
 }
 

@@ -690,6 +690,46 @@ START_TEST(out_invisible_names)
 }
 END_TEST
 
+/* Blanks that look like a space but are not U+0020, and a name part that ends in a space
+ * (which the receipt, listing the name before its size, cannot show): each would let two
+ * different names look the same, like the invisible characters above. A space inside a
+ * name comes back. */
+START_TEST(out_blank_lookalike_names)
+{
+    static const char *const lookalikes[] = {
+        "report\xc2\xa0v2.csv",     /* U+00A0 no-break space */
+        "report\xe2\x80\x83v2.csv", /* U+2003 em space */
+        "report\xe2\x80\xafv2.csv", /* U+202F narrow no-break space */
+        "report\xe3\x80\x80v2.csv", /* U+3000 ideographic space */
+        "report\xe2\xa0\x80v2.csv", /* U+2800 braille pattern blank: a symbol that draws nothing */
+        "report v2.csv ",           /* ends with a space */
+        "report v2 /data.csv",      /* a folder that ends with a space */
+    };
+    char target[PATH_MAX];
+    path_in(target, "blanks");
+    tw_t t;
+    tw_open_utf8(&t, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, true);
+    tw_dir(&t, "out/");
+    tw_file(&t, "out/report v2.csv", "real");
+    for (size_t i = 0; i < sizeof lookalikes / sizeof *lookalikes; i++) {
+        char name[64];
+        ck_assert_int_eq(pybox_fmt(name, sizeof name, "out/%s", lookalikes[i]), 0);
+        tw_file(&t, name, "fake");
+    }
+    tw_close(&t);
+    pybox_outputs_t o;
+    pybox_error_t err = {0};
+    ck_assert_msg(ingest(&t.buf, target, &o, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(o.status, PYBOX_OUT_DELIVERED);
+    for (size_t i = 0; i < sizeof lookalikes / sizeof *lookalikes; i++)
+        assert_not_back(&o, lookalikes[i], "space");
+    ck_assert_int_eq(o.returned_files, 1);
+    assert_delivered_file(target, "report v2.csv", "real", 4, !o.xattr_failed);
+    pybox_outputs_free(&o);
+    pybox_buf_free(&t.buf);
+}
+END_TEST
+
 /* The longest part (255 bytes) and names in other scripts come back, byte for byte. */
 START_TEST(out_good_names)
 {
@@ -2082,6 +2122,7 @@ Suite *suite_files(void)
     tcase_add_test(out, out_links_and_specials_not_back);
     tcase_add_test(out, out_hostile_names);
     tcase_add_test(out, out_invisible_names);
+    tcase_add_test(out, out_blank_lookalike_names);
     tcase_add_test(out, out_good_names);
     tcase_add_test(out, out_outside_out);
     tcase_add_test(out, out_too_many_files);
