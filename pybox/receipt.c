@@ -615,11 +615,14 @@ static void files_text(pybox_buf_t *o, const pybox_run_result_t *res, int column
         pybox_buf_addf(o, "  %-10s   and %d more not brought back\n", "", listed - LISTED_MAX);
 }
 
-static void kernel_text(pybox_buf_t *o, const pybox_run_result_t *res)
+static void kernel_text(pybox_buf_t *o, const pybox_run_result_t *res, int columns)
 {
     const pybox_watch_t *w = &res->watch;
     if (!res->watched) {
-        pybox_buf_addf(o, "  %-10s not read (%s)\n", "kernel", res->started ? res->watch_error : "never started");
+        /* why: the host's words, which may quote what the engine said */
+        char *why = escaped(res->started ? res->watch_error : "never started");
+        chosen_line(o, columns, "  %-10s not read (%s)", "kernel", need(o, why));
+        free(why);
         return;
     }
     const pybox_reading_t *r = res->final_taken ? &res->final : (w->have_last ? &w->last : NULL);
@@ -732,7 +735,10 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
                        res->exit.oom_killed ? "YES" : "no");
     else
         pybox_buf_addf(o, "  %-10s no record of the box's end\n", "engine");
-    pybox_buf_addf(o, "  %-10s (%s)\n", "", res->engine[0] ? res->engine : "-");
+    /* the engine's own words about itself */
+    char *engine = escaped(res->engine[0] ? res->engine : "-");
+    chosen_line(o, columns, "  %-10s (%s)", "", need(o, engine));
+    free(engine);
     if (d->seen) {
         pybox_buf_addf(o, "  %-10s program ended after %lld ms: ", "box init", (long long)d->program_ms);
         if (d->signal)
@@ -743,7 +749,7 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
     } else {
         pybox_buf_addf(o, "  %-10s no record\n", "box init");
     }
-    kernel_text(o, res);
+    kernel_text(o, res, columns);
     files_text(o, res, columns);
     pybox_buf_addf(o, "  %-10s PyBox deadline: %s; box timer: %s\n", "clocks",
                    d->stopped ? "FIRED, program stopped" : (res->deadline_fired ? "passed" : "not reached"),
