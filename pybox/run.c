@@ -581,6 +581,12 @@ static int run_box(run_t *r)
     res->t.collect_ms = since(r->feed.t_start) - res->t.run_ms - res->t.files_out_ms;
     if (rc < 0)
         return -1;
+    /* The backend's record is outside data, and its exit status becomes PyBox's own: one
+     * that no process can end with (256 would reach a shell as 0) is not a record. */
+    if (res->exit.exit_code < 0 || res->exit.exit_code > 255)
+        return pybox_error_set(&res->error, PYBOX_ERR_PROTOCOL, 0,
+                               "the backend's record of the box's end says exit %d, which no process ends with",
+                               res->exit.exit_code);
     res->have_exit = true;
     return 0;
 }

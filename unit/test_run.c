@@ -290,6 +290,30 @@ START_TEST(exit_codes_that_disagree_are_noted)
 }
 END_TEST
 
+/* The backend's record of the box's end is outside data: an exit status no process can
+ * have (256 here, which a shell would read as 0, success) is not passed on as PyBox's own
+ * exit code. */
+START_TEST(an_impossible_exit_status_is_not_passed_on)
+{
+    static const int bad[] = {256, 257, 1000, 65536};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        script_t s;
+        script_init(&s);
+        s.exit_code = 1; /* the program failed */
+        s.engine_exit = bad[i];
+        pybox_run_request_t req;
+        request(&req, 2000);
+        run(&s, &req);
+        ck_assert_msg(res.exit_code >= 0 && res.exit_code <= 255 && res.exit_code != 0,
+                      "engine exit %d became PyBox's exit %d", bad[i], res.exit_code);
+        ck_assert_int_eq(res.exit_code, 125);
+        ck_assert_int_eq(res.end, PYBOX_END_PYBOX_ERROR);
+        ck_assert_msg(strstr(res.error.msg, "no process") != NULL, "%s", res.error.msg);
+        pybox_run_result_free(&res);
+    }
+}
+END_TEST
+
 START_TEST(memory_findings)
 {
     /* The program killed by signal 9 with the engine's OOM flag. */
@@ -580,6 +604,7 @@ Suite *suite_run(void)
     tcase_add_test(tc, a_stop_from_outside_is_reported);
     tcase_add_test(tc, exit_codes_that_disagree_are_noted);
     tcase_add_test(tc, memory_findings);
+    tcase_add_test(tc, an_impossible_exit_status_is_not_passed_on);
     tcase_add_test(tc, a_box_not_confirmed_gone_fails_the_run);
     tcase_add_test(tc, cancelled_before_start);
     tcase_add_test(tc, cancelled_while_running);
