@@ -34,6 +34,7 @@
 #include "../pybox/box.h"
 #include "../pybox/buf.h"
 #include "../pybox/docker/engine.h"
+#include "../pybox/escape.h"
 #include "../pybox/image/image.h"
 #include "../pybox/key.h"
 #include "../pybox/policy.h"
@@ -873,6 +874,22 @@ static void list_out(const char *dir, cJSON *observed)
     cJSON_AddBoolToObject(observed, "out_exists", d != NULL);
 }
 
+/* UTF-8 text of characters below U+0100 as Latin-1 bytes; -1 when it has others. */
+static int to_latin1(const char *utf8, char *out, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; utf8[i] != '\0';) {
+        unsigned cp;
+        size_t n = pybox_utf8_seq((const unsigned char *)utf8 + i, strlen(utf8 + i), &cp);
+        if (n == 0 || cp > 0xff || o + 1 >= len)
+            return -1;
+        out[o++] = (char)cp;
+        i += n;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
 static void exec_run(camp_t *c, const cJSON *spec, const char *program, const char *scratch, cJSON *rec)
 {
     const char *argv[64] = {c->bin, "exec", "--json"};
@@ -888,7 +905,18 @@ static void exec_run(camp_t *c, const cJSON *spec, const char *program, const ch
     const cJSON *f;
     cJSON_ArrayForEach (f, cJSON_GetObjectItemCaseSensitive(spec, "files")) {
         const char *name = jstr(f, "name"), *content = jstr(f, "content");
-        char p[PATH_MAX];
+        char p[PATH_MAX], latin1[NAME_MAX * 4];
+        /* A name that is not UTF-8 cannot be written in JSON: "name_encoding": "latin-1"
+         * writes each character of the name (all below U+0100) as one byte. */
+        const char *enc = jstr(f, "name_encoding");
+        if (name && enc && (strcmp(enc, "latin-1") != 0 || to_latin1(name, latin1, sizeof latin1) < 0)) {
+            if (!cJSON_HasObjectItem(rec, "error"))
+                cJSON_AddStringToObject(rec, "error",
+                                        "a file's name_encoding is not latin-1 or its name does not fit it");
+            continue;
+        }
+        if (name && enc)
+            name = latin1;
         if (!name || !content || pybox_fmt(p, sizeof p, "%s/%s", scratch, name) < 0)
             continue;
         char *dirpart = strdup(p);

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* hidden_ranges, marks_ranges: generated at build time from the Unicode Character
+/* hidden_ranges, marks_ranges, blanks_ranges: generated at build time from the Unicode Character
  * Database (scripts/gen-unicode.sh) */
 #include "unicode_tables.h"
 
@@ -62,6 +62,22 @@ bool pybox_utf8_valid(const void *s, size_t len)
     return true;
 }
 
+size_t pybox_utf8_cut(const void *s, size_t len, size_t max)
+{
+    const unsigned char *p = s;
+    size_t i = 0;
+    while (i < len) {
+        unsigned cp;
+        size_t n = pybox_utf8_seq(p + i, len - i, &cp);
+        if (n == 0)
+            n = 1;
+        if (i + n > max)
+            break;
+        i += n;
+    }
+    return i;
+}
+
 static bool in_ranges(const pybox_cp_range_t *r, size_t n, unsigned cp)
 {
     size_t lo = 0, hi = n;
@@ -89,6 +105,11 @@ static bool is_hidden(unsigned cp)
 bool pybox_escape_is_mark(unsigned cp)
 {
     return in_ranges(marks_ranges, sizeof marks_ranges / sizeof *marks_ranges, cp);
+}
+
+bool pybox_escape_is_blank(unsigned cp)
+{
+    return cp == 0x2800 || in_ranges(blanks_ranges, sizeof blanks_ranges / sizeof *blanks_ranges, cp);
 }
 
 static bool ascii_alnum(unsigned char c)

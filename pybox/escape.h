@@ -14,6 +14,11 @@
 size_t pybox_utf8_seq(const unsigned char *s, size_t len, unsigned *cp);
 bool pybox_utf8_valid(const void *s, size_t len);
 
+/* How many of the first len bytes of s to keep so that at most max are kept and no
+ * character is cut in two (a byte that is not UTF-8 counts as one character): text cut
+ * there stays as valid as it was. */
+size_t pybox_utf8_cut(const void *s, size_t len, size_t max);
+
 /* Append a terminal-safe form of the bytes: printable text as is; backslash as "\\";
  * tab "\t", CR "\r", newline "\n" (unless keep_newlines), other C0/DEL controls as "\xNN";
  * as "\u{XXXX}": C1 controls, format characters (bidi controls among them), line and
@@ -26,6 +31,11 @@ int pybox_escape_terminal(pybox_buf_t *out, const void *s, size_t len, bool keep
 /* Whether the code point is a combining mark (Mn, Mc, Me): it sits on the character
  * before it, so text is never cut just before one. */
 bool pybox_escape_is_mark(unsigned cp);
+
+/* Whether the code point is a blank that looks like a space without being U+0020: a space
+ * separator (Zs) by the Unicode Character Database, or U+2800 (a braille pattern with no
+ * dots, a symbol that draws nothing). Shown as it is, so it cannot tell two names apart. */
+bool pybox_escape_is_blank(unsigned cp);
 
 /* A short terminal-safe form of a string for messages: its first max bytes escaped,
  * "..." when cut, always NUL-terminated in out. */

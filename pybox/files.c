@@ -82,6 +82,7 @@ typedef struct {
     int64_t max_total;
     size_t entries;
     const char *top; /* the path as the operator gave it, for messages */
+    bool utf8;       /* this thread is in C.UTF-8: names are taken as they are */
 } packer_t;
 
 /* libarchive's last error, never NULL. */
@@ -129,7 +130,14 @@ static int header(packer_t *k, const char *name, const char *shown_path, mode_t 
     struct archive_entry *e = archive_entry_new();
     if (e == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "archive_entry_new");
-    archive_entry_set_pathname_utf8(e, name);
+    /* In C.UTF-8 the name is handed over as the bytes it is: libarchive recomposes a name
+     * it converts from UTF-8 (Unicode NFC), which would rename a decomposed one and make
+     * two names one (the second file overwriting the first in /box/in). Only without
+     * that locale is it converted. */
+    if (k->utf8)
+        archive_entry_copy_pathname(e, name);
+    else
+        archive_entry_set_pathname_utf8(e, name);
     /* The writer takes the name in the locale's form; never let it read a NULL one. */
     if (archive_entry_pathname(e) == NULL) {
         archive_entry_free(e);
@@ -333,7 +341,7 @@ int pybox_inputs_prepare(const char *const *paths, size_t n, int64_t max_total, 
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "inputs");
     /* Before the archive exists: it takes the locale's character set once, at its first name. */
     locale_t old = utf8_begin();
-    packer_t k = {.w = archive_write_new(), .in = in, .max_total = max_total};
+    packer_t k = {.w = archive_write_new(), .in = in, .max_total = max_total, .utf8 = utf8_loc != (locale_t)0};
     int rc = 0;
     /* pax headers carry the names as UTF-8, never as "binary" bytes of some locale */
     if (k.w == NULL || archive_write_set_format_pax_restricted(k.w) != ARCHIVE_OK ||
@@ -568,6 +576,17 @@ static const char *name_problem(const char *name, int max_depth)
     pybox_buf_free(&esc);
     if (!same)
         return "its name has control, escape, format, invisible or backslash characters, or a stray mark";
+    /* Nor a blank that only looks like a space, nor a part that ends in one: the receipt
+     * shows names as they are, and neither could tell two of them apart. */
+    for (size_t i = 0; i < len;) {
+        unsigned cp;
+        size_t n = pybox_utf8_seq((const unsigned char *)name + i, len - i, &cp);
+        if (pybox_escape_is_blank(cp))
+            return "its name has a space other than U+0020, or a blank that looks like one";
+        if (cp == ' ' && (i + 1 == len || name[i + 1] == '/'))
+            return "a part of its name ends with a space";
+        i += n;
+    }
     return NULL;
 }
 
@@ -654,13 +673,32 @@ static int case_clash(const pybox_outputs_t *o, char *a, size_t alen, char *b, s
     return rc;
 }
 
+/* A name quoted in a reason: escaped, at most QUOTED_NAME bytes of it, cut only between
+ * characters ("..." when cut), so that two fit in a reason whole and it stays UTF-8. */
+#define QUOTED_NAME 80
+#define QUOTED_MAX (QUOTED_NAME + 4)
+
+static void quoted(char out[QUOTED_MAX], const char *name)
+{
+    pybox_buf_t e;
+    pybox_buf_init(&e, 0);
+    pybox_escape_terminal(&e, name, strlen(name), false);
+    const char *t = e.data ? e.data : "";
+    size_t n = pybox_utf8_cut(t, e.len, QUOTED_NAME);
+    snprintf(out, QUOTED_MAX, "%.*s%s", (int)n, t, n < e.len ? "..." : "");
+    pybox_buf_free(&e);
+}
+
 static void refuse_all(pybox_outputs_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void refuse_all(pybox_outputs_t *o, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(o->reason, sizeof o->reason, fmt, ap);
+    int n = vsnprintf(o->reason, sizeof o->reason, fmt, ap);
     va_end(ap);
+    /* should it not fit, it ends between characters, never in one */
+    if (n >= (int)sizeof o->reason)
+        o->reason[pybox_utf8_cut(o->reason, strlen(o->reason), sizeof o->reason - 1)] = '\0';
     o->status = PYBOX_OUT_REFUSED;
     o->returned_files = 0;
     o->returned_bytes = 0;
@@ -684,7 +722,10 @@ static struct archive *open_tar(const void *tar, size_t len)
 }
 
 /* The entry's name as the archive holds it: the UTF-8 form that pax headers carry when
- * there is one (whatever this process's locale), else the raw bytes. */
+ * there is one (whatever this process's locale), else the raw bytes. libarchive reads a
+ * pax name composed (Unicode NFC): a name the box wrote decomposed is judged, listed and
+ * written composed, and its two forms are one name (so they never come back as two names
+ * that look the same). */
 static const char *entry_name(struct archive_entry *e)
 {
     const char *u = archive_entry_pathname_utf8(e);
@@ -860,19 +901,16 @@ static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim,
     if (clash < 0)
         return -1;
     if (clash) {
-        pybox_buf_t ea, eb;
-        pybox_buf_init(&ea, 0);
-        pybox_buf_init(&eb, 0);
-        pybox_escape_terminal(&ea, a, strlen(a), false);
-        pybox_escape_terminal(&eb, b, strlen(b), false);
+        char qa[QUOTED_MAX], qb[QUOTED_MAX];
+        quoted(qa, a);
+        quoted(qb, b);
         if (clash == 2)
-            refuse_all(o, "'%.100s' is named twice in the archive (a file, and a file or folder of that name)",
-                       ea.data ? ea.data : "");
+            refuse_all(o,
+                       "'%s' is named twice in the archive, names read in Unicode normal form C (a file and a file "
+                       "or folder of that name, or one name composed and decomposed)",
+                       qa);
         else
-            refuse_all(o, "'%.100s' and '%.100s' differ only by case: such a folder cannot be copied everywhere",
-                       ea.data ? ea.data : "", eb.data ? eb.data : "");
-        pybox_buf_free(&ea);
-        pybox_buf_free(&eb);
+            refuse_all(o, "'%s' and '%s' differ only by case: such a folder cannot be copied everywhere", qa, qb);
     }
     return 0;
 }

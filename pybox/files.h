@@ -79,7 +79,7 @@ typedef enum {
 } pybox_out_status_t;
 
 typedef struct pybox_out_entry {
-    char *name; /* as the box named it (raw bytes, NUL-free; escape before showing) */
+    char *name; /* as the box named it, in Unicode NFC (raw bytes, NUL-free; escape before showing) */
     char kind;  /* 'f' file, 'd' folder, 'l' symbolic link, 'h' hard link, 'o' other */
     int64_t bytes;
     char sha256[65]; /* returned files */

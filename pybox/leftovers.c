@@ -56,6 +56,22 @@ static const char *label(const pybox_leftover_t *l)
     return l->name[0] ? l->name : l->id;
 }
 
+/* A run that died while writing its output folder: the hidden folder its note names goes,
+ * then that part of the note. Followed before the note itself goes, wherever that is. */
+static void sweep_output(const pybox_state_t *st, const char *run_id, bool dry_run, pybox_leftovers_report_t *rep)
+{
+    char outp[PATH_MAX];
+    if (pybox_journal_output_of(st, run_id, outp, sizeof outp) != 1)
+        return;
+    if (dry_run) {
+        add(rep, "output", outp, run_id, true, "a hidden output folder of a run that died writing it");
+        return;
+    }
+    if (pybox_output_tmp_remove(outp, run_id) == 1)
+        add(rep, "output", outp, run_id, true, "a hidden output folder of a run that died writing it");
+    pybox_journal_output_end(st, run_id);
+}
+
 /* One leftover (a box, a volume, ...): decide, and remove when it is due. */
 static void settle(const pybox_state_t *st, pybox_backend_t *be, const pybox_leftover_t *l,
                    pybox_leftovers_report_t *rep, bool *removed_out)
@@ -108,6 +124,7 @@ static void settle(const pybox_state_t *st, pybox_backend_t *be, const pybox_lef
     add(rep, what, label(l), l->run_id, true, "expired %s, %s", when, l->state);
     *removed_out = true;
     if (claim == 1) {
+        sweep_output(st, l->run_id, false, rep);
         pybox_journal_remove_claimed(st, l->run_id, fd);
         add(rep, "note", l->run_id, l->run_id, true, "its box is gone");
     }
@@ -148,16 +165,7 @@ int pybox_leftovers_clean(const pybox_state_t *st, pybox_backend_t *be, bool dry
         const pybox_journal_info_t *ni = &notes[k];
         if (ni->live)
             continue;
-        /* A run that died while writing its output folder: the hidden folder goes. */
-        char outp[PATH_MAX];
-        if (pybox_journal_output_of(st, ni->run_id, outp, sizeof outp) == 1) {
-            if (!dry_run && pybox_output_tmp_remove(outp, ni->run_id) == 1)
-                add(rep, "output", outp, ni->run_id, true, "a hidden output folder of a run that died writing it");
-            else if (dry_run)
-                add(rep, "output", outp, ni->run_id, true, "a hidden output folder of a run that died writing it");
-            if (!dry_run)
-                pybox_journal_output_end(st, ni->run_id);
-        }
+        sweep_output(st, ni->run_id, dry_run, rep);
         bool has_leftover = false;
         for (size_t i = 0; i < nleft; i++)
             if (!gone[i] && strcmp(left[i].run_id, ni->run_id) == 0)

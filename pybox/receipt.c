@@ -75,6 +75,28 @@ static cJSON *said_json(const pybox_said_t *s, bool *ok)
 static double ms1(double v);
 static double ms2(double v);
 
+/* Every string of the receipt is valid UTF-8, as JSON requires (a strict client, an MCP
+ * one among them, may drop a whole session over one bad byte): one that quotes bytes from
+ * outside that are not (a note cut inside a character, an operator's Latin-1 path) gets
+ * U+FFFD for each stray byte. False when memory ran out. */
+static bool strings_utf8(cJSON *node)
+{
+    for (cJSON *c = node; c != NULL; c = c->next) {
+        if (cJSON_IsString(c) && c->valuestring != NULL && !pybox_utf8_valid(c->valuestring, strlen(c->valuestring))) {
+            pybox_buf_t b;
+            pybox_buf_init(&b, 0);
+            pybox_utf8_sanitize(&b, c->valuestring, strlen(c->valuestring), NULL);
+            bool set = pybox_buf_ok(&b) && b.data != NULL && cJSON_SetValuestring(c, b.data) != NULL;
+            pybox_buf_free(&b);
+            if (!set)
+                return false;
+        }
+        if (c->child != NULL && !strings_utf8(c->child))
+            return false;
+    }
+    return true;
+}
+
 static void num_or_null(cJSON *o, const char *key, const pybox_reading_t *r, unsigned bit, int64_t v)
 {
     if (r != NULL && (r->valid & bit))
@@ -399,7 +421,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
         cJSON_AddStringToObject(e, "message", got_text(pybox_buf_ok(&m) ? (m.data ? m.data : "") : NULL, &ok));
         pybox_buf_free(&m);
     }
-    if (!ok) {
+    if (!ok || !strings_utf8(r)) {
         cJSON_Delete(r);
         return NULL;
     }
@@ -602,11 +624,14 @@ static void files_text(pybox_buf_t *o, const pybox_run_result_t *res, int column
         pybox_buf_addf(o, "  %-10s   and %d more not brought back\n", "", listed - LISTED_MAX);
 }
 
-static void kernel_text(pybox_buf_t *o, const pybox_run_result_t *res)
+static void kernel_text(pybox_buf_t *o, const pybox_run_result_t *res, int columns)
 {
     const pybox_watch_t *w = &res->watch;
     if (!res->watched) {
-        pybox_buf_addf(o, "  %-10s not read (%s)\n", "kernel", res->started ? res->watch_error : "never started");
+        /* why: the host's words, which may quote what the engine said */
+        char *why = escaped(res->started ? res->watch_error : "never started");
+        chosen_line(o, columns, "  %-10s not read (%s)", "kernel", need(o, why));
+        free(why);
         return;
     }
     const pybox_reading_t *r = res->final_taken ? &res->final : (w->have_last ? &w->last : NULL);
@@ -719,8 +744,12 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
                        res->exit.oom_killed ? "YES" : "no");
     else
         pybox_buf_addf(o, "  %-10s no record of the box's end\n", "backend");
-    pybox_buf_addf(o, "  %-10s (%s, %s)\n", "", res->backend[0] ? res->backend : "-",
-                   res->engine[0] ? res->engine : "-");
+    /* the backend's own words about itself */
+    char *engine = escaped(res->engine[0] ? res->engine : "-");
+    char *backend = escaped(res->backend[0] ? res->backend : "-");
+    chosen_line(o, columns, "  %-10s (%s, %s)", "", need(o, backend), need(o, engine));
+    free(backend);
+    free(engine);
     if (d->seen) {
         pybox_buf_addf(o, "  %-10s program ended after %lld ms: ", "box init", (long long)d->program_ms);
         if (d->signal)
@@ -731,7 +760,7 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
     } else {
         pybox_buf_addf(o, "  %-10s no record\n", "box init");
     }
-    kernel_text(o, res);
+    kernel_text(o, res, columns);
     files_text(o, res, columns);
     pybox_buf_addf(o, "  %-10s PyBox deadline: %s; box timer: %s\n", "clocks",
                    d->stopped ? "FIRED, program stopped" : (res->deadline_fired ? "passed" : "not reached"),

@@ -11,6 +11,7 @@
 
 #include "../guest/proto.h"
 #include "bounds.h"
+#include "escape.h"
 #include "journal.h"
 #include "leftovers.h"
 #include "uid.h"
@@ -46,16 +47,18 @@ static void unknown(pybox_run_result_t *res, const char *fmt, ...)
 {
     if (res->n_unknown >= PYBOX_UNKNOWN_MAX)
         return;
-    char buf[512];
+    /* whole: a note is never cut (a cut could fall inside a character it quotes) */
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    char *s = n < 0 ? NULL : malloc((size_t)n + 1);
+    if (s == NULL)
         return;
-    char *s = strdup(buf);
-    if (s != NULL)
-        res->unknown[res->n_unknown++] = s;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    res->unknown[res->n_unknown++] = s;
 }
 
 static void step(const pybox_run_request_t *req, const pybox_run_result_t *res, const char *name)
@@ -461,7 +464,10 @@ static int begin(run_t *r)
     /* The program's own user, leased until the box is confirmed gone (or, should this
      * process die first, until the box's expiry, when it has certainly ended). */
     if ((p->relax & (PYBOX_RELAX_SHARED_UID | PYBOX_RELAX_PROGRAM_ROOT)) == 0) {
-        if (pybox_uid_lease_take(res->run_id, p->expires, &r->lease, &res->error) < 0)
+        const pybox_uid_range_t *u = req->uids;
+        if ((u != NULL
+                 ? pybox_uid_lease_take_in(u->dir, u->base, u->count, res->run_id, p->expires, &r->lease, &res->error)
+                 : pybox_uid_lease_take(res->run_id, p->expires, &r->lease, &res->error)) < 0)
             return -1;
         p->program_uid = (uint32_t)r->lease.uid;
     }
@@ -534,6 +540,15 @@ static int build(run_t *r)
         res->interrupted = -1;
         return -1;
     }
+    /* The box lives at most twice its timer from its start, whenever that is: its user
+     * stays leased that long from here (the start call's own bound included), however slow
+     * the engine was so far. */
+    int64_t timer_s = (res->policy.box_timer_ms + 999) / 1000;
+    if (pybox_uid_lease_renew(&r->lease, res->run_id,
+                              pybox_wall_s() + (PYBOX_ENGINE_TIMEOUT_MS + 999) / 1000 + 2 * timer_s +
+                                  PYBOX_EXPIRY_MARGIN_S,
+                              &res->error) < 0)
+        return -1;
     t = pybox_now_s();
     rc = box->ops->start(box, &res->error);
     res->t.start_ms = since(t);
@@ -570,6 +585,12 @@ static int run_box(run_t *r)
     res->t.collect_ms = since(r->feed.t_start) - res->t.run_ms - res->t.files_out_ms;
     if (rc < 0)
         return -1;
+    /* The backend's record is outside data, and its exit status becomes PyBox's own: one
+     * that no process can end with (256 would reach a shell as 0) is not a record. */
+    if (res->exit.exit_code < 0 || res->exit.exit_code > 255)
+        return pybox_error_set(&res->error, PYBOX_ERR_PROTOCOL, 0,
+                               "the backend's record of the box's end says exit %d, which no process ends with",
+                               res->exit.exit_code);
     res->have_exit = true;
     return 0;
 }
@@ -624,7 +645,8 @@ static int files_out(run_t *r, int rc, bool engine_lost)
         if (req->state != NULL && !trail) {
             res->outputs.status = PYBOX_OUT_REFUSED;
             snprintf(res->outputs.reason, sizeof res->outputs.reason,
-                     "the output was not written: its trail could not be recorded: %.190s", oerr.msg);
+                     "the output was not written: its trail could not be recorded: %.*s",
+                     (int)pybox_utf8_cut(oerr.msg, strlen(oerr.msg), 190), oerr.msg);
             if (rc == 0) {
                 pybox_error_set(&res->error, PYBOX_ERR_STATE, 0,
                                 "the output was not written: its trail could not be recorded: %s", oerr.msg);
@@ -744,9 +766,10 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
             rc = run_box(&r);
         }
     }
-    /* The backend failed while the box ran, before the box's end was seen: whether the
-     * box has ended is not known, and nothing may be said as if it had. */
-    bool engine_lost = rc < 0 && res->started && !res->record.seen && res->error.kind == PYBOX_ERR_ENGINE;
+    /* The run failed while the box ran, before the box's end was seen (the engine gone,
+     * its stream cut inside a frame, a host call failing): whether the box has ended is
+     * not known, and nothing may be said as if it had. */
+    bool engine_lost = rc < 0 && res->started && !res->record.seen && !res->have_exit;
     explicit_bzero(r.secret, sizeof r.secret);
     if (r.feed.q.data != NULL)
         explicit_bzero(r.feed.q.data, strlen(PYBOX_GUEST_HELLO) + PYBOX_GUEST_SECRET_HEX);

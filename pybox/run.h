@@ -15,6 +15,7 @@
 #include "policy.h"
 #include "state.h"
 #include "stream.h"
+#include "uid.h"
 #include "watch.h"
 
 #define PYBOX_UNKNOWN_MAX 16
@@ -48,6 +49,7 @@ typedef struct pybox_run_request {
     const pybox_output_spec_t *output; /* where /box/out goes, or NULL */
     int64_t expiry_s;                  /* leftovers may be removed this long after creation (0: default) */
     bool housekeeping;                 /* remove this installation's expired leftovers first */
+    const pybox_uid_range_t *uids;     /* where the program's user is leased from (NULL: the machine's) */
     /* When cancellable: a descriptor that becomes readable when another thread cancels
      * this run (it is polled, never read). The program is stopped, the box removed, and
      * the run reports PYBOX_END_CANCELLED. */

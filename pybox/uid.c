@@ -146,6 +146,25 @@ static int try_uid(int dfd, uid_t uid, const char *run_id, int64_t expires, int 
     return 1;
 }
 
+int pybox_uid_lease_renew(pybox_uid_lease_t *l, const char *run_id, int64_t expires, pybox_error_t *err)
+{
+    if (l->fd < 0)
+        return 0;
+    int64_t now = lease_expiry(l->fd);
+    if (now >= expires)
+        return 0;
+    /* The same run id and a later expiry: never shorter than the text it replaces, so it is
+     * written over it whole in one write (no moment where the lease reads as free). */
+    char text[LEASE_TEXT_MAX];
+    int len = snprintf(text, sizeof text, "%s %lld\n", run_id, (long long)expires);
+    if (len < 0 || (size_t)len >= sizeof text)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "lease text");
+    if (pwrite(l->fd, text, (size_t)len, 0) != (ssize_t)len || ftruncate(l->fd, len) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno ? errno : EIO, "renewing the lease of uid %u",
+                               (unsigned)l->uid);
+    return 0;
+}
+
 /* The lease's own name, for removing it. */
 static void lease_path(const pybox_uid_lease_t *l, char *out, size_t len)
 {
@@ -170,10 +189,13 @@ int pybox_uid_lease_take_in(const char *dir, uid_t base, uint32_t count, const c
     if (pybox_random(&start, sizeof start, err) < 0)
         return -1;
     start %= count;
+    uint32_t by_host = 0;
     for (uint32_t i = 0; i < count; i++) {
         uid_t uid = base + (start + i) % count;
-        if (host_uses(uid))
+        if (host_uses(uid)) {
+            by_host++;
             continue;
+        }
         int fd = -1;
         int r, tries = 0;
         do
@@ -189,9 +211,21 @@ int pybox_uid_lease_take_in(const char *dir, uid_t base, uint32_t count, const c
             return 0;
         }
     }
+    /* Say which it is: a range the host took for its own users (subordinate ranges of
+     * /etc/subuid, say) is not one that boxes are using up. */
+#define HOST_USES "the host uses (its users and groups, or subordinate ranges in /etc/subuid or /etc/subgid)"
+    if (by_host == 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EAGAIN,
+                               "no free per-box user: all %u uids from %u are held by live boxes (leases in %s)", count,
+                               (unsigned)base, dir);
+    if (by_host == count)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EAGAIN,
+                               "no free per-box user: all %u uids from %u are ones " HOST_USES, count, (unsigned)base);
     return pybox_error_set(err, PYBOX_ERR_SYSTEM, EAGAIN,
-                           "no free per-box user: all %u uids from %u in %s are held by live boxes", count,
-                           (unsigned)base, dir);
+                           "no free per-box user: of the %u uids from %u, %u are held by live boxes (leases in %s) "
+                           "and %u are ones " HOST_USES,
+                           count, (unsigned)base, count - by_host, dir, by_host);
+#undef HOST_USES
 }
 
 int pybox_uid_lease_take(const char *run_id, int64_t expires, pybox_uid_lease_t *out, pybox_error_t *err)

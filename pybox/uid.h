@@ -32,6 +32,14 @@ typedef struct pybox_uid_lease {
         .uid = 0, .fd = -1, .dir = ""                                                                                  \
     }
 
+/* A folder of leases and the range it hands out; runs use the machine's (tests, their
+ * own). */
+typedef struct pybox_uid_range {
+    const char *dir;
+    uid_t base;
+    uint32_t count;
+} pybox_uid_range_t;
+
 /* Lease a uid for a run: one that no live lease holds (another process's lock, or a
  * lease whose expiry has not passed), that no host user or group has, and that lies in no
  * subordinate range of /etc/subuid or /etc/subgid. expires is the wall-clock second after
@@ -41,6 +49,10 @@ int pybox_uid_lease_take(const char *run_id, int64_t expires, pybox_uid_lease_t 
 /* The same in another folder and range (tests). */
 int pybox_uid_lease_take_in(const char *dir, uid_t base, uint32_t count, const char *run_id, int64_t expires,
                             pybox_uid_lease_t *out, pybox_error_t *err);
+
+/* Push the lease's expiry to expires (never earlier), e.g. once the box's start is near:
+ * a box lives at most twice its timer from its start, however long the run took before. */
+int pybox_uid_lease_renew(pybox_uid_lease_t *l, const char *run_id, int64_t expires, pybox_error_t *err);
 
 /* The box is confirmed gone: the uid is free again at once. */
 void pybox_uid_lease_release(pybox_uid_lease_t *l);

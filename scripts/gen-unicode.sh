@@ -5,7 +5,9 @@
 #   hidden: what is always shown escaped: controls (Cc), format characters (Cf), line and
 #           paragraph separators (Zl, Zp), private use (Co), unassigned code points and
 #           noncharacters (Cn), and every Default_Ignorable_Code_Point;
-#   marks:  combining marks (Mn, Mc, Me), escaped where they have nothing to sit on.
+#   marks:  combining marks (Mn, Mc, Me), escaped where they have nothing to sit on;
+#   blanks: space separators (Zs) other than U+0020, which look like it (names of files
+#           that come back may not hold them).
 # Both as sorted, merged, inclusive ranges, for a binary search.
 set -eu
 ucd=${1:?usage: gen-unicode.sh UCD-FOLDER}
@@ -42,6 +44,8 @@ ranges() {
             print "hidden", lo, hi
         else if (gc ~ /^M/)
             print "marks", lo, hi
+        else if (gc == "Zs" && lo != 32)
+            print "blanks", lo, hi
     }
     FNR == 1 { file++ }
     file == 1 {

@@ -14,6 +14,7 @@
 
 #include "../pybox/buf.h"
 #include "../pybox/cgroup.h"
+#include "../pybox/escape.h"
 #include "../pybox/util.h"
 #include "itest.h"
 #include "suites.h"
@@ -358,6 +359,27 @@ START_TEST(case_clash_refuses_everything)
 }
 END_TEST
 
+/* Two long names that differ by case, with a character of two bytes where a cut would
+ * fall: the receipt is valid UTF-8 and its reason whole. */
+START_TEST(long_case_clash_receipt_is_utf8)
+{
+    char out[PATH_MAX];
+    path_in(out, "out");
+    const char *args[] = {"--output", out, NULL};
+    itest_run_t r;
+    itest_exec("n = 'a' * 99 + '\\u00e9'\n"
+               "open('/box/out/' + n, 'w').write('x')\n"
+               "open('/box/out/' + n[:99].upper() + n[99:], 'w').write('y')\n",
+               args, &r);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(pybox_utf8_valid(r.out, r.out_len), "the JSON receipt is not UTF-8");
+    ck_assert_str_eq(itest_str(r.receipt, "seen.files.status"), "refused");
+    const char *why = itest_str(r.receipt, "seen.files.reason");
+    ck_assert_msg(strstr(why, "differ only by case: such a folder cannot be copied everywhere") != NULL, "%s", why);
+    itest_run_free(&r);
+}
+END_TEST
+
 START_TEST(folder_input_read_only_tree)
 {
     char d[PATH_MAX], p[PATH_MAX];
@@ -416,6 +438,32 @@ START_TEST(utf8_names_in)
                                                                        "es/na\xc3\xafve.csv");
     ck_assert_str_eq(itest_str(cJSON_GetArrayItem(inputs, 2), "name"), "donn\xc3\xa9"
                                                                        "es/\xe6\x97\xa5\xe6\x9c\xac.txt");
+    itest_run_free(&r);
+}
+END_TEST
+
+/* A folder holding café.txt composed and decomposed (e + U+0301): both reach /box/in,
+ * each under its own name with its own bytes, as the receipt lists them. */
+START_TEST(composed_and_decomposed_names_both_in)
+{
+    char d[PATH_MAX];
+    path_in(d, "forms");
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    write_file("forms/caf\xc3\xa9.txt", "composed", 8);
+    write_file("forms/cafe\xcc\x81.txt", "decomposed", 10);
+    const char *args[] = {"--input", d, NULL};
+    itest_run_t r;
+    itest_exec("import os\n"
+               "for n in sorted(os.listdir('/box/in/forms')):\n"
+               "    print(ascii(n), open('/box/in/forms/' + n).read())\n",
+               args, &r);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_str_eq(itest_str(r.receipt, "said.stdout.text"),
+                     "'cafe\\u0301.txt' decomposed\n'caf\\xe9.txt' composed\n");
+    const cJSON *inputs = itest_get(r.receipt, "asked.inputs");
+    ck_assert_int_eq(cJSON_GetArraySize(inputs), 2);
+    ck_assert_str_eq(itest_str(cJSON_GetArrayItem(inputs, 0), "name"), "forms/cafe\xcc\x81.txt");
+    ck_assert_str_eq(itest_str(cJSON_GetArrayItem(inputs, 1), "name"), "forms/caf\xc3\xa9.txt");
     itest_run_free(&r);
 }
 END_TEST
@@ -662,8 +710,10 @@ Suite *itest_suite_files(void)
     tcase_add_test(tc, hostile_names_escaped);
     tcase_add_test(tc, forged_rows_and_lookalikes);
     tcase_add_test(tc, case_clash_refuses_everything);
+    tcase_add_test(tc, long_case_clash_receipt_is_utf8);
     tcase_add_test(tc, folder_input_read_only_tree);
     tcase_add_test(tc, utf8_names_in);
+    tcase_add_test(tc, composed_and_decomposed_names_both_in);
     tcase_add_test(tc, name_not_utf8_refused);
     suite_add_tcase(s, tc);
     TCase *full = tcase_create("full state directory");

@@ -376,6 +376,60 @@ START_TEST(output_left_by_a_dead_run_is_removed)
 }
 END_TEST
 
+/* The same, when the dead run also left a volume (its box was not confirmed gone): the
+ * volume goes first and takes the run's note with it; the trail to the hidden folder must
+ * be followed then too, not lost with the note. */
+START_TEST(output_left_by_a_dead_run_with_a_leftover_is_removed)
+{
+    char run[33], outdir[64] = "/tmp/pybox-deadout-XXXXXX", hidden[PATH_MAX], note[PATH_MAX], ptr[PATH_MAX];
+    pybox_random_hex(16, run, NULL);
+    ck_assert_ptr_nonnull(mkdtemp(outdir));
+    ck_assert_int_eq(pybox_fmt(hidden, sizeof hidden, "%s/.pybox-out-%s.tmp", outdir, run), 0);
+    ck_assert_int_eq(mkdir(hidden, 0700), 0);
+    ck_assert_int_eq(pybox_fmt(note, sizeof note, "%s/runs/%s.json", itest_state()->dir, run), 0);
+    ck_assert_int_eq(pybox_fmt(ptr, sizeof ptr, "%s/runs/%s.out", itest_state()->dir, run), 0);
+    FILE *f = fopen(note, "we");
+    fprintf(f, "{\"run_id\":\"%s\",\"expires\":1}\n", run);
+    fclose(f);
+    f = fopen(ptr, "we");
+    fputs(hidden, f);
+    fclose(f);
+    /* an expired volume of that run, labelled as the run would have labelled it */
+    pybox_engine_t *e = itest_engine();
+    cJSON *body = cJSON_CreateObject();
+    char vname[64];
+    ck_assert_int_eq(pybox_fmt(vname, sizeof vname, "pybox-review-%s", run), 0);
+    cJSON_AddStringToObject(body, "Name", vname);
+    cJSON *labels = cJSON_AddObjectToObject(body, "Labels");
+    cJSON_AddStringToObject(labels, "pybox.install", itest_state()->install_id);
+    cJSON_AddStringToObject(labels, "pybox.run", run);
+    cJSON_AddStringToObject(labels, "pybox.expires", "1");
+    long status = 0;
+    cJSON *reply = NULL;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_engine_call(e, "POST", "/volumes/create", body, &status, &reply, &err) == 0, "%s", err.msg);
+    cJSON_Delete(body);
+    cJSON_Delete(reply);
+    ck_assert_int_eq(status, 201);
+
+    cJSON *rep = cleanup_json(NULL);
+    ck_assert_str_eq(action_for(rep, "volume", run), "removed");
+    ck_assert_str_eq(action_for(rep, "output", run), "removed");
+    cJSON_Delete(rep);
+    ck_assert_int_ne(access(hidden, F_OK), 0);
+    ck_assert_int_ne(access(ptr, F_OK), 0);
+    ck_assert_int_ne(access(note, F_OK), 0);
+    char path[128];
+    ck_assert_int_eq(pybox_fmt(path, sizeof path, "/volumes/%s", vname), 0);
+    ck_assert_int_eq(pybox_engine_call(e, "GET", path, NULL, &status, &reply, &err), 0);
+    cJSON_Delete(reply);
+    ck_assert_int_eq(status, 404);
+    pybox_engine_free(e);
+    rmdir(hidden);
+    rmdir(outdir);
+}
+END_TEST
+
 Suite *itest_suite_lifecycle(void)
 {
     Suite *s = suite_create("lifecycle");
@@ -385,6 +439,7 @@ Suite *itest_suite_lifecycle(void)
     tcase_add_test(tc, cleanup_never_touches_what_is_not_its_own);
     tcase_add_test(tc, many_runs_and_cleanups_at_once);
     tcase_add_test(tc, output_left_by_a_dead_run_is_removed);
+    tcase_add_test(tc, output_left_by_a_dead_run_with_a_leftover_is_removed);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../guest/proto.h"
@@ -118,6 +119,11 @@ static int s_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **
     script_t *s = ((sbackend_t *)be)->s;
     if (s->fail == SCRIPT_FAIL_CREATE)
         return fail(s, err, "create");
+    if (s->create_ms > 0) { /* an engine this slow: time passing is what is tested */
+        struct timespec ts = {s->create_ms / 1000, (long)(s->create_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+        }
+    }
     sbox_t *b = calloc(1, sizeof *b);
     /* A socket, like the engine's stream: writable for the box's stdin, readable when
      * the box has something to say. */

@@ -386,6 +386,31 @@ static char *sanitized(const char *s, size_t len, size_t *replaced)
     return b.data;
 }
 
+/* A cut keeps whole characters only; a stray byte is one character. */
+START_TEST(utf8_cut_between_characters)
+{
+    ck_assert_uint_eq(pybox_utf8_cut("abc", 3, 10), 3);
+    ck_assert_uint_eq(pybox_utf8_cut("abc", 3, 2), 2);
+    ck_assert_uint_eq(pybox_utf8_cut("a\xc3\xa9", 3, 2), 1);
+    ck_assert_uint_eq(pybox_utf8_cut("a\xc3\xa9", 3, 3), 3);
+    ck_assert_uint_eq(pybox_utf8_cut("\xf0\x9f\x98\x80x", 5, 3), 0);
+    ck_assert_uint_eq(pybox_utf8_cut("\xff\xfe", 2, 1), 1);
+    ck_assert_uint_eq(pybox_utf8_cut("", 0, 5), 0);
+}
+END_TEST
+
+/* Blanks that look like U+0020 without being it, from the database's Zs, and U+2800. */
+START_TEST(blanks_that_look_like_a_space)
+{
+    static const unsigned blank[] = {0xa0, 0x1680, 0x2000, 0x2003, 0x200a, 0x202f, 0x205f, 0x3000, 0x2800};
+    static const unsigned not_blank[] = {0x20, 'a', 0x200b, 0x2028, 0x3164, 0xe9, 0x2801};
+    for (size_t i = 0; i < sizeof blank / sizeof *blank; i++)
+        ck_assert_msg(pybox_escape_is_blank(blank[i]), "U+%04X", blank[i]);
+    for (size_t i = 0; i < sizeof not_blank / sizeof *not_blank; i++)
+        ck_assert_msg(!pybox_escape_is_blank(not_blank[i]), "U+%04X", not_blank[i]);
+}
+END_TEST
+
 START_TEST(utf8_sanitize_cases)
 {
     size_t r;
@@ -520,6 +545,8 @@ Suite *suite_escape(void)
     tc = tcase_create("utf8");
     tcase_add_test(tc, utf8_valid_cases);
     tcase_add_test(tc, utf8_sanitize_cases);
+    tcase_add_test(tc, utf8_cut_between_characters);
+    tcase_add_test(tc, blanks_that_look_like_a_space);
     tcase_add_test(tc, utf8_sanitize_all_bytes);
     tcase_set_timeout(tc, 5);
     suite_add_tcase(s, tc);

@@ -690,6 +690,46 @@ START_TEST(out_invisible_names)
 }
 END_TEST
 
+/* Blanks that look like a space but are not U+0020, and a name part that ends in a space
+ * (which the receipt, listing the name before its size, cannot show): each would let two
+ * different names look the same, like the invisible characters above. A space inside a
+ * name comes back. */
+START_TEST(out_blank_lookalike_names)
+{
+    static const char *const lookalikes[] = {
+        "report\xc2\xa0v2.csv",     /* U+00A0 no-break space */
+        "report\xe2\x80\x83v2.csv", /* U+2003 em space */
+        "report\xe2\x80\xafv2.csv", /* U+202F narrow no-break space */
+        "report\xe3\x80\x80v2.csv", /* U+3000 ideographic space */
+        "report\xe2\xa0\x80v2.csv", /* U+2800 braille pattern blank: a symbol that draws nothing */
+        "report v2.csv ",           /* ends with a space */
+        "report v2 /data.csv",      /* a folder that ends with a space */
+    };
+    char target[PATH_MAX];
+    path_in(target, "blanks");
+    tw_t t;
+    tw_open_utf8(&t, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, true);
+    tw_dir(&t, "out/");
+    tw_file(&t, "out/report v2.csv", "real");
+    for (size_t i = 0; i < sizeof lookalikes / sizeof *lookalikes; i++) {
+        char name[64];
+        ck_assert_int_eq(pybox_fmt(name, sizeof name, "out/%s", lookalikes[i]), 0);
+        tw_file(&t, name, "fake");
+    }
+    tw_close(&t);
+    pybox_outputs_t o;
+    pybox_error_t err = {0};
+    ck_assert_msg(ingest(&t.buf, target, &o, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(o.status, PYBOX_OUT_DELIVERED);
+    for (size_t i = 0; i < sizeof lookalikes / sizeof *lookalikes; i++)
+        assert_not_back(&o, lookalikes[i], "space");
+    ck_assert_int_eq(o.returned_files, 1);
+    assert_delivered_file(target, "report v2.csv", "real", 4, !o.xattr_failed);
+    pybox_outputs_free(&o);
+    pybox_buf_free(&t.buf);
+}
+END_TEST
+
 /* The longest part (255 bytes) and names in other scripts come back, byte for byte. */
 START_TEST(out_good_names)
 {
@@ -1054,6 +1094,76 @@ START_TEST(out_case_clash_parents)
     tw_close(&t);
     rc = ingest(&t.buf, target, &o, &err);
     assert_refused(rc, &o, &err, target, "differ only by case");
+    pybox_outputs_free(&o);
+    pybox_buf_free(&t.buf);
+}
+END_TEST
+
+/* Long names with a character of two bytes where a cut would fall: the reason names
+ * both, each cut only between characters, and says all of what it says (it is quoted in
+ * the JSON receipt and by the MCP server, which must stay valid UTF-8). */
+START_TEST(out_case_clash_reason_whole_and_utf8)
+{
+    char lower[160], upper[160];
+    memcpy(lower, "out/", 4);
+    memcpy(upper, "out/", 4);
+    memset(lower + 4, 'a', 99);
+    memset(upper + 4, 'A', 99);
+    memcpy(lower + 103, "\xc3\xa9", 3);
+    memcpy(upper + 103, "\xc3\xa9", 3);
+    tw_t t;
+    tw_open_utf8(&t, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, true);
+    tw_dir(&t, "out/");
+    tw_file(&t, lower, "x");
+    tw_file(&t, upper, "y");
+    tw_close(&t);
+    char target[PATH_MAX];
+    path_in(target, "long-clash");
+    pybox_outputs_t o;
+    pybox_error_t err = {0};
+    int rc = ingest(&t.buf, target, &o, &err);
+    assert_refused(rc, &o, &err, target, "differ only by case");
+    ck_assert_msg(pybox_utf8_valid(o.reason, strlen(o.reason)), "the reason is not UTF-8: %s", o.reason);
+    ck_assert_msg(strstr(o.reason, "cannot be copied everywhere") != NULL, "the reason is cut: %s", o.reason);
+    ck_assert_ptr_nonnull(strstr(o.reason, "'aaaa"));
+    ck_assert_ptr_nonnull(strstr(o.reason, "'AAAA"));
+    pybox_outputs_free(&o);
+    pybox_buf_free(&t.buf);
+}
+END_TEST
+
+/* The engine's archive carries names as the box wrote them; libarchive reads them
+ * composed (Unicode NFC). A decomposed name comes back composed; café.txt in both forms
+ * is one name twice: refused as a whole, saying so, not as if the box had named a file
+ * twice. */
+START_TEST(out_composed_and_decomposed_names)
+{
+    tw_t t;
+    tw_open_utf8(&t, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, true);
+    t.utf8 = false; /* in C.UTF-8, the names' bytes as they are (as the engine writes them) */
+    tw_dir(&t, "out/");
+    tw_file(&t, "out/na\x69\xcc\x88ve.txt", "decomposed");
+    tw_close(&t);
+    char target[PATH_MAX];
+    path_in(target, "one-form");
+    pybox_outputs_t o;
+    pybox_error_t err = {0};
+    ck_assert_msg(ingest(&t.buf, target, &o, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(o.status, PYBOX_OUT_DELIVERED);
+    assert_delivered_file(target, "na\xc3\xafve.txt", "decomposed", 10, !o.xattr_failed);
+    pybox_outputs_free(&o);
+    pybox_buf_free(&t.buf);
+
+    tw_open_utf8(&t, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, true);
+    t.utf8 = false;
+    tw_dir(&t, "out/");
+    tw_file(&t, "out/caf\xc3\xa9.txt", "composed");
+    tw_file(&t, "out/cafe\xcc\x81.txt", "decomposed");
+    tw_close(&t);
+    path_in(target, "two-forms");
+    int rc = ingest(&t.buf, target, &o, &err);
+    assert_refused(rc, &o, &err, target, "twice");
+    ck_assert_msg(strstr(o.reason, "normal form") != NULL, "the reason does not say why: %s", o.reason);
     pybox_outputs_free(&o);
     pybox_buf_free(&t.buf);
 }
@@ -1961,6 +2071,45 @@ START_TEST(in_name_not_utf8_refused)
 }
 END_TEST
 
+/* Names go in as the bytes they are: a decomposed name (e + U+0301, as macOS writes it)
+ * is not recomposed, so a folder holding café.txt in both forms keeps two files in the
+ * archive, each under its own name, and the receipt's two entries are what the box gets
+ * (recomposed, the second overwrote the first in /box/in). In any locale. */
+START_TEST(in_names_kept_as_written)
+{
+    char top[PATH_MAX], dir[PATH_MAX], p[PATH_MAX];
+    path_in(top, "cafe\xcc\x81-top.txt");
+    write_file_at(top, "top", 3);
+    path_in(dir, "forms");
+    make_dir_at(dir);
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/caf\xc3\xa9.txt", dir), 0);
+    write_file_at(p, "composed", 8);
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/cafe\xcc\x81.txt", dir), 0);
+    write_file_at(p, "decomposed", 10);
+    static const char *const want[] = {"path=cafe\xcc\x81-top.txt\n", "path=forms/caf\xc3\xa9.txt\n",
+                                       "path=forms/cafe\xcc\x81.txt\n"};
+    int tried = 0;
+    for (size_t i = 0; pack_locales[i] != NULL; i++) {
+        if (setlocale(LC_ALL, pack_locales[i]) == NULL)
+            continue;
+        tried++;
+        const char *paths[] = {top, dir};
+        pybox_inputs_t in;
+        pybox_error_t err = {0};
+        ck_assert_msg(pybox_inputs_prepare(paths, 2, PYBOX_INPUT_MAX, &in, &err) == 0, "%s: %s", pack_locales[i],
+                      err.msg);
+        ck_assert_uint_eq(in.n, 3);
+        for (size_t w = 0; w < 3; w++)
+            ck_assert_msg(memmem(in.tar.data, in.tar.len, want[w], strlen(want[w])) != NULL,
+                          "%s: the archive does not hold %s as written", pack_locales[i], want[w] + 5);
+        ck_assert_ptr_null(memmem(in.tar.data, in.tar.len, "hdrcharset", 10));
+        pybox_inputs_free(&in);
+    }
+    ck_assert_int_ge(tried, 2);
+    setlocale(LC_ALL, "C");
+}
+END_TEST
+
 Suite *suite_files(void)
 {
     Suite *s = suite_create("files");
@@ -1973,6 +2122,7 @@ Suite *suite_files(void)
     tcase_add_test(out, out_links_and_specials_not_back);
     tcase_add_test(out, out_hostile_names);
     tcase_add_test(out, out_invisible_names);
+    tcase_add_test(out, out_blank_lookalike_names);
     tcase_add_test(out, out_good_names);
     tcase_add_test(out, out_outside_out);
     tcase_add_test(out, out_too_many_files);
@@ -1983,6 +2133,8 @@ Suite *suite_files(void)
     tcase_add_test(out, out_case_clash_file);
     tcase_add_test(out, out_case_clash_parents);
     tcase_add_test(out, out_case_clash_ignores_dropped);
+    tcase_add_test(out, out_case_clash_reason_whole_and_utf8);
+    tcase_add_test(out, out_composed_and_decomposed_names);
     tcase_add_test(out, out_duplicate_names);
     tcase_add_test(out, out_truncated);
     tcase_add_test(out, out_corrupt_header);
@@ -2016,6 +2168,7 @@ Suite *suite_files(void)
     tcase_add_test(in, in_utf8_names_any_locale);
     tcase_add_test(in, in_utf8_names_in_threads);
     tcase_add_test(in, in_name_not_utf8_refused);
+    tcase_add_test(in, in_names_kept_as_written);
     suite_add_tcase(s, in);
     return s;
 }

@@ -46,6 +46,7 @@
  *                        fake.outside), then as "release", but its result names that folder
  *                        (PYBOX_MCP_KEPT_KEY), cancelled or not
  *   "big:<n>"            a result with one text block of n bytes ('b')
+ *   "not-utf8"           a result whose text holds bytes that are not UTF-8
  *   no code              a result saying what it was given ("args:object:<n members>")
  * Every waiting mode writes a byte to `ended` just before it returns. */
 
@@ -119,6 +120,8 @@ static cJSON *fake_runner(void *arg, const pybox_mcp_config_t *c, const cJSON *a
     const char *mode = code->valuestring;
     if (strncmp(mode, "echo:", 5) == 0)
         return text_result(mode + 5);
+    if (strcmp(mode, "not-utf8") == 0) /* a tool's text cut in the middle of a character */
+        return text_result("cut \xc3 here \xe2\x82");
     if (strncmp(mode, "big:", 4) == 0) {
         size_t n = strtoul(mode + 4, NULL, 10);
         char *text = malloc(n + 1);
@@ -458,11 +461,12 @@ static char *next_line(int timeout_ms)
     }
 }
 
-/* A line must be one JSON-RPC 2.0 object, with no raw control character anywhere. */
+/* A line must be one JSON-RPC 2.0 object in UTF-8, with no raw control character anywhere. */
 static cJSON *parse_line(const char *line)
 {
     for (const unsigned char *p = (const unsigned char *)line; *p; p++)
         ck_assert_msg(*p >= 0x20, "raw control byte 0x%02x in a line: %s", *p, line);
+    ck_assert_msg(pybox_utf8_valid(line, strlen(line)), "a line that is not UTF-8: %s", line);
     cJSON *m = cJSON_ParseWithOpts(line, NULL, 1);
     ck_assert_msg(m != NULL, "a line that is not one JSON value: %s", line);
     ck_assert_msg(cJSON_IsObject(m), "a line that is not a JSON object: %s", line);
@@ -1298,6 +1302,22 @@ START_TEST(result_text_escaped)
     cJSON_Delete(m);
     cJSON *rest = finish();
     assert_none_for(rest, 1);
+    ck_assert_int_eq(cJSON_GetArraySize(rest), 0);
+    cJSON_Delete(rest);
+}
+END_TEST
+
+/* A tool's text that is not UTF-8 (a name cut in the middle of a character, say) still
+ * goes out as valid UTF-8: each stray byte becomes U+FFFD, the rest as it was. */
+START_TEST(result_not_utf8_repaired)
+{
+    start(false);
+    send_call(2, "not-utf8");
+    cJSON *m = next_msg(); /* checked: UTF-8 */
+    ck_assert(id_is(m, 2));
+    ck_assert_str_eq(result_text(m), "cut \xef\xbf\xbd here \xef\xbf\xbd\xef\xbf\xbd");
+    cJSON_Delete(m);
+    cJSON *rest = finish();
     ck_assert_int_eq(cJSON_GetArraySize(rest), 0);
     cJSON_Delete(rest);
 }
@@ -2445,6 +2465,7 @@ Suite *suite_mcp(void)
     tcase_add_test(tools, call_echo);
     tcase_add_test(tools, call_without_arguments);
     tcase_add_test(tools, result_text_escaped);
+    tcase_add_test(tools, result_not_utf8_repaired);
     suite_add_tcase(s, tools);
 
     TCase *framing = tcase_create("framing");

@@ -255,6 +255,53 @@ START_TEST(json_invalid_utf8)
 }
 END_TEST
 
+/* What PyBox writes itself can quote bytes from outside: a note cut in the middle of a
+ * character, an output folder named by the operator in Latin-1. The receipt is still valid
+ * UTF-8 (an MCP client may drop a session over one bad byte); the terminal form escapes. */
+START_TEST(json_notes_and_folder_always_utf8)
+{
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_TARGET_EXIT, "", 0, "", 0);
+    add_unknown(&r, "no output folder was created: 'aaa\xc3' and 'AAA\xc3' differ only by case");
+    r.output_asked = true;
+    pybox_outputs_init(&r.outputs);
+    r.outputs.status = PYBOX_OUT_DELIVERED;
+    set_str(r.outputs.dir, sizeof r.outputs.dir, "/srv/r\xe9sultats");
+    cJSON *j = receipt_roundtrip(&r); /* fails unless the printed receipt is UTF-8 */
+    const cJSON *unk = get(j, "unknown");
+    const char *note = cJSON_GetArrayItem(unk, 0)->valuestring;
+    ck_assert_str_eq(note, "no output folder was created: 'aaa\xef\xbf\xbd' and 'AAA\xef\xbf\xbd' differ only by case");
+    ck_assert_str_eq(get_str(get(get(j, "seen"), "files"), "folder"), "/srv/r\xef\xbf\xbdsultats");
+    cJSON_Delete(j);
+    pybox_buf_t text;
+    pybox_buf_init(&text, 0);
+    ck_assert_int_eq(pybox_receipt_text(&r, 200, &text), 0);
+    ck_assert_ptr_nonnull(strstr(text.data, "'aaa\\xc3' and"));
+    pybox_buf_free(&text);
+    pybox_run_result_free(&r);
+}
+END_TEST
+
+/* What the engine says of itself, and why the kernel's counters were not read, come from
+ * outside PyBox too: escaped on the terminal like everything else that does. */
+START_TEST(text_engine_words_escaped)
+{
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_TARGET_EXIT, "", 0, "", 0);
+    set_str(r.engine, sizeof r.engine, "Docker/99 \x1b[2J\x1b]0;owned\x07 (API 1.41)");
+    set_str(r.watch_error, sizeof r.watch_error, "cgroup \x1b[31mnot found\r");
+    pybox_buf_t text;
+    pybox_buf_init(&text, 0);
+    ck_assert_int_eq(pybox_receipt_text(&r, 200, &text), 0);
+    ck_assert_ptr_null(strchr(text.data, 0x1b));
+    ck_assert_ptr_null(strchr(text.data, '\r'));
+    ck_assert_ptr_nonnull(strstr(text.data, "Docker/99 \\x1b[2J"));
+    ck_assert_ptr_nonnull(strstr(text.data, "cgroup \\x1b[31mnot found\\r"));
+    pybox_buf_free(&text);
+    pybox_run_result_free(&r);
+}
+END_TEST
+
 START_TEST(json_nul_bytes_not_lost)
 {
     /* a NUL cannot live in a JSON string as cJSON holds it: the text must not silently
@@ -953,6 +1000,8 @@ Suite *suite_receipt(void)
     tcase_add_test(tc, json_deadline);
     tcase_add_test(tc, json_invalid_utf8);
     tcase_add_test(tc, json_nul_bytes_not_lost);
+    tcase_add_test(tc, json_notes_and_folder_always_utf8);
+    tcase_add_test(tc, text_engine_words_escaped);
     tcase_add_test(tc, json_truncated);
     tcase_add_test(tc, json_pybox_error);
     tcase_set_timeout(tc, 10);

@@ -5,6 +5,8 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <check.h>
+#include <dirent.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "../pybox/leftovers.h"
+#include "../pybox/bounds.h"
 #include "../pybox/receipt.h"
 #include "../pybox/run.h"
 #include "../pybox/util.h"
@@ -138,6 +141,67 @@ START_TEST(each_phase_failure_is_pybox_s)
 }
 END_TEST
 
+/* ---- the program's user ---- */
+
+static struct {
+    char dir[64];
+    long long expires; /* the run's lease, as it stood once the box was started */
+    int64_t started;   /* the wall clock then */
+} lease_seen;
+
+static void lease_at_start(const char *step, const char *run_id, void *arg)
+{
+    (void)arg;
+    if (strcmp(step, PYBOX_STEP_STARTED) != 0)
+        return;
+    lease_seen.started = pybox_wall_s();
+    DIR *d = opendir(lease_seen.dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        char p[PATH_MAX], text[128] = "";
+        if (de->d_name[0] == '.' || pybox_fmt(p, sizeof p, "%s/%s", lease_seen.dir, de->d_name) < 0)
+            continue;
+        FILE *f = fopen(p, "re");
+        ck_assert_ptr_nonnull(f);
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[n] = '\0';
+        if (strncmp(text, run_id, 32) == 0)
+            lease_seen.expires = strtoll(text + 33, NULL, 10);
+    }
+    closedir(d);
+}
+
+/* A box lives at most twice its timer from its start (the timer runs until the hello,
+ * then again): its user's lease must last that long from the start, however slow the
+ * engine was before it, so that a pybox killed then leaves no uid free for another box
+ * while this one may still run. */
+START_TEST(lease_lasts_from_the_box_start)
+{
+    char tmpl[] = "/tmp/pybox-runuid-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(tmpl));
+    ck_assert_int_eq(pybox_fmt(lease_seen.dir, sizeof lease_seen.dir, "%s/uids", tmpl), 0);
+    lease_seen.expires = -1;
+    pybox_uid_range_t range = {.dir = lease_seen.dir, .base = 3000000000u, .count = 4};
+    script_t s;
+    script_init(&s);
+    s.create_ms = 1100; /* a slow engine: the box starts a second after the run began */
+    pybox_run_request_t req;
+    request(&req, 3600 * 1000);
+    req.policy.relax = 0; /* a user of its own, leased from the test's folder */
+    req.uids = &range;
+    req.hook = lease_at_start;
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_uint_ge(res.policy.program_uid, range.base);
+    int64_t life = 2 * ((req.policy.box_timer_ms + 999) / 1000) + PYBOX_EXPIRY_MARGIN_S;
+    ck_assert_msg(lease_seen.expires >= lease_seen.started + life,
+                  "the lease expires at %lld, before the box started at %lld can have ended (%lld)", lease_seen.expires,
+                  (long long)lease_seen.started, (long long)(lease_seen.started + life));
+    unit_rm_tree(tmpl);
+}
+END_TEST
+
 START_TEST(host_deadline_stops_the_program)
 {
     script_t s;
@@ -224,6 +288,30 @@ START_TEST(exit_codes_that_disagree_are_noted)
     ck_assert_int_eq(run(&s, &req), 0);
     ck_assert_int_eq(res.exit_code, 5); /* the engine's */
     ck_assert(has_unknown("the box's init saw exit 2, the engine recorded 5"));
+}
+END_TEST
+
+/* The backend's record of the box's end is outside data: an exit status no process can
+ * have (256 here, which a shell would read as 0, success) is not passed on as PyBox's own
+ * exit code. */
+START_TEST(an_impossible_exit_status_is_not_passed_on)
+{
+    static const int bad[] = {256, 257, 1000, 65536};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        script_t s;
+        script_init(&s);
+        s.exit_code = 1; /* the program failed */
+        s.engine_exit = bad[i];
+        pybox_run_request_t req;
+        request(&req, 2000);
+        run(&s, &req);
+        ck_assert_msg(res.exit_code >= 0 && res.exit_code <= 255 && res.exit_code != 0,
+                      "engine exit %d became PyBox's exit %d", bad[i], res.exit_code);
+        ck_assert_int_eq(res.exit_code, 125);
+        ck_assert_int_eq(res.end, PYBOX_END_PYBOX_ERROR);
+        ck_assert_msg(strstr(res.error.msg, "no process") != NULL, "%s", res.error.msg);
+        pybox_run_result_free(&res);
+    }
 }
 END_TEST
 
@@ -462,6 +550,27 @@ START_TEST(a_copy_after_the_box_stopped_is_not_a_delivery)
 }
 END_TEST
 
+/* The box's stream cut inside a frame (the engine dying mid-write) is the backend's
+ * protocol error, not the engine's: the box's end was not seen all the same, and
+ * nothing may be said as if it had been. */
+START_TEST(a_stream_cut_mid_run_is_said_plainly)
+{
+    script_t s;
+    script_init(&s);
+    s.fail = SCRIPT_FAIL_IO;
+    s.fail_kind = PYBOX_ERR_PROTOCOL;
+    s.not_gone = true;
+    bool delivered, exists;
+    files_run(&s, &delivered, &exists);
+    ck_assert(!delivered && !exists);
+    ck_assert_int_eq(res.exit_code, 125);
+    ck_assert_ptr_null(strstr(res.outputs.reason, "the box ended"));
+    ck_assert(has_unknown("whether the box has ended is not known"));
+    for (int i = 0; i < res.n_unknown; i++)
+        ck_assert_msg(strstr(res.unknown[i], "the box ended") == NULL, "claimed: %s", res.unknown[i]);
+}
+END_TEST
+
 START_TEST(an_engine_lost_mid_run_is_said_plainly)
 {
     script_t s;
@@ -554,6 +663,7 @@ Suite *suite_run(void)
     tcase_add_test(tc, a_stop_from_outside_is_reported);
     tcase_add_test(tc, exit_codes_that_disagree_are_noted);
     tcase_add_test(tc, memory_findings);
+    tcase_add_test(tc, an_impossible_exit_status_is_not_passed_on);
     tcase_add_test(tc, a_box_not_confirmed_gone_fails_the_run);
     tcase_add_test(tc, cancelled_before_start);
     tcase_add_test(tc, cancelled_while_running);
@@ -561,12 +671,14 @@ Suite *suite_run(void)
     tcase_add_test(tc, the_total_counts_from_pybox_s_start);
     tcase_add_test(tc, housekeeping_leaves_what_is_slow_to_cleanup);
     tcase_add_test(tc, an_ended_stream_is_not_polled_again);
+    tcase_add_test(tc, lease_lasts_from_the_box_start);
     suite_add_tcase(s, tc);
     TCase *tf = tcase_create("files out");
     tcase_add_checked_fixture(tf, out_setup, out_teardown);
     tcase_add_test(tf, files_taken_while_held_are_delivered);
     tcase_add_test(tf, a_copy_after_the_box_stopped_is_not_a_delivery);
     tcase_add_test(tf, an_engine_lost_mid_run_is_said_plainly);
+    tcase_add_test(tf, a_stream_cut_mid_run_is_said_plainly);
     suite_add_tcase(s, tf);
     return s;
 }

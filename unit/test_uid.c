@@ -2,6 +2,8 @@
 /* Unit tests for per-box users: leases in a folder of the test's own. */
 #include <check.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +116,27 @@ START_TEST(a_kept_lease_holds_until_its_expiry)
 }
 END_TEST
 
+/* A renewal pushes the expiry out, never in, and the lease stays held throughout. */
+START_TEST(renewal_only_extends)
+{
+    pybox_error_t err = {0};
+    pybox_uid_lease_t l;
+    int64_t exp = pybox_wall_s() + 100;
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "r1", exp, &l, &err), 0);
+    ck_assert_int_eq(pybox_uid_lease_renew(&l, "r1", exp + 5000, &err), 0);
+    char text[128], want[64];
+    read_lease(BASE, text, sizeof text);
+    snprintf(want, sizeof want, "r1 %lld\n", (long long)(exp + 5000));
+    ck_assert_str_eq(text, want);
+    ck_assert_int_eq(pybox_uid_lease_renew(&l, "r1", exp, &err), 0);
+    read_lease(BASE, text, sizeof text);
+    ck_assert_str_eq(text, want);
+    pybox_uid_lease_t other;
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "r2", exp, &other, &err), -1);
+    pybox_uid_lease_release(&l);
+}
+END_TEST
+
 START_TEST(unreadable_leases_are_left_alone)
 {
     pybox_error_t err = {0};
@@ -137,8 +160,23 @@ START_TEST(host_users_are_never_leased)
     pybox_uid_lease_t l;
     ck_assert_int_eq(pybox_uid_lease_take_in(dir, 1, 1, "a", 1, &l, &err), -1); /* uid 1: daemon */
     ck_assert_ptr_nonnull(strstr(err.msg, "no free per-box user"));
+    /* and the refusal says so: no live box holds it */
+    ck_assert_msg(strstr(err.msg, "held by live boxes") == NULL, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "all 1 uids from 1 are ones the host uses") != NULL, "%s", err.msg);
     pybox_error_clear(&err);
     ck_assert_int_eq(pybox_uid_lease_take_in(dir, 0, 4, "a", 1, &l, &err), -1);
+    /* one held by a live run, one the host uses (65534, nobody, next to a uid no one has) */
+    if (getpwuid(65534) != NULL && getpwuid(65533) == NULL && getgrgid(65533) == NULL) {
+        pybox_uid_lease_t held;
+        pybox_error_clear(&err);
+        ck_assert_int_eq(pybox_uid_lease_take_in(dir, 65533, 2, "h", pybox_wall_s() + 100, &held, &err), 0);
+        ck_assert_uint_eq(held.uid, 65533);
+        ck_assert_int_eq(pybox_uid_lease_take_in(dir, 65533, 2, "a", 1, &l, &err), -1);
+        ck_assert_msg(strstr(err.msg, "1 are held by live boxes") != NULL &&
+                          strstr(err.msg, "1 are ones the host uses") != NULL,
+                      "%s", err.msg);
+        pybox_uid_lease_release(&held);
+    }
 }
 END_TEST
 
@@ -162,6 +200,7 @@ Suite *suite_uid(void)
     tcase_add_test(tc, live_leases_never_share_a_uid);
     tcase_add_test(tc, a_kept_lease_holds_until_its_expiry);
     tcase_add_test(tc, unreadable_leases_are_left_alone);
+    tcase_add_test(tc, renewal_only_extends);
     tcase_add_test(tc, host_users_are_never_leased);
     tcase_add_test(tc, a_folder_others_can_change_is_refused);
     suite_add_tcase(s, tc);

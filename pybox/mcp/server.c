@@ -131,6 +131,22 @@ static bool send_msg(server_t *s, cJSON *msg)
     if (text == NULL)
         return false;
     size_t len = strlen(text);
+    /* Valid UTF-8 whatever a sender put in a string (a message quoting bytes from outside,
+     * cut inside a character): cJSON writes bytes above 0x7f only inside strings, so each
+     * stray one becomes U+FFFD there and the line stays the same JSON otherwise. */
+    if (!pybox_utf8_valid(text, len)) {
+        pybox_buf_t fixed;
+        pybox_buf_init(&fixed, 0);
+        pybox_utf8_sanitize(&fixed, text, len, NULL);
+        free(text);
+        if (!pybox_buf_ok(&fixed) || fixed.data == NULL) {
+            pybox_buf_free(&fixed);
+            logf_("no memory for a message to stdout");
+            return false;
+        }
+        len = fixed.len;
+        text = pybox_buf_steal(&fixed);
+    }
     out_msg_t *m = malloc(sizeof *m + len + 1);
     if (m == NULL) {
         free(text);
