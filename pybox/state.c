@@ -213,6 +213,17 @@ static int lock_pins(const pybox_state_t *st, int how, pybox_error_t *err)
     return fd;
 }
 
+static int parse_pins(const char *text, size_t len, const char *path, cJSON **out, pybox_error_t *err)
+{
+    *out = cJSON_ParseWithLength(text, len);
+    if (!cJSON_IsObject(*out)) {
+        cJSON_Delete(*out);
+        *out = NULL;
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s is not a JSON object", path);
+    }
+    return 0;
+}
+
 static int load_pins(const pybox_state_t *st, cJSON **out, pybox_error_t *err)
 {
     char path[PATH_MAX];
@@ -227,13 +238,7 @@ static int load_pins(const pybox_state_t *st, cJSON **out, pybox_error_t *err)
         *out = cJSON_CreateObject();
         return 0;
     }
-    *out = cJSON_ParseWithLength(text, len);
-    if (!cJSON_IsObject(*out)) {
-        cJSON_Delete(*out);
-        *out = NULL;
-        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s is not a JSON object", path);
-    }
-    return 0;
+    return parse_pins(text, len, path, out, err);
 }
 
 static void pin_from_json(const char *name, const cJSON *o, pybox_pin_t *pin)
@@ -281,6 +286,32 @@ int pybox_pin_get(const pybox_state_t *st, const char *name, pybox_pin_t *out, p
     return found;
 }
 
+/* Every pin of the object pins, which stays the caller's. */
+static int pins_of(const cJSON *pins, pybox_pin_t **out, size_t *n, pybox_error_t *err)
+{
+    size_t count = (size_t)cJSON_GetArraySize(pins);
+    pybox_pin_t *v = calloc(count ? count : 1, sizeof *v);
+    if (v == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
+    size_t i = 0;
+    for (const cJSON *o = pins->child; o && i < count; o = o->next)
+        if (cJSON_IsObject(o))
+            pin_from_json(o->string, o, &v[i++]);
+    *out = v;
+    *n = i;
+    return 0;
+}
+
+int pybox_pins_parse(const char *text, size_t len, const char *path, pybox_pin_t **out, size_t *n, pybox_error_t *err)
+{
+    cJSON *pins = NULL;
+    if (parse_pins(text, len, path, &pins, err) < 0)
+        return -1;
+    int rc = pins_of(pins, out, n, err);
+    cJSON_Delete(pins);
+    return rc;
+}
+
 int pybox_pin_list(const pybox_state_t *st, pybox_pin_t **out, size_t *n, pybox_error_t *err)
 {
     _cleanup_close_ int lfd = lock_pins(st, LOCK_SH, err);
@@ -289,20 +320,9 @@ int pybox_pin_list(const pybox_state_t *st, pybox_pin_t **out, size_t *n, pybox_
     cJSON *pins = NULL;
     if (load_pins(st, &pins, err) < 0)
         return -1;
-    size_t count = (size_t)cJSON_GetArraySize(pins);
-    pybox_pin_t *v = calloc(count ? count : 1, sizeof *v);
-    if (v == NULL) {
-        cJSON_Delete(pins);
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
-    }
-    size_t i = 0;
-    for (const cJSON *o = pins->child; o && i < count; o = o->next)
-        if (cJSON_IsObject(o))
-            pin_from_json(o->string, o, &v[i++]);
+    int rc = pins_of(pins, out, n, err);
     cJSON_Delete(pins);
-    *out = v;
-    *n = i;
-    return 0;
+    return rc;
 }
 
 /* Write the pins (and free them) atomically; the caller holds the pins lock. */
@@ -359,7 +379,7 @@ static int ceiling(const cJSON *cfg, const char *key, double max, double scale, 
     return 0;
 }
 
-int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t *err)
+static void config_defaults(pybox_config_t *c)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     c->memory_bytes = PYBOX_CEILING_MEMORY;
@@ -369,14 +389,11 @@ int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t
     c->expiry_s = PYBOX_EXPIRY_S;
     c->backend[0] = '\0';
     snprintf(c->source, sizeof c->source, "the installation's defaults");
-    char path[PATH_MAX];
-    if (pybox_state_path(st, "config.json", path, sizeof path, err) < 0)
-        return -1;
-    _cleanup_free_ char *text = NULL;
-    size_t len = 0;
-    int r = read_small(path, &text, &len, err);
-    if (r <= 0)
-        return r;
+}
+
+int pybox_config_parse(const char *text, size_t len, const char *path, pybox_config_t *c, pybox_error_t *err)
+{
+    config_defaults(c);
     cJSON *cfg = cJSON_ParseWithLength(text, len);
     if (!cJSON_IsObject(cfg)) {
         cJSON_Delete(cfg);
@@ -400,6 +417,20 @@ int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t
     if (rc == 0)
         snprintf(c->source, sizeof c->source, "config.json of the installation");
     return rc;
+}
+
+int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t *err)
+{
+    config_defaults(c);
+    char path[PATH_MAX];
+    if (pybox_state_path(st, "config.json", path, sizeof path, err) < 0)
+        return -1;
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    int r = read_small(path, &text, &len, err);
+    if (r <= 0)
+        return r;
+    return pybox_config_parse(text, len, path, c, err);
 }
 
 int pybox_pin_remove(const pybox_state_t *st, const char *name, pybox_error_t *err)

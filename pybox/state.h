@@ -41,6 +41,8 @@ typedef struct pybox_config {
 } pybox_config_t;
 
 int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t *err);
+/* The same from config.json's text (path names it in errors). */
+int pybox_config_parse(const char *text, size_t len, const char *path, pybox_config_t *c, pybox_error_t *err);
 
 /* A pinned image. */
 typedef struct pybox_pin {
@@ -63,6 +65,8 @@ int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t
 int pybox_pin_remove(const pybox_state_t *st, const char *name, pybox_error_t *err);
 /* All pins; *out is malloc'd (caller frees), *n their number. */
 int pybox_pin_list(const pybox_state_t *st, pybox_pin_t **out, size_t *n, pybox_error_t *err);
+/* The same from images.json's text (path names it in errors). */
+int pybox_pins_parse(const char *text, size_t len, const char *path, pybox_pin_t **out, size_t *n, pybox_error_t *err);
 
 /* A valid image or recipe name: [a-z0-9][a-z0-9_-]{0,31}. */
 bool pybox_name_valid(const char *name);
