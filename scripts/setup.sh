@@ -6,7 +6,7 @@ set -eu
 cd "$(dirname "$0")/.."
 
 packages="gcc make libc6-dev pkg-config check libcjson-dev libcurl4-openssl-dev libssl-dev
-libarchive-dev libseccomp-dev unicode-data docker.io mmdebstrap curl ca-certificates"
+libarchive-dev libseccomp-dev unicode-data docker.io mmdebstrap curl ca-certificates clang-14 libclang-rt-14-dev"
 missing=""
 for p in $packages; do
     if ! dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
