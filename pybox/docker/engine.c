@@ -411,7 +411,10 @@ int pybox_engine_negotiate(const char *socket_path, long status, const char *hea
     if (api_cmp(api, PYBOX_ENGINE_API) < 0)
         return pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "the engine at %s speaks API %s; PyBox needs API %s",
                                socket_path, api, PYBOX_ENGINE_API);
-    snprintf(version, vlen, "%s (API %s)", server[0] ? server : "engine", api);
+    /* The server's name is cut to fit, never the API it speaks (the receipt names it). */
+    const char *name = server[0] ? server : "engine";
+    int room = (int)vlen - (int)strlen(api) - (int)sizeof " (API )";
+    snprintf(version, vlen, "%.*s (API %s)", room > 0 ? room : 0, name, api);
     return 0;
 }
 
