@@ -109,8 +109,11 @@ int pybox_journal_note_parse(const char *text, size_t len, const char *run_id, i
     const cJSON *exp = cJSON_GetObjectItemCaseSensitive(j, "expires");
     const cJSON *run = cJSON_GetObjectItemCaseSensitive(j, "run_id");
     int rc = -1;
-    if (cJSON_IsNumber(exp) && cJSON_IsString(run) && strcmp(run->valuestring, run_id) == 0) {
-        *expires = (int64_t)exp->valuedouble;
+    int64_t e = 0;
+    /* an expiry no int64_t holds is no expiry: the note is torn */
+    if (cJSON_IsNumber(exp) && cJSON_IsString(run) && strcmp(run->valuestring, run_id) == 0 &&
+        pybox_double_to_i64(exp->valuedouble, &e)) {
+        *expires = e;
         rc = 0;
     }
     cJSON_Delete(j);

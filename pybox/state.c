@@ -241,6 +241,15 @@ static int load_pins(const pybox_state_t *st, cJSON **out, pybox_error_t *err)
     return parse_pins(text, len, path, out, err);
 }
 
+/* A number of a pin: taken when an int64_t holds it, else left 0 (unknown, or PyBox's own
+ * default), never converted into whatever a machine makes of an out-of-range double. */
+static void number(const cJSON *v, int64_t *out)
+{
+    int64_t x;
+    if (pybox_double_to_i64(v->valuedouble, &x))
+        *out = x;
+}
+
 static void pin_from_json(const char *name, const cJSON *o, pybox_pin_t *pin)
 {
     memset(pin, 0, sizeof *pin);
@@ -253,7 +262,7 @@ static void pin_from_json(const char *name, const cJSON *o, pybox_pin_t *pin)
     if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "built_at")))
         snprintf(pin->built_at, sizeof pin->built_at, "%s", v->valuestring);
     if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "size")))
-        pin->size = (int64_t)v->valuedouble;
+        number(v, &pin->size);
     if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "guest_protocol")))
         pin->protocol = v->valueint;
     if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "python3_package")))
@@ -261,13 +270,13 @@ static void pin_from_json(const char *name, const cJSON *o, pybox_pin_t *pin)
     pin->custom = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "custom"));
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "defaults");
     if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "memory_bytes")))
-        pin->memory_bytes = (int64_t)v->valuedouble;
+        number(v, &pin->memory_bytes);
     if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "pids")))
-        pin->pids = (int64_t)v->valuedouble;
+        number(v, &pin->pids);
     if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "nano_cpus")))
-        pin->nano_cpus = (int64_t)v->valuedouble;
+        number(v, &pin->nano_cpus);
     if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "timeout_ms")))
-        pin->timeout_ms = (int64_t)v->valuedouble;
+        number(v, &pin->timeout_ms);
 }
 
 int pybox_pin_get(const pybox_state_t *st, const char *name, pybox_pin_t *out, pybox_error_t *err)
@@ -373,8 +382,10 @@ static int ceiling(const cJSON *cfg, const char *key, double max, double scale, 
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(cfg, key);
     if (j == NULL)
         return 0;
-    if (!cJSON_IsNumber(j) || j->valuedouble <= 0 || j->valuedouble > max)
-        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s: %s must be a positive number up to %g", path, key, max);
+    /* positive in PyBox's own unit too: 1e-9 MiB would be a ceiling of no byte */
+    if (!cJSON_IsNumber(j) || j->valuedouble <= 0 || j->valuedouble > max || j->valuedouble * scale < 1)
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s: %s must be a positive number up to %g (at least %g)", path,
+                               key, max, 1 / scale);
     *v = (int64_t)(j->valuedouble * scale);
     return 0;
 }
