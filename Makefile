@@ -161,7 +161,7 @@ schema: $(BUILD)/pybox
 site-check: $(BUILD)/pybox-campaign $(BUILD)/pybox
 	scripts/site-check.sh $(BUILD)
 
-FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h pybox/*/*.c pybox/*/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h campaign/*.c campaign/*.h)
+FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h pybox/*/*.c pybox/*/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h campaign/*.c campaign/*.h fuzz/*.c fuzz/*.h)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:
@@ -171,8 +171,48 @@ format-check:
 source-check:
 	scripts/check-source.sh
 
-clean:
-	rm -rf build build-san
+# Fuzzing (docs/fuzzing.md): one libFuzzer target per parser of outside bytes, fuzz/<t>.c,
+# built with clang, AddressSanitizer and UBSan in build-fuzz/ from the same sources.
+# `make fuzz` runs each FUZZ_SECONDS seconds on its corpus (fuzz/corpus/<t>/) and
+# dictionary (fuzz/dict/<t>.dict); new inputs go to build-fuzz/corpus/<t>/, findings to
+# fuzz/findings/<t>/, and any finding fails it.
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang-14
+FUZZ_BUILD := build-fuzz
+FUZZ_TARGETS := $(sort $(filter-out common,$(basename $(notdir $(wildcard fuzz/*.c)))))
+FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -Wno-format-nonliteral -fno-omit-frame-pointer -fsanitize=address,undefined \
+             -fno-sanitize-recover=all -MMD -MP $(PKG_CFLAGS)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/pybox/seccomp_blob.o
+FUZZ_FRONT_OBJ := $(FRONT_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz-%)
 
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(FUZZ_BUILD)/obj/fuzz/%.o: fuzz/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -I$(BUILD)/gen -DPYBOX_FUZZ_DIR='"$(CURDIR)/fuzz"' \
+	    -DPYBOX_FIXTURES='"$(CURDIR)/unit/fixtures"' -c $< -o $@
+$(FUZZ_BUILD)/obj/pybox/seccomp_blob.o: pybox/seccomp_blob.S pybox/seccomp.json
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -c -DPYBOX_SECCOMP_FILE='"$(CURDIR)/pybox/seccomp.json"' $< -o $@
+$(FUZZ_BUILD)/obj/pybox/escape.o: $(BUILD)/gen/unicode_tables.h
+$(FUZZ_BUILD)/obj/pybox/escape.o: FUZZ_FLAGS += -I$(BUILD)/gen
+$(FUZZ_BUILD)/obj/fuzz/escape.o: $(BUILD)/gen/unicode_tables.h
+$(FUZZ_BUILD)/libpybox.a: $(FUZZ_LIB_OBJ)
+	ar rcs $@ $^
+$(FUZZ_BUILD)/fuzz-%: $(FUZZ_BUILD)/obj/fuzz/%.o $(FUZZ_BUILD)/obj/fuzz/common.o $(FUZZ_FRONT_OBJ) $(FUZZ_BUILD)/libpybox.a
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $^ $(PKG_LIBS) -lpthread -o $@
+
+.SECONDARY: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/obj/fuzz/%.o) $(FUZZ_BUILD)/obj/fuzz/common.o
+.PHONY: fuzz fuzz-build
+fuzz-build: $(FUZZ_BINS)
+fuzz: fuzz-build
+	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_FRONT_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/obj/fuzz/%.d)
 -include $(LIB_OBJ:.o=.d) $(FRONT_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(ITEST_OBJ:.o=.d) $(CAMPAIGN_OBJ:.o=.d) \
     $(BUILD)/obj/pybox/cli/main.d

@@ -54,19 +54,22 @@ int pybox_cgroup_v1_at(const char *root, const char *path, pybox_cgroup_loc_t *l
     return 0;
 }
 
-int pybox_cgroup_of_pid(const char *root, const char *proc_root, pid_t pid, pybox_cgroup_loc_t *loc, pybox_error_t *err)
+int pybox_cgroup_of_text(const char *root, const char *text, size_t len, pybox_cgroup_loc_t *loc, pybox_error_t *err)
 {
     memset(loc, 0, sizeof *loc);
-    char p[PATH_MAX];
-    if (pid <= 0 || pybox_fmt(p, sizeof p, "%s/%d/cgroup", proc_root, (int)pid) < 0)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EINVAL, "no process to find a cgroup by");
-    FILE *f = fopen(p, "re");
-    if (f == NULL)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "open(%s)", p);
     char line[PATH_MAX + 64];
     char v2[PATH_MAX] = "";
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
+    for (size_t at = 0; at < len;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
+        const char *start = text + at;
+        at += n + (nl ? 1 : 0);
+        /* A line longer than any path the kernel writes, or holding a NUL, is not one of
+         * the kernel's: skipped whole, never read in pieces. */
+        if (n >= sizeof line || memchr(start, '\0', n) != NULL)
+            continue;
+        memcpy(line, start, n);
+        line[n] = '\0';
         char *c1 = strchr(line, ':');
         char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
         if (c2 == NULL || c2[1] != '/' || strstr(c2 + 1, "/..") != NULL)
@@ -92,7 +95,6 @@ int pybox_cgroup_of_pid(const char *root, const char *proc_root, pid_t pid, pybo
         if (strstr(list, ",cpu,"))
             pybox_strlcpy(loc->dir[PYBOX_CG_CPU], dir, PATH_MAX);
     }
-    fclose(f);
     if (loc->dir[PYBOX_CG_MEMORY][0]) {
         loc->version = PYBOX_CG_V1;
         return 0;
@@ -104,6 +106,25 @@ int pybox_cgroup_of_pid(const char *root, const char *proc_root, pid_t pid, pybo
         return 0;
     }
     memset(loc, 0, sizeof *loc);
-    return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the cgroups of process %d were not found under %s", (int)pid,
-                           root);
+    return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "no cgroup of the process was found under %s", root);
+}
+
+int pybox_cgroup_of_pid(const char *root, const char *proc_root, pid_t pid, pybox_cgroup_loc_t *loc, pybox_error_t *err)
+{
+    memset(loc, 0, sizeof *loc);
+    char p[PATH_MAX];
+    if (pid <= 0 || pybox_fmt(p, sizeof p, "%s/%d/cgroup", proc_root, (int)pid) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EINVAL, "no process to find a cgroup by");
+    _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "open(%s)", p);
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    bool over = false;
+    if (pybox_read_bounded(fd, PYBOX_CGROUP_TEXT_MAX, &text, &len, &over, err) < 0)
+        return -1;
+    if (pybox_cgroup_of_text(root, text ? text : "", len, loc, err) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the cgroups of process %d were not found under %s",
+                               (int)pid, root);
+    return 0;
 }

@@ -7,6 +7,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "error.h"
@@ -42,5 +43,10 @@ int pybox_cgroup_v1_at(const char *root, const char *path, pybox_cgroup_loc_t *l
  * Paths that climb out of the root are ignored. 0 when found. */
 int pybox_cgroup_of_pid(const char *root, const char *proc_root, pid_t pid, pybox_cgroup_loc_t *loc,
                         pybox_error_t *err);
+/* The same from that file's text. A line longer than PATH_MAX or holding a NUL is
+ * ignored. */
+int pybox_cgroup_of_text(const char *root, const char *text, size_t len, pybox_cgroup_loc_t *loc, pybox_error_t *err);
+/* The most of /proc/<pid>/cgroup read (more is ignored). */
+#define PYBOX_CGROUP_TEXT_MAX (64 * 1024)
 
 #endif

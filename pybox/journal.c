@@ -103,6 +103,23 @@ void pybox_journal_abandon(pybox_journal_t *n)
     n->fd = -1;
 }
 
+int pybox_journal_note_parse(const char *text, size_t len, const char *run_id, int64_t *expires)
+{
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    const cJSON *exp = cJSON_GetObjectItemCaseSensitive(j, "expires");
+    const cJSON *run = cJSON_GetObjectItemCaseSensitive(j, "run_id");
+    int rc = -1;
+    int64_t e = 0;
+    /* an expiry no int64_t holds is no expiry: the note is torn */
+    if (cJSON_IsNumber(exp) && cJSON_IsString(run) && strcmp(run->valuestring, run_id) == 0 &&
+        pybox_double_to_i64(exp->valuedouble, &e)) {
+        *expires = e;
+        rc = 0;
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
 static int read_note(int fd, pybox_journal_info_t *info)
 {
     char buf[2048];
@@ -110,16 +127,7 @@ static int read_note(int fd, pybox_journal_info_t *info)
     if (r <= 0)
         return -1;
     buf[r] = '\0';
-    cJSON *j = cJSON_Parse(buf);
-    const cJSON *exp = cJSON_GetObjectItemCaseSensitive(j, "expires");
-    const cJSON *run = cJSON_GetObjectItemCaseSensitive(j, "run_id");
-    int rc = -1;
-    if (cJSON_IsNumber(exp) && cJSON_IsString(run) && strcmp(run->valuestring, info->run_id) == 0) {
-        info->expires = (int64_t)exp->valuedouble;
-        rc = 0;
-    }
-    cJSON_Delete(j);
-    return rc;
+    return pybox_journal_note_parse(buf, (size_t)r, info->run_id, &info->expires);
 }
 
 int pybox_journal_list(const pybox_state_t *st, pybox_journal_info_t **out, size_t *count, pybox_error_t *err)

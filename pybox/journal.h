@@ -50,6 +50,9 @@ typedef struct pybox_journal_info {
     int64_t expires;
 } pybox_journal_info_t;
 
+/* What a note's text says: 0 with its expiry when it is the note of run_id, else -1. */
+int pybox_journal_note_parse(const char *text, size_t len, const char *run_id, int64_t *expires);
+
 /* The notes of this installation; *out malloc'd. */
 int pybox_journal_list(const pybox_state_t *st, pybox_journal_info_t **out, size_t *n, pybox_error_t *err);
 

@@ -290,6 +290,17 @@ int pybox_state_borrow_images(const pybox_state_t *from, const pybox_state_t *to
     return 0;
 }
 
+static int parse_pins(const char *text, size_t len, const char *path, cJSON **out, pybox_error_t *err)
+{
+    *out = cJSON_ParseWithLength(text, len);
+    if (!cJSON_IsObject(*out)) {
+        cJSON_Delete(*out);
+        *out = NULL;
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s is not a JSON object", path);
+    }
+    return 0;
+}
+
 static int load_pins(const pybox_state_t *st, const char *backend, cJSON **out, pybox_error_t *err)
 {
     char path[PATH_MAX];
@@ -304,13 +315,16 @@ static int load_pins(const pybox_state_t *st, const char *backend, cJSON **out, 
         *out = cJSON_CreateObject();
         return 0;
     }
-    *out = cJSON_ParseWithLength(text, len);
-    if (!cJSON_IsObject(*out)) {
-        cJSON_Delete(*out);
-        *out = NULL;
-        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s is not a JSON object", path);
-    }
-    return 0;
+    return parse_pins(text, len, path, out, err);
+}
+
+/* A number of a pin: taken when an int64_t holds it, else left 0 (unknown, or PyBox's own
+ * default), never converted into whatever a machine makes of an out-of-range double. */
+static void number(const cJSON *v, int64_t *out)
+{
+    int64_t x;
+    if (pybox_double_to_i64(v->valuedouble, &x))
+        *out = x;
 }
 
 static void pin_from_json(const char *backend, const char *name, const cJSON *o, pybox_pin_t *pin)
@@ -326,7 +340,7 @@ static void pin_from_json(const char *backend, const char *name, const cJSON *o,
     if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "built_at")))
         snprintf(pin->built_at, sizeof pin->built_at, "%s", v->valuestring);
     if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "size")))
-        pin->size = (int64_t)v->valuedouble;
+        number(v, &pin->size);
     if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "guest_protocol")))
         pin->protocol = v->valueint;
     if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "python3_package")))
@@ -334,13 +348,13 @@ static void pin_from_json(const char *backend, const char *name, const cJSON *o,
     pin->custom = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "custom"));
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "defaults");
     if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "memory_bytes")))
-        pin->memory_bytes = (int64_t)v->valuedouble;
+        number(v, &pin->memory_bytes);
     if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "pids")))
-        pin->pids = (int64_t)v->valuedouble;
+        number(v, &pin->pids);
     if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "nano_cpus")))
-        pin->nano_cpus = (int64_t)v->valuedouble;
+        number(v, &pin->nano_cpus);
     if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "timeout_ms")))
-        pin->timeout_ms = (int64_t)v->valuedouble;
+        number(v, &pin->timeout_ms);
 }
 
 int pybox_pin_get(const pybox_state_t *st, const char *backend, const char *name, pybox_pin_t *out, pybox_error_t *err)
@@ -359,6 +373,32 @@ int pybox_pin_get(const pybox_state_t *st, const char *backend, const char *name
     return found;
 }
 
+/* Every pin of the object pins, which stays the caller's. */
+static int pins_of(const char *backend, const cJSON *pins, pybox_pin_t **out, size_t *n, pybox_error_t *err)
+{
+    size_t count = (size_t)cJSON_GetArraySize(pins);
+    pybox_pin_t *v = calloc(count ? count : 1, sizeof *v);
+    if (v == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
+    size_t i = 0;
+    for (const cJSON *o = pins->child; o && i < count; o = o->next)
+        if (cJSON_IsObject(o))
+            pin_from_json(backend, o->string, o, &v[i++]);
+    *out = v;
+    *n = i;
+    return 0;
+}
+
+int pybox_pins_parse(const char *backend, const char *text, size_t len, const char *path, pybox_pin_t **out, size_t *n, pybox_error_t *err)
+{
+    cJSON *pins = NULL;
+    if (parse_pins(text, len, path, &pins, err) < 0)
+        return -1;
+    int rc = pins_of(backend, pins, out, n, err);
+    cJSON_Delete(pins);
+    return rc;
+}
+
 int pybox_pin_list(const pybox_state_t *st, const char *backend, pybox_pin_t **out, size_t *n, pybox_error_t *err)
 {
     _cleanup_close_ int lfd = lock_pins(st, LOCK_SH, err);
@@ -367,20 +407,9 @@ int pybox_pin_list(const pybox_state_t *st, const char *backend, pybox_pin_t **o
     cJSON *pins = NULL;
     if (load_pins(st, backend, &pins, err) < 0)
         return -1;
-    size_t count = (size_t)cJSON_GetArraySize(pins);
-    pybox_pin_t *v = calloc(count ? count : 1, sizeof *v);
-    if (v == NULL) {
-        cJSON_Delete(pins);
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
-    }
-    size_t i = 0;
-    for (const cJSON *o = pins->child; o && i < count; o = o->next)
-        if (cJSON_IsObject(o))
-            pin_from_json(backend, o->string, o, &v[i++]);
+    int rc = pins_of(backend, pins, out, n, err);
     cJSON_Delete(pins);
-    *out = v;
-    *n = i;
-    return 0;
+    return rc;
 }
 
 /* Write the pins (and free them) atomically; the caller holds the pins lock. */
@@ -431,13 +460,15 @@ static int ceiling(const cJSON *cfg, const char *key, double max, double scale, 
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(cfg, key);
     if (j == NULL)
         return 0;
-    if (!cJSON_IsNumber(j) || j->valuedouble <= 0 || j->valuedouble > max)
-        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s: %s must be a positive number up to %g", path, key, max);
+    /* positive in PyBox's own unit too: 1e-9 MiB would be a ceiling of no byte */
+    if (!cJSON_IsNumber(j) || j->valuedouble <= 0 || j->valuedouble > max || j->valuedouble * scale < 1)
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s: %s must be a positive number up to %g (at least %g)", path,
+                               key, max, 1 / scale);
     *v = (int64_t)(j->valuedouble * scale);
     return 0;
 }
 
-int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t *err)
+static void config_defaults(pybox_config_t *c)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     c->memory_bytes = PYBOX_CEILING_MEMORY;
@@ -447,14 +478,11 @@ int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t
     c->expiry_s = PYBOX_EXPIRY_S;
     c->backend[0] = '\0';
     snprintf(c->source, sizeof c->source, "the installation's defaults");
-    char path[PATH_MAX];
-    if (pybox_state_path(st, "config.json", path, sizeof path, err) < 0)
-        return -1;
-    _cleanup_free_ char *text = NULL;
-    size_t len = 0;
-    int r = read_small(path, &text, &len, err);
-    if (r <= 0)
-        return r;
+}
+
+int pybox_config_parse(const char *text, size_t len, const char *path, pybox_config_t *c, pybox_error_t *err)
+{
+    config_defaults(c);
     cJSON *cfg = cJSON_ParseWithLength(text, len);
     if (!cJSON_IsObject(cfg)) {
         cJSON_Delete(cfg);
@@ -478,6 +506,20 @@ int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t
     if (rc == 0)
         snprintf(c->source, sizeof c->source, "config.json of the installation");
     return rc;
+}
+
+int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t *err)
+{
+    config_defaults(c);
+    char path[PATH_MAX];
+    if (pybox_state_path(st, "config.json", path, sizeof path, err) < 0)
+        return -1;
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    int r = read_small(path, &text, &len, err);
+    if (r <= 0)
+        return r;
+    return pybox_config_parse(text, len, path, c, err);
 }
 
 int pybox_pin_remove(const pybox_state_t *st, const char *backend, const char *name, pybox_error_t *err)

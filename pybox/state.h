@@ -41,6 +41,8 @@ typedef struct pybox_config {
 } pybox_config_t;
 
 int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t *err);
+/* The same from config.json's text (path names it in errors). */
+int pybox_config_parse(const char *text, size_t len, const char *path, pybox_config_t *c, pybox_error_t *err);
 
 /* A pinned image. */
 typedef struct pybox_pin {
@@ -73,6 +75,9 @@ int pybox_pin_remove(const pybox_state_t *st, const char *backend, const char *n
  * installation it belongs to. */
 int pybox_state_borrow_images(const pybox_state_t *from, const pybox_state_t *to, pybox_error_t *err);
 int pybox_pin_list(const pybox_state_t *st, const char *backend, pybox_pin_t **out, size_t *n, pybox_error_t *err);
+/* The same from a pin file's text (path names it in errors; backend as above). */
+int pybox_pins_parse(const char *backend, const char *text, size_t len, const char *path, pybox_pin_t **out, size_t *n,
+                      pybox_error_t *err);
 
 /* A valid image or recipe name: [a-z0-9][a-z0-9_-]{0,31}. */
 bool pybox_name_valid(const char *name);

@@ -331,3 +331,12 @@ const char *pybox_strerror(int errnum, char *buf, size_t len)
         pybox_strlcpy(buf, t ? t : "unknown error", len);
     return buf;
 }
+
+bool pybox_double_to_i64(double v, int64_t *out)
+{
+    /* -2^63 is exact as a double, 2^63 too: [-2^63, 2^63) is what converts */
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+        return false;
+    *out = (int64_t)v;
+    return true;
+}

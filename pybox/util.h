@@ -71,6 +71,10 @@ int pybox_parse_size(const char *s, int64_t *out_bytes);
 /* Parse a strict non-negative decimal integer. */
 int pybox_parse_u64(const char *s, uint64_t *out);
 
+/* A JSON number as an int64_t (its fraction dropped): false when the double is not finite
+ * or outside int64_t's range, where a conversion would be undefined. */
+bool pybox_double_to_i64(double v, int64_t *out);
+
 /* Numbers for messages, written so that two different values never look the same (a
  * value refused above a ceiling must not be shown as the ceiling). */
 #define PYBOX_NUM_MAX 32

@@ -12,7 +12,16 @@
 
 #include "util.h"
 
-enum { F_MEM_NOW, F_MEM_PEAK, F_OOM, F_PIDS_NOW, F_PIDS_PEAK, F_PIDS_EVENTS, F_CPU, F_CPU_STAT };
+enum {
+    F_MEM_NOW = PYBOX_WF_MEM_NOW,
+    F_MEM_PEAK = PYBOX_WF_MEM_PEAK,
+    F_OOM = PYBOX_WF_OOM,
+    F_PIDS_NOW = PYBOX_WF_PIDS_NOW,
+    F_PIDS_PEAK = PYBOX_WF_PIDS_PEAK,
+    F_PIDS_EVENTS = PYBOX_WF_PIDS_EVENTS,
+    F_CPU = PYBOX_WF_CPU,
+    F_CPU_STAT = PYBOX_WF_CPU_STAT,
+};
 
 static int open_in(const char *dir, const char *file)
 {
@@ -154,56 +163,69 @@ static void got(pybox_reading_t *r, unsigned bit, int ok)
         r->valid |= bit;
 }
 
-static void read_one(pybox_watch_t *w, int f, char *buf, size_t len, pybox_reading_t *r, unsigned bit, bool *have)
+void pybox_watch_parse(pybox_cg_version_t version, const char *const text[PYBOX_WATCH_FILES], pybox_reading_t *r)
 {
-    *have = false;
+    r->valid = 0;
+    const char *const *t = text;
+    got(r, PYBOX_RD_MEM_NOW, t[F_MEM_NOW] && parse_single(t[F_MEM_NOW], &r->mem_now) == 0);
+    got(r, PYBOX_RD_MEM_PEAK, t[F_MEM_PEAK] && parse_single(t[F_MEM_PEAK], &r->mem_peak) == 0);
+    got(r, PYBOX_RD_OOM_KILLS, t[F_OOM] && parse_keyed(t[F_OOM], "oom_kill", &r->oom_kills) == 0);
+    got(r, PYBOX_RD_PIDS_NOW, t[F_PIDS_NOW] && parse_single(t[F_PIDS_NOW], &r->pids_now) == 0);
+    got(r, PYBOX_RD_PIDS_PEAK, t[F_PIDS_PEAK] && parse_single(t[F_PIDS_PEAK], &r->pids_peak) == 0);
+    got(r, PYBOX_RD_PIDS_REFUSED, t[F_PIDS_EVENTS] && parse_keyed(t[F_PIDS_EVENTS], "max", &r->pids_refused) == 0);
+    const char *cpu = t[F_CPU];
+    if (version == PYBOX_CG_V2) {
+        int64_t us = 0;
+        got(r, PYBOX_RD_CPU, cpu && parse_keyed(cpu, "usage_usec", &us) == 0 && us <= INT64_MAX / 1000);
+        r->cpu_ns = (r->valid & PYBOX_RD_CPU) ? us * 1000 : 0; /* multiply only when it fits */
+        int64_t tus = 0;
+        got(r, PYBOX_RD_THROTTLE,
+            cpu && parse_keyed(cpu, "nr_periods", &r->periods) == 0 &&
+                parse_keyed(cpu, "nr_throttled", &r->throttled) == 0 && parse_keyed(cpu, "throttled_usec", &tus) == 0 &&
+                tus <= INT64_MAX / 1000);
+        r->throttled_ns = (r->valid & PYBOX_RD_THROTTLE) ? tus * 1000 : 0;
+    } else {
+        const char *stat = t[F_CPU_STAT];
+        got(r, PYBOX_RD_CPU, cpu && parse_single(cpu, &r->cpu_ns) == 0);
+        got(r, PYBOX_RD_THROTTLE,
+            stat && parse_keyed(stat, "nr_periods", &r->periods) == 0 &&
+                parse_keyed(stat, "nr_throttled", &r->throttled) == 0 &&
+                parse_keyed(stat, "throttled_time", &r->throttled_ns) == 0);
+    }
+}
+
+/* One counter file's text into buf, or NULL when it could not be read (a file that was
+ * open and is gone now: its bit in vanished). */
+static const char *read_one(const pybox_watch_t *w, int f, char *buf, size_t len, pybox_reading_t *r, unsigned bit)
+{
     ssize_t n = slurp(w->fd[f], buf, len);
     if (n < 0) {
         if (w->fd[f] >= 0 && (errno == ENODEV || errno == ENOENT))
             r->vanished |= bit;
-        return;
+        return NULL;
     }
-    *have = true;
+    return buf;
 }
 
 void pybox_watch_read(pybox_watch_t *w, pybox_reading_t *r)
 {
     memset(r, 0, sizeof *r);
-    char buf[4096];
-    bool have;
-    read_one(w, F_MEM_NOW, buf, sizeof buf, r, PYBOX_RD_MEM_NOW, &have);
-    got(r, PYBOX_RD_MEM_NOW, have && parse_single(buf, &r->mem_now) == 0);
-    read_one(w, F_MEM_PEAK, buf, sizeof buf, r, PYBOX_RD_MEM_PEAK, &have);
-    got(r, PYBOX_RD_MEM_PEAK, have && parse_single(buf, &r->mem_peak) == 0);
-    read_one(w, F_OOM, buf, sizeof buf, r, PYBOX_RD_OOM_KILLS, &have);
-    got(r, PYBOX_RD_OOM_KILLS, have && parse_keyed(buf, "oom_kill", &r->oom_kills) == 0);
-    read_one(w, F_PIDS_NOW, buf, sizeof buf, r, PYBOX_RD_PIDS_NOW, &have);
-    got(r, PYBOX_RD_PIDS_NOW, have && parse_single(buf, &r->pids_now) == 0);
-    read_one(w, F_PIDS_PEAK, buf, sizeof buf, r, PYBOX_RD_PIDS_PEAK, &have);
-    got(r, PYBOX_RD_PIDS_PEAK, have && parse_single(buf, &r->pids_peak) == 0);
-    read_one(w, F_PIDS_EVENTS, buf, sizeof buf, r, PYBOX_RD_PIDS_REFUSED, &have);
-    got(r, PYBOX_RD_PIDS_REFUSED, have && parse_keyed(buf, "max", &r->pids_refused) == 0);
-    read_one(w, F_CPU, buf, sizeof buf, r, PYBOX_RD_CPU, &have);
-    if (w->version == PYBOX_CG_V2) {
-        int64_t us = 0;
-        got(r, PYBOX_RD_CPU, have && parse_keyed(buf, "usage_usec", &us) == 0 && us <= INT64_MAX / 1000);
-        r->cpu_ns = (r->valid & PYBOX_RD_CPU) ? us * 1000 : 0; /* multiply only when it fits */
-        int64_t tus = 0;
-        got(r, PYBOX_RD_THROTTLE,
-            have && parse_keyed(buf, "nr_periods", &r->periods) == 0 &&
-                parse_keyed(buf, "nr_throttled", &r->throttled) == 0 && parse_keyed(buf, "throttled_usec", &tus) == 0 &&
-                tus <= INT64_MAX / 1000);
-        r->throttled_ns = (r->valid & PYBOX_RD_THROTTLE) ? tus * 1000 : 0;
-        if (r->vanished & PYBOX_RD_CPU)
-            r->vanished |= PYBOX_RD_THROTTLE;
-    } else {
-        got(r, PYBOX_RD_CPU, have && parse_single(buf, &r->cpu_ns) == 0);
-        read_one(w, F_CPU_STAT, buf, sizeof buf, r, PYBOX_RD_THROTTLE, &have);
-        got(r, PYBOX_RD_THROTTLE,
-            have && parse_keyed(buf, "nr_periods", &r->periods) == 0 &&
-                parse_keyed(buf, "nr_throttled", &r->throttled) == 0 &&
-                parse_keyed(buf, "throttled_time", &r->throttled_ns) == 0);
+    static const unsigned bits[PYBOX_WATCH_FILES] = {
+        [F_MEM_NOW] = PYBOX_RD_MEM_NOW,   [F_MEM_PEAK] = PYBOX_RD_MEM_PEAK,   [F_OOM] = PYBOX_RD_OOM_KILLS,
+        [F_PIDS_NOW] = PYBOX_RD_PIDS_NOW, [F_PIDS_PEAK] = PYBOX_RD_PIDS_PEAK, [F_PIDS_EVENTS] = PYBOX_RD_PIDS_REFUSED,
+        [F_CPU] = PYBOX_RD_CPU,           [F_CPU_STAT] = PYBOX_RD_THROTTLE,
+    };
+    char buf[PYBOX_WATCH_FILES][4096];
+    const char *text[PYBOX_WATCH_FILES] = {NULL};
+    for (int f = 0; f < PYBOX_WATCH_FILES; f++) {
+        /* v2 has no cpu.stat of its own: usage and throttling are both in F_CPU */
+        if (f == F_CPU_STAT && w->version == PYBOX_CG_V2)
+            continue;
+        text[f] = read_one(w, f, buf[f], sizeof buf[f], r, bits[f]);
     }
+    if (w->version == PYBOX_CG_V2 && (r->vanished & PYBOX_RD_CPU))
+        r->vanished |= PYBOX_RD_THROTTLE;
+    pybox_watch_parse(w->version, text, r);
     if ((r->valid & PYBOX_RD_PIDS_NOW) && r->pids_now > w->pids_seen_max)
         w->pids_seen_max = r->pids_now;
 }

@@ -74,6 +74,24 @@ void pybox_watch_free(pybox_watch_t *w);
 /* Read every counter now. */
 void pybox_watch_read(pybox_watch_t *w, pybox_reading_t *r);
 
+/* The counter files, in the order of pybox_watch_t's fd: v1 memory.usage_in_bytes,
+ * memory.max_usage_in_bytes, memory.oom_control, pids.current, pids.peak, pids.events,
+ * cpuacct.usage, cpu.stat; v2 memory.current, memory.peak, memory.events, pids.current,
+ * pids.peak, pids.events, cpu.stat (usage and throttling), none. */
+enum {
+    PYBOX_WF_MEM_NOW,
+    PYBOX_WF_MEM_PEAK,
+    PYBOX_WF_OOM,
+    PYBOX_WF_PIDS_NOW,
+    PYBOX_WF_PIDS_PEAK,
+    PYBOX_WF_PIDS_EVENTS,
+    PYBOX_WF_CPU,
+    PYBOX_WF_CPU_STAT,
+};
+/* The counters from the files' texts (each NUL-terminated; NULL: not read), as
+ * pybox_watch_read takes them; sets r's values and valid bits, leaves vanished. */
+void pybox_watch_parse(pybox_cg_version_t version, const char *const text[PYBOX_WATCH_FILES], pybox_reading_t *r);
+
 /* Take a sample if one is due; returns the milliseconds until the next one is due. */
 int64_t pybox_watch_tick(pybox_watch_t *w, int64_t now_ms);
 /* Take a sample now (e.g. at the end). */

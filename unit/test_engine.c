@@ -744,6 +744,21 @@ START_TEST(t_open_newer_engine)
 }
 END_TEST
 
+START_TEST(t_open_long_server_name)
+{
+    /* A Server header as long as the field PyBox keeps: the version is cut, never the API
+     * it speaks, which the receipt names. */
+    fake_add_ping("Api-Version: 1.41\r\nServer: Docker is too new. Maximum supported API version is 1.41 ok\r\n",
+                  false);
+    fake_start();
+    pybox_engine_t *e = open_fake();
+    const char *v = pybox_engine_version(e);
+    size_t n = strlen(v);
+    ck_assert_msg(n >= 10 && strcmp(v + n - 10, "(API 1.41)") == 0, "version: %s", v);
+    pybox_engine_free(e);
+}
+END_TEST
+
 START_TEST(t_open_engine_too_old)
 {
     fake_add_ping("Api-Version: 1.40\r\nServer: Docker/19.03.15 (linux)\r\n", false);
@@ -1588,6 +1603,7 @@ Suite *suite_engine(void)
     tcase_set_timeout(open, 30);
     tcase_add_test(open, t_open_negotiates);
     tcase_add_test(open, t_open_newer_engine);
+    tcase_add_test(open, t_open_long_server_name);
     tcase_add_test(open, t_open_engine_too_old);
     tcase_add_test(open, t_open_engine_min_too_new);
     tcase_add_test(open, t_open_no_api_version);

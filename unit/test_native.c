@@ -286,6 +286,22 @@ START_TEST(parse_mountinfo)
 }
 END_TEST
 
+/* A NUL byte in a field (the kernel writes none) would cut the field short as a string:
+ * the line is refused, not read as a shorter one. */
+START_TEST(parse_mountinfo_nul)
+{
+    static const char text[] = "1 2 3:4 / /proc rw - proc\0xyz proc rw\n";
+    static const char point[] = "1 2 3:4 / /a\0b rw - proc proc rw\n";
+    pybox_np_mount_t *m = NULL;
+    size_t n = 0;
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_np_mountinfo_parse(text, sizeof text - 1, 4, &m, &n, &err), -1);
+    ck_assert_ptr_null(m);
+    ck_assert_int_eq(pybox_np_mountinfo_parse(point, sizeof point - 1, 4, &m, &n, &err), -1);
+    ck_assert_ptr_null(m);
+}
+END_TEST
+
 static const char limits_fixture[] = "Limit                     Soft Limit           Hard Limit           Units     \n"
                                      "Max cpu time              unlimited            unlimited            seconds   \n"
                                      "Max file size             67108864             67108864             bytes     \n"
@@ -932,6 +948,7 @@ Suite *suite_native(void)
     tc = tcase_create("parse");
     tcase_add_test(tc, parse_status);
     tcase_add_test(tc, parse_mountinfo);
+    tcase_add_test(tc, parse_mountinfo_nul);
     tcase_add_test(tc, parse_limits);
     tcase_add_test(tc, parse_stat_and_single_values);
     tcase_add_test(tc, parse_cgroup_membership);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../pybox/journal.h"
 #include "../pybox/state.h"
 #include "../pybox/util.h"
 #include "suites.h"
@@ -346,6 +347,68 @@ END_TEST
 
 /* ---- atomic writes ---- */
 
+/* Numbers a double holds but an int64_t does not (a hand-edited or damaged images.json):
+ * not taken, as if absent, instead of converted into whatever the machine makes of them. */
+START_TEST(pins_numbers_out_of_range)
+{
+    const char text[] = "{\"huge\": {\"id\": \"sha256:1\", \"size\": 1e308, \"guest_protocol\": 3, "
+                        "\"defaults\": {\"memory_bytes\": -1e300, \"pids\": 9.3e18, \"nano_cpus\": 5e8, "
+                        "\"timeout_ms\": 1e19}}}";
+    pybox_pin_t *pins = NULL;
+    size_t n = 0;
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_pins_parse(NULL, text, strlen(text), "images.json", &pins, &n, &err), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(pins[0].id, "sha256:1");
+    ck_assert_int_eq(pins[0].size, 0);
+    ck_assert_int_eq(pins[0].memory_bytes, 0);
+    ck_assert_int_eq(pins[0].pids, 0);
+    ck_assert_int_eq(pins[0].timeout_ms, 0);
+    ck_assert_int_eq(pins[0].nano_cpus, 500000000);
+    free(pins);
+}
+END_TEST
+
+/* A run note whose expiry no int64_t holds is torn, not an expiry. */
+START_TEST(note_expiry_out_of_range)
+{
+    const char *id = "0123456789abcdef0123456789abcdef";
+    int64_t exp = -1;
+    const char ok[] = "{\"run_id\":\"0123456789abcdef0123456789abcdef\",\"expires\":1764600000}";
+    ck_assert_int_eq(pybox_journal_note_parse(ok, strlen(ok), id, &exp), 0);
+    ck_assert_int_eq(exp, 1764600000);
+    const char *bad[] = {"{\"run_id\":\"0123456789abcdef0123456789abcdef\",\"expires\":1e308}",
+                         "{\"run_id\":\"0123456789abcdef0123456789abcdef\",\"expires\":-1e19}"};
+    for (size_t i = 0; i < 2; i++) {
+        exp = -1;
+        ck_assert_msg(pybox_journal_note_parse(bad[i], strlen(bad[i]), id, &exp) == -1, "taken: %s", bad[i]);
+        ck_assert_int_eq(exp, -1);
+    }
+}
+END_TEST
+
+/* A ceiling is a positive number: one so small that it comes to nothing in PyBox's own
+ * unit (1e-9 MiB is no byte, 0.0001 s no millisecond) is refused, not taken as zero. */
+START_TEST(config_ceiling_below_unit)
+{
+    const char *bad[] = {"{\"max_memory_mib\": 1e-9}", "{\"max_timeout_s\": 0.0001}", "{\"max_cpus\": 1e-10}",
+                         "{\"max_pids\": 0.5}", "{\"leftover_expiry_s\": 1e-300}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pybox_config_t c;
+        pybox_error_t err = {0};
+        ck_assert_msg(pybox_config_parse(bad[i], strlen(bad[i]), "config.json", &c, &err) == -1, "taken: %s", bad[i]);
+        ck_assert_int_eq(err.kind, PYBOX_ERR_STATE);
+    }
+    const char ok[] = "{\"max_memory_mib\": 0.5, \"max_timeout_s\": 0.001, \"max_cpus\": 0.25}";
+    pybox_config_t c;
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_config_parse(ok, strlen(ok), "config.json", &c, &err), 0);
+    ck_assert_int_eq(c.memory_bytes, 512 * 1024);
+    ck_assert_int_eq(c.timeout_ms, 1);
+    ck_assert_int_eq(c.nano_cpus, 250000000);
+}
+END_TEST
+
 START_TEST(write_atomic)
 {
     home_at("w");
@@ -426,6 +489,9 @@ Suite *suite_state(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, pins_round_trip);
     tcase_add_test(tc, pins_corrupt_file);
+    tcase_add_test(tc, pins_numbers_out_of_range);
+    tcase_add_test(tc, note_expiry_out_of_range);
+    tcase_add_test(tc, config_ceiling_below_unit);
     tcase_add_test(tc, write_atomic);
     tcase_set_timeout(tc, 10);
     suite_add_tcase(s, tc);

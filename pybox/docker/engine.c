@@ -211,6 +211,30 @@ int pybox_engine_call_raw(pybox_engine_t *e, const char *method, const char *pat
     return call_raw(e, method, path, body, PYBOX_ENGINE_TIMEOUT_MS, status, reply, err);
 }
 
+int pybox_engine_reply_parse(const char *method, const char *path, long status, const char *body, size_t len,
+                             cJSON **reply, pybox_error_t *err)
+{
+    *reply = NULL;
+    if (len == 0)
+        return 0;
+    *reply = cJSON_ParseWithLength(body, len);
+    if (*reply == NULL && status < 400)
+        return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "%s %s: the engine's reply (HTTP %ld) is not JSON", method,
+                               path, status);
+    if (*reply == NULL) {
+        /* An error reply that is not JSON: carry its text as the message. */
+        pybox_buf_t s;
+        pybox_buf_init(&s, 0);
+        pybox_utf8_sanitize(&s, body, len > 512 ? 512 : len, NULL);
+        *reply = cJSON_CreateObject();
+        cJSON_AddStringToObject(*reply, "message", s.data ? s.data : "");
+        pybox_buf_free(&s);
+        if (*reply == NULL)
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "%s %s: the engine's error reply", method, path);
+    }
+    return 0;
+}
+
 int pybox_engine_call_timeout(pybox_engine_t *e, const char *method, const char *path, const cJSON *body,
                               long timeout_ms, long *status, cJSON **reply, pybox_error_t *err)
 {
@@ -221,25 +245,9 @@ int pybox_engine_call_timeout(pybox_engine_t *e, const char *method, const char 
         pybox_buf_free(&b);
         return -1;
     }
-    if (b.len > 0) {
-        *reply = cJSON_ParseWithLength(b.data, b.len);
-        if (*reply == NULL && *status < 400) {
-            pybox_buf_free(&b);
-            return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "%s %s: the engine's reply (HTTP %ld) is not JSON",
-                                   method, path, *status);
-        }
-        if (*reply == NULL) {
-            /* An error reply that is not JSON: carry its text as the message. */
-            *reply = cJSON_CreateObject();
-            pybox_buf_t s;
-            pybox_buf_init(&s, 0);
-            pybox_utf8_sanitize(&s, b.data, b.len > 512 ? 512 : b.len, NULL);
-            cJSON_AddStringToObject(*reply, "message", s.data ? s.data : "");
-            pybox_buf_free(&s);
-        }
-    }
+    int rc = pybox_engine_reply_parse(method, path, *status, b.data, b.len, reply, err);
     pybox_buf_free(&b);
-    return 0;
+    return rc;
 }
 
 int pybox_engine_call(pybox_engine_t *e, const char *method, const char *path, const cJSON *body, long *status,
@@ -355,11 +363,11 @@ static int ping(pybox_engine_t *e, long *status, pybox_buf_t *body, pybox_buf_t 
 }
 
 /* The value of a response header (case-insensitive name), printable ASCII only. */
-static void header_value(const pybox_buf_t *head, const char *name, char *out, size_t len)
+static void header_value(const char *head, const char *name, char *out, size_t len)
 {
     out[0] = '\0';
     size_t nlen = strlen(name);
-    for (const char *p = head->data; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+    for (const char *p = head; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
         if (strncasecmp(p, name, nlen) != 0 || p[nlen] != ':')
             continue;
         const char *v = p + nlen + 1;
@@ -375,6 +383,39 @@ static void header_value(const pybox_buf_t *head, const char *name, char *out, s
         out[k] = '\0';
         return;
     }
+}
+
+int pybox_engine_negotiate(const char *socket_path, long status, const char *head, const char *body, size_t body_len,
+                           char *version, size_t vlen, pybox_error_t *err)
+{
+    char api[32] = "", server[64] = "";
+    header_value(head, "Api-Version", api, sizeof api);
+    header_value(head, "Server", server, sizeof server);
+    if (status != 200) {
+        cJSON *j = cJSON_ParseWithLength(body ? body : "", body_len);
+        if (j == NULL && body_len > 0) {
+            pybox_buf_t m;
+            pybox_buf_init(&m, 0);
+            pybox_utf8_sanitize(&m, body, body_len > 256 ? 256 : body_len, NULL);
+            j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "message", m.data ? m.data : "");
+            pybox_buf_free(&m);
+        }
+        int rc = pybox_engine_fail(err, "GET /_ping", status, j);
+        cJSON_Delete(j);
+        return rc;
+    }
+    if (api[0] == '\0')
+        return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "GET /_ping at %s: no Api-Version header in the answer",
+                               socket_path);
+    if (api_cmp(api, PYBOX_ENGINE_API) < 0)
+        return pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "the engine at %s speaks API %s; PyBox needs API %s",
+                               socket_path, api, PYBOX_ENGINE_API);
+    /* The server's name is cut to fit, never the API it speaks (the receipt names it). */
+    const char *name = server[0] ? server : "engine";
+    int room = (int)vlen - (int)strlen(api) - (int)sizeof " (API )";
+    snprintf(version, vlen, "%.*s (API %s)", room > 0 ? room : 0, name, api);
+    return 0;
 }
 
 int pybox_engine_open(const char *docker_host, pybox_engine_t **out, pybox_error_t *err)
@@ -426,33 +467,13 @@ int pybox_engine_open(const char *docker_host, pybox_engine_t **out, pybox_error
     pybox_buf_init(&head, PYBOX_DOCKER_ENGINE_HEADER_MAX);
     long status = 0;
     int rc = ping(e, &status, &body, &head, err);
-    char api[32] = "", server[64] = "";
-    if (rc == 0) {
-        header_value(&head, "Api-Version", api, sizeof api);
-        header_value(&head, "Server", server, sizeof server);
-    }
     if (rc < 0) {
         if (err != NULL && err->kind == PYBOX_ERR_ENGINE && err->errnum != ETIMEDOUT)
             pybox_error_prefix(err, "no container engine answers at %s (start it: scripts/engine-start.sh)",
                                e->socket_path);
-    } else if (status != 200) {
-        cJSON *j = cJSON_ParseWithLength(body.data ? body.data : "", body.len);
-        if (j == NULL && body.len > 0) {
-            pybox_buf_t m;
-            pybox_buf_init(&m, 0);
-            pybox_utf8_sanitize(&m, body.data, body.len > 256 ? 256 : body.len, NULL);
-            j = cJSON_CreateObject();
-            cJSON_AddStringToObject(j, "message", m.data ? m.data : "");
-            pybox_buf_free(&m);
-        }
-        rc = pybox_engine_fail(err, "GET /_ping", status, j);
-        cJSON_Delete(j);
-    } else if (api[0] == '\0') {
-        rc = pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "GET /_ping at %s: no Api-Version header in the answer",
-                             e->socket_path);
-    } else if (api_cmp(api, PYBOX_ENGINE_API) < 0) {
-        rc = pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "the engine at %s speaks API %s; PyBox needs API %s",
-                             e->socket_path, api, PYBOX_ENGINE_API);
+    } else {
+        rc = pybox_engine_negotiate(e->socket_path, status, head.data ? head.data : "", body.data, body.len, e->version,
+                                    sizeof e->version, err);
     }
     pybox_buf_free(&body);
     pybox_buf_free(&head);
@@ -460,7 +481,6 @@ int pybox_engine_open(const char *docker_host, pybox_engine_t **out, pybox_error
         pybox_engine_free(e);
         return -1;
     }
-    snprintf(e->version, sizeof e->version, "%s (API %s)", server[0] ? server : "engine", api);
     snprintf(e->base, sizeof e->base, "http://localhost/v%s", PYBOX_ENGINE_API);
     *out = e;
     return 0;
@@ -530,6 +550,17 @@ static size_t content_length(const char *head, size_t hlen)
     for (const char *p = strstr(head, "\r\n"); p != NULL && (size_t)(p - head) + 2 < hlen; p = strstr(p + 2, "\r\n"))
         if (strncasecmp(p + 2, "Content-Length:", 15) == 0)
             return (size_t)strtoull(p + 17, NULL, 10);
+    return 0;
+}
+
+int pybox_engine_upgrade_head(const char *answer, long *status, size_t *head_len, size_t *body_len)
+{
+    const char *end = strstr(answer, "\r\n\r\n");
+    if (end == NULL)
+        return -1;
+    *head_len = (size_t)(end - answer) + 4;
+    *status = status_of(answer);
+    *body_len = *status == 101 ? 0 : content_length(answer, *head_len);
     return 0;
 }
 
@@ -614,12 +645,12 @@ int pybox_engine_upgrade(pybox_engine_t *e, const char *path, pybox_engine_strea
         }
         end = strstr(head.data, "\r\n\r\n");
     }
-    long status = status_of(head.data);
-    size_t hlen = (size_t)(end - head.data) + 4;
+    long status = -1;
+    size_t hlen = 0, want = 0;
+    pybox_engine_upgrade_head(head.data, &status, &hlen, &want);
     if (status != 101) {
         /* An error: the body (JSON with "message") follows the headers, possibly in
          * later packets; read up to its Content-Length, within the same bound. */
-        size_t want = content_length(head.data, hlen);
         while (head.len - hlen < want) {
             char chunk[4096];
             ssize_t r = recv(fd, chunk, sizeof chunk, 0);

@@ -55,6 +55,19 @@ int pybox_engine_put(pybox_engine_t *e, const char *path, const void *data, size
 int pybox_engine_upload(pybox_engine_t *e, const char *path, int fd, const char *content_type, long *status,
                         pybox_buf_t *reply, pybox_error_t *err);
 
+/* A reply's body as the calls above take it: JSON (*reply NULL when the body is empty;
+ * the caller frees it); an error reply (HTTP 400 and above) that is not JSON becomes
+ * {"message": its text, made valid UTF-8}; any other reply that is not JSON is -1. */
+int pybox_engine_reply_parse(const char *method, const char *path, long status, const char *body, size_t len,
+                             cJSON **reply, pybox_error_t *err);
+
+/* The answer to GET /_ping (its status, its headers as one NUL-terminated text, its body)
+ * judged as pybox_engine_open does: 0 with "<Server> (API <Api-Version>)" in version when
+ * the engine speaks PyBox's API, else -1 with the engine's own message or what is
+ * missing. socket_path names the engine in errors. */
+int pybox_engine_negotiate(const char *socket_path, long status, const char *head, const char *body, size_t body_len,
+                           char *version, size_t vlen, pybox_error_t *err);
+
 /* Fill err from an engine error reply: "<what>: engine said (HTTP n): <message>". */
 int pybox_engine_fail(pybox_error_t *err, const char *what, long status, const cJSON *reply);
 
@@ -68,6 +81,11 @@ typedef struct pybox_engine_stream pybox_engine_stream_t;
  * arrived after the headers are kept and returned first by pybox_engine_stream_read. */
 int pybox_engine_upgrade(pybox_engine_t *e, const char *path, pybox_engine_stream_t **out, pybox_error_t *err);
 void pybox_engine_stream_free(pybox_engine_stream_t *s);
+/* The head of an answer to an upgrade request, from the bytes received so far (answer,
+ * NUL-terminated): -1 while the head is not whole; else 0 with its status ("HTTP/1.x NNN";
+ * -1 when it is not HTTP), the head's length and, unless it is 101, the Content-Length of
+ * the error body that follows (0 when none is given). */
+int pybox_engine_upgrade_head(const char *answer, long *status, size_t *head_len, size_t *body_len);
 int pybox_engine_stream_fd(const pybox_engine_stream_t *s);
 /* Non-blocking read. Returns bytes read, 0 at end of stream, -1 with errno EAGAIN when
  * nothing is ready, -1 with err filled on failure. */

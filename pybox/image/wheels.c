@@ -110,6 +110,13 @@ int pybox_lock_check(const char *lock_path, const char *wheels_dir, pybox_lock_t
         return -1;
     if (over)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--lock %s: larger than %d bytes", lock_path, LOCK_MAX);
+    return pybox_lock_check_text(text, len, lock_path, wheels_dir, lock, err);
+}
+
+int pybox_lock_check_text(const char *text, size_t len, const char *lock_path, const char *wheels_dir,
+                          pybox_lock_t *lock, pybox_error_t *err)
+{
+    memset(lock, 0, sizeof *lock);
     cJSON *doc = pybox_toml_parse(text, len, err);
     if (doc == NULL)
         return -1;

@@ -32,6 +32,9 @@ typedef struct pybox_lock {
  * (PYBOX_ERR_USAGE) on a wheel whose hash is not the lock's, a package without a wheel
  * (it would have to be built, running its code), or a lock this reader does not take. */
 int pybox_lock_check(const char *lock_path, const char *wheels_dir, pybox_lock_t *lock, pybox_error_t *err);
+/* The same from the lock's text (lock_path names it in errors). */
+int pybox_lock_check_text(const char *text, size_t len, const char *lock_path, const char *wheels_dir,
+                          pybox_lock_t *lock, pybox_error_t *err);
 void pybox_lock_free(pybox_lock_t *lock);
 
 /* Write the wheels' files into the image archive w: modules under site (e.g.

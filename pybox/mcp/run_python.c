@@ -733,6 +733,16 @@ static void scratch_free(scratch_t *sc)
     rm_tree(sc->work); /* inline inputs, and the output when this server keeps none */
 }
 
+cJSON *pybox_mcp_run_python_check(const pybox_mcp_config_t *cfg, const cJSON *args)
+{
+    call_args_t a;
+    cJSON *refusal = check_args(cfg, args, &a);
+    if (refusal != NULL)
+        return refusal;
+    _cleanup_(scratch_free) scratch_t sc = {.n_paths = 0};
+    return take_files(cfg, &a, &sc);
+}
+
 cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSON *args, int cancel_fd,
                             pybox_mcp_progress_fn progress, void *progress_ctx)
 {

@@ -20,6 +20,11 @@ cJSON *pybox_mcp_run_python_describe(const pybox_mcp_config_t *cfg);
 cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSON *arguments, int cancel_fd,
                             pybox_mcp_progress_fn progress, void *progress_ctx);
 
+/* A call's arguments checked and its input files taken (written into a scratch folder,
+ * removed again), as a call does before it prepares a run: NULL when they pass, else
+ * the refusal (caller frees). Nothing is run, nothing is kept. */
+cJSON *pybox_mcp_run_python_check(const pybox_mcp_config_t *cfg, const cJSON *args);
+
 /* Remove the folder `name` (one simple name, made by this call) under output_root and
  * everything in it, following no links. Returns 0, or -1 with errno. */
 int pybox_mcp_discard_kept(const char *output_root, const char *name);

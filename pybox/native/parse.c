@@ -175,6 +175,8 @@ static const char *field(const char *p, const char *end, char *out, size_t olen)
         return NULL;
     while (p < end && *p != ' ') {
         char c = *p++;
+        if (c == '\0')
+            return NULL; /* the kernel writes none; as a string the field would be cut short */
         if (c == '\\') {
             if (end - p < 3)
                 return NULL;
