@@ -28,5 +28,6 @@ Suite *suite_run(void);
 Suite *suite_native(void);
 Suite *suite_jcs(void);
 Suite *suite_sign(void);
+Suite *suite_image(void);
 
 #endif

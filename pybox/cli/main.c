@@ -335,8 +335,9 @@ static int cmd_image(int argc, char **argv)
             pybox_error_set(&err, PYBOX_ERR_USAGE, 0, rm ? "usage: pybox image rm NAME" : "usage: pybox image verify");
             return fail(&err, false);
         }
+        /* rm needs no recipe: a pybox without its recipes can still remove an image */
         pybox_image_paths_t paths;
-        if (pybox_state_open(&st, false, &err) < 0 || pybox_image_paths_default(&paths, &err) < 0)
+        if (pybox_state_open(&st, false, &err) < 0 || (!rm && pybox_image_paths_default(&paths, &err) < 0))
             return fail(&err, false);
         _cleanup_(pybox_backend_closep) pybox_backend_t *be = NULL;
         if (pybox_backend_open_for(&st, backend, &be, &err) < 0)
