@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests for command-line parsing and the program check (cli.h). */
 #include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../pybox/bounds.h"
+#include "../pybox/cli/help.h"
 #include "../pybox/cli/parse.h"
 #include "../pybox/prepare.h"
 #include "suites.h"
@@ -129,6 +132,19 @@ START_TEST(unknown_option)
 
     ck_assert_int_eq(parse(&o, &err, ARGS("-x")), -1);
     ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
+
+    /* the refusal names the option, the command and the help to read */
+    ck_assert_int_eq(parse(&o, &err, ARGS("--foo")), -1);
+    ck_assert_str_eq(err.msg, "unknown option '--foo' for `pybox exec` (see `pybox help exec`)");
+    ck_assert_int_eq(parse(&o, &err, ARGS("--foo=1")), -1);
+    ck_assert_str_eq(err.msg, "unknown option '--foo' for `pybox exec` (see `pybox help exec`)");
+    ck_assert_int_eq(parse(&o, &err, ARGS("-c", "print(1)")), -1);
+    ck_assert_str_eq(err.msg, "unknown option '-c' for `pybox exec` (see `pybox help exec`)");
+    /* a known option without its value, or with one it does not take, is not unknown */
+    ck_assert_int_eq(parse(&o, &err, ARGS("--json", "--memory")), -1);
+    ck_assert_str_eq(err.msg, "--memory needs a value (see `pybox help exec`)");
+    ck_assert_int_eq(parse(&o, &err, ARGS("--json=yes")), -1);
+    ck_assert_str_eq(err.msg, "--json takes no value (see `pybox help exec`)");
 
     /* an escape sequence in an argument is shown escaped */
     ck_assert_int_eq(parse(&o, &err, ARGS("--\x1b[2J")), -1);
@@ -258,6 +274,73 @@ START_TEST(ceiling_digits)
 }
 END_TEST
 
+/* The help of a command, as text (the caller frees). */
+static char *help_text(const char *command)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(pybox_help(f, command), 0);
+    ck_assert_int_eq(fclose(f), 0);
+    return text;
+}
+
+/* "--name" as a whole word of text (not the start of a longer option). */
+static bool names_option(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; (p = strstr(p, "--")) != NULL; p += 2)
+        if (strncmp(p + 2, name, n) == 0 && !(p[2 + n] == '-' || (p[2 + n] >= 'a' && p[2 + n] <= 'z')))
+            return true;
+    return false;
+}
+
+static const char *const commands[] = {"exec", "mcp", "image build", "image", "cleanup"};
+
+START_TEST(help_lists_every_option)
+{
+    /* every option a parser takes is in its command's help, with what it wants */
+    for (size_t c = 0; c < sizeof commands / sizeof *commands; c++) {
+        const struct option *o = pybox_cli_options(commands[c]);
+        ck_assert_ptr_nonnull(o);
+        char *text = help_text(strncmp(commands[c], "image", 5) == 0 ? "image" : commands[c]);
+        for (; o->name != NULL; o++)
+            ck_assert_msg(names_option(text, o->name), "`pybox help` of %s does not name --%s", commands[c], o->name);
+        free(text);
+    }
+    ck_assert_ptr_null(pybox_cli_options("frob"));
+    /* the main help names every command */
+    char *text = help_text(NULL);
+    for (size_t c = 0; c < sizeof commands / sizeof *commands; c++) {
+        char word[32];
+        snprintf(word, sizeof word, "\n  %.16s ", commands[c]);
+        if (strcmp(commands[c], "image build") != 0)
+            ck_assert_msg(strstr(text, word) != NULL, "pybox help does not list %s", commands[c]);
+    }
+    free(text);
+}
+END_TEST
+
+START_TEST(options_looked_up)
+{
+    ck_assert_str_eq(pybox_cli_option("mcp", "--max-timeout")->name, "max-timeout");
+    ck_assert_str_eq(pybox_cli_option("mcp", "--max-timeout=3")->name, "max-timeout");
+    ck_assert_ptr_null(pybox_cli_option("mcp", "--max"));
+    ck_assert_ptr_null(pybox_cli_option("mcp", "max-timeout"));
+    ck_assert_ptr_null(pybox_cli_option("cleanup", "--dry-runs"));
+    ck_assert_int_eq(pybox_cli_option("cleanup", "--dry-run")->has_arg, no_argument);
+    pybox_error_t err;
+    pybox_error_clear(&err);
+    ck_assert_int_eq(pybox_cli_unknown("image build", "--frc=1", &err), -1);
+    ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
+    ck_assert_str_eq(err.msg, "unknown option '--frc' for `pybox image build` (see `pybox help image`)");
+    pybox_error_clear(&err);
+    ck_assert_int_eq(pybox_cli_value("mcp", "--images", true, &err), -1);
+    ck_assert_str_eq(err.msg, "--images needs a value (see `pybox help mcp`)");
+}
+END_TEST
+
 Suite *suite_cli(void)
 {
     Suite *s = suite_create("cli");
@@ -271,6 +354,8 @@ Suite *suite_cli(void)
     tcase_add_test(tc, parse_twice);
     tcase_add_test(tc, check_program);
     tcase_add_test(tc, ceiling_digits);
+    tcase_add_test(tc, help_lists_every_option);
+    tcase_add_test(tc, options_looked_up);
     tcase_set_timeout(tc, 5);
     suite_add_tcase(s, tc);
     return s;

@@ -207,11 +207,20 @@ static int cmd_cleanup(int argc, char **argv)
             json = true;
         } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
             backend = argv[++i];
+        } else if (strncmp(argv[i], "--backend=", 10) == 0) {
+            backend = argv[i] + 10;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             pybox_help(stdout, "cleanup");
             return 0;
         } else {
-            pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox cleanup [--dry-run] [--json] [--backend NAME]");
+            const struct option *known = pybox_cli_option("cleanup", argv[i]);
+            if (known != NULL)
+                pybox_cli_value("cleanup", argv[i], known->has_arg == required_argument, &err);
+            else if (argv[i][0] == '-')
+                pybox_cli_unknown("cleanup", argv[i], &err);
+            else
+                pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
+                                "unexpected argument (usage: pybox cleanup [--dry-run] [--json] [--backend NAME])");
             return fail(&err, json);
         }
     }
@@ -257,6 +266,10 @@ static int cmd_image(int argc, char **argv)
             backend = argv[++i];
             continue;
         }
+        if (strncmp(argv[i], "--backend=", 10) == 0) {
+            backend = argv[i] + 10;
+            continue;
+        }
         argv[n++] = argv[i];
     }
     for (int i = 0; i < n; i++) {
@@ -272,18 +285,31 @@ static int cmd_image(int argc, char **argv)
     }
     if (strcmp(argv[1], "build") == 0) {
         const char *lock = NULL, *wheels = NULL, *debian = NULL;
-        bool force = false, bad = argc < 3;
+        bool force = false, bad = argc < 3 || argv[2][0] == '-';
         for (int i = 3; !bad && i < argc; i++) {
-            if (strcmp(argv[i], "--force") == 0)
-                force = true;
-            else if (strcmp(argv[i], "--lock") == 0 && i + 1 < argc)
-                lock = argv[++i];
-            else if (strcmp(argv[i], "--wheels") == 0 && i + 1 < argc)
-                wheels = argv[++i];
-            else if (strcmp(argv[i], "--debian") == 0 && i + 1 < argc)
-                debian = argv[++i];
-            else
+            const struct option *o = pybox_cli_option("image build", argv[i]);
+            const char *eq = strchr(argv[i], '=');
+            const char *v = eq != NULL ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
+            if (o != NULL && (o->has_arg == required_argument ? v == NULL : eq != NULL)) {
+                pybox_cli_value("image build", argv[i], o->has_arg == required_argument, &err);
+                return fail(&err, false);
+            }
+            if (o == NULL && argv[i][0] == '-') {
+                pybox_cli_unknown("image build", argv[i], &err);
+                return fail(&err, false);
+            }
+            if (o != NULL && o->has_arg == required_argument && eq == NULL)
+                i++;
+            if (o == NULL)
                 bad = true;
+            else if (strcmp(o->name, "force") == 0)
+                force = true;
+            else if (strcmp(o->name, "lock") == 0)
+                lock = v;
+            else if (strcmp(o->name, "wheels") == 0)
+                wheels = v;
+            else if (strcmp(o->name, "debian") == 0)
+                debian = v;
         }
         if (bad) {
             pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
@@ -303,7 +329,25 @@ static int cmd_image(int argc, char **argv)
                      : pybox_image_build(&st, be, &paths, argv[2], force, &to_stderr, &built, &err);
         return rc < 0 ? fail(&err, false) : 0;
     }
+    /* list, verify and rm take no option but --backend (taken above) */
+    for (int i = 2; i < argc && strcmp(argv[1], "build") != 0; i++) {
+        if (argv[i][0] != '-')
+            continue;
+        if (pybox_cli_option("image", argv[i]) != NULL) /* --backend without its value */
+            pybox_cli_value("image", argv[i], true, &err);
+        else
+            pybox_cli_unknown(strcmp(argv[1], "list") == 0     ? "image list"
+                              : strcmp(argv[1], "verify") == 0 ? "image verify"
+                              : strcmp(argv[1], "rm") == 0     ? "image rm"
+                                                               : "image",
+                              argv[i], &err);
+        return fail(&err, false);
+    }
     if (strcmp(argv[1], "list") == 0) {
+        if (argc != 2) {
+            pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox image list [--backend NAME]");
+            return fail(&err, false);
+        }
         if (pybox_state_open(&st, false, &err) < 0)
             return fail(&err, false);
         if (backend != NULL && pybox_backend_find(backend) == NULL) {
@@ -473,14 +517,6 @@ static int cmd_receipt_schema(void)
     return rc;
 }
 
-static int mcp_usage(pybox_error_t *err, const char *what)
-{
-    return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                           "%s (usage: pybox mcp [--images NAME,...] [--max-timeout SECONDS] [--max-memory SIZE] "
-                           "[--files-root DIR] [--output-root DIR] [--backend NAME]; see pybox help mcp)",
-                           what);
-}
-
 /* A folder the server reads from or writes under: it must exist; kept as its real path. */
 static int mcp_dir(const char *opt, const char *dir, bool writable, char *out, pybox_error_t *err)
 {
@@ -504,13 +540,21 @@ static int mcp_parse(int argc, char **argv, const pybox_state_t *st, pybox_mcp_c
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool known = strcmp(a, "--images") == 0 || strcmp(a, "--max-timeout") == 0 || strcmp(a, "--max-memory") == 0 ||
-                     strcmp(a, "--files-root") == 0 || strcmp(a, "--output-root") == 0 || strcmp(a, "--backend") == 0;
-        if (!known)
-            return mcp_usage(err, "unknown option");
-        if (v == NULL)
-            return mcp_usage(err, "an option needs a value");
-        i++;
+        const struct option *known = pybox_cli_option("mcp", a);
+        if (known == NULL)
+            return pybox_cli_unknown("mcp", a, err);
+        /* --name=value, or --name value */
+        const char *eq = strchr(a, '=');
+        char name[32];
+        if (eq != NULL) {
+            v = eq + 1;
+            snprintf(name, sizeof name, "--%s", known->name);
+            a = name;
+        } else if (v == NULL) {
+            return pybox_cli_value("mcp", a, true, err);
+        } else {
+            i++;
+        }
         if (strcmp(a, "--images") == 0) {
             images = v;
         } else if (strcmp(a, "--backend") == 0) {
@@ -676,6 +720,13 @@ int main(int argc, char **argv)
         return fail(&err, false);
     }
     pybox_error_t err = {0};
+    if (cmd[0] == '-') {
+        char shown[160];
+        pybox_escape_short(shown, sizeof shown, cmd, 64);
+        pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
+                        "unknown option '%s' for `pybox` (see `pybox help`; a command's options follow it)", shown);
+        return fail(&err, false);
+    }
     pybox_buf_t b;
     pybox_buf_init(&b, 0);
     pybox_escape_terminal(&b, cmd, strlen(cmd) > 64 ? 64 : strlen(cmd), false);

@@ -4,6 +4,7 @@
 #ifndef PYBOX_CLI_PARSE_H
 #define PYBOX_CLI_PARSE_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,6 +25,21 @@ typedef struct pybox_exec_opts {
     const char *output;  /* --output, or NULL */
     const char *backend; /* --backend, or NULL */
 } pybox_exec_opts_t;
+
+/* The options each command takes ("exec", "mcp", "cleanup", "image build", and "image"
+ * for list, verify and rm), "{NULL}"-terminated, in the order the help gives them: what
+ * the parsers accept, so the help and the man pages can be checked against them. NULL
+ * for another command. */
+const struct option *pybox_cli_options(const char *command);
+
+/* The option of command that arg ("--name" or "--name=value") names, or NULL. */
+const struct option *pybox_cli_option(const char *command, const char *arg);
+
+/* Refuse arg, an option command does not take: "unknown option '--foo' for `pybox exec`
+ * (see `pybox help exec`)". Returns -1. */
+int pybox_cli_unknown(const char *command, const char *arg, pybox_error_t *err);
+/* Refuse an option given without the value it needs (or, when it takes none, with one). */
+int pybox_cli_value(const char *command, const char *arg, bool needs, pybox_error_t *err);
 
 /* argv[0] is "exec". */
 int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_error_t *err);
