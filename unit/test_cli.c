@@ -341,6 +341,42 @@ START_TEST(options_looked_up)
 }
 END_TEST
 
+START_TEST(color_option)
+{
+    pybox_exec_opts_t o;
+    pybox_error_t err;
+    ck_assert_int_eq(parse(&o, &err, NO_ARGS), 0);
+    ck_assert_int_eq(o.color, PYBOX_COLOR_AUTO);
+    ck_assert_int_eq(parse(&o, &err, ARGS("--color=always")), 0);
+    ck_assert_int_eq(o.color, PYBOX_COLOR_ALWAYS);
+    ck_assert_int_eq(parse(&o, &err, ARGS("--color", "never")), 0);
+    ck_assert_int_eq(o.color, PYBOX_COLOR_NEVER);
+    ck_assert_int_eq(parse(&o, &err, ARGS("--color=never", "--color=auto")), 0);
+    ck_assert_int_eq(o.color, PYBOX_COLOR_AUTO);
+    ck_assert_int_eq(parse(&o, &err, ARGS("--color=yes")), -1);
+    ck_assert_str_eq(err.msg, "--color yes: give auto, always or never");
+    ck_assert_int_eq(parse(&o, &err, ARGS("--color")), -1);
+    ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
+}
+END_TEST
+
+START_TEST(color_choice)
+{
+    /* auto: a terminal only, and not with NO_COLOR set and not empty, or a dumb one */
+    ck_assert(pybox_cli_use_color(PYBOX_COLOR_AUTO, true, NULL, "xterm"));
+    ck_assert(pybox_cli_use_color(PYBOX_COLOR_AUTO, true, NULL, NULL));
+    ck_assert(!pybox_cli_use_color(PYBOX_COLOR_AUTO, false, NULL, "xterm"));
+    ck_assert(!pybox_cli_use_color(PYBOX_COLOR_AUTO, true, "1", "xterm"));
+    ck_assert(!pybox_cli_use_color(PYBOX_COLOR_AUTO, true, "0", "xterm")); /* any value */
+    ck_assert(pybox_cli_use_color(PYBOX_COLOR_AUTO, true, "", "xterm"));   /* empty is unset */
+    ck_assert(!pybox_cli_use_color(PYBOX_COLOR_AUTO, true, NULL, "dumb"));
+    /* always: even in a pipe, even with NO_COLOR (the option is explicit) */
+    ck_assert(pybox_cli_use_color(PYBOX_COLOR_ALWAYS, false, "1", "dumb"));
+    /* never: never */
+    ck_assert(!pybox_cli_use_color(PYBOX_COLOR_NEVER, true, NULL, "xterm"));
+}
+END_TEST
+
 Suite *suite_cli(void)
 {
     Suite *s = suite_create("cli");
@@ -356,6 +392,8 @@ Suite *suite_cli(void)
     tcase_add_test(tc, ceiling_digits);
     tcase_add_test(tc, help_lists_every_option);
     tcase_add_test(tc, options_looked_up);
+    tcase_add_test(tc, color_option);
+    tcase_add_test(tc, color_choice);
     tcase_set_timeout(tc, 5);
     suite_add_tcase(s, tc);
     return s;

@@ -109,18 +109,23 @@ static int read_program(char **prog, size_t *len, pybox_error_t *err)
 
 /* The receipt on stdout, and PyBox's own failure on stderr. The JSON receipt is signed
  * with the installation's key (st); the terminal one cannot be. Returns the exit code. */
-static int print_run(const pybox_run_result_t *res, int rc, bool json, const pybox_state_t *st)
+static int print_run(const pybox_run_result_t *res, int rc, bool json, pybox_color_t color, const pybox_state_t *st)
 {
     pybox_buf_t out;
     pybox_buf_init(&out, 0);
     if (json) {
-        cJSON *r = pybox_receipt_json(res);
+        cJSON *r = pybox_receipt_json(res); /* never in colour */
         pybox_sign_installation(r, st);
         json_line(&out, r);
     } else {
         struct winsize ws;
-        int tty = isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
-        pybox_receipt_text(res, pybox_receipt_columns(tty, getenv("COLUMNS")), &out);
+        bool terminal = isatty(STDOUT_FILENO);
+        int tty = terminal && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
+        const pybox_receipt_style_t style = {
+            .columns = pybox_receipt_columns(tty, getenv("COLUMNS")),
+            .color = pybox_cli_use_color(color, terminal, getenv("NO_COLOR"), getenv("TERM")),
+        };
+        pybox_receipt_text_styled(res, &style, &out);
     }
     int code = res->exit_code;
     if (out.data == NULL || pybox_write_all(STDOUT_FILENO, out.data, out.len) < 0) {
@@ -192,7 +197,7 @@ static int cmd_exec(int argc, char **argv)
     catch_signals();
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
     int rc = pybox_ready_run(&rd, &res);
-    return print_run(&res, rc, o.json, &rd.st);
+    return print_run(&res, rc, o.json, o.color, &rd.st);
 }
 
 static int cmd_cleanup(int argc, char **argv)

@@ -19,17 +19,12 @@ static void shown(char *out, size_t len, const char *arg)
 /* The options of every command (parse.h). Only exec's go through getopt_long; the others
  * are looked up by name, so their `--name value` and `--name=value` forms are alike. */
 static const struct option exec_longs[] = {
-    {"timeout", required_argument, NULL, 't'},
-    {"memory", required_argument, NULL, 'm'},
-    {"pids", required_argument, NULL, 'p'},
-    {"cpus", required_argument, NULL, 'c'},
-    {"image", required_argument, NULL, 'i'},
-    {"input", required_argument, NULL, 'I'},
-    {"output", required_argument, NULL, 'O'},
-    {"backend", required_argument, NULL, 'b'},
-    {"json", no_argument, NULL, 'j'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+    {"timeout", required_argument, NULL, 't'}, {"memory", required_argument, NULL, 'm'},
+    {"pids", required_argument, NULL, 'p'},    {"cpus", required_argument, NULL, 'c'},
+    {"image", required_argument, NULL, 'i'},   {"input", required_argument, NULL, 'I'},
+    {"output", required_argument, NULL, 'O'},  {"backend", required_argument, NULL, 'b'},
+    {"json", no_argument, NULL, 'j'},          {"color", required_argument, NULL, 'C'},
+    {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
 };
 static const struct option mcp_longs[] = {
     {"images", required_argument, NULL, 0},
@@ -137,6 +132,7 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
     o->n_inputs = 0;
     o->output = NULL;
     o->backend = NULL;
+    o->color = PYBOX_COLOR_AUTO;
     optind = 0; /* GNU: full re-initialisation, so parsing can run more than once */
     opterr = 0;
     char arg[128];
@@ -212,6 +208,18 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
         case 'b':
             o->backend = optarg;
             break;
+        case 'C':
+            if (strcmp(optarg, "auto") == 0) {
+                o->color = PYBOX_COLOR_AUTO;
+            } else if (strcmp(optarg, "always") == 0) {
+                o->color = PYBOX_COLOR_ALWAYS;
+            } else if (strcmp(optarg, "never") == 0) {
+                o->color = PYBOX_COLOR_NEVER;
+            } else {
+                shown(arg, sizeof arg, optarg);
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--color %s: give auto, always or never", arg);
+            }
+            break;
         case 'h':
             break; /* main() gives the help before parsing */
         default: {
@@ -235,6 +243,15 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
                                arg);
     }
     return 0;
+}
+
+bool pybox_cli_use_color(pybox_color_t when, bool terminal, const char *no_color, const char *term)
+{
+    if (when != PYBOX_COLOR_AUTO)
+        return when == PYBOX_COLOR_ALWAYS;
+    if (no_color != NULL && no_color[0] != '\0')
+        return false;
+    return terminal && !(term != NULL && strcmp(term, "dumb") == 0);
 }
 
 int pybox_cli_check_program(const char *prog, size_t len, bool over, pybox_error_t *err)

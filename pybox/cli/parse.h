@@ -12,6 +12,13 @@
 #include "../error.h"
 #include "../state.h"
 
+/* --color: when the terminal receipt is drawn in colour. */
+typedef enum pybox_color {
+    PYBOX_COLOR_AUTO, /* on a terminal, unless NO_COLOR is set and not empty or TERM is dumb */
+    PYBOX_COLOR_ALWAYS,
+    PYBOX_COLOR_NEVER,
+} pybox_color_t;
+
 typedef struct pybox_exec_opts {
     int64_t timeout_ms;
     bool json;
@@ -24,7 +31,13 @@ typedef struct pybox_exec_opts {
     size_t n_inputs;
     const char *output;  /* --output, or NULL */
     const char *backend; /* --backend, or NULL */
+    pybox_color_t color; /* --color */
 } pybox_exec_opts_t;
+
+/* Whether to colour: `when`, for an output that is a terminal or not, with the values of
+ * NO_COLOR and TERM (NULL when unset). An explicit --color=always wins over NO_COLOR, as
+ * no-color.org asks of a command-line option; auto never colours a pipe or a file. */
+bool pybox_cli_use_color(pybox_color_t when, bool terminal, const char *no_color, const char *term);
 
 /* The options each command takes ("exec", "mcp", "cleanup", "image build", and "image"
  * for list, verify and rm), "{NULL}"-terminated, in the order the help gives them: what
