@@ -33,7 +33,7 @@ ITEST_SRC := $(wildcard tests/*.c)
 ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
-        campaign campaign-fast campaign-pages evidence-check schema
+        campaign campaign-fast campaign-pages evidence-check schema man-check
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
 $(BUILD)/obj/%.o: %.c
@@ -58,6 +58,7 @@ $(BUILD)/gen/unicode_tables.h: scripts/gen-unicode.sh $(UCD_FILES)
 $(BUILD)/obj/pybox/escape.o: $(BUILD)/gen/unicode_tables.h
 $(BUILD)/obj/pybox/escape.o: CFLAGS_ALL += -I$(BUILD)/gen
 $(BUILD)/obj/unit/test_escape.o: CFLAGS_ALL += -DPYBOX_UCD_DIR='"$(UCD_DIR)"'
+$(BUILD)/obj/unit/test_cli.o: CFLAGS_ALL += -DPYBOX_MAN_DIR='"$(CURDIR)/man"'
 
 $(BUILD)/libpybox.a: $(LIB_OBJ)
 	ar rcs $@ $^
@@ -159,6 +160,18 @@ format-check:
 # prints): scripts/check-source.sh.
 source-check:
 	scripts/check-source.sh
+
+# The man pages (man/, mdoc): mandoc's lint, where a warning or an error fails, and each
+# page rendered by man -l without a warning. That they say what the code does (every
+# option, default, ceiling, status word and exit code) is a unit test (unit/test_cli.c).
+MAN_PAGES := man/pybox.1 man/pybox-exec.1 man/pybox-mcp.1 man/pybox-receipt.5
+man-check:
+	scripts/need-packages.sh man-check mandoc man-db
+	mandoc -Tlint -W warning $(MAN_PAGES)
+	for p in $(MAN_PAGES); do \
+	    w=$$(MANWIDTH=80 man --warnings -l $$p 2>&1 >/dev/null); \
+	    [ -z "$$w" ] || { echo "$$p: $$w" >&2; exit 1; }; \
+	done
 
 clean:
 	rm -rf build build-san

@@ -41,7 +41,8 @@ static void main_help(FILE *o)
             "else " PYBOX_DEFAULT_BACKEND ").\n"
             "Exit codes of exec: the program's own when it ended by itself; 124 when a deadline\n"
             "stopped it; 125 when PyBox refused or failed.\n"
-            "The installation lives in /var/lib/pybox for root (PYBOX_HOME overrides). Docs: docs/.\n",
+            "The installation lives in /var/lib/pybox for root (PYBOX_HOME overrides).\n"
+            "Manuals: pybox(1), pybox-exec(1), pybox-mcp(1), pybox-receipt(5).\n",
             names);
 }
 
