@@ -33,7 +33,7 @@ ITEST_SRC := $(wildcard tests/*.c)
 ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
-        campaign campaign-fast campaign-pages evidence-check schema man-check
+        campaign campaign-fast campaign-pages evidence-check schema man-check completion-check
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
 $(BUILD)/obj/%.o: %.c
@@ -172,6 +172,11 @@ man-check:
 	    w=$$(MANWIDTH=80 man --warnings -l $$p 2>&1 >/dev/null); \
 	    [ -z "$$w" ] || { echo "$$p: $$w" >&2; exit 1; }; \
 	done
+
+# The bash completion (completion/pybox.bash) against the built pybox, in a private
+# installation of its own.
+completion-check: $(BUILD)/pybox
+	tests/completion.sh $(BUILD)/pybox
 
 clean:
 	rm -rf build build-san
