@@ -33,7 +33,8 @@ ITEST_SRC := $(wildcard tests/*.c)
 ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
-        campaign campaign-fast campaign-pages evidence-check schema man-check completion-check
+        campaign campaign-fast campaign-pages evidence-check schema man-check completion-check \
+        install uninstall install-check
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
 $(BUILD)/obj/%.o: %.c
@@ -172,6 +173,23 @@ man-check:
 	    w=$$(MANWIDTH=80 man --warnings -l $$p 2>&1 >/dev/null); \
 	    [ -z "$$w" ] || { echo "$$p: $$w" >&2; exit 1; }; \
 	done
+
+# Install under PREFIX (DESTDIR in front, for packaging): bin/pybox,
+# libexec/pybox/pybox-init, share/pybox/images, the man pages and the bash completion,
+# listed in share/pybox/installed-files; uninstall removes exactly those
+# (scripts/install.sh). The installed pybox finds its files from where it is.
+PREFIX ?= /usr/local
+DESTDIR ?=
+install: $(BUILD)/pybox $(BUILD)/pybox-init
+	scripts/install.sh install $(BUILD) "$(DESTDIR)" "$(PREFIX)"
+uninstall:
+	scripts/install.sh uninstall "$(DESTDIR)" "$(PREFIX)"
+# make install into a folder of its own from a build folder of its own, both moved or
+# deleted after, then the installed pybox runs, builds an image from its own recipes
+# into a private installation, and make uninstall removes what was installed, nothing
+# else (tests/install.sh; needs this machine's installation and its stdlib image).
+install-check:
+	tests/install.sh
 
 # The bash completion (completion/pybox.bash) against the built pybox, in a private
 # installation of its own.
