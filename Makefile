@@ -34,7 +34,7 @@ ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
         campaign campaign-fast campaign-pages evidence-check schema man-check completion-check \
-        install uninstall install-check
+        install uninstall install-check deb deb-test
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
 $(BUILD)/obj/%.o: %.c
@@ -190,6 +190,15 @@ uninstall:
 # else (tests/install.sh; needs this machine's installation and its stdlib image).
 install-check:
 	tests/install.sh
+
+# The Debian package, $(BUILD)/pybox_VERSION_ARCH.deb, built with debhelper from a copy
+# of the tree (scripts/deb.sh); deb-test installs it with apt into a clean Debian root
+# made by mmdebstrap from this machine's apt sources, and runs it there (tests/deb.sh;
+# slow, and it downloads packages: not part of make check).
+deb:
+	scripts/deb.sh $(BUILD)
+deb-test: deb
+	tests/deb.sh $(BUILD)
 
 # The bash completion (completion/pybox.bash) against the built pybox, in a private
 # installation of its own.
