@@ -3,10 +3,10 @@
 # pybox's own help, so they are always that pybox's), option values, and image names
 # from `pybox image list`.
 
-# The options a command's help names ("exec", "mcp", "image", "cleanup").
+# The options a command's help lists, one at the start of each of its lines ("  --name").
 _pybox_options()
 {
-    "$1" help "$2" 2>/dev/null | grep -o -- '--[a-z][a-z-]*' | sort -u
+    "$1" help "$2" 2>/dev/null | sed -n 's/^  *\(--[a-z][a-z-]*\).*/\1/p' | sort -u
 }
 
 # The names of this installation's pinned images (every backend's).
@@ -37,7 +37,7 @@ _pybox()
     COMPREPLY=()
 
     if [ "$COMP_CWORD" -eq 1 ]; then
-        mapfile -t COMPREPLY < <(compgen -W "exec mcp image cleanup help version" -- "$cur")
+        mapfile -t COMPREPLY < <(compgen -W "exec mcp image cleanup verify key help version" -- "$cur")
         return 0
     fi
     local cmd=${COMP_WORDS[1]} sub=${COMP_WORDS[2]:-}
@@ -56,7 +56,7 @@ _pybox()
         mapfile -t COMPREPLY < <(compgen -W "auto always never" -- "$cur")
         return 0
         ;;
-    --input | --lock)
+    --input | --lock | --key)
         mapfile -t COMPREPLY < <(compgen -f -- "$cur")
         compopt -o filenames 2>/dev/null || :
         return 0
@@ -73,10 +73,19 @@ _pybox()
 
     case $cmd in
     help)
-        [ "$COMP_CWORD" -eq 2 ] && mapfile -t COMPREPLY < <(compgen -W "exec mcp image cleanup" -- "$cur")
+        [ "$COMP_CWORD" -eq 2 ] && mapfile -t COMPREPLY < <(compgen -W "exec mcp image cleanup verify key" -- "$cur")
         ;;
-    exec | mcp | cleanup)
+    exec | mcp | cleanup | key)
         mapfile -t COMPREPLY < <(compgen -W "$(_pybox_options "$bin" "$cmd")" -- "$cur")
+        ;;
+    verify)
+        # its options, else the receipt: a file
+        if [ "${cur#-}" != "$cur" ]; then
+            mapfile -t COMPREPLY < <(compgen -W "$(_pybox_options "$bin" verify)" -- "$cur")
+        else
+            mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+            compopt -o filenames 2>/dev/null || :
+        fi
         ;;
     image)
         if [ "$COMP_CWORD" -eq 2 ]; then

@@ -55,13 +55,15 @@ only() {
     fi
 }
 
-CUR='' only "" exec mcp image cleanup help version
+CUR='' only "" exec mcp image cleanup verify key help version
 CUR=e only "" exec
 # every option of each command's parser is in its help (a unit test holds that), and
 # the completion offers what the help names
 CUR=-- offers exec --timeout --memory --pids --cpus --image --input --output --backend --json --color --help
 CUR=-- offers mcp --images --max-timeout --max-memory --files-root --output-root --backend --help
 CUR=-- offers cleanup --dry-run --json --backend --help
+CUR=-- only verify --key --help
+CUR=-- only key --init --help
 CUR=--co only exec --color
 CUR='' only "exec --color" auto always never
 CUR='' only "exec --color =" auto always never
@@ -73,12 +75,14 @@ CUR='' offers "image build" stdlib data mine-1
 CUR='' only "image rm" mine-1
 CUR=-- offers "image build mine-1" --force --lock --wheels --debian --backend
 CUR=-- only "image list" --backend
-CUR='' only "help" exec mcp image cleanup
+CUR='' only "help" exec mcp image cleanup verify key
 # file and folder values come from the file system
 mkdir "$home/dir-x"
 : >"$home/file-y"
 CUR=$home/dir- only "exec --output" "$home/dir-x"
 CUR=$home/file- only "exec --input" "$home/file-y"
+CUR=$home/file- only "verify" "$home/file-y"
+CUR=$home/file- only "verify --key" "$home/file-y"
 
 if [ "$failed" != 0 ]; then
     exit 1

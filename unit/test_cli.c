@@ -288,17 +288,21 @@ static char *help_text(const char *command)
     return text;
 }
 
-/* "--name" as a whole word of text (not the start of a longer option). */
+/* A line of text that lists "--name" (after spaces, as a whole word): the lines the
+ * bash completion reads a command's options from. */
 static bool names_option(const char *text, const char *name)
 {
     size_t n = strlen(name);
-    for (const char *p = text; (p = strstr(p, "--")) != NULL; p += 2)
-        if (strncmp(p + 2, name, n) == 0 && !(p[2 + n] == '-' || (p[2 + n] >= 'a' && p[2 + n] <= 'z')))
+    for (const char *p = text; p != NULL && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        const char *q = p + strspn(p, " ");
+        if (q > p && strncmp(q, "--", 2) == 0 && strncmp(q + 2, name, n) == 0 &&
+            !(q[2 + n] == '-' || (q[2 + n] >= 'a' && q[2 + n] <= 'z')))
             return true;
+    }
     return false;
 }
 
-static const char *const commands[] = {"exec", "mcp", "image build", "image", "cleanup"};
+static const char *const commands[] = {"exec", "mcp", "image build", "image", "cleanup", "verify", "key"};
 
 START_TEST(help_lists_every_option)
 {
@@ -413,22 +417,21 @@ START_TEST(man_pages_list_every_option)
 {
     static const struct {
         const char *command, *page;
-    } where[] = {{"exec", "pybox-exec.1"},
-                 {"mcp", "pybox-mcp.1"},
-                 {"image build", "pybox.1"},
-                 {"image", "pybox.1"},
-                 {"cleanup", "pybox.1"}};
+    } where[] = {{"exec", "pybox-exec.1"}, {"mcp", "pybox-mcp.1"}, {"image build", "pybox.1"}, {"image", "pybox.1"},
+                 {"cleanup", "pybox.1"},   {"verify", "pybox.1"},  {"key", "pybox.1"}};
     for (size_t i = 0; i < sizeof where / sizeof *where; i++) {
         char *page = man_page(where[i].page);
-        for (const struct option *o = pybox_cli_options(where[i].command); o->name != NULL; o++)
+        const struct option *opts = pybox_cli_options(where[i].command);
+        ck_assert_msg(opts != NULL, "no options of %s", where[i].command);
+        for (const struct option *o = opts; o->name != NULL; o++)
             ck_assert_msg(man_names_option(page, o->name), "%s does not give --%s of %s", where[i].page, o->name,
                           where[i].command);
         free(page);
     }
     /* pybox(1) names every command */
     char *page = man_page("pybox.1");
-    static const char *const cmds[] = {"exec",     "mcp",     "image build", "image list", "image verify",
-                                       "image rm", "cleanup", "help",        "version"};
+    static const char *const cmds[] = {"exec",    "mcp",    "image build", "image list",     "image verify", "image rm",
+                                       "cleanup", "verify", "key",         "receipt-schema", "help",         "version"};
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         char want[64];
         snprintf(want, sizeof want, ".It Cm %s", cmds[i]);

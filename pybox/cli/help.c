@@ -33,12 +33,12 @@ static void main_help(FILE *o)
                "  help      this help, or a command's\n"
                "  version   the version\n"
                "\n"
-               "Every command takes --backend NAME (known: ");
+               "exec, mcp, image and cleanup take --backend NAME (known: ");
     char names[256];
     pybox_backend_names(names, sizeof names);
     fprintf(o,
-            "%s; default: config.json's \"backend\",\n"
-            "else " PYBOX_DEFAULT_BACKEND ").\n"
+            "%s;\n"
+            "default: config.json's \"backend\", else " PYBOX_DEFAULT_BACKEND ").\n"
             "Exit codes of exec: the program's own when it ended by itself; 124 when a deadline\n"
             "stopped it; 125 when PyBox refused or failed.\n"
             "The installation lives in /var/lib/pybox for root (PYBOX_HOME overrides).\n"
@@ -182,6 +182,7 @@ static void verify_help(FILE *o)
           "\n"
           "  --key PUBLIC.pem  the public key to check against (pybox key prints one);\n"
           "                    default: this installation's own\n"
+          "  --help            this help\n"
           "\n"
           "Exit code: 0 valid; 1 not (not JSON, not signed, signed by an unknown key, or the\n"
           "signature does not match); 125 when it could not be checked. docs/receipt.md.\n",
@@ -197,6 +198,7 @@ static void key_help(FILE *o)
           "--init (set-up runs it) or by the first receipt that needs it.\n"
           "\n"
           "  --init   make the key if there is none, then print it\n"
+          "  --help   this help\n"
           "docs/receipt.md.\n",
           o);
 }

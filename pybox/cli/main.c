@@ -414,10 +414,19 @@ static int cmd_verify(int argc, char **argv)
         }
         if (strcmp(argv[i], "--key") == 0 && i + 1 < argc && keyfile == NULL)
             keyfile = argv[++i];
+        else if (strncmp(argv[i], "--key=", 6) == 0 && keyfile == NULL)
+            keyfile = argv[i] + 6;
         else if (file == NULL && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
             file = argv[i];
-        else
+        else if (argv[i][0] == '-' && strcmp(argv[i], "-") != 0 && pybox_cli_option("verify", argv[i]) == NULL) {
+            pybox_cli_unknown("verify", argv[i], &err);
+            return fail(&err, false);
+        } else if (strcmp(argv[i], "--key") == 0 && i + 1 == argc) {
+            pybox_cli_value("verify", argv[i], true, &err);
+            return fail(&err, false);
+        } else {
             bad = true;
+        }
     }
     if (bad || file == NULL) {
         pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox verify RECEIPT.json|- [--key PUBLIC.pem]");
@@ -482,7 +491,12 @@ static int cmd_key(int argc, char **argv)
             return 0;
         }
         if (strcmp(argv[i], "--init") != 0) {
-            pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox key [--init]");
+            if (pybox_cli_option("key", argv[i]) != NULL)
+                pybox_cli_value("key", argv[i], false, &err); /* --init=... */
+            else if (argv[i][0] == '-')
+                pybox_cli_unknown("key", argv[i], &err);
+            else
+                pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox key [--init]");
             return fail(&err, false);
         }
         init = true;

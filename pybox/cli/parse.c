@@ -58,16 +58,25 @@ static const struct option cleanup_longs[] = {
     {NULL, 0, NULL, 0},
 };
 
+static const struct option verify_longs[] = {
+    {"key", required_argument, NULL, 0},
+    {"help", no_argument, NULL, 0},
+    {NULL, 0, NULL, 0},
+};
+static const struct option key_longs[] = {
+    {"init", no_argument, NULL, 0},
+    {"help", no_argument, NULL, 0},
+    {NULL, 0, NULL, 0},
+};
+
 const struct option *pybox_cli_options(const char *command)
 {
     static const struct {
         const char *command;
         const struct option *longs;
-    } all[] = {{"exec", exec_longs},
-               {"mcp", mcp_longs},
-               {"image build", image_build_longs},
-               {"image", image_longs},
-               {"cleanup", cleanup_longs}};
+    } all[] = {{"exec", exec_longs},   {"mcp", mcp_longs},         {"image build", image_build_longs},
+               {"image", image_longs}, {"cleanup", cleanup_longs}, {"verify", verify_longs},
+               {"key", key_longs}};
     for (size_t i = 0; command != NULL && i < sizeof all / sizeof *all; i++)
         if (strcmp(all[i].command, command) == 0)
             return all[i].longs;

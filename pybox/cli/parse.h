@@ -39,8 +39,8 @@ typedef struct pybox_exec_opts {
  * no-color.org asks of a command-line option; auto never colours a pipe or a file. */
 bool pybox_cli_use_color(pybox_color_t when, bool terminal, const char *no_color, const char *term);
 
-/* The options each command takes ("exec", "mcp", "cleanup", "image build", and "image"
- * for list, verify and rm), "{NULL}"-terminated, in the order the help gives them: what
+/* The options each command takes ("exec", "mcp", "cleanup", "verify", "key", "image
+ * build", and "image" for list, verify and rm), "{NULL}"-terminated, in the order the help gives them: what
  * the parsers accept, so the help and the man pages can be checked against them. NULL
  * for another command. */
 const struct option *pybox_cli_options(const char *command);
