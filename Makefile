@@ -33,7 +33,8 @@ ITEST_SRC := $(wildcard tests/*.c)
 ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
-        campaign campaign-fast campaign-pages evidence-check schema site-check
+        campaign campaign-fast campaign-pages evidence-check schema site-check man-check completion-check \
+        install uninstall install-check deb deb-test
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
 $(BUILD)/obj/%.o: %.c
@@ -58,6 +59,7 @@ $(BUILD)/gen/unicode_tables.h: scripts/gen-unicode.sh $(UCD_FILES)
 $(BUILD)/obj/pybox/escape.o: $(BUILD)/gen/unicode_tables.h
 $(BUILD)/obj/pybox/escape.o: CFLAGS_ALL += -I$(BUILD)/gen
 $(BUILD)/obj/unit/test_escape.o: CFLAGS_ALL += -DPYBOX_UCD_DIR='"$(UCD_DIR)"'
+$(BUILD)/obj/unit/test_cli.o: CFLAGS_ALL += -DPYBOX_MAN_DIR='"$(CURDIR)/man"'
 
 $(BUILD)/libpybox.a: $(LIB_OBJ)
 	ar rcs $@ $^
@@ -170,6 +172,49 @@ format-check:
 # prints): scripts/check-source.sh.
 source-check:
 	scripts/check-source.sh
+
+# The man pages (man/, mdoc): mandoc's lint, where a warning or an error fails, and each
+# page rendered by man -l without a warning. That they say what the code does (every
+# option, default, ceiling, status word and exit code) is a unit test (unit/test_cli.c).
+MAN_PAGES := man/pybox.1 man/pybox-exec.1 man/pybox-mcp.1 man/pybox-receipt.5
+man-check:
+	scripts/need-packages.sh man-check mandoc man-db
+	mandoc -Tlint -W warning $(MAN_PAGES)
+	for p in $(MAN_PAGES); do \
+	    w=$$(MANWIDTH=80 man --warnings -l $$p 2>&1 >/dev/null); \
+	    [ -z "$$w" ] || { echo "$$p: $$w" >&2; exit 1; }; \
+	done
+
+# Install under PREFIX (DESTDIR in front, for packaging): bin/pybox,
+# libexec/pybox/pybox-init, share/pybox/images, the man pages and the bash completion,
+# listed in share/pybox/installed-files; uninstall removes exactly those
+# (scripts/install.sh). The installed pybox finds its files from where it is.
+PREFIX ?= /usr/local
+DESTDIR ?=
+install: $(BUILD)/pybox $(BUILD)/pybox-init
+	scripts/install.sh install $(BUILD) "$(DESTDIR)" "$(PREFIX)"
+uninstall:
+	scripts/install.sh uninstall "$(DESTDIR)" "$(PREFIX)"
+# make install into a folder of its own from a build folder of its own, both moved or
+# deleted after, then the installed pybox runs, builds an image from its own recipes
+# into a private installation, and make uninstall removes what was installed, nothing
+# else (tests/install.sh; needs this machine's installation and its stdlib image).
+install-check:
+	tests/install.sh
+
+# The Debian package, $(BUILD)/pybox_VERSION_ARCH.deb, built with debhelper from a copy
+# of the tree (scripts/deb.sh); deb-test installs it with apt into a clean Debian root
+# made by mmdebstrap from this machine's apt sources, and runs it there (tests/deb.sh;
+# slow, and it downloads packages: not part of make check).
+deb:
+	scripts/deb.sh $(BUILD)
+deb-test: deb
+	tests/deb.sh $(BUILD)
+
+# The bash completion (completion/pybox.bash) against the built pybox, in a private
+# installation of its own.
+completion-check: $(BUILD)/pybox
+	tests/completion.sh $(BUILD)/pybox
 
 # Fuzzing (docs/fuzzing.md): one libFuzzer target per parser of outside bytes, fuzz/<t>.c,
 # built with clang, AddressSanitizer and UBSan in build-fuzz/ from the same sources.

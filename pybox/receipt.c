@@ -657,8 +657,42 @@ static void kernel_text(pybox_buf_t *o, const pybox_run_result_t *res, int colum
         pybox_buf_addf(o, "  %-10s processes peak %s, forks refused %s; CPU unknown\n", "", pp, refused);
 }
 
+/* Colour (SGR sequences) only around PyBox's own fixed words, never around text anyone
+ * else chose, so the fences, the cuts and the escaping are the same either way. */
+#define SGR_RESET "\x1b[0m"
+#define SGR_BOLD "\x1b[1m"
+
+/* The status word's colour: green for an end the program made itself, yellow for a
+ * clock that stopped it, red for the rest. */
+static const char *status_sgr(pybox_end_t end)
+{
+    switch (end) {
+    case PYBOX_END_TARGET_EXIT:
+        return "\x1b[1;32m";
+    case PYBOX_END_SUPERVISOR_KILL:
+    case PYBOX_END_BOX_TIMER_KILL:
+        return "\x1b[1;33m";
+    default:
+        return "\x1b[1;31m";
+    }
+}
+
+/* A section heading, bold in colour. */
+static void heading(pybox_buf_t *o, bool color, const char *text)
+{
+    pybox_buf_addf(o, "%s%s%s\n", color ? SGR_BOLD : "", text, color ? SGR_RESET : "");
+}
+
 int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *o)
 {
+    const pybox_receipt_style_t plain = {.columns = columns, .color = false};
+    return pybox_receipt_text_styled(res, &plain, o);
+}
+
+int pybox_receipt_text_styled(const pybox_run_result_t *res, const pybox_receipt_style_t *style, pybox_buf_t *o)
+{
+    int columns = style->columns;
+    bool color = style->color;
     if (columns < PYBOX_RECEIPT_MIN_COLUMNS)
         columns = columns <= 0 ? 80 : PYBOX_RECEIPT_MIN_COLUMNS;
     const pybox_policy_t *p = &res->policy;
@@ -672,7 +706,8 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
         snprintf(pids, sizeof pids, "unlimited (relaxed)");
 
     pybox_buf_addf(o, "PyBox receipt  run %s  %s\n", res->run_id, res->started_wall);
-    pybox_buf_addf(o, "  %-10s %s\n", "status", pybox_end_word(res->end));
+    pybox_buf_addf(o, "  %-10s %s%s%s\n", "status", color ? status_sgr(res->end) : "", pybox_end_word(res->end),
+                   color ? SGR_RESET : "");
     switch (res->end) {
     case PYBOX_END_TARGET_EXIT:
         if (d->signal)
@@ -706,7 +741,7 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
     }
     pybox_buf_addf(o, "  %-10s %d\n", "exit code", res->exit_code);
 
-    pybox_buf_adds(o, "ASKED\n");
+    heading(o, color, "ASKED");
     pybox_buf_addf(o, "  %-10s %zu bytes on stdin, sha256 %.16s...\n", "program", res->program_bytes,
                    res->program_sha256);
     /* the name the caller chose on a line of its own; the ID (PyBox's) below it */
@@ -738,7 +773,7 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
         pybox_buf_addf(o, "  %-10s policy %.16s...\n", "", res->policy_sha256);
     }
 
-    pybox_buf_adds(o, "SEEN\n");
+    heading(o, color, "SEEN");
     if (res->have_exit)
         pybox_buf_addf(o, "  %-10s exit %d, out-of-memory kill: %s\n", "backend", res->exit.exit_code,
                        res->exit.oom_killed ? "YES" : "no");
@@ -778,11 +813,11 @@ int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *
     if (res->inputs != NULL || res->output_asked)
         pybox_buf_addf(o, "  %-10s files in %.0f ms, files out %.0f ms\n", "", res->t.files_in_ms, res->t.files_out_ms);
 
-    pybox_buf_addf(o, "SAID (untrusted: written by the program, escaped; each line starts \"  |\")\n");
+    heading(o, color, "SAID (untrusted: written by the program, escaped; each line starts \"  |\")");
     said_text(o, "stdout", &res->said_out, columns);
     said_text(o, "stderr", &res->said_err, columns);
 
-    pybox_buf_adds(o, "UNKNOWN\n");
+    heading(o, color, "UNKNOWN");
     if (res->n_unknown == 0)
         pybox_buf_addf(o, "  %-10s nothing noted\n", "-");
     for (int i = 0; i < res->n_unknown; i++) {

@@ -5,6 +5,7 @@
 #define PYBOX_RECEIPT_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 
 #include "buf.h"
 #include "receipt_schema.h"
@@ -30,6 +31,16 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res);
 /* The terminal receipt, appended to out, for a terminal `columns` wide (at least
  * PYBOX_RECEIPT_MIN_COLUMNS; 80 when not known, i.e. 0 or less). */
 int pybox_receipt_text(const pybox_run_result_t *res, int columns, pybox_buf_t *out);
+
+/* How the terminal receipt is drawn. */
+typedef struct pybox_receipt_style {
+    int columns; /* as pybox_receipt_text's */
+    bool color;  /* the status word and the section headings in colour (ANSI SGR); nothing
+                    the program or the caller chose is ever coloured */
+} pybox_receipt_style_t;
+
+/* The terminal receipt in a style; pybox_receipt_text is it without colour. */
+int pybox_receipt_text_styled(const pybox_run_result_t *res, const pybox_receipt_style_t *style, pybox_buf_t *out);
 
 /* The width to render for: the terminal's (`terminal`, from TIOCGWINSZ; 0 or less when
  * stdout is not a terminal or did not say), else `columns_env` (COLUMNS) when it is a

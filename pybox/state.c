@@ -143,7 +143,9 @@ static int load_install_id(pybox_state_t *st, bool create, pybox_error_t *err)
         }
         if (!create)
             return pybox_error_set(err, PYBOX_ERR_STATE, 0,
-                                   "PyBox is not set up in %s (no installation id): run scripts/setup.sh", st->dir);
+                                   "PyBox is not set up in %s (no installation id): build its first image, which "
+                                   "sets it up (pybox image build stdlib)",
+                                   st->dir);
         /* Create it once: link() refuses to replace, so concurrent first runs agree. */
         char id[34];
         if (pybox_random_hex(16, id, err) < 0)
@@ -181,7 +183,9 @@ int pybox_state_open(pybox_state_t *st, bool create, pybox_error_t *err)
     if (stat(st->dir, &sb) < 0) {
         if (errno == ENOENT)
             return pybox_error_set(err, PYBOX_ERR_STATE, 0,
-                                   "PyBox is not set up: %s does not exist (run scripts/setup.sh)", st->dir);
+                                   "PyBox is not set up: %s does not exist (build its first image, which sets it up: "
+                                   "pybox image build stdlib)",
+                                   st->dir);
         return pybox_error_set(err, PYBOX_ERR_STATE, errno, "stat(%s)", st->dir);
     }
     if (!S_ISDIR(sb.st_mode))

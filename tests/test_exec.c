@@ -1,9 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* pybox exec end to end: exits, tracebacks, deadlines, output caps, the box's init. */
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <pty.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../pybox/buf.h"
 
 #include "itest.h"
 #include "suites.h"
@@ -208,6 +216,88 @@ START_TEST(human_receipt_is_fenced)
 }
 END_TEST
 
+/* pybox exec [args] < program, its stdout a terminal (a pty), env entries added: what it
+ * wrote there (the caller frees). */
+static char *exec_on_terminal(const char *program, const char *const *args, const char *const *env)
+{
+    int master, slave;
+    ck_assert_int_eq(openpty(&master, &slave, NULL, NULL, NULL), 0);
+    int in = memfd_create("stdin", MFD_CLOEXEC);
+    ck_assert_int_ge(in, 0);
+    ck_assert_int_eq(write(in, program, strlen(program)), (ssize_t)strlen(program));
+    ck_assert_int_eq(lseek(in, 0, SEEK_SET), 0);
+    const char *bin = getenv("PYBOX_BIN") && *getenv("PYBOX_BIN") ? getenv("PYBOX_BIN") : "build/pybox";
+    const char *argv[16] = {bin};
+    for (int i = 0; args[i] != NULL && i < 14; i++)
+        argv[i + 1] = args[i];
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(in, 0);
+        dup2(slave, 1);
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 2);
+        for (int i = 0; env != NULL && env[i] != NULL; i++)
+            putenv((char *)env[i]);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    close(in);
+    close(slave);
+    /* read until the terminal's other side is closed (EIO once pybox has exited) */
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(master, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0)
+            pybox_buf_add(&b, buf, (size_t)n);
+    close(master);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "pybox exec on a terminal: status %d", st);
+    pybox_buf_add(&b, "", 0);
+    return pybox_buf_steal(&b);
+}
+
+/* The status word in colour: on a terminal (unless NO_COLOR) or when asked; never in a
+ * pipe by default, never in --json; the program's own colour codes stay escaped. */
+START_TEST(status_in_colour)
+{
+    const char *prog = "print('\\x1b[31mred')\n";
+    const char *green = "  status     \x1b[1;32mTARGET_EXIT_OBSERVED\x1b[0m";
+    itest_run_t r;
+    itest_pybox(prog, strlen(prog), (const char *[]){"exec", NULL}, NULL, &r);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_null(memchr(r.out, 0x1b, r.out_len));
+    itest_run_free(&r);
+
+    itest_pybox(prog, strlen(prog), (const char *[]){"exec", "--color=always", NULL},
+                (const char *[]){"NO_COLOR=1", NULL}, &r);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(strstr(r.out, green) != NULL, "no coloured status word:\n%s", r.out);
+    ck_assert_ptr_nonnull(strstr(r.out, "  | \\x1b[31mred\n"));
+    itest_run_free(&r);
+
+    itest_pybox(prog, strlen(prog), (const char *[]){"exec", "--json", "--color=always", NULL}, NULL, &r);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(r.receipt);
+    ck_assert_ptr_null(memchr(r.out, 0x1b, r.out_len));
+    itest_run_free(&r);
+
+    char *t = exec_on_terminal(prog, (const char *[]){"exec", NULL}, (const char *[]){"TERM=xterm", NULL});
+    ck_assert_msg(strstr(t, green) != NULL, "no colour on a terminal:\n%s", t);
+    free(t);
+    t = exec_on_terminal(prog, (const char *[]){"exec", NULL}, (const char *[]){"TERM=xterm", "NO_COLOR=1", NULL});
+    ck_assert_ptr_nonnull(strstr(t, "TARGET_EXIT_OBSERVED"));
+    ck_assert_ptr_null(strchr(t, 0x1b));
+    free(t);
+    t = exec_on_terminal(prog, (const char *[]){"exec", "--color=never", NULL}, (const char *[]){"TERM=xterm", NULL});
+    ck_assert_ptr_null(strchr(t, 0x1b));
+    free(t);
+}
+END_TEST
+
 Suite *itest_suite_exec(void)
 {
     Suite *s = suite_create("exec");
@@ -223,6 +313,7 @@ Suite *itest_suite_exec(void)
     tcase_add_test(tc, forged_done_record_is_just_output);
     tcase_add_test(tc, program_cannot_signal_the_init);
     tcase_add_test(tc, human_receipt_is_fenced);
+    tcase_add_test(tc, status_in_colour);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -30,5 +30,6 @@ Suite *suite_jcs(void);
 Suite *suite_sign(void);
 Suite *suite_chart(void);
 Suite *suite_site(void);
+Suite *suite_image(void);
 
 #endif

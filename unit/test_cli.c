@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests for command-line parsing and the program check (cli.h). */
 #include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../pybox/bounds.h"
+#include "../pybox/cli/help.h"
 #include "../pybox/cli/parse.h"
+#include "../pybox/mcp/server.h"
 #include "../pybox/prepare.h"
+#include "../pybox/run.h"
 #include "suites.h"
 
 /* Parse "exec" followed by the given arguments (NULL-terminated list). getopt may permute
@@ -129,6 +134,19 @@ START_TEST(unknown_option)
 
     ck_assert_int_eq(parse(&o, &err, ARGS("-x")), -1);
     ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
+
+    /* the refusal names the option, the command and the help to read */
+    ck_assert_int_eq(parse(&o, &err, ARGS("--foo")), -1);
+    ck_assert_str_eq(err.msg, "unknown option '--foo' for `pybox exec` (see `pybox help exec`)");
+    ck_assert_int_eq(parse(&o, &err, ARGS("--foo=1")), -1);
+    ck_assert_str_eq(err.msg, "unknown option '--foo' for `pybox exec` (see `pybox help exec`)");
+    ck_assert_int_eq(parse(&o, &err, ARGS("-c", "print(1)")), -1);
+    ck_assert_str_eq(err.msg, "unknown option '-c' for `pybox exec` (see `pybox help exec`)");
+    /* a known option without its value, or with one it does not take, is not unknown */
+    ck_assert_int_eq(parse(&o, &err, ARGS("--json", "--memory")), -1);
+    ck_assert_str_eq(err.msg, "--memory needs a value (see `pybox help exec`)");
+    ck_assert_int_eq(parse(&o, &err, ARGS("--json=yes")), -1);
+    ck_assert_str_eq(err.msg, "--json takes no value (see `pybox help exec`)");
 
     /* an escape sequence in an argument is shown escaped */
     ck_assert_int_eq(parse(&o, &err, ARGS("--\x1b[2J")), -1);
@@ -258,6 +276,253 @@ START_TEST(ceiling_digits)
 }
 END_TEST
 
+/* The help of a command, as text (the caller frees). */
+static char *help_text(const char *command)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(pybox_help(f, command), 0);
+    ck_assert_int_eq(fclose(f), 0);
+    return text;
+}
+
+/* A line of text that lists "--name" (after spaces, as a whole word): the lines the
+ * bash completion reads a command's options from. */
+static bool names_option(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p != NULL && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        const char *q = p + strspn(p, " ");
+        if (q > p && strncmp(q, "--", 2) == 0 && strncmp(q + 2, name, n) == 0 &&
+            !(q[2 + n] == '-' || (q[2 + n] >= 'a' && q[2 + n] <= 'z')))
+            return true;
+    }
+    return false;
+}
+
+static const char *const commands[] = {"exec", "mcp", "image build", "image", "cleanup", "verify", "key"};
+
+START_TEST(help_lists_every_option)
+{
+    /* every option a parser takes is in its command's help, with what it wants */
+    for (size_t c = 0; c < sizeof commands / sizeof *commands; c++) {
+        const struct option *o = pybox_cli_options(commands[c]);
+        ck_assert_ptr_nonnull(o);
+        char *text = help_text(strncmp(commands[c], "image", 5) == 0 ? "image" : commands[c]);
+        for (; o->name != NULL; o++)
+            ck_assert_msg(names_option(text, o->name), "`pybox help` of %s does not name --%s", commands[c], o->name);
+        free(text);
+    }
+    ck_assert_ptr_null(pybox_cli_options("frob"));
+    /* the main help names every command */
+    char *text = help_text(NULL);
+    for (size_t c = 0; c < sizeof commands / sizeof *commands; c++) {
+        char word[32];
+        snprintf(word, sizeof word, "\n  %.16s ", commands[c]);
+        if (strcmp(commands[c], "image build") != 0)
+            ck_assert_msg(strstr(text, word) != NULL, "pybox help does not list %s", commands[c]);
+    }
+    free(text);
+}
+END_TEST
+
+START_TEST(options_looked_up)
+{
+    ck_assert_str_eq(pybox_cli_option("mcp", "--max-timeout")->name, "max-timeout");
+    ck_assert_str_eq(pybox_cli_option("mcp", "--max-timeout=3")->name, "max-timeout");
+    ck_assert_ptr_null(pybox_cli_option("mcp", "--max"));
+    ck_assert_ptr_null(pybox_cli_option("mcp", "max-timeout"));
+    ck_assert_ptr_null(pybox_cli_option("cleanup", "--dry-runs"));
+    ck_assert_int_eq(pybox_cli_option("cleanup", "--dry-run")->has_arg, no_argument);
+    pybox_error_t err;
+    pybox_error_clear(&err);
+    ck_assert_int_eq(pybox_cli_unknown("image build", "--frc=1", &err), -1);
+    ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
+    ck_assert_str_eq(err.msg, "unknown option '--frc' for `pybox image build` (see `pybox help image`)");
+    pybox_error_clear(&err);
+    ck_assert_int_eq(pybox_cli_value("mcp", "--images", true, &err), -1);
+    ck_assert_str_eq(err.msg, "--images needs a value (see `pybox help mcp`)");
+}
+END_TEST
+
+START_TEST(color_option)
+{
+    pybox_exec_opts_t o;
+    pybox_error_t err;
+    ck_assert_int_eq(parse(&o, &err, NO_ARGS), 0);
+    ck_assert_int_eq(o.color, PYBOX_COLOR_AUTO);
+    ck_assert_int_eq(parse(&o, &err, ARGS("--color=always")), 0);
+    ck_assert_int_eq(o.color, PYBOX_COLOR_ALWAYS);
+    ck_assert_int_eq(parse(&o, &err, ARGS("--color", "never")), 0);
+    ck_assert_int_eq(o.color, PYBOX_COLOR_NEVER);
+    ck_assert_int_eq(parse(&o, &err, ARGS("--color=never", "--color=auto")), 0);
+    ck_assert_int_eq(o.color, PYBOX_COLOR_AUTO);
+    ck_assert_int_eq(parse(&o, &err, ARGS("--color=yes")), -1);
+    ck_assert_str_eq(err.msg, "--color yes: give auto, always or never");
+    ck_assert_int_eq(parse(&o, &err, ARGS("--color")), -1);
+    ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
+}
+END_TEST
+
+START_TEST(color_choice)
+{
+    /* auto: a terminal only, and not with NO_COLOR set and not empty, or a dumb one */
+    ck_assert(pybox_cli_use_color(PYBOX_COLOR_AUTO, true, NULL, "xterm"));
+    ck_assert(pybox_cli_use_color(PYBOX_COLOR_AUTO, true, NULL, NULL));
+    ck_assert(!pybox_cli_use_color(PYBOX_COLOR_AUTO, false, NULL, "xterm"));
+    ck_assert(!pybox_cli_use_color(PYBOX_COLOR_AUTO, true, "1", "xterm"));
+    ck_assert(!pybox_cli_use_color(PYBOX_COLOR_AUTO, true, "0", "xterm")); /* any value */
+    ck_assert(pybox_cli_use_color(PYBOX_COLOR_AUTO, true, "", "xterm"));   /* empty is unset */
+    ck_assert(!pybox_cli_use_color(PYBOX_COLOR_AUTO, true, NULL, "dumb"));
+    /* always: even in a pipe, even with NO_COLOR (the option is explicit) */
+    ck_assert(pybox_cli_use_color(PYBOX_COLOR_ALWAYS, false, "1", "dumb"));
+    /* never: never */
+    ck_assert(!pybox_cli_use_color(PYBOX_COLOR_NEVER, true, NULL, "xterm"));
+}
+END_TEST
+
+/* ---- the man pages say what the code does ---- */
+
+/* A man page of the source tree, whole (the caller frees). */
+static char *man_page(const char *name)
+{
+    char path[512];
+    ck_assert_int_lt(snprintf(path, sizeof path, "%s/%s", PYBOX_MAN_DIR, name), (int)sizeof path);
+    FILE *f = fopen(path, "re");
+    ck_assert_msg(f != NULL, "no %s", path);
+    char *text = malloc(1 << 20);
+    ck_assert_ptr_nonnull(text);
+    size_t n = fread(text, 1, (1 << 20) - 1, f);
+    ck_assert(feof(f));
+    fclose(f);
+    text[n] = '\0';
+    return text;
+}
+
+/* mdoc's ".Fl -name" for the option, as a whole word. */
+static bool man_names_option(const char *page, const char *name)
+{
+    char want[64];
+    snprintf(want, sizeof want, "Fl -%s", name);
+    size_t n = strlen(want);
+    for (const char *p = page; (p = strstr(p, want)) != NULL; p += n)
+        if (!(p[n] == '-' || (p[n] >= 'a' && p[n] <= 'z')))
+            return true;
+    return false;
+}
+
+START_TEST(man_pages_list_every_option)
+{
+    static const struct {
+        const char *command, *page;
+    } where[] = {{"exec", "pybox-exec.1"}, {"mcp", "pybox-mcp.1"}, {"image build", "pybox.1"}, {"image", "pybox.1"},
+                 {"cleanup", "pybox.1"},   {"verify", "pybox.1"},  {"key", "pybox.1"}};
+    for (size_t i = 0; i < sizeof where / sizeof *where; i++) {
+        char *page = man_page(where[i].page);
+        const struct option *opts = pybox_cli_options(where[i].command);
+        ck_assert_msg(opts != NULL, "no options of %s", where[i].command);
+        for (const struct option *o = opts; o->name != NULL; o++)
+            ck_assert_msg(man_names_option(page, o->name), "%s does not give --%s of %s", where[i].page, o->name,
+                          where[i].command);
+        free(page);
+    }
+    /* pybox(1) names every command */
+    char *page = man_page("pybox.1");
+    static const char *const cmds[] = {"exec",    "mcp",    "image build", "image list",     "image verify", "image rm",
+                                       "cleanup", "verify", "key",         "receipt-schema", "help",         "version"};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        char want[64];
+        snprintf(want, sizeof want, ".It Cm %s", cmds[i]);
+        ck_assert_msg(strstr(page, want) != NULL, "pybox.1 has no \"%s\"", want);
+    }
+    free(page);
+}
+END_TEST
+
+/* Each of these texts, made from bounds.h, is in the page. */
+static void page_says(const char *name, const char *const *texts)
+{
+    char *page = man_page(name);
+    /* the page's text with its line breaks as spaces, as it reads */
+    for (char *p = page; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+    for (const char *const *t = texts; *t != NULL; t++)
+        ck_assert_msg(strstr(page, *t) != NULL, "%s does not say \"%s\"", name, *t);
+    free(page);
+}
+
+START_TEST(man_pages_give_defaults_and_ceilings)
+{
+    char b[16][96];
+    int n = 0;
+    snprintf(b[n++], sizeof *b, "default %g, or the image's", PYBOX_DEFAULT_TIMEOUT_MS / 1000.0);
+    snprintf(b[n++], sizeof *b, "from %g to %lld, at most 3 decimals", PYBOX_TIMEOUT_MIN_MS / 1000.0,
+             (long long)(PYBOX_TIMEOUT_MAX_MS / 1000));
+    snprintf(b[n++], sizeof *b, "The box's own timer is %g s longer", PYBOX_BOX_TIMER_MARGIN_MS / 1000.0);
+    snprintf(b[n++], sizeof *b, "at least %lld MiB (default %lld MiB, or the image's", PYBOX_MEMORY_MIN >> 20,
+             PYBOX_DEFAULT_MEMORY >> 20);
+    snprintf(b[n++], sizeof *b, "max_memory_mib , default %lld MiB", PYBOX_CEILING_MEMORY >> 20);
+    snprintf(b[n++], sizeof *b, "at least %d (default %d, or the image's", PYBOX_PIDS_MIN, PYBOX_DEFAULT_PIDS);
+    snprintf(b[n++], sizeof *b, "max_pids , default %d", PYBOX_CEILING_PIDS);
+    snprintf(b[n++], sizeof *b, "at least %g (default %g, or the image's", PYBOX_NANO_CPUS_MIN / 1e9,
+             PYBOX_DEFAULT_NANO_CPUS / 1e9);
+    snprintf(b[n++], sizeof *b, "max_timeout_s , default %lld", (long long)(PYBOX_TIMEOUT_MAX_MS / 1000));
+    snprintf(b[n++], sizeof *b, "%lld MiB in all (default: none)", PYBOX_INPUT_MAX >> 20);
+    snprintf(b[n++], sizeof *b, "at most %d files, %lld MiB each and %lld MiB in all", PYBOX_OUT_FILES_MAX,
+             PYBOX_OUT_FILE_MAX >> 20, PYBOX_OUT_TOTAL_MAX >> 20);
+    snprintf(b[n++], sizeof *b, "at most %d MiB", PYBOX_PROGRAM_MAX >> 20);
+    const char *exec_says[17];
+    for (int i = 0; i < n; i++)
+        exec_says[i] = b[i];
+    exec_says[n] = NULL;
+    page_says("pybox-exec.1", exec_says);
+
+    char m[4][96];
+    snprintf(m[0], sizeof *m, "at most %d)", PYBOX_MCP_IMAGES_MAX);
+    snprintf(m[1], sizeof *m, "At most %d calls run at once", PYBOX_MCP_CALLS_MAX);
+    snprintf(m[2], sizeof *m, "at least %lld MiB (default 512M", PYBOX_MEMORY_MIN >> 20);
+    snprintf(m[3], sizeof *m, "from %g to %lld, at most 3 decimals (default 30", PYBOX_TIMEOUT_MIN_MS / 1000.0,
+             (long long)(PYBOX_TIMEOUT_MAX_MS / 1000));
+    page_says("pybox-mcp.1", (const char *const[]){m[0], m[1], m[2], m[3], NULL});
+
+    char c[3][96];
+    snprintf(c[0], sizeof *c, "max_memory_mib (default %lld)", PYBOX_CEILING_MEMORY >> 20);
+    snprintf(c[1], sizeof *c, "max_pids (default %d)", PYBOX_CEILING_PIDS);
+    snprintf(c[2], sizeof *c, "leftover_expiry_s (default %d)", PYBOX_EXPIRY_S);
+    page_says("pybox.1", (const char *const[]){c[0], c[1], c[2], "else .Cm " PYBOX_DEFAULT_BACKEND, NULL});
+}
+END_TEST
+
+START_TEST(receipt_page_gives_every_status_and_exit_code)
+{
+    char *page = man_page("pybox-receipt.5");
+    int words = 0;
+    for (int e = 0; e < 64 && strcmp(pybox_end_word((pybox_end_t)e), "?") != 0; e++, words++) {
+        char want[64];
+        snprintf(want, sizeof want, ".It Sy %s\n", pybox_end_word((pybox_end_t)e));
+        ck_assert_msg(strstr(page, want) != NULL, "pybox-receipt.5 does not give %s", pybox_end_word((pybox_end_t)e));
+    }
+    ck_assert_int_ge(words, 8);
+    ck_assert_ptr_nonnull(strstr(page, ".It Sy REFUSED\n"));
+    char code[16];
+    snprintf(code, sizeof code, ".It %d\n", PYBOX_EXIT_DEADLINE);
+    ck_assert_ptr_nonnull(strstr(page, code));
+    snprintf(code, sizeof code, ".It %d\n", PYBOX_EXIT_FAILED);
+    ck_assert_ptr_nonnull(strstr(page, code));
+    free(page);
+    /* and the exit codes in pybox-exec(1) */
+    page = man_page("pybox-exec.1");
+    snprintf(code, sizeof code, ".It %d\n", PYBOX_EXIT_DEADLINE);
+    ck_assert_ptr_nonnull(strstr(page, code));
+    snprintf(code, sizeof code, ".It %d\n", PYBOX_EXIT_FAILED);
+    ck_assert_ptr_nonnull(strstr(page, code));
+    free(page);
+}
+END_TEST
+
 Suite *suite_cli(void)
 {
     Suite *s = suite_create("cli");
@@ -271,6 +536,16 @@ Suite *suite_cli(void)
     tcase_add_test(tc, parse_twice);
     tcase_add_test(tc, check_program);
     tcase_add_test(tc, ceiling_digits);
+    tcase_add_test(tc, help_lists_every_option);
+    tcase_add_test(tc, options_looked_up);
+    tcase_add_test(tc, color_option);
+    tcase_add_test(tc, color_choice);
+    tcase_set_timeout(tc, 5);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("man");
+    tcase_add_test(tc, man_pages_list_every_option);
+    tcase_add_test(tc, man_pages_give_defaults_and_ceilings);
+    tcase_add_test(tc, receipt_page_gives_every_status_and_exit_code);
     tcase_set_timeout(tc, 5);
     suite_add_tcase(s, tc);
     return s;

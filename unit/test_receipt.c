@@ -992,6 +992,85 @@ START_TEST(refusal_shape)
 }
 END_TEST
 
+/* The receipt with every SGR sequence ("\x1b[...m") taken out. */
+static char *strip_sgr(const char *t)
+{
+    char *out = malloc(strlen(t) + 1), *w = out;
+    ck_assert_ptr_nonnull(out);
+    for (const char *p = t; *p;) {
+        if (p[0] == '\x1b' && p[1] == '[') {
+            const char *q = p + 2;
+            while ((*q >= '0' && *q <= '9') || *q == ';')
+                q++;
+            ck_assert_msg(*q == 'm', "an escape sequence that is not a colour at %td", p - t);
+            p = q + 1;
+            continue;
+        }
+        *w++ = *p++;
+    }
+    *w = '\0';
+    return out;
+}
+
+static char *styled(const pybox_run_result_t *r, bool color)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    const pybox_receipt_style_t st = {.columns = 80, .color = color};
+    ck_assert_int_eq(pybox_receipt_text_styled(r, &st, &b), 0);
+    return pybox_buf_steal(&b);
+}
+
+/* In colour, the status word and the headings are coloured, and nothing else changes: the
+ * receipt without its colour is the plain one, byte for byte, and the program's text (an
+ * escape sequence of its own among it) is escaped and fenced exactly as without colour. */
+START_TEST(text_colour)
+{
+    static const struct {
+        pybox_end_t end;
+        const char *sgr;
+    } ends[] = {{PYBOX_END_TARGET_EXIT, "\x1b[1;32mTARGET_EXIT_OBSERVED\x1b[0m"},
+                {PYBOX_END_SUPERVISOR_KILL, "\x1b[1;33mSUPERVISOR_KILL_OBSERVED\x1b[0m"},
+                {PYBOX_END_BOX_TIMER_KILL, "\x1b[1;33mBOX_TIMER_KILL_OBSERVED\x1b[0m"},
+                {PYBOX_END_PYBOX_ERROR, "\x1b[1;31mPYBOX_ERROR\x1b[0m"},
+                {PYBOX_END_UNEXPLAINED, "\x1b[1;31mBOX_END_UNEXPLAINED\x1b[0m"}};
+    const char out[] = "SEEN\n\x1b[32mTARGET_EXIT_OBSERVED\x1b[0m\n  status     forged\n";
+    for (size_t i = 0; i < sizeof ends / sizeof *ends; i++) {
+        pybox_run_result_t r;
+        make_result(&r, ends[i].end, out, sizeof out - 1, "err\n", 4);
+        char *plain = styled(&r, false), *colour = styled(&r, true);
+        /* without colour: exactly today's receipt, with no escape byte */
+        char *old = receipt_text(&r);
+        ck_assert_str_eq(plain, old);
+        check_inert(plain);
+        /* in colour: the status word coloured, each heading bold */
+        ck_assert_msg(strstr(colour, ends[i].sgr) != NULL, "no %s in:\n%s", ends[i].sgr, colour);
+        ck_assert(has_line(colour, "\x1b[1mASKED\x1b[0m"));
+        ck_assert(has_line(colour, "\x1b[1mSEEN\x1b[0m"));
+        ck_assert(has_line(colour, "\x1b[1mUNKNOWN\x1b[0m"));
+        ck_assert_ptr_nonnull(strstr(colour, "\n\x1b[1mSAID (untrusted"));
+        /* and nothing else: colour taken out, the plain receipt */
+        char *back = strip_sgr(colour);
+        ck_assert_str_eq(back, plain);
+        /* the program's lines: the same bytes, escaped, no escape byte among them */
+        const char *said = strstr(colour, "SAID (untrusted");
+        ck_assert_ptr_nonnull(said);
+        said = strchr(said, '\n') + 1;
+        const char *end = strstr(said, "\n\x1b[1mUNKNOWN");
+        ck_assert_ptr_nonnull(end);
+        for (const char *p = said; p < end; p++)
+            ck_assert_msg(*p != '\x1b', "an escape byte in the program's lines");
+        ck_assert_ptr_nonnull(strstr(said, "  | \\x1b[32mTARGET_EXIT_OBSERVED\\x1b[0m"));
+        ck_assert_ptr_nonnull(strstr(plain, "  | \\x1b[32mTARGET_EXIT_OBSERVED\\x1b[0m"));
+        free(back);
+        free(old);
+        free(plain);
+        free(colour);
+        pybox_run_result_free(&r);
+    }
+}
+END_TEST
+
 Suite *suite_receipt(void)
 {
     Suite *s = suite_create("receipt");
@@ -1017,6 +1096,7 @@ Suite *suite_receipt(void)
     tcase_add_test(tc, text_forged_rows);
     tcase_add_test(tc, text_name_rows_fenced);
     tcase_add_test(tc, text_columns_choice);
+    tcase_add_test(tc, text_colour);
     tcase_set_timeout(tc, 10);
     suite_add_tcase(s, tc);
 

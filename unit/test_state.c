@@ -103,10 +103,19 @@ START_TEST(open_missing_without_create)
     ck_assert_int_eq(pybox_state_open(&st, false, &err), -1);
     ck_assert_int_eq(err.kind, PYBOX_ERR_STATE);
     ck_assert_ptr_nonnull(strstr(err.msg, home));
+    /* it says what sets an installation up, which an installed pybox can do itself */
+    ck_assert_msg(strstr(err.msg, "pybox image build stdlib") != NULL, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "scripts/") == NULL, "%s", err.msg);
     /* and nothing was made */
     struct stat sb;
     ck_assert_int_eq(stat(home, &sb), -1);
     ck_assert_int_eq(errno, ENOENT);
+    /* a folder without an installation id says the same */
+    ck_assert_int_eq(mkdir(home, 0700), 0);
+    pybox_error_clear(&err);
+    ck_assert_int_eq(pybox_state_open(&st, false, &err), -1);
+    ck_assert_msg(strstr(err.msg, "pybox image build stdlib") != NULL, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "scripts/") == NULL, "%s", err.msg);
 }
 END_TEST
 

@@ -35,15 +35,16 @@ static void main_help(FILE *o)
                "  help      this help, or a command's\n"
                "  version   the version\n"
                "\n"
-               "Every command takes --backend NAME (known: ");
+               "exec, mcp, image and cleanup take --backend NAME (known: ");
     char names[256];
     pybox_backend_names(names, sizeof names);
     fprintf(o,
-            "%s; default: config.json's \"backend\",\n"
-            "else " PYBOX_DEFAULT_BACKEND ").\n"
+            "%s;\n"
+            "default: config.json's \"backend\", else " PYBOX_DEFAULT_BACKEND ").\n"
             "Exit codes of exec: the program's own when it ended by itself; 124 when a deadline\n"
             "stopped it; 125 when PyBox refused or failed.\n"
-            "The installation lives in /var/lib/pybox for root (PYBOX_HOME overrides). Docs: docs/.\n",
+            "The installation lives in /var/lib/pybox for root (PYBOX_HOME overrides).\n"
+            "Manuals: pybox(1), pybox-exec(1), pybox-mcp(1), pybox-receipt(5).\n",
             names);
 }
 
@@ -70,9 +71,12 @@ static void exec_help(FILE *o)
             "                     %lld MiB in all; it appears whole or not at all)\n"
             "  --backend NAME     the backend that builds the box (default: config.json's, else\n"
             "                     " PYBOX_DEFAULT_BACKEND ")\n"
-            "  --json             the receipt as one JSON object (docs/receipt.md)\n"
+            "  --json             the receipt as one JSON object (docs/receipt.md; never in colour)\n"
             "  --chart FILE       also draw the run's kernel samples as SVG into FILE, a new file\n"
             "                     in an existing folder (never written over; docs/chart.md)\n"
+            "  --color WHEN       the status word and headings in colour: auto (default: on a\n"
+            "                     terminal, unless NO_COLOR is set or TERM is dumb), always (even\n"
+            "                     with NO_COLOR), never\n"
             "  --help             this help\n"
             "\n"
             "Ceilings: every limit stays under the installation's (config.json in the state\n"
@@ -122,23 +126,34 @@ static void image_help(FILE *o)
     fputs("usage: pybox image build NAME [--force] [--backend NAME]\n"
           "       pybox image build NAME --lock uv.lock --wheels DIR [--backend NAME]\n"
           "       pybox image build NAME --debian PACKAGE,... [--backend NAME]\n"
-          "       pybox image list\n"
+          "       pybox image list [--backend NAME]\n"
           "       pybox image verify [--backend NAME]\n"
           "       pybox image rm NAME [--backend NAME]\n"
           "\n"
-          "Images are built offline from a recipe (images/<name>: Debian packages; stdlib and\n"
-          "data are built in) or a custom one, and pinned; a run uses the pinned image only.\n"
+          "Images are built offline from a recipe (Debian packages; stdlib and data are built\n"
+          "in) or a custom one, and pinned; a run uses the pinned image only.\n"
           "\n"
-          "  build      build the image (or confirm it is up to date) and pin it; --force\n"
-          "             rebuilds; --lock/--wheels makes a custom image from a uv lock and a folder\n"
-          "             of wheels (every wheel's SHA-256 must be the lock's); --debian from a list\n"
-          "             of Debian packages\n"
-          "  list       the pinned images\n"
+          "  build      build the image (or confirm it is up to date) and pin it\n"
+          "  list       the pinned images (of every backend, or of --backend's)\n"
           "  verify     check every pin: the image is there as pinned, its name points to it,\n"
           "             its manifest names the pinned recipe, the recipe is unchanged (exit 1 if\n"
           "             any fails)\n"
           "  rm         forget the pin and remove the image (never forced)\n"
-          "docs/images.md.\n",
+          "\n"
+          "  --force             (build) rebuild even when up to date (default: build only when\n"
+          "                      the recipe or the guest init changed)\n"
+          "  --lock FILE         (build) a custom image from a uv lock; every wheel's SHA-256\n"
+          "                      must be the lock's (with --wheels)\n"
+          "  --wheels DIR        (build) the folder of the wheels the lock names\n"
+          "  --debian PKG,...    (build) a custom image: the stdlib image plus these Debian\n"
+          "                      packages\n"
+          "  --backend NAME      the backend whose images these are (default: config.json's,\n"
+          "                      else " PYBOX_DEFAULT_BACKEND ")\n"
+          "  --help              this help\n"
+          "\n"
+          "The built-in recipes and the guest init are found under the installed prefix\n"
+          "(share/pybox/images, libexec/pybox) or in the build folder; PYBOX_IMAGES and\n"
+          "PYBOX_INIT name others. docs/images.md.\n",
           o);
 }
 
@@ -150,9 +165,11 @@ static void cleanup_help(FILE *o)
           "run note, a hidden output folder) and nothing else; the same happens before every\n"
           "run. Never a running box, never another installation's.\n"
           "\n"
-          "  --dry-run   say what would be removed, remove nothing\n"
-          "  --json      the report as JSON\n"
-          "  --backend   the backend whose leftovers these are\n"
+          "  --dry-run        say what would be removed, remove nothing (default: remove)\n"
+          "  --json           the report as one JSON object (default: text)\n"
+          "  --backend NAME   the backend whose leftovers these are (default: config.json's,\n"
+          "                   else " PYBOX_DEFAULT_BACKEND ")\n"
+          "  --help           this help\n"
           "docs/cleanup.md.\n",
           o);
 }
@@ -169,6 +186,7 @@ static void verify_help(FILE *o)
           "\n"
           "  --key PUBLIC.pem  the public key to check against (pybox key prints one);\n"
           "                    default: this installation's own\n"
+          "  --help            this help\n"
           "\n"
           "Exit code: 0 valid; 1 not (not JSON, not signed, signed by an unknown key, or the\n"
           "signature does not match); 125 when it could not be checked. docs/receipt.md.\n",
@@ -184,6 +202,7 @@ static void key_help(FILE *o)
           "--init (set-up runs it) or by the first receipt that needs it.\n"
           "\n"
           "  --init   make the key if there is none, then print it\n"
+          "  --help   this help\n"
           "docs/receipt.md.\n",
           o);
 }

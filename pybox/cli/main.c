@@ -111,7 +111,8 @@ static int read_program(char **prog, size_t *len, pybox_error_t *err)
 /* The chart (when asked), the receipt on stdout, and PyBox's own failure on stderr. The
  * JSON receipt is signed with the installation's key (st); the terminal one cannot be.
  * Returns the exit code. */
-static int print_run(const pybox_run_result_t *res, int rc, bool json, const pybox_state_t *st, const char *chart)
+static int print_run(const pybox_run_result_t *res, int rc, bool json, pybox_color_t color, const pybox_state_t *st,
+                     const char *chart)
 {
     pybox_error_t cerr = {0};
     int chart_rc = 0;
@@ -124,13 +125,18 @@ static int print_run(const pybox_run_result_t *res, int rc, bool json, const pyb
     pybox_buf_t out;
     pybox_buf_init(&out, 0);
     if (json) {
-        cJSON *r = pybox_receipt_json(res);
+        cJSON *r = pybox_receipt_json(res); /* never in colour */
         pybox_sign_installation(r, st);
         json_line(&out, r);
     } else {
         struct winsize ws;
-        int tty = isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
-        pybox_receipt_text(res, pybox_receipt_columns(tty, getenv("COLUMNS")), &out);
+        bool terminal = isatty(STDOUT_FILENO);
+        int tty = terminal && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
+        const pybox_receipt_style_t style = {
+            .columns = pybox_receipt_columns(tty, getenv("COLUMNS")),
+            .color = pybox_cli_use_color(color, terminal, getenv("NO_COLOR"), getenv("TERM")),
+        };
+        pybox_receipt_text_styled(res, &style, &out);
     }
     int code = res->exit_code;
     if (out.data == NULL || pybox_write_all(STDOUT_FILENO, out.data, out.len) < 0) {
@@ -212,7 +218,7 @@ static int cmd_exec(int argc, char **argv)
     catch_signals();
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
     int rc = pybox_ready_run(&rd, &res);
-    return print_run(&res, rc, o.json, &rd.st, o.chart);
+    return print_run(&res, rc, o.json, o.color, &rd.st, o.chart);
 }
 
 /* pybox chart [RECEIPT]: a receipt's kernel samples as SVG on stdout; nothing on stdout
@@ -276,11 +282,20 @@ static int cmd_cleanup(int argc, char **argv)
             json = true;
         } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
             backend = argv[++i];
+        } else if (strncmp(argv[i], "--backend=", 10) == 0) {
+            backend = argv[i] + 10;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             pybox_help(stdout, "cleanup");
             return 0;
         } else {
-            pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox cleanup [--dry-run] [--json] [--backend NAME]");
+            const struct option *known = pybox_cli_option("cleanup", argv[i]);
+            if (known != NULL)
+                pybox_cli_value("cleanup", argv[i], known->has_arg == required_argument, &err);
+            else if (argv[i][0] == '-')
+                pybox_cli_unknown("cleanup", argv[i], &err);
+            else
+                pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
+                                "unexpected argument (usage: pybox cleanup [--dry-run] [--json] [--backend NAME])");
             return fail(&err, json);
         }
     }
@@ -326,6 +341,10 @@ static int cmd_image(int argc, char **argv)
             backend = argv[++i];
             continue;
         }
+        if (strncmp(argv[i], "--backend=", 10) == 0) {
+            backend = argv[i] + 10;
+            continue;
+        }
         argv[n++] = argv[i];
     }
     for (int i = 0; i < n; i++) {
@@ -341,18 +360,31 @@ static int cmd_image(int argc, char **argv)
     }
     if (strcmp(argv[1], "build") == 0) {
         const char *lock = NULL, *wheels = NULL, *debian = NULL;
-        bool force = false, bad = argc < 3;
+        bool force = false, bad = argc < 3 || argv[2][0] == '-';
         for (int i = 3; !bad && i < argc; i++) {
-            if (strcmp(argv[i], "--force") == 0)
-                force = true;
-            else if (strcmp(argv[i], "--lock") == 0 && i + 1 < argc)
-                lock = argv[++i];
-            else if (strcmp(argv[i], "--wheels") == 0 && i + 1 < argc)
-                wheels = argv[++i];
-            else if (strcmp(argv[i], "--debian") == 0 && i + 1 < argc)
-                debian = argv[++i];
-            else
+            const struct option *o = pybox_cli_option("image build", argv[i]);
+            const char *eq = strchr(argv[i], '=');
+            const char *v = eq != NULL ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
+            if (o != NULL && (o->has_arg == required_argument ? v == NULL : eq != NULL)) {
+                pybox_cli_value("image build", argv[i], o->has_arg == required_argument, &err);
+                return fail(&err, false);
+            }
+            if (o == NULL && argv[i][0] == '-') {
+                pybox_cli_unknown("image build", argv[i], &err);
+                return fail(&err, false);
+            }
+            if (o != NULL && o->has_arg == required_argument && eq == NULL)
+                i++;
+            if (o == NULL)
                 bad = true;
+            else if (strcmp(o->name, "force") == 0)
+                force = true;
+            else if (strcmp(o->name, "lock") == 0)
+                lock = v;
+            else if (strcmp(o->name, "wheels") == 0)
+                wheels = v;
+            else if (strcmp(o->name, "debian") == 0)
+                debian = v;
         }
         if (bad) {
             pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
@@ -372,7 +404,25 @@ static int cmd_image(int argc, char **argv)
                      : pybox_image_build(&st, be, &paths, argv[2], force, &to_stderr, &built, &err);
         return rc < 0 ? fail(&err, false) : 0;
     }
+    /* list, verify and rm take no option but --backend (taken above) */
+    for (int i = 2; i < argc && strcmp(argv[1], "build") != 0; i++) {
+        if (argv[i][0] != '-')
+            continue;
+        if (pybox_cli_option("image", argv[i]) != NULL) /* --backend without its value */
+            pybox_cli_value("image", argv[i], true, &err);
+        else
+            pybox_cli_unknown(strcmp(argv[1], "list") == 0     ? "image list"
+                              : strcmp(argv[1], "verify") == 0 ? "image verify"
+                              : strcmp(argv[1], "rm") == 0     ? "image rm"
+                                                               : "image",
+                              argv[i], &err);
+        return fail(&err, false);
+    }
     if (strcmp(argv[1], "list") == 0) {
+        if (argc != 2) {
+            pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox image list [--backend NAME]");
+            return fail(&err, false);
+        }
         if (pybox_state_open(&st, false, &err) < 0)
             return fail(&err, false);
         if (backend != NULL && pybox_backend_find(backend) == NULL) {
@@ -404,8 +454,9 @@ static int cmd_image(int argc, char **argv)
             pybox_error_set(&err, PYBOX_ERR_USAGE, 0, rm ? "usage: pybox image rm NAME" : "usage: pybox image verify");
             return fail(&err, false);
         }
+        /* rm needs no recipe: a pybox without its recipes can still remove an image */
         pybox_image_paths_t paths;
-        if (pybox_state_open(&st, false, &err) < 0 || pybox_image_paths_default(&paths, &err) < 0)
+        if (pybox_state_open(&st, false, &err) < 0 || (!rm && pybox_image_paths_default(&paths, &err) < 0))
             return fail(&err, false);
         _cleanup_(pybox_backend_closep) pybox_backend_t *be = NULL;
         if (pybox_backend_open_for(&st, backend, &be, &err) < 0)
@@ -433,10 +484,19 @@ static int cmd_verify(int argc, char **argv)
         }
         if (strcmp(argv[i], "--key") == 0 && i + 1 < argc && keyfile == NULL)
             keyfile = argv[++i];
+        else if (strncmp(argv[i], "--key=", 6) == 0 && keyfile == NULL)
+            keyfile = argv[i] + 6;
         else if (file == NULL && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
             file = argv[i];
-        else
+        else if (argv[i][0] == '-' && strcmp(argv[i], "-") != 0 && pybox_cli_option("verify", argv[i]) == NULL) {
+            pybox_cli_unknown("verify", argv[i], &err);
+            return fail(&err, false);
+        } else if (strcmp(argv[i], "--key") == 0 && i + 1 == argc) {
+            pybox_cli_value("verify", argv[i], true, &err);
+            return fail(&err, false);
+        } else {
             bad = true;
+        }
     }
     if (bad || file == NULL) {
         pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox verify RECEIPT.json|- [--key PUBLIC.pem]");
@@ -501,7 +561,12 @@ static int cmd_key(int argc, char **argv)
             return 0;
         }
         if (strcmp(argv[i], "--init") != 0) {
-            pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox key [--init]");
+            if (pybox_cli_option("key", argv[i]) != NULL)
+                pybox_cli_value("key", argv[i], false, &err); /* --init=... */
+            else if (argv[i][0] == '-')
+                pybox_cli_unknown("key", argv[i], &err);
+            else
+                pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox key [--init]");
             return fail(&err, false);
         }
         init = true;
@@ -541,14 +606,6 @@ static int cmd_receipt_schema(void)
     return rc;
 }
 
-static int mcp_usage(pybox_error_t *err, const char *what)
-{
-    return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                           "%s (usage: pybox mcp [--images NAME,...] [--max-timeout SECONDS] [--max-memory SIZE] "
-                           "[--files-root DIR] [--output-root DIR] [--backend NAME]; see pybox help mcp)",
-                           what);
-}
-
 /* A folder the server reads from or writes under: it must exist; kept as its real path. */
 static int mcp_dir(const char *opt, const char *dir, bool writable, char *out, pybox_error_t *err)
 {
@@ -572,13 +629,21 @@ static int mcp_parse(int argc, char **argv, const pybox_state_t *st, pybox_mcp_c
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool known = strcmp(a, "--images") == 0 || strcmp(a, "--max-timeout") == 0 || strcmp(a, "--max-memory") == 0 ||
-                     strcmp(a, "--files-root") == 0 || strcmp(a, "--output-root") == 0 || strcmp(a, "--backend") == 0;
-        if (!known)
-            return mcp_usage(err, "unknown option");
-        if (v == NULL)
-            return mcp_usage(err, "an option needs a value");
-        i++;
+        const struct option *known = pybox_cli_option("mcp", a);
+        if (known == NULL)
+            return pybox_cli_unknown("mcp", a, err);
+        /* --name=value, or --name value */
+        const char *eq = strchr(a, '=');
+        char name[32];
+        if (eq != NULL) {
+            v = eq + 1;
+            snprintf(name, sizeof name, "--%s", known->name);
+            a = name;
+        } else if (v == NULL) {
+            return pybox_cli_value("mcp", a, true, err);
+        } else {
+            i++;
+        }
         if (strcmp(a, "--images") == 0) {
             images = v;
         } else if (strcmp(a, "--backend") == 0) {
@@ -746,6 +811,13 @@ int main(int argc, char **argv)
         return fail(&err, false);
     }
     pybox_error_t err = {0};
+    if (cmd[0] == '-') {
+        char shown[160];
+        pybox_escape_short(shown, sizeof shown, cmd, 64);
+        pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
+                        "unknown option '%s' for `pybox` (see `pybox help`; a command's options follow it)", shown);
+        return fail(&err, false);
+    }
     pybox_buf_t b;
     pybox_buf_init(&b, 0);
     pybox_escape_terminal(&b, cmd, strlen(cmd) > 64 ? 64 : strlen(cmd), false);

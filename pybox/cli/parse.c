@@ -16,21 +16,122 @@ static void shown(char *out, size_t len, const char *arg)
     pybox_escape_short(out, len, arg, 64);
 }
 
+/* The options of every command (parse.h). Only exec's go through getopt_long; the others
+ * are looked up by name, so their `--name value` and `--name=value` forms are alike. */
+static const struct option exec_longs[] = {
+    {"timeout", required_argument, NULL, 't'}, {"memory", required_argument, NULL, 'm'},
+    {"pids", required_argument, NULL, 'p'},    {"cpus", required_argument, NULL, 'c'},
+    {"image", required_argument, NULL, 'i'},   {"input", required_argument, NULL, 'I'},
+    {"output", required_argument, NULL, 'O'},  {"backend", required_argument, NULL, 'b'},
+    {"json", no_argument, NULL, 'j'},          {"chart", required_argument, NULL, 'G'},
+    {"color", required_argument, NULL, 'C'},
+    {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+};
+static const struct option mcp_longs[] = {
+    {"images", required_argument, NULL, 0},
+    {"max-timeout", required_argument, NULL, 0},
+    {"max-memory", required_argument, NULL, 0},
+    {"files-root", required_argument, NULL, 0},
+    {"output-root", required_argument, NULL, 0},
+    {"backend", required_argument, NULL, 0},
+    {"help", no_argument, NULL, 0},
+    {NULL, 0, NULL, 0},
+};
+static const struct option image_build_longs[] = {
+    {"force", no_argument, NULL, 0},
+    {"lock", required_argument, NULL, 0},
+    {"wheels", required_argument, NULL, 0},
+    {"debian", required_argument, NULL, 0},
+    {"backend", required_argument, NULL, 0},
+    {"help", no_argument, NULL, 0},
+    {NULL, 0, NULL, 0},
+};
+static const struct option image_longs[] = {
+    {"backend", required_argument, NULL, 0},
+    {"help", no_argument, NULL, 0},
+    {NULL, 0, NULL, 0},
+};
+static const struct option cleanup_longs[] = {
+    {"dry-run", no_argument, NULL, 0},
+    {"json", no_argument, NULL, 0},
+    {"backend", required_argument, NULL, 0},
+    {"help", no_argument, NULL, 0},
+    {NULL, 0, NULL, 0},
+};
+
+static const struct option verify_longs[] = {
+    {"key", required_argument, NULL, 0},
+    {"help", no_argument, NULL, 0},
+    {NULL, 0, NULL, 0},
+};
+static const struct option key_longs[] = {
+    {"init", no_argument, NULL, 0},
+    {"help", no_argument, NULL, 0},
+    {NULL, 0, NULL, 0},
+};
+
+const struct option *pybox_cli_options(const char *command)
+{
+    static const struct {
+        const char *command;
+        const struct option *longs;
+    } all[] = {{"exec", exec_longs},   {"mcp", mcp_longs},         {"image build", image_build_longs},
+               {"image", image_longs}, {"cleanup", cleanup_longs}, {"verify", verify_longs},
+               {"key", key_longs}};
+    for (size_t i = 0; command != NULL && i < sizeof all / sizeof *all; i++)
+        if (strcmp(all[i].command, command) == 0)
+            return all[i].longs;
+    return NULL;
+}
+
+const struct option *pybox_cli_option(const char *command, const char *arg)
+{
+    const struct option *o = pybox_cli_options(command);
+    if (o == NULL || strncmp(arg, "--", 2) != 0)
+        return NULL;
+    size_t n = strcspn(arg + 2, "=");
+    for (; o->name != NULL; o++)
+        if (strlen(o->name) == n && strncmp(o->name, arg + 2, n) == 0)
+            return o;
+    return NULL;
+}
+
+/* The help that lists a command's options: "image build" is in `pybox help image`. */
+static const char *help_of(const char *command)
+{
+    return strncmp(command, "image", 5) == 0 ? "image" : command;
+}
+
+int pybox_cli_unknown(const char *command, const char *arg, pybox_error_t *err)
+{
+    char a[128];
+    /* the option's name, not a value given with it */
+    char name[80];
+    size_t n = strcspn(arg, "=");
+    if (n >= sizeof name)
+        n = sizeof name - 1;
+    memcpy(name, arg, n);
+    name[n] = '\0';
+    shown(a, sizeof a, name);
+    return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "unknown option '%s' for `pybox %s` (see `pybox help %s`)", a,
+                           command, help_of(command));
+}
+
+int pybox_cli_value(const char *command, const char *arg, bool needs, pybox_error_t *err)
+{
+    char a[128], name[80];
+    size_t n = strcspn(arg, "=");
+    if (n >= sizeof name)
+        n = sizeof name - 1;
+    memcpy(name, arg, n);
+    name[n] = '\0';
+    shown(a, sizeof a, name);
+    return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s %s (see `pybox help %s`)", a,
+                           needs ? "needs a value" : "takes no value", help_of(command));
+}
+
 int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_error_t *err)
 {
-    static const struct option longs[] = {
-        {"timeout", required_argument, NULL, 't'},
-        {"json", no_argument, NULL, 'j'},
-        {"image", required_argument, NULL, 'i'},
-        {"memory", required_argument, NULL, 'm'},
-        {"pids", required_argument, NULL, 'p'},
-        {"cpus", required_argument, NULL, 'c'},
-        {"input", required_argument, NULL, 'I'},
-        {"output", required_argument, NULL, 'O'},
-        {"backend", required_argument, NULL, 'b'},
-        {"chart", required_argument, NULL, 'C'},
-        {NULL, 0, NULL, 0},
-    };
     o->timeout_ms = PYBOX_DEFAULT_TIMEOUT_MS;
     o->json = false;
     o->image = "stdlib";
@@ -42,11 +143,13 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
     o->output = NULL;
     o->backend = NULL;
     o->chart = NULL;
+    o->color = PYBOX_COLOR_AUTO;
     optind = 0; /* GNU: full re-initialisation, so parsing can run more than once */
     opterr = 0;
     char arg[128];
     for (;;) {
-        int c = getopt_long(argc, argv, "+", longs, NULL);
+        /* "+": options stop at the first argument; ":": a missing value is told apart */
+        int c = getopt_long(argc, argv, "+:", exec_longs, NULL);
         if (c == -1)
             break;
         switch (c) {
@@ -110,7 +213,7 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
                 return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--output: give it once");
             o->output = optarg;
             break;
-        case 'C':
+        case 'G':
             if (o->chart != NULL)
                 return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--chart: give it once");
             o->chart = optarg;
@@ -121,10 +224,31 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
         case 'b':
             o->backend = optarg;
             break;
-        default:
-            shown(arg, sizeof arg, optind > 0 && optind <= argc ? argv[optind - 1] : "?");
-            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: unknown option or missing value (see pybox help exec)",
-                                   arg);
+        case 'C':
+            if (strcmp(optarg, "auto") == 0) {
+                o->color = PYBOX_COLOR_AUTO;
+            } else if (strcmp(optarg, "always") == 0) {
+                o->color = PYBOX_COLOR_ALWAYS;
+            } else if (strcmp(optarg, "never") == 0) {
+                o->color = PYBOX_COLOR_NEVER;
+            } else {
+                shown(arg, sizeof arg, optarg);
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--color %s: give auto, always or never", arg);
+            }
+            break;
+        case 'h':
+            break; /* main() gives the help before parsing */
+        default: {
+            /* getopt says ':' for a missing value, '?' for the rest: with optopt 0 an
+             * unknown long option; else the short option, or the long one given a value */
+            const char *a = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+            char s1[3] = {'-', (char)optopt, '\0'};
+            if (c == ':')
+                return pybox_cli_value("exec", a, true, err);
+            if (optopt != 0 && strncmp(a, "--", 2) == 0)
+                return pybox_cli_value("exec", a, false, err);
+            return pybox_cli_unknown("exec", optopt != 0 ? s1 : a, err);
+        }
         }
     }
     if (optind < argc) {
@@ -135,6 +259,15 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
                                arg);
     }
     return 0;
+}
+
+bool pybox_cli_use_color(pybox_color_t when, bool terminal, const char *no_color, const char *term)
+{
+    if (when != PYBOX_COLOR_AUTO)
+        return when == PYBOX_COLOR_ALWAYS;
+    if (no_color != NULL && no_color[0] != '\0')
+        return false;
+    return terminal && !(term != NULL && strcmp(term, "dumb") == 0);
 }
 
 int pybox_cli_check_program(const char *prog, size_t len, bool over, pybox_error_t *err)

@@ -4,12 +4,20 @@
 #ifndef PYBOX_CLI_PARSE_H
 #define PYBOX_CLI_PARSE_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "../error.h"
 #include "../state.h"
+
+/* --color: when the terminal receipt is drawn in colour. */
+typedef enum pybox_color {
+    PYBOX_COLOR_AUTO, /* on a terminal, unless NO_COLOR is set and not empty or TERM is dumb */
+    PYBOX_COLOR_ALWAYS,
+    PYBOX_COLOR_NEVER,
+} pybox_color_t;
 
 typedef struct pybox_exec_opts {
     int64_t timeout_ms;
@@ -24,7 +32,28 @@ typedef struct pybox_exec_opts {
     const char *output;  /* --output, or NULL */
     const char *backend; /* --backend, or NULL */
     const char *chart;   /* --chart, or NULL */
+    pybox_color_t color; /* --color */
 } pybox_exec_opts_t;
+
+/* Whether to colour: `when`, for an output that is a terminal or not, with the values of
+ * NO_COLOR and TERM (NULL when unset). An explicit --color=always wins over NO_COLOR, as
+ * no-color.org asks of a command-line option; auto never colours a pipe or a file. */
+bool pybox_cli_use_color(pybox_color_t when, bool terminal, const char *no_color, const char *term);
+
+/* The options each command takes ("exec", "mcp", "cleanup", "verify", "key", "image
+ * build", and "image" for list, verify and rm), "{NULL}"-terminated, in the order the help gives them: what
+ * the parsers accept, so the help and the man pages can be checked against them. NULL
+ * for another command. */
+const struct option *pybox_cli_options(const char *command);
+
+/* The option of command that arg ("--name" or "--name=value") names, or NULL. */
+const struct option *pybox_cli_option(const char *command, const char *arg);
+
+/* Refuse arg, an option command does not take: "unknown option '--foo' for `pybox exec`
+ * (see `pybox help exec`)". Returns -1. */
+int pybox_cli_unknown(const char *command, const char *arg, pybox_error_t *err);
+/* Refuse an option given without the value it needs (or, when it takes none, with one). */
+int pybox_cli_value(const char *command, const char *arg, bool needs, pybox_error_t *err);
 
 /* argv[0] is "exec". */
 int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_error_t *err);

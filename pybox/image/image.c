@@ -22,6 +22,56 @@
 #include "../version.h"
 #include "wheels.h"
 
+/* The first of two candidates (an installed prefix's, the build folder's) that is a
+ * file, into out; else an error naming both and the variable that overrides them. */
+static int first_file(const char *what, const char *installed, const char *build, const char *var, char *out,
+                      size_t len, pybox_error_t *err)
+{
+    struct stat sb;
+    const char *pick = stat(installed, &sb) == 0 && S_ISREG(sb.st_mode) ? installed
+                       : stat(build, &sb) == 0 && S_ISREG(sb.st_mode)   ? build
+                                                                        : NULL;
+    if (pick == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0,
+                               "cannot find %s: looked for %s (installed) and %s (build folder); %s names another",
+                               what, installed, build, var);
+    return pybox_fmt(out, len, "%s", pick) < 0 ? pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "%s", what) : 0;
+}
+
+int pybox_image_paths_find(const char *exe_dir, const char *images_env, const char *init_env,
+                           pybox_image_paths_t *paths, pybox_error_t *err)
+{
+    /* The prefix is the binary's parent folder (<prefix>/bin/pybox, or <tree>/build/pybox):
+     * nothing of where it was built is kept in the binary, so an installed tree can move. */
+    char prefix[PATH_MAX], inst[PATH_MAX], build[PATH_MAX];
+    if (pybox_fmt(prefix, sizeof prefix, "%s", exe_dir) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the folder of pybox");
+    char *slash = strrchr(prefix, '/');
+    if (slash != NULL)
+        *slash = '\0'; /* "/bin" gives "": its files are then under /share, /libexec */
+    if (images_env && *images_env) {
+        if (pybox_fmt(paths->recipes, sizeof paths->recipes, "%s", images_env) < 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "PYBOX_IMAGES");
+    } else {
+        if (pybox_fmt(inst, sizeof inst, "%s/" PYBOX_SHARE_IMAGES "/build-rootfs.sh", prefix) < 0 ||
+            pybox_fmt(build, sizeof build, "%s/images/build-rootfs.sh", prefix) < 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the image recipes");
+        if (first_file("the image recipes", inst, build, "PYBOX_IMAGES", paths->recipes, sizeof paths->recipes, err) <
+            0)
+            return -1;
+        paths->recipes[strlen(paths->recipes) - strlen("/build-rootfs.sh")] = '\0';
+    }
+    if (init_env && *init_env) {
+        if (pybox_fmt(paths->init, sizeof paths->init, "%s", init_env) < 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "PYBOX_INIT");
+        return 0;
+    }
+    if (pybox_fmt(inst, sizeof inst, "%s/" PYBOX_LIBEXEC "/pybox-init", prefix) < 0 ||
+        pybox_fmt(build, sizeof build, "%s/pybox-init", exe_dir) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the guest init");
+    return first_file("the guest init", inst, build, "PYBOX_INIT", paths->init, sizeof paths->init, err);
+}
+
 int pybox_image_paths_default(pybox_image_paths_t *paths, pybox_error_t *err)
 {
     char exe[PATH_MAX];
@@ -29,16 +79,7 @@ int pybox_image_paths_default(pybox_image_paths_t *paths, pybox_error_t *err)
     if (n < 0)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "readlink(/proc/self/exe)");
     exe[n] = '\0';
-    char *dir = dirname(exe);
-    const char *r = getenv("PYBOX_IMAGES");
-    const char *i = getenv("PYBOX_INIT");
-    int a = r && *r ? snprintf(paths->recipes, sizeof paths->recipes, "%s", r)
-                    : snprintf(paths->recipes, sizeof paths->recipes, "%s/../images", dir);
-    int b = i && *i ? snprintf(paths->init, sizeof paths->init, "%s", i)
-                    : snprintf(paths->init, sizeof paths->init, "%s/pybox-init", dir);
-    if (a < 0 || b < 0 || (size_t)a >= sizeof paths->recipes || (size_t)b >= sizeof paths->init)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "image paths");
-    return 0;
+    return pybox_image_paths_find(dirname(exe), getenv("PYBOX_IMAGES"), getenv("PYBOX_INIT"), paths, err);
 }
 
 /* The names of a backend's pinned images, for messages ("stdlib, data"). */

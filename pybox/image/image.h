@@ -19,8 +19,19 @@ typedef struct pybox_image_paths {
     char init[PATH_MAX];    /* the static guest init binary */
 } pybox_image_paths_t;
 
-/* Find images/ and the guest init next to the running binary (build/pybox ->
- * images/, build/pybox-init), unless PYBOX_IMAGES / PYBOX_INIT say otherwise. */
+/* Where an installed PyBox keeps them, under its prefix (make install: <prefix>/bin/pybox). */
+#define PYBOX_SHARE_IMAGES "share/pybox/images"
+#define PYBOX_LIBEXEC "libexec/pybox"
+
+/* Where an image build finds the recipes (the folder of build-rootfs.sh) and the guest
+ * init, from the folder of the running pybox (exe_dir): under an installed prefix
+ * (<prefix>/bin -> <prefix>/share/pybox/images, <prefix>/libexec/pybox/pybox-init), else
+ * in the build folder (<tree>/build -> <tree>/images, <tree>/build/pybox-init); each the
+ * first that is there. images_env and init_env (PYBOX_IMAGES, PYBOX_INIT) name them
+ * instead when not NULL or empty. Neither there: an error naming where it looked. */
+int pybox_image_paths_find(const char *exe_dir, const char *images_env, const char *init_env,
+                           pybox_image_paths_t *paths, pybox_error_t *err);
+/* The same for the running binary and its environment. */
 int pybox_image_paths_default(pybox_image_paths_t *paths, pybox_error_t *err);
 
 /* The pinned image for name, confirmed to exist in the engine under that exact ID. */
