@@ -351,6 +351,12 @@ static const struct {
     {"lifecycle", "Throwaway installation",
      "A second, private engine, PyBox set up in it from nothing, used, then deleted with it."},
     {"performance", "Performance", "Complete runs side by side with `docker run --rm -i` under the same limits."},
+    {"reliability", "Reliability",
+     "Many runs and calls in a row: wrong exit codes or status words, unparsable receipts, lost or duplicated ids, "
+     "what was left behind, and the MCP server's memory and descriptors over time."},
+    {"faults", "Fault cases",
+     "The engine killed or frozen mid-run, a full or read-only state directory, PyBox killed at each phase: what "
+     "PyBox says, how each box ends, and what cleanup leaves."},
 };
 #define NKINDS (sizeof kinds / sizeof *kinds)
 
