@@ -33,7 +33,7 @@ ITEST_SRC := $(wildcard tests/*.c)
 ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
-        campaign campaign-fast campaign-pages evidence-check
+        campaign campaign-fast campaign-pages evidence-check leak-check
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
 $(BUILD)/obj/%.o: %.c
@@ -138,6 +138,17 @@ campaign-fast: setup mcp-clients
 	$(BUILD)/pybox-campaign run --fast --pybox $(CURDIR)/$(BUILD)/pybox --out $(CAMPAIGN_OUT) \
 	    --limits campaign/limits.md $(CAMPAIGN_CASES)
 	$(BUILD)/pybox-campaign check $(CAMPAIGN_OUT) campaign/limits.md
+
+# The MCP server built with AddressSanitizer, under LeakSanitizer through 100 calls of the
+# official SDK client (tests/mcp/leak-check.mjs), on each backend of LEAK_BACKENDS: it must
+# exit 0 without a report. Each backend's summary goes to build-san/leak-check-NAME.json.
+LEAK_BACKENDS ?= docker native
+leak-check: mcp-clients
+	$(MAKE) SANITIZE=address,undefined build-san/pybox build-san/pybox-init
+	for b in $(LEAK_BACKENDS); do \
+	    PYBOX_BACKEND=$$b PYBOX_BIN=$(CURDIR)/build-san/pybox node tests/mcp/leak-check.mjs \
+	        >build-san/leak-check-$$b.json || exit 1; \
+	done
 
 campaign-pages: $(BUILD)/pybox-campaign
 	$(BUILD)/pybox-campaign pages evidence campaign/limits.md
