@@ -33,7 +33,7 @@ ITEST_SRC := $(wildcard tests/*.c)
 ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
-        campaign campaign-fast campaign-pages evidence-check leak-check
+        campaign campaign-fast campaign-pages evidence-check soak leak-check
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
 $(BUILD)/obj/%.o: %.c
@@ -138,6 +138,19 @@ campaign-fast: setup mcp-clients
 	$(BUILD)/pybox-campaign run --fast --pybox $(CURDIR)/$(BUILD)/pybox --out $(CAMPAIGN_OUT) \
 	    --limits campaign/limits.md $(CAMPAIGN_CASES)
 	$(BUILD)/pybox-campaign check $(CAMPAIGN_OUT) campaign/limits.md
+
+# The soak (docs/campaign.md, case campaign/cases/reliability-soak.json) through the
+# campaign, into a scratch folder (SOAK_OUT), checked: SOAK_RUNS mixed pybox exec runs and
+# SOAK_MCP calls to pybox mcp, on the backend PYBOX_BACKEND names (docker by default).
+SOAK_RUNS ?= 500
+SOAK_MCP ?= 300
+SOAK_OUT ?= $(BUILD)/soak
+soak: mcp-clients
+	$(MAKE) $(CAMPAIGN_TOOLS)
+	rm -rf $(SOAK_OUT)
+	SOAK_RUNS=$(SOAK_RUNS) SOAK_MCP=$(SOAK_MCP) $(BUILD)/pybox-campaign run --pybox $(CURDIR)/$(BUILD)/pybox \
+	    --out $(SOAK_OUT) --limits campaign/limits.md campaign/cases/reliability-soak.json
+	$(BUILD)/pybox-campaign check $(SOAK_OUT) campaign/limits.md
 
 # The MCP server built with AddressSanitizer, under LeakSanitizer through 100 calls of the
 # official SDK client (tests/mcp/leak-check.mjs), on each backend of LEAK_BACKENDS: it must
