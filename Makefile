@@ -34,7 +34,7 @@ ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
         campaign campaign-fast campaign-pages evidence-check schema site-check man-check completion-check \
-        install uninstall install-check deb deb-test
+        install uninstall install-check deb deb-test soak leak-check
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
 $(BUILD)/obj/%.o: %.c
@@ -146,6 +146,30 @@ campaign-fast: setup mcp-clients
 	$(BUILD)/pybox-campaign run --fast --pybox $(CURDIR)/$(BUILD)/pybox --out $(CAMPAIGN_OUT) \
 	    --limits campaign/limits.md $(CAMPAIGN_CASES)
 	$(BUILD)/pybox-campaign check $(CAMPAIGN_OUT) campaign/limits.md
+
+# The soak (docs/campaign.md, case campaign/cases/reliability-soak.json) through the
+# campaign, into a scratch folder (SOAK_OUT), checked: SOAK_RUNS mixed pybox exec runs and
+# SOAK_MCP calls to pybox mcp, on the backend PYBOX_BACKEND names (docker by default).
+SOAK_RUNS ?= 500
+SOAK_MCP ?= 300
+SOAK_OUT ?= $(BUILD)/soak
+soak: mcp-clients
+	$(MAKE) $(CAMPAIGN_TOOLS)
+	rm -rf $(SOAK_OUT)
+	SOAK_RUNS=$(SOAK_RUNS) SOAK_MCP=$(SOAK_MCP) $(BUILD)/pybox-campaign run --pybox $(CURDIR)/$(BUILD)/pybox \
+	    --out $(SOAK_OUT) --limits campaign/limits.md campaign/cases/reliability-soak.json
+	$(BUILD)/pybox-campaign check $(SOAK_OUT) campaign/limits.md
+
+# The MCP server built with AddressSanitizer, under LeakSanitizer through 100 calls of the
+# official SDK client (tests/mcp/leak-check.mjs), on each backend of LEAK_BACKENDS: it must
+# exit 0 without a report. Each backend's summary goes to build-san/leak-check-NAME.json.
+LEAK_BACKENDS ?= docker native
+leak-check: mcp-clients
+	$(MAKE) SANITIZE=address,undefined build-san/pybox build-san/pybox-init
+	for b in $(LEAK_BACKENDS); do \
+	    PYBOX_BACKEND=$$b PYBOX_BIN=$(CURDIR)/build-san/pybox node tests/mcp/leak-check.mjs \
+	        >build-san/leak-check-$$b.json || exit 1; \
+	done
 
 campaign-pages: $(BUILD)/pybox-campaign
 	$(BUILD)/pybox-campaign pages evidence campaign/limits.md

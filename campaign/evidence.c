@@ -423,6 +423,12 @@ static const struct {
     {"performance", "Performance",
      "Complete runs of both backends side by side with bare bubblewrap (`bwrap --unshare-all`, the same root "
      "filesystem) and `docker run --rm -i` under the same limits, interleaved; `make bench` runs the same."},
+    {"reliability", "Reliability",
+     "Many runs and calls in a row: wrong exit codes or status words, unparsable receipts, lost or duplicated ids, "
+     "what was left behind, and the MCP server's memory and descriptors over time."},
+    {"faults", "Fault cases",
+     "The engine killed or frozen mid-run, a full or read-only state directory, PyBox killed at each phase: what "
+     "PyBox says, how each box ends, and what cleanup leaves."},
 };
 #define NKINDS (sizeof kinds / sizeof *kinds)
 

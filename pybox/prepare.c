@@ -3,8 +3,10 @@
 #include "prepare.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bounds.h"
 #include "escape.h"
@@ -93,6 +95,13 @@ static int limits(const pybox_request_t *rq, pybox_ready_t *rd, pybox_limits_t *
 {
     if (pybox_state_open(&rd->st, false, err) < 0 || pybox_state_config(&rd->st, &rd->config, err) < 0)
         return -1;
+    /* A run writes its note there before anything is made: a state directory that cannot
+     * be written is said as such, not as the first of its files that failed. */
+    if (faccessat(AT_FDCWD, rd->st.dir, W_OK | X_OK, AT_EACCESS) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno,
+                               "the state directory %s cannot be written (a run notes itself there before anything "
+                               "is made)",
+                               rd->st.dir);
     const char *backend = pybox_backend_choose(&rd->config, rq->backend);
     if (pybox_backend_find(backend) == NULL) {
         char known[256], shown[160];

@@ -180,6 +180,7 @@ static int clock_ran_out(feed_t *f, pybox_run_result_t *res, int64_t now)
 static int program_ended(feed_t *f, pybox_run_result_t *res)
 {
     res->t.run_ms = since(f->t_start);
+    step(f->req, res, PYBOX_STEP_ENDED);
     if (res->watched) {
         /* Every process has ended but the box and its cgroup still exist, so peaks and
          * counts are complete. */

@@ -36,6 +36,7 @@ typedef enum {
 #define PYBOX_STEP_CREATED "created"   /* the box exists, not verified */
 #define PYBOX_STEP_STARTED "started"   /* the box runs */
 #define PYBOX_STEP_RUNNING "running"   /* the whole program reached the box */
+#define PYBOX_STEP_ENDED "ended"       /* the program's end is seen; the box is held for the final reading */
 #define PYBOX_STEP_REMOVING "removing" /* about to remove the box */
 
 typedef struct pybox_run_request {

@@ -2,13 +2,16 @@
 /* If PyBox is killed mid-run, the box's own timer still ends it, with nobody calling stop;
  * `pybox cleanup` removes what is left after its expiry. On either backend. */
 #include <check.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../pybox/util.h"
 #include "itest.h"
 #include "suites.h"
 
@@ -108,12 +111,126 @@ START_TEST(box_timer_ends_the_box_after_pybox_is_killed)
 }
 END_TEST
 
+/* The one box of this installation that is not in before (ids), or NULL. */
+static cJSON *new_box(pybox_engine_t *e, const cJSON *before)
+{
+    cJSON *list = NULL;
+    itest_list(e, "pybox.install", itest_state()->install_id, &list);
+    cJSON *found = NULL;
+    const cJSON *b;
+    cJSON_ArrayForEach (b, list) {
+        bool old = false;
+        const cJSON *o;
+        cJSON_ArrayForEach (o, before)
+            old = old || strcmp(itest_str(o, "Id"), itest_str(b, "Id")) == 0;
+        if (!old) {
+            ck_assert_msg(found == NULL, "more than one new box");
+            found = cJSON_Duplicate(b, 1);
+        }
+    }
+    cJSON_Delete(list);
+    return found;
+}
+
+/* PYBOX_TEST_KILL_AT makes pybox exec SIGKILL itself at the named phase: the box is
+ * left as that phase leaves it, and a box that ran ends by itself (no kill, no stop). */
+START_TEST(test_hook_kills_pybox_at_each_phase)
+{
+    static const struct {
+        const char *phase, *program, *state;
+        int exit_code; /* of the box, once it ended by itself */
+    } cases[] = {
+        {"create", "import time\ntime.sleep(8)\n", "created", -1},
+        {"start", "import time\ntime.sleep(8)\n", "exited", 121}, /* init: no hello came */
+        {"run", "import time\ntime.sleep(8)\n", "exited", 137},   /* init: its timer */
+        {"collect", "print('done')\n", "exited", 0},              /* held, then its timer */
+    };
+    pybox_engine_t *e = itest_engine();
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cJSON *before = NULL;
+        itest_list(e, "pybox.install", itest_state()->install_id, &before);
+        char env_kill[64];
+        snprintf(env_kill, sizeof env_kill, "PYBOX_TEST_KILL_AT=%s", cases[i].phase);
+        const char *env[] = {env_kill, NULL};
+        const char *args[] = {"exec", "--json", "--timeout", "1", NULL};
+        double since = itest_wall();
+        itest_run_t r;
+        itest_pybox(cases[i].program, strlen(cases[i].program), args, env, &r);
+        ck_assert_msg(r.status == 128 + SIGKILL, "%s: pybox exited %d: %s", cases[i].phase, r.status, r.err);
+        ck_assert_msg(r.out_len == 0, "%s: a receipt was printed", cases[i].phase);
+        itest_run_free(&r);
+        cJSON *box = new_box(e, before);
+        cJSON_Delete(before);
+        ck_assert_msg(box != NULL, "%s: no box left", cases[i].phase);
+        char id[80], run_id[40], path[200];
+        snprintf(id, sizeof id, "%s", itest_str(box, "Id"));
+        const cJSON *labels = itest_get(box, "Labels");
+        const cJSON *rl = cJSON_GetObjectItemCaseSensitive(labels, "pybox.run");
+        ck_assert(cJSON_IsString(rl));
+        snprintf(run_id, sizeof run_id, "%s", rl->valuestring);
+        cJSON_Delete(box);
+        long status = 0;
+        cJSON *reply = NULL;
+        pybox_error_t err = {0};
+        if (cases[i].exit_code >= 0) {
+            snprintf(path, sizeof path, "/containers/%s/wait", id);
+            ck_assert_msg(pybox_engine_call(e, "POST", path, NULL, &status, &reply, &err) == 0, "%s", err.msg);
+            ck_assert_int_eq(status, 200);
+            cJSON_Delete(reply);
+        }
+        snprintf(path, sizeof path, "/containers/%s/json", id);
+        ck_assert(pybox_engine_call(e, "GET", path, NULL, &status, &reply, &err) == 0);
+        ck_assert_msg(strcmp(itest_str(reply, "State.Status"), cases[i].state) == 0, "%s: the box is %s",
+                      cases[i].phase, itest_str(reply, "State.Status"));
+        if (cases[i].exit_code >= 0)
+            ck_assert_msg((int)itest_num(reply, "State.ExitCode") == cases[i].exit_code, "%s: the box exited %d",
+                          cases[i].phase, (int)itest_num(reply, "State.ExitCode"));
+        cJSON_Delete(reply);
+        cJSON *events = itest_events(e, id, (long)since - 1, (long)time(NULL) + 1);
+        const cJSON *ev;
+        cJSON_ArrayForEach (ev, events) {
+            const char *action = itest_str(ev, "Action");
+            ck_assert_msg(strcmp(action, "kill") != 0 && strcmp(action, "stop") != 0, "%s: someone sent %s",
+                          cases[i].phase, action);
+        }
+        cJSON_Delete(events);
+        /* The run's note is left for cleanup. */
+        char note[PATH_MAX];
+        ck_assert_int_eq(pybox_fmt(note, sizeof note, "%s/runs/%s.json", itest_state()->dir, run_id), 0);
+        ck_assert_msg(access(note, F_OK) == 0, "%s: no run note left", cases[i].phase);
+        ck_assert_int_eq(itest_remove_run(e, run_id), 1);
+        unlink(note);
+    }
+    pybox_engine_free(e);
+}
+END_TEST
+
+/* Any other value is refused before anything is made. */
+START_TEST(test_hook_unknown_phase_refused)
+{
+    const char *env[] = {"PYBOX_TEST_KILL_AT=verify", NULL};
+    const char *args[] = {"exec", "--json", NULL};
+    pybox_engine_t *e = itest_engine();
+    int before = itest_list(e, "pybox.install", itest_state()->install_id, NULL);
+    itest_run_t r;
+    itest_pybox("print(1)\n", 9, args, env, &r);
+    ck_assert_int_eq(r.status, 125);
+    ck_assert_msg(itest_contains(r.err, r.err_len, "PYBOX_TEST_KILL_AT"), "%s", r.err);
+    ck_assert_msg(itest_contains(r.err, r.err_len, "create, start, run or collect"), "%s", r.err);
+    itest_run_free(&r);
+    ck_assert_int_eq(itest_list(e, "pybox.install", itest_state()->install_id, NULL), before);
+    pybox_engine_free(e);
+}
+END_TEST
+
 Suite *itest_suite_crash(void)
 {
     Suite *s = suite_create("crash");
     TCase *tc = tcase_create("pybox killed");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, box_timer_ends_the_box_after_pybox_is_killed);
+    tcase_add_test(tc, test_hook_kills_pybox_at_each_phase);
+    tcase_add_test(tc, test_hook_unknown_phase_refused);
     suite_add_tcase(s, tc);
     return s;
 }

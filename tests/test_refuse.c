@@ -1,15 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /* Bad input is refused with a clear error and exit 125, before any box is built. */
 #include <check.h>
+#include <errno.h>
+#include <limits.h>
 #include <pty.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../pybox/util.h"
 #include "itest.h"
 #include "suites.h"
 
@@ -158,6 +164,65 @@ START_TEST(engine_never_answers)
 }
 END_TEST
 
+static void copy_file(const char *from_dir, const char *to_dir, const char *name)
+{
+    char a[PATH_MAX], b[PATH_MAX], buf[8192];
+    ck_assert_int_eq(pybox_fmt(a, sizeof a, "%s/%s", from_dir, name), 0);
+    ck_assert_int_eq(pybox_fmt(b, sizeof b, "%s/%s", to_dir, name), 0);
+    FILE *in = fopen(a, "re"), *out = fopen(b, "we");
+    ck_assert(in != NULL && out != NULL);
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    ck_assert_int_eq(fclose(out), 0);
+}
+
+/* A state directory on a read-only file system: refused before anything is made, and
+ * the error says it is the state directory (not only which of its files failed). Its
+ * tmpfs is in a mount namespace of this test's own. */
+START_TEST(read_only_state_dir)
+{
+    char src[64], id[33], work[64] = "/tmp/pybox-rostate-XXXXXX", state[PATH_MAX];
+    ck_assert_int_eq(itest_new_home(src, sizeof src, id), 0);
+    ck_assert_ptr_nonnull(mkdtemp(work));
+    ck_assert_int_eq(pybox_fmt(state, sizeof state, "%s/state", work), 0);
+    ck_assert_int_eq(mkdir(state, 0700), 0);
+    ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+    ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+    ck_assert_int_eq(mount("tmpfs", state, "tmpfs", MS_NOSUID | MS_NODEV, "size=256k,mode=0700"), 0);
+    copy_file(src, state, "install-id");
+    copy_file(src, state, "images.json");
+    copy_file(src, state, "config.json");
+    itest_remove_home(src);
+    char runs[PATH_MAX + 8];
+    snprintf(runs, sizeof runs, "%s/runs", state);
+    ck_assert_int_eq(mkdir(runs, 0700), 0);
+    ck_assert_int_eq(mount(NULL, state, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL), 0);
+
+    char env_home[PATH_MAX + 16];
+    snprintf(env_home, sizeof env_home, "PYBOX_HOME=%s", state);
+    const char *env[] = {env_home, NULL};
+    const char *args[] = {"exec", "--json", NULL};
+    itest_run_t r;
+    itest_pybox("print(1)\n", 9, args, env, &r);
+    ck_assert_int_eq(r.status, 125);
+    ck_assert_msg(r.receipt != NULL, "no JSON receipt: %s", r.err);
+    const char *msg = itest_str(r.receipt, "error.message");
+    ck_assert_msg(msg != NULL && strstr(msg, "the state directory") != NULL && strstr(msg, state) != NULL &&
+                      strstr(msg, "Read-only file system") != NULL,
+                  "%s", msg ? msg : "(no error)");
+    ck_assert_int_ne(itest_bool(r.receipt, "seen.box.created"), 1);
+    itest_run_free(&r);
+    pybox_engine_t *e = itest_engine();
+    ck_assert_int_eq(itest_list(e, "pybox.install", id, NULL), 0);
+    pybox_engine_free(e);
+    ck_assert_int_eq(umount2(state, MNT_DETACH), 0);
+    rmdir(state);
+    rmdir(work);
+}
+END_TEST
+
 Suite *itest_suite_refuse(void)
 {
     Suite *s = suite_create("refuse");
@@ -170,6 +235,10 @@ Suite *itest_suite_refuse(void)
     tcase_add_test(tc, json_refusal_is_json);
     tcase_add_test(tc, terminal_stdin);
     suite_add_tcase(s, tc);
+    TCase *ro = tcase_create("state directory");
+    tcase_set_timeout(ro, 60);
+    tcase_add_test(ro, read_only_state_dir);
+    suite_add_tcase(s, ro);
     if (!itest_native()) { /* the engine's own failure: the docker backend only */
         TCase *hung = tcase_create("engine never answers");
         tcase_set_timeout(hung, 30);

@@ -226,6 +226,35 @@ START_TEST(check_program)
 }
 END_TEST
 
+START_TEST(kill_step)
+{
+    pybox_error_t err = {0};
+    const char *step = "x";
+    ck_assert_int_eq(pybox_cli_kill_step(NULL, &step, &err), 0);
+    ck_assert_ptr_null(step);
+    ck_assert_int_eq(pybox_cli_kill_step("", &step, &err), 0);
+    ck_assert_ptr_null(step);
+    ck_assert_int_eq(pybox_cli_kill_step("create", &step, &err), 0);
+    ck_assert_str_eq(step, PYBOX_STEP_CREATED);
+    ck_assert_int_eq(pybox_cli_kill_step("start", &step, &err), 0);
+    ck_assert_str_eq(step, PYBOX_STEP_STARTED);
+    ck_assert_int_eq(pybox_cli_kill_step("run", &step, &err), 0);
+    ck_assert_str_eq(step, PYBOX_STEP_RUNNING);
+    ck_assert_int_eq(pybox_cli_kill_step("collect", &step, &err), 0);
+    ck_assert_str_eq(step, PYBOX_STEP_ENDED);
+    ck_assert_int_eq(err.kind, PYBOX_ERR_NONE);
+    static const char *const bad[] = {"noted", "Create", "create ", "removing", "1", "\x1b[2J"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pybox_error_clear(&err);
+        ck_assert_int_eq(pybox_cli_kill_step(bad[i], &step, &err), -1);
+        ck_assert_ptr_null(step);
+        ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
+        ck_assert_ptr_nonnull(strstr(err.msg, "PYBOX_TEST_KILL_AT="));
+        ck_assert_ptr_null(strchr(err.msg, '\x1b'));
+    }
+}
+END_TEST
+
 /* A value above a ceiling is shown with enough digits to differ from the ceiling, and
  * the ceiling with all of its own. */
 static void ceiling_says(const pybox_limits_t *o, const pybox_config_t *c, const char *asked, const char *ceil)
@@ -536,6 +565,7 @@ Suite *suite_cli(void)
     tcase_add_test(tc, parse_twice);
     tcase_add_test(tc, check_program);
     tcase_add_test(tc, ceiling_digits);
+    tcase_add_test(tc, kill_step);
     tcase_add_test(tc, help_lists_every_option);
     tcase_add_test(tc, options_looked_up);
     tcase_add_test(tc, color_option);

@@ -149,6 +149,23 @@ START_TEST(pages_pass_the_check)
 }
 END_TEST
 
+/* The soak's and the fault cases' records have pages of their own, listed in the index. */
+START_TEST(reliability_and_fault_pages)
+{
+    char name[80], report[4096] = "";
+    store(record("reliability", "soak", "2026-01-01T00:00:00.000Z", "pass", "BLOCKED: lost ids 0\n"), name);
+    store(record("faults", "engine-killed", "2026-01-01T00:00:01.000Z", "pass", "BLOCKED: exit 125\n"), name);
+    write_pages();
+    ck_assert_msg(check(report, sizeof report) == 0, "%s", report);
+    ck_assert_ptr_nonnull(strstr(slurp("reliability.md"), "| soak | a claim \\| with a pipe |"));
+    ck_assert_ptr_nonnull(strstr(slurp("reliability.md"), "lost ids 0"));
+    ck_assert_ptr_nonnull(strstr(slurp("faults.md"), "| engine-killed | a claim \\| with a pipe |"));
+    const char *index = slurp("README.md");
+    ck_assert_ptr_nonnull(strstr(index, "[reliability.md](reliability.md)"));
+    ck_assert_ptr_nonnull(strstr(index, "[faults.md](faults.md)"));
+}
+END_TEST
+
 START_TEST(one_changed_byte_fails)
 {
     char name[80], report[4096] = "";
@@ -450,6 +467,7 @@ Suite *suite_evidence(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, record_named_by_its_sha256);
     tcase_add_test(tc, pages_pass_the_check);
+    tcase_add_test(tc, reliability_and_fault_pages);
     tcase_add_test(tc, one_changed_byte_fails);
     tcase_add_test(tc, hand_edited_page_fails);
     tcase_add_test(tc, stray_page_and_record_fail);

@@ -175,6 +175,17 @@ static int print_run(const pybox_run_result_t *res, int rc, bool json, pybox_col
     return code;
 }
 
+/* The test hook (docs/cleanup.md): PyBox ends itself, as hard as it can be ended, at one
+ * step of the run. It only ever kills this process; the box's seal, its verification,
+ * its own timer and its expiry do not depend on PyBox staying alive, which is what the
+ * hook is there to show. */
+static void kill_at(const char *step, const char *run_id, void *arg)
+{
+    (void)run_id;
+    if (strcmp(step, (const char *)arg) == 0)
+        raise(SIGKILL);
+}
+
 static int cmd_exec(int argc, char **argv)
 {
     pybox_error_t err = {0};
@@ -193,6 +204,9 @@ static int cmd_exec(int argc, char **argv)
         return fail(&err, json);
     if (o.chart != NULL && pybox_cli_chart_path_check(o.chart, &err) < 0)
         return fail(&err, o.json);
+    const char *kill_step = NULL;
+    if (pybox_cli_kill_step(getenv(PYBOX_TEST_KILL_ENV), &kill_step, &err) < 0)
+        return fail(&err, o.json);
     _cleanup_free_ char *prog = NULL;
     size_t len = 0;
     if (read_program(&prog, &len, &err) < 0)
@@ -210,6 +224,8 @@ static int cmd_exec(int argc, char **argv)
         .n_inputs = o.n_inputs,
         .output = o.output,
         .started_s = process_start_s,
+        .hook = kill_step != NULL ? kill_at : NULL,
+        .hook_arg = (void *)kill_step,
     };
     _cleanup_(pybox_ready_free) pybox_ready_t rd;
     pybox_ready_init(&rd);

@@ -9,6 +9,7 @@
 #include "../bounds.h"
 #include "../buf.h"
 #include "../escape.h"
+#include "../run.h"
 #include "../util.h"
 
 static void shown(char *out, size_t len, const char *arg)
@@ -268,6 +269,32 @@ bool pybox_cli_use_color(pybox_color_t when, bool terminal, const char *no_color
     if (no_color != NULL && no_color[0] != '\0')
         return false;
     return terminal && !(term != NULL && strcmp(term, "dumb") == 0);
+}
+
+int pybox_cli_kill_step(const char *value, const char **step, pybox_error_t *err)
+{
+    static const struct {
+        const char *phase, *step;
+    } phases[] = {
+        {"create", PYBOX_STEP_CREATED},
+        {"start", PYBOX_STEP_STARTED},
+        {"run", PYBOX_STEP_RUNNING},
+        {"collect", PYBOX_STEP_ENDED},
+    };
+    *step = NULL;
+    if (value == NULL || value[0] == '\0')
+        return 0;
+    for (size_t i = 0; i < sizeof phases / sizeof *phases; i++) {
+        if (strcmp(value, phases[i].phase) == 0) {
+            *step = phases[i].step;
+            return 0;
+        }
+    }
+    char arg[128];
+    shown(arg, sizeof arg, value);
+    return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                           "%s=%s: a test hook; give create, start, run or collect (or leave it unset)",
+                           PYBOX_TEST_KILL_ENV, arg);
 }
 
 int pybox_cli_check_program(const char *prog, size_t len, bool over, pybox_error_t *err)

@@ -298,6 +298,9 @@ static void on_step(const char *step, const char *run_id, void *arg)
 {
     (void)run_id;
     hook_ctx_t *h = arg;
+    /* The program's end is said by the result itself: progress keeps its six steps. */
+    if (strcmp(step, PYBOX_STEP_ENDED) == 0)
+        return;
     if (h->progress)
         h->progress(h->ctx, ++h->n, 6, step);
 }

@@ -1,0 +1,1017 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# Campaign driver, fault cases: the engine killed or frozen mid-run (a private engine), a full or read-only state directory, PyBox SIGKILLed at each phase; prints one JSON object.
+#
+# Contract (docs/campaign.md, "driver"): python3 campaign/drivers/faults.py CASE, from the
+# repository root, with PYBOX_BIN (absolute; pybox-init next to it), PYBOX_CAMPAIGN_TMP
+# (an empty scratch folder), PYBOX_MAIN_HOME (the main installation: its image pins and
+# root filesystem cache are read, never written), PYBOX_BACKEND (docker, the default, or
+# native: passed to every pybox command). CASE: engine-killed, engine-stalled (Docker
+# only: on native they say so and run nothing), state-full, state-readonly,
+# killed-at-phases. Stdout gets exactly one JSON object {"observed": {...}, "checks":
+# [{"name", "ok", "detail"}]}; logs go to stderr. Exit 0 when it ran to the end, whatever
+# the checks say; 2 when it could not run. Everything it made goes, whatever happens:
+# each case works in a throwaway installation of its own, the private engine (its own
+# data root, exec root, socket and log, never the shared engine) is stopped and deleted,
+# and the state directory cases run in a mount namespace of their own, so their tmpfs
+# goes with the process.
+import datetime
+import fcntl
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from urllib.parse import quote
+
+REPO = os.getcwd()
+PYBOX = os.environ.get("PYBOX_BIN", "")
+TMP = os.environ.get("PYBOX_CAMPAIGN_TMP", "")
+BACKEND = os.environ.get("PYBOX_BACKEND") or "docker"
+MAIN_SOCK = "/var/run/docker.sock"
+UIDS = "/run/pybox/uids"
+CGROUP_ROOT = os.environ.get("PYBOX_CGROUP_ROOT") or "/sys/fs/cgroup"
+
+
+def log(*a):
+    print("[faults]", *a, file=sys.stderr, flush=True)
+
+
+def cannot_run(why):
+    print("faults: cannot run: %s" % why, file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def main_home():
+    if os.environ.get("PYBOX_MAIN_HOME"):
+        return os.environ["PYBOX_MAIN_HOME"]
+    return "/var/lib/pybox" if os.geteuid() == 0 else os.path.expanduser("~/.local/state/pybox")
+
+
+# ---- results ----
+
+CHECKS = []
+OBS = {"backend": BACKEND}
+
+
+def check(name, ok, detail):
+    CHECKS.append({"name": name, "ok": bool(ok), "detail": detail})
+    log("%s %s: %s" % ("ok  " if ok else "FAIL", name, detail))
+
+
+# Folders of this machine that the record need not carry: shown by their role.
+REDACT = []
+
+
+def finish():
+    text = json.dumps({"observed": OBS, "checks": CHECKS})
+    for path, role in sorted(REDACT, key=lambda x: -len(x[0])):
+        text = text.replace(path, role)
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+# ---- the engine's API over a Unix socket ----
+
+
+class UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path, timeout):
+        super().__init__("localhost", timeout=timeout)
+        self.path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.path)
+        self.sock = s
+
+
+def api(sock, method, path, body=None, timeout=10):
+    """(status, parsed body or text); raises OSError when the engine does not answer."""
+    c = UnixHTTP(sock, timeout)
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        c.request(method, path, body=data, headers={"Content-Type": "application/json"} if data else {})
+        r = c.getresponse()
+        text = r.read().decode("utf-8", "replace")
+        try:
+            return r.status, json.loads(text) if text else None
+        except ValueError:
+            return r.status, text
+    finally:
+        c.close()
+
+
+def label_filter(install_id):
+    return quote(json.dumps({"label": ["pybox.install=%s" % install_id]}))
+
+
+def boxes_of(sock, install_id):
+    """The installation's boxes (any state); raises when the engine cannot say: an
+    unanswered question is never taken for "none left"."""
+    st, v = api(sock, "GET", "/containers/json?all=1&filters=%s" % label_filter(install_id))
+    if st != 200 or not isinstance(v, list):
+        raise RuntimeError("the engine did not list the installation's boxes (HTTP %s)" % st)
+    return v
+
+
+def volumes_of(sock, install_id):
+    st, v = api(sock, "GET", "/volumes?filters=%s" % label_filter(install_id))
+    if st != 200 or not isinstance(v, dict):
+        raise RuntimeError("the engine did not list the installation's volumes (HTTP %s)" % st)
+    return v.get("Volumes") or []
+
+
+def events(sock, since, until, install_id):
+    """The engine's events for the installation's boxes and volumes between two times."""
+    c = UnixHTTP(sock, 10)
+    try:
+        f = quote(json.dumps({"label": ["pybox.install=%s" % install_id]}))
+        c.request("GET", "/events?since=%.3f&until=%.3f&filters=%s" % (since, until, f))
+        r = c.getresponse()
+        text = r.read().decode("utf-8", "replace")
+        if r.status != 200:
+            raise RuntimeError("the engine did not give its events (HTTP %d)" % r.status)
+    finally:
+        c.close()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def rfc3339(s):
+    """Seconds since the epoch of the engine's time stamps."""
+    if not s or s.startswith("0001-"):
+        return None
+    base, _, frac = s.rstrip("Z").partition(".")
+    t = datetime.datetime.strptime(base, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc).timestamp()
+    return t + (float("0." + frac) if frac else 0.0)
+
+
+# ---- processes ----
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def wait_until(pred, limit_s, step_s=0.05):
+    """Polls pred (bounded): True once it holds, False after limit_s."""
+    end = time.monotonic() + limit_s
+    while True:
+        if pred():
+            return True
+        if time.monotonic() >= end:
+            return False
+        time.sleep(step_s)
+
+
+def pybox(args, env, stdin=b"", timeout=120):
+    """Runs pybox; (returncode, stdout text, stderr text, seconds). -N: killed by signal N."""
+    t0 = time.monotonic()
+    p = subprocess.run([PYBOX] + args, input=stdin, env=env, capture_output=True, timeout=timeout)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace"), time.monotonic() - t0
+
+
+def parse(text):
+    try:
+        v = json.loads(text)
+        return v if isinstance(v, dict) else None
+    except ValueError:
+        return None
+
+
+def get(j, path, default=None):
+    for k in path.split("."):
+        if not isinstance(j, dict) or k not in j:
+            return default
+        j = j[k]
+    return j
+
+
+# ---- a throwaway installation ----
+
+
+class Install:
+    """A PyBox installation of this driver's own: a folder with the main installation's
+    Docker image pins, its root filesystem cache linked, a leftover expiry as short as
+    PyBox allows, and (on the native backend) the stdlib image built from that cache."""
+
+    def __init__(self, where, docker_host=None, pins=True):
+        self.home = os.path.join(where, "home")
+        os.makedirs(self.home, mode=0o700)
+        self.env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYBOX_HOME": self.home,
+                    "PYBOX_IMAGES": os.path.join(REPO, "images")}
+        if docker_host:
+            self.env["DOCKER_HOST"] = docker_host
+        elif os.environ.get("DOCKER_HOST"):
+            self.env["DOCKER_HOST"] = os.environ["DOCKER_HOST"]
+        main = main_home()
+        # Docker's pins only: the images are the engine's, shared. A native image is a
+        # folder of the installation that built it: build_stdlib makes this one's.
+        if pins and os.path.exists(os.path.join(main, "images.json")):
+            shutil.copyfile(os.path.join(main, "images.json"), os.path.join(self.home, "images.json"))
+        if os.path.isdir(os.path.join(main, "cache")):
+            os.symlink(os.path.join(main, "cache"), os.path.join(self.home, "cache"))
+        with open(os.path.join(self.home, "config.json"), "w") as f:
+            json.dump({"leftover_expiry_s": 1}, f)
+        self.install_id = None
+
+    def build_stdlib(self, backend, engine_is_ours=False):
+        """The stdlib image for the backend; the seconds it took. Into the shared engine
+        nothing is ever built or imported: there the main installation's pins are used
+        as they are, and only the installation's id is made (as pybox makes one)."""
+        if backend == "docker" and not engine_is_ours:
+            with open(os.path.join(self.home, "images.json")) as f:
+                if "stdlib" not in json.load(f):
+                    raise RuntimeError("the main installation has no stdlib image pinned (make setup)")
+            self.install_id = "%032x" % random.getrandbits(128)
+            with open(os.path.join(self.home, "install-id"), "x") as f:
+                f.write(self.install_id + "\n")
+            return 0.0
+        rc, _, err, secs = pybox(["image", "build", "stdlib", "--backend", backend], self.env, timeout=900)
+        if rc != 0:
+            raise RuntimeError("pybox image build stdlib --backend %s: exit %d: %s" % (backend, rc, err.strip()[-300:]))
+        with open(os.path.join(self.home, "install-id")) as f:
+            self.install_id = f.read().strip()
+        return secs
+
+    def notes(self):
+        try:
+            return sorted(os.listdir(os.path.join(self.home, "runs")))
+        except OSError:
+            return []
+
+    def staging(self):
+        try:
+            return sorted(os.listdir(os.path.join(self.home, "native", "staging")))
+        except OSError:
+            return []
+
+
+def native_leaves(install_id):
+    out, seen = [], set()
+    for c in ("memory", "pids", "cpu", "cpuacct", "unified", ""):
+        d = os.path.join(CGROUP_ROOT, c, "pybox-%s" % install_id)
+        try:
+            real = os.path.realpath(d)
+            names = os.listdir(d)
+        except OSError:
+            continue
+        if real in seen:
+            continue
+        seen.add(real)
+        out += ["%s/%s" % (c or "v2", n) for n in names if len(n) == 32 and all(x in "0123456789abcdef" for x in n)]
+    return sorted(out)
+
+
+def leaf_tasks(install_id, run_id):
+    """Pids still in a native box's cgroup leaf (its memory or unified folder)."""
+    for c in ("memory", "unified", ""):
+        p = os.path.join(CGROUP_ROOT, c, "pybox-%s" % install_id, run_id, "cgroup.procs")
+        try:
+            with open(p) as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            continue
+    return []
+
+
+def remove_native_parents(install_id):
+    for c in ("memory", "pids", "cpu", "cpuacct", "unified", ""):
+        try:
+            os.rmdir(os.path.join(CGROUP_ROOT, c, "pybox-%s" % install_id))
+        except OSError:
+            pass
+
+
+def leases(run_ids):
+    """Lease files naming these runs: [(uid, run, expires)]."""
+    out = []
+    try:
+        names = os.listdir(UIDS)
+    except OSError:
+        return out
+    for n in names:
+        try:
+            with open(os.path.join(UIDS, n)) as f:
+                run, _, exp = f.read().strip().partition(" ")
+        except OSError:
+            continue
+        if run in run_ids:
+            out.append((n, run, int(exp or 0)))
+    return out
+
+
+def leftovers(inst, sock, run_ids, backend):
+    """What the installation still has: boxes and volumes (Docker), cgroup leaves and
+    staging folders (native), notes, and leases that still hold a uid (locked or not
+    expired; an expired lease file is free: the next run may take its uid)."""
+    now = time.time()
+    held = [x for x in leases(run_ids) if x[2] > now or lease_locked(x[0])]
+    left = {"notes": inst.notes(), "leases_held": ["%s:%s" % (u, r) for u, r, _ in held]}
+    if backend == "docker":
+        left["boxes"] = [b["Id"][:12] for b in boxes_of(sock, inst.install_id)]
+        left["volumes"] = [v["Name"][:12] for v in volumes_of(sock, inst.install_id)]
+    else:
+        left["cgroup_leaves"] = native_leaves(inst.install_id)
+        left["staging"] = inst.staging()
+    return left
+
+
+def lease_locked(uid):
+    try:
+        fd = os.open(os.path.join(UIDS, uid), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def count(left):
+    return sum(len(v) for v in left.values())
+
+
+def cleanup_json(inst, backend):
+    rc, out, err, _ = pybox(["cleanup", "--json", "--backend", backend], inst.env)
+    rep = parse(out)
+    if rc != 0 or rep is None:
+        raise RuntimeError("pybox cleanup: exit %d: %s" % (rc, err.strip()[-300:]))
+    return rep
+
+
+def actions(rep, what):
+    return [i.get("action") for i in rep.get("items", []) if i.get("what") == what]
+
+
+def wait_for_wall(t):
+    # Waiting for the clock itself: leftovers are due only once their expiry has passed.
+    while time.time() < t:
+        time.sleep(min(0.5, max(0.01, t - time.time())))
+
+
+# ---- a private engine ----
+
+
+class PrivateEngine:
+    """A dockerd of this driver's own (docs/campaign.md; as campaign/drivers/lifecycle.sh
+    starts one): its own data root, exec root, socket, pid file and log, an empty
+    configuration, no bridge, no iptables. Never the shared engine."""
+
+    def __init__(self, where):
+        self.where = where
+        # The socket and the exec root (containerd's sockets) need short paths.
+        self.short = tempfile.mkdtemp(prefix="pybox-ft.", dir="/tmp")
+        REDACT.append((self.short, "<engine>"))
+        self.data = os.path.join(where, "engine-data")
+        self.xroot = os.path.join(self.short, "exec")
+        self.sock = os.path.join(self.short, "docker.sock")
+        self.pidf = os.path.join(self.short, "engine.pid")
+        self.cfg = os.path.join(where, "engine-config.json")
+        self.logf = os.path.join(where, "engine.log")
+        for d in (self.data, self.xroot):
+            os.makedirs(d, exist_ok=True)
+        with open(self.cfg, "w") as f:
+            f.write("{}\n")
+        self.proc = None
+        self.host = "unix://" + self.sock
+
+    def start(self, limit_s=60):
+        log("starting a private dockerd (socket %s, data root %s)" % (self.sock, self.data))
+        lf = open(self.logf, "ab")
+        self.proc = subprocess.Popen(
+            ["dockerd", "--config-file", self.cfg, "--data-root", self.data, "--exec-root", self.xroot,
+             "--pidfile", self.pidf, "-H", self.host, "--bridge", "none", "--iptables=false", "--ip-masq=false"],
+            stdin=subprocess.DEVNULL, stdout=lf, stderr=lf, start_new_session=True)
+        lf.close()
+        t0 = time.monotonic()
+        ok = wait_until(lambda: self.ping() or self.proc.poll() is not None, limit_s, 0.1) and self.ping()
+        if not ok:
+            raise RuntimeError("the private dockerd did not answer /_ping: %s" % self.log_tail())
+        return time.monotonic() - t0
+
+    def ping(self):
+        try:
+            st, v = api(self.sock, "GET", "/_ping", timeout=2)
+            return st == 200
+        except OSError:
+            return False
+
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    def log_tail(self):
+        try:
+            with open(self.logf, "rb") as f:
+                return f.read()[-600:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def kill(self):
+        """SIGKILL to dockerd alone (its containerd and the boxes' shims live on)."""
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def procs(self):
+        """Processes that name this engine's folders (containerd, shims, the engine)."""
+        out = []
+        me = os.getpid()
+        for p in os.listdir("/proc"):
+            if not p.isdigit() or int(p) == me:
+                continue
+            try:
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    cl = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            except OSError:
+                continue
+            if (self.data in cl or self.xroot in cl or self.sock in cl) and alive(int(p)):
+                out.append(int(p))
+        return out
+
+    def teardown(self):
+        """Containers and images through the API, SIGTERM, then whatever still names our
+        folders, the mounts under them, the folders. Never raises."""
+        try:
+            if self.ping():
+                st, cs = api(self.sock, "GET", "/containers/json?all=1")
+                for c in cs if st == 200 else []:
+                    api(self.sock, "DELETE", "/containers/%s?force=1&v=1" % c["Id"], timeout=60)
+        except OSError:
+            pass
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        left = self.procs()
+        if left and not wait_until(lambda: not self.procs(), 20, 0.2):
+            for p in self.procs():
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+            wait_until(lambda: not self.procs(), 10, 0.2)
+        for m in sorted(self.mounts(), key=len, reverse=True):
+            subprocess.run(["umount", m], capture_output=True)
+            if m in self.mounts():
+                subprocess.run(["umount", "-l", m], capture_output=True)
+        if not self.mounts():
+            shutil.rmtree(self.data, ignore_errors=True)
+            shutil.rmtree(self.short, ignore_errors=True)
+
+    def mounts(self):
+        out = []
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                mp = line.split()[4].replace("\\040", " ")
+                if mp.startswith(self.where + "/") or mp.startswith(self.short + "/"):
+                    out.append(mp)
+        return out
+
+
+# ---- the cases ----
+
+LONG = b"import time\nprint('running', flush=True)\ntime.sleep(30)\n"
+
+
+def wait_program_running(sock, install_id, limit_s=30):
+    """The box of the installation that runs, once its process list shows python3: its
+    inspect record, or None."""
+    box = {}
+
+    def seen():
+        if not box.get("Id"):
+            running = [b for b in boxes_of(sock, install_id) if b.get("State") == "running"]
+            if running:
+                box["Id"] = running[0]["Id"]
+        if not box.get("Id"):
+            return False
+        st, top = api(sock, "GET", "/containers/%s/top?ps_args=-eo%%20pid,args" % box["Id"])
+        return st == 200 and "python3" in json.dumps(top.get("Processes") if isinstance(top, dict) else "")
+
+    if not wait_until(seen, limit_s, 0.02):
+        return None
+    st, ins = api(sock, "GET", "/containers/%s/json" % box["Id"])
+    return ins if st == 200 else None
+
+
+def engine_killed():
+    """A private engine SIGKILLed while a box runs: pybox exits 125 at once and says so;
+    the box ends by its own timer with nobody to ask it; the engine, restarted on the
+    same data root, has its record; cleanup after expiry removes it; nothing is left."""
+    work = os.path.join(TMP, "engine-killed")
+    os.makedirs(work)
+    eng = PrivateEngine(work)
+    try:
+        OBS["engine_start_s"] = round(eng.start(), 1)
+        inst = Install(work, docker_host=eng.host, pins=False)
+        OBS["image_import_s"] = round(inst.build_stdlib("docker", engine_is_ours=True), 1)
+        timeout_s = 2
+        env = dict(inst.env)
+        p = subprocess.Popen([PYBOX, "exec", "--json", "--backend", "docker", "--timeout", str(timeout_s)], env=env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p.stdin.write(LONG)
+        p.stdin.close()
+        p.stdin = None  # communicate() below has nothing more to give it
+        ins = wait_program_running(eng.sock, inst.install_id)
+        if ins is None:
+            p.kill()
+            p.wait()
+            check("the program ran in a box", False, "no box showed python3 within 30 s")
+            return
+        box_id, init_pid = ins["Id"], ins["State"]["Pid"]
+        run_id = ins["Config"]["Labels"].get("pybox.run", "")
+        timer_ms = int([a for a in ins.get("Args", []) if a.startswith("--timer-ms=")][0].split("=")[1])
+        expires = int(ins["Config"]["Labels"].get("pybox.expires", "0"))
+        t_kill = time.monotonic()
+        eng.kill()
+        try:
+            out, err = p.communicate(timeout=30)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            rc = None
+        exit_s = time.monotonic() - t_kill
+        out, err = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+        rec = parse(out)
+        OBS["pybox_exit"] = rc
+        OBS["pybox_exit_after_kill_s"] = round(exit_s, 2)
+        OBS["box_timer_ms"] = timer_ms
+        OBS["status"] = get(rec, "status")
+        OBS["error"] = get(rec, "error.message")
+        said = "the engine failed during the run" in err and "ends by its own timer" in err
+        lines = err.strip().splitlines()
+        OBS["pybox_said"] = lines
+        check("pybox exits 125 at once and says why", rc == 125 and exit_s * 1000 < timer_ms and said and rec is not None,
+              "exit %s %.2f s after the engine was killed (the box's timer is %.1f s); status %s; it said: \"%s\" and \"%s\""
+              % (rc, exit_s, timer_ms / 1000, get(rec, "status"), (lines[0] if lines else "")[:90] + "…",
+                 lines[-1] if len(lines) > 1 else ""))
+        # The box: its init ends it on its own timer, with no engine to ask it.
+        t_gone = time.monotonic()
+        ended = wait_until(lambda: not alive(init_pid), 2 * timer_ms / 1000 + 15, 0.05)
+        OBS["box_init_gone_after_kill_s"] = round(time.monotonic() - t_kill, 2)
+        check("the box ends by its own timer while the engine is down", ended,
+              "its init (host pid %d) %s %.1f s after the engine died" % (init_pid, "exited" if ended else "still ran",
+                                                                         time.monotonic() - t_gone + exit_s))
+        # The engine back, on the same data root: the box's record.
+        OBS["engine_restart_s"] = round(eng.start(), 1)
+        st, ins2 = api(eng.sock, "GET", "/containers/%s/json" % box_id)
+        state = ins2.get("State", {}) if st == 200 else {}
+        ran = (rfc3339(state.get("FinishedAt")) or 0) - (rfc3339(state.get("StartedAt")) or 0)
+        OBS["box_after_restart"] = {"status": state.get("Status"), "exit_code": state.get("ExitCode"),
+                                    "ran_s": round(ran, 2), "oom": state.get("OOMKilled")}
+        check("the restarted engine has the box's record: ended by its timer",
+              state.get("Status") == "exited" and state.get("ExitCode") == 137 and ran * 1000 >= timer_ms,
+              "status %s, exit %s after %.2f s (timer %.1f s from the program's hello)"
+              % (state.get("Status"), state.get("ExitCode"), ran, timer_ms / 1000))
+        # Cleanup: nothing before the expiry, everything after.
+        rep = cleanup_json(inst, "docker")
+        kept = "kept" in actions(rep, "box") and inst.notes()
+        wait_for_wall(expires + 1)
+        rep2 = cleanup_json(inst, "docker")
+        left = leftovers(inst, eng.sock, {run_id}, "docker")
+        OBS["cleanup_after_expiry"] = {"removed": rep2.get("removed"), "kept": rep2.get("kept")}
+        OBS["left"] = left
+        OBS["leftovers"] = count(left)
+        check("cleanup keeps it until its expiry, then leaves nothing",
+              kept and "removed" in actions(rep2, "box") and count(left) == 0,
+              "before the expiry: %s; after: %d removed (%s); left: %s"
+              % ("kept, note kept" if kept else "NOT kept", rep2.get("removed", 0),
+                 ", ".join(sorted(set(i.get("what", "") for i in rep2.get("items", [])))), describe(left)))
+    finally:
+        eng.teardown()
+        OBS["engine_deleted"] = not eng.procs() and not os.path.exists(eng.data)
+        check("the private engine and its data deleted", OBS["engine_deleted"],
+              "dockerd, containerd and shims gone; data root, exec root and socket removed" if OBS["engine_deleted"]
+              else "still there: %s" % eng.procs())
+
+
+def stall_case(eng, inst, name, program, args, stop_when, stall_s=3.0):
+    """One pybox exec with the private engine frozen (SIGSTOP) for stall_s: before pybox
+    starts (stop_when "before") or once the program runs ("running"). Returns the receipt,
+    pybox's exit code, and the monotonic times of the stop and the continue relative to
+    pybox's start."""
+    env = dict(inst.env)
+    t_stop = t_cont = None
+    if stop_when == "before":
+        os.kill(eng.pid(), signal.SIGSTOP)
+        t_stop = time.monotonic()
+    t0 = time.monotonic()
+    p = subprocess.Popen([PYBOX, "exec", "--json", "--backend", "docker"] + args, env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdin.write(program)
+    p.stdin.close()
+    p.stdin = None
+    try:
+        if stop_when == "running":
+            if wait_program_running(eng.sock, inst.install_id) is None:
+                raise RuntimeError("%s: the program never ran" % name)
+            os.kill(eng.pid(), signal.SIGSTOP)
+            t_stop = time.monotonic()
+        # The stall itself: 3 s of the engine not answering anything.
+        time.sleep(max(0.0, stall_s - (time.monotonic() - t_stop)))
+    finally:
+        # Read before the continue: the engine cannot answer anything earlier than this.
+        t_cont, wall_cont = time.monotonic(), time.time()
+        os.kill(eng.pid(), signal.SIGCONT)
+    out, err = p.communicate(timeout=120)
+    rec = parse(out.decode("utf-8", "replace"))
+    return {"receipt": rec, "exit": p.returncode, "stderr": err.decode("utf-8", "replace")[-400:],
+            "stop_s": t_stop - t0, "cont_s": t_cont - t0, "thawed_wall": wall_cont, "wall_s": time.monotonic() - t0}
+
+
+def iso_wall(s):
+    """Seconds since the epoch of a receipt's time ("2026-01-01T00:00:00.000Z")."""
+    return rfc3339(s) if s else None
+
+
+def engine_stalled():
+    """The private engine frozen for 3 s (SIGSTOP, then SIGCONT): shorter than every bound
+    PyBox puts on the engine (5 s for the first contact, 60 s for a request), so PyBox
+    waits it out. The receipt tells the truth: where the time went, and which clock ended
+    the program."""
+    work = os.path.join(TMP, "engine-stalled")
+    os.makedirs(work)
+    eng = PrivateEngine(work)
+    try:
+        OBS["engine_start_s"] = round(eng.start(), 1)
+        inst = Install(work, docker_host=eng.host, pins=False)
+        OBS["image_import_s"] = round(inst.build_stdlib("docker", engine_is_ours=True), 1)
+        runs = []
+
+        # 1. Frozen before the run: the first contact waits, then the run goes on.
+        r = stall_case(eng, inst, "before", b"print('after the stall')\n", ["--timeout", "5"], "before")
+        rec, t = r["receipt"], get(r["receipt"], "seen.timings_ms", {}) or {}
+        began = iso_wall(get(rec, "asked.at"))
+        OBS["frozen_before"] = {"exit": r["exit"], "status": get(rec, "status"), "timings_ms": t,
+                                "stall_s": round(r["cont_s"] - r["stop_s"], 2),
+                                "run_began_after_thaw_s": round(began - r["thawed_wall"], 3) if began else None}
+        # The run begins (asked.at, in whole milliseconds) once the first contact is
+        # answered, which cannot be before the thaw: then everything PyBox waited is in
+        # "before" (from its own start to the run's), none of it in the run's phases.
+        check("frozen before the run: waited out, the wait counted before the run",
+              r["exit"] == 0 and get(rec, "status") == "TARGET_EXIT_OBSERVED"
+              and get(rec, "said.stdout.text") == "after the stall\n" and began is not None
+              and began + 0.001 >= r["thawed_wall"],
+              "exit %s, %s; the run began %.3f s after the thaw; timings: before %s ms (pybox started %.2f s before the "
+              "thaw), create %s, start %s, run %s, total %s"
+              % (r["exit"], get(rec, "status"), (began or 0) - r["thawed_wall"], t.get("before"), r["cont_s"],
+                 t.get("create"), t.get("start"), t.get("run"), t.get("total")))
+        runs.append(rec)
+
+        # 2. Frozen while the program runs and ends: the box's own clock and PyBox's both
+        # in the receipt, each true.
+        r = stall_case(eng, inst, "running", b"import time\ntime.sleep(1)\nprint('late')\n", ["--timeout", "10"],
+                       "running")
+        rec, t = r["receipt"], get(r["receipt"], "seen.timings_ms", {}) or {}
+        program_ms = get(rec, "seen.init_record.program_ms")
+        # Stopped at or before stop_s, continued no earlier than cont_s: frozen at least
+        # this long, all of it after the run began and before its end could be seen.
+        frozen_ms = (r["cont_s"] - r["stop_s"]) * 1000
+        OBS["frozen_while_running"] = {"exit": r["exit"], "status": get(rec, "status"), "program_ms": program_ms,
+                                       "run_ms": t.get("run"), "frozen_ms": round(frozen_ms)}
+        check("frozen while the program runs: it completes, both clocks true",
+              r["exit"] == 0 and get(rec, "status") == "TARGET_EXIT_OBSERVED" and get(rec, "said.stdout.text") == "late\n"
+              and isinstance(program_ms, (int, float)) and program_ms < frozen_ms and (t.get("run") or 0) >= frozen_ms,
+              "exit %s, %s, stdout %r; the box's init timed the program at %s ms; PyBox saw its end after %s ms, "
+              "the engine being frozen for %d ms of it" % (r["exit"], get(rec, "status"), get(rec, "said.stdout.text"),
+                                                          program_ms, t.get("run"), frozen_ms))
+        runs.append(rec)
+
+        # 3. Frozen across the deadline: PyBox's stop cannot reach the box; the box's own
+        # timer ends the program, and the receipt says so.
+        r = stall_case(eng, inst, "deadline", LONG, ["--timeout", "1"], "running")
+        rec = r["receipt"]
+        unknown = get(rec, "unknown", []) or []
+        OBS["frozen_across_the_deadline"] = {"exit": r["exit"], "status": get(rec, "status"),
+                                             "clock": get(rec, "seen.clock"),
+                                             "host_deadline_passed": get(rec, "seen.host_deadline_passed"),
+                                             "init_record": get(rec, "seen.init_record"),
+                                             "unknown": unknown, "error": get(rec, "error.message")}
+        # Frozen before PyBox's deadline (1 s after the run began, so at least 1 s after
+        # pybox started) and for longer than the box's timer (2 s after its hello, which
+        # came before the freeze): PyBox's stop cannot reach the box before its timer fires.
+        meant = r["stop_s"] < 1.0 and (r["cont_s"] - r["stop_s"]) > 2.0
+        check("frozen across the deadline: the receipt names the clock that ended the program",
+              meant and r["exit"] == 124 and get(rec, "status") == "BOX_TIMER_KILL_OBSERVED"
+              and get(rec, "seen.init_record.box_timer_fired") is True and get(rec, "seen.clock") == "box_timer",
+              "frozen %.2f s after pybox started, for %.2f s%s; exit %s, %s; the init's record: box timer fired %s, "
+              "stopped on request %s; clock %s; unknown: %s"
+              % (r["stop_s"], r["cont_s"] - r["stop_s"], "" if meant else " (NOT across the deadline: not the case meant)",
+                 r["exit"], get(rec, "status"), get(rec, "seen.init_record.box_timer_fired"),
+                 get(rec, "seen.init_record.stopped_on_request"), get(rec, "seen.clock"), " / ".join(unknown)[:300]))
+        runs.append(rec)
+
+        left = leftovers(inst, eng.sock, {get(x, "run_id") for x in runs if x}, "docker")
+        OBS["left"] = left
+        OBS["leftovers"] = count(left)
+        check("nothing left", count(left) == 0, describe(left))
+    finally:
+        eng.teardown()
+        OBS["engine_deleted"] = not eng.procs() and not os.path.exists(eng.data)
+        check("the private engine and its data deleted", OBS["engine_deleted"],
+              "dockerd, containerd and shims gone; data root, exec root and socket removed" if OBS["engine_deleted"]
+              else "still there: %s" % eng.procs())
+
+
+# ---- the state directory: full, read-only ----
+
+
+def private_mounts():
+    """This process (and what it starts) in a mount namespace of its own: a tmpfs mounted
+    here goes with it, however it ends."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(0x00020000) != 0:  # CLONE_NEWNS
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+    subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+
+
+def native_root_of(home):
+    with open(os.path.join(home, "images-native.json")) as f:
+        return json.load(f)["stdlib"]["id"].split(":", 1)[1]
+
+
+def state_dir(kind):
+    """A fresh installation whose state directory is a small tmpfs, full (not a page
+    free) or mounted read-only: pybox exec is refused before any box is made, says why,
+    and leaves nothing, in the engine, the cgroups, the state directory or the leases."""
+    private_mounts()
+    work = os.path.join(TMP, "state-" + kind)
+    os.makedirs(work)
+    os.makedirs(os.path.join(work, "src"))
+    src = Install(os.path.join(work, "src"))
+    src.build_stdlib(BACKEND)
+    state = os.path.join(work, "state")
+    os.makedirs(state, mode=0o700)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700,nosuid,nodev", "tmpfs", state], check=True)
+    try:
+        install_id = "%032x" % random.getrandbits(128)
+        with open(os.path.join(state, "install-id"), "w") as f:
+            f.write(install_id + "\n")
+        for name in ("images.json", "images-native.json", "config.json"):
+            if os.path.exists(os.path.join(src.home, name)):
+                shutil.copyfile(os.path.join(src.home, name), os.path.join(state, name))
+        os.mkdir(os.path.join(state, "runs"), 0o700)
+        if BACKEND == "native":
+            # The image's folder (150 MB) stays where it was built, bound read-only here.
+            digest = native_root_of(src.home)
+            for d in ("native", "native/staging", "native/roots", "native/roots/" + digest):
+                os.mkdir(os.path.join(state, d), 0o700)
+            target = os.path.join(state, "native/roots", digest)
+            subprocess.run(["mount", "--bind", os.path.join(src.home, "native/roots", digest), target], check=True)
+            subprocess.run(["mount", "-o", "remount,bind,ro", target], check=True)
+        if kind == "full":
+            fd = os.open(os.path.join(state, "filler"), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                while os.write(fd, b"\0" * 4096) > 0:
+                    pass
+            except OSError:
+                pass  # full
+            finally:
+                os.close(fd)
+            st = os.statvfs(state)
+            OBS["free_bytes"] = st.f_bavail * st.f_frsize
+        else:
+            subprocess.run(["mount", "-o", "remount,ro", state], check=True)
+        inst = Install.__new__(Install)
+        inst.home, inst.install_id = state, install_id
+        inst.env = dict(src.env, PYBOX_HOME=state)
+        notes_before = inst.notes()
+        t0 = time.time()
+        rc, out, err, secs = pybox(["exec", "--json", "--backend", BACKEND], inst.env, b"print('never')\n")
+        t1 = time.time() + 0.001
+        rec = parse(out)
+        msg = get(rec, "error.message") or ""
+        OBS["exit"] = rc
+        OBS["status"] = get(rec, "status")
+        OBS["error"] = msg
+        OBS["stderr"] = err.strip()[-300:]
+        want = ("run note", "No space left on device") if kind == "full" else ("state directory", "Read-only file system")
+        check("refused before any box, saying why", rc == 125 and rec is not None and get(rec, "seen.box.created") is not True
+              and all(w in msg for w in want),
+              "exit %s, %s in %.2f s: %s" % (rc, get(rec, "status"), secs, msg[:300]))
+        run_id = get(rec, "run_id") or ""
+        made = events(MAIN_SOCK, t0, t1, install_id) if BACKEND == "docker" else []
+        left = leftovers(inst, MAIN_SOCK, {run_id}, BACKEND)
+        left["notes"] = [n for n in inst.notes() if n not in notes_before]
+        left["leases_any"] = ["%s:%s" % (u, r) for u, r, _ in leases({run_id})] if run_id else []
+        if BACKEND == "docker":
+            left["engine_events"] = [e.get("Action") for e in made]
+        OBS["left"] = left
+        OBS["leftovers"] = count(left)
+        check("nothing left", count(left) == 0,
+              ("no box made (the engine's events for the installation: %d), no volume, no note, no uid lease" % len(made)
+               if BACKEND == "docker" else "no cgroup leaf, no staging folder, no note, no uid lease")
+              if count(left) == 0 else describe(left))
+    finally:
+        subprocess.run(["umount", "-R", state], capture_output=True)
+        with open("/proc/self/mountinfo") as f:
+            still = [line.split()[4] for line in f if line.split()[4].startswith(state)]
+        OBS["unmounted"] = not still
+        check("the state directory unmounted", not still, "tmpfs gone" if not still else "still mounted: %s" % still)
+        if src.install_id:
+            remove_native_parents(src.install_id)
+        if BACKEND == "native":
+            remove_native_parents(install_id)
+
+
+def state_full():
+    state_dir("full")
+
+
+def state_readonly():
+    state_dir("readonly")
+
+
+# ---- PyBox killed at each phase ----
+
+PHASES = [
+    # phase, program, what the box is left as, its exit code once it ended (Docker)
+    ("create", LONG, "created", None),
+    ("start", LONG, "exited", 121),
+    ("run", LONG, "exited", 137),
+    ("collect", b"print('done')\n", "exited", 0),
+]
+
+
+def killed_at_phases():
+    """pybox exec SIGKILLed at create, start, run and collect (the test hook
+    PYBOX_TEST_KILL_AT), ten times each: every box ends by itself (nobody stops or kills
+    it), cleanup keeps everything until its expiry, and after it leaves nothing."""
+    work = os.path.join(TMP, "killed")
+    os.makedirs(work)
+    inst = Install(work)
+    inst.build_stdlib(BACKEND)
+    per = int(os.environ.get("FAULTS_KILLS_PER_PHASE") or 10)
+    t0 = time.time()
+    runs = []  # (phase, run id)
+    problems = []
+    try:
+        # Every other run asks for files back: its box has a volume (Docker), and no
+        # output folder may appear, not even a hidden one.
+        outs = os.path.join(work, "outputs")
+        os.makedirs(outs)
+        for phase, program, _, _ in PHASES:
+            for k in range(per):
+                before = set(inst.notes())
+                env = dict(inst.env, PYBOX_TEST_KILL_AT=phase)
+                args = ["exec", "--json", "--backend", BACKEND, "--timeout", "1"]
+                if k % 2 == 1:
+                    args += ["--output", os.path.join(outs, "%s-%d" % (phase, k))]
+                rc, out, err, _ = pybox(args, env, program)
+                new = [n[:-5] for n in set(inst.notes()) - before if n.endswith(".json")]
+                if rc != -signal.SIGKILL or out or len(new) != 1:
+                    problems.append("%s: exit %s, %d bytes on stdout, %d new notes: %s" % (phase, rc, len(out), len(new),
+                                                                                      err.strip()[-160:]))
+                if len(new) == 1:
+                    runs.append((phase, new[0]))
+        OBS["kills"] = len(runs)
+        check("pybox killed at each phase", not problems and len(runs) == per * len(PHASES),
+              "%d runs killed by SIGKILL (%d at each of %s, every other one with --output), each leaving its note" % (
+                  len(runs), per, ", ".join(p[0] for p in PHASES)) + ("; " + "; ".join(problems[:4]) if problems else ""))
+        run_ids = {r for _, r in runs}
+        by_phase = {p[0]: {"left_as": {}, "exit_codes": {}, "ended_by_itself": 0} for p in PHASES}
+        expires = 0
+        for _, r in runs:
+            try:
+                with open(os.path.join(inst.home, "runs", r + ".json")) as f:
+                    expires = max(expires, int(json.load(f)["expires"]))
+            except (OSError, ValueError, KeyError):
+                problems.append("%s: its note has no expiry" % r)
+        if BACKEND == "docker":
+            boxes = {b["Labels"].get("pybox.run"): b for b in boxes_of(MAIN_SOCK, inst.install_id)}
+            for phase, r in runs:
+                want = [p for p in PHASES if p[0] == phase][0]
+                b = boxes.get(r)
+                if b is None:
+                    problems.append("%s %s: no box" % (phase, r[:8]))
+                    continue
+                if want[2] == "exited":
+                    api(MAIN_SOCK, "POST", "/containers/%s/wait" % b["Id"], timeout=60)
+                st, ins = api(MAIN_SOCK, "GET", "/containers/%s/json" % b["Id"])
+                state = ins.get("State", {}) if st == 200 else {}
+                bp = by_phase[phase]
+                shown = "never started (created)" if state.get("Status") == "created" else state.get("Status")
+                bp["left_as"][shown] = bp["left_as"].get(shown, 0) + 1
+                if want[3] is not None:
+                    bp["exit_codes"][str(state.get("ExitCode"))] = bp["exit_codes"].get(str(state.get("ExitCode")), 0) + 1
+                ok = state.get("Status") == want[2] and (want[3] is None or state.get("ExitCode") == want[3])
+                bp["ended_by_itself"] += ok
+                if not ok:
+                    problems.append("%s %s: %s, exit %s" % (phase, r[:8], state.get("Status"), state.get("ExitCode")))
+            stops = [e.get("Action") for e in events(MAIN_SOCK, t0 - 1, time.time() + 1, inst.install_id)
+                     if e.get("Action") in ("kill", "stop")]
+            OBS["kill_or_stop_events"] = len(stops)
+            if stops:
+                problems.append("someone stopped boxes: %d kill or stop events" % len(stops))
+        else:
+            for phase, r in runs:
+                ended = wait_until(lambda: not leaf_tasks(inst.install_id, r), 30, 0.05)
+                by_phase[phase]["left_as"]["ended" if ended else "running"] = by_phase[phase]["left_as"].get(
+                    "ended" if ended else "running", 0) + 1
+                by_phase[phase]["ended_by_itself"] += ended
+                if not ended:
+                    problems.append("%s %s: processes still in its cgroup after 30 s" % (phase, r[:8]))
+        OBS["by_phase"] = by_phase
+        OBS["ended_by_itself"] = ", ".join("%s %d/%d" % (p, v["ended_by_itself"], per) for p, v in by_phase.items())
+        check("every box ends by itself", not problems,
+              "; ".join("%s: %s" % (p, ", ".join("%d %s" % (n, k) for k, n in v["left_as"].items())
+                                    + (" (exit %s)" % ", ".join("%s x%d" % (c, n) for c, n in v["exit_codes"].items())
+                                       if v["exit_codes"] else "")) for p, v in by_phase.items())
+              + ("; no kill or stop from anyone" if BACKEND == "docker" and not OBS.get("kill_or_stop_events") else "")
+              + ("; wrong: " + "; ".join(problems[:4]) if problems else ""))
+        rep = cleanup_json(inst, BACKEND)
+        early = [i for i in rep.get("items", []) if i.get("run_id") in run_ids and i.get("action") != "kept"]
+        OBS["cleanup_before_expiry"] = {"kept": sum(1 for i in rep.get("items", []) if i.get("run_id") in run_ids
+                                                    and i.get("action") == "kept"), "removed": len(early)}
+        wait_for_wall(expires + 1)
+        rep2 = cleanup_json(inst, BACKEND)
+        removed = [i for i in rep2.get("items", []) if i.get("run_id") in run_ids and i.get("action") == "removed"]
+        left = leftovers(inst, MAIN_SOCK, run_ids, BACKEND)
+        left["output_folders"] = sorted(os.listdir(outs))
+        stale = [x for x in leases(run_ids) if x[2] <= time.time()]
+        OBS["cleanup_after_expiry"] = {"removed": len(removed),
+                                       "kinds": sorted(set(i.get("what") for i in removed))}
+        OBS["kept_before_expiry"] = OBS["cleanup_before_expiry"]["kept"]
+        OBS["removed_after_expiry"] = len(removed)
+        OBS["left"] = left
+        OBS["leftovers"] = count(left)
+        OBS["expired_lease_files"] = len(stale)
+        check("cleanup keeps all until the expiry, then leaves nothing",
+              not early and count(left) == 0,
+              "before the expiry: %d kept, %d removed; after it: %d removed (%s); left: %s; %d expired lease files "
+              "(free: the next run may take their uids)"
+              % (OBS["cleanup_before_expiry"]["kept"], len(early), len(removed),
+                 ", ".join(OBS["cleanup_after_expiry"]["kinds"]), describe(left), len(stale)))
+    finally:
+        # Whatever a failed check left of this installation's own goes (only its label).
+        if inst.install_id:
+            try:
+                for b in boxes_of(MAIN_SOCK, inst.install_id) if BACKEND == "docker" else []:
+                    api(MAIN_SOCK, "DELETE", "/containers/%s?force=1&v=1" % b["Id"], timeout=60)
+                for v in volumes_of(MAIN_SOCK, inst.install_id) if BACKEND == "docker" else []:
+                    api(MAIN_SOCK, "DELETE", "/volumes/%s?force=1" % v["Name"], timeout=60)
+            except (OSError, RuntimeError) as e:
+                log("removing what is left: %s" % e)
+            remove_native_parents(inst.install_id)
+        OBS["total_s"] = round(time.time() - t0, 1)
+
+
+def describe(left):
+    n = count(left)
+    return "nothing" if n == 0 else json.dumps({k: v for k, v in left.items() if v})[:300]
+
+
+def main():
+    if not PYBOX or not os.path.isabs(PYBOX) or not os.access(PYBOX, os.X_OK):
+        cannot_run("PYBOX_BIN must be the absolute path of an executable pybox")
+    if not TMP or not os.path.isdir(TMP):
+        cannot_run("PYBOX_CAMPAIGN_TMP must be an existing folder")
+    if BACKEND not in ("docker", "native"):
+        cannot_run("PYBOX_BACKEND=%s: give docker or native" % BACKEND)
+    if os.geteuid() != 0:
+        cannot_run("the fault cases need root")
+    REDACT.append((TMP.rstrip("/"), "<tmp>"))
+    cases = {"engine-killed": engine_killed, "engine-stalled": engine_stalled, "state-full": state_full,
+             "state-readonly": state_readonly, "killed-at-phases": killed_at_phases}
+    if len(sys.argv) != 2 or sys.argv[1] not in cases:
+        cannot_run("give one case: %s" % ", ".join(sorted(cases)))
+    case = sys.argv[1]
+    OBS["case"] = case
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, lambda s, f: (_ for _ in ()).throw(KeyboardInterrupt()))
+    t0 = time.monotonic()
+    try:
+        if case.startswith("engine-") and BACKEND != "docker":
+            check("Docker only", True, "the %s backend has no engine to kill or freeze: not run" % BACKEND)
+        else:
+            cases[case]()
+    except KeyboardInterrupt:
+        check("ran to its end", False, "stopped by a signal")
+    except Exception as e:  # a failure of the driver itself is a failed check, with what happened
+        check("ran to its end", False, "%s: %s" % (type(e).__name__, str(e)[:400]))
+    OBS["total_s"] = round(time.monotonic() - t0, 1)
+    finish()
+
+
+if __name__ == "__main__":
+    main()
