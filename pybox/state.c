@@ -393,7 +393,8 @@ static int pins_of(const char *backend, const cJSON *pins, pybox_pin_t **out, si
     return 0;
 }
 
-int pybox_pins_parse(const char *backend, const char *text, size_t len, const char *path, pybox_pin_t **out, size_t *n, pybox_error_t *err)
+int pybox_pins_parse(const char *backend, const char *text, size_t len, const char *path, pybox_pin_t **out, size_t *n,
+                     pybox_error_t *err)
 {
     cJSON *pins = NULL;
     if (parse_pins(text, len, path, &pins, err) < 0)

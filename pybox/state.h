@@ -77,7 +77,7 @@ int pybox_state_borrow_images(const pybox_state_t *from, const pybox_state_t *to
 int pybox_pin_list(const pybox_state_t *st, const char *backend, pybox_pin_t **out, size_t *n, pybox_error_t *err);
 /* The same from a pin file's text (path names it in errors; backend as above). */
 int pybox_pins_parse(const char *backend, const char *text, size_t len, const char *path, pybox_pin_t **out, size_t *n,
-                      pybox_error_t *err);
+                     pybox_error_t *err);
 
 /* A valid image or recipe name: [a-z0-9][a-z0-9_-]{0,31}. */
 bool pybox_name_valid(const char *name);

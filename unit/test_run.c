@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../pybox/leftovers.h"
 #include "../pybox/bounds.h"
+#include "../pybox/leftovers.h"
 #include "../pybox/receipt.h"
 #include "../pybox/run.h"
 #include "../pybox/util.h"

@@ -20,13 +20,19 @@ static void shown(char *out, size_t len, const char *arg)
 /* The options of every command (parse.h). Only exec's go through getopt_long; the others
  * are looked up by name, so their `--name value` and `--name=value` forms are alike. */
 static const struct option exec_longs[] = {
-    {"timeout", required_argument, NULL, 't'}, {"memory", required_argument, NULL, 'm'},
-    {"pids", required_argument, NULL, 'p'},    {"cpus", required_argument, NULL, 'c'},
-    {"image", required_argument, NULL, 'i'},   {"input", required_argument, NULL, 'I'},
-    {"output", required_argument, NULL, 'O'},  {"backend", required_argument, NULL, 'b'},
-    {"json", no_argument, NULL, 'j'},          {"chart", required_argument, NULL, 'G'},
+    {"timeout", required_argument, NULL, 't'},
+    {"memory", required_argument, NULL, 'm'},
+    {"pids", required_argument, NULL, 'p'},
+    {"cpus", required_argument, NULL, 'c'},
+    {"image", required_argument, NULL, 'i'},
+    {"input", required_argument, NULL, 'I'},
+    {"output", required_argument, NULL, 'O'},
+    {"backend", required_argument, NULL, 'b'},
+    {"json", no_argument, NULL, 'j'},
+    {"chart", required_argument, NULL, 'G'},
     {"color", required_argument, NULL, 'C'},
-    {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 static const struct option mcp_longs[] = {
     {"images", required_argument, NULL, 0},
