@@ -66,6 +66,5 @@ echo "deb-test: passed: root made in $((made - start)) s, apt install in $((inst
     "$((end - start)) s in all; apt set up $(echo "$set_up" | wc -l) packages, among them what pybox names:"
 named=$(dpkg-deb -f "$deb" Depends Recommends | sed 's/^[A-Za-z]*: //; s/([^)]*)//g; s/[,|]/\n/g' | tr -d ' ')
 echo "$set_up" | while read -r pkg ver; do
-    echo "$named" | grep -qx "${pkg%%:*}" && echo "  $pkg $ver"
+    if echo "$named" | grep -qx "${pkg%%:*}"; then echo "  $pkg $ver"; fi
 done
-true
