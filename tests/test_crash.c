@@ -2,10 +2,12 @@
 /* If PyBox is killed mid-run, the box's own timer still ends it, with nobody calling stop;
  * `pybox cleanup` removes what is left after its expiry. On either backend. */
 #include <check.h>
+#include <dirent.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -132,6 +134,73 @@ static cJSON *new_box(pybox_engine_t *e, const cJSON *before)
     return found;
 }
 
+/* The run note of this installation that is not in before (names of runs/), or "". */
+static void new_note(char **before, size_t n_before, char *run_id, size_t len)
+{
+    run_id[0] = '\0';
+    char dir[PATH_MAX];
+    ck_assert_int_eq(pybox_fmt(dir, sizeof dir, "%s/runs", itest_state()->dir), 0);
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n != 32 + 5 || strcmp(de->d_name + 32, ".json") != 0)
+            continue;
+        bool old = false;
+        for (size_t i = 0; i < n_before; i++)
+            old = old || strcmp(before[i], de->d_name) == 0;
+        if (!old) {
+            ck_assert_msg(run_id[0] == '\0', "more than one new run");
+            snprintf(run_id, len, "%.32s", de->d_name);
+        }
+    }
+    closedir(d);
+}
+
+static size_t notes_now(char ***out)
+{
+    char dir[PATH_MAX];
+    ck_assert_int_eq(pybox_fmt(dir, sizeof dir, "%s/runs", itest_state()->dir), 0);
+    *out = NULL;
+    size_t n = 0;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        *out = realloc(*out, (n + 1) * sizeof **out);
+        ck_assert_ptr_nonnull(*out);
+        (*out)[n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    return n;
+}
+
+/* Natively: PyBox killed at the phase leaves its run note and what it made for cleanup
+ * (the caller then sees the box end by itself, its init's timer at the latest, and
+ * cleanup after the expiry leave nothing of the run). */
+static void hook_kills_natively(const char *phase, const char *program, char *run_id, size_t run_id_len)
+{
+    char **before = NULL;
+    size_t n_before = notes_now(&before);
+    char env_kill[64];
+    snprintf(env_kill, sizeof env_kill, "PYBOX_TEST_KILL_AT=%s", phase);
+    const char *env[] = {env_kill, NULL};
+    const char *args[] = {"exec", "--json", "--timeout", "1", NULL};
+    itest_run_t r;
+    itest_pybox(program, strlen(program), args, env, &r);
+    ck_assert_msg(r.status == 128 + SIGKILL, "%s: pybox exited %d: %s", phase, r.status, r.err);
+    ck_assert_msg(r.out_len == 0, "%s: a receipt was printed", phase);
+    itest_run_free(&r);
+    new_note(before, n_before, run_id, run_id_len);
+    for (size_t i = 0; i < n_before; i++)
+        free(before[i]);
+    free(before);
+    ck_assert_msg(run_id[0] != '\0', "%s: no run note left", phase);
+    ck_assert_msg(itest_run_left(run_id) > 0, "%s: the killed run left nothing for cleanup", phase);
+}
+
 /* PYBOX_TEST_KILL_AT makes pybox exec SIGKILL itself at the named phase: the box is
  * left as that phase leaves it, and a box that ran ends by itself (no kill, no stop). */
 START_TEST(test_hook_kills_pybox_at_each_phase)
@@ -145,6 +214,18 @@ START_TEST(test_hook_kills_pybox_at_each_phase)
         {"run", "import time\ntime.sleep(8)\n", "exited", 137},   /* init: its timer */
         {"collect", "print('done')\n", "exited", 0},              /* held, then its timer */
     };
+    if (itest_native()) {
+        /* all four killed first, then their ends and one expiry waited for together */
+        char runs[4][40];
+        for (size_t i = 0; i < 4; i++)
+            hook_kills_natively(cases[i].phase, cases[i].program, runs[i], sizeof runs[i]);
+        for (size_t i = 0; i < 4; i++)
+            ck_assert_msg(itest_box_wait_ended(runs[i], 10) == 0, "%s: the box still runs 10 s after PyBox was killed",
+                          cases[i].phase);
+        for (size_t i = 0; i < 4; i++)
+            cleanup_until_gone(runs[i]);
+        return;
+    }
     pybox_engine_t *e = itest_engine();
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cJSON *before = NULL;
