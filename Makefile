@@ -5,9 +5,14 @@
 SANITIZE ?=
 BUILD ?= build$(if $(SANITIZE),-san)
 CC ?= gcc
-PKGS := libcjson libcurl libcrypto libarchive libseccomp
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm
+# libcurl and libarchive are not linked into PyBox: each is opened when first needed
+# (pybox/docker/engine.c, pybox/archive_api.c), so a process that needs neither does not
+# load them and the libraries they bring. Tests that call them themselves link them.
+PKGS := libcjson libcrypto libseccomp
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libcurl libarchive)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm -ldl
+CURL_LIBS = $(shell pkg-config --libs libcurl)
+ARCHIVE_LIBS = $(shell pkg-config --libs libarchive)
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS = $(shell pkg-config --libs check)
 
@@ -74,14 +79,14 @@ $(BUILD)/pybox-init: guest/init.c guest/proto.h
 	$(CC) $(GUEST_CFLAGS) guest/init.c -o $@
 
 $(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/site.o $(FRONT_OBJ) $(BUILD)/libpybox.a
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) -lpthread -o $@
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) $(ARCHIVE_LIBS) -lpthread -o $@
 
 $(BUILD)/obj/unit/%.o: unit/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -DPYBOX_FIXTURES='"$(CURDIR)/unit/fixtures"' -c $< -o $@
 
 $(BUILD)/itest: $(ITEST_OBJ) $(BUILD)/libpybox.a
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) -lpthread -o $@
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) $(CURL_LIBS) $(ARCHIVE_LIBS) -lpthread -o $@
 
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
@@ -271,7 +276,7 @@ $(FUZZ_BUILD)/obj/fuzz/escape.o: $(BUILD)/gen/unicode_tables.h
 $(FUZZ_BUILD)/libpybox.a: $(FUZZ_LIB_OBJ)
 	ar rcs $@ $^
 $(FUZZ_BUILD)/fuzz-%: $(FUZZ_BUILD)/obj/fuzz/%.o $(FUZZ_BUILD)/obj/fuzz/common.o $(FUZZ_FRONT_OBJ) $(FUZZ_BUILD)/libpybox.a
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $^ $(PKG_LIBS) -lpthread -o $@
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $^ $(PKG_LIBS) $(ARCHIVE_LIBS) -lpthread -o $@
 
 .SECONDARY: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/obj/fuzz/%.o) $(FUZZ_BUILD)/obj/fuzz/common.o
 .PHONY: fuzz fuzz-build

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Files in and out of a box (see files.h and docs/files.md). */
 #include "files.h"
+#include "archive_api.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <pty.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -298,6 +299,42 @@ START_TEST(status_in_colour)
 }
 END_TEST
 
+/* PyBox opens libcurl and libarchive only when it needs them (each brings a tree of
+ * libraries that would cost every process milliseconds to load): a run with no files
+ * loads libarchive on neither backend, libcurl only on docker, and one with a file in
+ * loads libarchive. The dynamic loader's own log says what was loaded. */
+START_TEST(libraries_opened_when_needed)
+{
+    const char *env[] = {"LD_DEBUG=files", NULL};
+    const char *args[] = {"exec", "--json", NULL};
+    itest_run_t r;
+    itest_pybox("print(1)\n", 9, args, env, &r);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(!itest_contains(r.err, r.err_len, "file=libarchive.so"), "libarchive loaded for a run without files");
+    bool curl = itest_contains(r.err, r.err_len, "file=libcurl.so");
+    ck_assert_msg(curl == !itest_native(), "libcurl %sloaded on the %s backend", curl ? "" : "not ", itest_backend());
+    itest_run_free(&r);
+
+    char dir[] = "/tmp/pybox-itest-lazy-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char file[sizeof dir + 8];
+    snprintf(file, sizeof file, "%s/in.txt", dir);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("seen\n", f);
+    fclose(f);
+    const char *args_in[] = {"exec", "--json", "--input", file, NULL};
+    const char *prog = "print(open('/box/in/in.txt').read().strip())\n";
+    itest_pybox(prog, strlen(prog), args_in, env, &r);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(itest_contains(r.err, r.err_len, "file=libarchive.so"), "libarchive never loaded for a file in");
+    ck_assert_msg(itest_contains(r.out, r.out_len, "seen"), "%.*s", (int)r.out_len, r.out);
+    itest_run_free(&r);
+    unlink(file);
+    rmdir(dir);
+}
+END_TEST
+
 Suite *itest_suite_exec(void)
 {
     Suite *s = suite_create("exec");
@@ -314,6 +351,7 @@ Suite *itest_suite_exec(void)
     tcase_add_test(tc, program_cannot_signal_the_init);
     tcase_add_test(tc, human_receipt_is_fenced);
     tcase_add_test(tc, status_in_colour);
+    tcase_add_test(tc, libraries_opened_when_needed);
     suite_add_tcase(s, tc);
     return s;
 }

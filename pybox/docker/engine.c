@@ -3,6 +3,7 @@
 #include "engine.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -35,12 +36,62 @@ struct pybox_engine_stream {
     size_t pending_len, pending_off;
 };
 
+/* libcurl is opened the first time an engine is, not when PyBox starts: with the
+ * libraries it brings (TLS, Kerberos, LDAP, SSH, IDN, HTTP/2 and more, none of which a
+ * Unix socket needs) it doubles the start of every process, and a native box's run or
+ * a refusal never uses it. Each function is taken with its own declared type. */
+#define PYBOX_CURL_SONAME "libcurl.so.4"
+static struct {
+    __typeof__(curl_global_init) *global_init;
+    __typeof__(curl_easy_init) *easy_init;
+    __typeof__(curl_easy_reset) *easy_reset;
+    __typeof__(curl_easy_setopt) *easy_setopt;
+    __typeof__(curl_easy_perform) *easy_perform;
+    __typeof__(curl_easy_getinfo) *easy_getinfo;
+    __typeof__(curl_easy_strerror) *easy_strerror;
+    __typeof__(curl_easy_escape) *easy_escape;
+    __typeof__(curl_easy_cleanup) *easy_cleanup;
+    __typeof__(curl_free) *free;
+    __typeof__(curl_slist_append) *slist_append;
+    __typeof__(curl_slist_free_all) *slist_free_all;
+} cu;
+
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
+static char curl_failure[256]; /* empty when libcurl is ready */
+
+static void *curl_sym(void *lib, const char *name)
+{
+    void *f = dlsym(lib, name);
+    if (f == NULL && curl_failure[0] == '\0')
+        snprintf(curl_failure, sizeof curl_failure, "%s has no %s", PYBOX_CURL_SONAME, name);
+    return f;
+}
 
 static void curl_init(void)
 {
-    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+    void *lib = dlopen(PYBOX_CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        const char *why = dlerror();
+        snprintf(curl_failure, sizeof curl_failure, "%s", why != NULL ? why : PYBOX_CURL_SONAME);
+        return;
+    }
+    /* The library stays open for the process's life: its handles are used to the end. */
+    cu.global_init = (__typeof__(cu.global_init))curl_sym(lib, "curl_global_init");
+    cu.easy_init = (__typeof__(cu.easy_init))curl_sym(lib, "curl_easy_init");
+    cu.easy_reset = (__typeof__(cu.easy_reset))curl_sym(lib, "curl_easy_reset");
+    cu.easy_setopt = (__typeof__(cu.easy_setopt))curl_sym(lib, "curl_easy_setopt");
+    cu.easy_perform = (__typeof__(cu.easy_perform))curl_sym(lib, "curl_easy_perform");
+    cu.easy_getinfo = (__typeof__(cu.easy_getinfo))curl_sym(lib, "curl_easy_getinfo");
+    cu.easy_strerror = (__typeof__(cu.easy_strerror))curl_sym(lib, "curl_easy_strerror");
+    cu.easy_escape = (__typeof__(cu.easy_escape))curl_sym(lib, "curl_easy_escape");
+    cu.easy_cleanup = (__typeof__(cu.easy_cleanup))curl_sym(lib, "curl_easy_cleanup");
+    cu.free = (__typeof__(cu.free))curl_sym(lib, "curl_free");
+    cu.slist_append = (__typeof__(cu.slist_append))curl_sym(lib, "curl_slist_append");
+    cu.slist_free_all = (__typeof__(cu.slist_free_all))curl_sym(lib, "curl_slist_free_all");
+    if (curl_failure[0] != '\0')
+        return;
+    if (cu.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        snprintf(curl_failure, sizeof curl_failure, "curl_global_init failed");
 }
 
 /* Once per process, whichever thread comes first (the MCP server opens engines from
@@ -48,8 +99,9 @@ static void curl_init(void)
 static int curl_ready(pybox_error_t *err)
 {
     pthread_once(&curl_once, curl_init);
-    if (curl_init_rc != CURLE_OK)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "curl_global_init failed");
+    if (curl_failure[0] != '\0')
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "the docker backend needs libcurl (%s, Debian's libcurl4): %s",
+                               PYBOX_CURL_SONAME, curl_failure);
     return 0;
 }
 
@@ -128,43 +180,43 @@ static int transfer(pybox_engine_t *e, const char *method, const char *url, cons
                     pybox_error_t *err)
 {
     CURL *c = e->curl;
-    curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)PYBOX_ENGINE_CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, reply);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+    cu.easy_reset(c);
+    cu.easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
+    cu.easy_setopt(c, CURLOPT_URL, url);
+    cu.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    cu.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)PYBOX_ENGINE_CONNECT_TIMEOUT_MS);
+    cu.easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+    cu.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    cu.easy_setopt(c, CURLOPT_WRITEDATA, reply);
+    cu.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
     struct curl_slist *hdrs = NULL;
     upload_src_t src = {.fd = upload_fd};
     if (upload_fd >= 0) {
-        curl_easy_setopt(c, CURLOPT_POST, 1L);
-        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_upload);
-        curl_easy_setopt(c, CURLOPT_READDATA, &src);
-        hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
-        hdrs = curl_slist_append(hdrs, "Expect:");
+        cu.easy_setopt(c, CURLOPT_POST, 1L);
+        cu.easy_setopt(c, CURLOPT_READFUNCTION, on_upload);
+        cu.easy_setopt(c, CURLOPT_READDATA, &src);
+        hdrs = cu.slist_append(hdrs, "Transfer-Encoding: chunked");
+        hdrs = cu.slist_append(hdrs, "Expect:");
     } else if (strcmp(method, "POST") == 0 || body != NULL) {
-        curl_easy_setopt(c, CURLOPT_POST, 1L);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body_len : 0));
+        cu.easy_setopt(c, CURLOPT_POST, 1L);
+        cu.easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
+        cu.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body_len : 0));
         if (strcmp(method, "POST") != 0)
-            curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+            cu.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
         if (body_len > 1024)
-            hdrs = curl_slist_append(hdrs, "Expect:");
+            hdrs = cu.slist_append(hdrs, "Expect:");
     } else if (strcmp(method, "GET") != 0) {
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        cu.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     }
     if (content_type != NULL) {
         char h[128];
         snprintf(h, sizeof h, "Content-Type: %s", content_type);
-        hdrs = curl_slist_append(hdrs, h);
+        hdrs = cu.slist_append(hdrs, h);
     }
     if (hdrs != NULL)
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-    CURLcode rc = curl_easy_perform(c);
-    curl_slist_free_all(hdrs);
+        cu.easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    CURLcode rc = cu.easy_perform(c);
+    cu.slist_free_all(hdrs);
     if (rc != CURLE_OK) {
         int kind_errno = 0;
         if (rc == CURLE_COULDNT_CONNECT)
@@ -175,9 +227,9 @@ static int transfer(pybox_engine_t *e, const char *method, const char *url, cons
             return pybox_error_set(err, PYBOX_ERR_PROTOCOL, EFBIG, "%s %s: the engine's reply is larger than %zu bytes",
                                    method, url, reply->max);
         return pybox_error_set(err, PYBOX_ERR_ENGINE, kind_errno, "%s %s via %s: %s", method, url, e->socket_path,
-                               curl_easy_strerror(rc));
+                               cu.easy_strerror(rc));
     }
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    cu.easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
     return 0;
 }
 
@@ -291,11 +343,11 @@ int pybox_engine_fail(pybox_error_t *err, const char *what, long status, const c
 
 char *pybox_engine_escape(pybox_engine_t *e, const char *s)
 {
-    char *c = curl_easy_escape(e->curl, s, 0);
+    char *c = cu.easy_escape(e->curl, s, 0);
     if (c == NULL)
         return NULL;
     char *r = strdup(c);
-    curl_free(c);
+    cu.free(c);
     return r;
 }
 
@@ -336,18 +388,18 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
 static int ping(pybox_engine_t *e, long *status, pybox_buf_t *body, pybox_buf_t *head, pybox_error_t *err)
 {
     CURL *c = e->curl;
-    curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
-    curl_easy_setopt(c, CURLOPT_URL, "http://localhost/_ping");
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, e->contact_ms);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, e->contact_ms); /* the whole exchange, answer included */
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, head);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
-    CURLcode rc = curl_easy_perform(c);
+    cu.easy_reset(c);
+    cu.easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
+    cu.easy_setopt(c, CURLOPT_URL, "http://localhost/_ping");
+    cu.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    cu.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, e->contact_ms);
+    cu.easy_setopt(c, CURLOPT_TIMEOUT_MS, e->contact_ms); /* the whole exchange, answer included */
+    cu.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    cu.easy_setopt(c, CURLOPT_WRITEDATA, body);
+    cu.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    cu.easy_setopt(c, CURLOPT_HEADERDATA, head);
+    cu.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+    CURLcode rc = cu.easy_perform(c);
     if (rc == CURLE_WRITE_ERROR)
         return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "GET /_ping: the engine's answer is too large");
     if (rc == CURLE_OPERATION_TIMEDOUT)
@@ -357,8 +409,8 @@ static int ping(pybox_engine_t *e, long *status, pybox_buf_t *body, pybox_buf_t 
                                e->socket_path, e->contact_ms / 1000.0, PYBOX_ENGINE_CONTACT_ENV);
     if (rc != CURLE_OK)
         return pybox_error_set(err, PYBOX_ERR_ENGINE, rc == CURLE_COULDNT_CONNECT ? ECONNREFUSED : 0,
-                               "GET /_ping via %s: %s", e->socket_path, curl_easy_strerror(rc));
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+                               "GET /_ping via %s: %s", e->socket_path, cu.easy_strerror(rc));
+    cu.easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
     return 0;
 }
 
@@ -454,7 +506,7 @@ int pybox_engine_open(const char *docker_host, pybox_engine_t **out, pybox_error
         free(e);
         return -1;
     }
-    e->curl = curl_easy_init();
+    e->curl = cu.easy_init();
     if (e->curl == NULL) {
         free(e);
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "curl_easy_init failed");
@@ -491,7 +543,7 @@ void pybox_engine_free(pybox_engine_t *e)
     if (e == NULL)
         return;
     if (e->curl)
-        curl_easy_cleanup(e->curl);
+        cu.easy_cleanup(e->curl);
     free(e);
 }
 
@@ -570,23 +622,23 @@ int pybox_engine_upgrade(pybox_engine_t *e, const char *path, pybox_engine_strea
     if (s == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
     s->fd = -1;
-    s->curl = curl_easy_init();
+    s->curl = cu.easy_init();
     if (s->curl == NULL) {
         free(s);
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "curl_easy_init failed");
     }
-    curl_easy_setopt(s->curl, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
-    curl_easy_setopt(s->curl, CURLOPT_URL, "http://localhost/");
-    curl_easy_setopt(s->curl, CURLOPT_CONNECT_ONLY, 1L);
-    curl_easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)PYBOX_ENGINE_CONNECT_TIMEOUT_MS);
-    CURLcode rc = curl_easy_perform(s->curl);
+    cu.easy_setopt(s->curl, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
+    cu.easy_setopt(s->curl, CURLOPT_URL, "http://localhost/");
+    cu.easy_setopt(s->curl, CURLOPT_CONNECT_ONLY, 1L);
+    cu.easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
+    cu.easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)PYBOX_ENGINE_CONNECT_TIMEOUT_MS);
+    CURLcode rc = cu.easy_perform(s->curl);
     curl_socket_t fd = CURL_SOCKET_BAD;
     if (rc == CURLE_OK)
-        rc = curl_easy_getinfo(s->curl, CURLINFO_ACTIVESOCKET, &fd);
+        rc = cu.easy_getinfo(s->curl, CURLINFO_ACTIVESOCKET, &fd);
     if (rc != CURLE_OK || fd == CURL_SOCKET_BAD) {
         pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "connecting to %s for %s: %s", e->socket_path, path,
-                        curl_easy_strerror(rc));
+                        cu.easy_strerror(rc));
         pybox_engine_stream_free(s);
         return -1;
     }
@@ -696,7 +748,7 @@ void pybox_engine_stream_free(pybox_engine_stream_t *s)
     if (s == NULL)
         return;
     if (s->curl)
-        curl_easy_cleanup(s->curl); /* closes the socket */
+        cu.easy_cleanup(s->curl); /* closes the socket */
     free(s->pending);
     free(s);
 }

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Images in the Docker engine: imported from a root filesystem tar, pinned by the ID the
  * engine gave them, named pybox-<name>:<fingerprint>, removed never forced (box.h). */
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../archive_api.h"
 #include "../bounds.h"
 #include "../buf.h"
 #include "../state.h"

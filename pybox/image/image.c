@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Image build, import and pinning (see image.h). */
 #include "image.h"
+#include "../archive_api.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Custom images from a uv lock file and a folder of wheels (see wheels.h). */
 #include "wheels.h"
+#include "../archive_api.h"
 
-#include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

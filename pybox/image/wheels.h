@@ -6,12 +6,12 @@
 #ifndef PYBOX_WHEELS_H
 #define PYBOX_WHEELS_H
 
-#include <archive.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../archive_api.h"
 #include "../error.h"
 #include "../log.h"
 

@@ -2,8 +2,6 @@
 /* Files in and out of a native box (see sandbox.h): inputs unpacked into the staging
  * folder bound at /box/in; /box/out read through /proc/<init>/root, never following a
  * link the program made. */
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../archive_api.h"
 #include "../bounds.h"
 #include "../escape.h"
 #include "../util.h"

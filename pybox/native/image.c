@@ -3,8 +3,6 @@
  * of the installation (root's, read-only to boxes: they get it bound read-only), named
  * and pinned by the SHA-256 of its whole tree; `pybox image verify` hashes it again
  * (native.h). */
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../archive_api.h"
 #include "../cgroup.h"
 #include "../util.h"
 #include "internal.h"
