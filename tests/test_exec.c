@@ -5,8 +5,8 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pty.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
