@@ -737,6 +737,8 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
     for (size_t i = 0; i < p->n_ops; i++)
         if (do_op(&p->ops[i]) < 0)
             child_fail(report_w, (int)i, errno);
+    /* The nodes and folders above have their modes exactly; what the box makes, the usual. */
+    umask(PYBOX_NATIVE_UMASK);
     /* The old root is stacked under the new one and detached: no host path stays. */
     if (chdir(p->new_root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
         chdir("/") < 0 || chdir("/tmp") < 0)
