@@ -397,6 +397,43 @@ START_TEST(the_box_takes_nothing_of_its_makers_process)
 }
 END_TEST
 
+/* The keys of PyBox's session keyring are its own: a box gets an empty session keyring of
+ * its own, so a program would possess none of them even where seccomp let it call
+ * keyctl (the filter is removed here, to see the protection alone). The test's process
+ * stands for PyBox, with a key of a caller's in its session keyring. */
+static const char find_key[] = "import ctypes, errno\n"
+                               "libc = ctypes.CDLL(None, use_errno=True)\n"
+                               "libc.syscall.restype = ctypes.c_long\n"
+                               "k = libc.syscall(250, 10, -3, b'user', b'pybox-itest-key', 0)\n"
+                               "if k < 0:\n"
+                               "    print('search', errno.errorcode.get(ctypes.get_errno()))\n"
+                               "else:\n"
+                               "    b = ctypes.create_string_buffer(64)\n"
+                               "    n = libc.syscall(250, 11, ctypes.c_long(k), b, 64)\n"
+                               "    print('read', b.raw[:n].decode() if n > 0 else n)\n";
+
+START_TEST(the_box_has_a_session_keyring_of_its_own)
+{
+    ck_assert_int_ge(syscall(SYS_keyctl, 1 /* KEYCTL_JOIN_SESSION_KEYRING */, "pybox-itest"), 0);
+    const char secret[] = "a caller's secret";
+    ck_assert_int_ge(syscall(SYS_add_key, "user", "pybox-itest-key", secret, strlen(secret), -3 /* session */), 0);
+    pybox_native_spec_t s;
+    char name[33];
+    spec_of(&s, name, 200111);
+    s.relax = PYBOX_RELAX_SECCOMP;
+    outcome_t o;
+    run_in(find_key, &s, NULL, NULL, &o);
+    ck_assert_msg(o.r.rec.seen && o.r.rec.exit_code == 0, "stdout: %s stderr: %s", o.out, o.err);
+    ck_assert_msg(has_line(o.out, "search ENOKEY"), "the program reached PyBox's keyring: %s", o.out);
+    outcome_free(&o);
+    /* With the filter, keyctl is not even there. */
+    spec_of(&s, name, 200111);
+    run_in(find_key, &s, NULL, NULL, &o);
+    ck_assert_msg(has_line(o.out, "search EPERM"), "%s", o.out);
+    outcome_free(&o);
+}
+END_TEST
+
 START_TEST(memory_limit_kills_and_is_counted)
 {
     pybox_native_spec_t s;
@@ -803,6 +840,7 @@ Suite *itest_suite_native(void)
     tcase_add_test(tc, files_out_as_the_engine_packs_them);
     tcase_add_test(tc, killed_host_box_ends_by_its_timer);
     tcase_add_test(tc, a_caller_ignoring_sigchld_keeps_its_box);
+    tcase_add_test(tc, the_box_has_a_session_keyring_of_its_own);
     suite_add_tcase(s, tc);
     tc = tcase_create("threads");
     tcase_add_unchecked_fixture(tc, setup, teardown);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/keyctl.h>
 #include <linux/sched.h>
 #include <net/if.h>
 #include <poll.h>
@@ -603,6 +604,7 @@ enum {
     STEP_ATTACH = -15,
     STEP_SCHED = -16,
     STEP_OOM = -17,
+    STEP_KEYRING = -18,
 };
 
 static const char *step_name(int step)
@@ -640,6 +642,8 @@ static const char *step_name(int step)
         return "the default scheduling, nice value, I/O priority and personality";
     case STEP_OOM:
         return "writing /proc/self/oom_score_adj";
+    case STEP_KEYRING:
+        return "keyctl(KEYCTL_JOIN_SESSION_KEYRING)";
     default:
         return "?";
     }
@@ -763,6 +767,11 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
     } else if (sethostname("pybox", 5) < 0) {
         child_fail(report_w, STEP_HOSTNAME, errno);
     }
+    /* A new, empty session keyring: the one inherited is PyBox's, and a process possesses
+     * every key of its session keyring whatever its uid, so the keys of PyBox's callers
+     * would have been the program's with only the seccomp filter between. */
+    if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0)
+        child_fail(report_w, STEP_KEYRING, errno);
     /* No supplementary group of PyBox's stays with init. */
     if (syscall(SYS_setgroups, 0, NULL) < 0) /* raw: glibc would wait for threads the child does not have */
         child_fail(report_w, STEP_CAPS, errno);
