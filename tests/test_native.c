@@ -434,6 +434,62 @@ START_TEST(the_box_has_a_session_keyring_of_its_own)
 }
 END_TEST
 
+/* The kernel interfaces a program could break out through, or hold the host with, are
+ * refused by the filter (EPERM), and a system call by another architecture's entry point
+ * (x32 here) ends the calling process. */
+static const char kernel_calls[] =
+    "import ctypes, errno, os, signal\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "libc.syscall.restype = ctypes.c_long\n"
+    "buf = ctypes.create_string_buffer(256)\n"
+    "calls = [('io_uring_setup', 425, 8, buf), ('userfaultfd', 323, 0), ('bpf', 321, 0, buf, 128),\n"
+    "         ('perf_event_open', 298, buf, 0, -1, -1, 0), ('keyctl', 250, 0, -3, 0),\n"
+    "         ('add_key', 248, b'user', b'k', b'v', 1, -3), ('ptrace', 101, 16, 1, 0, 0),\n"
+    "         ('unshare', 272, 0x10000000), ('clone', 56, 0x10000000 | 17, 0, 0, 0, 0),\n"
+    "         ('setns', 308, 0, 0), ('mount', 165, b'none', b'/tmp', b'tmpfs', 0, 0),\n"
+    "         ('open_by_handle_at', 304, -100, buf, 0), ('process_vm_readv', 310, 1, buf, 1, buf, 1, 0),\n"
+    "         ('kcmp', 312, 1, 1, 0, 0, 0), ('pidfd_getfd', 438, 0, 0, 0), ('fsopen', 430, b'tmpfs', 0)]\n"
+    "for c in calls:\n"
+    "    r = libc.syscall(*[ctypes.c_long(a) if isinstance(a, int) else a for a in c[1:]])\n"
+    "    print(c[0], r if r >= 0 else errno.errorcode.get(ctypes.get_errno()))\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    libc.syscall(ctypes.c_long(0x40000000 + 39))  # x32 getpid\n"
+    "    os._exit(0)\n"
+    "st = os.waitpid(pid, 0)[1]\n"
+    "print('x32', 'killed by SIGSYS' if os.WIFSIGNALED(st) and os.WTERMSIG(st) == signal.SIGSYS else st)\n";
+
+START_TEST(kernel_interfaces_are_refused)
+{
+    pybox_native_spec_t s;
+    char name[33];
+    spec_of(&s, name, 200112);
+    outcome_t o;
+    run_in(kernel_calls, &s, NULL, NULL, &o);
+    ck_assert_msg(o.r.rec.seen && o.r.rec.exit_code == 0, "stdout: %s stderr: %s", o.out, o.err);
+    const char *want[] = {"io_uring_setup EPERM",
+                          "userfaultfd EPERM",
+                          "bpf EPERM",
+                          "perf_event_open EPERM",
+                          "keyctl EPERM",
+                          "add_key EPERM",
+                          "ptrace EPERM",
+                          "unshare EPERM",
+                          "clone EPERM",
+                          "setns EPERM",
+                          "mount EPERM",
+                          "open_by_handle_at EPERM",
+                          "process_vm_readv EPERM",
+                          "kcmp EPERM",
+                          "pidfd_getfd EPERM",
+                          "fsopen EPERM",
+                          "x32 killed by SIGSYS"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        ck_assert_msg(has_line(o.out, want[i]), "'%s' not in:\n%s", want[i], o.out);
+    outcome_free(&o);
+}
+END_TEST
+
 START_TEST(memory_limit_kills_and_is_counted)
 {
     pybox_native_spec_t s;
@@ -841,6 +897,7 @@ Suite *itest_suite_native(void)
     tcase_add_test(tc, killed_host_box_ends_by_its_timer);
     tcase_add_test(tc, a_caller_ignoring_sigchld_keeps_its_box);
     tcase_add_test(tc, the_box_has_a_session_keyring_of_its_own);
+    tcase_add_test(tc, kernel_interfaces_are_refused);
     suite_add_tcase(s, tc);
     tc = tcase_create("threads");
     tcase_add_unchecked_fixture(tc, setup, teardown);
