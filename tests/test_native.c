@@ -682,6 +682,15 @@ static void take_small(pybox_native_box_t *b, void *arg)
     f->rc = f->rc < 0 ? -err.errnum : 0;
 }
 
+static void take_roomy(pybox_native_box_t *b, void *arg)
+{
+    files_arg_t *f = arg;
+    pybox_error_t err = {0};
+    f->rc = pybox_native_get_files(b, 8 << 20, &f->tar, &err);
+    f->rc = f->rc < 0 ? -err.errnum : 0;
+    snprintf(f->err, sizeof f->err, "%s", err.msg);
+}
+
 START_TEST(files_out_bounded)
 {
     pybox_native_spec_t s;
@@ -691,6 +700,20 @@ START_TEST(files_out_bounded)
     outcome_t o;
     run_in("open('/box/out/big', 'wb').write(b'x' * 100000)\n", &s, take_small, &fa, &o);
     ck_assert_int_eq(fa.rc, -EFBIG);
+    outcome_free(&o);
+    /* Many entries are bounded by the archive's size alone; folders nested deeper than the
+     * packer goes fail the copy, saying so (never "larger than the limit"). */
+    spec_of(&s, name, 200107);
+    files_arg_t many = {.rc = 1};
+    run_in("for i in range(5000):\n    open('/box/out/f%04d' % i, 'w').close()\n", &s, take_roomy, &many, &o);
+    ck_assert_msg(many.rc == 0, "%d: %s", many.rc, many.err);
+    pybox_buf_free(&many.tar);
+    outcome_free(&o);
+    spec_of(&s, name, 200107);
+    files_arg_t deep = {.rc = 1};
+    run_in("import os\nos.makedirs('/box/out/' + '/'.join(['d'] * 70))\n", &s, take_roomy, &deep, &o);
+    ck_assert_int_eq(deep.rc, -ELOOP);
+    ck_assert_msg(strstr(deep.err, "nested more than 64 deep") != NULL, "%s", deep.err);
     outcome_free(&o);
 }
 END_TEST
