@@ -611,6 +611,47 @@ static void take_out(pybox_native_box_t *b, void *arg)
     snprintf(f->err, sizeof f->err, "%s", err.msg);
 }
 
+/* The maker's umask is not the box's: PyBox run from a shell with umask 077 (a hardened
+ * root's) made the inputs' folder root's alone, and the program could not read /box/in. */
+START_TEST(inputs_readable_whatever_the_makers_umask)
+{
+    umask(077);
+    pybox_native_spec_t s;
+    char name[33];
+    spec_of(&s, name, 200113);
+    char in[PATH_MAX];
+    snprintf(in, sizeof in, "%s/umask.txt", work);
+    FILE *f = fopen(in, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("7\n", f);
+    fclose(f);
+    pybox_inputs_t inputs;
+    pybox_inputs_init(&inputs);
+    const char *paths[] = {in};
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_inputs_prepare(paths, 1, PYBOX_INPUT_MAX, &inputs, &err) == 0, "%s", err.msg);
+    pybox_native_box_t *b = NULL;
+    ck_assert_msg(pybox_native_create(&s, &b, &err) == 0, "%s", err.msg);
+    pid_t pid = pybox_native_pid(b);
+    ck_assert_msg(pybox_native_put_files(b, inputs.tar.data, inputs.tar.len, &err) == 0, "%s", err.msg);
+    pybox_inputs_free(&inputs);
+    pybox_native_run_t r;
+    const char *prog = "print(open('/box/in/umask.txt').read().strip())\n";
+    ck_assert_msg(pybox_native_drive(b, prog, strlen(prog), 15000, NULL, NULL, &r, &err) == 0, "%s", err.msg);
+    pybox_said_t said;
+    pybox_sink_said(&r.err, 0, &said);
+    ck_assert_msg(r.rec.seen && r.rec.exit_code == 0, "exit %d: %.*s", r.rec.exit_code, (int)said.kept, said.data);
+    pybox_sink_said(&r.out, r.rec.length, &said);
+    ck_assert_int_eq(said.kept, 2);
+    ck_assert_int_eq(memcmp(said.data, "7\n", 2), 0);
+    pybox_native_run_free(&r);
+    bool gone = false;
+    ck_assert_msg(pybox_native_remove(b, &gone, &err) == 0 && gone, "%s", err.msg);
+    pybox_native_free(b);
+    assert_gone(&s, pid);
+}
+END_TEST
+
 START_TEST(files_in_and_out)
 {
     pybox_native_spec_t s;
@@ -915,6 +956,7 @@ Suite *itest_suite_native(void)
     tcase_add_test(tc, pids_limit_refuses_forks);
     tcase_add_test(tc, verify_catches_a_different_spec);
     tcase_add_test(tc, files_in_and_out);
+    tcase_add_test(tc, inputs_readable_whatever_the_makers_umask);
     tcase_add_test(tc, files_out_bounded);
     tcase_add_test(tc, files_out_as_the_engine_packs_them);
     tcase_add_test(tc, killed_host_box_ends_by_its_timer);

@@ -871,6 +871,15 @@ static int write_expiry(const char *dir, int64_t expires, pybox_error_t *err)
     return 0;
 }
 
+/* A folder of mode 0755 whatever PyBox's umask: one of 077 (a hardened root's shell)
+ * would make the inputs' folder root's alone, unreadable by the program. */
+static int mkdir_0755(const char *p)
+{
+    if (mkdir(p, 0755) < 0)
+        return -1;
+    return chmod(p, 0755);
+}
+
 /* <staging>/<name>, appearing whole: made under a dot name with its expiry file (and the
  * folders the box needs), then renamed, so a sweep never sees one without its expiry. */
 static int make_staging(const pybox_native_spec_t *s, pybox_native_box_t *b, pybox_error_t *err)
@@ -887,11 +896,11 @@ static int make_staging(const pybox_native_spec_t *s, pybox_native_box_t *b, pyb
     char p[PATH_MAX];
     if (rc == 0 && s->in_dir == NULL && s->mount_in) {
         /* Root-owned and not writable by the program; only PyBox fills it. */
-        if (pybox_fmt(p, sizeof p, "%s/%s", tmp, sub_in[0]) < 0 || mkdir(p, 0755) < 0)
+        if (pybox_fmt(p, sizeof p, "%s/%s", tmp, sub_in[0]) < 0 || mkdir_0755(p) < 0)
             rc = sys_fail(err, errno, "mkdir", p);
     }
     for (size_t i = 0; rc == 0 && (s->relax & PYBOX_RELAX_WRITABLE_ROOT) && i < 3; i++)
-        if (pybox_fmt(p, sizeof p, "%s/%s", tmp, sub_root[i]) < 0 || mkdir(p, 0755) < 0)
+        if (pybox_fmt(p, sizeof p, "%s/%s", tmp, sub_root[i]) < 0 || mkdir_0755(p) < 0)
             rc = sys_fail(err, errno, "mkdir", p);
     /* The staging folder itself must be traversable for the bind of in/. */
     if (rc == 0 && chmod(tmp, 0711) < 0)
