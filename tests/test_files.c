@@ -167,6 +167,38 @@ START_TEST(limits_on_what_comes_back)
 }
 END_TEST
 
+/* Many entries and folders nested deep are what the limits of what comes back are for:
+ * the first 64 files come back and every other entry is listed with its reason, on every
+ * backend (a native box's own packing once gave up on more than 4096 entries or 32
+ * levels, and the receipt said its archive was larger than the limit). */
+START_TEST(many_and_deep_outputs_listed_not_lost)
+{
+    char out[PATH_MAX];
+    path_in(out, "out");
+    const char *args[] = {"--output", out, "--timeout", "30", NULL};
+    itest_run_t r;
+    itest_exec("import os\n"
+               "for i in range(5000):\n    open('/box/out/f%04d' % i, 'w').close()\n"
+               "p = '/box/out/deep' + '/d' * 40\n"
+               "os.makedirs(p)\n"
+               "open(p + '/x.txt', 'w').write('x')\n",
+               args, &r);
+    const cJSON *j = r.receipt;
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    ck_assert_msg(strcmp(itest_str(j, "seen.files.status"), "delivered") == 0, "%s: %s",
+                  itest_str(j, "seen.files.status"), itest_str(j, "seen.files.reason"));
+    ck_assert_int_eq((int)itest_num(j, "seen.files.returned_files"), 64);
+    /* 4936 files, and the 25 folders and the file below the 16th level */
+    ck_assert_int_eq((int)itest_num(j, "seen.files.not_returned"), 4936 + 26);
+    const cJSON *deep =
+        entry_named(itest_get(j, "seen.files.not_returned_entries"), "deep/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d");
+    ck_assert_ptr_nonnull(deep);
+    ck_assert_str_eq(itest_str(deep, "reason"), "it is nested too deep");
+    ck_assert_int_eq(count_entries(out), 65); /* 64 files and deep/ */
+    itest_run_free(&r);
+}
+END_TEST
+
 START_TEST(stdout_cut_file_intact)
 {
     char out[PATH_MAX];
@@ -705,6 +737,7 @@ Suite *itest_suite_files(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, csv_in_two_files_back);
     tcase_add_test(tc, limits_on_what_comes_back);
+    tcase_add_test(tc, many_and_deep_outputs_listed_not_lost);
     tcase_add_test(tc, stdout_cut_file_intact);
     tcase_add_test(tc, refused_before_any_box);
     tcase_add_test(tc, hostile_names_escaped);

@@ -286,7 +286,8 @@ static const char inside[] =
     "    if libc.unshare(0x10000000) != 0: raise OSError(ctypes.get_errno(), 'unshare')\n"
     "tryit('unshare', unshare)\n"
     "print('dev', sorted(os.listdir('/dev')))\n"
-    "print('sys', os.listdir('/sys'))\n";
+    "print('sys', os.listdir('/sys'))\n"
+    "print('umask', oct(os.umask(0o22)))\n";
 
 static bool has_line(const char *out, const char *line)
 {
@@ -328,6 +329,8 @@ START_TEST(the_program_sees_a_sealed_box)
         "unshare EPERM",
         "dev ['fd', 'full', 'null', 'random', 'shm', 'stderr', 'stdin', 'stdout', 'urandom', 'zero']",
         "sys []",
+        /* as the engine's box has it: the program's files are not writable by all */
+        "umask 0o22",
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         ck_assert_msg(has_line(o.out, want[i]), "'%s' not in:\n%s", want[i], o.out);
@@ -390,6 +393,99 @@ START_TEST(the_box_takes_nothing_of_its_makers_process)
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         ck_assert_msg(has_line(o.out, want[i]), "'%s' not in:\n%s", want[i], o.out);
     ck_assert_msg(io == 0 || io == ((2 << 13) | 4), "init's I/O priority %ld", io); /* the default */
+    outcome_free(&o);
+}
+END_TEST
+
+/* The keys of PyBox's session keyring are its own: a box gets an empty session keyring of
+ * its own, so a program would possess none of them even where seccomp let it call
+ * keyctl (the filter is removed here, to see the protection alone). The test's process
+ * stands for PyBox, with a key of a caller's in its session keyring. */
+static const char find_key[] = "import ctypes, errno\n"
+                               "libc = ctypes.CDLL(None, use_errno=True)\n"
+                               "libc.syscall.restype = ctypes.c_long\n"
+                               "k = libc.syscall(250, 10, -3, b'user', b'pybox-itest-key', 0)\n"
+                               "if k < 0:\n"
+                               "    print('search', errno.errorcode.get(ctypes.get_errno()))\n"
+                               "else:\n"
+                               "    b = ctypes.create_string_buffer(64)\n"
+                               "    n = libc.syscall(250, 11, ctypes.c_long(k), b, 64)\n"
+                               "    print('read', b.raw[:n].decode() if n > 0 else n)\n";
+
+START_TEST(the_box_has_a_session_keyring_of_its_own)
+{
+    ck_assert_int_ge(syscall(SYS_keyctl, 1 /* KEYCTL_JOIN_SESSION_KEYRING */, "pybox-itest"), 0);
+    const char secret[] = "a caller's secret";
+    ck_assert_int_ge(syscall(SYS_add_key, "user", "pybox-itest-key", secret, strlen(secret), -3 /* session */), 0);
+    pybox_native_spec_t s;
+    char name[33];
+    spec_of(&s, name, 200111);
+    s.relax = PYBOX_RELAX_SECCOMP;
+    outcome_t o;
+    run_in(find_key, &s, NULL, NULL, &o);
+    ck_assert_msg(o.r.rec.seen && o.r.rec.exit_code == 0, "stdout: %s stderr: %s", o.out, o.err);
+    ck_assert_msg(has_line(o.out, "search ENOKEY"), "the program reached PyBox's keyring: %s", o.out);
+    outcome_free(&o);
+    /* With the filter, keyctl is not even there. */
+    spec_of(&s, name, 200111);
+    run_in(find_key, &s, NULL, NULL, &o);
+    ck_assert_msg(has_line(o.out, "search EPERM"), "%s", o.out);
+    outcome_free(&o);
+}
+END_TEST
+
+/* The kernel interfaces a program could break out through, or hold the host with, are
+ * refused by the filter (EPERM), and a system call by another architecture's entry point
+ * (x32 here) ends the calling process. */
+static const char kernel_calls[] =
+    "import ctypes, errno, os, signal\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "libc.syscall.restype = ctypes.c_long\n"
+    "buf = ctypes.create_string_buffer(256)\n"
+    "calls = [('io_uring_setup', 425, 8, buf), ('userfaultfd', 323, 0), ('bpf', 321, 0, buf, 128),\n"
+    "         ('perf_event_open', 298, buf, 0, -1, -1, 0), ('keyctl', 250, 0, -3, 0),\n"
+    "         ('add_key', 248, b'user', b'k', b'v', 1, -3), ('ptrace', 101, 16, 1, 0, 0),\n"
+    "         ('unshare', 272, 0x10000000), ('clone', 56, 0x10000000 | 17, 0, 0, 0, 0),\n"
+    "         ('setns', 308, 0, 0), ('mount', 165, b'none', b'/tmp', b'tmpfs', 0, 0),\n"
+    "         ('open_by_handle_at', 304, -100, buf, 0), ('process_vm_readv', 310, 1, buf, 1, buf, 1, 0),\n"
+    "         ('kcmp', 312, 1, 1, 0, 0, 0), ('pidfd_getfd', 438, 0, 0, 0), ('fsopen', 430, b'tmpfs', 0)]\n"
+    "for c in calls:\n"
+    "    r = libc.syscall(*[ctypes.c_long(a) if isinstance(a, int) else a for a in c[1:]])\n"
+    "    print(c[0], r if r >= 0 else errno.errorcode.get(ctypes.get_errno()))\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    libc.syscall(ctypes.c_long(0x40000000 + 39))  # x32 getpid\n"
+    "    os._exit(0)\n"
+    "st = os.waitpid(pid, 0)[1]\n"
+    "print('x32', 'killed by SIGSYS' if os.WIFSIGNALED(st) and os.WTERMSIG(st) == signal.SIGSYS else st)\n";
+
+START_TEST(kernel_interfaces_are_refused)
+{
+    pybox_native_spec_t s;
+    char name[33];
+    spec_of(&s, name, 200112);
+    outcome_t o;
+    run_in(kernel_calls, &s, NULL, NULL, &o);
+    ck_assert_msg(o.r.rec.seen && o.r.rec.exit_code == 0, "stdout: %s stderr: %s", o.out, o.err);
+    const char *want[] = {"io_uring_setup EPERM",
+                          "userfaultfd EPERM",
+                          "bpf EPERM",
+                          "perf_event_open EPERM",
+                          "keyctl EPERM",
+                          "add_key EPERM",
+                          "ptrace EPERM",
+                          "unshare EPERM",
+                          "clone EPERM",
+                          "setns EPERM",
+                          "mount EPERM",
+                          "open_by_handle_at EPERM",
+                          "process_vm_readv EPERM",
+                          "kcmp EPERM",
+                          "pidfd_getfd EPERM",
+                          "fsopen EPERM",
+                          "x32 killed by SIGSYS"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        ck_assert_msg(has_line(o.out, want[i]), "'%s' not in:\n%s", want[i], o.out);
     outcome_free(&o);
 }
 END_TEST
@@ -515,6 +611,47 @@ static void take_out(pybox_native_box_t *b, void *arg)
     snprintf(f->err, sizeof f->err, "%s", err.msg);
 }
 
+/* The maker's umask is not the box's: PyBox run from a shell with umask 077 (a hardened
+ * root's) made the inputs' folder root's alone, and the program could not read /box/in. */
+START_TEST(inputs_readable_whatever_the_makers_umask)
+{
+    umask(077);
+    pybox_native_spec_t s;
+    char name[33];
+    spec_of(&s, name, 200113);
+    char in[PATH_MAX];
+    snprintf(in, sizeof in, "%s/umask.txt", work);
+    FILE *f = fopen(in, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("7\n", f);
+    fclose(f);
+    pybox_inputs_t inputs;
+    pybox_inputs_init(&inputs);
+    const char *paths[] = {in};
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_inputs_prepare(paths, 1, PYBOX_INPUT_MAX, &inputs, &err) == 0, "%s", err.msg);
+    pybox_native_box_t *b = NULL;
+    ck_assert_msg(pybox_native_create(&s, &b, &err) == 0, "%s", err.msg);
+    pid_t pid = pybox_native_pid(b);
+    ck_assert_msg(pybox_native_put_files(b, inputs.tar.data, inputs.tar.len, &err) == 0, "%s", err.msg);
+    pybox_inputs_free(&inputs);
+    pybox_native_run_t r;
+    const char *prog = "print(open('/box/in/umask.txt').read().strip())\n";
+    ck_assert_msg(pybox_native_drive(b, prog, strlen(prog), 15000, NULL, NULL, &r, &err) == 0, "%s", err.msg);
+    pybox_said_t said;
+    pybox_sink_said(&r.err, 0, &said);
+    ck_assert_msg(r.rec.seen && r.rec.exit_code == 0, "exit %d: %.*s", r.rec.exit_code, (int)said.kept, said.data);
+    pybox_sink_said(&r.out, r.rec.length, &said);
+    ck_assert_int_eq(said.kept, 2);
+    ck_assert_int_eq(memcmp(said.data, "7\n", 2), 0);
+    pybox_native_run_free(&r);
+    bool gone = false;
+    ck_assert_msg(pybox_native_remove(b, &gone, &err) == 0 && gone, "%s", err.msg);
+    pybox_native_free(b);
+    assert_gone(&s, pid);
+}
+END_TEST
+
 START_TEST(files_in_and_out)
 {
     pybox_native_spec_t s;
@@ -586,6 +723,15 @@ static void take_small(pybox_native_box_t *b, void *arg)
     f->rc = f->rc < 0 ? -err.errnum : 0;
 }
 
+static void take_roomy(pybox_native_box_t *b, void *arg)
+{
+    files_arg_t *f = arg;
+    pybox_error_t err = {0};
+    f->rc = pybox_native_get_files(b, 8 << 20, &f->tar, &err);
+    f->rc = f->rc < 0 ? -err.errnum : 0;
+    snprintf(f->err, sizeof f->err, "%s", err.msg);
+}
+
 START_TEST(files_out_bounded)
 {
     pybox_native_spec_t s;
@@ -595,6 +741,20 @@ START_TEST(files_out_bounded)
     outcome_t o;
     run_in("open('/box/out/big', 'wb').write(b'x' * 100000)\n", &s, take_small, &fa, &o);
     ck_assert_int_eq(fa.rc, -EFBIG);
+    outcome_free(&o);
+    /* Many entries are bounded by the archive's size alone; folders nested deeper than the
+     * packer goes fail the copy, saying so (never "larger than the limit"). */
+    spec_of(&s, name, 200107);
+    files_arg_t many = {.rc = 1};
+    run_in("for i in range(5000):\n    open('/box/out/f%04d' % i, 'w').close()\n", &s, take_roomy, &many, &o);
+    ck_assert_msg(many.rc == 0, "%d: %s", many.rc, many.err);
+    pybox_buf_free(&many.tar);
+    outcome_free(&o);
+    spec_of(&s, name, 200107);
+    files_arg_t deep = {.rc = 1};
+    run_in("import os\nos.makedirs('/box/out/' + '/'.join(['d'] * 70))\n", &s, take_roomy, &deep, &o);
+    ck_assert_int_eq(deep.rc, -ELOOP);
+    ck_assert_msg(strstr(deep.err, "nested more than 64 deep") != NULL, "%s", deep.err);
     outcome_free(&o);
 }
 END_TEST
@@ -796,10 +956,13 @@ Suite *itest_suite_native(void)
     tcase_add_test(tc, pids_limit_refuses_forks);
     tcase_add_test(tc, verify_catches_a_different_spec);
     tcase_add_test(tc, files_in_and_out);
+    tcase_add_test(tc, inputs_readable_whatever_the_makers_umask);
     tcase_add_test(tc, files_out_bounded);
     tcase_add_test(tc, files_out_as_the_engine_packs_them);
     tcase_add_test(tc, killed_host_box_ends_by_its_timer);
     tcase_add_test(tc, a_caller_ignoring_sigchld_keeps_its_box);
+    tcase_add_test(tc, the_box_has_a_session_keyring_of_its_own);
+    tcase_add_test(tc, kernel_interfaces_are_refused);
     suite_add_tcase(s, tc);
     tc = tcase_create("threads");
     tcase_add_unchecked_fixture(tc, setup, teardown);

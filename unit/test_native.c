@@ -200,7 +200,8 @@ START_TEST(parse_status)
     pybox_np_status_t st;
     pybox_error_t err = {0};
     ck_assert_int_eq(pybox_np_status_parse(status_fixture, strlen(status_fixture), &st, &err), 0);
-    ck_assert_uint_eq(st.have, 0x7ffu);
+    ck_assert_uint_eq(st.have, 0xfffu);
+    ck_assert_int_eq(st.umask, 022);
     ck_assert_int_eq(st.uid[0], 0);
     ck_assert_int_eq(st.ngroups, 0);
     ck_assert_uint_eq(st.cap_eff, 0xe0);
@@ -217,7 +218,8 @@ START_TEST(parse_status)
     ck_assert_uint_eq(st.have, PYBOX_NP_ST_UID | PYBOX_NP_ST_GROUPS | PYBOX_NP_ST_CAPEFF);
     /* Malformed: refused, never guessed. */
     const char *bad[] = {"Uid:\t0\t0\t0\n", "CapEff:\t0000000000000000000\n", "CapEff:\tzz\n",
-                         "Seccomp:\t2x\n",  "Uid:\t0 0 0 0\nUid:\t0 0 0 0\n", "NoNewPrivs:\t99999999999\n"};
+                         "Seccomp:\t2x\n",  "Uid:\t0 0 0 0\nUid:\t0 0 0 0\n", "NoNewPrivs:\t99999999999\n",
+                         "Umask:\t0028\n"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         pybox_error_t e = {0};
         ck_assert_msg(pybox_np_status_parse(bad[i], strlen(bad[i]), &st, &e) == -1, "accepted %s", bad[i]);
@@ -801,6 +803,7 @@ START_TEST(verify_status_each_check)
         {"effective uid", offsetof(pybox_np_status_t, uid) + 8, 8, 1000},
         {"saved gid", offsetof(pybox_np_status_t, gid) + 16, 8, 1000},
         {"supplementary groups", offsetof(pybox_np_status_t, ngroups), sizeof(int), 1},
+        {"umask", offsetof(pybox_np_status_t, umask), 8, 0},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         pybox_np_status_t st = good;

@@ -20,8 +20,12 @@
 #include "internal.h"
 
 #define IN_ENTRIES_MAX 10000
-#define OUT_ENTRIES_MAX 4096
-#define OUT_DEPTH_MAX 32
+/* /box/out is packed whole, as the engine's archive has it, and bounded by the archive's
+ * size (every entry takes a 512-byte header of it): what comes back of it, how many
+ * files and how deep, is for the reader of the archive (files.c) to say, entry by entry.
+ * Only the nesting is bounded here (a descriptor per level), far below anything that
+ * could come back: a folder nested deeper fails the copy, saying so. */
+#define OUT_DEPTH_MAX 64
 
 static void archive_readp(struct archive **a)
 {
@@ -143,10 +147,9 @@ typedef struct seen_file {
 typedef struct packer {
     struct archive *a;
     pybox_buf_t *out;
-    int entries;
     bool too_big;
-    seen_file_t *seen; /* at most OUT_ENTRIES_MAX, each name malloc'd */
-    size_t n_seen;
+    seen_file_t *seen; /* each name malloc'd */
+    size_t n_seen, cap_seen;
 } packer_t;
 
 static void packer_free(packer_t *k)
@@ -167,11 +170,17 @@ static const char *first_name(packer_t *k, const struct stat *sb, const char *na
     for (size_t i = 0; i < k->n_seen; i++)
         if (k->seen[i].dev == sb->st_dev && k->seen[i].ino == sb->st_ino)
             return k->seen[i].name;
-    if (k->seen == NULL && (k->seen = calloc(OUT_ENTRIES_MAX, sizeof *k->seen)) == NULL) {
-        *rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "packing /box/out");
-        return NULL;
+    if (k->n_seen == k->cap_seen) {
+        size_t cap = k->cap_seen ? k->cap_seen * 2 : 64;
+        seen_file_t *v = realloc(k->seen, cap * sizeof *v);
+        if (v == NULL) {
+            *rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "packing /box/out");
+            return NULL;
+        }
+        k->seen = v;
+        k->cap_seen = cap;
     }
-    if (k->n_seen >= OUT_ENTRIES_MAX || (k->seen[k->n_seen].name = strdup(name)) == NULL) {
+    if ((k->seen[k->n_seen].name = strdup(name)) == NULL) {
         *rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "packing /box/out");
         return NULL;
     }
@@ -195,9 +204,6 @@ static la_ssize_t to_buf(struct archive *a, void *arg, const void *data, size_t 
 static int header(packer_t *k, const char *name, const struct stat *sb, const char *link, const char *hardlink,
                   pybox_error_t *err)
 {
-    if (++k->entries > OUT_ENTRIES_MAX)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EFBIG, "native box: more than %d entries in /box/out",
-                               OUT_ENTRIES_MAX);
     struct archive_entry *e = archive_entry_new();
     archive_entry_set_pathname(e, name);
     archive_entry_copy_stat(e, sb);
@@ -236,10 +242,27 @@ static int pack_file(packer_t *k, int fd, const struct stat *sb, pybox_error_t *
     return 0;
 }
 
+/* A name that went, or became something else, between the listing and its opening: left
+ * out, as the engine's archive would not have it either. Any other failure is PyBox's
+ * own (out of descriptors or memory), and fails the copy rather than leave the entry out
+ * unsaid. */
+static bool changed_meanwhile(int e)
+{
+    return e == ENOENT || e == ELOOP || e == ENOTDIR;
+}
+
+static int open_failed(int e, const char *name, pybox_error_t *err)
+{
+    char shown[256];
+    pybox_escape_short(shown, sizeof shown, name, 200);
+    return pybox_error_set(err, PYBOX_ERR_SYSTEM, e, "native box: packing /box/out: opening %s", shown);
+}
+
 static int walk(packer_t *k, int dfd, const char *prefix, int depth, pybox_error_t *err)
 {
     if (depth > OUT_DEPTH_MAX)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EFBIG, "native box: /box/out deeper than %d", OUT_DEPTH_MAX);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ELOOP,
+                               "native box: /box/out has folders nested more than %d deep", OUT_DEPTH_MAX);
     int dup = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
     if (dup < 0)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "fcntl(F_DUPFD_CLOEXEC)");
@@ -253,18 +276,27 @@ static int walk(packer_t *k, int dfd, const char *prefix, int depth, pybox_error
     while (rc == 0 && (de = readdir(d)) != NULL) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        char name[PATH_MAX];
-        if (pybox_fmt(name, sizeof name, "%s/%s", prefix, de->d_name) < 0) {
-            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "native box: a name in /box/out");
+        char name[PATH_MAX]; /* room for a folder's "/" after it */
+        if (pybox_fmt(name, sizeof name - 1, "%s/%s", prefix, de->d_name) < 0) {
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG,
+                                 "native box: a name in /box/out is longer than %d bytes", PATH_MAX - 2);
             break;
         }
         struct stat sb;
-        if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
-            continue; /* gone meanwhile */
+        if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+            if (changed_meanwhile(errno))
+                continue;
+            rc = open_failed(errno, name, err);
+            break;
+        }
         if (S_ISDIR(sb.st_mode)) {
             int fd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (fd < 0)
-                continue;
+            if (fd < 0) {
+                if (changed_meanwhile(errno))
+                    continue;
+                rc = open_failed(errno, name, err);
+                break;
+            }
             char dn[PATH_MAX];
             if (pybox_fmt(dn, sizeof dn, "%s/", name) < 0 || header(k, dn, &sb, NULL, NULL, err) < 0 ||
                 walk(k, fd, name, depth + 1, err) < 0)
@@ -274,8 +306,12 @@ static int walk(packer_t *k, int dfd, const char *prefix, int depth, pybox_error
             /* O_NOFOLLOW and no blocking: the name may have been swapped for a link or a
              * FIFO since fstatat; what is read is what fstat of the open file says. */
             int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-            if (fd < 0)
-                continue;
+            if (fd < 0) {
+                if (changed_meanwhile(errno))
+                    continue;
+                rc = open_failed(errno, name, err);
+                break;
+            }
             if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
                 const char *first = first_name(k, &sb, name, err, &rc);
                 if (rc == 0 && first != NULL)
@@ -287,8 +323,12 @@ static int walk(packer_t *k, int dfd, const char *prefix, int depth, pybox_error
         } else if (S_ISLNK(sb.st_mode)) {
             char target[PATH_MAX];
             ssize_t n = readlinkat(dfd, de->d_name, target, sizeof target - 1);
-            if (n < 0)
+            if (n < 0 && (changed_meanwhile(errno) || errno == EINVAL))
                 continue;
+            if (n < 0) {
+                rc = open_failed(errno, name, err);
+                break;
+            }
             target[n] = '\0';
             rc = header(k, name, &sb, target, NULL, err);
         } else if (S_ISSOCK(sb.st_mode)) {

@@ -21,6 +21,9 @@
  * of memory (raising it needs no privilege, whatever PyBox's own value). */
 #define PYBOX_NATIVE_OOM_SCORE_ADJ 1000
 #define PYBOX_NATIVE_OOM_SCORE_ADJ_TEXT "1000"
+/* The file mode creation mask init and the program start with, the engine's: what the
+ * program makes is not writable by every user. */
+#define PYBOX_NATIVE_UMASK 022
 
 /* The paths of policy.c, made natively: masked (a file gets /dev/null bound over it, a
  * folder an empty read-only tmpfs) and read-only (bound onto itself, read-only). Only

@@ -79,6 +79,20 @@ static int malformed(pybox_error_t *err, const char *what)
 
 /* ---- status ---- */
 
+/* "0022": octal digits only, at most four (a mask has nine bits). */
+static int one_octal(const char *p, const char *end, int64_t *v)
+{
+    p = skip_blank(p, end);
+    int64_t x = 0;
+    int digits = 0;
+    for (; p < end && *p >= '0' && *p <= '7'; p++, digits++)
+        x = x * 8 + (*p - '0');
+    if (digits == 0 || digits > 4 || skip_blank(p, end) != end || x > 0777)
+        return -1;
+    *v = x;
+    return 0;
+}
+
 static int ids(const char *p, const char *end, int64_t v[4])
 {
     for (int i = 0; i < 4; i++) {
@@ -141,6 +155,8 @@ int pybox_np_status_parse(const char *text, size_t len, pybox_np_status_t *out, 
             bit = PYBOX_NP_ST_SECCOMP, rc = one_dec(v, le, &out->seccomp);
         else if (KEY("Seccomp_filters"))
             bit = PYBOX_NP_ST_FILTERS, rc = one_dec(v, le, &out->seccomp_filters);
+        else if (KEY("Umask"))
+            bit = PYBOX_NP_ST_UMASK, rc = one_octal(v, le, &out->umask);
         else if (KEY("Groups")) {
             bit = PYBOX_NP_ST_GROUPS;
             const char *q = skip_blank(v, le);

@@ -28,6 +28,7 @@ enum {
     PYBOX_NP_ST_SECCOMP = 1 << 8,
     PYBOX_NP_ST_FILTERS = 1 << 9,
     PYBOX_NP_ST_GROUPS = 1 << 10,
+    PYBOX_NP_ST_UMASK = 1 << 11,
 };
 
 typedef struct pybox_np_status {
@@ -39,6 +40,7 @@ typedef struct pybox_np_status {
     int no_new_privs;
     int seccomp;         /* 0 none, 1 strict, 2 filter */
     int seccomp_filters; /* filters attached */
+    int64_t umask;       /* the file mode creation mask */
 } pybox_np_status_t;
 
 int pybox_np_status_parse(const char *text, size_t len, pybox_np_status_t *out, pybox_error_t *err);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/keyctl.h>
 #include <linux/sched.h>
 #include <net/if.h>
 #include <poll.h>
@@ -603,6 +604,7 @@ enum {
     STEP_ATTACH = -15,
     STEP_SCHED = -16,
     STEP_OOM = -17,
+    STEP_KEYRING = -18,
 };
 
 static const char *step_name(int step)
@@ -640,6 +642,8 @@ static const char *step_name(int step)
         return "the default scheduling, nice value, I/O priority and personality";
     case STEP_OOM:
         return "writing /proc/self/oom_score_adj";
+    case STEP_KEYRING:
+        return "keyctl(KEYCTL_JOIN_SESSION_KEYRING)";
     default:
         return "?";
     }
@@ -737,6 +741,8 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
     for (size_t i = 0; i < p->n_ops; i++)
         if (do_op(&p->ops[i]) < 0)
             child_fail(report_w, (int)i, errno);
+    /* The nodes and folders above have their modes exactly; what the box makes, the usual. */
+    umask(PYBOX_NATIVE_UMASK);
     /* The old root is stacked under the new one and detached: no host path stays. */
     if (chdir(p->new_root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
         chdir("/") < 0 || chdir("/tmp") < 0)
@@ -761,6 +767,11 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
     } else if (sethostname("pybox", 5) < 0) {
         child_fail(report_w, STEP_HOSTNAME, errno);
     }
+    /* A new, empty session keyring: the one inherited is PyBox's, and a process possesses
+     * every key of its session keyring whatever its uid, so the keys of PyBox's callers
+     * would have been the program's with only the seccomp filter between. */
+    if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0)
+        child_fail(report_w, STEP_KEYRING, errno);
     /* No supplementary group of PyBox's stays with init. */
     if (syscall(SYS_setgroups, 0, NULL) < 0) /* raw: glibc would wait for threads the child does not have */
         child_fail(report_w, STEP_CAPS, errno);
@@ -860,6 +871,15 @@ static int write_expiry(const char *dir, int64_t expires, pybox_error_t *err)
     return 0;
 }
 
+/* A folder of mode 0755 whatever PyBox's umask: one of 077 (a hardened root's shell)
+ * would make the inputs' folder root's alone, unreadable by the program. */
+static int mkdir_0755(const char *p)
+{
+    if (mkdir(p, 0755) < 0)
+        return -1;
+    return chmod(p, 0755);
+}
+
 /* <staging>/<name>, appearing whole: made under a dot name with its expiry file (and the
  * folders the box needs), then renamed, so a sweep never sees one without its expiry. */
 static int make_staging(const pybox_native_spec_t *s, pybox_native_box_t *b, pybox_error_t *err)
@@ -876,11 +896,11 @@ static int make_staging(const pybox_native_spec_t *s, pybox_native_box_t *b, pyb
     char p[PATH_MAX];
     if (rc == 0 && s->in_dir == NULL && s->mount_in) {
         /* Root-owned and not writable by the program; only PyBox fills it. */
-        if (pybox_fmt(p, sizeof p, "%s/%s", tmp, sub_in[0]) < 0 || mkdir(p, 0755) < 0)
+        if (pybox_fmt(p, sizeof p, "%s/%s", tmp, sub_in[0]) < 0 || mkdir_0755(p) < 0)
             rc = sys_fail(err, errno, "mkdir", p);
     }
     for (size_t i = 0; rc == 0 && (s->relax & PYBOX_RELAX_WRITABLE_ROOT) && i < 3; i++)
-        if (pybox_fmt(p, sizeof p, "%s/%s", tmp, sub_root[i]) < 0 || mkdir(p, 0755) < 0)
+        if (pybox_fmt(p, sizeof p, "%s/%s", tmp, sub_root[i]) < 0 || mkdir_0755(p) < 0)
             rc = sys_fail(err, errno, "mkdir", p);
     /* The staging folder itself must be traversable for the bind of in/. */
     if (rc == 0 && chmod(tmp, 0711) < 0)

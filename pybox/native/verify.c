@@ -109,7 +109,8 @@ void pybox_nv_status(pybox_nv_t *v, const pybox_np_status_t *st, uint64_t caps, 
     }
     pybox_nv_expect_int(v, "init's supplementary groups", 0, (st->have & PYBOX_NP_ST_GROUPS) ? st->ngroups : -1);
     const unsigned need = PYBOX_NP_ST_CAPINH | PYBOX_NP_ST_CAPPRM | PYBOX_NP_ST_CAPEFF | PYBOX_NP_ST_CAPBND |
-                          PYBOX_NP_ST_CAPAMB | PYBOX_NP_ST_NNP | PYBOX_NP_ST_SECCOMP | PYBOX_NP_ST_FILTERS;
+                          PYBOX_NP_ST_CAPAMB | PYBOX_NP_ST_NNP | PYBOX_NP_ST_SECCOMP | PYBOX_NP_ST_FILTERS |
+                          PYBOX_NP_ST_UMASK;
     v->checked++;
     if ((st->have & need) != need)
         pybox_nv_differ(v, "status lines", "all present", "some missing");
@@ -121,6 +122,8 @@ void pybox_nv_status(pybox_nv_t *v, const pybox_np_status_t *st, uint64_t caps, 
     pybox_nv_expect_int(v, "NoNewPrivs", nnp ? 1 : 0, st->no_new_privs);
     pybox_nv_expect_int(v, "Seccomp", seccomp ? 2 : 0, st->seccomp);
     pybox_nv_expect_int(v, "Seccomp_filters", seccomp ? 1 : 0, st->seccomp_filters);
+    /* init's, which the program inherits */
+    pybox_nv_expect_int(v, "umask", PYBOX_NATIVE_UMASK, (st->have & PYBOX_NP_ST_UMASK) ? st->umask : -1);
 }
 
 static void check_status(pybox_nv_t *v, pybox_native_box_t *b, const pybox_native_spec_t *s, pybox_error_t *err)
