@@ -163,6 +163,15 @@ def alive(pid):
         return False
 
 
+def running(pid):
+    """True when pid is a process that has not ended (a zombie has)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
 def wait_until(pred, limit_s, step_s=0.05):
     """Polls pred (bounded): True once it holds, False after limit_s."""
     end = time.monotonic() + limit_s
@@ -327,6 +336,17 @@ def leftovers(inst, sock, run_ids, backend):
     return left
 
 
+def wait_for_leases(run_ids, note_expires):
+    """A uid's lease outlives the run's note by design: renewed just before the start, it
+    covers the start call's own bound (docs/policy.md), so a box an engine starts late
+    never runs without its uid. Its end is its own expiry, waited for here (at most two
+    minutes), not something cleanup removes."""
+    lease_end = max([x[2] for x in leases(run_ids)] + [0])
+    if lease_end > time.time():
+        OBS["leases_expire_after_note_s"] = round(lease_end - note_expires, 1)
+        wait_for_wall(min(lease_end + 1, time.time() + 120))
+
+
 def lease_locked(uid):
     try:
         fd = os.open(os.path.join(UIDS, uid), os.O_RDONLY | os.O_CLOEXEC)
@@ -391,6 +411,19 @@ class PrivateEngine:
 
     def start(self, limit_s=60):
         log("starting a private dockerd (socket %s, data root %s)" % (self.sock, self.data))
+        # A killed dockerd's containerd dies with it, but as an orphan it waits unreaped
+        # (a zombie) until its new parent reaps it, and dockerd takes any process named
+        # by containerd.pid for a live containerd, waits on it and gives up. A pid file
+        # naming no running process is removed, so the engine starts a containerd anew.
+        cpid_file = os.path.join(self.xroot, "containerd", "containerd.pid")
+        try:
+            with open(cpid_file) as f:
+                cpid = int(f.read().strip() or 0)
+        except (OSError, ValueError):
+            cpid = 0
+        if cpid > 0 and not running(cpid):
+            log("containerd %d of the killed engine is gone (or a zombie): its pid file removed" % cpid)
+            os.unlink(cpid_file)
         lf = open(self.logf, "ab")
         self.proc = subprocess.Popen(
             ["dockerd", "--config-file", self.cfg, "--data-root", self.data, "--exec-root", self.xroot,
@@ -586,6 +619,7 @@ def engine_killed():
         kept = "kept" in actions(rep, "box") and inst.notes()
         wait_for_wall(expires + 1)
         rep2 = cleanup_json(inst, "docker")
+        wait_for_leases({run_id}, expires)
         left = leftovers(inst, eng.sock, {run_id}, "docker")
         OBS["cleanup_after_expiry"] = {"removed": rep2.get("removed"), "kept": rep2.get("kept")}
         OBS["left"] = left
@@ -946,6 +980,7 @@ def killed_at_phases():
         wait_for_wall(expires + 1)
         rep2 = cleanup_json(inst, BACKEND)
         removed = [i for i in rep2.get("items", []) if i.get("run_id") in run_ids and i.get("action") == "removed"]
+        wait_for_leases(run_ids, expires)
         left = leftovers(inst, MAIN_SOCK, run_ids, BACKEND)
         left["output_folders"] = sorted(os.listdir(outs))
         stale = [x for x in leases(run_ids) if x[2] <= time.time()]
