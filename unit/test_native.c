@@ -217,9 +217,10 @@ START_TEST(parse_status)
     ck_assert_uint_eq(st.cap_eff, 0x1ffffffffffULL);
     ck_assert_uint_eq(st.have, PYBOX_NP_ST_UID | PYBOX_NP_ST_GROUPS | PYBOX_NP_ST_CAPEFF);
     /* Malformed: refused, never guessed. */
-    const char *bad[] = {"Uid:\t0\t0\t0\n", "CapEff:\t0000000000000000000\n", "CapEff:\tzz\n",
-                         "Seccomp:\t2x\n",  "Uid:\t0 0 0 0\nUid:\t0 0 0 0\n", "NoNewPrivs:\t99999999999\n",
-                         "Umask:\t0028\n"};
+    const char *bad[] = {"Uid:\t0\t0\t0\n", "CapEff:\t0000000000000000000\n", "CapEff:\tzz\n", "Seccomp:\t2x\n",
+                         "Uid:\t0 0 0 0\nUid:\t0 0 0 0\n", "NoNewPrivs:\t99999999999\n", "Umask:\t0028\n",
+                         /* more digits than any mask (and than an int64_t holds: no overflow) */
+                         "Umask:\t0111111111111111111111111111111111111111\n", "Umask:\t00022\n"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         pybox_error_t e = {0};
         ck_assert_msg(pybox_np_status_parse(bad[i], strlen(bad[i]), &st, &e) == -1, "accepted %s", bad[i]);

@@ -85,9 +85,12 @@ static int one_octal(const char *p, const char *end, int64_t *v)
     p = skip_blank(p, end);
     int64_t x = 0;
     int digits = 0;
-    for (; p < end && *p >= '0' && *p <= '7'; p++, digits++)
+    for (; p < end && *p >= '0' && *p <= '7'; p++, digits++) {
+        if (digits == 4)
+            return -1; /* more digits than a mask has: refused before they could overflow */
         x = x * 8 + (*p - '0');
-    if (digits == 0 || digits > 4 || skip_blank(p, end) != end || x > 0777)
+    }
+    if (digits == 0 || skip_blank(p, end) != end || x > 0777)
         return -1;
     *v = x;
     return 0;
