@@ -234,7 +234,7 @@ install-check:
 # The Debian package, $(BUILD)/pybox_VERSION_ARCH.deb, built with debhelper from a copy
 # of the tree (scripts/deb.sh); deb-test installs it with apt into a clean Debian root
 # made by mmdebstrap from this machine's apt sources, and runs it there (tests/deb.sh;
-# slow, and it downloads packages: not part of make check).
+# slow, and it downloads packages: not part of make check; CI runs it).
 deb:
 	scripts/deb.sh $(BUILD)
 deb-test: deb
