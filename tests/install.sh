@@ -12,7 +12,18 @@
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d /tmp/pybox-install-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+# The private installation's own cgroup parents (the native backend makes them at its
+# first box, named after its id) go with the folder, once empty.
+forget() {
+    if [ -f "$tmp/home/install-id" ]; then
+        id=$(cat "$tmp/home/install-id")
+        for d in /sys/fs/cgroup/pybox-"$id" /sys/fs/cgroup/*/pybox-"$id"; do
+            [ -d "$d" ] && rmdir "$d" 2>/dev/null || :
+        done
+    fi
+    rm -rf "$tmp"
+}
+trap forget EXIT INT TERM
 unset PYBOX_IMAGES PYBOX_INIT
 home=${PYBOX_HOME:-/var/lib/pybox}
 unset PYBOX_HOME

@@ -434,9 +434,33 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
     return remove(path);
 }
 
+static int native_parents(const char *install_id, char out[4][PATH_MAX]);
+
 void itest_remove_home(const char *home)
 {
+    /* The installation's id, read before its folder goes: the native backend's cgroup
+     * parents named after it (made at its first box) go too, once empty. */
+    char path[PATH_MAX], id[40] = "";
+    (void)pybox_fmt(path, sizeof path, "%s/install-id", home);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0) {
+        ssize_t n = read(fd, id, sizeof id - 1);
+        close(fd);
+        id[n > 0 ? n : 0] = '\0';
+        id[strcspn(id, "\n")] = '\0';
+    }
     nftw(home, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    itest_forget_native_parents(id);
+}
+
+void itest_forget_native_parents(const char *install_id)
+{
+    if (strlen(install_id) != 32 || strspn(install_id, "0123456789abcdef") != 32)
+        return;
+    char parents[4][PATH_MAX];
+    int np = native_parents(install_id, parents);
+    for (int i = 0; i < np; i++)
+        rmdir(parents[i]); /* only when empty: a leaf left is a test's failure of its own */
 }
 
 int itest_lib_run(const char *program, void (*adjust)(struct pybox_policy *p, void *arg), void *arg,

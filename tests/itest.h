@@ -84,6 +84,10 @@ int itest_run_left(const char *run_id);
 int itest_install_left(const char *install_id, const char *home);
 /* Remove the native cgroup leaves and parent of an installation; how many leaves were left. */
 int itest_native_sweep(const char *install_id);
+/* The native backend's cgroup parents of an installation of the tests' own (made at its
+ * first box, named after its id), removed once empty. itest_remove_home does it for the
+ * home it removes. */
+void itest_forget_native_parents(const char *install_id);
 /* Wait (bounded) for a box of the tests' installation made after since to run a process
  * whose command line holds what (NULL: any); id gets the box's id (65 bytes). */
 int itest_box_wait_running(double since, char *id, const char *what, double timeout_s);

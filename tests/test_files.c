@@ -605,6 +605,7 @@ static void full_state_dir(int free_pages)
 static void full_state_done(void)
 {
     ck_assert_int_eq(umount2(full_home, MNT_DETACH), 0);
+    itest_forget_native_parents(full_id);
 }
 
 /* Boxes the engine created for an installation between two times (unix seconds). */
