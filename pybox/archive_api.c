@@ -99,3 +99,9 @@ const char *pybox_archive_failure(void)
     pthread_once(&once, open_once);
     return failure;
 }
+
+const char *pybox_archive_why(void)
+{
+    const char *f = pybox_archive_failure();
+    return f[0] != '\0' ? f : "out of memory";
+}

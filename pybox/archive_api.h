@@ -4,8 +4,8 @@
  * milliseconds, and most runs (a program with no files in or out) never use it. Include
  * this instead of <archive.h> and <archive_entry.h>; calls read as libarchive's own. An
  * archive object is made only by the four constructors, which return NULL (as when out
- * of memory) when the library cannot be opened; every other call needs such an object,
- * so none meets an unopened library. */
+ * of memory) when the library cannot be opened, and every caller checks for NULL before
+ * any other call, so none meets an unopened library; pybox_archive_why() says which. */
 #ifndef PYBOX_ARCHIVE_API_H
 #define PYBOX_ARCHIVE_API_H
 
@@ -73,6 +73,8 @@ extern struct pybox_archive_api pybox_archive_fn;
  * pybox_archive_failure(). */
 bool pybox_archive_open(void);
 const char *pybox_archive_failure(void);
+/* Why a constructor returned NULL: the library's failure to open, else "out of memory". */
+const char *pybox_archive_why(void);
 
 #ifndef PYBOX_ARCHIVE_API_IMPL
 #define archive_read_new() (pybox_archive_open() ? pybox_archive_fn.archive_read_new() : NULL)

@@ -347,7 +347,8 @@ int pybox_inputs_prepare(const char *const *paths, size_t n, int64_t max_total, 
         archive_write_set_format_option(k.w, "pax", "hdrcharset", "UTF-8") != ARCHIVE_OK ||
         archive_write_set_bytes_in_last_block(k.w, 1) != ARCHIVE_OK ||
         archive_write_open2(k.w, &in->tar, NULL, tar_to_buf, NULL, NULL) != ARCHIVE_OK)
-        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "packing the inputs: %s", why(k.w));
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "packing the inputs: %s",
+                             k.w == NULL ? pybox_archive_why() : why(k.w));
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const char *path = paths[i];
         k.top = path;
@@ -712,6 +713,8 @@ static void refuse_all(pybox_outputs_t *o, const char *fmt, ...)
 static struct archive *open_tar(const void *tar, size_t len)
 {
     struct archive *r = archive_read_new();
+    if (r == NULL)
+        return NULL; /* said as an archive that could not be read */
     archive_read_support_format_tar(r);
     if (archive_read_open_memory(r, tar, len) != ARCHIVE_OK) {
         archive_read_free(r);

@@ -146,9 +146,9 @@ static int image_manifest(pybox_engine_t *e, const char *install_id, const pybox
     rc = pybox_engine_call_raw(e, "GET", path, NULL, &status, &tar, err);
     if (rc == 0 && status == 200) {
         struct archive *a = archive_read_new();
-        archive_read_support_format_tar(a);
         struct archive_entry *ent;
-        if (archive_read_open_memory(a, tar.data, tar.len) == ARCHIVE_OK &&
+        if (a != NULL && archive_read_support_format_tar(a) == ARCHIVE_OK &&
+            archive_read_open_memory(a, tar.data, tar.len) == ARCHIVE_OK &&
             archive_read_next_header(a, &ent) == ARCHIVE_OK) {
             char buf[65536];
             la_ssize_t n = archive_read_data(a, buf, sizeof buf - 1);

@@ -375,6 +375,8 @@ static int run_script(const char *script, const char *recipe, const char *out, p
 static int add_file(struct archive *w, const char *name, const void *data, size_t len, mode_t mode)
 {
     struct archive_entry *e = archive_entry_new();
+    if (e == NULL)
+        return -1;
     archive_entry_set_pathname(e, name);
     archive_entry_set_filetype(e, AE_IFREG);
     archive_entry_set_perm(e, mode);
@@ -462,6 +464,13 @@ static int compose(const char *base, int out_fd, const char *init_path, const ch
     }
     struct archive *r = archive_read_new();
     struct archive *w = archive_write_new();
+    if (r == NULL || w == NULL) {
+        if (r != NULL)
+            archive_read_free(r);
+        if (w != NULL)
+            archive_write_free(w);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "the image tar: %s", pybox_archive_why());
+    }
     archive_read_support_format_tar(r);
     archive_write_set_format_pax_restricted(w);
     int rc = -1;

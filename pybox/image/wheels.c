@@ -260,6 +260,8 @@ static void pathset_free(pathset_t *s)
 static int write_entry(struct archive *w, const char *path, mode_t type, mode_t perm, int64_t size)
 {
     struct archive_entry *e = archive_entry_new();
+    if (e == NULL)
+        return -1;
     archive_entry_set_pathname(e, path);
     archive_entry_set_filetype(e, type);
     archive_entry_set_perm(e, perm);
@@ -325,6 +327,11 @@ int pybox_wheels_unpack(struct archive *w, const pybox_lock_t *lock, const char 
         }
         /* Read from the descriptor that was hashed, not from the name again. */
         struct archive *r = archive_read_new();
+        if (r == NULL) {
+            close(wfd);
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "wheel %s: %s", x->file, pybox_archive_why());
+            break;
+        }
         archive_read_support_format_zip(r);
         if (archive_read_open_fd(r, wfd, 65536) != ARCHIVE_OK) {
             const char *why = archive_error_string(r);

@@ -67,7 +67,7 @@ int pybox_native_put_files(pybox_native_box_t *b, const void *tar, size_t len, p
     __attribute__((cleanup(archive_readp))) struct archive *r = archive_read_new();
     __attribute__((cleanup(archive_writep))) struct archive *w = archive_write_disk_new();
     if (r == NULL || w == NULL)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "archive_read_new");
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "unpacking the inputs: %s", pybox_archive_why());
     archive_read_support_format_tar(r);
     /* Owners and modes as packed (root, read-only); no links. Names are checked here and
      * then made absolute under in/, so libarchive's own refusal of absolute names cannot
@@ -205,6 +205,8 @@ static int header(packer_t *k, const char *name, const struct stat *sb, const ch
                   pybox_error_t *err)
 {
     struct archive_entry *e = archive_entry_new();
+    if (e == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "archive_entry_new");
     archive_entry_set_pathname(e, name);
     archive_entry_copy_stat(e, sb);
     if (!S_ISREG(sb->st_mode) || hardlink != NULL)
@@ -361,7 +363,7 @@ int pybox_native_get_files(pybox_native_box_t *b, size_t max, pybox_buf_t *out, 
     packer_t k = {.out = out};
     __attribute__((cleanup(archive_writep))) struct archive *a = archive_write_new();
     if (a == NULL)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "archive_write_new");
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "packing /box/out: %s", pybox_archive_why());
     k.a = a;
     archive_write_set_format_pax_restricted(a);
     /* Names as the bytes the program chose (the engine's archives do the same): never
