@@ -206,18 +206,20 @@ static void lane_once(lane_t *l)
     double secs = 0;
     int rc = run(l->argv, hello, &out, &secs);
     cJSON *r = out.data ? cJSON_ParseWithLength(out.data, out.len) : NULL;
-    if (rc != 0 || !receipt_ok(r, "hello\n")) {
+    const cJSON *kern = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "seen"), "kernel");
+    double arm = num_at(r, "seen", "timings_ms", "arm"), fr = num_at(kern, "final_read_ms", NULL, NULL);
+    /* A clean run's receipt carries the figures the goals judge; one without them is a
+     * failed run, never a zero that would meet a goal unmeasured. */
+    if (rc != 0 || !receipt_ok(r, "hello\n") || arm < 0 || fr < 0) {
         l->bad++;
     } else {
         int i = l->n++;
         l->wall[i] = secs;
         for (int k = 0; k < NPHASES; k++) {
             double v = num_at(r, "seen", "timings_ms", phases[k]);
-            l->ph[k][i] = v < 0 ? 0 : v;
+            l->ph[k][i] = v < 0 ? 0 : v; /* a phase a backend does not have (attach, natively) */
         }
-        const cJSON *kern = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "seen"), "kernel");
-        double fr = num_at(kern, "final_read_ms", NULL, NULL);
-        l->final_read[i] = fr < 0 ? 0 : fr;
+        l->final_read[i] = fr;
     }
     cJSON_Delete(r);
     pybox_buf_free(&out);
@@ -230,12 +232,13 @@ static void lane_data_once(lane_t *l)
     double secs = 0;
     int rc = run(l->data_argv, data_import, &out, &secs);
     cJSON *r = out.data ? cJSON_ParseWithLength(out.data, out.len) : NULL;
-    if (rc != 0 || !receipt_ok(r, "imported\n")) {
+    double prog_ms = num_at(r, "seen", "init_record", "program_ms");
+    if (rc != 0 || !receipt_ok(r, "imported\n") || prog_ms < 0) { /* no init record: not measured */
         l->bad_data++;
     } else {
         int i = l->n_data++;
         l->data_wall[i] = secs;
-        l->data_prog[i] = num_at(r, "seen", "init_record", "program_ms") / 1000.0;
+        l->data_prog[i] = prog_ms / 1000.0;
     }
     cJSON_Delete(r);
     pybox_buf_free(&out);
@@ -491,7 +494,7 @@ int main(int argc, char **argv)
              !nat->present ? nat->why_not : dock->why_not);
     if (nat->present) {
         goal(g, &ng, judge, "four at once over 64 runs >= 60 runs/s", rate4 >= 60 && f4 == 0,
-             "%.1f runs/s (%.2f s), %d failed%s", rate4, w4, f4, have_bwrap ? "" : "");
+             "%.1f runs/s (%.2f s), %d failed", rate4, w4, f4);
         goal(g, &ng, judge, "200 runs at 16 at once, 0 failures", f16 == 0, "%d failed, %.2f s (%.1f runs/s)", f16, w16,
              w16 > 0 ? 200 / w16 : 0);
         goal(g, &ng, judge, "watcher arming <= 1 ms", arm <= 1.0, "median %.2f ms", arm);
