@@ -59,7 +59,9 @@ CUR='' only "" exec mcp image cleanup chart verify key help version
 CUR=e only "" exec
 # every option of each command's parser is in its help (a unit test holds that), and
 # the completion offers what the help names
-CUR=-- offers exec --timeout --memory --pids --cpus --image --input --output --backend --json --color --help
+CUR=-- offers exec --timeout --memory --pids --cpus --image --input --output --backend --json --chart --color --help
+CUR=--ch only exec --chart
+CUR=-- only chart --help
 CUR=-- offers mcp --images --max-timeout --max-memory --files-root --output-root --backend --help
 CUR=-- offers cleanup --dry-run --json --backend --help
 CUR=-- only verify --key --help

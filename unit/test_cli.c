@@ -521,7 +521,8 @@ START_TEST(man_pages_give_defaults_and_ceilings)
     snprintf(c[0], sizeof *c, "max_memory_mib (default %lld)", PYBOX_CEILING_MEMORY >> 20);
     snprintf(c[1], sizeof *c, "max_pids (default %d)", PYBOX_CEILING_PIDS);
     snprintf(c[2], sizeof *c, "leftover_expiry_s (default %d)", PYBOX_EXPIRY_S);
-    page_says("pybox.1", (const char *const[]){c[0], c[1], c[2], "else .Cm " PYBOX_DEFAULT_BACKEND, NULL});
+    page_says("pybox.1",
+              (const char *const[]){c[0], c[1], c[2], "else .Cm " PYBOX_DEFAULT_BACKEND, ".It Ev PYBOX_BACKEND", NULL});
 }
 END_TEST
 

@@ -38,8 +38,9 @@ struct pybox_engine_stream {
 
 /* libcurl is opened the first time an engine is, not when PyBox starts: with the
  * libraries it brings (TLS, Kerberos, LDAP, SSH, IDN, HTTP/2 and more, none of which a
- * Unix socket needs) it doubles the start of every process, and a native box's run or
- * a refusal never uses it. Each function is taken with its own declared type. */
+ * Unix socket needs) it costs every process milliseconds in the dynamic loader
+ * (docs/bench.md), and a native box's run or a refusal never uses it. Each function is taken with its own declared
+ * type. */
 #define PYBOX_CURL_SONAME "libcurl.so.4"
 static struct {
     __typeof__(curl_global_init) *global_init;

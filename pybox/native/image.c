@@ -238,7 +238,7 @@ static int unpack_here(int tar_fd, char *msg, size_t len)
     struct archive *a = archive_read_new();
     struct archive *w = archive_write_disk_new();
     if (a == NULL || w == NULL) {
-        snprintf(msg, len, "out of memory");
+        snprintf(msg, len, "%s", pybox_archive_why());
         return -1;
     }
     archive_read_support_format_tar(a);
