@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,24 +142,28 @@ int pybox_native_put_files(pybox_native_box_t *b, const void *tar, size_t len, p
 typedef struct seen_file {
     dev_t dev;
     ino_t ino;
-    char *name;
+    char name[]; /* the file's first name in the archive */
 } seen_file_t;
 
 typedef struct packer {
     struct archive *a;
     pybox_buf_t *out;
     bool too_big;
-    seen_file_t *seen; /* each name malloc'd */
-    size_t n_seen, cap_seen;
+    void *seen; /* a tsearch tree of seen_file_t, by (dev, ino): a program's links cost log n each */
 } packer_t;
 
 static void packer_free(packer_t *k)
 {
-    for (size_t i = 0; i < k->n_seen; i++)
-        free(k->seen[i].name);
-    free(k->seen);
+    tdestroy(k->seen, free);
     k->seen = NULL;
-    k->n_seen = 0;
+}
+
+static int seen_cmp(const void *a, const void *b)
+{
+    const seen_file_t *x = a, *y = b;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
 /* The first name of a file with several, or NULL (then this is its first, noted). */
@@ -167,26 +172,25 @@ static const char *first_name(packer_t *k, const struct stat *sb, const char *na
     *rc = 0;
     if (sb->st_nlink < 2)
         return NULL;
-    for (size_t i = 0; i < k->n_seen; i++)
-        if (k->seen[i].dev == sb->st_dev && k->seen[i].ino == sb->st_ino)
-            return k->seen[i].name;
-    if (k->n_seen == k->cap_seen) {
-        size_t cap = k->cap_seen ? k->cap_seen * 2 : 64;
-        seen_file_t *v = realloc(k->seen, cap * sizeof *v);
-        if (v == NULL) {
-            *rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "packing /box/out");
-            return NULL;
-        }
-        k->seen = v;
-        k->cap_seen = cap;
-    }
-    if ((k->seen[k->n_seen].name = strdup(name)) == NULL) {
+    size_t n = strlen(name) + 1;
+    seen_file_t *f = malloc(sizeof *f + n);
+    if (f == NULL) {
         *rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "packing /box/out");
         return NULL;
     }
-    k->seen[k->n_seen].dev = sb->st_dev;
-    k->seen[k->n_seen].ino = sb->st_ino;
-    k->n_seen++;
+    f->dev = sb->st_dev;
+    f->ino = sb->st_ino;
+    memcpy(f->name, name, n);
+    seen_file_t **at = tsearch(f, &k->seen, seen_cmp);
+    if (at == NULL) {
+        free(f);
+        *rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "packing /box/out");
+        return NULL;
+    }
+    if (*at != f) { /* seen before: its first name */
+        free(f);
+        return (*at)->name;
+    }
     return NULL;
 }
 
