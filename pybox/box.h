@@ -165,7 +165,8 @@ int pybox_backend_open(const char *name, const pybox_state_t *st, pybox_backend_
 /* The backend a run uses: asked (--backend), else the environment's PYBOX_BACKEND, else
  * config.json's "backend", else the default. */
 const char *pybox_backend_choose(const pybox_config_t *c, const char *asked);
-/* The same for an installation: name, else its config.json's "backend", else the default. */
+/* The same for an installation, as pybox_backend_choose: name, else PYBOX_BACKEND, else
+ * its config.json's "backend", else the default. */
 int pybox_backend_open_for(const pybox_state_t *st, const char *name, pybox_backend_t **out, pybox_error_t *err);
 void pybox_backend_close(pybox_backend_t *be);
 void pybox_backend_closep(pybox_backend_t **be);

@@ -417,6 +417,13 @@ typedef struct {
     double origin; /* PyBox's own start: every phase counts from here */
 } run_t;
 
+/* The longest a box lives from its start: its timer runs until the hello, then again
+ * from the hello, so twice that in whole seconds, and the margin of expiries. */
+static int64_t box_life_s(int64_t box_timer_ms)
+{
+    return 2 * ((box_timer_ms + 999) / 1000) + PYBOX_EXPIRY_MARGIN_S;
+}
+
 /* The run's identity, its clocks and expiry, the program's own user, the box's stdin. */
 static int begin(run_t *r)
 {
@@ -460,7 +467,7 @@ static int begin(run_t *r)
      * timer runs from the box's start until the hello, then again from the hello, so a
      * box lives at most twice its timer. */
     int64_t life_s = req->expiry_s > 0 ? req->expiry_s : PYBOX_EXPIRY_S;
-    int64_t min_life = 2 * ((p->box_timer_ms + 999) / 1000) + PYBOX_EXPIRY_MARGIN_S;
+    int64_t min_life = box_life_s(p->box_timer_ms);
     p->expires = pybox_wall_s() + (life_s > min_life ? life_s : min_life);
     /* The program's own user, leased until the box is confirmed gone (or, should this
      * process die first, until the box's expiry, when it has certainly ended). */
@@ -544,10 +551,9 @@ static int build(run_t *r)
     /* The box lives at most twice its timer from its start, whenever that is: its user
      * stays leased that long from here (the start call's own bound included), however slow
      * the engine was so far. */
-    int64_t timer_s = (res->policy.box_timer_ms + 999) / 1000;
     if (pybox_uid_lease_renew(&r->lease, res->run_id,
-                              pybox_wall_s() + (PYBOX_ENGINE_TIMEOUT_MS + 999) / 1000 + 2 * timer_s +
-                                  PYBOX_EXPIRY_MARGIN_S,
+                              pybox_wall_s() + (PYBOX_ENGINE_TIMEOUT_MS + 999) / 1000 +
+                                  box_life_s(res->policy.box_timer_ms),
                               &res->error) < 0)
         return -1;
     t = pybox_now_s();
