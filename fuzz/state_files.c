@@ -3,6 +3,7 @@
  * the file: 0 config.json (the ceilings and the backend), 1 images.json (the image
  * pins), 2 a run note (runs/<run>.json). The rest is the file. A ceiling taken is
  * positive and within its bound; a pin's strings are terminated within their fields. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,7 +51,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     default: {
         int64_t expires = -1;
-        pybox_journal_note_parse(text, len, RUN_ID, &expires);
+        if (pybox_journal_note_parse(text, len, RUN_ID, &expires) == 0) {
+            /* what was taken reads back the same from a note written with it */
+            char again[160];
+            int n = snprintf(again, sizeof again, "{\"run_id\":\"%s\",\"expires\":%lld}", RUN_ID, (long long)expires);
+            int64_t back = -1;
+            FUZZ_CHECK(n > 0 && (size_t)n < sizeof again &&
+                           pybox_journal_note_parse(again, (size_t)n, RUN_ID, &back) == 0 && back == expires,
+                       "an expiry that does not read back");
+        } else {
+            FUZZ_CHECK(expires == -1, "a refused note changed the expiry");
+        }
         break;
     }
     }
