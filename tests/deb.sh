@@ -21,14 +21,10 @@ command -v mmdebstrap >/dev/null || { echo "deb-test: mmdebstrap is missing (apt
 suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 [ -n "$suite" ] || { echo "deb-test: cannot tell this machine's Debian release" >&2; exit 1; }
 
-# This machine's apt sources, whatever mirror they name (as images/build-rootfs.sh).
-set --
-for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    grep -qE '^[[:space:]]*(deb |Types:)' "$f" || continue
-    set -- "$@" "$f"
-done
-[ $# -gt 0 ] || { echo "deb-test: no apt sources on this machine" >&2; exit 1; }
+# This machine's apt sources, whatever mirror they name.
+sources=$(scripts/apt-sources.sh) || exit 1
+# shellcheck disable=SC2086 # one source file a word
+set -- $sources
 
 log=$build/deb-test.log
 name=$(basename "$deb")
