@@ -173,7 +173,8 @@ run() {
     qemu_pid=""
     # shellcheck disable=SC2317 # called by the trap
     cleanup() {
-        [ -n "$qemu_pid" ] && kill -9 "$qemu_pid" 2>/dev/null
+        # timeout(1) passes TERM on to qemu, which then stops the guest at once.
+        [ -n "$qemu_pid" ] && kill "$qemu_pid" 2>/dev/null
         if [ "${PYBOX_VM_KEEP:-}" = 1 ]; then
             echo "vm: the run's folder is kept: $run_dir" >&2
         else
