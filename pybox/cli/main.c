@@ -112,7 +112,7 @@ static int read_program(char **prog, size_t *len, pybox_error_t *err)
  * JSON receipt is signed with the installation's key (st); the terminal one cannot be.
  * Returns the exit code. */
 static int print_run(const pybox_run_result_t *res, int rc, bool json, pybox_color_t color, const pybox_state_t *st,
-                     const char *chart)
+                     const pybox_cli_chart_dest_t *chart)
 {
     pybox_error_t cerr = {0};
     int chart_rc = 0;
@@ -202,7 +202,8 @@ static int cmd_exec(int argc, char **argv)
     }
     if (pybox_cli_parse_exec(argc, argv, &o, &err) < 0)
         return fail(&err, json);
-    if (o.chart != NULL && pybox_cli_chart_path_check(o.chart, &err) < 0)
+    _cleanup_(pybox_cli_chart_close) pybox_cli_chart_dest_t chart = {.dirfd = -1};
+    if (o.chart != NULL && pybox_cli_chart_path_check(o.chart, &chart, &err) < 0)
         return fail(&err, o.json);
     const char *kill_step = NULL;
     if (pybox_cli_kill_step(getenv(PYBOX_TEST_KILL_ENV), &kill_step, &err) < 0)
@@ -234,7 +235,7 @@ static int cmd_exec(int argc, char **argv)
     catch_signals();
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
     int rc = pybox_ready_run(&rd, &res);
-    return print_run(&res, rc, o.json, o.color, &rd.st, o.chart);
+    return print_run(&res, rc, o.json, o.color, &rd.st, o.chart != NULL ? &chart : NULL);
 }
 
 /* pybox chart [RECEIPT]: a receipt's kernel samples as SVG on stdout; nothing on stdout
