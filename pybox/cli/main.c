@@ -785,9 +785,30 @@ static int cmd_mcp(int argc, char **argv)
     return rc < 0 ? 125 : 0;
 }
 
+/* A standard descriptor PyBox was started without (closed by whoever started it) is
+ * /dev/null before anything is opened: else the first file, socket or folder PyBox opens
+ * takes its number, and the receipt, a protocol answer or an error message written "to
+ * stdout" or "to stderr" lands in it (bubblewrap and isolate do the same). */
+static int standard_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+            continue;
+        int n = open("/dev/null", O_RDWR | O_NOCTTY); /* inherited, as a standard descriptor is */
+        if (n != fd) {
+            if (n >= 0)
+                close(n);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     process_start_s = pybox_now_s();
+    if (standard_fds() < 0)
+        return PYBOX_EXIT_FAILED; /* nothing can be said: there is nowhere safe to say it */
     static char prefix[] = "pybox";
     pybox_log_set(pybox_log_stderr, prefix);
     if (argc < 2) {
