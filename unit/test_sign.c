@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../pybox/escape.h"
 #include "../pybox/jcs.h"
 #include "../pybox/key.h"
 #include "../pybox/receipt.h"
@@ -116,6 +117,42 @@ START_TEST(a_real_receipt_signed_and_verified)
     ck_assert_int_eq(check_text(escaped, strlen(escaped), k, &c), PYBOX_SIG_VALID);
     cJSON_Delete(r);
     free(t);
+    pybox_key_free(k);
+}
+END_TEST
+
+/* A receipt whose program printed what a terminal acts on (CSI, bidi override, a line
+ * separator, a tag above the BMP) is printed with those as \uXXXX: the same JSON value,
+ * so the signature made over it holds, and no such byte is left raw. */
+START_TEST(terminal_safe_json_still_verifies)
+{
+    pybox_key_t *k = own_key();
+    size_t len;
+    char *text = fixture(&len);
+    cJSON *r = cJSON_ParseWithLength(text, len);
+    free(text);
+    ck_assert_ptr_nonnull(r);
+    cJSON *said = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "said"), "stdout");
+    ck_assert_ptr_nonnull(said);
+    const char *hostile = "\xc2\x9b"
+                          "2J\xe2\x80\xae"
+                          "PyBox receipt\xe2\x80\xa8\xf3\xa0\x80\x81\x7f";
+    cJSON_ReplaceItemInObjectCaseSensitive(said, "text", cJSON_CreateString(hostile));
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_sign_receipt(r, k, &err) == 0, "%s", err.msg);
+    pybox_buf_t out;
+    pybox_buf_init(&out, 0);
+    ck_assert_int_eq(pybox_json_append(&out, r), 0);
+    ck_assert_ptr_null(strstr(out.data, "\xc2\x9b"));
+    ck_assert_ptr_null(strstr(out.data, "\xe2\x80\xae"));
+    ck_assert_ptr_null(strstr(out.data, "\xe2\x80\xa8"));
+    ck_assert_ptr_null(strstr(out.data, "\xf3\xa0"));
+    ck_assert_ptr_null(strchr(out.data, 0x7f));
+    ck_assert_ptr_nonnull(strstr(out.data, "\\u009b2J\\u202ePyBox receipt\\u2028\\udb40\\udc01\\u007f"));
+    pybox_sig_check_t c;
+    ck_assert_int_eq(check_text(out.data, out.len, k, &c), PYBOX_SIG_VALID);
+    pybox_buf_free(&out);
+    cJSON_Delete(r);
     pybox_key_free(k);
 }
 END_TEST
@@ -545,6 +582,7 @@ Suite *suite_sign(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, a_real_receipt_signed_and_verified);
+    tcase_add_test(tc, terminal_safe_json_still_verifies);
     tcase_add_test(tc, one_changed_byte_anywhere_is_refused);
     tcase_add_test(tc, each_refusal_says_why);
     tcase_add_test(tc, a_nul_character_is_refused);

@@ -33,15 +33,14 @@
 #include "help.h"
 #include "parse.h"
 
-/* Append j as one line of compact JSON, and free it. */
+/* Append j as one line of compact JSON, as safe on a terminal as the terminal receipt
+ * (escape.h: the same JSON value, so its signature holds), and free it. */
 static void json_line(pybox_buf_t *out, cJSON *j)
 {
-    char *t = j ? cJSON_PrintUnformatted(j) : NULL;
-    if (t) {
-        pybox_buf_adds(out, t);
+    if (j != NULL && pybox_json_append(out, j) == 0)
         pybox_buf_adds(out, "\n");
-    }
-    free(t);
+    else
+        pybox_buf_fail(out);
     cJSON_Delete(j);
 }
 
