@@ -8,7 +8,7 @@ CC ?= gcc
 # libcurl and libarchive are not linked into PyBox: each is opened when first needed
 # (pybox/docker/engine.c, pybox/archive_api.c), so a process that needs neither does not
 # load them and the libraries they bring. Tests that call them themselves link them.
-PKGS := libcjson libcrypto libseccomp
+PKGS := libcjson libcrypto libseccomp jansson
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libcurl libarchive)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm -ldl
 CURL_LIBS = $(shell pkg-config --libs libcurl)

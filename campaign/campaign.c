@@ -672,10 +672,21 @@ static const char *program_of(const cJSON *spec, const cJSON *cs)
 /* A library run, prepared by the core as pybox exec would be: the case's image and
  * limits; then its relaxations (the case's base and the run's own) on the prepared
  * policy. The relaxations are noted in rec; -1 with rec's "error" set. */
-static int lib_prepare(camp_t *c, const cJSON *cs, const cJSON *spec, const char *program, pybox_ready_t *rd,
-                       cJSON *rec)
+static int lib_prepare(camp_t *c, const cJSON *cs, const cJSON *spec, const char *scratch, const char *program,
+                       pybox_ready_t *rd, cJSON *rec)
 {
     pybox_error_t err = {0};
+    const cJSON *lists[2] = {cJSON_GetObjectItemCaseSensitive(cs, "base"),
+                             cJSON_GetObjectItemCaseSensitive(spec, "relax")};
+    /* Relaxations that act while the run is prepared (the output folder's owner rule)
+     * go in with the request; every one goes on the policy below. */
+    unsigned early = 0;
+    for (int k = 0; k < 2; k++) {
+        const cJSON *x;
+        cJSON_ArrayForEach (x, lists[k])
+            early |= cJSON_IsString(x) ? pybox_policy_relax_bit(x->valuestring) & PYBOX_RELAX_OUTPUT_OWNER : 0;
+    }
+    _cleanup_free_ char *output = jstr(spec, "output") && scratch ? subst(c, scratch, jstr(spec, "output")) : NULL;
     const char *image = jstr(spec, "image") ? jstr(spec, "image") : jstr(cs, "image") ? jstr(cs, "image") : "stdlib";
     const cJSON *lim = cJSON_GetObjectItemCaseSensitive(cs, "limits");
     pybox_request_t rq = {
@@ -687,6 +698,8 @@ static int lib_prepare(camp_t *c, const cJSON *cs, const cJSON *spec, const char
         .pids = (int64_t)jnum(lim, "pids", PYBOX_DEFAULT_PIDS),
         .nano_cpus = (int64_t)(jnum(lim, "cpus", (double)PYBOX_DEFAULT_NANO_CPUS / 1e9) * 1e9),
         .timeout_ms = (int64_t)(jnum(lim, "timeout_s", PYBOX_DEFAULT_TIMEOUT_MS / 1000.0) * 1000),
+        .output = output,
+        .relax = early,
     };
     if (pybox_prepare(&rq, rd, &err) < 0) {
         cJSON_AddStringToObject(rec, "error", err.msg);
@@ -694,8 +707,6 @@ static int lib_prepare(camp_t *c, const cJSON *cs, const cJSON *spec, const char
     }
     pybox_buf_t removed;
     pybox_buf_init(&removed, 0);
-    const cJSON *lists[2] = {cJSON_GetObjectItemCaseSensitive(cs, "base"),
-                             cJSON_GetObjectItemCaseSensitive(spec, "relax")};
     for (int k = 0; k < 2; k++) {
         const cJSON *x;
         cJSON_ArrayForEach (x, lists[k]) {
@@ -715,11 +726,12 @@ static int lib_prepare(camp_t *c, const cJSON *cs, const cJSON *spec, const char
     return 0;
 }
 
-static void library_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *program, cJSON *rec)
+static void library_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *scratch, const char *program,
+                        cJSON *rec)
 {
     pybox_ready_t rd;
     pybox_ready_init(&rd);
-    if (lib_prepare(c, cs, spec, program, &rd, rec) == 0) {
+    if (lib_prepare(c, cs, spec, scratch, program, &rd, rec) == 0) {
         pybox_run_result_t res;
         double t0 = pybox_now_s();
         pybox_ready_run(&rd, &res);
@@ -785,7 +797,7 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
     pybox_ready_init(&h.rd);
     cJSON *ignore = cJSON_CreateObject();
     int cancel[2] = {-1, -1};
-    int lr = lib_prepare(c, cs, spec, hold, &h.rd, ignore);
+    int lr = lib_prepare(c, cs, spec, NULL, hold, &h.rd, ignore);
     cJSON_Delete(ignore);
     if (lr < 0 || pipe2(cancel, O_CLOEXEC) < 0) {
         cJSON_AddStringToObject(rec, "error", "the holding box could not be prepared");
@@ -826,7 +838,7 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
     cJSON_AddBoolToObject(obs, "held", held);
     cJSON_AddNumberToObject(obs, "held_after_s", pybox_now_s() - t0);
     if (held)
-        library_run(c, cs, spec, program, rec);
+        library_run(c, cs, spec, NULL, program, rec);
     else
         cJSON_AddStringToObject(rec, "error", "the holding box never showed its marker");
     if (pybox_write_all(cancel[1], "x", 1) < 0) {
@@ -848,7 +860,27 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
     free(hold);
 }
 
-static void list_out(const char *dir, cJSON *observed)
+/* The SHA-256 (hex) of a regular file's bytes, or "" when it cannot be read. */
+static void file_sha256(const char *path, char out[65])
+{
+    out[0] = '\0';
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char *data = NULL;
+    size_t len = 0;
+    bool over = false;
+    pybox_error_t err = {0};
+    if (pybox_read_bounded(fd, 64 * 1024 * 1024, &data, &len, &over, &err) == 0 && !over)
+        pybox_sha256_hex(data, len, out);
+    free(data);
+    close(fd);
+}
+
+/* The output folder as it is after the run (and after the run's "after" steps): its
+ * entries, and whether every file the receipt lists as returned is there with the
+ * SHA-256 the receipt gives (out_as_listed; true when it lists none). */
+static void list_out(const char *dir, const cJSON *receipt, cJSON *observed)
 {
     cJSON *files = cJSON_AddArrayToObject(observed, "out_files");
     int n = 0;
@@ -872,6 +904,71 @@ static void list_out(const char *dir, cJSON *observed)
         closedir(d);
     cJSON_AddNumberToObject(observed, "out_count", n);
     cJSON_AddBoolToObject(observed, "out_exists", d != NULL);
+    struct stat sb;
+    if (lstat(dir, &sb) == 0)
+        cJSON_AddNumberToObject(observed, "out_mode", sb.st_mode & 07777);
+    int listed = 0;
+    bool same = true;
+    const cJSON *x;
+    cJSON_ArrayForEach (x, ev_path(receipt, "seen.files.returned")) {
+        const char *name = jstr(x, "name"), *sha = jstr(x, "sha256");
+        char p[PATH_MAX], got[65];
+        listed++;
+        if (name == NULL || sha == NULL || pybox_fmt(p, sizeof p, "%s/%s", dir, name) < 0) {
+            same = false;
+            continue;
+        }
+        file_sha256(p, got);
+        same = same && strcmp(got, sha) == 0;
+    }
+    cJSON_AddNumberToObject(observed, "out_listed", listed);
+    cJSON_AddBoolToObject(observed, "out_as_listed", same);
+}
+
+/* A run's "before" or "after" steps (each an argv, templates filled; the campaign runs
+ * them as root, and a step becomes another user with setpriv): each one's exit code and
+ * output into observed.<key>, the outputs joined in observed.<key>_stdout. */
+static void steps(camp_t *c, const cJSON *spec, const char *scratch, const char *key, cJSON *rec)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(spec, key);
+    if (list == NULL)
+        return;
+    cJSON *obs = cJSON_GetObjectItemCaseSensitive(rec, "observed");
+    if (obs == NULL)
+        obs = cJSON_AddObjectToObject(rec, "observed");
+    cJSON *done = cJSON_AddArrayToObject(obs, key);
+    pybox_buf_t all;
+    pybox_buf_init(&all, 0);
+    const cJSON *step;
+    cJSON_ArrayForEach (step, list) {
+        cJSON *argv_j = subst_json(c, scratch, step);
+        const char *argv[32];
+        int argc = 0;
+        const cJSON *a;
+        cJSON_ArrayForEach (a, argv_j)
+            if (cJSON_IsString(a) && argc < 31)
+                argv[argc++] = a->valuestring;
+        argv[argc] = NULL;
+        proc_t p;
+        if (argc > 0)
+            proc_run(argv, NULL, NULL, 0, 60, &p);
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddItemToObject(d, "argv", argv_j);
+        cJSON_AddNumberToObject(d, "exit_code", argc > 0 ? p.exit_code : -1);
+        cJSON_AddStringToObject(d, "stdout", argc > 0 && p.out.data ? p.out.data : "");
+        cJSON_AddStringToObject(d, "stderr", argc > 0 && p.err.data ? p.err.data : "");
+        cJSON_AddItemToArray(done, d);
+        if (argc > 0 && p.out.data)
+            pybox_buf_adds(&all, p.out.data);
+        if (argc > 0)
+            proc_free(&p);
+        else
+            cJSON_AddStringToObject(rec, "error", "a step is not an argv");
+    }
+    char name[32];
+    snprintf(name, sizeof name, "%s_stdout", key);
+    cJSON_AddStringToObject(obs, name, all.data ? all.data : "");
+    pybox_buf_free(&all);
 }
 
 /* UTF-8 text of characters below U+0100 as Latin-1 bytes; -1 when it has others. */
@@ -951,13 +1048,9 @@ static void exec_run(camp_t *c, const cJSON *spec, const char *program, const ch
     else
         cJSON_AddStringToObject(rec, "stdout", p.out.data ? p.out.data : "");
     cJSON_AddStringToObject(rec, "stderr", p.err.data ? p.err.data : "");
-    cJSON *obs = cJSON_AddObjectToObject(rec, "observed");
-    const char *outdir = jstr(spec, "out_dir");
-    if (outdir) {
-        char *o = subst(c, scratch, outdir);
-        list_out(o, obs);
-        free(o);
-    }
+    cJSON *obs = cJSON_GetObjectItemCaseSensitive(rec, "observed");
+    if (obs == NULL)
+        obs = cJSON_AddObjectToObject(rec, "observed");
     cJSON_AddNumberToObject(obs, "boxes_left", boxes_left(c));
     cJSON_Delete(args);
     proc_free(&p);
@@ -1367,8 +1460,9 @@ static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
             char when[40];
             pybox_wall_iso(when, sizeof when);
             cJSON_AddStringToObject(r, "at", when);
+            steps(c, spec, scratch, "before", r);
             if (strcmp(via, "library") == 0)
-                library_run(c, cs, spec, program, r);
+                library_run(c, cs, spec, scratch, program, r);
             else if (strcmp(via, "exec") == 0)
                 exec_run(c, spec, program, scratch, r);
             else if (strcmp(via, "crash") == 0)
@@ -1380,6 +1474,14 @@ static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
             else
                 cJSON_AddStringToObject(r, "error", "unknown via");
             free(program);
+            steps(c, spec, scratch, "after", r);
+            if (jstr(spec, "out_dir") != NULL) {
+                char *o = subst(c, scratch, jstr(spec, "out_dir"));
+                cJSON *obs = cJSON_GetObjectItemCaseSensitive(r, "observed");
+                list_out(o, cJSON_GetObjectItemCaseSensitive(r, "receipt"),
+                         obs ? obs : cJSON_AddObjectToObject(r, "observed"));
+                free(o);
+            }
             bool rok = cJSON_GetObjectItemCaseSensitive(r, "error") == NULL;
             cJSON *ex = cJSON_AddArrayToObject(r, "expect");
             /* A backend observes some things its own way (an engine's event log, the

@@ -4,12 +4,16 @@
  * invisible, format or unassigned code point, and no combining mark that does not sit on
  * a letter, digit or shown character; every printable character of the input is kept as
  * it is, and only what is not printable is escaped, so the output decodes back to the
- * input exactly. The first byte sets keep_newlines. Also: pybox_utf8_sanitize always
+ * input exactly. The first byte sets keep_newlines. Also: the JSON writer
+ * (pybox_json_append) writes the same string back and nothing raw that the escaper
+ * escapes; pybox_utf8_sanitize always
  * gives valid UTF-8 of the same length when nothing was replaced, and
  * pybox_escape_short stays within its buffer. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "../pybox/buf.h"
 #include "../pybox/escape.h"
@@ -174,6 +178,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (replaced == 0)
         FUZZ_CHECK(s.len == len && (len == 0 || memcmp(s.data, in, len) == 0), "valid text changed");
     pybox_buf_free(&s);
+
+    /* The JSON writer: the input as a string (sanitized, NUL-free, as PyBox's strings are)
+     * comes back the same from any reader, and the text holds no raw character the
+     * terminal escaper would escape (no hidden code point, no mark on nothing). */
+    char *str = fuzz_strndup(in, len);
+    pybox_buf_t u;
+    pybox_buf_init(&u, 0);
+    FUZZ_CHECK(pybox_utf8_sanitize(&u, str, strlen(str), NULL) == 0, "sanitize failed");
+    cJSON *j = cJSON_CreateString(u.data);
+    pybox_buf_t js;
+    pybox_buf_init(&js, 0);
+    FUZZ_CHECK(j != NULL && pybox_json_append(&js, j) == 0, "the JSON writer failed");
+    cJSON *again = cJSON_ParseWithLength(js.data, js.len);
+    FUZZ_CHECK(cJSON_IsString(again) && strcmp(again->valuestring, u.data) == 0, "the JSON reads back differently");
+    bool base = false;
+    for (size_t i = 0; i < js.len;) {
+        unsigned cp;
+        size_t n = pybox_utf8_seq((const unsigned char *)js.data + i, js.len - i, &cp);
+        FUZZ_CHECK(n > 0, "the JSON is not UTF-8");
+        FUZZ_CHECK(cp >= 0x20 && cp != 0x7f && !hidden(cp), "a raw control or hidden code point in the JSON");
+        FUZZ_CHECK(!mark(cp) || base, "a raw combining mark on nothing in the JSON");
+        base = cp >= 0x80 || alnum(cp);
+        i += n;
+    }
+    cJSON_Delete(again);
+    cJSON_Delete(j);
+    pybox_buf_free(&js);
+    pybox_buf_free(&u);
+    free(str);
 
     char shortform[96];
     char *z = fuzz_strndup(in, len);

@@ -4,6 +4,7 @@
 
 #include <openssl/evp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* hidden_ranges, marks_ranges, blanks_ranges: generated at build time from the Unicode Character
@@ -117,6 +118,19 @@ static bool ascii_alnum(unsigned char c)
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
+/* The escaper's one rule for a code point above ASCII: shown as it is, or escaped (a
+ * hidden code point; a combining mark when what comes before it, *base, cannot carry
+ * one). *base becomes whether this can carry the next mark. */
+static bool shown_as_is(unsigned cp, bool *base)
+{
+    if (is_hidden(cp) || (pybox_escape_is_mark(cp) && !*base)) {
+        *base = false;
+        return false;
+    }
+    *base = true;
+    return true;
+}
+
 int pybox_escape_terminal(pybox_buf_t *out, const void *s, size_t len, bool keep_newlines)
 {
     const unsigned char *p = s;
@@ -175,16 +189,12 @@ int pybox_escape_terminal(pybox_buf_t *out, const void *s, size_t len, bool keep
             i++;
             continue;
         }
-        bool mark = pybox_escape_is_mark(cp);
-        if (is_hidden(cp) || (mark && !base)) {
+        if (!shown_as_is(cp, &base)) {
             snprintf(tmp, sizeof tmp, "\\u{%04x}", cp);
             if (pybox_buf_puts(out, tmp) < 0)
                 return -1;
-            base = false;
-        } else {
-            if (pybox_buf_append(out, p + i, n) < 0)
-                return -1;
-            base = true;
+        } else if (pybox_buf_append(out, p + i, n) < 0) {
+            return -1;
         }
         i += n;
     }
@@ -250,4 +260,90 @@ void pybox_escape_short(char *out, size_t len, const char *s, size_t max)
     pybox_escape_terminal(&b, s, n > max ? max : n, false);
     snprintf(out, len, "%s%s", b.data ? b.data : "", n > max ? "..." : "");
     pybox_buf_free(&b);
+}
+
+/* \uXXXX for a code point, as a surrogate pair above U+FFFF. */
+static int json_u(pybox_buf_t *out, unsigned cp)
+{
+    char t[16];
+    if (cp < 0x10000)
+        snprintf(t, sizeof t, "\\u%04x", cp);
+    else
+        snprintf(t, sizeof t, "\\u%04x\\u%04x", 0xd800 + ((cp - 0x10000) >> 10), 0xdc00 + ((cp - 0x10000) & 0x3ff));
+    return pybox_buf_puts(out, t);
+}
+
+int pybox_json_safe(pybox_buf_t *out, const char *json, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)json;
+    size_t i = 0;
+    bool in_string = false, base = false;
+    while (i < len) {
+        unsigned char c = p[i];
+        if (!in_string) {
+            /* Between strings a JSON writer puts ASCII structure only. */
+            if (c >= 0x80 || (c < 0x20 && c != ' ' && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
+                return -1;
+            in_string = c == '"';
+            base = false; /* a quote carries no mark */
+            if (pybox_buf_append(out, p + i, 1) < 0)
+                return -1;
+            i++;
+            continue;
+        }
+        if (c == '"' || c == '\\') {
+            /* the string's end, or an escape the writer made, kept as it is */
+            size_t n = c == '"' ? 1 : i + 1 < len && p[i + 1] == 'u' ? 6 : 2;
+            if (i + n > len || pybox_buf_append(out, p + i, n) < 0)
+                return -1;
+            in_string = c != '"';
+            base = false;
+            i += n;
+            continue;
+        }
+        if (c >= 0x20 && c < 0x7f) {
+            size_t j = i;
+            while (j < len && p[j] >= 0x20 && p[j] < 0x7f && p[j] != '"' && p[j] != '\\')
+                j++;
+            if (pybox_buf_append(out, p + i, j - i) < 0)
+                return -1;
+            base = ascii_alnum(p[j - 1]);
+            i = j;
+            continue;
+        }
+        if (c < 0x80) { /* a control character or DEL: the escaper's \xNN */
+            if (json_u(out, c) < 0)
+                return -1;
+            base = false;
+            i++;
+            continue;
+        }
+        unsigned cp;
+        size_t n = pybox_utf8_seq(p + i, len - i, &cp);
+        if (n == 0) { /* not UTF-8, so not JSON: U+FFFD, as the stray byte would read */
+            if (pybox_buf_append(out, "\xef\xbf\xbd", 3) < 0)
+                return -1;
+            base = true;
+            i++;
+            continue;
+        }
+        if (shown_as_is(cp, &base) ? pybox_buf_append(out, p + i, n) < 0 : json_u(out, cp) < 0)
+            return -1;
+        i += n;
+    }
+    if (in_string)
+        return -1;
+    if (out->data == NULL && pybox_buf_append(out, "", 0) < 0)
+        return -1;
+    return 0;
+}
+
+int pybox_json_append(pybox_buf_t *out, const cJSON *j)
+{
+    char *text = j != NULL ? cJSON_PrintUnformatted(j) : NULL;
+    if (text == NULL)
+        return -1;
+    int rc = pybox_json_safe(out, text, strlen(text));
+    free(text);
+    return rc;
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Making untrusted bytes safe to show: on a terminal (nothing can move the cursor, change
- * colours, reorder text or pass for a receipt line) and in JSON (always valid UTF-8). */
+ * colours, reorder text or pass for a receipt line), and in JSON (always valid UTF-8, and
+ * as safe on a terminal as the terminal receipt). */
 #ifndef PYBOX_ESCAPE_H
 #define PYBOX_ESCAPE_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -44,6 +46,21 @@ void pybox_escape_short(char *out, size_t len, const char *s, size_t max);
 /* Append valid UTF-8: each byte of an invalid sequence becomes U+FFFD. Returns the number
  * of bytes replaced via *replaced. */
 int pybox_utf8_sanitize(pybox_buf_t *out, const void *s, size_t len, size_t *replaced);
+
+/* JSON that PyBox prints (a receipt, a refusal, a cleanup report, an MCP message) is
+ * as safe on a terminal as the terminal receipt: json (len bytes, as a JSON writer such
+ * as cJSON wrote it) is appended with every character inside its strings that
+ * pybox_escape_terminal would not show as it is (control characters and DEL, C1
+ * controls, format and bidi controls, line and paragraph separators, private use,
+ * unassigned and default-ignorable code points, a combining mark with nothing to sit
+ * on) written as the escape \uXXXX (a surrogate pair above U+FFFF). The JSON value is
+ * the same: every reader gets the same strings, and a signature over it still holds. A
+ * byte that is not UTF-8 inside a string becomes U+FFFD. -1 (out left failed or cut)
+ * when json is not such text (a string not ended, anything but ASCII outside strings). */
+int pybox_json_safe(pybox_buf_t *out, const char *json, size_t len);
+
+/* Append j as compact JSON made safe the same way. */
+int pybox_json_append(pybox_buf_t *out, const cJSON *j);
 
 /* Append base64 (standard alphabet, padded). */
 int pybox_base64(pybox_buf_t *out, const void *s, size_t len);

@@ -9,6 +9,7 @@
 #include <locale.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 
 #include "bounds.h"
 #include "escape.h"
+#include "policy.h"
 #include "util.h"
 
 /* ---- in ---- */
@@ -420,10 +422,56 @@ void pybox_output_close(pybox_output_spec_t *spec)
     spec->parent_fd = -1;
 }
 
+int pybox_folder_hold(const char *path, const char *what, const char *hint, int *fd, pybox_error_t *err)
+{
+    *fd = -1;
+    struct stat sb;
+    int pfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0 || fstat(pfd, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+        if (pfd >= 0)
+            close(pfd);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s does not exist", what);
+    }
+    /* Nobody else may be able to move things around in the folder while PyBox writes
+     * there: its owner is this user or root, and if others can write to it, the sticky
+     * bit keeps them from renaming what is not theirs. */
+    bool others_write = (sb.st_mode & 0022) != 0;
+    if ((sb.st_uid != geteuid() && sb.st_uid != 0) || (others_write && !(sb.st_mode & S_ISVTX))) {
+        close(pfd);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "%s can be changed by another user (owner uid %u, mode %04o): %s", what,
+                               (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 07777), hint);
+    }
+    if (faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) < 0) {
+        int en = errno;
+        close(pfd);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, en, "%s is not writable", what);
+    }
+    *fd = pfd;
+    return 0;
+}
+
+/* A user's name for messages ("uid 65534 (nobody)"), never cut. */
+static void owner_shown(uid_t uid, char *out, size_t len)
+{
+    struct passwd pw, *res = NULL;
+    char buf[1024];
+    char name[96] = "";
+    if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res != NULL)
+        pybox_escape_short(name, sizeof name, res->pw_name, 32);
+    snprintf(out, len, name[0] ? "uid %u (%s)" : "uid %u", (unsigned)uid, name);
+}
+
 int pybox_output_check(const char *dir, pybox_output_spec_t *spec, pybox_error_t *err)
+{
+    return pybox_output_check_relaxed(dir, 0, spec, err);
+}
+
+int pybox_output_check_relaxed(const char *dir, unsigned relax, pybox_output_spec_t *spec, pybox_error_t *err)
 {
     memset(spec, 0, sizeof *spec);
     spec->parent_fd = -1;
+    spec->owner_relaxed = (relax & PYBOX_RELAX_OUTPUT_OWNER) != 0;
     char p[256];
     shown(p, sizeof p, dir ? dir : "");
     if (dir == NULL || dir[0] == '\0')
@@ -448,34 +496,28 @@ int pybox_output_check(const char *dir, pybox_output_spec_t *spec, pybox_error_t
         plen--;
     memcpy(spec->parent, abs, plen);
     spec->parent[plen] = '\0';
+    char what[320];
+    snprintf(what, sizeof what, "--output %s: its parent folder", p);
+    if (pybox_folder_hold(spec->parent, what, "give a folder whose parent only you control", &spec->parent_fd, err) < 0)
+        return -1;
     struct stat sb;
-    int pfd = open(spec->parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (pfd < 0 || fstat(pfd, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
-        if (pfd >= 0)
-            close(pfd);
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--output %s: its parent folder does not exist", p);
-    }
-    /* Nobody else may be able to move things around in the parent while the output is
-     * written there: its owner is this user or root, and if others can write to it, the
-     * sticky bit keeps them from renaming what is not theirs. */
-    bool others_write = (sb.st_mode & 0022) != 0;
-    if ((sb.st_uid != geteuid() && sb.st_uid != 0) || (others_write && !(sb.st_mode & S_ISVTX))) {
-        close(pfd);
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "--output %s: its parent folder can be changed by another user (owner uid %u, mode "
-                               "%04o): give a folder whose parent only you control",
-                               p, (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 07777));
-    }
-    if (faccessat(AT_FDCWD, spec->parent, W_OK | X_OK, AT_EACCESS) < 0) {
-        int en = errno;
-        close(pfd);
-        return pybox_error_set(err, PYBOX_ERR_USAGE, en, "--output %s: its parent folder is not writable", p);
-    }
-    spec->parent_fd = pfd;
+    int pfd = spec->parent_fd;
     if (fstatat(pfd, spec->base, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
         if (!S_ISDIR(sb.st_mode)) {
             pybox_output_close(spec);
             return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--output %s: it exists and is not a folder", p);
+        }
+        /* The run's files replace this folder under its name, with its mode: a folder
+         * someone else made (in a shared folder such as /tmp, before the run) would be
+         * theirs to change again once delivered. */
+        if (sb.st_uid != geteuid() && !spec->owner_relaxed) {
+            char who[160];
+            owner_shown(sb.st_uid, who, sizeof who);
+            pybox_output_close(spec);
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "--output %s: the folder exists and belongs to another user (%s, mode %04o): give "
+                                   "a new folder or one of your own",
+                                   p, who, (unsigned)(sb.st_mode & 07777));
         }
         spec->mode = sb.st_mode & 07777;
         int dfd = openat(pfd, spec->base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -1098,8 +1140,9 @@ static int deliver(const void *tar, size_t len, const pybox_output_spec_t *spec,
     if (rc == 0 && damaged) {
         refuse_all(o, "the box's archive of %s is damaged: a file's data does not match its size", PYBOX_BOX_OUT);
     } else if (rc == 0) {
-        /* An existing (empty) output folder keeps its mode; a new one gets 0755. */
-        mode_t mode = spec->existed ? spec->mode : 0755;
+        /* A new output folder gets 0755; an existing (empty) one keeps its mode, but never
+         * a bit that would let anyone else change what the receipt lists. */
+        mode_t mode = !spec->existed ? 0755 : spec->owner_relaxed ? spec->mode : spec->mode & PYBOX_OUT_MODE_KEEP;
         if (fchmod(root, mode) < 0 || fsync(root) < 0 || renameat(pfd, tmpname, pfd, spec->base) < 0) {
             int en = errno;
             rc =

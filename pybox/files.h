@@ -45,20 +45,37 @@ void pybox_inputs_freep(pybox_inputs_t *in);
 
 /* ---- out ---- */
 
+/* What is delivered can be written by its owner only: files 0644, folders 0755, and an
+ * existing (empty) output folder keeps its mode less these bits (group and others'
+ * write, set-user-ID, set-group-ID, sticky). */
+#define PYBOX_OUT_MODE_KEEP 0755
+
 typedef struct pybox_output_spec {
     char dir[PATH_MAX];    /* absolute */
     char parent[PATH_MAX]; /* where the folder appears */
     char base[NAME_MAX + 1];
-    bool existed;  /* it existed (empty) before the run */
-    mode_t mode;   /* its mode then, kept */
-    int parent_fd; /* the parent as checked (O_PATH): delivery goes there, not to a name */
+    bool existed;       /* it existed (empty) before the run */
+    mode_t mode;        /* its mode then, kept less what PYBOX_OUT_MODE_KEEP leaves out */
+    int parent_fd;      /* the parent as checked (O_PATH): delivery goes there, not to a name */
+    bool owner_relaxed; /* testing only (PYBOX_RELAX_OUTPUT_OWNER): the owner rule and the mode
+                           mask left out, to show the escape they prevent */
 } pybox_output_spec_t;
 
-/* Refused (PYBOX_ERR_USAGE) when the path is a file, a folder that is not empty, or its
- * parent folder does not exist, or can be rearranged by another user (writable by others
- * without the sticky bit, or owned by another user than this one or root). Holds the
- * parent open until pybox_output_close. */
+/* A folder PyBox writes into, opened (O_PATH) into *fd and held: what is written there
+ * goes through that descriptor, never through the name again. Refused (PYBOX_ERR_USAGE,
+ * each message starting with what, e.g. "--output out: its parent folder") when it does
+ * not exist, cannot be written, or can be rearranged by another user: owned by another
+ * user than this one or root, or writable by others without the sticky bit (as /tmp
+ * has); hint ends that refusal. */
+int pybox_folder_hold(const char *path, const char *what, const char *hint, int *fd, pybox_error_t *err);
+
+/* Refused (PYBOX_ERR_USAGE) when the path is a file, a folder that is not empty or is
+ * owned by another user than this one (it would be delivered into with its owner's
+ * mode: a folder another local user made could be theirs to change afterwards), or its
+ * parent folder fails pybox_folder_hold. Holds the parent open until pybox_output_close. */
 int pybox_output_check(const char *dir, pybox_output_spec_t *spec, pybox_error_t *err);
+/* The same, with relax: PYBOX_RELAX_OUTPUT_OWNER (policy.h) for a test, or 0. */
+int pybox_output_check_relaxed(const char *dir, unsigned relax, pybox_output_spec_t *spec, pybox_error_t *err);
 void pybox_output_close(pybox_output_spec_t *spec);
 
 typedef struct pybox_ingest_limits {

@@ -67,6 +67,7 @@ typedef struct pybox_policy {
 #define PYBOX_RELAX_MEMORY 0x40u        /* no memory limit */
 #define PYBOX_RELAX_SYSTEM_PATHS 0x80u  /* nothing of /proc and /sys masked or read-only */
 #define PYBOX_RELAX_SHARED_UID 0x100u   /* the program runs as PYBOX_SHARED_UID, like every such box */
+#define PYBOX_RELAX_OUTPUT_OWNER 0x200u /* --output takes another user's folder and keeps its mode (files.h) */
 #define PYBOX_RELAX_SOCKET_AT "/run/docker.sock"
 
 /* The uid (and gid) the program runs as: program_uid, or what a relaxation says. */
@@ -84,8 +85,8 @@ const char *pybox_policy_seccomp_sha256(void);
 void pybox_policy_relaxed(const pybox_policy_t *p, char *out, size_t len);
 
 /* One relaxation bit by name ("program-root", "writable-root", "engine-caps",
- * "new-privileges", "seccomp", "pids", "memory", "system-paths", "shared-uid"); 0 if
- * unknown. */
+ * "new-privileges", "seccomp", "pids", "memory", "system-paths", "shared-uid",
+ * "output-owner"); 0 if unknown. */
 unsigned pybox_policy_relax_bit(const char *name);
 
 /* Whether a relaxation bit is set. */

@@ -127,7 +127,7 @@ static int files(const pybox_request_t *rq, pybox_ready_t *rd, pybox_error_t *er
     if (rq->n_inputs > 0 && pybox_inputs_prepare(rq->inputs, rq->n_inputs, PYBOX_INPUT_MAX, &rd->inputs, err) < 0)
         return -1;
     rd->failed = PYBOX_PREP_OUTPUT;
-    if (rq->output != NULL && pybox_output_check(rq->output, &rd->output, err) < 0)
+    if (rq->output != NULL && pybox_output_check_relaxed(rq->output, rq->relax, &rd->output, err) < 0)
         return -1;
     return 0;
 }
@@ -173,6 +173,7 @@ int pybox_prepare(const pybox_request_t *rq, pybox_ready_t *rd, pybox_error_t *e
     p->nano_cpus = l.nano_cpus;
     /* The box's own clock: a full margin behind PyBox's deadline. */
     p->box_timer_ms = l.timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
+    p->relax |= rq->relax;
     return 0;
 }
 

@@ -29,6 +29,10 @@ typedef struct pybox_request {
     const char *const *inputs; /* files and folders for /box/in */
     size_t n_inputs;
     const char *output; /* the folder /box/out goes to, or NULL */
+    /* Testing only, never from a command line or MCP: relaxations (PYBOX_RELAX_*) that act
+     * while the run is prepared (PYBOX_RELAX_OUTPUT_OWNER), put in the policy too, so the
+     * receipt says so. */
+    unsigned relax;
     /* Run controls, passed on (run.h). */
     double started_s;
     bool cancellable;

@@ -2,6 +2,7 @@
 /* Signed receipts (see sign.h). */
 #include "sign.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
@@ -228,6 +229,28 @@ static bool has_nul(const char *t, size_t len)
     return false;
 }
 
+bool pybox_sign_json_strict(const char *text, size_t len, char *why, size_t whylen)
+{
+    /* jansson takes a raw NUL in some places (just after a number): refused here */
+    const char *nul = memchr(text, '\0', len);
+    if (nul != NULL) {
+        snprintf(why, whylen, "a NUL byte, at byte %zu", (size_t)(nul - text));
+        return false;
+    }
+    json_error_t e;
+    memset(&e, 0, sizeof e);
+    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
+    if (j != NULL) {
+        json_decref(j);
+        return true;
+    }
+    /* jansson's words quote the text near the fault: outside bytes, shown escaped */
+    char shown[200];
+    pybox_escape_short(shown, sizeof shown, e.text, 120);
+    snprintf(why, whylen, "%s, at byte %d", shown, e.position);
+    return false;
+}
+
 void pybox_sign_verify_text(const char *text, size_t len, const pybox_key_t *const *keys, size_t n,
                             pybox_sig_check_t *out)
 {
@@ -244,6 +267,16 @@ void pybox_sign_verify_text(const char *text, size_t len, const pybox_key_t *con
     if (!rest_blank) {
         cJSON_Delete(j);
         say(out, PYBOX_SIG_NOT_JSON, j == NULL ? "not JSON" : "not JSON (something follows the receipt's object)");
+        return;
+    }
+    /* cJSON is lenient: it takes a byte-order mark, control bytes between tokens, raw
+     * control characters in strings, "00", and a member named twice (the first is used;
+     * readers that take the last see another receipt). What is verified is only text
+     * that every reader reads as this one value. */
+    char why[300];
+    if (!pybox_sign_json_strict(text, len, why, sizeof why)) {
+        cJSON_Delete(j);
+        say(out, PYBOX_SIG_NOT_JSON, "not strict JSON (%s)", why);
         return;
     }
     pybox_sign_verify(j, keys, n, out);

@@ -9,6 +9,7 @@
 #define PYBOX_SIGN_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -50,9 +51,19 @@ typedef struct pybox_sig_check {
 /* Check a receipt's signature against keys (n of them, any may be the signer). */
 void pybox_sign_verify(const cJSON *receipt, const pybox_key_t *const *keys, size_t n, pybox_sig_check_t *out);
 
+/* Whether text (len bytes) is strict JSON, read by Debian's jansson: RFC 8259's grammar
+ * and nothing else (no byte-order mark, only space, tab, CR and LF between tokens, no
+ * control character raw in a string, no leading zero, a surrogate escape only in a
+ * pair), valid UTF-8, an object or array at the top with only white space after it, no
+ * NUL character, no integer beyond 64 bits or number beyond a double, and no object
+ * with two members of one name at any depth (names compared as read, escapes undone).
+ * When not, why (whylen bytes) says what and at which byte, escaped. */
+bool pybox_sign_json_strict(const char *text, size_t len, char *why, size_t whylen);
+
 /* The same from the receipt's text (len bytes): one JSON object and nothing else but
- * white space. Text with a NUL character, raw or as \u0000, is refused as NOT_JSON:
- * readers disagree on where such a string ends, and no receipt holds one. */
+ * white space, and strict JSON (pybox_sign_json_strict), so that every reader reads the
+ * receipt that is verified. Text with a NUL character, raw or as \u0000, is refused as
+ * NOT_JSON: readers disagree on where such a string ends, and no receipt holds one. */
 void pybox_sign_verify_text(const char *text, size_t len, const pybox_key_t *const *keys, size_t n,
                             pybox_sig_check_t *out);
 

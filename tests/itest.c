@@ -62,6 +62,12 @@ static char *slurp_fd(int fd, size_t *len)
 
 void itest_start(const char *program, size_t len, const char *const *args, const char *const *env, itest_job_t *j)
 {
+    itest_start_closed(program, len, args, env, 0, j);
+}
+
+void itest_start_closed(const char *program, size_t len, const char *const *args, const char *const *env,
+                        unsigned closed, itest_job_t *j)
+{
     /* stdin, stdout and stderr are memory files: no pipe can fill up, nothing to pump. */
     memset(j, 0, sizeof *j);
     int in = memfd_with("stdin", program, len);
@@ -79,6 +85,9 @@ void itest_start(const char *program, size_t len, const char *const *args, const
         dup2(in, 0);
         dup2(j->out_fd, 1);
         dup2(j->err_fd, 2);
+        for (int fd = 0; fd <= 2; fd++)
+            if (closed & (1u << fd))
+                close(fd);
         for (int i = 0; env && env[i]; i++)
             putenv((char *)env[i]);
         execv(argv[0], (char *const *)argv);

@@ -27,6 +27,10 @@ typedef struct itest_job {
     int out_fd, err_fd;
 } itest_job_t;
 void itest_start(const char *program, size_t len, const char *const *args, const char *const *env, itest_job_t *j);
+/* The same with some of pybox's standard descriptors closed (bit n: descriptor n); what
+ * it would have written there reads back empty. */
+void itest_start_closed(const char *program, size_t len, const char *const *args, const char *const *env,
+                        unsigned closed, itest_job_t *j);
 void itest_finish(itest_job_t *j, itest_run_t *r);
 
 /* Run `pybox <args...>` with program on stdin (len bytes), extra environment entries

@@ -136,6 +136,43 @@ START_TEST(unusable_chart_path_refused_before_any_box)
 }
 END_TEST
 
+/* The chart goes to the folder that was checked before the box was built: that folder
+ * moved away while the program runs and another made under its name, the chart is
+ * written into the one checked, nothing into the new one. */
+START_TEST(exec_chart_goes_to_the_folder_checked)
+{
+    char sub[128], moved[128], chart[160], p[192];
+    snprintf(sub, sizeof sub, "%s/charts", dir);
+    snprintf(moved, sizeof moved, "%s/charts-checked", dir);
+    snprintf(chart, sizeof chart, "%s/run.svg", sub);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    const char *prog = "import subprocess\n"
+                       "subprocess.run(['python3', '-c', 'import time; time.sleep(30)', 'pybox-chart-marker'])\n";
+    const char *args[] = {"exec", "--json", "--timeout", "2", "--chart", chart, NULL};
+    double since = itest_wall();
+    itest_job_t job;
+    itest_start(prog, strlen(prog), args, NULL, &job);
+    char id[65];
+    int seen = itest_box_wait_running(since, id, "pybox-chart-marker", 30);
+    /* the folder swapped while the box runs (PyBox's deadline ends it afterwards) */
+    ck_assert_int_eq(rename(sub, moved), 0);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    itest_run_t r;
+    itest_finish(&job, &r);
+    ck_assert_msg(seen == 0, "the program never ran");
+    ck_assert_msg(r.status == 124, "exit %d: %s", r.status, r.err);
+    snprintf(p, sizeof p, "%s/run.svg", moved);
+    ck_assert_int_eq(xmllint(p), 0);
+    size_t len = 0;
+    char *svg = slurp(p, &len);
+    ck_assert_ptr_nonnull(svg);
+    ck_assert_ptr_nonnull(strstr(svg, itest_str(r.receipt, "run_id")));
+    struct stat sb;
+    ck_assert_int_ne(lstat(chart, &sb), 0); /* nothing in the folder made under the name */
+    itest_run_free(&r);
+}
+END_TEST
+
 static void chart_refused(const char *input, const char *const *args, const char *expect)
 {
     itest_run_t r;
@@ -174,6 +211,7 @@ Suite *itest_suite_chart(void)
     tcase_add_test(tc, exec_chart_is_the_printed_receipts);
     tcase_add_test(tc, exec_chart_with_the_terminal_receipt);
     tcase_add_test(tc, unusable_chart_path_refused_before_any_box);
+    tcase_add_test(tc, exec_chart_goes_to_the_folder_checked);
     tcase_add_test(tc, chart_of_bad_input_refused);
     suite_add_tcase(s, tc);
     return s;

@@ -3,12 +3,14 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <pty.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -303,6 +305,63 @@ END_TEST
  * libraries that would cost every process milliseconds to load): a run with no files
  * loads libarchive on neither backend, libcurl only on docker, and one with a file in
  * loads libarchive. The dynamic loader's own log says what was loaded. */
+/* What /proc says fd of pid is ("" when it has none). */
+static void fd_target(pid_t pid, int fd, char *out, size_t len)
+{
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)pid, fd);
+    ssize_t n = readlink(p, out, len - 1);
+    out[n > 0 ? n : 0] = '\0';
+}
+
+/* PyBox started with its standard descriptors closed opens /dev/null on them first: else
+ * its own first files and sockets take those numbers (the output folder's parent, the
+ * engine client's wakeup pair), and the receipt written "to stdout" goes into one of
+ * them or fails. */
+START_TEST(closed_standard_descriptors_are_dev_null)
+{
+    char out[64];
+    snprintf(out, sizeof out, "/tmp/pybox-itest-fds-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(out));
+    char dest[96];
+    snprintf(dest, sizeof dest, "%s/out", out);
+    const char *prog = "open('/box/out/result.txt', 'w').write('kept')\n"
+                       "import subprocess\n"
+                       "subprocess.run(['python3', '-c', 'import time; time.sleep(30)', 'pybox-fds-marker'])\n";
+    const char *args[] = {"exec", "--json", "--timeout", "2", "--output", dest, NULL};
+    double since = itest_wall();
+    itest_job_t j;
+    itest_start_closed(prog, strlen(prog), args, NULL, 1u << 1 | 1u << 2, &j);
+    pid_t pid = j.pid;
+    char id[65], t1[PATH_MAX], t2[PATH_MAX];
+    int seen = itest_box_wait_running(since, id, "pybox-fds-marker", 30);
+    fd_target(pid, 1, t1, sizeof t1);
+    fd_target(pid, 2, t2, sizeof t2);
+    itest_run_t r;
+    itest_finish(&j, &r);
+    char p[128];
+    snprintf(p, sizeof p, "%s/result.txt", dest);
+    struct stat sb;
+    bool delivered = stat(p, &sb) == 0 && sb.st_size == 4;
+    itest_remove_home(out);
+    ck_assert_msg(seen == 0, "the program never ran");
+    ck_assert_str_eq(t1, "/dev/null");
+    ck_assert_str_eq(t2, "/dev/null");
+    /* the run as it would be with a /dev/null stdout: the deadline's exit, the files */
+    ck_assert_int_eq(r.status, 124);
+    ck_assert(delivered);
+    itest_run_free(&r);
+    /* stdin closed: an empty program, refused as such, not a read of whatever took fd 0 */
+    const char *args2[] = {"exec", "--json", NULL};
+    itest_start_closed("", 0, args2, NULL, 1u << 0, &j);
+    itest_finish(&j, &r);
+    ck_assert_int_eq(r.status, 125);
+    ck_assert_msg(itest_contains(r.err, r.err_len, "the program is empty"), "%s", r.err);
+    ck_assert_str_eq(itest_str(r.receipt, "status"), "REFUSED");
+    itest_run_free(&r);
+}
+END_TEST
+
 START_TEST(libraries_opened_when_needed)
 {
     const char *env[] = {"LD_DEBUG=files", NULL};
@@ -352,6 +411,7 @@ Suite *itest_suite_exec(void)
     tcase_add_test(tc, human_receipt_is_fenced);
     tcase_add_test(tc, status_in_colour);
     tcase_add_test(tc, libraries_opened_when_needed);
+    tcase_add_test(tc, closed_standard_descriptors_are_dev_null);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -2,7 +2,9 @@
 /* Files in and out through pybox exec against the real engine. */
 #include <check.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../pybox/buf.h"
@@ -730,6 +733,90 @@ START_TEST(full_state_dir_no_box_without_its_note)
 }
 END_TEST
 
+/* What an ordinary local user (uid 65534) does, in a child of its own: 0 when every
+ * step worked, else the errno of the first that failed. */
+enum { SQUAT_MAKE_0777, SQUAT_REPLACE };
+static int as_other_user(int what, const char *dir)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+            _exit(125);
+        char p[PATH_MAX], q[PATH_MAX];
+        if (what == SQUAT_MAKE_0777)
+            _exit(mkdir(dir, 0777) == 0 && chmod(dir, 0777) == 0 ? 0 : errno);
+        /* replace result.txt: a new file, renamed over it */
+        if (pybox_fmt(p, sizeof p, "%s/forged", dir) < 0 || pybox_fmt(q, sizeof q, "%s/result.txt", dir) < 0)
+            _exit(125);
+        int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0)
+            _exit(errno);
+        close(fd);
+        _exit(rename(p, q) == 0 ? 0 : errno);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+/* In a sticky shared folder (as /tmp is), another local user makes the output folder
+ * first, empty and 0777: it is refused before any box is built, naming its owner, and
+ * left as it was. An existing folder of PyBox's own user with mode 0777 is delivered
+ * into without the write bits of others, so nobody else can replace a file the receipt
+ * lists. */
+START_TEST(output_folder_squatted_or_open_to_all)
+{
+    ck_assert_int_eq(chmod(work, 0755), 0); /* the other user can reach the shared folder */
+    char shared[PATH_MAX], squat[PATH_MAX + 8], mine[PATH_MAX + 8];
+    path_in(shared, "shared");
+    ck_assert_int_eq(mkdir(shared, 0755), 0);
+    ck_assert_int_eq(chmod(shared, 01777), 0);
+    ck_assert_int_eq(pybox_fmt(squat, sizeof squat, "%s/out", shared), 0);
+    ck_assert_int_eq(as_other_user(SQUAT_MAKE_0777, squat), 0);
+    int before = boxes_of_this_install();
+    const char *program = "open('/box/out/result.txt', 'w').write('the real result\\n')\n";
+    const char *a1[] = {"--output", squat, NULL};
+    itest_run_t r;
+    itest_exec(program, a1, &r);
+    ck_assert_msg(r.status == 125, "exit %d: %s", r.status, r.err);
+    ck_assert_str_eq(itest_str(r.receipt, "status"), "REFUSED");
+    ck_assert_int_eq(itest_bool(r.receipt, "box_built"), 0);
+    ck_assert_msg(itest_contains(r.err, r.err_len, "belongs to another user (uid 65534"), "%s", r.err);
+    itest_run_free(&r);
+    ck_assert_int_eq(boxes_of_this_install(), before);
+    struct stat sb;
+    ck_assert_int_eq(lstat(squat, &sb), 0);
+    ck_assert_uint_eq(sb.st_uid, 65534);
+    ck_assert_uint_eq(sb.st_mode & 07777, 0777);
+    ck_assert_int_eq(count_entries(squat), 0);
+    /* this user's own empty folder, open to all: delivered, no longer open */
+    ck_assert_int_eq(pybox_fmt(mine, sizeof mine, "%s/mine", shared), 0);
+    ck_assert_int_eq(mkdir(mine, 0755), 0);
+    ck_assert_int_eq(chmod(mine, 0777), 0);
+    const char *a2[] = {"--output", mine, NULL};
+    itest_exec(program, a2, &r);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_str_eq(itest_str(r.receipt, "seen.files.status"), "delivered");
+    const char *sha = itest_str(entry_named(itest_get(r.receipt, "seen.files.returned"), "result.txt"), "sha256");
+    ck_assert_ptr_nonnull(sha);
+    ck_assert_int_eq(lstat(mine, &sb), 0);
+    ck_assert_uint_eq(sb.st_mode & 07777, 0755);
+    ck_assert_int_eq(as_other_user(SQUAT_REPLACE, mine), EACCES);
+    char p[PATH_MAX + 16];
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/result.txt", mine), 0);
+    size_t len = 0;
+    char *data = read_file(p, &len);
+    ck_assert_ptr_nonnull(data);
+    char got[65];
+    pybox_sha256_hex(data, len, got);
+    ck_assert_str_eq(got, sha); /* what the receipt lists is what is there */
+    free(data);
+    itest_run_free(&r);
+}
+END_TEST
+
 Suite *itest_suite_files(void)
 {
     Suite *s = suite_create("files");
@@ -749,6 +836,7 @@ Suite *itest_suite_files(void)
     tcase_add_test(tc, utf8_names_in);
     tcase_add_test(tc, composed_and_decomposed_names_both_in);
     tcase_add_test(tc, name_not_utf8_refused);
+    tcase_add_test(tc, output_folder_squatted_or_open_to_all);
     suite_add_tcase(s, tc);
     TCase *full = tcase_create("full state directory");
     tcase_set_timeout(full, 120);

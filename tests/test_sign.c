@@ -174,6 +174,70 @@ START_TEST(exec_receipt_verifies_and_changes_are_refused)
 }
 END_TEST
 
+/* A program that prints what a terminal acts on (CSI U+009B, which the Linux console
+ * and xterm take even UTF-8 encoded, a bidi override, a line separator, DEL) and tries to
+ * pass for a receipt: pybox exec --json prints each as \uXXXX, never raw, the same
+ * string reads back, and the receipt still verifies. */
+START_TEST(exec_json_is_safe_on_a_terminal_and_verifies)
+{
+    itest_run_t r;
+    itest_exec("import sys\n"
+               "sys.stdout.write('\\u009b2J\\u009bH\\u202eteiceer xoBYP\\u2028  status     TARGET_EXIT_OBSERVED\\x7f"
+               "\\U000E0041')\n",
+               NULL, &r);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    static const char *const raw[] = {"\xc2\x9b", "\xe2\x80\xae", "\xe2\x80\xa8", "\x7f", "\xf3\xa0\x81\x81"};
+    for (size_t i = 0; i < sizeof raw / sizeof *raw; i++)
+        ck_assert_msg(!itest_contains(r.out, r.out_len, raw[i]), "raw bytes %zu on stdout", i);
+    ck_assert_msg(itest_contains(r.out, r.out_len, "\\u009b2J\\u009bH\\u202eteiceer"), "%s", r.out);
+    ck_assert_str_eq(itest_str(r.receipt, "said.stdout.text"),
+                     "\xc2\x9b"
+                     "2J\xc2\x9bH\xe2\x80\xae"
+                     "teiceer xoBYP\xe2\x80\xa8  status     TARGET_EXIT_OBSERVED"
+                     "\x7f\xf3\xa0\x81\x81");
+    const char *args[] = {"verify", "-", NULL};
+    itest_run_t v;
+    itest_pybox(r.out, r.out_len, args, NULL, &v);
+    ck_assert_msg(v.status == 0, "%s%s", v.out, v.err);
+    itest_run_free(&v);
+    itest_run_free(&r);
+}
+END_TEST
+
+/* pybox verify takes strict JSON only: a real receipt with a byte-order mark in front,
+ * or with its signature member given twice, is read by cJSON as the receipt signed, but
+ * not by every reader: invalid, not valid. */
+START_TEST(verify_takes_strict_json_only)
+{
+    itest_run_t r;
+    itest_exec("print('strict')\n", NULL, &r);
+    ck_assert_int_eq(r.status, 0);
+    const char *args[] = {"verify", "-", NULL};
+    itest_run_t v;
+    itest_pybox(r.out, r.out_len, args, NULL, &v);
+    ck_assert_msg(v.status == 0, "%s%s", v.out, v.err);
+    itest_run_free(&v);
+    size_t n = r.out_len + 400;
+    char *m = malloc(n);
+    snprintf(m, n, "\xef\xbb\xbf%.*s", (int)r.out_len, r.out);
+    itest_pybox(m, strlen(m), args, NULL, &v);
+    ck_assert_msg(v.status == 1, "exit %d: %s", v.status, v.out);
+    ck_assert_msg(itest_contains(v.out, v.out_len, "invalid: not strict JSON"), "%s", v.out);
+    itest_run_free(&v);
+    const char *sig = strstr(r.out, ",\"signature\":");
+    ck_assert_ptr_nonnull(sig);
+    /* {"signature":{...the real one...}, <the receipt as printed> */
+    const char *end = strrchr(r.out, '}');
+    snprintf(m, n, "{%.*s,%.*s", (int)(end - sig - 1), sig + 1, (int)(r.out_len - 1), r.out + 1);
+    itest_pybox(m, strlen(m), args, NULL, &v);
+    ck_assert_msg(v.status == 1, "exit %d: %s", v.status, v.out);
+    ck_assert_msg(itest_contains(v.out, v.out_len, "duplicate"), "%s", v.out);
+    itest_run_free(&v);
+    free(m);
+    itest_run_free(&r);
+}
+END_TEST
+
 START_TEST(a_key_that_cannot_be_read_leaves_the_receipt_unsigned)
 {
     char home[64], id[33], env_home[96], path[160];
@@ -488,6 +552,8 @@ Suite *itest_suite_sign(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 180);
     tcase_add_test(tc, exec_receipt_verifies_and_changes_are_refused);
+    tcase_add_test(tc, exec_json_is_safe_on_a_terminal_and_verifies);
+    tcase_add_test(tc, verify_takes_strict_json_only);
     tcase_add_test(tc, a_key_that_cannot_be_read_leaves_the_receipt_unsigned);
     tcase_add_test(tc, every_status_valid_against_the_published_schema);
     tcase_add_test(tc, canonical_json_as_an_independent_implementation_makes_it);

@@ -344,17 +344,29 @@ END_TEST
 static void path_refused(const char *path, const char *why)
 {
     pybox_error_t err = {0};
-    ck_assert_int_eq(pybox_cli_chart_path_check(path, &err), -1);
+    pybox_cli_chart_dest_t d;
+    ck_assert_int_eq(pybox_cli_chart_path_check(path, &d, &err), -1);
+    ck_assert_int_eq(d.dirfd, -1);
     ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
     ck_assert_msg(strstr(err.msg, why) != NULL, "'%s' lacks '%s'", err.msg, why);
+}
+
+/* The chart's path checked, its folder held, in one step. */
+static void dest_of(const char *path, pybox_cli_chart_dest_t *d)
+{
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_cli_chart_path_check(path, d, &err) == 0, "%s", err.msg);
+    ck_assert_int_ge(d->dirfd, 0);
 }
 
 START_TEST(chart_path_checked_before_any_box)
 {
     char p[256];
-    pybox_error_t err = {0};
+    pybox_cli_chart_dest_t d;
     snprintf(p, sizeof p, "%s/run.svg", dir);
-    ck_assert_msg(pybox_cli_chart_path_check(p, &err) == 0, "%s", err.msg);
+    dest_of(p, &d);
+    pybox_cli_chart_close(&d);
+    ck_assert_int_eq(d.dirfd, -1);
     path_refused("", "give the name of a new file");
     snprintf(p, sizeof p, "%s/no-such-folder/run.svg", dir);
     path_refused(p, "its folder does not exist");
@@ -395,7 +407,10 @@ START_TEST(chart_written_whole_never_over_a_file)
     cJSON *j = receipt();
     pybox_error_t err = {0};
     snprintf(p, sizeof p, "%s/run.svg", dir);
-    ck_assert_msg(pybox_cli_chart_write(p, j, &err) == 0, "%s", err.msg);
+    pybox_cli_chart_dest_t d;
+    dest_of(p, &d);
+    ck_assert_msg(pybox_cli_chart_write(&d, j, &err) == 0, "%s", err.msg);
+    pybox_cli_chart_close(&d);
     char *want = draw(j);
     FILE *f = fopen(p, "r");
     static char got[1 << 20];
@@ -407,10 +422,12 @@ START_TEST(chart_written_whole_never_over_a_file)
     ck_assert_uint_eq(files_in(dir), 1); /* no temporary file left */
     /* The name taken during the run: refused, the file there kept as it was. */
     snprintf(p, sizeof p, "%s/taken.svg", dir);
+    dest_of(p, &d);
     f = fopen(p, "w");
     fputs("mine", f);
     fclose(f);
-    ck_assert_int_eq(pybox_cli_chart_write(p, j, &err), -1);
+    ck_assert_int_eq(pybox_cli_chart_write(&d, j, &err), -1);
+    pybox_cli_chart_close(&d);
     ck_assert_msg(strstr(err.msg, "the name was taken during the run") != NULL, "%s", err.msg);
     f = fopen(p, "r");
     n = fread(got, 1, sizeof got - 1, f);
@@ -419,6 +436,61 @@ START_TEST(chart_written_whole_never_over_a_file)
     ck_assert_str_eq(got, "mine");
     ck_assert_uint_eq(files_in(dir), 2);
     cJSON_Delete(j);
+}
+END_TEST
+
+/* The chart's folder is the one checked: a folder swapped for another (or for a link
+ * to one) under the same name while the program runs does not move the chart there. */
+START_TEST(chart_goes_to_the_folder_checked)
+{
+    char sub[128], moved[128], other[128], p[256];
+    snprintf(sub, sizeof sub, "%s/charts", dir);
+    snprintf(moved, sizeof moved, "%s/charts-checked", dir);
+    snprintf(other, sizeof other, "%s/elsewhere", dir);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    ck_assert_int_eq(mkdir(other, 0755), 0);
+    cJSON *j = receipt();
+    pybox_error_t err = {0};
+    for (int link = 0; link < 2; link++) {
+        snprintf(p, sizeof p, "%s/run%d.svg", sub, link);
+        pybox_cli_chart_dest_t d;
+        dest_of(p, &d);
+        /* during the run: the folder moved away, another (or a link) put in its place */
+        ck_assert_int_eq(rename(sub, moved), 0);
+        ck_assert_int_eq(link ? symlink(other, sub) : mkdir(sub, 0755), 0);
+        ck_assert_msg(pybox_cli_chart_write(&d, j, &err) == 0, "%s", err.msg);
+        pybox_cli_chart_close(&d);
+        snprintf(p, sizeof p, "%s/run%d.svg", moved, link);
+        struct stat sb;
+        ck_assert_msg(lstat(p, &sb) == 0 && S_ISREG(sb.st_mode), "the chart is not in the folder checked");
+        ck_assert_uint_eq(files_in(link ? other : sub), 0);
+        /* back as it was, for the next round */
+        ck_assert_int_eq(link ? unlink(sub) : rmdir(sub), 0);
+        ck_assert_int_eq(rename(moved, sub), 0);
+    }
+    cJSON_Delete(j);
+}
+END_TEST
+
+/* The rule of --output's parent: a folder that another user owns, or that others may
+ * write to without the sticky bit, could be rearranged under the chart. */
+START_TEST(chart_folder_others_could_change)
+{
+    char open_dir[128], p[256];
+    snprintf(open_dir, sizeof open_dir, "%s/open", dir);
+    ck_assert_int_eq(mkdir(open_dir, 0755), 0);
+    ck_assert_int_eq(chmod(open_dir, 0777), 0);
+    snprintf(p, sizeof p, "%s/run.svg", open_dir);
+    path_refused(p, "its folder can be changed by another user (owner uid");
+    ck_assert_int_eq(chmod(open_dir, 01777), 0);
+    pybox_cli_chart_dest_t d;
+    dest_of(p, &d);
+    pybox_cli_chart_close(&d);
+    if (geteuid() == 0) {
+        ck_assert_int_eq(chmod(open_dir, 0755), 0);
+        ck_assert_int_eq(chown(open_dir, 65534, 65534), 0);
+        path_refused(p, "its folder can be changed by another user (owner uid 65534");
+    }
 }
 END_TEST
 
@@ -438,6 +510,8 @@ Suite *suite_chart(void)
     tcase_add_test(cli, receipt_text_read_or_refused);
     tcase_add_test(cli, chart_path_checked_before_any_box);
     tcase_add_test(cli, chart_written_whole_never_over_a_file);
+    tcase_add_test(cli, chart_goes_to_the_folder_checked);
+    tcase_add_test(cli, chart_folder_others_could_change);
     suite_add_tcase(s, cli);
     return s;
 }

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "../pybox/buf.h"
 #include "../pybox/escape.h"
 #include "suites.h"
@@ -520,6 +522,130 @@ START_TEST(base64_appends_and_binary)
 }
 END_TEST
 
+/* ---- JSON as safe on a terminal as the terminal receipt ---- */
+
+/* j written by pybox_json_append (NUL-terminated, caller frees). */
+static char *json_of(const cJSON *j)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    ck_assert_int_eq(pybox_json_append(&b, j), 0);
+    ck_assert(pybox_buf_ok(&b));
+    return pybox_buf_steal(&b);
+}
+
+/* The text read back is the value written. */
+static void assert_same_value(const cJSON *j, const char *text)
+{
+    cJSON *back = cJSON_Parse(text);
+    ck_assert_msg(back != NULL, "not JSON: %s", text);
+    ck_assert_msg(cJSON_Compare(j, back, 1), "a different value: %s", text);
+    cJSON_Delete(back);
+}
+
+START_TEST(json_terminal_controls_escaped)
+{
+    /* CSI (U+009B: the Linux console and xterm act on it even UTF-8 encoded), a C1 NEL,
+     * bidi override, line separator, BOM, private use, a tag (above the BMP), DEL, ESC. */
+    const char *text = "ok\xc2\x9b"
+                       "2J\xc2\x85\xe2\x80\xae"
+                       "evil\xe2\x80\xa8\xef\xbb\xbf\xee\x80\x80"
+                       "\xf3\xa0\x80\x81\x7f\x1b[31m\\ \"q\" caf\xc3\xa9 \xe6\x97\xa5\xf0\x9f\x98\x80";
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "text", text);
+    char *got = json_of(j);
+    ck_assert_str_eq(got, "{\"text\":\"ok\\u009b2J\\u0085\\u202eevil\\u2028\\ufeff\\ue000\\udb40\\udc01\\u007f"
+                          "\\u001b[31m\\\\ \\\"q\\\" caf\xc3\xa9 \xe6\x97\xa5\xf0\x9f\x98\x80\"}");
+    assert_same_value(j, got);
+    free(got);
+    cJSON_Delete(j);
+}
+END_TEST
+
+/* A combining mark is escaped where the terminal receipt escapes it: with nothing to sit
+ * on (the string's opening quote, a space, an escape), never after a letter. */
+START_TEST(json_stray_marks_escaped)
+{
+    cJSON *j = cJSON_CreateArray();
+    cJSON_AddItemToArray(j, cJSON_CreateString("\xcc\x81x"));  /* at the start */
+    cJSON_AddItemToArray(j, cJSON_CreateString("e\xcc\x81"));  /* on a letter */
+    cJSON_AddItemToArray(j, cJSON_CreateString(" \xcc\x81"));  /* on a space */
+    cJSON_AddItemToArray(j, cJSON_CreateString("\n\xcc\x81")); /* after an escape */
+    char *got = json_of(j);
+    ck_assert_str_eq(got, "[\"\\u0301x\",\"e\xcc\x81\",\" \\u0301\",\"\\n\\u0301\"]");
+    assert_same_value(j, got);
+    free(got);
+    cJSON_Delete(j);
+}
+END_TEST
+
+/* Every code point, after a letter and at a string's start: written raw exactly when the
+ * terminal receipt shows it as it is in the same place, and read back the same. */
+START_TEST(json_agrees_with_the_terminal_escaper)
+{
+    pybox_buf_t t, j;
+    pybox_buf_init(&t, 0);
+    pybox_buf_init(&j, 0);
+    int raw_count = 0;
+    for (unsigned cp = 1; cp <= 0x10ffff; cp++) {
+        if ((cp >= 0xd800 && cp <= 0xdfff) || cp < 0x20 || cp == '"' || cp == '\\') /* JSON's own escapes */
+            continue;
+        char c[5], in[8], quoted[16];
+        size_t n = put_utf8(c, cp);
+        for (int after_letter = 0; after_letter < 2; after_letter++) {
+            snprintf(in, sizeof in, "%s%s", after_letter ? "a" : "", c);
+            snprintf(quoted, sizeof quoted, "\"%s\"", in);
+            t.len = 0;
+            j.len = 0;
+            /* asserted only when wrong: Check records every assertion that passes */
+            if (pybox_escape_terminal(&t, in, n + (size_t)after_letter, false) < 0 ||
+                pybox_json_safe(&j, quoted, strlen(quoted)) < 0)
+                ck_abort_msg("U+%04X: not written", cp);
+            bool shown = strcmp(t.data, in) == 0, raw = strcmp(j.data, quoted) == 0;
+            if (raw != shown)
+                ck_abort_msg("U+%04X (%s): JSON %s, terminal %s", cp, after_letter ? "after a letter" : "first", j.data,
+                             t.data);
+            cJSON *back = cJSON_Parse(j.data);
+            if (!cJSON_IsString(back) || strcmp(back->valuestring, in) != 0)
+                ck_abort_msg("U+%04X read back differently from %s", cp, j.data);
+            cJSON_Delete(back);
+            raw_count += raw;
+        }
+    }
+    ck_assert_int_gt(raw_count, 100000); /* most code points are shown as they are */
+    pybox_buf_free(&t);
+    pybox_buf_free(&j);
+}
+END_TEST
+
+START_TEST(json_bad_text_and_bad_utf8)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, 0);
+    /* a stray byte inside a string: U+FFFD, the JSON otherwise the same */
+    ck_assert_int_eq(pybox_json_safe(&b,
+                                     "[\"a\xff"
+                                     "b\"]",
+                                     7),
+                     0);
+    ck_assert_str_eq(b.data, "[\"a\xef\xbf\xbd"
+                             "b\"]");
+    pybox_buf_free(&b);
+    /* not a JSON writer's text: a string not ended, a raw byte or control outside strings */
+    static const char *const bad[] = {"[\"abc", "[\xc2\x9b]", "[\x01]", "[\"a\\", "[\"\\u00"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pybox_buf_init(&b, 0);
+        ck_assert_msg(pybox_json_safe(&b, bad[i], strlen(bad[i])) < 0, "case %zu accepted", i);
+        pybox_buf_free(&b);
+    }
+    /* white space between tokens (a pretty writer's) is kept */
+    pybox_buf_init(&b, 0);
+    ck_assert_int_eq(pybox_json_safe(&b, "{\n\t\"a\": 1\r\n}", 12), 0);
+    ck_assert_str_eq(b.data, "{\n\t\"a\": 1\r\n}");
+    pybox_buf_free(&b);
+}
+END_TEST
+
 Suite *suite_escape(void)
 {
     Suite *s = suite_create("escape");
@@ -539,6 +665,17 @@ Suite *suite_escape(void)
     /* every code point: slow under the sanitizers */
     tc = tcase_create("ucd");
     tcase_add_test(tc, escape_agrees_with_ucd);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("json");
+    tcase_add_test(tc, json_terminal_controls_escaped);
+    tcase_add_test(tc, json_stray_marks_escaped);
+    tcase_add_test(tc, json_bad_text_and_bad_utf8);
+    tcase_set_timeout(tc, 5);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("json every code point");
+    tcase_add_test(tc, json_agrees_with_the_terminal_escaper);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
 

@@ -27,6 +27,7 @@
 #include "../pybox/buf.h"
 #include "../pybox/escape.h"
 #include "../pybox/files.h"
+#include "../pybox/policy.h"
 #include "../pybox/util.h"
 #include "suites.h"
 
@@ -1453,6 +1454,88 @@ START_TEST(out_into_existing_empty_folder)
 }
 END_TEST
 
+/* An existing output folder is delivered into only when it is this user's, and never
+ * with a bit that lets anyone else change what the receipt lists: a folder another local
+ * user made (mode 0777, in a shared sticky folder, before the run) would otherwise be
+ * delivered with its 0777, and its maker could replace a file the receipt vouches for. */
+START_TEST(out_existing_folder_of_another_user_refused)
+{
+    if (geteuid() != 0)
+        return; /* only root can make a folder another user's */
+    char shared[PATH_MAX], target[PATH_MAX + 8];
+    path_in(shared, "shared");
+    make_dir_at(shared);
+    ck_assert_int_eq(chmod(shared, 01777), 0);
+    ck_assert_int_eq(pybox_fmt(target, sizeof target, "%s/out", shared), 0);
+    make_dir_at(target);
+    ck_assert_int_eq(chmod(target, 0777), 0);
+    ck_assert_int_eq(chown(target, 65534, 65534), 0);
+    pybox_output_spec_t spec;
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_output_check(target, &spec, &err), -1);
+    ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
+    ck_assert_msg(strstr(err.msg, "belongs to another user (uid 65534") != NULL, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "mode 0777") != NULL, "%s", err.msg);
+    ck_assert_int_eq(spec.parent_fd, -1);
+    /* with only that protection relaxed (a test's), it is taken and keeps its mode */
+    pybox_error_clear(&err);
+    ck_assert_msg(pybox_output_check_relaxed(target, PYBOX_RELAX_OUTPUT_OWNER, &spec, &err) == 0, "%s", err.msg);
+    ck_assert(spec.existed);
+    tw_t t;
+    tw_open(&t, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED);
+    tw_dir(&t, "out/");
+    tw_file(&t, "out/result.txt", "result");
+    tw_close(&t);
+    pybox_ingest_limits_t lim;
+    pybox_ingest_limits_default(&lim);
+    pybox_outputs_t o;
+    pybox_outputs_init(&o);
+    ck_assert_msg(pybox_outputs_ingest(t.buf.data, t.buf.len, &spec, RUN_ID, &lim, &o, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(o.status, PYBOX_OUT_DELIVERED);
+    assert_dir_mode(target, 0777);
+    pybox_outputs_free(&o);
+    pybox_output_close(&spec);
+    pybox_buf_free(&t.buf);
+}
+END_TEST
+
+START_TEST(out_existing_folder_loses_others_write)
+{
+    static const mode_t modes[] = {0777, 02775, 01777, 0757, 0700};
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+        char target[PATH_MAX], name[32];
+        snprintf(name, sizeof name, "ready%zu", i);
+        path_in(target, name);
+        make_dir_at(target);
+        ck_assert_int_eq(chmod(target, modes[i]), 0);
+        pybox_output_spec_t spec;
+        pybox_error_t err = {0};
+        ck_assert_msg(pybox_output_check(target, &spec, &err) == 0, "%s", err.msg);
+        tw_t t;
+        tw_open(&t, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED);
+        tw_dir(&t, "out/");
+        tw_dir(&t, "out/sub/");
+        tw_file(&t, "out/sub/r.txt", "result");
+        tw_close(&t);
+        pybox_ingest_limits_t lim;
+        pybox_ingest_limits_default(&lim);
+        pybox_outputs_t o;
+        pybox_outputs_init(&o);
+        ck_assert_msg(pybox_outputs_ingest(t.buf.data, t.buf.len, &spec, RUN_ID, &lim, &o, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(o.status, PYBOX_OUT_DELIVERED);
+        /* the owner's bits kept, nobody else's write, no special bit */
+        assert_dir_mode(target, modes[i] & 0755);
+        char sub[PATH_MAX + 8];
+        ck_assert_int_eq(pybox_fmt(sub, sizeof sub, "%s/sub", target), 0);
+        assert_dir_mode(sub, 0755);
+        assert_delivered_file(target, "sub/r.txt", "result", 6, !o.xattr_failed);
+        pybox_outputs_free(&o);
+        pybox_output_close(&spec);
+        pybox_buf_free(&t.buf);
+    }
+}
+END_TEST
+
 /* The host cannot write (a file size limit stands in for a full disk): a failure, not a
  * verdict, and nothing is left half-written: no folder, no temporary folder. */
 START_TEST(out_host_write_failure)
@@ -2141,6 +2224,8 @@ Suite *suite_files(void)
     tcase_add_test(out, out_garbage);
     tcase_add_test(out, out_zero_length);
     tcase_add_test(out, out_into_existing_empty_folder);
+    tcase_add_test(out, out_existing_folder_of_another_user_refused);
+    tcase_add_test(out, out_existing_folder_loses_others_write);
     tcase_add_test(out, output_parent_others_could_change);
     tcase_add_test(out, out_implied_folders);
     tcase_add_test(out, out_host_write_failure);

@@ -1307,6 +1307,34 @@ START_TEST(result_text_escaped)
 }
 END_TEST
 
+/* The server writes its lines as pybox exec --json writes a receipt (escape.h): what a
+ * terminal acts on or hides (CSI U+009B, a bidi override, a line separator, DEL, a tag)
+ * goes out as \uXXXX, never raw, and the client reads the same text. */
+START_TEST(result_text_safe_on_a_terminal)
+{
+    start(false);
+    const char *text = "\xc2\x9b"
+                       "2J\xe2\x80\xae"
+                       "evil\xe2\x80\xa8\x7f\xf3\xa0\x80\x81 fine \xc3\xa9";
+    char code[128];
+    snprintf(code, sizeof code, "echo:%s", text);
+    send_call(2, code);
+    char *line = next_raw();
+    static const char *const raw[] = {"\xc2\x9b", "\xe2\x80\xae", "\xe2\x80\xa8", "\x7f", "\xf3\xa0"};
+    for (size_t i = 0; i < sizeof raw / sizeof *raw; i++)
+        ck_assert_msg(strstr(line, raw[i]) == NULL, "raw bytes %zu in %s", i, line);
+    ck_assert_ptr_nonnull(strstr(line, "\\u009b2J\\u202eevil\\u2028\\u007f\\udb40\\udc01 fine \xc3\xa9"));
+    cJSON *m = parse_line(line);
+    free(line);
+    ck_assert(id_is(m, 2));
+    ck_assert_str_eq(result_text(m), text);
+    cJSON_Delete(m);
+    cJSON *rest = finish();
+    ck_assert_int_eq(cJSON_GetArraySize(rest), 0);
+    cJSON_Delete(rest);
+}
+END_TEST
+
 /* A tool's text that is not UTF-8 (a name cut in the middle of a character, say) still
  * goes out as valid UTF-8: each stray byte becomes U+FFFD, the rest as it was. */
 START_TEST(result_not_utf8_repaired)
@@ -2466,6 +2494,7 @@ Suite *suite_mcp(void)
     tcase_add_test(tools, call_without_arguments);
     tcase_add_test(tools, result_text_escaped);
     tcase_add_test(tools, result_not_utf8_repaired);
+    tcase_add_test(tools, result_text_safe_on_a_terminal);
     suite_add_tcase(s, tools);
 
     TCase *framing = tcase_create("framing");

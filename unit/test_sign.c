@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../pybox/escape.h"
 #include "../pybox/jcs.h"
 #include "../pybox/key.h"
 #include "../pybox/receipt.h"
@@ -116,6 +117,42 @@ START_TEST(a_real_receipt_signed_and_verified)
     ck_assert_int_eq(check_text(escaped, strlen(escaped), k, &c), PYBOX_SIG_VALID);
     cJSON_Delete(r);
     free(t);
+    pybox_key_free(k);
+}
+END_TEST
+
+/* A receipt whose program printed what a terminal acts on (CSI, bidi override, a line
+ * separator, a tag above the BMP) is printed with those as \uXXXX: the same JSON value,
+ * so the signature made over it holds, and no such byte is left raw. */
+START_TEST(terminal_safe_json_still_verifies)
+{
+    pybox_key_t *k = own_key();
+    size_t len;
+    char *text = fixture(&len);
+    cJSON *r = cJSON_ParseWithLength(text, len);
+    free(text);
+    ck_assert_ptr_nonnull(r);
+    cJSON *said = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "said"), "stdout");
+    ck_assert_ptr_nonnull(said);
+    const char *hostile = "\xc2\x9b"
+                          "2J\xe2\x80\xae"
+                          "PyBox receipt\xe2\x80\xa8\xf3\xa0\x80\x81\x7f";
+    cJSON_ReplaceItemInObjectCaseSensitive(said, "text", cJSON_CreateString(hostile));
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_sign_receipt(r, k, &err) == 0, "%s", err.msg);
+    pybox_buf_t out;
+    pybox_buf_init(&out, 0);
+    ck_assert_int_eq(pybox_json_append(&out, r), 0);
+    ck_assert_ptr_null(strstr(out.data, "\xc2\x9b"));
+    ck_assert_ptr_null(strstr(out.data, "\xe2\x80\xae"));
+    ck_assert_ptr_null(strstr(out.data, "\xe2\x80\xa8"));
+    ck_assert_ptr_null(strstr(out.data, "\xf3\xa0"));
+    ck_assert_ptr_null(strchr(out.data, 0x7f));
+    ck_assert_ptr_nonnull(strstr(out.data, "\\u009b2J\\u202ePyBox receipt\\u2028\\udb40\\udc01\\u007f"));
+    pybox_sig_check_t c;
+    ck_assert_int_eq(check_text(out.data, out.len, k, &c), PYBOX_SIG_VALID);
+    pybox_buf_free(&out);
+    cJSON_Delete(r);
     pybox_key_free(k);
 }
 END_TEST
@@ -289,6 +326,107 @@ START_TEST(a_nul_character_is_refused)
     ck_assert_int_eq(check_text("{\"a\":\"\\\\u0000\"}", 15, k, &c), PYBOX_SIG_NOT_SIGNED);
     free(t);
     pybox_key_free(k);
+}
+END_TEST
+
+/* Text cJSON reads leniently as the very receipt that was signed, but that other
+ * readers read otherwise or not at all: each is refused, not verified. */
+START_TEST(lenient_json_is_not_verified)
+{
+    pybox_key_t *k = own_key();
+    char *t = signed_text(k);
+    size_t len = strlen(t);
+    pybox_sig_check_t c;
+    ck_assert_int_eq(check_text(t, len, k, &c), PYBOX_SIG_VALID);
+    static char m[65536];
+    ck_assert_uint_lt(len + 600, sizeof m);
+    /* two top-level signatures: cJSON uses the first, readers that take the last see
+     * another (here a forged one) */
+    const char *sig = strstr(t, "\"signature\":");
+    ck_assert_ptr_nonnull(sig);
+    snprintf(m, sizeof m, "{%.*s,%s", (int)(len - 1 - (size_t)(sig - t)), sig, t + 1);
+    m[strlen(m) - 1] = '\0';
+    snprintf(m + strlen(m), sizeof m - strlen(m),
+             ",\"signature\":{\"alg\":\"Ed25519\",\"key_id\":\"%s\","
+             "\"value\":\"forged\"}}",
+             pybox_key_id(k));
+    ck_assert_int_eq(check_text(m, strlen(m), k, &c), PYBOX_SIG_NOT_JSON);
+    ck_assert_msg(strstr(c.why, "duplicate") != NULL, "%s", c.why);
+    /* a byte-order mark */
+    snprintf(m, sizeof m, "\xef\xbb\xbf%s", t);
+    ck_assert_int_eq(check_text(m, strlen(m), k, &c), PYBOX_SIG_NOT_JSON);
+    ck_assert_msg(strstr(c.why, "not strict JSON") != NULL, "%s", c.why);
+    /* a vertical tab (or any other control byte) between tokens */
+    snprintf(m, sizeof m, "{\x0b%s", t + 1);
+    ck_assert_int_eq(check_text(m, strlen(m), k, &c), PYBOX_SIG_NOT_JSON);
+    /* a raw newline in a string, where the receipt had the escape */
+    const char *nl = strstr(t, "\\n");
+    ck_assert_ptr_nonnull(nl);
+    snprintf(m, sizeof m, "%.*s\n%s", (int)(nl - t), t, nl + 2);
+    ck_assert_int_eq(check_text(m, strlen(m), k, &c), PYBOX_SIG_NOT_JSON);
+    /* a number with a leading zero */
+    const char *zero = strstr(t, "\"swap_bytes\":0");
+    ck_assert_ptr_nonnull(zero);
+    size_t at = (size_t)(zero - t) + 13;
+    snprintf(m, sizeof m, "%.*s0%s", (int)at, t, t + at);
+    ck_assert_int_eq(check_text(m, strlen(m), k, &c), PYBOX_SIG_NOT_JSON);
+    free(t);
+    pybox_key_free(k);
+}
+END_TEST
+
+static void strict(const char *text, size_t len, bool want, const char *why_has)
+{
+    char why[300] = "";
+    bool got = pybox_sign_json_strict(text, len, why, sizeof why);
+    ck_assert_msg(got == want, "%s: %s", text, got ? "accepted" : why);
+    if (!want)
+        ck_assert_msg(strstr(why, why_has) != NULL, "%s: '%s' lacks '%s'", text, why, why_has);
+}
+#define STRICT(t, want, has) strict(t, sizeof t - 1, want, has)
+
+START_TEST(strict_json_each_case)
+{
+    STRICT("{\"a\":1}", true, "");
+    STRICT(" [1, -0, 0.5e-3, true, null, \"\\u00e9\\ud83d\\ude00\"] \r\n", true, "");
+    /* a member named twice, at the top, deep down, or once escaped */
+    STRICT("{\"a\":1,\"a\":1}", false, "duplicate");
+    STRICT("{\"x\":[{\"y\":{\"a\":1,\"b\":2,\"a\":3}}]}", false, "duplicate");
+    STRICT("{\"a\":1,\"\\u0061\":1}", false, "duplicate");
+    STRICT("{\"a\":{\"a\":1},\"b\":{\"a\":1}}", true, ""); /* one name in two objects */
+    /* not RFC 8259 */
+    STRICT("\xef\xbb\xbf{}", false, "at byte");
+    STRICT("{\x0b}", false, "at byte");
+    STRICT("{\"a\":\x0c"
+           "1}",
+           false, "at byte");
+    STRICT("{\"a\":\"x\ny\"}", false, "at byte");
+    STRICT("{\"a\":\"x\ty\"}", false, "control character");
+    STRICT("{\"a\":00}", false, "at byte");
+    STRICT("{\"a\":01}", false, "at byte");
+    STRICT("{\"a\":1.}", false, "at byte");
+    STRICT("{\"a\":.5}", false, "at byte");
+    STRICT("{\"a\":+1}", false, "at byte");
+    STRICT("{\"a\":NaN}", false, "at byte");
+    STRICT("{\"a\":1,}", false, "at byte");
+    STRICT("{'a':1}", false, "at byte");
+    STRICT("{\"a\":1}/**/", false, "at byte");
+    STRICT("{} {}", false, "at byte");
+    STRICT("{\"a\":\"\\x41\"}", false, "at byte");
+    /* not UTF-8, or a surrogate alone */
+    STRICT("{\"a\":\"\xff\"}", false, "at byte");
+    STRICT("{\"a\":\"\xc0\xaf\"}", false, "at byte");
+    STRICT("{\"a\":\"\xed\xa0\x80\"}", false, "at byte");
+    STRICT("{\"a\":\"\\ud800\"}", false, "at byte");
+    STRICT("{\"a\":\"\\udc00x\"}", false, "at byte");
+    /* NUL, raw or escaped */
+    STRICT("{\"a\":\"\\u0000\"}", false, "at byte");
+    strict("{\"a\":1}\0", 8, false, "at byte");
+    strict("{\"a\":4\0}", 8, false, "a NUL byte, at byte 6"); /* jansson alone would take it */
+    /* the words from outside are shown escaped */
+    char why[300];
+    ck_assert(!pybox_sign_json_strict("{\"\xc2\x9b\":1,\"\xc2\x9b\":2}", 17, why, sizeof why));
+    ck_assert_ptr_null(strstr(why, "\xc2\x9b"));
 }
 END_TEST
 
@@ -545,9 +683,12 @@ Suite *suite_sign(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, a_real_receipt_signed_and_verified);
+    tcase_add_test(tc, terminal_safe_json_still_verifies);
     tcase_add_test(tc, one_changed_byte_anywhere_is_refused);
     tcase_add_test(tc, each_refusal_says_why);
     tcase_add_test(tc, a_nul_character_is_refused);
+    tcase_add_test(tc, lenient_json_is_not_verified);
+    tcase_add_test(tc, strict_json_each_case);
     tcase_add_test(tc, numbers_beyond_two_to_the_53_are_refused);
     tcase_add_test(tc, the_key_file);
     tcase_add_test(tc, concurrent_first_makers_agree);

@@ -12,6 +12,7 @@
 
 #include "../chart.h"
 #include "../escape.h"
+#include "../files.h"
 #include "../util.h"
 
 static void shown(char *out, size_t len, const char *arg)
@@ -74,45 +75,66 @@ static int folder_of(const char *path, char out[PATH_MAX], const char **base)
     return pybox_fmt(out, PATH_MAX, "%.*s", (int)(slash - path), path);
 }
 
-int pybox_cli_chart_path_check(const char *path, pybox_error_t *err)
+int pybox_cli_chart_path_check(const char *path, pybox_cli_chart_dest_t *dest, pybox_error_t *err)
 {
-    char arg[256], dir[PATH_MAX];
-    shown(arg, sizeof arg, path);
-    const char *base;
+    char dir[PATH_MAX];
+    dest->dirfd = -1;
+    dest->base[0] = '\0';
+    shown(dest->shown, sizeof dest->shown, path);
+    const char *arg = dest->shown, *base;
     if (path[0] == '\0')
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--chart: give the name of a new file, e.g. --chart run.svg");
     if (strlen(path) >= PATH_MAX || folder_of(path, dir, &base) < 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--chart %s: the path is too long", arg);
     if (base[0] == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--chart %s: names a folder, not a file", arg);
+    if (pybox_strlcpy(dest->base, base, sizeof dest->base) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--chart %s: the name is too long", arg);
+    char what[320];
+    snprintf(what, sizeof what, "--chart %s: its folder", arg);
+    int fd;
+    if (pybox_folder_hold(dir, what, "give a folder only you control", &fd, err) < 0)
+        return -1;
     struct stat sb;
-    if (lstat(path, &sb) == 0)
+    if (fstatat(fd, dest->base, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+        close(fd);
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
                                "--chart %s: it exists already (a chart is never written over anything)", arg);
-    if (errno != ENOENT && errno != ENOTDIR)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "--chart %s: lstat failed", arg);
-    if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode))
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--chart %s: its folder does not exist", arg);
-    if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) < 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "--chart %s: its folder cannot be written", arg);
+    }
+    if (errno != ENOENT) {
+        int en = errno;
+        close(fd);
+        return pybox_error_set(err, PYBOX_ERR_USAGE, en, "--chart %s: lstat failed", arg);
+    }
+    dest->dirfd = fd;
     return 0;
 }
 
-int pybox_cli_chart_write(const char *path, const cJSON *receipt, pybox_error_t *err)
+void pybox_cli_chart_close(pybox_cli_chart_dest_t *dest)
 {
-    char arg[256], dir[PATH_MAX], tmp[PATH_MAX], rnd[17];
-    shown(arg, sizeof arg, path);
-    const char *base;
-    if (folder_of(path, dir, &base) < 0 || pybox_random_hex(8, rnd, err) < 0 ||
-        pybox_fmt(tmp, sizeof tmp, "%s/.%s.tmp-%s", dir, base, rnd) < 0)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "the chart %s: the path is too long", arg);
+    if (dest->dirfd >= 0)
+        close(dest->dirfd);
+    dest->dirfd = -1;
+}
+
+int pybox_cli_chart_write(const pybox_cli_chart_dest_t *dest, const cJSON *receipt, pybox_error_t *err)
+{
+    char tmp[NAME_MAX + 1], rnd[17];
+    const char *arg = dest->shown;
+    if (dest->dirfd < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EBADF, "the chart %s: its folder is not held", arg);
+    if (pybox_random_hex(8, rnd, err) < 0)
+        return -1;
+    if (pybox_fmt(tmp, sizeof tmp, ".%.200s.tmp-%s", dest->base, rnd) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "the chart %s: the name is too long", arg);
     pybox_buf_t svg;
     pybox_buf_init(&svg, 0);
     if (pybox_chart_svg(receipt, &svg, err) < 0) {
         pybox_error_prefix(err, "the chart %s was not drawn: ", arg);
         return -1;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    /* Into the folder as it was checked, by descriptor: its name may lead elsewhere now. */
+    int fd = openat(dest->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) {
         pybox_buf_free(&svg);
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "the chart %s: open of its temporary file failed", arg);
@@ -122,15 +144,15 @@ int pybox_cli_chart_write(const char *path, const cJSON *receipt, pybox_error_t 
     close(fd);
     pybox_buf_free(&svg);
     if (rc < 0) {
-        unlink(tmp);
+        unlinkat(dest->dirfd, tmp, 0);
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, e, "the chart %s: write failed", arg);
     }
     /* Put in place whole, and never over a file that took the name during the run. */
-    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) < 0) {
+    if (renameat2(dest->dirfd, tmp, dest->dirfd, dest->base, RENAME_NOREPLACE) < 0) {
         e = errno;
         if (e == EINVAL) /* a filesystem without RENAME_NOREPLACE: link refuses a taken name too */
-            e = link(tmp, path) == 0 ? 0 : errno;
-        unlink(tmp);
+            e = linkat(dest->dirfd, tmp, dest->dirfd, dest->base, 0) == 0 ? 0 : errno;
+        unlinkat(dest->dirfd, tmp, 0);
         if (e != 0)
             return pybox_error_set(err, PYBOX_ERR_SYSTEM, e,
                                    e == EEXIST ? "the chart %s was not written: the name was taken during the run"

@@ -5,6 +5,7 @@
 #define PYBOX_CLI_CHART_H
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 
 #include "../buf.h"
 #include "../error.h"
@@ -17,13 +18,25 @@
  * input is refused with PYBOX_ERR_USAGE and svg is left failed. */
 int pybox_cli_chart_fd(int fd, const char *from, pybox_buf_t *svg, pybox_error_t *err);
 
-/* Check a --chart path before any box is built: a file name in an existing folder that
- * can be written, and no file (or anything else) there yet, since a chart is never
- * written over one. Refused with PYBOX_ERR_USAGE. */
-int pybox_cli_chart_path_check(const char *path, pybox_error_t *err);
+/* Where --chart writes: its folder as checked, held by descriptor (a folder swapped for
+ * another under the same name during the run does not move the chart), and the file's
+ * name in it. */
+typedef struct pybox_cli_chart_dest {
+    int dirfd; /* O_PATH; -1 when none */
+    char base[NAME_MAX + 1];
+    char shown[256]; /* the path as given, escaped, for messages */
+} pybox_cli_chart_dest_t;
 
-/* Draw the receipt's chart and write it to path through a temporary file in the same
- * folder, put in place only if nothing has taken the name meanwhile. */
-int pybox_cli_chart_write(const char *path, const cJSON *receipt, pybox_error_t *err);
+/* Check a --chart path before any box is built: a file name in an existing folder that
+ * this user can write and nobody else can rearrange (pybox_folder_hold, the rule of
+ * --output's parent), and no file (or anything else) there yet, since a chart is never
+ * written over one. Refused with PYBOX_ERR_USAGE; on success the folder is held in dest
+ * until pybox_cli_chart_close. */
+int pybox_cli_chart_path_check(const char *path, pybox_cli_chart_dest_t *dest, pybox_error_t *err);
+void pybox_cli_chart_close(pybox_cli_chart_dest_t *dest);
+
+/* Draw the receipt's chart and write it into the held folder through a temporary file,
+ * put in place under its name only if nothing has taken the name meanwhile. */
+int pybox_cli_chart_write(const pybox_cli_chart_dest_t *dest, const cJSON *receipt, pybox_error_t *err);
 
 #endif

@@ -33,15 +33,14 @@
 #include "help.h"
 #include "parse.h"
 
-/* Append j as one line of compact JSON, and free it. */
+/* Append j as one line of compact JSON, as safe on a terminal as the terminal receipt
+ * (escape.h: the same JSON value, so its signature holds), and free it. */
 static void json_line(pybox_buf_t *out, cJSON *j)
 {
-    char *t = j ? cJSON_PrintUnformatted(j) : NULL;
-    if (t) {
-        pybox_buf_adds(out, t);
+    if (j != NULL && pybox_json_append(out, j) == 0)
         pybox_buf_adds(out, "\n");
-    }
-    free(t);
+    else
+        pybox_buf_fail(out);
     cJSON_Delete(j);
 }
 
@@ -112,7 +111,7 @@ static int read_program(char **prog, size_t *len, pybox_error_t *err)
  * JSON receipt is signed with the installation's key (st); the terminal one cannot be.
  * Returns the exit code. */
 static int print_run(const pybox_run_result_t *res, int rc, bool json, pybox_color_t color, const pybox_state_t *st,
-                     const char *chart)
+                     const pybox_cli_chart_dest_t *chart)
 {
     pybox_error_t cerr = {0};
     int chart_rc = 0;
@@ -202,7 +201,8 @@ static int cmd_exec(int argc, char **argv)
     }
     if (pybox_cli_parse_exec(argc, argv, &o, &err) < 0)
         return fail(&err, json);
-    if (o.chart != NULL && pybox_cli_chart_path_check(o.chart, &err) < 0)
+    _cleanup_(pybox_cli_chart_close) pybox_cli_chart_dest_t chart = {.dirfd = -1};
+    if (o.chart != NULL && pybox_cli_chart_path_check(o.chart, &chart, &err) < 0)
         return fail(&err, o.json);
     const char *kill_step = NULL;
     if (pybox_cli_kill_step(getenv(PYBOX_TEST_KILL_ENV), &kill_step, &err) < 0)
@@ -234,7 +234,7 @@ static int cmd_exec(int argc, char **argv)
     catch_signals();
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
     int rc = pybox_ready_run(&rd, &res);
-    return print_run(&res, rc, o.json, o.color, &rd.st, o.chart);
+    return print_run(&res, rc, o.json, o.color, &rd.st, o.chart != NULL ? &chart : NULL);
 }
 
 /* pybox chart [RECEIPT]: a receipt's kernel samples as SVG on stdout; nothing on stdout
@@ -784,9 +784,30 @@ static int cmd_mcp(int argc, char **argv)
     return rc < 0 ? 125 : 0;
 }
 
+/* A standard descriptor PyBox was started without (closed by whoever started it) is
+ * /dev/null before anything is opened: else the first file, socket or folder PyBox opens
+ * takes its number, and the receipt, a protocol answer or an error message written "to
+ * stdout" or "to stderr" lands in it (bubblewrap and isolate do the same). */
+static int standard_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+            continue;
+        int n = open("/dev/null", O_RDWR | O_NOCTTY); /* inherited, as a standard descriptor is */
+        if (n != fd) {
+            if (n >= 0)
+                close(n);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     process_start_s = pybox_now_s();
+    if (standard_fds() < 0)
+        return PYBOX_EXIT_FAILED; /* nothing can be said: there is nowhere safe to say it */
     static char prefix[] = "pybox";
     pybox_log_set(pybox_log_stderr, prefix);
     if (argc < 2) {

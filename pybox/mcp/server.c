@@ -119,34 +119,29 @@ static size_t queue_max(const server_t *s)
     return s->cfg->out_queue_max ? s->cfg->out_queue_max : (size_t)PYBOX_MCP_OUT_QUEUE_MAX;
 }
 
-/* Every message is one line of compact JSON: cJSON escapes every control character, so
+/* Every message is one line of compact JSON: every control character is escaped, so
  * nothing inside (the program's text included) can end the line early. The line is
  * queued for the writer, never written here, so no sender waits for the client. Returns
  * whether it was queued. A line that would take the queue past its bound (queue_max)
  * means the client is not reading: the server stops (see pybox_mcp_serve). */
 static bool send_msg(server_t *s, cJSON *msg)
 {
-    char *text = cJSON_PrintUnformatted(msg);
+    /* Written as pybox exec --json writes a receipt (escape.h): valid UTF-8 whatever a
+     * sender put in a string (a message quoting bytes from outside, cut inside a
+     * character: U+FFFD), and the characters the terminal receipt escapes as \uXXXX. A
+     * client reads the same JSON; a person who runs the server by hand, or reads a
+     * client's log of its lines, sees nothing a program's text would do to a terminal. */
+    pybox_buf_t safe;
+    pybox_buf_init(&safe, 0);
+    int rc = pybox_json_append(&safe, msg);
     cJSON_Delete(msg);
-    if (text == NULL)
+    if (rc < 0 || !pybox_buf_ok(&safe) || safe.data == NULL) {
+        pybox_buf_free(&safe);
+        logf_("no memory for a message to stdout");
         return false;
-    size_t len = strlen(text);
-    /* Valid UTF-8 whatever a sender put in a string (a message quoting bytes from outside,
-     * cut inside a character): cJSON writes bytes above 0x7f only inside strings, so each
-     * stray one becomes U+FFFD there and the line stays the same JSON otherwise. */
-    if (!pybox_utf8_valid(text, len)) {
-        pybox_buf_t fixed;
-        pybox_buf_init(&fixed, 0);
-        pybox_utf8_sanitize(&fixed, text, len, NULL);
-        free(text);
-        if (!pybox_buf_ok(&fixed) || fixed.data == NULL) {
-            pybox_buf_free(&fixed);
-            logf_("no memory for a message to stdout");
-            return false;
-        }
-        len = fixed.len;
-        text = pybox_buf_steal(&fixed);
     }
+    size_t len = safe.len;
+    char *text = pybox_buf_steal(&safe);
     out_msg_t *m = malloc(sizeof *m + len + 1);
     if (m == NULL) {
         free(text);
