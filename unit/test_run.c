@@ -677,11 +677,11 @@ START_TEST(dead_mcp_scratch_is_cleaned)
     for (int i = 0; i < N; i++) {
         ck_assert_msg(pybox_journal_scratch_open(&st, expires[i], &note[i], dir[i], sizeof dir[i], &err) == 0, "%s",
                       err.msg);
-        snprintf(file, sizeof file, "%s/input.txt", dir[i]);
+        ck_assert_int_eq(pybox_fmt(file, sizeof file, "%s/input.txt", dir[i]), 0);
         f = fopen(file, "we");
         ck_assert_ptr_nonnull(f);
         fclose(f);
-        snprintf(file, sizeof file, "%s/link", dir[i]);
+        ck_assert_int_eq(pybox_fmt(file, sizeof file, "%s/link", dir[i]), 0);
         ck_assert_int_eq(symlink(home, file), 0);
     }
     /* The note names its folder. */
