@@ -112,26 +112,28 @@ test('a signal ends the server as stdin closing does', async () => {
 });
 
 // The scratch folders of MCP calls in the installation (runs/<id>.scratch), and the
-// server's temporary folders elsewhere (there must be none).
+// temporary folders elsewhere that hold this call's input (there must be none).
 const runsDir = path.join(process.env.PYBOX_HOME, 'runs');
 const scratches = () => fs.readdirSync(runsDir).filter((n) => n.endsWith('.scratch')).sort();
-const tmpScratches = () => fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('pybox-mcp-')).sort();
+const holding = (token) => fs.readdirSync('/tmp').filter((n) => {
+  try { return fs.readFileSync(path.join('/tmp', n, 'secret.txt'), 'utf8') === token; } catch { return false; }
+});
 
 // A server SIGKILLed while a call with an inline input runs: the call's scratch is in the
 // installation under a note naming it, and what comes next removes it.
 async function killedMidCall() {
   const before = new Set(scratches());
-  const tmpBefore = new Set(tmpScratches());
+  const token = `the agent's input ${Math.random()}`;
   const s = new RawServer(['--images', 'stdlib', '--max-timeout', '3']);
   await s.initialize();
   s.send(call('k', { code: 'import time\ntime.sleep(20)\n', timeout_s: 3,
-    files: [{ name: 'secret.txt', content: 'the agent\'s input' }] }, 'tok'));
+    files: [{ name: 'secret.txt', content: token }] }, 'tok'));
   await s.next((m) => m.method === 'notifications/progress' && m.params.message === 'running');
   const mine = scratches().filter((n) => !before.has(n));
   assert.equal(mine.length, 1, `scratch folders of this call: ${mine}`);
-  assert.deepEqual(tmpScratches().filter((n) => !tmpBefore.has(n)), [], 'a scratch folder outside the installation');
+  assert.deepEqual(holding(token), [], 'the input is in a folder outside the installation');
   const dir = path.join(runsDir, mine[0]);
-  assert.equal(fs.readFileSync(path.join(dir, 'secret.txt'), 'utf8'), 'the agent\'s input');
+  assert.equal(fs.readFileSync(path.join(dir, 'secret.txt'), 'utf8'), token);
   const note = JSON.parse(fs.readFileSync(path.join(runsDir, mine[0].replace(/\.scratch$/, '.json')), 'utf8'));
   assert.equal(note.scratch, dir, 'the note names its scratch folder');
   s.proc.kill('SIGKILL');
