@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../pybox/box.h"
+#include "../pybox/escape.h"
 #include "../pybox/key.h"
 #include "../pybox/sign.h"
 #include "../pybox/state.h"
@@ -372,7 +373,9 @@ static int load(const char *dir, rec_t **out, size_t *n, pybox_buf_t *problems)
         }
         const char *derived = derived_verdict(j);
         if (strcmp(r.verdict, derived) != 0) {
-            pybox_buf_addf(problems, "%s/%s: says \"%s\" but its runs say \"%s\"\n", EV_RECORDS, de->d_name, r.verdict,
+            char said_v[80];
+            pybox_escape_short(said_v, sizeof said_v, r.verdict, 32); /* the report goes to a terminal */
+            pybox_buf_addf(problems, "%s/%s: says \"%s\" but its runs say \"%s\"\n", EV_RECORDS, de->d_name, said_v,
                            derived);
             bad++;
             cJSON_Delete(j);
@@ -718,7 +721,9 @@ static void host_line(pybox_buf_t *b, const rec_t *r)
     }
     const cJSON *x;
     cJSON_ArrayForEach (x, bk) {
-        pybox_buf_addf(b, "; %s: ", x->string);
+        pybox_buf_adds(b, "; ");
+        cell_text(b, x->string ? x->string : "?");
+        pybox_buf_adds(b, ": ");
         ev_cell(b, x);
     }
 }
@@ -741,7 +746,9 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
     backends_of(v, nv, &bk);
     for (size_t i = 0; i < nv; i++)
         if (kind_index(v[i].kind) < 0) {
-            pybox_buf_addf(problems, "%s/%s: unknown kind \"%s\"\n", EV_RECORDS, v[i].name, v[i].kind);
+            char kind[80];
+            pybox_escape_short(kind, sizeof kind, v[i].kind, 32); /* the report goes to a terminal */
+            pybox_buf_addf(problems, "%s/%s: unknown kind \"%s\"\n", EV_RECORDS, v[i].name, kind);
             bad++;
         }
     const rec_t *newest = NULL;
@@ -768,8 +775,11 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
     }
     /* Per backend: its cases passed of those it ran. */
     pybox_buf_adds(ix, "| Kind | Cases |");
-    for (size_t k = 0; k < bk.n; k++)
-        pybox_buf_addf(ix, " Passed on %s |", bk.v[k]);
+    for (size_t k = 0; k < bk.n; k++) {
+        pybox_buf_adds(ix, " Passed on ");
+        cell_text(ix, bk.v[k]);
+        pybox_buf_adds(ix, " |");
+    }
     pybox_buf_adds(ix, " Runs recorded | Page |\n|---|---|");
     for (size_t k = 0; k < bk.n; k++)
         pybox_buf_adds(ix, "---|");
@@ -809,8 +819,11 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
         bool restriction = strcmp(kinds[k].kind, "restriction") == 0;
         /* A column per backend: what it did, its verdict, when (UTC), its record. */
         pybox_buf_adds(b, restriction ? "| Check | Claim | Removed for the \"without\" run |" : "| Case | Claim |");
-        for (size_t x = 0; x < bk.n; x++)
-            pybox_buf_addf(b, " On %s |", bk.v[x]);
+        for (size_t x = 0; x < bk.n; x++) {
+            pybox_buf_adds(b, " On ");
+            cell_text(b, bk.v[x]);
+            pybox_buf_adds(b, " |");
+        }
         pybox_buf_adds(b, restriction ? "\n|---|---|---|" : "\n|---|---|");
         for (size_t x = 0; x < bk.n; x++)
             pybox_buf_adds(b, "---|");
@@ -844,7 +857,9 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
         ev_cell(ix, ev_path(v[i].j, "case.kind"));
         pybox_buf_adds(ix, "/");
         ev_cell(ix, ev_path(v[i].j, "case.id"));
-        pybox_buf_addf(ix, " on %s | ", v[i].backend);
+        pybox_buf_adds(ix, " on ");
+        cell_text(ix, v[i].backend);
+        pybox_buf_adds(ix, " | ");
         when(ix, &v[i]);
         pybox_buf_adds(ix, " | ");
         why_failed(ix, &v[i]);

@@ -11,9 +11,25 @@
 
 /* ---- text ---- */
 
+/* One escaper per place a string goes: text between tags (esc, esc_block, value), an
+ * attribute's value (attr), a link's target (link_target, which also keeps only a safe
+ * path). A record's strings reach the Markdown through the cell escaper (ev_cell). */
+
 static void esc(pybox_buf_t *b, const char *s)
 {
     pybox_xml_text(b, s, 0, 0);
+}
+
+/* An attribute's value, quoted with '"' by the caller: quotes and '&' escaped as well. */
+static void attr(pybox_buf_t *b, const char *s, size_t n)
+{
+    char *t = strndup(s, n);
+    if (t == NULL) {
+        pybox_buf_fail(b);
+        return;
+    }
+    pybox_xml_text(b, t, 0, 0);
+    free(t);
 }
 
 /* The program's words and other long texts: lines kept, cut. */
@@ -80,7 +96,9 @@ static void walkthrough_links(pybox_buf_t *b, const char *record, const md_ctx_t
             const char *tab = strchr(p, '\t'), *nl = strchr(p, '\n');
             if (tab == NULL || nl == NULL || tab > nl)
                 break;
-            pybox_buf_addf(b, " <a href=\"runs/%.*s.html\">", (int)(tab - p), p);
+            pybox_buf_adds(b, " <a href=\"runs/");
+            attr(b, p, (size_t)(tab - p));
+            pybox_buf_adds(b, ".html\">");
             pybox_buf_add(b, tab + 1, (size_t)(nl - tab - 1)); /* made here, already escaped */
             pybox_buf_adds(b, "</a>");
             p = nl + 1;
@@ -89,23 +107,54 @@ static void walkthrough_links(pybox_buf_t *b, const char *record, const md_ctx_t
     }
 }
 
-/* A link's target on the site: pages of evidence/ become their HTML pages, records and
- * other files of evidence/ are one folder up; a target elsewhere is not linked. */
+/* Whether a link's target is a safe path inside the evidence folder: a relative path of
+ * [A-Za-z0-9._-] names joined by single '/', none of them "." or "..", then at most a
+ * fragment of [A-Za-z0-9._-]. Nothing else is linked: no scheme, no "//", no way out of
+ * the folder, and nothing a browser would decode (an entity, a '%', a quote). */
+static bool safe_link(const char *href, size_t n, size_t *path_len)
+{
+    static const char name_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-";
+    const char *hash = memchr(href, '#', n);
+    size_t p = hash ? (size_t)(hash - href) : n;
+    if (p == 0)
+        return false;
+    for (size_t i = 0; i < p;) {
+        size_t k = i;
+        while (k < p && href[k] != '/' && strchr(name_chars, href[k]) != NULL && href[k] != '\0')
+            k++;
+        if (k == i || (k < p && href[k] != '/') || (k - i == 1 && href[i] == '.') ||
+            (k - i == 2 && href[i] == '.' && href[i + 1] == '.'))
+            return false; /* an empty name ("//", a leading or trailing '/'), "." or "..", or another byte */
+        i = k + (k < p);
+        if (k + 1 == p)
+            return false;
+    }
+    for (size_t i = p + 1; i < n; i++)
+        if (href[i] == '\0' || strchr(name_chars, href[i]) == NULL)
+            return false;
+    *path_len = p;
+    return true;
+}
+
+/* A link's target on the site, escaped for the href attribute: pages of evidence/ become
+ * their HTML pages, records and other files of evidence/ are one folder up; a target that
+ * is not a safe path (safe_link) is not linked. */
 static bool link_target(pybox_buf_t *b, const char *href, size_t n)
 {
-    if (n == 0 || memchr(href, ':', n) != NULL || href[0] == '/' || memchr(href, '"', n) != NULL ||
-        memchr(href, '<', n) != NULL || memchr(href, '\\', n) != NULL || starts(href, n, "../"))
+    size_t p;
+    if (!safe_link(href, n, &p))
         return false;
-    if (n > 3 && memcmp(href + n - 3, ".md", 3) == 0 && memchr(href, '/', n) == NULL) {
-        if (n == 9 && memcmp(href, "README.md", 9) == 0)
+    if (p > 3 && memcmp(href + p - 3, ".md", 3) == 0 && memchr(href, '/', p) == NULL) {
+        if (p == 9 && memcmp(href, "README.md", 9) == 0)
             pybox_buf_adds(b, "index");
         else
-            pybox_buf_add(b, href, n - 3);
+            attr(b, href, p - 3);
         pybox_buf_adds(b, ".html");
-        return true;
+    } else {
+        pybox_buf_adds(b, "../");
+        attr(b, href, p);
     }
-    pybox_buf_adds(b, "../");
-    pybox_buf_add(b, href, n);
+    attr(b, href + p, n - p);
     return true;
 }
 
@@ -339,8 +388,8 @@ static const char style_css[] =
     "ol.steps h2 { margin: 0 0 0.2em; font-size: 1.15em; }\n"
     ".phase { display: grid; grid-template-columns: 9em 6em 1fr; align-items: center; gap: 0.5em; "
     "font-size: 0.9em; }\n"
-    ".track { position: relative; height: 0.8em; background: var(--soft); border: 1px solid var(--line); }\n"
-    ".bar { position: absolute; top: 0; bottom: 0; background: var(--accent); min-width: 2px; }\n"
+    ".track { display: block; width: 100%; height: 0.8em; background: var(--soft); border: 1px solid var(--line); }\n"
+    ".bar { fill: var(--accent); }\n"
     ".checked { margin: 0.4em 0; padding-left: 1.2em; }\n"
     ".untrusted { border-left: 4px solid #b00020; }\n"
     ".chart svg { max-width: 100%; height: auto; border: 1px solid var(--line); }\n"
@@ -350,14 +399,19 @@ static const char style_css[] =
 static void nav(pybox_buf_t *b, const char *up, const ev_page_t *pages, size_t n_md, const char *walk)
 {
     pybox_buf_addf(b, "<nav><a href=\"%sindex.html\">Evidence and limits</a>\n", up);
-    if (walk != NULL)
-        pybox_buf_addf(b, "<a href=\"%sruns/%s.html\">One run, step by step</a>\n", up, walk);
+    if (walk != NULL) {
+        pybox_buf_addf(b, "<a href=\"%sruns/", up);
+        attr(b, walk, strlen(walk));
+        pybox_buf_adds(b, ".html\">One run, step by step</a>\n");
+    }
     for (size_t i = 0; i < n_md; i++) {
         if (strcmp(pages[i].name, "README.md") == 0)
             continue;
         const char *t = pages[i].text.data ? pages[i].text.data : "";
         size_t tl = strncmp(t, "# ", 2) == 0 ? strcspn(t + 2, "\n") : 0;
-        pybox_buf_addf(b, "<a href=\"%s%.*s.html\">", up, (int)(strlen(pages[i].name) - 3), pages[i].name);
+        pybox_buf_addf(b, "<a href=\"%s", up);
+        attr(b, pages[i].name, strlen(pages[i].name) - 3);
+        pybox_buf_adds(b, ".html\">");
         if (tl > 0) {
             char *title = strndup(t + 2, tl);
             esc(b, title ? title : "");
@@ -373,6 +427,7 @@ static void nav(pybox_buf_t *b, const char *up, const ev_page_t *pages, size_t n
 static void head(pybox_buf_t *b, const char *title, const char *up)
 {
     pybox_buf_adds(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                      "<meta http-equiv=\"Content-Security-Policy\" content=\"" EV_SITE_CSP "\">\n"
                       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
     esc(b, title);
     pybox_buf_addf(b, " · PyBox evidence</title>\n<link rel=\"stylesheet\" href=\"%sstyle.css\">\n</head>\n<body>\n",
@@ -624,14 +679,19 @@ static void step_facts(pybox_buf_t *b, int k, const cJSON *rec, const cJSON *run
     pybox_buf_adds(b, "</ul>\n");
 }
 
+/* A phase's bar: drawn in SVG by its attributes, as the site's policy allows no style
+ * attribute (EV_SITE_CSP); a quarter of a percent at least, so a phase of no time still
+ * shows. */
 static void phase_row(pybox_buf_t *b, const char *name, double at, double ms, double scale)
 {
+    double width = ms * scale < 0.25 ? 0.25 : ms * scale;
     pybox_buf_adds(b, "<div class=\"phase\"><span>");
     esc(b, name);
     pybox_buf_addf(b,
-                   "</span><span>%.1f ms</span><span class=\"track\"><span class=\"bar\" "
-                   "style=\"left:%.2f%%;width:%.2f%%\"></span></span></div>\n",
-                   ms, at * scale, ms * scale);
+                   "</span><span>%.1f ms</span><svg class=\"track\" viewBox=\"0 0 100 1\" "
+                   "preserveAspectRatio=\"none\" aria-hidden=\"true\"><rect class=\"bar\" x=\"%.2f\" y=\"0\" "
+                   "width=\"%.2f\" height=\"1\"/></svg></div>\n",
+                   ms, at * scale, width);
 }
 
 static void run_page(pybox_buf_t *b, const ev_site_rec_t *rec, const cJSON *run, const char *label,
@@ -669,7 +729,11 @@ static void run_page(pybox_buf_t *b, const ev_site_rec_t *rec, const cJSON *run,
         value(b, v);
         pybox_buf_adds(b, "</dd>\n");
     }
-    pybox_buf_addf(b, "<dt>record</dt><dd><a href=\"../../%s/%s\">%.8s</a> (case ", EV_RECORDS, rec->name, rec->name);
+    pybox_buf_adds(b, "<dt>record</dt><dd><a href=\"../../" EV_RECORDS "/");
+    attr(b, rec->name, strlen(rec->name));
+    pybox_buf_adds(b, "\">");
+    attr(b, rec->name, 8);
+    pybox_buf_adds(b, "</a> (case ");
     value(b, ev_path(rec->j, "case.kind"));
     pybox_buf_adds(b, "/");
     value(b, ev_path(rec->j, "case.id"));
@@ -822,12 +886,13 @@ int ev_site_render(const ev_site_rec_t *recs, size_t n_recs, ev_page_t **pages, 
         nav(&pg->text, "", *pages, n_md, walk);
         pybox_buf_adds(&pg->text, "<main>\n");
         md_html(&pg->text, text, &ctx);
-        if (is_index && walk != NULL)
-            pybox_buf_addf(&pg->text,
-                           "<h2>One run, step by step</h2>\n<p>Every run with a receipt above has a page that "
-                           "walks through its ten steps: each step's time, what was checked, the kernel's "
-                           "chart and the receipt. <a href=\"runs/%s.html\">Start with a clean exit</a>.</p>\n",
-                           walk);
+        if (is_index && walk != NULL) {
+            pybox_buf_adds(&pg->text, "<h2>One run, step by step</h2>\n<p>Every run with a receipt above has a page "
+                                      "that walks through its ten steps: each step's time, what was checked, the "
+                                      "kernel's chart and the receipt. <a href=\"runs/");
+            attr(&pg->text, walk, strlen(walk));
+            pybox_buf_adds(&pg->text, ".html\">Start with a clean exit</a>.</p>\n");
+        }
         foot(&pg->text);
     }
     for (size_t i = 0; i < n_recs; i++) {

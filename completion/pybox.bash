@@ -66,7 +66,8 @@ _pybox()
         compopt -o filenames 2>/dev/null || :
         return 0
         ;;
-    --timeout | --memory | --pids | --cpus | --max-timeout | --max-memory | --images | --debian)
+    --timeout | --memory | --pids | --cpus | --max-timeout | --max-memory | --output-root-max | --output-root-age | \
+        --images | --debian)
         return 0 # a value of the caller's own
         ;;
     esac

@@ -35,8 +35,9 @@ void pybox_journal_init(pybox_journal_t *n)
     n->fd = -1;
 }
 
-int pybox_journal_open(const pybox_state_t *st, const char *run_id, const char *box_name, int64_t expires,
-                       pybox_journal_t *n, pybox_error_t *err)
+/* A note: a run's (box_name), or a scratch folder's (scratch). */
+static int note_open(const pybox_state_t *st, const char *run_id, const char *box_name, const char *scratch,
+                     int64_t expires, pybox_journal_t *n, pybox_error_t *err)
 {
     char dir[PATH_MAX], tmp[PATH_MAX];
     pybox_journal_init(n);
@@ -61,7 +62,10 @@ int pybox_journal_open(const pybox_state_t *st, const char *run_id, const char *
     pybox_wall_iso(when, sizeof when);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "run_id", run_id);
-    cJSON_AddStringToObject(j, "box_name", box_name);
+    if (box_name != NULL)
+        cJSON_AddStringToObject(j, "box_name", box_name);
+    if (scratch != NULL)
+        cJSON_AddStringToObject(j, "scratch", scratch);
     cJSON_AddStringToObject(j, "install_id", st->install_id);
     cJSON_AddNumberToObject(j, "pid", (double)getpid());
     cJSON_AddStringToObject(j, "noted_at", when);
@@ -82,6 +86,75 @@ int pybox_journal_open(const pybox_state_t *st, const char *run_id, const char *
     n->expires = expires;
     snprintf(n->run_id, sizeof n->run_id, "%s", run_id);
     return 0;
+}
+
+int pybox_journal_open(const pybox_state_t *st, const char *run_id, const char *box_name, int64_t expires,
+                       pybox_journal_t *n, pybox_error_t *err)
+{
+    return note_open(st, run_id, box_name, NULL, expires, n, err);
+}
+
+/* ---- an MCP call's scratch folder ---- */
+
+#define SCRATCH_SUFFIX ".scratch"
+
+static int scratch_name(const char *run_id, char *out, size_t len)
+{
+    return run_id_valid(run_id) ? pybox_fmt(out, len, "%s" SCRATCH_SUFFIX, run_id) : -1;
+}
+
+int pybox_journal_scratch_open(const pybox_state_t *st, int64_t expires, pybox_journal_t *n, char *dir, size_t len,
+                               pybox_error_t *err)
+{
+    char id[33], notes[PATH_MAX], name[64];
+    pybox_journal_init(n);
+    if (pybox_random_hex(16, id, err) < 0 || notes_dir(st, notes, sizeof notes, err) < 0)
+        return -1;
+    if (scratch_name(id, name, sizeof name) < 0 || pybox_fmt(dir, len, "%s/%s", notes, name) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "scratch folder path");
+    /* The note first, locked: from here on a trail leads to the folder. */
+    if (note_open(st, id, NULL, dir, expires, n, err) < 0)
+        return -1;
+    if (mkdir(dir, 0700) < 0) {
+        int e = errno;
+        pybox_error_t ignored = {0};
+        pybox_journal_close(n, &ignored);
+        return pybox_error_set(err, PYBOX_ERR_STATE, e, "mkdir(%s)", dir);
+    }
+    return 0;
+}
+
+/* Remove the scratch folder of run_id, by descriptors, following no links. */
+static int scratch_rm(const pybox_state_t *st, const char *run_id, bool dry_run, char *path, size_t len)
+{
+    char notes[PATH_MAX], name[64];
+    if (scratch_name(run_id, name, sizeof name) < 0 || notes_dir(st, notes, sizeof notes, NULL) < 0 ||
+        pybox_fmt(path, len, "%s/%s", notes, name) < 0)
+        return 0;
+    int dfd = open(notes, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return 0;
+    struct stat sb;
+    int found = fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+    if (found && !dry_run)
+        pybox_remove_tree_at(dfd, name);
+    close(dfd);
+    return found;
+}
+
+void pybox_journal_scratch_close(const pybox_state_t *st, pybox_journal_t *n)
+{
+    char path[PATH_MAX];
+    if (n->fd < 0)
+        return;
+    scratch_rm(st, n->run_id, false, path, sizeof path);
+    pybox_error_t ignored = {0};
+    pybox_journal_close(n, &ignored);
+}
+
+int pybox_journal_scratch_remove(const pybox_state_t *st, const char *run_id, bool dry_run, char *path, size_t len)
+{
+    return scratch_rm(st, run_id, dry_run, path, len);
 }
 
 int pybox_journal_close(pybox_journal_t *n, pybox_error_t *err)

@@ -42,6 +42,20 @@ void pybox_journal_output_end(const pybox_state_t *st, const char *run_id);
 /* The folder a dead run was writing, if it left one: 1 and path filled, 0 if none. */
 int pybox_journal_output_of(const pybox_state_t *st, const char *run_id, char *path, size_t len);
 
+/* An MCP call's scratch folder (the agent's inline inputs, and the returned files when
+ * the server keeps none): runs/<id>.scratch in the state directory, under a note of its
+ * own ("<id>.json", a fresh id, locked for the call's whole life, the folder named in it
+ * as "scratch"), made before the folder is, so a server killed at any moment leaves a
+ * trail to it. It outlives the call's run, whose note goes once the box is gone. dir gets
+ * the folder's path. */
+int pybox_journal_scratch_open(const pybox_state_t *st, int64_t expires, pybox_journal_t *n, char *dir, size_t len,
+                               pybox_error_t *err);
+/* The call is over: its folder goes, then its note. */
+void pybox_journal_scratch_close(const pybox_state_t *st, pybox_journal_t *n);
+/* The scratch folder of run_id's note, if there is one: 1 (removed, or in a dry run only
+ * found) with its path in path, 0 if none. For cleanup, once the note is dead. */
+int pybox_journal_scratch_remove(const pybox_state_t *st, const char *run_id, bool dry_run, char *path, size_t len);
+
 /* What cleanup learns of a note. */
 typedef struct pybox_journal_info {
     char run_id[33];

@@ -72,6 +72,15 @@ static void sweep_output(const pybox_state_t *st, const char *run_id, bool dry_r
     pybox_journal_output_end(st, run_id);
 }
 
+/* An MCP server that died mid-call: the call's scratch folder its note names goes (its
+ * note is not held, so nothing can be using it); the note goes once expired. */
+static void sweep_scratch(const pybox_state_t *st, const char *run_id, bool dry_run, pybox_leftovers_report_t *rep)
+{
+    char path[PATH_MAX];
+    if (pybox_journal_scratch_remove(st, run_id, dry_run, path, sizeof path) == 1)
+        add(rep, "scratch", path, run_id, true, "the scratch folder of an MCP call whose server died");
+}
+
 /* One leftover (a box, a volume, ...): decide, and remove when it is due. */
 static void settle(const pybox_state_t *st, pybox_backend_t *be, const pybox_leftover_t *l,
                    pybox_leftovers_report_t *rep, bool *removed_out)
@@ -166,6 +175,7 @@ int pybox_leftovers_clean(const pybox_state_t *st, pybox_backend_t *be, bool dry
         if (ni->live)
             continue;
         sweep_output(st, ni->run_id, dry_run, rep);
+        sweep_scratch(st, ni->run_id, dry_run, rep);
         bool has_leftover = false;
         for (size_t i = 0; i < nleft; i++)
             if (!gone[i] && strcmp(left[i].run_id, ni->run_id) == 0)

@@ -2,7 +2,9 @@
 /* Small shared helpers (see util.h). */
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 void pybox_freep(void *p)
 {
@@ -186,6 +189,42 @@ int pybox_parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
+static const struct {
+    char unit;
+    int64_t seconds;
+} age_units[] = {{'d', 86400}, {'h', 3600}, {'m', 60}, {'s', 1}};
+
+int pybox_parse_age(const char *s, int64_t *out_s)
+{
+    if (s == NULL || *s < '0' || *s > '9')
+        return -1;
+    size_t nd = strspn(s, "0123456789");
+    if (nd > 10 || (s[nd] != '\0' && s[nd + 1] != '\0'))
+        return -1;
+    int64_t per = s[nd] == '\0' ? 1 : 0;
+    for (size_t i = 0; per == 0 && i < sizeof age_units / sizeof *age_units; i++)
+        if (s[nd] == age_units[i].unit)
+            per = age_units[i].seconds;
+    char num[16];
+    memcpy(num, s, nd);
+    num[nd] = '\0';
+    uint64_t n;
+    if (per == 0 || pybox_parse_u64(num, &n) < 0 || n > (uint64_t)(3660LL * 86400) / (uint64_t)per)
+        return -1;
+    *out_s = (int64_t)n * per;
+    return 0;
+}
+
+const char *pybox_fmt_age(char out[PYBOX_NUM_MAX], int64_t seconds)
+{
+    for (size_t i = 0; i < sizeof age_units / sizeof *age_units; i++)
+        if (seconds % age_units[i].seconds == 0 || age_units[i].seconds == 1) {
+            snprintf(out, PYBOX_NUM_MAX, "%lld%c", (long long)(seconds / age_units[i].seconds), age_units[i].unit);
+            break;
+        }
+    return out;
+}
+
 int pybox_parse_size(const char *s, int64_t *out_bytes)
 {
     if (s == NULL || *s < '0' || *s > '9')
@@ -339,4 +378,37 @@ bool pybox_double_to_i64(double v, int64_t *out)
         return false;
     *out = (int64_t)v;
     return true;
+}
+
+static int remove_at(int dfd, const char *name, int depth)
+{
+    if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if ((errno != EISDIR && errno != EPERM) || depth > 64)
+        return -1;
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    DIR *d = fdopendir(fd);
+    if (d == NULL) {
+        close(fd);
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (remove_at(dirfd(d), de->d_name, depth + 1) < 0)
+            rc = -1;
+    }
+    closedir(d);
+    if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+        rc = -1;
+    return rc;
+}
+
+int pybox_remove_tree_at(int dfd, const char *name)
+{
+    return remove_at(dfd, name, 0);
 }

@@ -70,6 +70,10 @@ int pybox_parse_seconds_ms(const char *s, int64_t *out_ms);
 int pybox_parse_size(const char *s, int64_t *out_bytes);
 /* Parse a strict non-negative decimal integer. */
 int pybox_parse_u64(const char *s, uint64_t *out);
+/* Parse a length of time in whole units: digits, then s (seconds, also when there is no
+ * unit), m (minutes), h (hours) or d (days). Strict: no sign, no decimals, no spaces;
+ * at most 10 years. */
+int pybox_parse_age(const char *s, int64_t *out_s);
 
 /* A JSON number as an int64_t (its fraction dropped): false when the double is not finite
  * or outside int64_t's range, where a conversion would be undefined. */
@@ -86,6 +90,9 @@ const char *pybox_fmt_double(char out[PYBOX_NUM_MAX], double v);
 /* A size in its largest whole unit: "512 MiB", "102913 KiB", "104857601 bytes". Returns
  * out. */
 const char *pybox_fmt_size(char out[PYBOX_NUM_MAX], int64_t bytes);
+/* "30d", "12h", "90m", "45s": the largest of those units that divides it whole (what
+ * pybox_parse_age reads back). */
+const char *pybox_fmt_age(char out[PYBOX_NUM_MAX], int64_t seconds);
 
 /* snprintf that reports truncation: 0 if the whole text fit, -1 if not (out is then
  * unusable: never use a cut path). */
@@ -96,5 +103,10 @@ const char *pybox_strerror(int errnum, char *buf, size_t len);
 
 /* Bounded copy that always terminates; returns -1 if src did not fit. */
 int pybox_strlcpy(char *dst, const char *src, size_t size);
+
+/* Remove name under the folder dfd and everything in it, by descriptors: a link is
+ * removed, never followed, and nothing deeper than 64 folders is entered. Returns 0 (also
+ * when nothing of that name is there), or -1 with errno. */
+int pybox_remove_tree_at(int dfd, const char *name);
 
 #endif

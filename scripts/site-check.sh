@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # The evidence site in headless Chromium (docs/campaign.md): the site of the committed
 # records rendered into a scratch folder (BUILD/site-check), checked against the records,
-# then every page opened by tests/site/site-check.mjs. Installs what it needs when missing
+# then every page opened by tests/site/site-check.mjs; then the same with hostile records
+# added (tests/site/forge.mjs: every string a page shows set to an attack) in a second
+# scratch folder (BUILD/site-check/hostile), where no script may run and no link leave. Installs what it needs when missing
 # (Debian's chromium, libxml2-utils, nodejs and npm; puppeteer-core by npm ci, pinned in
 # tests/site/package-lock.json). As root Chromium runs without its own sandbox.
 set -eu
@@ -42,3 +44,11 @@ cp -R evidence/records "$out/evidence/records"
 "$build/pybox-campaign" pages "$out/evidence" campaign/limits.md
 "$build/pybox-campaign" check "$out/evidence" campaign/limits.md
 PYBOX_BIN="$PWD/$build/pybox" node tests/site/site-check.mjs "$out/evidence" "$out"
+
+hostile=$out/hostile
+mkdir -p "$hostile/evidence"
+cp -R evidence/records "$hostile/evidence/records"
+node tests/site/forge.mjs "$hostile/evidence/records"
+"$build/pybox-campaign" pages "$hostile/evidence" campaign/limits.md
+"$build/pybox-campaign" check "$hostile/evidence" campaign/limits.md
+PYBOX_BIN="$PWD/$build/pybox" node tests/site/site-check.mjs "$hostile/evidence" "$hostile"

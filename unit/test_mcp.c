@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../pybox/bounds.h"
 #include "../pybox/escape.h"
 #include "../pybox/mcp/run_python.h"
 #include "../pybox/mcp/server.h"
@@ -2248,6 +2249,98 @@ static bool exists(const char *p)
     return lstat(p, &sb) == 0;
 }
 
+/* <root>/<name>/ with n files of size bytes each (sparse: only their size counts), its
+ * modification time age_s ago. */
+static void call_folder(const char *root, const char *name, int n, int64_t size, int64_t age_s)
+{
+    char d[PATH_MAX], f[PATH_MAX + 32];
+    snprintf(d, sizeof d, "%s/%s", root, name);
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    for (int i = 0; i < n; i++) {
+        snprintf(f, sizeof f, "%s/f%d", d, i);
+        int fd = open(f, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(ftruncate(fd, (off_t)size), 0);
+        close(fd);
+    }
+    struct timespec t[2] = {{.tv_sec = time(NULL) - age_s}, {.tv_sec = time(NULL) - age_s}};
+    ck_assert_int_eq(utimensat(AT_FDCWD, d, t, 0), 0);
+}
+
+static char *check_refusal(const char *args_json)
+{
+    cJSON *args = cJSON_Parse(args_json);
+    ck_assert_ptr_nonnull(args);
+    cJSON *r = pybox_mcp_run_python_check(&cfg, args);
+    cJSON_Delete(args);
+    if (r == NULL)
+        return NULL;
+    const cJSON *t =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "content"), 0), "text");
+    ck_assert(cJSON_IsString(t));
+    char *text = strdup(t->valuestring);
+    cJSON_Delete(r);
+    return text;
+}
+
+/* The output root has a ceiling and an age: call folders past the age go, the others
+ * count (each file and folder as at least 4 KiB), what the operator keeps there is
+ * neither counted nor touched, and a call whose files could pass the ceiling is refused
+ * "(set by the server)" before anything is made. */
+START_TEST(output_root_ceiling)
+{
+    char root[] = "/tmp/pybox-unit-mcp-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    snprintf(cfg.output_root, sizeof cfg.output_root, "%s", root);
+    int64_t most = pybox_mcp_call_output_most();
+    ck_assert_int_eq(most, PYBOX_OUT_TOTAL_MAX + (PYBOX_OUT_FILES_MAX + PYBOX_OUT_DIRS_MAX + 1) * 4096LL);
+    cfg.output_root_max = 2 * most;
+    cfg.output_root_age_s = 3600;
+    call_folder(root, "operator-notes", 1, 100 * most, 7200); /* not the server's */
+    call_folder(root, "00000000000000aa", 1, most, 7200);     /* past its age */
+    call_folder(root, "00000000000000bb", 200, 0, 0);         /* many empty files */
+    int64_t used = -1;
+    int removed = -1;
+    ck_assert_int_eq(pybox_mcp_output_root_tidy(root, 3600, time(NULL), &used, &removed), 0);
+    ck_assert_int_eq(removed, 1);
+    ck_assert_int_eq(used, 201 * 4096);
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s/00000000000000aa", root);
+    ck_assert(!exists(p));
+    snprintf(p, sizeof p, "%s/operator-notes/f0", root);
+    ck_assert(exists(p));
+
+    /* Room for one more call: it passes. */
+    char *t = check_refusal("{\"code\":\"x\",\"return_files\":true}");
+    ck_assert_msg(t == NULL, "%s", t);
+    /* A call folder of most bytes: the next call could pass the ceiling. */
+    call_folder(root, "00000000000000cc", 1, most - 4096, 0);
+    t = check_refusal("{\"code\":\"x\",\"return_files\":true}");
+    ck_assert_ptr_nonnull(t);
+    char held[PYBOX_NUM_MAX], ceiling[PYBOX_NUM_MAX], one[PYBOX_NUM_MAX], want[1024];
+    snprintf(want, sizeof want,
+             "return_files: this server's output root holds %s of the %s it may hold (set by the server), with 0 "
+             "MiB more held by calls in progress, and one call's files may take up to %s: call without return_files, "
+             "or again once files older than 1h have gone",
+             pybox_fmt_size(held, 201 * 4096 + most), pybox_fmt_size(ceiling, 2 * most), pybox_fmt_size(one, most));
+    ck_assert_str_eq(t, want);
+    free(t);
+    /* Without return_files nothing is kept: no ceiling to pass. */
+    t = check_refusal("{\"code\":\"x\"}");
+    ck_assert_msg(t == NULL, "%s", t);
+    /* Once the folder is past its age, it goes and the call passes. */
+    struct timespec old[2] = {{.tv_sec = time(NULL) - 7200}, {.tv_sec = time(NULL) - 7200}};
+    snprintf(p, sizeof p, "%s/00000000000000cc", root);
+    ck_assert_int_eq(utimensat(AT_FDCWD, p, old, 0), 0);
+    t = check_refusal("{\"code\":\"x\",\"return_files\":true}");
+    ck_assert_msg(t == NULL, "%s", t);
+    ck_assert(!exists(p));
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* A cancelled call's kept folder is removed (links in it removed, not followed); a call
  * that is answered keeps it, and the folder's name never reaches the client. */
 START_TEST(cancel_removes_kept)
@@ -2558,6 +2651,7 @@ Suite *suite_mcp(void)
     tcase_add_test(review, ceiling_digits);
     tcase_add_test(review, base64_strict);
     tcase_add_test(review, cancel_removes_kept);
+    tcase_add_test(review, output_root_ceiling);
     suite_add_tcase(s, review);
 
     TCase *stalled = tcase_create("stalled");

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../pybox/bounds.h"
+#include "../pybox/journal.h"
 #include "../pybox/leftovers.h"
 #include "../pybox/receipt.h"
 #include "../pybox/run.h"
@@ -647,6 +648,91 @@ START_TEST(housekeeping_leaves_what_is_slow_to_cleanup)
 }
 END_TEST
 
+static bool present(const char *p)
+{
+    struct stat sb;
+    return lstat(p, &sb) == 0;
+}
+
+/* An MCP call's scratch folder under its own note: kept while the note is held (the
+ * server lives); once nothing holds it (the server was killed) housekeeping removes the
+ * folder at once, never through a link in it, and the note once it has expired; a dry
+ * run only reports it. */
+START_TEST(dead_mcp_scratch_is_cleaned)
+{
+    char home[] = "/tmp/pybox-unit-scratch-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(home));
+    setenv("PYBOX_HOME", home, 1);
+    pybox_state_t st;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_state_open(&st, true, &err) == 0, "%s", err.msg);
+    enum { LIVE, DEAD, DEAD_UNEXPIRED, N };
+    pybox_journal_t note[N];
+    char dir[N][PATH_MAX], file[PATH_MAX + 16], outside[PATH_MAX + 16];
+    const int64_t expires[N] = {1, 1, pybox_wall_s() + 3600};
+    snprintf(outside, sizeof outside, "%s/outside", home);
+    FILE *f = fopen(outside, "we");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    for (int i = 0; i < N; i++) {
+        ck_assert_msg(pybox_journal_scratch_open(&st, expires[i], &note[i], dir[i], sizeof dir[i], &err) == 0, "%s",
+                      err.msg);
+        ck_assert_int_eq(pybox_fmt(file, sizeof file, "%s/input.txt", dir[i]), 0);
+        f = fopen(file, "we");
+        ck_assert_ptr_nonnull(f);
+        fclose(f);
+        ck_assert_int_eq(pybox_fmt(file, sizeof file, "%s/link", dir[i]), 0);
+        ck_assert_int_eq(symlink(home, file), 0);
+    }
+    /* The note names its folder. */
+    char notep[PATH_MAX + 64], text[2048] = "";
+    snprintf(notep, sizeof notep, "%s/runs/%s.json", home, note[DEAD].run_id);
+    f = fopen(notep, "re");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_gt(fread(text, 1, sizeof text - 1, f), 0);
+    fclose(f);
+    ck_assert_msg(strstr(text, dir[DEAD]) != NULL && strstr(text, "\"scratch\"") != NULL, "%s", text);
+    /* SIGKILL, as far as the notes go: the lock goes, the note and the folder stay. */
+    pybox_journal_abandon(&note[DEAD]);
+    pybox_journal_abandon(&note[DEAD_UNEXPIRED]);
+
+    script_t s;
+    script_init(&s);
+    pybox_backend_t *be = NULL;
+    scripted_backend(&be, &s);
+    pybox_leftovers_report_t rep;
+    ck_assert_int_eq(pybox_leftovers_clean(&st, be, true, false, &rep, &err), 0);
+    int said = 0;
+    for (size_t i = 0; i < rep.n; i++)
+        said += strcmp(rep.entries[i].what, "scratch") == 0;
+    ck_assert_int_eq(said, 2);
+    pybox_leftovers_report_free(&rep);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(present(dir[i]), "a dry run removed %s", dir[i]);
+
+    ck_assert_int_eq(pybox_leftovers_clean(&st, be, false, true, &rep, &err), 0);
+    pybox_leftovers_report_free(&rep);
+    ck_assert_msg(present(dir[LIVE]), "the scratch of a live call was removed");
+    ck_assert(present(notep) == false);
+    ck_assert(!present(dir[DEAD]));
+    ck_assert(!present(dir[DEAD_UNEXPIRED]));
+    snprintf(notep, sizeof notep, "%s/runs/%s.json", home, note[DEAD_UNEXPIRED].run_id);
+    ck_assert_msg(present(notep), "an unexpired note went");
+    snprintf(notep, sizeof notep, "%s/runs/%s.json", home, note[LIVE].run_id);
+    ck_assert(present(notep));
+    ck_assert_msg(present(outside) && present(home), "a link in a scratch folder was followed");
+
+    /* The call's own end takes both. */
+    pybox_journal_scratch_close(&st, &note[LIVE]);
+    ck_assert(!present(dir[LIVE]));
+    ck_assert(!present(notep));
+    unsetenv("PYBOX_HOME");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", home);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 Suite *suite_run(void)
 {
     Suite *s = suite_create("run");
@@ -670,6 +756,7 @@ Suite *suite_run(void)
     tcase_add_test(tc, interrupted_while_running);
     tcase_add_test(tc, the_total_counts_from_pybox_s_start);
     tcase_add_test(tc, housekeeping_leaves_what_is_slow_to_cleanup);
+    tcase_add_test(tc, dead_mcp_scratch_is_cleaned);
     tcase_add_test(tc, an_ended_stream_is_not_polled_again);
     tcase_add_test(tc, lease_lasts_from_the_box_start);
     suite_add_tcase(s, tc);

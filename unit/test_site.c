@@ -64,6 +64,47 @@ static void store(const char *started, const char *run_id, const char *said, cha
     cJSON_Delete(r);
 }
 
+/* The record of store(), then every string that reaches a page set to an attack. */
+static void store_hostile(const char *run_id, char name[80])
+{
+    char plain[80], path[256];
+    store("2026-01-01T00:00:00.000Z", run_id, "hello\\n", plain);
+    snprintf(path, sizeof path, "%s/records/%s", dir, plain);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    ck_assert_int_eq(unlink(path), 0);
+    cJSON *r = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(r);
+    /* what the red team's record did, and the same in every other string */
+    cJSON_AddStringToObject(r, "backend", "[docs](javascript&#58;alert&#40;1&#41;.md)");
+    cJSON *host = cJSON_GetObjectItemCaseSensitive(r, "host");
+    cJSON *bk = cJSON_AddObjectToObject(host, "backends");
+    cJSON_AddStringToObject(bk, "[k](javascript:alert(2)) <script>alert(3)</script>", "[v](javascript:alert(4))");
+    cJSON_AddStringToObject(bk, "docker", "\" onmouseover=\"alert(5)");
+    cJSON_ReplaceItemInObject(host, "kernel", cJSON_CreateString("' onfocus='alert(6)"));
+    cJSON_ReplaceItemInObject(r, "campaign", cJSON_CreateString("[c](//example.org/x.md)"));
+    cJSON *c = cJSON_GetObjectItemCaseSensitive(r, "case");
+    cJSON_ReplaceItemInObject(c, "title",
+                              cJSON_CreateString("[t](records/../../../etc/passwd) <img src=x onerror=alert(7)>"));
+    cJSON_ReplaceItemInObject(c, "claim", cJSON_CreateString("[m](x.md#\"><script>alert(8)</script>)"));
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(c, "show"), 0), "label",
+                              cJSON_CreateString("`x` [l](&#x6a;avascript:alert(9).md)"));
+    cJSON *run = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "runs"), 0);
+    cJSON_ReplaceItemInObject(run, "name", cJSON_CreateString("[n](javascript%3aalert(10).md)"));
+    cJSON *rc = cJSON_GetObjectItemCaseSensitive(run, "receipt");
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rc, "asked"), "image"),
+                              "name", cJSON_CreateString("\"><script>alert(11)</script>"));
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItemCaseSensitive(rc, "seen"), "backend",
+                              cJSON_CreateString("javascript:alert(12)"));
+    pybox_error_t err = {0};
+    ck_assert_msg(ev_record_store(dir, r, name, &err) == 0, "%s", err.msg);
+    cJSON_Delete(r);
+}
+
 static char *slurp(const char *name)
 {
     char path[256];
@@ -229,6 +270,99 @@ START_TEST(site_as_a_link_refused)
 }
 END_TEST
 
+/* Every tag of a page: no script, no handler, no style attribute, no source; every href a
+ * safe path (letters, digits, '.', '_', '-', '/', a fragment) that no browser decodes. */
+static void tags_are_safe(const char *name, const char *page)
+{
+    for (const char *p = strchr(page, '<'); p != NULL; p = strchr(p + 1, '<')) {
+        const char *end = strchr(p, '>');
+        ck_assert_msg(end != NULL, "%s: a '<' never closed", name);
+        const char *t = p + 1;
+        if (strncmp(t, "!--", 3) == 0) { /* the page's note */
+            p = strstr(p, "-->");
+            ck_assert_ptr_nonnull(p);
+            continue;
+        }
+        if (strncmp(t, "!DOCTYPE html>", 14) == 0 || *t == '/')
+            continue;
+        ck_assert_msg(strncasecmp(t, "script", 6) != 0 && strncasecmp(t, "img", 3) != 0, "%s: <%.40s", name, t);
+        /* the attributes: name="value", value without '<' or '"' */
+        const char *a = t + strcspn(t, " >");
+        while (a < end) {
+            a += strspn(a, " \n");
+            if (a >= end || *a == '/' || *a == '>')
+                break;
+            size_t nl = strcspn(a, "= >\n");
+            ck_assert_msg(nl > 0 && strncasecmp(a, "on", 2) != 0, "%s: attribute %.40s", name, a);
+            if (a[nl] != '=') { /* a name alone: <details open> */
+                a += nl;
+                continue;
+            }
+            ck_assert_msg(a[nl + 1] == '"', "%s: attribute %.40s", name, a);
+            const char *v = a + nl + 2, *q = strchr(v, '"');
+            ck_assert_msg(q != NULL && q < end + 1, "%s: attribute %.40s", name, a);
+            ck_assert_msg(strncasecmp(a, "on", 2) != 0 && strncasecmp(a, "style", 5) != 0 &&
+                              strncasecmp(a, "src", 3) != 0,
+                          "%s: attribute %.*s", name, (int)(q - a + 1), a);
+            if (nl == 4 && strncmp(a, "href", 4) == 0) {
+                size_t ok = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._/#-");
+                ck_assert_msg(v + ok == q, "%s: href=\"%.*s\"", name, (int)(q - v), v);
+                ck_assert_msg(memmem(v, (size_t)(q - v), "//", 2) == NULL, "%s: href=\"%.*s\"", name, (int)(q - v), v);
+            }
+            a = q + 1;
+            end = strchr(a, '>'); /* a '>' inside a value is text, as far as the scan goes */
+        }
+        p = end;
+    }
+}
+
+START_TEST(hostile_record_strings_stay_text)
+{
+    char name[80], report[8192] = "";
+    store_hostile(RUN_ID, name);
+    ck_assert_int_eq(ev_write_pages(dir, limits, stderr), 0);
+    ck_assert_msg(check(report, sizeof report) == 0, "%s", report);
+    static const char *const pages[] = {"site/index.html", "site/receipt.html", "site/restriction.html",
+                                        "site/runs/" RUN_ID ".html"};
+    for (size_t i = 0; i < sizeof pages / sizeof *pages; i++) {
+        const char *p = slurp(pages[i]);
+        ck_assert_msg(p != NULL, "%s is missing", pages[i]);
+        tags_are_safe(pages[i], p);
+        ck_assert_msg(strstr(p, "javascript&#58;") == NULL || strstr(p, "href=\"javascript") == NULL, "%s", pages[i]);
+        ck_assert_msg(strstr(p, "<meta http-equiv=\"Content-Security-Policy\" content=\"" EV_SITE_CSP "\">") != NULL,
+                      "%s has no policy", pages[i]);
+        ck_assert_msg(strstr(p, "<meta http-equiv=\"Content-Security-Policy\"") < strstr(p, "<link"),
+                      "%s: the policy comes after what it governs", pages[i]);
+    }
+    /* The strings are there, as text. */
+    const char *kind = slurp("site/receipt.html");
+    ck_assert_ptr_nonnull(strstr(kind, "On [docs](javascript&amp;#58;alert&amp;#40;1&amp;#41;.md)</th>"));
+    ck_assert_ptr_nonnull(strstr(kind, "[k](javascript:alert(2)) &lt;script&gt;alert(3)&lt;/script&gt;: "));
+    const char *md = slurp("receipt.md");
+    ck_assert_ptr_nonnull(strstr(md, "On \\[docs\\](javascript&amp;\\#58;alert&amp;\\#40;1&amp;\\#41;.md) |"));
+}
+END_TEST
+
+/* The policy of every page: present, first, and the same on the pages of every kind. */
+START_TEST(every_page_has_the_policy)
+{
+    char name[80];
+    store("2026-01-01T00:00:00.000Z", RUN_ID, "hello\\n", name);
+    ck_assert_int_eq(ev_write_pages(dir, limits, stderr), 0);
+    static const char *const pages[] = {"site/index.html", "site/receipt.html", "site/mcp.html",
+                                        "site/runs/" RUN_ID ".html"};
+    for (size_t i = 0; i < sizeof pages / sizeof *pages; i++) {
+        const char *p = slurp(pages[i]);
+        ck_assert_ptr_nonnull(p);
+        const char *meta = strstr(p, "<meta http-equiv=\"Content-Security-Policy\" content=\"" EV_SITE_CSP "\">");
+        ck_assert_msg(meta != NULL && meta < strstr(p, "<title>"), "%s", pages[i]);
+        tags_are_safe(pages[i], p);
+    }
+    ck_assert_ptr_null(strstr(EV_SITE_CSP, "unsafe"));
+    ck_assert_ptr_nonnull(strstr(EV_SITE_CSP, "script-src 'none'"));
+}
+END_TEST
+
 static void html_is(const char *md, const char *want)
 {
     pybox_buf_t b;
@@ -252,6 +386,12 @@ START_TEST(markdown_as_html)
     /* Links that leave the evidence folder, or carry markup, are text only. */
     html_is("[a](http://example.org) [b](javascript:alert(1)) [c](/etc/passwd) [d](../x) [e](x\"y)\n",
             "<p>a b) c d e</p>\n");
+    /* Only a safe path is linked: nothing a browser decodes, no "//", no ".." anywhere. */
+    html_is("[a](javascript&#58;alert&#40;1&#41;.md) [b](records/../../x) [c](records//x.json) [d](x%3a.md) "
+            "[e](&#x6a;s.md) [f](records/./x) [g](x.md/) [h](x.md#a\"b) [i](x y.md)\n",
+            "<p>a b c d e f g h i</p>\n");
+    html_is("[a](x.md#step-1) [b](records/x.json) [c](mcp.md)\n",
+            "<p><a href=\"x.html#step-1\">a</a> <a href=\"../records/x.json\">b</a> <a href=\"mcp.html\">c</a></p>\n");
     html_is("<script>x</script> & \"q\" \\_u\\_\n", "<p>&lt;script&gt;x&lt;/script&gt; &amp; &quot;q&quot; _u_</p>\n");
     html_is("<!-- a note -->\n- one\n  more\n- two\n", "<ul>\n<li>one\nmore</li>\n<li>two</li>\n</ul>\n");
     html_is("**open *both", "<p><strong>open <em>both</em></strong></p>\n");
@@ -269,6 +409,8 @@ Suite *suite_site(void)
     tcase_add_test(tc, superseded_attempt_has_no_page);
     tcase_add_test(tc, site_as_a_link_refused);
     tcase_add_test(tc, markdown_as_html);
+    tcase_add_test(tc, hostile_record_strings_stay_text);
+    tcase_add_test(tc, every_page_has_the_policy);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -7,7 +7,9 @@
 
 #include "../bounds.h"
 #include "../box.h"
+#include "../mcp/run_python.h"
 #include "../mcp/server.h"
+#include "../util.h"
 
 static void main_help(FILE *o)
 {
@@ -95,6 +97,7 @@ static void exec_help(FILE *o)
 
 static void mcp_help(FILE *o)
 {
+    char root_max[PYBOX_NUM_MAX], root_age[PYBOX_NUM_MAX], age_min[PYBOX_NUM_MAX];
     fprintf(o,
             "usage: pybox mcp [OPTION]...\n"
             "\n"
@@ -111,6 +114,11 @@ static void mcp_help(FILE *o)
             "  --files-root DIR    calls may give input files by path under DIR (default: none)\n"
             "  --output-root DIR   returned files that are not shown inline are kept under DIR and\n"
             "                      linked (default: none kept)\n"
+            "  --output-root-max SIZE  the most the call folders under --output-root may hold\n"
+            "                      together, each file and folder counted as at least %lld KiB; a call\n"
+            "                      that could pass it is refused (default %s; at least %lld MiB)\n"
+            "  --output-root-age AGE  a call folder under --output-root older than AGE is removed\n"
+            "                      by the server (default %s; in s, m, h or d; at least %s)\n"
             "  --backend NAME      the backend that builds the boxes (default: PYBOX_BACKEND, then\n"
             "                      config.json's, else " PYBOX_DEFAULT_BACKEND ")\n"
             "  --help              this help\n"
@@ -118,7 +126,11 @@ static void mcp_help(FILE *o)
             "At most %d calls run at once, each in its own box. The server's ceilings stay under\n"
             "the installation's (pybox help exec). docs/mcp.md.\n",
             PYBOX_MCP_IMAGES_MAX, PYBOX_TIMEOUT_MIN_MS / 1000.0, (long long)(PYBOX_TIMEOUT_MAX_MS / 1000),
-            (long long)(PYBOX_MEMORY_MIN >> 20), PYBOX_MCP_CALLS_MAX);
+            (long long)(PYBOX_MEMORY_MIN >> 20), (long long)(PYBOX_MCP_ENTRY_MIN / 1024),
+            pybox_fmt_size(root_max, PYBOX_MCP_OUTPUT_ROOT_MAX),
+            (long long)((pybox_mcp_call_output_most() + (1 << 20) - 1) >> 20),
+            pybox_fmt_age(root_age, PYBOX_MCP_OUTPUT_ROOT_AGE_S),
+            pybox_fmt_age(age_min, PYBOX_MCP_OUTPUT_ROOT_AGE_MIN_S), PYBOX_MCP_CALLS_MAX);
 }
 
 static void image_help(FILE *o)

@@ -642,6 +642,8 @@ static int mcp_parse(int argc, char **argv, const pybox_state_t *st, pybox_mcp_c
     const char *images = "stdlib";
     cfg->max_timeout_ms = 30000;
     cfg->max_memory_bytes = 512LL * 1024 * 1024;
+    cfg->output_root_max = PYBOX_MCP_OUTPUT_ROOT_MAX;
+    cfg->output_root_age_s = PYBOX_MCP_OUTPUT_ROOT_AGE_S;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -682,6 +684,18 @@ static int mcp_parse(int argc, char **argv, const pybox_state_t *st, pybox_mcp_c
                 return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
                                        "--max-memory: give a size of at least %lld MiB (e.g. 512M or 1G)",
                                        PYBOX_MEMORY_MIN >> 20);
+        } else if (strcmp(a, "--output-root-max") == 0) {
+            if (pybox_parse_size(v, &cfg->output_root_max) < 0 || cfg->output_root_max < pybox_mcp_call_output_most())
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                       "--output-root-max: give a size of at least %lld MiB, what one call's files may "
+                                       "take (e.g. 1G)",
+                                       (long long)((pybox_mcp_call_output_most() + (1 << 20) - 1) >> 20));
+        } else if (strcmp(a, "--output-root-age") == 0) {
+            if (pybox_parse_age(v, &cfg->output_root_age_s) < 0 ||
+                cfg->output_root_age_s < PYBOX_MCP_OUTPUT_ROOT_AGE_MIN_S)
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                       "--output-root-age: give a time of at least %lld s, in s, m, h or d (e.g. 7d)",
+                                       PYBOX_MCP_OUTPUT_ROOT_AGE_MIN_S);
         } else if (strcmp(a, "--files-root") == 0) {
             if (mcp_dir(a, v, false, cfg->files_root, err) < 0)
                 return -1;

@@ -40,6 +40,8 @@ static const struct option mcp_longs[] = {
     {"max-memory", required_argument, NULL, 0},
     {"files-root", required_argument, NULL, 0},
     {"output-root", required_argument, NULL, 0},
+    {"output-root-max", required_argument, NULL, 0},
+    {"output-root-age", required_argument, NULL, 0},
     {"backend", required_argument, NULL, 0},
     {"help", no_argument, NULL, 0},
     {NULL, 0, NULL, 0},

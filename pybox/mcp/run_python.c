@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "../buf.h"
 #include "../escape.h"
 #include "../files.h"
+#include "../journal.h"
 #include "../log.h"
 #include "../prepare.h"
 #include "../receipt.h"
@@ -45,36 +47,6 @@ static const char *shown(char *out, size_t len, const char *s)
     return out;
 }
 
-/* ---- removing a kept folder: by descriptors, following no links ---- */
-
-static int rm_at(int dfd, const char *name, int depth)
-{
-    if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-        return 0;
-    if ((errno != EISDIR && errno != EPERM) || depth > 64)
-        return -1;
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    DIR *d = fdopendir(fd);
-    if (d == NULL) {
-        close(fd);
-        return -1;
-    }
-    int rc = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        if (rm_at(dirfd(d), de->d_name, depth + 1) < 0)
-            rc = -1;
-    }
-    closedir(d);
-    if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
-        rc = -1;
-    return rc;
-}
-
 int pybox_mcp_discard_kept(const char *output_root, const char *name)
 {
     size_t n = strlen(name);
@@ -85,12 +57,90 @@ int pybox_mcp_discard_kept(const char *output_root, const char *name)
     int root = open(output_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (root < 0)
         return -1;
-    int rc = rm_at(root, name, 0);
+    int rc = pybox_remove_tree_at(root, name);
     int en = errno;
     close(root);
     errno = en;
     return rc;
 }
+
+/* ---- the output root's ceiling (server.h) ---- */
+
+int64_t pybox_mcp_call_output_most(void)
+{
+    return PYBOX_OUT_TOTAL_MAX + (PYBOX_OUT_FILES_MAX + PYBOX_OUT_DIRS_MAX + 1) * (int64_t)PYBOX_MCP_ENTRY_MIN;
+}
+
+/* What one file or folder counts: its size in whole PYBOX_MCP_ENTRY_MIN, at least one. */
+static int64_t entry_charge(const struct stat *sb)
+{
+    int64_t n = sb->st_size > 0 ? (int64_t)sb->st_size : 0;
+    n = (n + PYBOX_MCP_ENTRY_MIN - 1) / PYBOX_MCP_ENTRY_MIN * PYBOX_MCP_ENTRY_MIN;
+    return n > PYBOX_MCP_ENTRY_MIN ? n : PYBOX_MCP_ENTRY_MIN;
+}
+
+/* What name under dfd and everything in it count, by descriptors, following no links. */
+static int64_t tree_charge(int dfd, const char *name, int depth)
+{
+    struct stat sb;
+    if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    int64_t sum = entry_charge(&sb);
+    if (!S_ISDIR(sb.st_mode) || depth > 64)
+        return sum;
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return sum;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            sum += tree_charge(dirfd(d), de->d_name, depth + 1);
+    closedir(d);
+    return sum;
+}
+
+static bool call_folder_name(const char *n)
+{
+    return strlen(n) == 16 && strspn(n, "0123456789abcdef") == 16;
+}
+
+int pybox_mcp_output_root_tidy(const char *root, int64_t max_age_s, int64_t now, int64_t *used, int *removed)
+{
+    *used = 0;
+    *removed = 0;
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d == NULL) {
+        int en = errno;
+        if (fd >= 0)
+            close(fd);
+        errno = en;
+        return -1;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        struct stat sb;
+        if (!call_folder_name(de->d_name) || fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISDIR(sb.st_mode))
+            continue;
+        if (now - (int64_t)sb.st_mtime > max_age_s && pybox_remove_tree_at(dirfd(d), de->d_name) == 0) {
+            (*removed)++;
+            continue;
+        }
+        *used += tree_charge(dirfd(d), de->d_name, 0);
+    }
+    closedir(d);
+    return 0;
+}
+
+/* What the calls in flight of this server that keep files may still add to the output
+ * root: each holds pybox_mcp_call_output_most until it ends. */
+static pthread_mutex_t root_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t root_reserved;
 
 /* ---- URIs, base64, paths ---- */
 
@@ -604,9 +654,15 @@ static cJSON *check_args(const pybox_mcp_config_t *cfg, const cJSON *args, call_
     return NULL;
 }
 
-/* The call's own scratch: inline inputs, and the output when the server keeps none. */
+/* The call's own scratch: inline inputs, and the output when the server keeps none. In
+ * the installation's state directory under a note of its own (journal.h), so a server
+ * killed mid-call leaves it to housekeeping and `pybox cleanup`; a check (no
+ * installation) uses a private temporary folder. */
 typedef struct {
-    char work[64];
+    const pybox_state_t *st; /* the installation whose note holds work; NULL: a check's */
+    pybox_journal_t note;
+    int64_t reserved; /* of the output root's ceiling, while the call lasts */
+    char work[PATH_MAX];
     char outdir[PATH_MAX];
     bool kept; /* the output goes under --output-root, and stays */
     const char *paths[FILES_MAX];
@@ -660,14 +716,61 @@ static cJSON *take_file(const pybox_mcp_config_t *cfg, const cJSON *f, scratch_t
     return NULL;
 }
 
-/* The scratch, the inputs and where the output goes. NULL when all is in place. */
-static cJSON *take_files(const pybox_mcp_config_t *cfg, const call_args_t *a, scratch_t *sc)
+/* Room under the output root for one more call's files, held until the call ends; the
+ * call folders past their age go first. NULL when there is room, else the refusal. */
+static cJSON *reserve_output_root(const pybox_mcp_config_t *cfg, scratch_t *sc)
 {
-    snprintf(sc->work, sizeof sc->work, "/tmp/pybox-mcp-XXXXXX");
-    if (mkdtemp(sc->work) == NULL) {
-        sc->work[0] = '\0';
-        char e[128];
-        return refuse("the server could not make a private folder: %s", pybox_strerror(errno, e, sizeof e));
+    int64_t most = pybox_mcp_call_output_most();
+    int64_t max = cfg->output_root_max > 0 ? cfg->output_root_max : PYBOX_MCP_OUTPUT_ROOT_MAX;
+    int64_t age = cfg->output_root_age_s > 0 ? cfg->output_root_age_s : PYBOX_MCP_OUTPUT_ROOT_AGE_S;
+    int64_t used = 0;
+    int removed = 0;
+    pthread_mutex_lock(&root_lock);
+    int rc = pybox_mcp_output_root_tidy(cfg->output_root, age, pybox_wall_s(), &used, &removed);
+    int en = errno;
+    int64_t busy = root_reserved;
+    bool room = rc == 0 && used + busy + most <= max;
+    if (room) {
+        root_reserved += most;
+        sc->reserved = most;
+    }
+    pthread_mutex_unlock(&root_lock);
+    char e[128], held[PYBOX_NUM_MAX], ceiling[PYBOX_NUM_MAX], one[PYBOX_NUM_MAX], kept[PYBOX_NUM_MAX];
+    if (removed > 0)
+        pybox_log("output root: removed %d call folder%s older than %s", removed, removed == 1 ? "" : "s",
+                  pybox_fmt_age(kept, age));
+    if (rc < 0)
+        return refuse("return_files: this server's output root cannot be read (%s)", pybox_strerror(en, e, sizeof e));
+    if (!room)
+        return refuse("return_files: this server's output root holds %s of the %s it may hold (set by the server), "
+                      "with %s more held by calls in progress, and one call's files may take up to %s: call without "
+                      "return_files, or again once files older than %s have gone",
+                      pybox_fmt_size(held, used), pybox_fmt_size(ceiling, max), pybox_fmt_size(kept, busy),
+                      pybox_fmt_size(one, most), pybox_fmt_age(e, age));
+    return NULL;
+}
+
+/* The scratch, the inputs and where the output goes. NULL when all is in place. */
+static cJSON *take_files(const pybox_mcp_config_t *cfg, const pybox_state_t *st, const call_args_t *a, scratch_t *sc)
+{
+    pybox_error_t err = {0};
+    pybox_config_t c;
+    if (st != NULL) {
+        /* its note expires as a run's leftovers do; while the server lives it holds it */
+        if (pybox_state_config(st, &c, &err) < 0 ||
+            pybox_journal_scratch_open(st, pybox_wall_s() + c.expiry_s, &sc->note, sc->work, sizeof sc->work, &err) <
+                0) {
+            sc->work[0] = '\0';
+            return refuse("the server could not make a private folder: %s", err.msg);
+        }
+        sc->st = st;
+    } else {
+        snprintf(sc->work, sizeof sc->work, "/tmp/pybox-mcp-XXXXXX");
+        if (mkdtemp(sc->work) == NULL) {
+            sc->work[0] = '\0';
+            char e[128];
+            return refuse("the server could not make a private folder: %s", pybox_strerror(errno, e, sizeof e));
+        }
     }
     const cJSON *f;
     cJSON_ArrayForEach (f, a->files) {
@@ -677,10 +780,12 @@ static cJSON *take_files(const pybox_mcp_config_t *cfg, const call_args_t *a, sc
     }
     if (a->return_files) {
         char rnd[17];
-        pybox_error_t err = {0};
         if (pybox_random_hex(8, rnd, &err) < 0)
             return refuse("%s", err.msg);
         sc->kept = cfg->output_root[0] != '\0';
+        cJSON *full = sc->kept ? reserve_output_root(cfg, sc) : NULL;
+        if (full != NULL)
+            return full;
         int fr = sc->kept ? pybox_fmt(sc->outdir, sizeof sc->outdir, "%s/%s", cfg->output_root, rnd)
                           : pybox_fmt(sc->outdir, sizeof sc->outdir, "%s/out", sc->work);
         if (fr < 0)
@@ -733,7 +838,16 @@ static cJSON *result_of(const pybox_mcp_config_t *cfg, pybox_run_result_t *res, 
 
 static void scratch_free(scratch_t *sc)
 {
-    rm_tree(sc->work); /* inline inputs, and the output when this server keeps none */
+    /* inline inputs, and the output when this server keeps none */
+    if (sc->st != NULL)
+        pybox_journal_scratch_close(sc->st, &sc->note);
+    else
+        rm_tree(sc->work);
+    if (sc->reserved > 0) {
+        pthread_mutex_lock(&root_lock);
+        root_reserved -= sc->reserved;
+        pthread_mutex_unlock(&root_lock);
+    }
 }
 
 cJSON *pybox_mcp_run_python_check(const pybox_mcp_config_t *cfg, const cJSON *args)
@@ -743,21 +857,29 @@ cJSON *pybox_mcp_run_python_check(const pybox_mcp_config_t *cfg, const cJSON *ar
     if (refusal != NULL)
         return refusal;
     _cleanup_(scratch_free) scratch_t sc = {.n_paths = 0};
-    return take_files(cfg, &a, &sc);
+    return take_files(cfg, NULL, &a, &sc);
 }
 
 cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSON *args, int cancel_fd,
                             pybox_mcp_progress_fn progress, void *progress_ctx)
 {
     double started = pybox_now_s(); /* the call's phases all count from here */
+    /* The installation the server serves (the core opens it again itself, as PYBOX_HOME
+     * names it); without one, the one PYBOX_HOME names. The call's scratch goes there. */
     const pybox_state_t *st = arg;
-    (void)st; /* the core opens the installation itself, as PYBOX_HOME names it */
+    pybox_state_t own;
     call_args_t a;
     cJSON *refusal = check_args(cfg, args, &a);
     if (refusal != NULL)
         return refusal;
+    if (st == NULL) {
+        pybox_error_t err = {0};
+        if (pybox_state_open(&own, false, &err) < 0)
+            return refuse("%s", err.msg);
+        st = &own;
+    }
     _cleanup_(scratch_free) scratch_t sc = {.n_paths = 0};
-    refusal = take_files(cfg, &a, &sc);
+    refusal = take_files(cfg, st, &a, &sc);
     if (refusal != NULL)
         return refusal;
     hook_ctx_t hook = {.progress = progress, .ctx = progress_ctx, .n = 0};

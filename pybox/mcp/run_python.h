@@ -29,6 +29,18 @@ cJSON *pybox_mcp_run_python_check(const pybox_mcp_config_t *cfg, const cJSON *ar
  * everything in it, following no links. Returns 0, or -1 with errno. */
 int pybox_mcp_discard_kept(const char *output_root, const char *name);
 
+/* What one call may add to the output root at most (its files, PYBOX_OUT_TOTAL_MAX, and
+ * each of its files and folders counted as at least PYBOX_MCP_ENTRY_MIN): the least
+ * --output-root-max. */
+int64_t pybox_mcp_call_output_most(void);
+
+/* The call folders under root (names of 16 hex digits, made by the server; nothing else
+ * there is counted or touched): those whose modification time is more than max_age_s
+ * before now are removed, by descriptors and following no links; *used gets what the
+ * others hold (pybox_mcp_call_output_most's way of counting), *removed how many went.
+ * Returns 0, or -1 with errno when root cannot be read. */
+int pybox_mcp_output_root_tidy(const char *root, int64_t max_age_s, int64_t now, int64_t *used, int *removed);
+
 /* A file:// URI for an absolute path: every byte outside RFC 3986's unreserved set and
  * '/' percent-encoded ('%' included), so the URI decodes exactly to the path. */
 int pybox_mcp_file_uri(pybox_buf_t *out, const char *path);

@@ -45,6 +45,16 @@ _Static_assert(PYBOX_MCP_DEPTH_MAX < CJSON_NESTING_LIMIT, "the server's bound mu
  * cancelled). run_python names the folder it kept under --output-root there. */
 #define PYBOX_MCP_KEPT_KEY "_pybox_kept_dir"
 #define PYBOX_MCP_IMAGES_MAX 8
+/* The output root's ceiling (--output-root-max, --output-root-age; docs/mcp.md): what the
+ * call folders under it may hold together, each file and folder counted as at least
+ * PYBOX_MCP_ENTRY_MIN bytes (so many small files count too), and how long a call folder is
+ * kept (by its modification time, when its files were written) before the server removes
+ * it. A call whose files could take the folders past the ceiling is refused before its box.
+ * The least ceiling is what one call may add (pybox_mcp_call_output_most). */
+#define PYBOX_MCP_ENTRY_MIN 4096
+#define PYBOX_MCP_OUTPUT_ROOT_MAX (1024LL * 1024 * 1024)
+#define PYBOX_MCP_OUTPUT_ROOT_AGE_S (24LL * 3600)
+#define PYBOX_MCP_OUTPUT_ROOT_AGE_MIN_S 60LL
 
 typedef struct pybox_mcp_config {
     char images[PYBOX_MCP_IMAGES_MAX][PYBOX_NAME_MAX]; /* allowed images, first is the default */
@@ -53,6 +63,8 @@ typedef struct pybox_mcp_config {
     int64_t max_memory_bytes;
     char files_root[PATH_MAX];  /* "" = no input files by path */
     char output_root[PATH_MAX]; /* "" = files that cannot be shown inline are not kept */
+    int64_t output_root_max;    /* bytes the call folders under it may hold; 0 = PYBOX_MCP_OUTPUT_ROOT_MAX */
+    int64_t output_root_age_s;  /* a call folder older than this goes; 0 = PYBOX_MCP_OUTPUT_ROOT_AGE_S */
     size_t out_queue_max;       /* bytes queued for stdout at most; 0 = PYBOX_MCP_OUT_QUEUE_MAX */
     char backend[32];           /* --backend ("" = the installation's) */
 } pybox_mcp_config_t;

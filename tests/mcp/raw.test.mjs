@@ -6,7 +6,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { RawServer, boxes, waitNoBoxes } from './helpers.mjs';
+import { spawnSync } from 'node:child_process';
+import { PYBOX, serverEnv, RawServer, boxes, waitNoBoxes } from './helpers.mjs';
 
 const call = (id, args, token) => ({ jsonrpc: '2.0', id, method: 'tools/call',
   params: { name: 'run_python', arguments: args, ...(token !== undefined ? { _meta: { progressToken: token } } : {}) } });
@@ -108,6 +109,72 @@ test('a signal ends the server as stdin closing does', async () => {
   assert.equal(ex.code, 0);
   assert.deepEqual(await boxes(), []);
   s.proc.stdin.destroy();
+});
+
+// The scratch folders of MCP calls in the installation (runs/<id>.scratch), and the
+// temporary folders elsewhere that hold this call's input (there must be none).
+const runsDir = path.join(process.env.PYBOX_HOME, 'runs');
+const scratches = () => fs.readdirSync(runsDir).filter((n) => n.endsWith('.scratch')).sort();
+const holding = (token) => fs.readdirSync('/tmp').filter((n) => {
+  try { return fs.readFileSync(path.join('/tmp', n, 'secret.txt'), 'utf8') === token; } catch { return false; }
+});
+
+// A server SIGKILLed while a call with an inline input runs: the call's scratch is in the
+// installation under a note naming it, and what comes next removes it.
+async function killedMidCall() {
+  const before = new Set(scratches());
+  const token = `the agent's input ${Math.random()}`;
+  const s = new RawServer(['--images', 'stdlib', '--max-timeout', '3']);
+  await s.initialize();
+  s.send(call('k', { code: 'import time\ntime.sleep(20)\n', timeout_s: 3,
+    files: [{ name: 'secret.txt', content: token }] }, 'tok'));
+  await s.next((m) => m.method === 'notifications/progress' && m.params.message === 'running');
+  const mine = scratches().filter((n) => !before.has(n));
+  assert.equal(mine.length, 1, `scratch folders of this call: ${mine}`);
+  assert.deepEqual(holding(token), [], 'the input is in a folder outside the installation');
+  const dir = path.join(runsDir, mine[0]);
+  assert.equal(fs.readFileSync(path.join(dir, 'secret.txt'), 'utf8'), token);
+  const note = JSON.parse(fs.readFileSync(path.join(runsDir, mine[0].replace(/\.scratch$/, '.json')), 'utf8'));
+  assert.equal(note.scratch, dir, 'the note names its scratch folder');
+  s.proc.kill('SIGKILL');
+  assert.equal((await s.exited).sig, 'SIGKILL');
+  assert.ok(fs.existsSync(path.join(dir, 'secret.txt')), 'the scratch outlived its server');
+  return dir;
+}
+
+// pybox cleanup until none of this installation's boxes is left (a killed run's box is
+// removed once it has expired: its timer, and the tests' short expiry), bounded.
+function cleanupUntilNoBoxes() {
+  const end = Date.now() + 40000;
+  for (;;) {
+    const r = spawnSync(PYBOX, ['cleanup'], { env: serverEnv, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const left = fs.readdirSync(runsDir).filter((n) => n.endsWith('.json'));
+    if (left.length === 0) return;
+    assert.ok(Date.now() < end, `notes still there: ${left}`);
+    spawnSync('sleep', ['0.25']); // the expiry is a wall-clock rule
+  }
+}
+
+test('a server killed mid-call: housekeeping removes the call\'s scratch, and so does pybox cleanup', async () => {
+  // The next run's own housekeeping.
+  const first = await killedMidCall();
+  const run = spawnSync(PYBOX, ['exec'], { input: 'print(1)\n', env: serverEnv, encoding: 'utf8' });
+  assert.equal(run.status, 0, run.stderr);
+  assert.ok(!fs.existsSync(first), `housekeeping left ${first}`);
+  // pybox cleanup, and what it says.
+  const second = await killedMidCall();
+  const dry = spawnSync(PYBOX, ['cleanup', '--dry-run'], { env: serverEnv, encoding: 'utf8' });
+  assert.equal(dry.status, 0, dry.stderr);
+  assert.ok(dry.stdout.includes(`would remove scratch ${second}: the scratch folder of an MCP call whose server died`),
+    dry.stdout);
+  assert.ok(fs.existsSync(second), 'a dry run removed it');
+  const done = spawnSync(PYBOX, ['cleanup'], { env: serverEnv, encoding: 'utf8' });
+  assert.equal(done.status, 0, done.stderr);
+  assert.ok(!fs.existsSync(second), `pybox cleanup left ${second}\n${done.stdout}`);
+  cleanupUntilNoBoxes();
+  await waitNoBoxes(40000);
+  assert.deepEqual(scratches(), []);
 });
 
 test('awkward returned names: each link decodes to the kept file under the output root; text is fenced', async () => {

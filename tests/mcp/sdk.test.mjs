@@ -136,6 +136,61 @@ test('ceilings: a 31 s timeout, an image not allowed and too much memory are ref
   }
 });
 
+// What the call folders under an output root hold, in bytes.
+function held(root) {
+  let sum = 0;
+  const walk = (p) => {
+    const st = fs.lstatSync(p);
+    if (st.isDirectory()) for (const n of fs.readdirSync(p)) walk(path.join(p, n));
+    else sum += st.size;
+  };
+  for (const n of fs.readdirSync(root)) walk(path.join(root, n));
+  return sum;
+}
+
+test('an agent looping return_files is refused (set by the server) at the output root\'s ceiling; past their age, folders go', async () => {
+  const outputRoot = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'pybox-mcp-')));
+  const max = 50 * 1024 * 1024;
+  const { client } = await connect(['--images', 'stdlib', '--output-root', outputRoot, '--output-root-max', '50M',
+    '--output-root-age', '1h']);
+  const code = 'open("/box/out/big.bin", "wb").write(b"\\xff" * (8 << 20))';
+  try {
+    let refused = null;
+    let kept = 0;
+    for (let i = 0; i < 10 && refused === null; i++) {
+      const since = Date.now() / 1000;
+      const r = await client.callTool({ name: 'run_python', arguments: { code, return_files: true } });
+      if (r.isError) {
+        refused = r;
+        assert.deepEqual(await createdBetween(since, Date.now() / 1000 + 0.001), [], 'a refusal builds no box');
+      } else {
+        assert.equal(r.structuredContent.exit_code, 0, text(r));
+        assert.equal(r.content.filter((c) => c.type === 'resource_link').length, 1, text(r));
+        kept++;
+      }
+      assert.ok(held(outputRoot) <= max, `the output root holds ${held(outputRoot)} bytes, past the ceiling`);
+    }
+    assert.ok(refused, 'ten calls of 8 MiB each were all kept under a 50 MiB ceiling');
+    assert.equal(kept, 3, 'three calls fit (8 MiB each, and room for one more call\'s 34 MiB)');
+    assert.match(text(refused), /^return_files: this server's output root holds \d+ (KiB|MiB) of the 50 MiB it may hold \(set by the server\), with 0 MiB more held by calls in progress, and one call's files may take up to 34052 KiB: call without return_files, or again once files older than 1h have gone$/);
+    // Without return_files nothing is kept, and the call runs.
+    const plain = await client.callTool({ name: 'run_python', arguments: { code: 'print(1)' } });
+    assert.equal(plain.structuredContent.exit_code, 0, text(plain));
+    // Folders whose files were written over an hour ago go before the next call counts.
+    const old = Date.now() / 1000 - 7200;
+    const folders = fs.readdirSync(outputRoot);
+    for (const n of folders) fs.utimesSync(path.join(outputRoot, n), old, old);
+    const again = await client.callTool({ name: 'run_python', arguments: { code, return_files: true } });
+    assert.ok(!again.isError, text(again));
+    const now = fs.readdirSync(outputRoot);
+    assert.equal(now.length, 1, `left: ${now}`);
+    assert.ok(!folders.includes(now[0]));
+  } finally {
+    await client.close();
+    fs.rmSync(outputRoot, { recursive: true, force: true });
+  }
+});
+
 test('a cancelled 20 s sleep: its box is removed, no result comes, and the server answers ping after', async () => {
   const { client, errors } = await connect(['--images', 'stdlib', '--max-timeout', '30']);
   try {

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The evidence site in headless Chromium: every page opened, failing on a console error,
 // a page error, a failed load, a link that leaves the site or names no file, a
-// walkthrough without its ten steps or its chart; every receipt's chart drawn by
-// `pybox chart`, parsed as XML by Chromium and opened as an image; a screenshot of the
-// walkthrough the navigation offers.
+// walkthrough without its ten steps or its chart, a page without its Content-Security-Policy,
+// any script that runs (a dialog; every link that is not a file is clicked); the policy
+// shown to stop an inline script, a handler and a javascript: link on a copy of a page,
+// and the same copy without it shown to run them (so the check can see script); every
+// receipt's chart drawn by `pybox chart`, parsed as XML by Chromium and opened as an
+// image; a screenshot of the walkthrough the navigation offers. Run on the committed
+// records, and on them with forge.mjs's hostile records added (scripts/site-check.sh).
 //
 // usage: node site-check.mjs EVIDENCE_DIR OUT_DIR   (PYBOX_BIN: the pybox to draw with;
 // CHROMIUM: the browser, /usr/bin/chromium by default)
@@ -64,10 +68,76 @@ async function open(browser, file) {
     });
     tab.on('pageerror', (e) => problem(current, `page error: ${e.message}`));
     tab.on('requestfailed', (r) => problem(current, `failed load: ${r.url()} (${r.failure()?.errorText})`));
+    tab.on('dialog', async (d) => {
+      problem(current, `script ran: ${d.type()} ${JSON.stringify(d.message())}`);
+      await d.dismiss();
+    });
   }
   current = path.relative(site, file) || file;
   await tab.goto(pathToFileURL(file).href, { waitUntil: 'load' });
   return tab;
+}
+
+// The policy as Chromium enforces it: a copy of the index with an inline script, a
+// handler and a javascript: link put in runs none of them, and Chromium says it refused
+// each; the same copy without the policy runs all three (else this check could not see
+// script). The copy sits beside the pages (its style sheet loads as theirs do) only while
+// it is open.
+async function policyEnforced(browser) {
+  const index = fs.readFileSync(path.join(site, 'index.html'), 'utf8');
+  const flag = (what) => `document.documentElement.dataset.${what} = 'ran'`;
+  const inject = `<body>\n<script>${flag('inline')}</script>` +
+    `<img src="missing.png" onerror="${flag('handler')}">` +
+    `<a id="pybox-probe" href="javascript:void(${flag('link')})">probe</a>`;
+  const withPolicy = index.replace('<body>', inject);
+  const without = withPolicy.replace(/<meta http-equiv="Content-Security-Policy"[^>]*>\n?/, '');
+  if (withPolicy === index || without === withPolicy) {
+    problem('index.html', 'no <body> or no policy to probe');
+    return;
+  }
+  const probe = path.join(site, 'pybox-policy-probe.html');
+  for (const [policy, text] of [[true, withPolicy], [false, without]]) {
+    fs.writeFileSync(probe, text);
+    const tab2 = await browser.newPage();
+    let refusals = 0;
+    let waiting = null;
+    // Chromium's word on each thing the policy stopped, waited for (not slept on).
+    const refused = (n) => new Promise((resolve, reject) => {
+      if (refusals >= n) return resolve();
+      const timer = setTimeout(() => reject(new Error(`${refusals} refusals, not ${n}`)), 10000);
+      waiting = { n, resolve: () => { clearTimeout(timer); resolve(); } };
+    });
+    tab2.on('console', (m) => {
+      if (!/Content Security Policy/.test(m.text())) return;
+      refusals++;
+      if (waiting && refusals >= waiting.n) waiting.resolve();
+    });
+    tab2.on('dialog', (d) => d.dismiss());
+    try {
+      await tab2.goto(pathToFileURL(probe).href, { waitUntil: 'load' });
+      if (policy) {
+        await refused(2);
+        await tab2.click('#pybox-probe');
+        await refused(3);
+        const flags = await tab2.evaluate(() => ({ ...document.documentElement.dataset }));
+        if (Object.keys(flags).length > 0) problem('policy', `script ran under the policy: ${JSON.stringify(flags)}`);
+        else console.log('site-check: the policy stopped an inline script, a handler and a javascript: link');
+        const styled = await tab2.$eval('nav', (e) => getComputedStyle(e).backgroundColor);
+        if (styled !== 'rgb(31, 78, 121)') problem('policy', `the style sheet did not apply: ${styled}`);
+      } else {
+        await tab2.waitForFunction(() => document.documentElement.dataset.handler === 'ran', { timeout: 10000 });
+        await tab2.click('#pybox-probe');
+        await tab2.waitForFunction(() => document.documentElement.dataset.link === 'ran', { timeout: 10000 });
+        const flags = await tab2.evaluate(() => ({ ...document.documentElement.dataset }));
+        if (flags.inline !== 'ran') problem('policy', 'without the policy the inline script did not run');
+      }
+    } catch (e) {
+      problem('policy', `${policy ? 'with' : 'without'} the policy: ${e.message}`);
+    } finally {
+      await tab2.close();
+      fs.rmSync(probe, { force: true });
+    }
+  }
 }
 
 const receipts = [];
@@ -94,6 +164,18 @@ try {
       els.map((e) => e.getAttribute('href') ?? e.getAttribute('src')));
     const ids = await page.$$eval('[id]', (els) => els.map((e) => e.id));
     for (const ref of refs) checkLink(file, ref, ids);
+    const csp = await page.$$eval('head > meta[http-equiv="Content-Security-Policy"]',
+      (els) => els.map((e) => e.getAttribute('content')));
+    if (csp.length !== 1 || !/(^|; )default-src 'none'(;|$)/.test(csp[0]) ||
+        !/(^|; )script-src 'none'(;|$)/.test(csp[0]) || /unsafe/.test(csp[0]))
+      problem(path.relative(site, file), `no policy forbidding script: ${JSON.stringify(csp)}`);
+    // What a click on a link that is no file would do (a javascript: link runs then).
+    const odd = await page.$$eval('a[href]', (els) =>
+      els.map((a, i) => (a.protocol === 'file:' ? -1 : i)).filter((i) => i >= 0));
+    for (const i of odd) {
+      problem(path.relative(site, file), 'a link that is no file, clicked');
+      await page.$$eval('a[href]', (els, k) => els[k].click(), i);
+    }
     if (path.basename(path.dirname(file)) === 'runs') {
       walkthroughs++;
       const steps = await page.$$eval('ol.steps > li', (els) => els.length);
@@ -107,6 +189,7 @@ try {
     if (problems.length === before) passed++;
   }
   if (walkthroughs === 0) problem(site, 'no walkthrough page');
+  await policyEnforced(browser);
 
   // Every receipt's chart, standalone: well-formed XML by xmllint, and the moments its
   // receipt says happened drawn; the first of each kind (a deadline, an OOM kill, refused
