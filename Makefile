@@ -39,7 +39,7 @@ ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
         campaign campaign-fast campaign-pages evidence-check schema site-check man-check completion-check \
-        install uninstall install-check deb deb-test soak leak-check
+        install uninstall install-check deb deb-test soak leak-check vm-check
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
 $(BUILD)/obj/%.o: %.c
@@ -239,6 +239,16 @@ deb:
 	scripts/deb.sh $(BUILD)
 deb-test: deb
 	tests/deb.sh $(BUILD)
+
+# PyBox on a Debian host as shipped (systemd, cgroup v2), in a guest booted with qemu
+# (scripts/vm.sh; KVM when it works here, software emulation otherwise): the package
+# installed there with apt, the integration suites, the campaign's restriction and crash
+# cases and the MCP SDK client on both backends (scripts/vm-check.sh, tests/vm-guest.sh).
+VM_PACKAGES := qemu-system-x86 qemu-utils e2fsprogs
+vm-check: setup mcp-clients
+	scripts/need-packages.sh vm-check $(VM_PACKAGES)
+	$(MAKE) $(BUILD)/itest $(BUILD)/pybox-campaign deb
+	scripts/vm-check.sh $(BUILD)
 
 # The bash completion (completion/pybox.bash) against the built pybox, in a private
 # installation of its own.

@@ -1,0 +1,145 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# make vm-check's part inside the guest (scripts/vm-check.sh runs it there through
+# scripts/vm.sh, as root, from the shared source folder): PyBox installed from its
+# Debian package with apt (offline: the guest has what it depends on), the images set up
+# from the host's cached root filesystems, then on the native backend and on the docker
+# backend (Debian's docker.io with its own default cgroup driver): every integration
+# suite, the campaign's restriction and crash cases, and the MCP SDK client against the
+# installed pybox mcp; then nothing of PyBox's may be left running. Each step's output is
+# kept in RESULTS/<step>.log; RESULTS/summary says each step's verdict and time.
+#   tests/vm-guest.sh BUILD_DIR RESULTS_DIR
+set -u
+build=$1
+results=$2
+mkdir -p "$results"
+: >"$results/summary"
+failed=0
+# Which backends and suites (space-separated), for reproducing one part by hand.
+backends=${PYBOX_VM_BACKENDS:-native docker}
+
+# The integration suites run on a backend: PYBOX_VM_SUITES_<BACKEND>, else every one.
+suites() {
+    case "$1" in
+    native) echo "${PYBOX_VM_SUITES_NATIVE:-exec refuse isolation verify crash kernel files images mcp uids chart sign native}" ;;
+    docker) echo "${PYBOX_VM_SUITES_DOCKER:-exec refuse isolation verify crash kernel files images mcp uids chart sign lifecycle}" ;;
+    esac
+}
+
+say() {
+    echo "vm-check: $*"
+    echo "$*" >>"$results/summary"
+}
+
+# step NAME COMMAND...: runs it with its output in RESULTS/NAME.log; on failure prints
+# the log's end, so a failure says which test and with what.
+step() {
+    name=$1
+    shift
+    start=$(date +%s)
+    echo "vm-check: $name ..."
+    if "$@" >"$results/$name.log" 2>&1; then
+        say "ok $name ($(($(date +%s) - start)) s)"
+    else
+        rc=$?
+        failed=$((failed + 1))
+        say "FAIL $name (exit $rc, $(($(date +%s) - start)) s; log $results/$name.log)"
+        grep -E '^[^:]+:[0-9]+:[EF]:|FAIL|not ok|Error' "$results/$name.log" | head -40
+        tail -25 "$results/$name.log"
+    fi
+}
+
+host_facts() {
+    echo "kernel: $(uname -r)"
+    echo "cmdline: $(cat /proc/cmdline)"
+    echo "pid 1: $(cat /proc/1/comm)"
+    echo "cgroup filesystem: $(stat -fc %T /sys/fs/cgroup)"
+    echo "root controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+    echo "root subtree_control: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
+    # A host as shipped: systemd as PID 1 and the unified hierarchy only, which Debian's
+    # kernel command line did not have to ask for.
+    [ "$(cat /proc/1/comm)" = systemd ] && [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] &&
+        ! grep -q cgroup /proc/cmdline
+}
+
+install_package() {
+    set -- "$build"/pybox_*_"$(dpkg --print-architecture)".deb
+    DEBIAN_FRONTEND=noninteractive apt-get install -y "./$1" && pybox --version
+}
+
+# The images, made on the host (scripts/vm-check.sh), on the second disk: the
+# installation and the engine's data root, mounted where a host keeps them.
+images() {
+    mkdir -p /srv/pybox-images /var/lib/pybox /var/lib/docker &&
+        mount /dev/vdb /srv/pybox-images &&
+        mount --bind /srv/pybox-images/pybox /var/lib/pybox &&
+        mount --bind /srv/pybox-images/docker /var/lib/docker &&
+        pybox key --init && pybox image list --backend native
+}
+
+engine() {
+    systemctl start docker.service || return 1
+    pybox image list --backend docker || return 1
+    i=0
+    until curl -sf --unix-socket /var/run/docker.sock http://localhost/_ping >/dev/null; do
+        i=$((i + 1))
+        [ $i -lt 120 ] || return 1
+        sleep 1
+    done
+    docker info --format 'engine {{.ServerVersion}}, cgroup driver {{.CgroupDriver}}, cgroup v{{.CgroupVersion}}'
+}
+
+# One integration suite (tests/main.c) on one backend, in an installation of its own.
+integration() {
+    PYBOX_BACKEND=$1 PYBOX_BIN=/usr/bin/pybox CK_RUN_SUITE=$2 CK_VERBOSITY=verbose "$build/itest"
+}
+
+campaign() {
+    set -- "$1" campaign/cases/restriction-*.json campaign/cases/crash-*.json \
+        campaign/cases/receipt-oom-child.json campaign/cases/receipt-pids-refusals.json \
+        campaign/cases/resource-cpu-half.json
+    backend=$1
+    shift
+    rm -rf "$results/campaign-$backend"
+    "$build/pybox-campaign" run --backend "$backend" --pybox /usr/bin/pybox --out "$results/campaign-$backend" \
+        --limits campaign/limits.md "$@" &&
+        "$build/pybox-campaign" check "$results/campaign-$backend" campaign/limits.md
+}
+
+mcp_sdk() {
+    PYBOX_BACKEND=$1 PYBOX_BIN=/usr/bin/pybox node --test tests/mcp/sdk.test.mjs
+}
+
+# Nothing of PyBox's left: no box process, no cgroup, no engine container of a test.
+nothing_left() {
+    left=0
+    if pgrep -x pybox-init >/dev/null || pgrep -x pybox >/dev/null; then
+        pgrep -a -x 'pybox(-init)?'
+        left=1
+    fi
+    found=$(find /sys/fs/cgroup -type d -name 'pybox*' 2>/dev/null)
+    if [ -n "$found" ]; then
+        echo "cgroups left: $found"
+        left=1
+    fi
+    if systemctl is-active -q docker.service; then
+        n=$(docker ps -aq --filter label=pybox.install | wc -l)
+        [ "$n" = 0 ] || { echo "$n containers left"; left=1; }
+    fi
+    return $left
+}
+
+step host-facts host_facts
+step install install_package
+step images images
+for b in $backends; do
+    [ "$b" = docker ] && step engine engine
+    for suite in $(suites "$b"); do
+        step "integration-$b-$suite" integration "$b" "$suite"
+    done
+    step "campaign-$b" campaign "$b"
+    step "mcp-sdk-$b" mcp_sdk "$b"
+done
+step nothing-left nothing_left
+say "$failed failed"
+[ "$failed" = 0 ]
