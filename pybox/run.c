@@ -272,9 +272,11 @@ static int io_loop(feed_t *f, pybox_run_result_t *res)
             }
             n++;
         }
-        if (in_at < 0 && in_fd >= 0) {
+        /* The stdin alone only while something waits for it: a pipe with no reader left
+         * (every process of the box ended) is always "ready" (POLLERR), even for no event. */
+        if (in_at < 0 && in_fd >= 0 && want_out) {
             in_at = (int)n;
-            ps[n++] = (struct pollfd){.fd = in_fd, .events = want_out ? POLLOUT : 0};
+            ps[n++] = (struct pollfd){.fd = in_fd, .events = POLLOUT};
         }
         if (f->req->cancellable && !res->interrupted)
             ps[n++] = (struct pollfd){.fd = f->req->cancel_fd, .events = POLLIN};

@@ -31,6 +31,7 @@ typedef struct {
     bool stopped;
     pybox_buf_t q1, q2; /* stdout and stderr waiting */
     int ended_stream;   /* a second stream, at its end from the start (script: ended_stream) */
+    int stdin_apart;    /* the box's stdin, a pipe whose reader is gone (script: stdin_apart) */
     bool ended_stream_seen;
 } sbox_t;
 
@@ -134,6 +135,14 @@ static int s_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **
     b->base.ops = &scripted_ops;
     b->s = s;
     b->ended_stream = -1;
+    b->stdin_apart = -1;
+    if (s->stdin_apart) {
+        int p2[2];
+        if (pipe2(p2, O_CLOEXEC | O_NONBLOCK) == 0) {
+            close(p2[0]); /* no reader: poll says POLLERR at once, every time */
+            b->stdin_apart = p2[1];
+        }
+    }
     if (s->ended_stream) {
         int p2[2];
         if (pipe2(p2, O_CLOEXEC | O_NONBLOCK) == 0) {
@@ -200,7 +209,8 @@ static void s_io_fds(const pybox_box_t *base, int *in_fd, int out_fds[2], int *n
 {
     const sbox_t *b = (const sbox_t *)base;
     int fd = b->wake[0];
-    *in_fd = fd;
+    b->s->io_polls++;
+    *in_fd = b->stdin_apart >= 0 ? b->stdin_apart : fd;
     out_fds[0] = fd;
     out_fds[1] = -1;
     *n_out = 1;
@@ -382,6 +392,8 @@ static void s_free(pybox_box_t *base)
     close(b->wake[1]);
     if (b->ended_stream >= 0)
         close(b->ended_stream);
+    if (b->stdin_apart >= 0)
+        close(b->stdin_apart);
     pybox_buf_free(&b->in);
     pybox_buf_free(&b->q1);
     pybox_buf_free(&b->q2);

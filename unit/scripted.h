@@ -51,6 +51,11 @@ typedef struct script {
      * after its init closed it), and how often the run read what the box says. */
     bool ended_stream;
     int io_reads;
+    /* The box's stdin apart from its output (as a native box's pipes), with no reader
+     * left (as once every process of a box has ended), and how often the run asked
+     * what to poll. */
+    bool stdin_apart;
+    int io_polls;
     /* Leftovers the backend lists, and how many were removed. */
     const pybox_leftover_t *leftovers;
     size_t n_leftovers;

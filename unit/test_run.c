@@ -606,6 +606,24 @@ START_TEST(an_ended_stream_is_not_polled_again)
 }
 END_TEST
 
+/* The box's stdin is polled only while something waits to be written: once every
+ * process of a box has ended, a pipe's write end with no reader is always "ready"
+ * (POLLERR), and a run that kept polling it spun until the box's output ended (here: a
+ * program that never ends, stopped at a 300 ms deadline). */
+START_TEST(a_stdin_with_nothing_to_write_is_not_polled)
+{
+    script_t s;
+    script_init(&s);
+    s.hangs = true;
+    s.stdin_apart = true;
+    pybox_run_request_t req;
+    request(&req, 300);
+    run(&s, &req);
+    ck_assert_int_eq(res.end, PYBOX_END_SUPERVISOR_KILL);
+    ck_assert_msg(s.io_polls < 50, "the box's streams were polled %d times in 300 ms", s.io_polls);
+}
+END_TEST
+
 /* What is slow to remove (a native image folder) waits for `pybox cleanup`: a run's own
  * housekeeping never spends a run's time on it; an expired box goes either way. */
 START_TEST(housekeeping_leaves_what_is_slow_to_cleanup)
@@ -671,6 +689,7 @@ Suite *suite_run(void)
     tcase_add_test(tc, the_total_counts_from_pybox_s_start);
     tcase_add_test(tc, housekeeping_leaves_what_is_slow_to_cleanup);
     tcase_add_test(tc, an_ended_stream_is_not_polled_again);
+    tcase_add_test(tc, a_stdin_with_nothing_to_write_is_not_polled);
     tcase_add_test(tc, lease_lasts_from_the_box_start);
     suite_add_tcase(s, tc);
     TCase *tf = tcase_create("files out");
