@@ -73,8 +73,17 @@ typedef struct pybox_box_ops {
     ssize_t (*io_write)(pybox_box_t *b, const void *data, size_t len, pybox_error_t *err);
     int (*io_close_write)(pybox_box_t *b, pybox_error_t *err);
     /* Read what is ready and hand it over per stream. Returns 0 (more may come), 1 (the
-     * box's output ended: the box has ended) or -1. */
+     * box's output ended: the box has ended; with an end_fd, also once the box has
+     * ended and all its streams held was read, whether or not they reached their end) or
+     * -1. */
     int (*io_read)(pybox_box_t *b, pybox_output_cb cb, void *arg, pybox_error_t *err);
+    /* Optional (NULL: the end of the box's output is its end, as an engine's stream): a
+     * descriptor that becomes readable (POLLIN) once the box's PID 1 has ended, polled
+     * with the streams; then io_read ends them. A stream's end can come much later than
+     * the box's: a process may leave the write end of its stdout in flight in a unix
+     * socket that nothing can receive from, which the kernel keeps until its collector of
+     * such cycles runs. */
+    int (*end_fd)(const pybox_box_t *b);
     /* Send a signal to the box's PID 1 from outside the box (it sees a sender outside).
      * Returns 0 when sent, 1 when the box no longer runs. */
     int (*signal)(pybox_box_t *b, int sig, pybox_error_t *err);

@@ -257,9 +257,9 @@ static int io_loop(feed_t *f, pybox_run_result_t *res)
             continue;
         }
         /* [0..n_out) what the box says, then its stdin when it is another descriptor,
-         * then the cancel descriptor (watched until the cancel is noted: it stays
-         * readable). */
-        struct pollfd ps[4];
+         * then the box's end when the backend has a descriptor for it, then the cancel
+         * descriptor (watched until the cancel is noted: it stays readable). */
+        struct pollfd ps[5];
         nfds_t n = 0;
         bool want_out = !f->broken && f->off < f->q.len;
         int in_at = -1;
@@ -277,6 +277,12 @@ static int io_loop(feed_t *f, pybox_run_result_t *res)
         if (in_at < 0 && in_fd >= 0 && want_out) {
             in_at = (int)n;
             ps[n++] = (struct pollfd){.fd = in_fd, .events = POLLOUT};
+        }
+        int end_at = -1;
+        int end_fd = f->box->ops->end_fd != NULL ? f->box->ops->end_fd(f->box) : -1;
+        if (end_fd >= 0) {
+            end_at = (int)n;
+            ps[n++] = (struct pollfd){.fd = end_fd, .events = POLLIN};
         }
         if (f->req->cancellable && !res->interrupted)
             ps[n++] = (struct pollfd){.fd = f->req->cancel_fd, .events = POLLIN};
@@ -308,6 +314,9 @@ static int io_loop(feed_t *f, pybox_run_result_t *res)
         bool readable = false;
         for (int i = 0; i < n_out; i++)
             readable |= (ps[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+        /* The box has ended: what its streams hold is all it said (io_read ends them). */
+        if (end_at >= 0)
+            readable |= (ps[end_at].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
         if (readable) {
             int r = read_some(f, res);
             if (r != 0)

@@ -32,6 +32,7 @@ typedef struct {
     pybox_buf_t q1, q2; /* stdout and stderr waiting */
     int ended_stream;   /* a second stream, at its end from the start (script: ended_stream) */
     int stdin_apart;    /* the box's stdin, a pipe whose reader is gone (script: stdin_apart) */
+    int end_pipe[2];    /* [0] readable once the box has ended (script: end_apart) */
     bool ended_stream_seen;
 } sbox_t;
 
@@ -56,6 +57,20 @@ static void wake(sbox_t *b)
     }
 }
 
+/* The box has ended: said on its stream, or only by its end descriptor. */
+static void box_ends(sbox_t *b)
+{
+    b->ended = true;
+    if (b->end_pipe[1] < 0) {
+        wake(b);
+        return;
+    }
+    char c = 1;
+    if (write(b->end_pipe[1], &c, 1) < 0) {
+        /* already readable */
+    }
+}
+
 static void record(sbox_t *b)
 {
     if (b->recorded)
@@ -63,8 +78,7 @@ static void record(sbox_t *b)
     b->recorded = true;
     b->holding = true;
     if (b->s->no_record) {
-        b->ended = true; /* gone without a word */
-        wake(b);
+        box_ends(b); /* gone without a word */
         return;
     }
     int code = b->status_signal ? 128 + b->status_signal : b->status_exit;
@@ -108,10 +122,8 @@ static void stop(sbox_t *b)
 static void release(sbox_t *b)
 {
     b->s->releases++;
-    if (b->holding) {
-        b->ended = true;
-        wake(b);
-    }
+    if (b->holding)
+        box_ends(b);
 }
 
 static int s_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **out, pybox_error_t *err)
@@ -136,6 +148,9 @@ static int s_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **
     b->s = s;
     b->ended_stream = -1;
     b->stdin_apart = -1;
+    b->end_pipe[0] = b->end_pipe[1] = -1;
+    if (s->end_apart && pipe2(b->end_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+        b->end_pipe[0] = b->end_pipe[1] = -1;
     if (s->stdin_apart) {
         int p2[2];
         if (pipe2(p2, O_CLOEXEC | O_NONBLOCK) == 0) {
@@ -301,6 +316,11 @@ static int s_io_read(pybox_box_t *base, pybox_output_cb cb, void *arg, pybox_err
     return b->ended ? 1 : 0;
 }
 
+static int s_end_fd(const pybox_box_t *base)
+{
+    return ((const sbox_t *)base)->end_pipe[0];
+}
+
 static int s_signal(pybox_box_t *base, int sig, pybox_error_t *err)
 {
     (void)err;
@@ -311,12 +331,12 @@ static int s_signal(pybox_box_t *base, int sig, pybox_error_t *err)
         release(b);
     } else if (sig == SIGKILL) {
         b->s->kills++;
-        b->ended = true; /* everything in the box dies: no record if there was none */
+        /* everything in the box dies: no record if there was none */
         if (!b->ended_program) {
             b->status_exit = 137;
             b->status_signal = SIGKILL;
         }
-        wake(b);
+        box_ends(b);
     }
     return 0;
 }
@@ -394,6 +414,9 @@ static void s_free(pybox_box_t *base)
         close(b->ended_stream);
     if (b->stdin_apart >= 0)
         close(b->stdin_apart);
+    for (int i = 0; i < 2; i++)
+        if (b->end_pipe[i] >= 0)
+            close(b->end_pipe[i]);
     pybox_buf_free(&b->in);
     pybox_buf_free(&b->q1);
     pybox_buf_free(&b->q2);
@@ -410,6 +433,7 @@ static const pybox_box_ops_t scripted_ops = {
     .io_write = s_io_write,
     .io_close_write = s_io_close_write,
     .io_read = s_io_read,
+    .end_fd = s_end_fd,
     .signal = s_signal,
     .wait = s_wait,
     .running = s_running,

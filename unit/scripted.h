@@ -56,6 +56,9 @@ typedef struct script {
      * what to poll. */
     bool stdin_apart;
     int io_polls;
+    /* The box's end shown by a descriptor of its own (end_fd), and its stream never
+     * ending by itself (as a native box's pipes held open by descriptors in flight). */
+    bool end_apart;
     /* Leftovers the backend lists, and how many were removed. */
     const pybox_leftover_t *leftovers;
     size_t n_leftovers;

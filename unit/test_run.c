@@ -624,6 +624,28 @@ START_TEST(a_stdin_with_nothing_to_write_is_not_polled)
 }
 END_TEST
 
+/* The box's end, when its backend has a descriptor for it, ends the run: a native box's
+ * pipes can stay open long after its last process ended (their write ends held by
+ * descriptors in flight in unix sockets), and a run that waited for their end went on
+ * past the release's grace, killed the box and failed after 30 s more, although the
+ * init's record had been read. */
+START_TEST(the_box_s_end_ends_the_run_whatever_its_streams)
+{
+    script_t s;
+    script_init(&s);
+    s.end_apart = true;
+    pybox_run_request_t req;
+    request(&req, 5000);
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_int_eq(res.end, PYBOX_END_TARGET_EXIT);
+    ck_assert_int_eq(res.exit_code, 0);
+    ck_assert(!res.box_killed);
+    ck_assert_int_eq(s.kills, 0);
+    ck_assert_int_eq(s.releases, 1);
+    ck_assert(res.gone);
+}
+END_TEST
+
 /* What is slow to remove (a native image folder) waits for `pybox cleanup`: a run's own
  * housekeeping never spends a run's time on it; an expired box goes either way. */
 START_TEST(housekeeping_leaves_what_is_slow_to_cleanup)
@@ -690,6 +712,7 @@ Suite *suite_run(void)
     tcase_add_test(tc, housekeeping_leaves_what_is_slow_to_cleanup);
     tcase_add_test(tc, an_ended_stream_is_not_polled_again);
     tcase_add_test(tc, a_stdin_with_nothing_to_write_is_not_polled);
+    tcase_add_test(tc, the_box_s_end_ends_the_run_whatever_its_streams);
     tcase_add_test(tc, lease_lasts_from_the_box_start);
     suite_add_tcase(s, tc);
     TCase *tf = tcase_create("files out");

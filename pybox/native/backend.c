@@ -228,11 +228,12 @@ static int n_io_close_write(pybox_box_t *base, pybox_error_t *err)
     return 0;
 }
 
-/* Drain one pipe: 1 at its end, 0 when nothing more is ready, -1 on failure. */
-static int drain(int fd, int stream, pybox_output_cb cb, void *arg, pybox_error_t *err)
+/* Drain one pipe: 1 at its end, 0 when nothing more is ready, -1 on failure. At most
+ * rounds reads of 64 KiB, so one busy stream cannot keep the run from the others. */
+static int drain(int fd, int stream, int rounds_max, pybox_output_cb cb, void *arg, pybox_error_t *err)
 {
     char chunk[65536];
-    for (int rounds = 0; rounds < 16; rounds++) {
+    for (int rounds = 0; rounds < rounds_max; rounds++) {
         ssize_t r = read(fd, chunk, sizeof chunk);
         if (r < 0 && errno == EINTR)
             continue;
@@ -249,23 +250,38 @@ static int drain(int fd, int stream, pybox_output_cb cb, void *arg, pybox_error_
     return 0;
 }
 
+/* Whole pipes: a pipe holds at most 1 MiB unless root raised the host's pipe-max-size,
+ * and once the box has ended nothing writes to it any more. */
+#define DRAIN_ENDED_ROUNDS 1024
+
 static int n_io_read(pybox_box_t *base, pybox_output_cb cb, void *arg, pybox_error_t *err)
 {
     native_box_t *b = (native_box_t *)base;
+    /* Asked before reading: once init has ended, so has every process of the box (init is
+     * its PID namespace's PID 1), no process can write to its pipes any more, and what
+     * they hold is all the box said. Their end may come later, or never without the
+     * kernel's collector: a descriptor in flight in a unix socket holds a write end. */
+    bool ended = pybox_native_ended(b->nb);
+    int rounds = ended ? DRAIN_ENDED_ROUNDS : 16;
     /* stderr first, as the engine's stream is read: the record ends stdout */
     if (!b->err_eof) {
-        int r = drain(pybox_native_stderr(b->nb), 2, cb, arg, err);
+        int r = drain(pybox_native_stderr(b->nb), 2, rounds, cb, arg, err);
         if (r < 0)
             return -1;
-        b->err_eof = r == 1;
+        b->err_eof = r == 1 || ended;
     }
     if (!b->out_eof) {
-        int r = drain(pybox_native_stdout(b->nb), 1, cb, arg, err);
+        int r = drain(pybox_native_stdout(b->nb), 1, rounds, cb, arg, err);
         if (r < 0)
             return -1;
-        b->out_eof = r == 1;
+        b->out_eof = r == 1 || ended;
     }
     return b->out_eof && b->err_eof ? 1 : 0;
+}
+
+static int n_end_fd(const pybox_box_t *base)
+{
+    return pybox_native_pidfd(((const native_box_t *)base)->nb);
 }
 
 static int n_signal(pybox_box_t *base, int sig, pybox_error_t *err)
@@ -355,6 +371,7 @@ static const pybox_box_ops_t native_box_ops = {
     .io_write = n_io_write,
     .io_close_write = n_io_close_write,
     .io_read = n_io_read,
+    .end_fd = n_end_fd,
     .signal = n_signal,
     .wait = n_wait,
     .running = n_running,

@@ -1120,6 +1120,11 @@ pid_t pybox_native_pid(const pybox_native_box_t *b)
     return b->pid;
 }
 
+int pybox_native_pidfd(const pybox_native_box_t *b)
+{
+    return b->pidfd;
+}
+
 int pybox_native_stdin(const pybox_native_box_t *b)
 {
     return b->in_w;
@@ -1217,6 +1222,17 @@ bool pybox_native_running(pybox_native_box_t *b)
     if (waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
         return false;
     return si.si_pid == 0;
+}
+
+bool pybox_native_ended(pybox_native_box_t *b)
+{
+    if (b->reaped)
+        return true;
+    if (b->pidfd < 0)
+        return false;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    return waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid != 0;
 }
 
 int pybox_native_remove(pybox_native_box_t *b, bool *gone, pybox_error_t *err)

@@ -77,6 +77,8 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
 int pybox_native_verify(pybox_native_box_t *b, const pybox_native_spec_t *s, int *checked, pybox_error_t *err);
 
 pid_t pybox_native_pid(const pybox_native_box_t *b);
+/* init's pidfd: readable (POLLIN) once init has ended; -1 when there is none. */
+int pybox_native_pidfd(const pybox_native_box_t *b);
 int pybox_native_stdin(const pybox_native_box_t *b);  /* write end, O_NONBLOCK|O_CLOEXEC */
 int pybox_native_stdout(const pybox_native_box_t *b); /* read end, O_NONBLOCK|O_CLOEXEC */
 int pybox_native_stderr(const pybox_native_box_t *b); /* read end, O_NONBLOCK|O_CLOEXEC */
@@ -91,6 +93,8 @@ int pybox_native_signal(pybox_native_box_t *b, int sig, pybox_error_t *err);
  * OOM kills. Once reaped, later calls give the same end. */
 int pybox_native_wait(pybox_native_box_t *b, int64_t timeout_ms, pybox_native_end_t *end, pybox_error_t *err);
 bool pybox_native_running(pybox_native_box_t *b);
+/* Whether the kernel says init has ended (a failure to ask is not an end). */
+bool pybox_native_ended(pybox_native_box_t *b);
 
 /* The box's cgroup folders. */
 int pybox_native_cgroup(const pybox_native_box_t *b, pybox_native_cgroup_t *out);
