@@ -625,6 +625,8 @@ static int remove_box(run_t *r, int rc)
     if (r->box->ops->remove(r->box, &res->gone, &rerr) == 0)
         res->removed = true;
     res->t.remove_ms = since(t);
+    if (r->box->ops->after_end != NULL)
+        r->box->ops->after_end(r->box, &res->after);
     if (!res->gone) {
         unknown(res, "the box %.12s could not be confirmed removed: %s", res->box_id, rerr.msg);
         if (rc == 0) {
@@ -681,9 +683,12 @@ static int files_out(run_t *r, int rc, bool engine_lost)
         }
     } else if (res->outputs.status == PYBOX_OUT_NOT_ASKED) {
         res->outputs.status = PYBOX_OUT_NOT_RECEIVED;
-        snprintf(res->outputs.reason, sizeof res->outputs.reason, "%s",
-                 engine_lost ? "the engine failed before the output folder could be copied"
-                             : "the box ended before its output folder could be copied");
+        if (engine_lost)
+            snprintf(res->outputs.reason, sizeof res->outputs.reason,
+                     "%s failed before the output folder could be copied", r->be->ops->holder);
+        else
+            snprintf(res->outputs.reason, sizeof res->outputs.reason,
+                     "the box ended before its output folder could be copied");
     }
     if (res->outputs.status != PYBOX_OUT_DELIVERED)
         unknown(res, "no output folder was created: %s", res->outputs.reason);
@@ -724,15 +729,36 @@ static void note_unknowns(run_t *r, bool engine_lost)
                 res->pin.name);
     if (engine_lost && !res->gone)
         unknown(res,
-                "the engine failed during the run: whether the box has ended is not known (its own timer ends it "
-                "at the latest %.3g s after it started)",
-                (double)p->box_timer_ms / 1000.0);
-    if (res->watched && !res->final_taken)
-        unknown(res, "%s",
-                engine_lost ? "no final kernel reading: the engine failed before the program's end was seen; the last "
-                              "sample is reported"
-                            : "no final kernel reading: the box ended before it could be held; the last sample is "
-                              "reported");
+                "%s failed during the run: whether the box has ended is not known (its own timer ends it at the "
+                "latest %.3g s after it started)",
+                r->be->ops->holder, (double)p->box_timer_ms / 1000.0);
+    const pybox_box_after_t *a = &res->after;
+    char held[512];
+    pybox_held_text(a->still, held, sizeof held);
+    if (a->looked && a->still != 0)
+        unknown(res,
+                "after the box's last process ended, descriptors in flight in unix sockets (the program's doing) still "
+                "held %s%s: what they hold outlives the box, outside its limits, until the kernel's collector of such "
+                "descriptors runs",
+                held,
+                a->collector < 0    ? "; PyBox did not run the collector (relaxed for a test)"
+                : a->collector == 0 ? "; no pass of the collector was seen in time"
+                                    : "");
+    else if (a->looked && a->collector == 0)
+        unknown(res,
+                "no pass of the kernel's collector of descriptors in flight was seen within %d ms of the box's end: "
+                "whether the program left memory, files or namespaces held in flight is not established",
+                PYBOX_COLLECT_MS);
+    else if (a->looked && a->collector < 0)
+        unknown(res, "the kernel's collector of descriptors in flight was not run after the box's end (relaxed for a "
+                     "test): whether the program left memory, files or namespaces held in flight is not established");
+    if (res->watched && !res->final_taken && engine_lost)
+        unknown(res,
+                "no final kernel reading: %s failed before the program's end was seen; the last sample is "
+                "reported",
+                r->be->ops->holder);
+    else if (res->watched && !res->final_taken)
+        unknown(res, "no final kernel reading: the box ended before it could be held; the last sample is reported");
 }
 
 /* The verdict: PyBox's failure, a cancel, an interruption, or what the program did. */
@@ -748,7 +774,7 @@ static int verdict(run_t *r, int rc)
         return -1;
     }
     if (rc < 0 && res->started && res->error.kind == PYBOX_ERR_ENGINE)
-        pybox_error_prefix(&res->error, "the engine failed during the run");
+        pybox_error_prefix(&res->error, "%s failed during the run", r->be->ops->holder);
     if (rc < 0) {
         res->end = PYBOX_END_PYBOX_ERROR;
         res->exit_code = 125;

@@ -367,6 +367,11 @@ static int s_remove(pybox_box_t *base, bool *gone, pybox_error_t *err)
     return 0;
 }
 
+static void s_after_end(const pybox_box_t *base, pybox_box_after_t *out)
+{
+    *out = ((const sbox_t *)base)->s->after;
+}
+
 static int s_running(pybox_box_t *base, bool *running, pybox_error_t *err)
 {
     sbox_t *b = (sbox_t *)base;
@@ -439,6 +444,7 @@ static const pybox_box_ops_t scripted_ops = {
     .running = s_running,
     .cgroup = s_cgroup,
     .remove = s_remove,
+    .after_end = s_after_end,
     .id = s_id,
     .name = s_name,
     .spec_sha256 = s_spec_sha256,

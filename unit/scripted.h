@@ -59,6 +59,8 @@ typedef struct script {
     /* The box's end shown by a descriptor of its own (end_fd), and its stream never
      * ending by itself (as a native box's pipes held open by descriptors in flight). */
     bool end_apart;
+    /* What the backend says outlived the box's end (after_end). */
+    pybox_box_after_t after;
     /* Leftovers the backend lists, and how many were removed. */
     const pybox_leftover_t *leftovers;
     size_t n_leftovers;

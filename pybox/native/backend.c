@@ -337,6 +337,29 @@ static int n_remove(pybox_box_t *base, bool *gone, pybox_error_t *err)
     return pybox_native_remove(((native_box_t *)base)->nb, gone, err);
 }
 
+static void n_after_end(const pybox_box_t *base, pybox_box_after_t *out)
+{
+    pybox_native_after_t a;
+    pybox_native_after(((const native_box_t *)base)->nb, &a);
+    static const struct {
+        unsigned native, box;
+    } bits[] = {{PYBOX_NATIVE_HELD_STDIN, PYBOX_HELD_STDIN},
+                {PYBOX_NATIVE_HELD_STDOUT, PYBOX_HELD_STDOUT},
+                {PYBOX_NATIVE_HELD_STDERR, PYBOX_HELD_STDERR},
+                {PYBOX_NATIVE_HELD_MOUNT_NS, PYBOX_HELD_MOUNT_NS}};
+    memset(out, 0, sizeof *out);
+    out->looked = a.looked;
+    for (size_t i = 0; i < sizeof bits / sizeof *bits; i++) {
+        if (a.held & bits[i].native)
+            out->held |= bits[i].box;
+        if (a.still & bits[i].native)
+            out->still |= bits[i].box;
+    }
+    out->mount_ns_known = a.mount_ns_known;
+    out->collector = a.collector;
+    out->collect_ms = a.collect_ms;
+}
+
 static const char *n_id(const pybox_box_t *base)
 {
     return ((const native_box_t *)base)->name;
@@ -377,6 +400,7 @@ static const pybox_box_ops_t native_box_ops = {
     .running = n_running,
     .cgroup = n_cgroup,
     .remove = n_remove,
+    .after_end = n_after_end,
     .id = n_id,
     .name = n_name,
     .spec_sha256 = n_spec_sha256,
