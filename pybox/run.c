@@ -160,10 +160,13 @@ static int clock_ran_out(feed_t *f, pybox_run_result_t *res, int64_t now)
         return 0;
     case PH_STOPPING:
     case PH_RELEASING: {
-        res->box_killed = true;
+        /* A box that had ended already (its output held open after its end) was not
+         * killed: the backend says so (1). */
         pybox_error_t kerr = {0};
-        if (f->box->ops->signal(f->box, SIGKILL, &kerr) < 0)
+        int kr = f->box->ops->signal(f->box, SIGKILL, &kerr);
+        if (kr < 0)
             unknown(res, "the backend's kill of the box failed at first: %s", kerr.msg);
+        res->box_killed = res->box_killed || kr != 1;
         f->phase = PH_KILLED;
         f->deadline = now + 30000;
         return 0;

@@ -27,6 +27,7 @@ typedef struct {
     size_t ctl_at;  /* control bytes read up to here */
     char secret[PYBOX_GUEST_SECRET_HEX + 1];
     bool have_hello, ended_program, recorded, holding, ended;
+    bool box_gone; /* ended, its stream not (script: stream_outlives_box) */
     int status_exit, status_signal;
     bool stopped;
     pybox_buf_t q1, q2; /* stdout and stderr waiting */
@@ -122,7 +123,9 @@ static void stop(sbox_t *b)
 static void release(sbox_t *b)
 {
     b->s->releases++;
-    if (b->holding)
+    if (b->holding && b->s->stream_outlives_box)
+        b->box_gone = true;
+    else if (b->holding)
         box_ends(b);
 }
 
@@ -329,6 +332,9 @@ static int s_signal(pybox_box_t *base, int sig, pybox_error_t *err)
         stop(b);
     } else if (sig == PYBOX_GUEST_SIG_RELEASE) {
         release(b);
+    } else if (sig == SIGKILL && b->box_gone) {
+        box_ends(b); /* nothing left to kill; its stream ends by itself */
+        return 1;
     } else if (sig == SIGKILL) {
         b->s->kills++;
         /* everything in the box dies: no record if there was none */
@@ -377,7 +383,7 @@ static int s_running(pybox_box_t *base, bool *running, pybox_error_t *err)
     sbox_t *b = (sbox_t *)base;
     if (b->s->running_unknown)
         return pybox_error_set(err, PYBOX_ERR_ENGINE, EIO, "no answer");
-    *running = !b->s->stopped_before_copy && !b->ended;
+    *running = !b->s->stopped_before_copy && !b->ended && !b->box_gone;
     return 0;
 }
 

@@ -59,6 +59,9 @@ typedef struct script {
     /* The box's end shown by a descriptor of its own (end_fd), and its stream never
      * ending by itself (as a native box's pipes held open by descriptors in flight). */
     bool end_apart;
+    /* The box ends at its release, but its stream goes on until a kill is asked, which
+     * then finds the box gone (as an engine whose stream waits for pipes held open). */
+    bool stream_outlives_box;
     /* What the backend says outlived the box's end (after_end). */
     pybox_box_after_t after;
     /* Leftovers the backend lists, and how many were removed. */

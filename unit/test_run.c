@@ -667,6 +667,25 @@ static int after_end_words(const char *member, const char *word)
     return found;
 }
 
+/* A kill that finds the box already ended is no kill: an engine's stream may outlive the
+ * box (its pipes held open by descriptors in flight), PyBox asks for a kill after the
+ * release's grace, and the engine answers that the box no longer runs. The receipt said
+ * PyBox had killed a box that had ended by itself. */
+START_TEST(a_kill_that_finds_the_box_ended_is_not_a_kill)
+{
+    script_t s;
+    script_init(&s);
+    s.stream_outlives_box = true;
+    pybox_run_request_t req;
+    request(&req, 5000);
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_int_eq(res.end, PYBOX_END_TARGET_EXIT);
+    ck_assert_int_eq(res.exit_code, 0);
+    ck_assert(!res.box_killed);
+    ck_assert_int_eq(s.kills, 0);
+}
+END_TEST
+
 /* What outlived the box's last process (descriptors in flight, the program's doing) is
  * named in SEEN when the kernel's collector released it, and under UNKNOWN when it did
  * not or was not run; it is never the engine's failure nor PyBox's, and the program's own
@@ -801,6 +820,7 @@ Suite *suite_run(void)
     tcase_add_test(tc, a_stdin_with_nothing_to_write_is_not_polled);
     tcase_add_test(tc, the_box_s_end_ends_the_run_whatever_its_streams);
     tcase_add_test(tc, what_outlived_the_box_is_named_not_blamed);
+    tcase_add_test(tc, a_kill_that_finds_the_box_ended_is_not_a_kill);
     tcase_add_test(tc, lease_lasts_from_the_box_start);
     suite_add_tcase(s, tc);
     TCase *tf = tcase_create("files out");
