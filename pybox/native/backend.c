@@ -35,6 +35,7 @@ typedef struct native_box {
     char box_name[PYBOX_NAME_MAX];
     char spec_sha256[65];
     bool out_eof, err_eof;
+    unsigned held_at_end; /* PYBOX_HELD_* of a pipe not at its end when the box's end was seen */
 } native_box_t;
 
 static const pybox_box_ops_t native_box_ops;
@@ -269,12 +270,16 @@ static int n_io_read(pybox_box_t *base, pybox_output_cb cb, void *arg, pybox_err
         if (r < 0)
             return -1;
         b->err_eof = r == 1 || ended;
+        if (ended && r != 1)
+            b->held_at_end |= PYBOX_HELD_STDERR;
     }
     if (!b->out_eof) {
         int r = drain(pybox_native_stdout(b->nb), 1, rounds, cb, arg, err);
         if (r < 0)
             return -1;
         b->out_eof = r == 1 || ended;
+        if (ended && r != 1)
+            b->held_at_end |= PYBOX_HELD_STDOUT;
     }
     return b->out_eof && b->err_eof ? 1 : 0;
 }
@@ -339,8 +344,9 @@ static int n_remove(pybox_box_t *base, bool *gone, pybox_error_t *err)
 
 static void n_after_end(const pybox_box_t *base, pybox_box_after_t *out)
 {
+    const native_box_t *b = (const native_box_t *)base;
     pybox_native_after_t a;
-    pybox_native_after(((const native_box_t *)base)->nb, &a);
+    pybox_native_after(b->nb, &a);
     static const struct {
         unsigned native, box;
     } bits[] = {{PYBOX_NATIVE_HELD_STDIN, PYBOX_HELD_STDIN},
@@ -355,6 +361,10 @@ static void n_after_end(const pybox_box_t *base, pybox_box_after_t *out)
         if (a.still & bits[i].native)
             out->still |= bits[i].box;
     }
+    /* Seen the moment the box's end was (the removal looks a little later, when another
+     * process's close of a unix socket may have had the collector release them). */
+    if (a.looked)
+        out->held |= b->held_at_end;
     out->mount_ns_known = a.mount_ns_known;
     out->collector = a.collector;
     out->collect_ms = a.collect_ms;
