@@ -137,7 +137,8 @@ static const node_t after_end_m[] = {
     WORDS("collector", collector_words,
           "the kernel's collector of descriptors in flight, run by PyBox after the box's end: a pass seen, none "
           "seen in time, or not run (relaxed for a test)"),
-    M("collector_ms", T_NUM, "from the box's end seen to the pass seen"),
+    M("collector_ms", T_NUM,
+      "from the collector's start, once the box's end was read, to its pass seen (the box's removal runs in between)"),
     ARR("still_held", &held_item, "what was still there after it"),
     M("mount_namespace_checked", T_BOOL, "whether this kernel could say if the box's mount namespace was there"),
     END};

@@ -35,29 +35,24 @@
  * The run ends at the box's end (its init reaped), with what the program said and its
  * own exit, on both backends; before, a native run waited for the pipes' end, killed
  * the box and failed after 32 s, blaming the engine. */
-/* A word in one of the receipt's seen.box.after_end lists. */
-static bool after_end_has(const cJSON *j, const char *list, const char *word)
-{
-    char path[64];
-    snprintf(path, sizeof path, "seen.box.after_end.%s", list);
-    const cJSON *e;
-    cJSON_ArrayForEach (e, itest_get(j, path))
-        if (cJSON_IsString(e) && strcmp(e->valuestring, word) == 0)
-            return true;
-    return false;
-}
-
-/* The native backend looked after the box's end: what it saw held, and that the
- * kernel's collector ran and released all of it. */
-static void assert_released(const cJSON *j, const char *const *held)
+/* The native backend looked after the box's end: the kernel's collector ran and
+ * nothing was still held after it. What it saw held is among what the program left in
+ * flight (any process of the host that closes a unix socket has the collector run, so
+ * it may have found less, or nothing). */
+static void assert_released(const cJSON *j, const char *const *may_be_held)
 {
     if (!itest_native()) {
         ck_assert_ptr_null(itest_get(j, "seen.box.after_end")); /* the engine's: not looked at */
         return;
     }
     ck_assert_str_eq(itest_str(j, "seen.box.after_end.collector"), "ran");
-    for (size_t i = 0; held[i] != NULL; i++)
-        ck_assert_msg(after_end_has(j, "held", held[i]), "%s not seen held after the box's end", held[i]);
+    const cJSON *e;
+    cJSON_ArrayForEach (e, itest_get(j, "seen.box.after_end.held")) {
+        bool expected = false;
+        for (size_t i = 0; may_be_held[i] != NULL; i++)
+            expected |= strcmp(e->valuestring, may_be_held[i]) == 0;
+        ck_assert_msg(expected, "%s seen held after the box's end", e->valuestring);
+    }
     ck_assert_int_eq(cJSON_GetArraySize(itest_get(j, "seen.box.after_end.still_held")), 0);
 }
 
@@ -141,8 +136,7 @@ START_TEST(memory_and_namespaces_held_in_flight_are_released)
     ck_assert_str_eq(itest_str(j, "said.stdout.text"), "bye\n");
     ck_assert_int_eq(itest_bool(j, "seen.box.confirmed_gone"), 1);
     if (itest_native()) {
-        bool ns = itest_bool(j, "seen.box.after_end.mount_namespace_checked") == 1;
-        assert_released(j, (const char *[]){ns ? "mount_namespace" : NULL, NULL});
+        assert_released(j, (const char *[]){"mount_namespace", NULL});
         int64_t left = shmem_below(1 << 20);
         ck_assert_msg(left >= 0 && left < (1 << 20), "the installation still holds %lld bytes of shared memory",
                       (long long)left);
@@ -159,35 +153,45 @@ static void relax_collection(struct pybox_policy *p, void *arg)
 
 /* Both ways: the same program with only the collector's run removed (a test's
  * relaxation) leaves the box's pipes, mount namespace and memory held after the run,
- * and says so under UNKNOWN; the verdict is still the program's own. Then the test has
- * the kernel collect them itself, and everything comes back. */
+ * and says so under UNKNOWN; the verdict is still the program's own. Any process of the
+ * host that closes a unix socket has the kernel's collector run, and may do so between
+ * the box's end and the removal's look: up to five runs, until one shows the escape.
+ * After each, the test has the kernel collect, and everything comes back. */
 START_TEST(without_the_collector_what_was_held_stays)
 {
     if (!itest_native())
         return; /* the engine's boxes: nothing of PyBox's runs after their end */
-    pybox_run_result_t res;
-    int rc = itest_lib_run(MEMFD_PROGRAM "cycle([1, 2])\n", relax_collection, NULL, &res);
-    ck_assert_msg(rc == 0, "%s", res.error.msg);
-    int64_t held = install_shmem();
-    ck_assert_int_eq(res.end, PYBOX_END_TARGET_EXIT);
-    ck_assert_int_eq(res.exit_code, 0);
-    ck_assert(res.gone);
-    ck_assert(res.after.looked);
-    ck_assert_int_eq(res.after.collector, -1);
-    ck_assert_msg(res.after.still & PYBOX_HELD_STDOUT, "stdout not held: %#x", res.after.still);
-    if (res.after.mount_ns_known)
-        ck_assert(res.after.still & PYBOX_HELD_MOUNT_NS);
-    bool noted = false;
-    for (int i = 0; i < res.n_unknown; i++)
-        noted |= strstr(res.unknown[i], "PyBox did not run the collector (relaxed for a test)") != NULL;
-    ck_assert(noted);
-    ck_assert_msg(held >= (int64_t)MEMFD_MIB << 20, "only %lld bytes of shared memory held", (long long)held);
-    pybox_run_result_free(&res);
-    bool done = false;
-    pybox_error_t err = {0};
-    ck_assert_msg(pybox_native_collect(PYBOX_COLLECT_MS, &done, &err) == 0 && done, "%s", err.msg);
-    int64_t left = shmem_below(1 << 20);
-    ck_assert_msg(left < (1 << 20), "%lld bytes of shared memory after the collector", (long long)left);
+    bool seen = false;
+    for (int attempt = 0; attempt < 5 && !seen; attempt++) {
+        pybox_run_result_t res;
+        int rc = itest_lib_run(MEMFD_PROGRAM "cycle([1, 2])\n", relax_collection, NULL, &res);
+        int64_t held = install_shmem();
+        ck_assert_msg(rc == 0, "%s", res.error.msg);
+        ck_assert_int_eq(res.end, PYBOX_END_TARGET_EXIT);
+        ck_assert_int_eq(res.exit_code, 0);
+        ck_assert(res.gone);
+        ck_assert(res.after.looked);
+        ck_assert_int_eq(res.after.collector, -1);
+        ck_assert_int_eq(res.after.still, res.after.held); /* nothing released it but luck */
+        bool noted = false;
+        for (int i = 0; i < res.n_unknown; i++)
+            noted |= strstr(res.unknown[i], "(relaxed for a test)") != NULL;
+        ck_assert(noted);
+        if ((res.after.still & PYBOX_HELD_STDOUT) && held >= (int64_t)MEMFD_MIB << 20) {
+            seen = true;
+            bool said = false;
+            for (int i = 0; i < res.n_unknown; i++)
+                said |= strstr(res.unknown[i], "still held its stdout's write end") != NULL;
+            ck_assert(said);
+        }
+        pybox_run_result_free(&res);
+        bool done = false;
+        pybox_error_t err = {0};
+        ck_assert_msg(pybox_native_collect(PYBOX_COLLECT_MS, &done, &err) == 0 && done, "%s", err.msg);
+        int64_t left = shmem_below(1 << 20);
+        ck_assert_msg(left < (1 << 20), "%lld bytes of shared memory after the collector", (long long)left);
+    }
+    ck_assert_msg(seen, "in five runs without the collector, nothing was seen held after the box's end");
 }
 END_TEST
 

@@ -134,7 +134,8 @@ typedef struct pybox_native_after {
     bool mount_ns_known; /* this kernel can say whether the box's mount namespace exists (6.10+) */
     int collector;       /* 1: a pass of the kernel's collector ended after the box's end; 0: none was
                             seen within PYBOX_COLLECT_MS; -1: not run (relaxed for a test) */
-    double collect_ms;   /* from the box's end seen to the pass seen */
+    double collect_ms;   /* from the collector's start, once the box's end was read, to its pass seen (the box's removal
+                            runs in between) */
 } pybox_native_after_t;
 
 /* After pybox_native_remove: what it saw (zeroed when it did not look). */
