@@ -37,6 +37,12 @@
 #define PYBOX_STOP_GRACE_MS 1000
 /* After release, how long the box may take to end before it is killed. */
 #define PYBOX_RELEASE_GRACE_MS 2000
+/* After a native box's end: how long a pass of the kernel's collector of descriptors in
+ * flight may take to be seen (since Linux 6.10 it runs on a kernel work queue: a few ms,
+ * tens on a loaded host), and how long the box's cgroup may still count its ending
+ * processes once its init was reaped. */
+#define PYBOX_COLLECT_MS 2000
+#define PYBOX_NATIVE_EMPTY_MS 2000
 /* What a caller may ask for (--memory, --pids, --cpus), before the installation's ceilings. */
 #define PYBOX_MEMORY_MIN (32LL * 1024 * 1024)
 #define PYBOX_PIDS_MIN 8 /* the box's init, Python, and the runtime's own set-up processes */

@@ -36,6 +36,28 @@ typedef struct pybox_box_end {
     char error[256]; /* the backend's own error for the box, if any */
 } pybox_box_end_t;
 
+/* What outlived the box's last process, as the backend saw it while removing the box.
+ * A process can leave descriptors in flight in unix sockets that no process can receive
+ * from any more; the kernel keeps what they refer to until its collector of such cycles
+ * runs (docs/native.md). */
+#define PYBOX_HELD_STDIN 0x1u    /* the read end of the box's stdin */
+#define PYBOX_HELD_STDOUT 0x2u   /* the write end of its stdout */
+#define PYBOX_HELD_STDERR 0x4u   /* the write end of its stderr */
+#define PYBOX_HELD_MOUNT_NS 0x8u /* its mount namespace, with its mounts */
+typedef struct pybox_box_after {
+    bool looked;         /* the backend looked, once the kernel showed the box's end */
+    unsigned held;       /* PYBOX_HELD_* found after the box's end */
+    unsigned still;      /* of those, still there after the collector (or without it) */
+    bool mount_ns_known; /* whether the kernel could say if the mount namespace was there */
+    int collector;       /* 1: a pass of the kernel's collector was seen after the box's end;
+                            0: none within its bound; -1: not run (relaxed for a test) */
+    double collect_ms;
+} pybox_box_after_t;
+/* The receipt's word for each PYBOX_HELD_* bit, by bit position, NULL-ended; and the
+ * bits set as prose for a person ("its stdout's write end, its mount namespace"). */
+extern const char *const pybox_held_words[];
+void pybox_held_text(unsigned bits, char *out, size_t len);
+
 /* Something an installation left behind, found by its installation id. */
 typedef struct pybox_leftover {
     char kind[12];             /* "box", "volume", "cgroup", "staging", ... (the backend's word) */
@@ -73,8 +95,17 @@ typedef struct pybox_box_ops {
     ssize_t (*io_write)(pybox_box_t *b, const void *data, size_t len, pybox_error_t *err);
     int (*io_close_write)(pybox_box_t *b, pybox_error_t *err);
     /* Read what is ready and hand it over per stream. Returns 0 (more may come), 1 (the
-     * box's output ended: the box has ended) or -1. */
+     * box's output ended: the box has ended; with an end_fd, also once the box has
+     * ended and all its streams held was read, whether or not they reached their end) or
+     * -1. */
     int (*io_read)(pybox_box_t *b, pybox_output_cb cb, void *arg, pybox_error_t *err);
+    /* Optional (NULL: the end of the box's output is its end, as an engine's stream): a
+     * descriptor that becomes readable (POLLIN) once the box's PID 1 has ended, polled
+     * with the streams; then io_read ends them. A stream's end can come much later than
+     * the box's: a process may leave the write end of its stdout in flight in a unix
+     * socket that nothing can receive from, which the kernel keeps until its collector of
+     * such cycles runs. */
+    int (*end_fd)(const pybox_box_t *b);
     /* Send a signal to the box's PID 1 from outside the box (it sees a sender outside).
      * Returns 0 when sent, 1 when the box no longer runs. */
     int (*signal)(pybox_box_t *b, int sig, pybox_error_t *err);
@@ -87,6 +118,9 @@ typedef struct pybox_box_ops {
     /* Remove the box and everything made for it, then look again: *gone only when the
      * backend confirms nothing of it is left. */
     int (*remove)(pybox_box_t *b, bool *gone, pybox_error_t *err);
+    /* Optional (NULL: the backend has no such view): what outlived the box's end, as
+     * remove saw it (zeroed when it did not look). */
+    void (*after_end)(const pybox_box_t *b, pybox_box_after_t *out);
     /* The box's id and name in the backend. */
     const char *(*id)(const pybox_box_t *b);
     const char *(*name)(const pybox_box_t *b);

@@ -349,6 +349,22 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddBoolToObject(box, "started", res->started);
     cJSON_AddBoolToObject(box, "removed", res->removed);
     cJSON_AddBoolToObject(box, "confirmed_gone", res->gone);
+    if (res->after.looked) {
+        const pybox_box_after_t *a = &res->after;
+        cJSON *ae = cJSON_AddObjectToObject(box, "after_end");
+        cJSON *held = cJSON_AddArrayToObject(ae, "held");
+        cJSON *still = cJSON_AddArrayToObject(ae, "still_held");
+        for (size_t i = 0; pybox_held_words[i] != NULL; i++) {
+            if (a->held & (1u << i))
+                cJSON_AddItemToArray(held, cJSON_CreateString(pybox_held_words[i]));
+            if (a->still & (1u << i))
+                cJSON_AddItemToArray(still, cJSON_CreateString(pybox_held_words[i]));
+        }
+        cJSON_AddStringToObject(ae, "collector",
+                                a->collector > 0 ? "ran" : (a->collector == 0 ? "not_seen" : "not_run"));
+        cJSON_AddNumberToObject(ae, "collector_ms", ms1(a->collect_ms));
+        cJSON_AddBoolToObject(ae, "mount_namespace_checked", a->mount_ns_known);
+    }
     if (res->have_exit) {
         cJSON *ex = cJSON_AddObjectToObject(seen, "backend_record");
         cJSON_AddNumberToObject(ex, "exit_code", res->exit.exit_code);
@@ -587,6 +603,25 @@ static void count(char *buf, size_t len, const pybox_reading_t *r, unsigned bit,
         snprintf(buf, len, "unknown");
 }
 
+/* What outlived the box's last process, when anything did or the collector could not
+ * be seen (the rest goes under UNKNOWN). */
+static void after_end_text(pybox_buf_t *o, const pybox_box_after_t *a)
+{
+    if (!a->looked || a->held == 0)
+        return;
+    char held[512], still[512];
+    pybox_held_text(a->held, held, sizeof held);
+    pybox_held_text(a->still, still, sizeof still);
+    pybox_buf_addf(o, "  %-10s after its last process, held by descriptors in flight:\n", "");
+    pybox_buf_addf(o, "  %-10s   %s\n", "", held);
+    if (a->still == 0)
+        pybox_buf_addf(o, "  %-10s released by the kernel's collector, run by PyBox (%.0f ms)\n", "", a->collect_ms);
+    else if (a->collector < 0)
+        pybox_buf_addf(o, "  %-10s NOT released: the kernel's collector was not run (relaxed)\n", "");
+    else
+        pybox_buf_addf(o, "  %-10s STILL HELD after the kernel's collector: %s\n", "", still);
+}
+
 static void files_text(pybox_buf_t *o, const pybox_run_result_t *res, int columns)
 {
     const pybox_outputs_t *out = &res->outputs;
@@ -805,6 +840,7 @@ int pybox_receipt_text_styled(const pybox_run_result_t *res, const pybox_receipt
                    res->verified ? "" : " (FAILED)");
     pybox_buf_addf(o, "  %-10s %s, %s\n", "", res->removed ? "removed" : "NOT removed",
                    res->gone ? "confirmed gone" : "NOT confirmed gone");
+    after_end_text(o, &res->after);
     pybox_buf_addf(o, "  %-10s before %.0f ms, housekeeping %.0f, create %.0f, verify %.0f,\n", "timings",
                    res->t.before_ms, res->t.housekeeping_ms, res->t.create_ms, res->t.verify_ms);
     pybox_buf_addf(o, "  %-10s attach %.0f, start %.0f, arm %.1f, run %.0f, collect %.0f,\n", "", res->t.attach_ms,

@@ -130,15 +130,31 @@ static const node_t asked_m[] = {M("at", T_STR, "when the run started (UTC)"),
                                  OPT("inputs_bytes", T_INT, "the inputs' bytes in all"),
                                  OBJ("policy", T_OBJ, policy_m, NULL),
                                  END};
-static const node_t box_m[] = {M("id", T_STR, "the box's id in the backend"),
-                               M("name", T_STR, NULL),
-                               M("created", T_BOOL, NULL),
-                               M("verified", T_BOOL, "read back and compared before start"),
-                               M("settings_checked", T_INT, NULL),
-                               M("started", T_BOOL, NULL),
-                               M("removed", T_BOOL, NULL),
-                               M("confirmed_gone", T_BOOL, "looked up again after removal"),
-                               END};
+static const char *const collector_words[] = {"ran", "not_seen", "not_run", NULL};
+static const node_t held_item = WORDS("", pybox_held_words, NULL);
+static const node_t after_end_m[] = {
+    ARR("held", &held_item, "what outlived the box's last process, held by descriptors in flight"),
+    WORDS("collector", collector_words,
+          "the kernel's collector of descriptors in flight, run by PyBox after the box's end: a pass seen, none "
+          "seen in time, or not run (relaxed for a test)"),
+    M("collector_ms", T_NUM,
+      "from the collector's start, once the box's end was read, to its pass seen (the box's removal runs in between)"),
+    ARR("still_held", &held_item, "what was still there after it"),
+    M("mount_namespace_checked", T_BOOL, "whether this kernel could say if the box's mount namespace was there"),
+    END};
+static const node_t box_m[] = {
+    M("id", T_STR, "the box's id in the backend"),
+    M("name", T_STR, NULL),
+    M("created", T_BOOL, NULL),
+    M("verified", T_BOOL, "read back and compared before start"),
+    M("settings_checked", T_INT, NULL),
+    M("started", T_BOOL, NULL),
+    M("removed", T_BOOL, NULL),
+    M("confirmed_gone", T_BOOL,
+      "looked up again after removal (native: its init reaped, its cgroup counting no "
+      "process, then removed)"),
+    OPT_OBJ("after_end", T_OBJ, after_end_m, "what the backend saw outlive the box's last process (native)"),
+    END};
 static const node_t backend_record_m[] = {M("exit_code", T_INT, "the box's exit status as the backend recorded it"),
                                           M("oom_killed", T_BOOL, "something in the box was killed for lack of memory"),
                                           M("started_at", T_STR, NULL),

@@ -100,6 +100,7 @@ typedef struct pybox_run_result {
     int housekept;        /* leftovers removed before the run; -1 if housekeeping failed */
     bool note_closed;     /* the run note was removed after the box was confirmed gone */
     bool removed, gone;
+    pybox_box_after_t after; /* what outlived the box's last process (backends that look) */
     pybox_timings_t t;
     /* the kernel's account, read from the box's cgroup on the host */
     pybox_watch_t watch;   /* samples live here */

@@ -67,6 +67,7 @@ int main(void)
     /* The same suites on each backend; what only one backend has runs on that one (the
      * engine's own checks, a private engine; the native sandbox's library). */
     SRunner *sr = srunner_create(itest_suite_exec());
+    srunner_add_suite(sr, itest_suite_inflight());
     srunner_add_suite(sr, itest_suite_refuse());
     srunner_add_suite(sr, itest_suite_isolation());
     srunner_add_suite(sr, itest_suite_verify());

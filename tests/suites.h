@@ -6,6 +6,7 @@
 #include <check.h>
 
 Suite *itest_suite_exec(void);
+Suite *itest_suite_inflight(void);
 Suite *itest_suite_refuse(void);
 Suite *itest_suite_isolation(void);
 Suite *itest_suite_verify(void);

@@ -433,6 +433,22 @@ START_TEST(parse_cgroup_files)
     ck_assert_int_eq(q, -1);
     pybox_error_t e3 = {0};
     ck_assert_int_eq(pybox_np_cg_cpu_max("50000\n", 6, &q, &per, &e3), -1);
+    /* cgroup.procs: a process id per line; an empty list is no process. */
+    ck_assert_int_eq(pybox_np_cg_procs("", 0, &v, &err), 0);
+    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(pybox_np_cg_procs("4242\n17\n", 8, &v, &err), 0);
+    ck_assert_int_eq(v, 2);
+    ck_assert_int_eq(pybox_np_cg_procs("4242", 4, &v, &err), 0);
+    ck_assert_int_eq(v, 1);
+    static const char *const bad[] = {"\n", "0\n", "-3\n", "12 \n", "x\n", "1\n\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pybox_error_t e4 = {0};
+        ck_assert_msg(pybox_np_cg_procs(bad[i], strlen(bad[i]), &v, &e4) == -1, "taken: '%s'", bad[i]);
+    }
+    /* cgroup.events (v2): populated is one of its keys. */
+    const char events[] = "populated 0\nfrozen 0\n";
+    ck_assert_int_eq(pybox_np_cg_keyed(events, strlen(events), "populated", &v, &err), 0);
+    ck_assert_int_eq(v, 0);
 }
 END_TEST
 
@@ -529,6 +545,26 @@ START_TEST(cgroup_v2_fixture)
     ck_assert_int_eq(pybox_native_cg_attach(&cg, 4242, &err), 0);
     get("pybox-inst/" LEAF "/cgroup.procs", buf, sizeof buf);
     ck_assert_str_eq(buf, "4242");
+    /* The box's end as the kernel counts it: cgroup.events, "populated" 0 or 1. */
+    bool populated = false, empty = true;
+    put("pybox-inst/" LEAF "/cgroup.events", "populated 1\nfrozen 0\n");
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &err), 0);
+    ck_assert(populated);
+    ck_assert_int_eq(pybox_native_cg_wait_empty(&cg, 0, &empty, &err), 0);
+    ck_assert(!empty);
+    put("pybox-inst/" LEAF "/cgroup.events", "populated 0\nfrozen 0\n");
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &err), 0);
+    ck_assert(!populated);
+    ck_assert_int_eq(pybox_native_cg_wait_empty(&cg, 0, &empty, &err), 0);
+    ck_assert(empty);
+    /* Without the key, or with a value that is not a count, nothing is concluded. */
+    put("pybox-inst/" LEAF "/cgroup.events", "frozen 0\n");
+    pybox_error_t e4 = {0};
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &e4), -1);
+    ck_assert(populated);
+    put("pybox-inst/" LEAF "/cgroup.events", "populated yes\n");
+    pybox_error_t e5 = {0};
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &e5), -1);
     fixture_end();
 }
 END_TEST
@@ -588,6 +624,33 @@ START_TEST(cgroup_v1_fixture)
     int64_t kills;
     ck_assert_int_eq(pybox_native_cg_oom_kills(&cg, &kills, &err), 0);
     ck_assert_int_eq(kills, 1);
+    /* The box's end as the kernel counts it: v1 has no cgroup.events outside the unified
+     * mount; every controller's cgroup.procs is empty. One process in one is enough. */
+    bool populated = false, empty = false;
+    put("memory/pybox-inst/" LEAF "/cgroup.procs", "");
+    put("pids/pybox-inst/" LEAF "/cgroup.procs", "");
+    put("cpu,cpuacct/pybox-inst/" LEAF "/cgroup.procs", "");
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &err), 0);
+    ck_assert(!populated);
+    ck_assert_int_eq(pybox_native_cg_wait_empty(&cg, 0, &empty, &err), 0);
+    ck_assert(empty);
+    put("pids/pybox-inst/" LEAF "/cgroup.procs", "4242\n");
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &err), 0);
+    ck_assert(populated);
+    ck_assert_int_eq(pybox_native_cg_wait_empty(&cg, 0, &empty, &err), 0);
+    ck_assert(!empty);
+    /* A list longer than a page is processes, whatever the rest says. */
+    char many[8192];
+    size_t at = 0;
+    for (int pid = 1000; at + 8 < sizeof many; pid++)
+        at += (size_t)snprintf(many + at, sizeof many - at, "%d\n", pid);
+    put("pids/pybox-inst/" LEAF "/cgroup.procs", "");
+    put("cpu,cpuacct/pybox-inst/" LEAF "/cgroup.procs", many);
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &err), 0);
+    ck_assert(populated);
+    put("cpu,cpuacct/pybox-inst/" LEAF "/cgroup.procs", "not a pid\n");
+    pybox_error_t e4 = {0};
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &e4), -1);
     fixture_end();
 }
 END_TEST

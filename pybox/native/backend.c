@@ -35,6 +35,7 @@ typedef struct native_box {
     char box_name[PYBOX_NAME_MAX];
     char spec_sha256[65];
     bool out_eof, err_eof;
+    unsigned held_at_end; /* PYBOX_HELD_* of a pipe not at its end when the box's end was seen */
 } native_box_t;
 
 static const pybox_box_ops_t native_box_ops;
@@ -228,11 +229,12 @@ static int n_io_close_write(pybox_box_t *base, pybox_error_t *err)
     return 0;
 }
 
-/* Drain one pipe: 1 at its end, 0 when nothing more is ready, -1 on failure. */
-static int drain(int fd, int stream, pybox_output_cb cb, void *arg, pybox_error_t *err)
+/* Drain one pipe: 1 at its end, 0 when nothing more is ready, -1 on failure. At most
+ * rounds reads of 64 KiB, so one busy stream cannot keep the run from the others. */
+static int drain(int fd, int stream, int rounds_max, pybox_output_cb cb, void *arg, pybox_error_t *err)
 {
     char chunk[65536];
-    for (int rounds = 0; rounds < 16; rounds++) {
+    for (int rounds = 0; rounds < rounds_max; rounds++) {
         ssize_t r = read(fd, chunk, sizeof chunk);
         if (r < 0 && errno == EINTR)
             continue;
@@ -249,23 +251,42 @@ static int drain(int fd, int stream, pybox_output_cb cb, void *arg, pybox_error_
     return 0;
 }
 
+/* Whole pipes: a pipe holds at most 1 MiB unless root raised the host's pipe-max-size,
+ * and once the box has ended nothing writes to it any more. */
+#define DRAIN_ENDED_ROUNDS 1024
+
 static int n_io_read(pybox_box_t *base, pybox_output_cb cb, void *arg, pybox_error_t *err)
 {
     native_box_t *b = (native_box_t *)base;
+    /* Asked before reading: once init has ended, so has every process of the box (init is
+     * its PID namespace's PID 1), no process can write to its pipes any more, and what
+     * they hold is all the box said. Their end may come later, or never without the
+     * kernel's collector: a descriptor in flight in a unix socket holds a write end. */
+    bool ended = pybox_native_ended(b->nb);
+    int rounds = ended ? DRAIN_ENDED_ROUNDS : 16;
     /* stderr first, as the engine's stream is read: the record ends stdout */
     if (!b->err_eof) {
-        int r = drain(pybox_native_stderr(b->nb), 2, cb, arg, err);
+        int r = drain(pybox_native_stderr(b->nb), 2, rounds, cb, arg, err);
         if (r < 0)
             return -1;
-        b->err_eof = r == 1;
+        b->err_eof = r == 1 || ended;
+        if (ended && r != 1)
+            b->held_at_end |= PYBOX_HELD_STDERR;
     }
     if (!b->out_eof) {
-        int r = drain(pybox_native_stdout(b->nb), 1, cb, arg, err);
+        int r = drain(pybox_native_stdout(b->nb), 1, rounds, cb, arg, err);
         if (r < 0)
             return -1;
-        b->out_eof = r == 1;
+        b->out_eof = r == 1 || ended;
+        if (ended && r != 1)
+            b->held_at_end |= PYBOX_HELD_STDOUT;
     }
     return b->out_eof && b->err_eof ? 1 : 0;
+}
+
+static int n_end_fd(const pybox_box_t *base)
+{
+    return pybox_native_pidfd(((const native_box_t *)base)->nb);
 }
 
 static int n_signal(pybox_box_t *base, int sig, pybox_error_t *err)
@@ -321,6 +342,34 @@ static int n_remove(pybox_box_t *base, bool *gone, pybox_error_t *err)
     return pybox_native_remove(((native_box_t *)base)->nb, gone, err);
 }
 
+static void n_after_end(const pybox_box_t *base, pybox_box_after_t *out)
+{
+    const native_box_t *b = (const native_box_t *)base;
+    pybox_native_after_t a;
+    pybox_native_after(b->nb, &a);
+    static const struct {
+        unsigned native, box;
+    } bits[] = {{PYBOX_NATIVE_HELD_STDIN, PYBOX_HELD_STDIN},
+                {PYBOX_NATIVE_HELD_STDOUT, PYBOX_HELD_STDOUT},
+                {PYBOX_NATIVE_HELD_STDERR, PYBOX_HELD_STDERR},
+                {PYBOX_NATIVE_HELD_MOUNT_NS, PYBOX_HELD_MOUNT_NS}};
+    memset(out, 0, sizeof *out);
+    out->looked = a.looked;
+    for (size_t i = 0; i < sizeof bits / sizeof *bits; i++) {
+        if (a.held & bits[i].native)
+            out->held |= bits[i].box;
+        if (a.still & bits[i].native)
+            out->still |= bits[i].box;
+    }
+    /* Seen the moment the box's end was (the removal looks a little later, when another
+     * process's close of a unix socket may have had the collector release them). */
+    if (a.looked)
+        out->held |= b->held_at_end;
+    out->mount_ns_known = a.mount_ns_known;
+    out->collector = a.collector;
+    out->collect_ms = a.collect_ms;
+}
+
 static const char *n_id(const pybox_box_t *base)
 {
     return ((const native_box_t *)base)->name;
@@ -355,11 +404,13 @@ static const pybox_box_ops_t native_box_ops = {
     .io_write = n_io_write,
     .io_close_write = n_io_close_write,
     .io_read = n_io_read,
+    .end_fd = n_end_fd,
     .signal = n_signal,
     .wait = n_wait,
     .running = n_running,
     .cgroup = n_cgroup,
     .remove = n_remove,
+    .after_end = n_after_end,
     .id = n_id,
     .name = n_name,
     .spec_sha256 = n_spec_sha256,

@@ -400,6 +400,67 @@ int pybox_native_cg_oom_kills(const pybox_native_cgroup_t *cg, int64_t *kills, p
     return pybox_np_cg_keyed(buf, n, "oom_kill", kills, err);
 }
 
+int pybox_native_cg_populated(const pybox_native_cgroup_t *cg, bool *populated, pybox_error_t *err)
+{
+    char p[PATH_MAX], buf[4096];
+    size_t n;
+    *populated = true;
+    if (cg->version == 2) {
+        int64_t v;
+        if (pybox_fmt(p, sizeof p, "%s/cgroup.events", cg->unified) < 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+        if (pybox_native_read_small(p, buf, sizeof buf, &n, err) < 0 ||
+            pybox_np_cg_keyed(buf, n, "populated", &v, err) < 0)
+            return -1;
+        *populated = v != 0;
+        return 0;
+    }
+    /* v1 has cgroup.events only on the unified mount: each controller's list of the
+     * leaf's processes, all empty (a task is in every hierarchy at once; each is asked). */
+    const char *d[4];
+    size_t nd = dirs_of(cg, d);
+    for (size_t i = 0; i < nd; i++) {
+        if (pybox_fmt(p, sizeof p, "%s/cgroup.procs", d[i]) < 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+        pybox_error_t rerr = {0};
+        if (pybox_native_read_small(p, buf, sizeof buf, &n, &rerr) < 0) {
+            if (rerr.kind == PYBOX_ERR_PROTOCOL) /* longer than a page: processes, surely */
+                return 0;
+            *err = rerr;
+            return -1;
+        }
+        int64_t count;
+        if (pybox_np_cg_procs(buf, n, &count, err) < 0)
+            return -1;
+        if (count > 0)
+            return 0;
+    }
+    *populated = false;
+    return 0;
+}
+
+int pybox_native_cg_wait_empty(const pybox_native_cgroup_t *cg, int64_t timeout_ms, bool *empty, pybox_error_t *err)
+{
+    int64_t deadline = pybox_now_ms() + timeout_ms;
+    long pause_us = 100;
+    *empty = false;
+    for (;;) {
+        bool populated;
+        if (pybox_native_cg_populated(cg, &populated, err) < 0)
+            return -1;
+        if (!populated) {
+            *empty = true;
+            return 0;
+        }
+        if (pybox_now_ms() >= deadline)
+            return 0;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = pause_us * 1000};
+        nanosleep(&ts, NULL);
+        if (pause_us < 20000)
+            pause_us *= 2;
+    }
+}
+
 int pybox_native_cg_remove(const pybox_native_cgroup_t *cg, int64_t timeout_ms, bool *gone, pybox_error_t *err)
 {
     const char *d[4];

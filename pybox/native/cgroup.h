@@ -64,6 +64,14 @@ int pybox_native_cg_attach(const pybox_native_cgroup_t *cg, pid_t pid, pybox_err
 /* OOM kills counted in the leaf (v1 memory.oom_control, v2 memory.events). */
 int pybox_native_cg_oom_kills(const pybox_native_cgroup_t *cg, int64_t *kills, pybox_error_t *err);
 
+/* Whether the kernel still counts a process in the leaf: v2 its cgroup.events says
+ * "populated 1"; v1 (no cgroup.events outside the unified mount) a controller's
+ * cgroup.procs lists one. */
+int pybox_native_cg_populated(const pybox_native_cgroup_t *cg, bool *populated, pybox_error_t *err);
+/* Wait (at most timeout_ms) until the leaf is not populated: *empty when it is not. A
+ * process that is ending still counts until the kernel has released it. */
+int pybox_native_cg_wait_empty(const pybox_native_cgroup_t *cg, int64_t timeout_ms, bool *empty, pybox_error_t *err);
+
 /* Remove the leaf's folders, retrying while the kernel still lists tasks in them, for
  * at most timeout_ms. *gone when none is left. */
 int pybox_native_cg_remove(const pybox_native_cgroup_t *cg, int64_t timeout_ms, bool *gone, pybox_error_t *err);

@@ -55,6 +55,10 @@ struct pybox_native_box {
     const char *proc_ro[PYBOX_NATIVE_PROC_MASK_MAX];
     size_t n_proc_ro;
     char filter_sha256[65];
+    /* After the box's end. */
+    uint64_t mntns_id; /* its mount namespace (0: this kernel cannot say) */
+    bool collect;      /* have the kernel's collector run (a test may relax it) */
+    pybox_native_after_t after;
 };
 
 /* The uid the program runs as: spec->uid, or what a relaxation says. */

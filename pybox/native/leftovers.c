@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* What native boxes of an installation left behind: cgroup leaves under its parent and
  * staging folders, found by run-id names only, removed after their expiry (see sandbox.h).
- * No mount is ever left: every mount of a box lives in its own mount namespace. */
+ * Every mount of a box lives in its own mount namespace, which ends with the box's last
+ * process unless a descriptor left in flight in a unix socket holds it (a handle of the
+ * namespace, a file of one of its mounts): the kernel's collector ends those, and the
+ * removal of a leftover box has it run, as its box ended with no PyBox to see it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../bounds.h"
 #include "../util.h"
 #include "cgroup.h"
 #include "internal.h"
@@ -186,6 +190,11 @@ int pybox_native_leftover_remove(const char *cgroup_root, const char *cgroup_par
         return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "staging path");
     if (pybox_native_rm_tree(p, err) < 0 || pybox_native_rm_tree(q, err) < 0)
         return -1;
+    if (l->cgroup) {
+        bool done;
+        pybox_error_t ignored = {0};
+        (void)pybox_native_collect(PYBOX_COLLECT_MS, &done, &ignored);
+    }
     *gone = cg_gone;
     return 0;
 }

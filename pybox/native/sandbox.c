@@ -971,6 +971,7 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     b->pidfd = b->in_w = b->out_r = b->err_r = -1;
     b->program_uid = pybox_native_program_uid(s);
     b->end.oom_kills = -1;
+    b->collect = (s->relax & PYBOX_RELAX_IN_FLIGHT) == 0;
     snprintf(b->argv[0], sizeof b->argv[0], "%s", PYBOX_GUEST_INIT_PATH);
     snprintf(b->argv[1], sizeof b->argv[1], "%s%lld", PYBOX_GUEST_TIMER_FLAG, (long long)s->timer_ms);
     snprintf(b->argv[2], sizeof b->argv[2], "%s%u", PYBOX_GUEST_UID_FLAG, b->program_uid);
@@ -1083,6 +1084,9 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
         goto fail;
     }
     close_fd(&rep[0]);
+    /* What lets the box's mount namespace be looked up after its end, when nothing of it
+     * should be left (init waits for its hello: nothing of the program runs yet). */
+    b->mntns_id = pybox_native_mntns_id(pid);
     b->in_w = in_p[1];
     b->out_r = out_p[0];
     b->err_r = err_p[0];
@@ -1118,6 +1122,11 @@ fail:
 pid_t pybox_native_pid(const pybox_native_box_t *b)
 {
     return b->pid;
+}
+
+int pybox_native_pidfd(const pybox_native_box_t *b)
+{
+    return b->pidfd;
 }
 
 int pybox_native_stdin(const pybox_native_box_t *b)
@@ -1219,6 +1228,53 @@ bool pybox_native_running(pybox_native_box_t *b)
     return si.si_pid == 0;
 }
 
+bool pybox_native_ended(pybox_native_box_t *b)
+{
+    if (b->reaped)
+        return true;
+    if (b->pidfd < 0)
+        return false;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    return waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid != 0;
+}
+
+/* What is held of the box now: its pipes' other ends (a pipe's reader sees POLLHUP once
+ * no writer is left, its writer POLLERR once no reader is), its mount namespace. */
+static unsigned held_now(const pybox_native_box_t *b, bool *ns_known)
+{
+    unsigned held = 0;
+    struct pollfd p[3] = {{.fd = b->in_w, .events = 0}, {.fd = b->out_r, .events = 0}, {.fd = b->err_r, .events = 0}};
+    static const unsigned bit[3] = {PYBOX_NATIVE_HELD_STDIN, PYBOX_NATIVE_HELD_STDOUT, PYBOX_NATIVE_HELD_STDERR};
+    if (poll(p, 3, 0) >= 0)
+        for (int i = 0; i < 3; i++)
+            if (p[i].fd >= 0 && !(p[i].revents & (i == 0 ? POLLERR : POLLHUP)))
+                held |= bit[i];
+    int ns = pybox_native_mntns_exists(b->mntns_id);
+    *ns_known = ns >= 0;
+    if (ns == 1)
+        held |= PYBOX_NATIVE_HELD_MOUNT_NS;
+    return held;
+}
+
+/* Once the collector's pass was seen: what it freed goes as the kernel releases it,
+ * moments after (its files are closed by a kernel work queue); at most this long. */
+#define SETTLE_MS 200
+
+static void settle(pybox_native_box_t *b)
+{
+    pybox_native_after_t *a = &b->after;
+    bool known;
+    int64_t deadline = pybox_now_ms() + SETTLE_MS;
+    long pause_us = 100;
+    while ((a->still = held_now(b, &known) & a->held) != 0 && pybox_now_ms() < deadline) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = pause_us * 1000};
+        nanosleep(&ts, NULL);
+        if (pause_us < 10000)
+            pause_us *= 2;
+    }
+}
+
 int pybox_native_remove(pybox_native_box_t *b, bool *gone, pybox_error_t *err)
 {
     *gone = false;
@@ -1230,6 +1286,33 @@ int pybox_native_remove(pybox_native_box_t *b, bool *gone, pybox_error_t *err)
         pybox_native_end_t end;
         if (pybox_native_wait(b, 5000, &end, err) < 0 || end.timed_out)
             rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "native box: its init did not end after SIGKILL");
+    }
+    /* The kernel's end of the box: init reaped (PID 1 of its namespace, whose end is every
+     * process's end), then its cgroup counting no process. */
+    bool empty = !b->cg_made;
+    if (b->cg_made && rc == 0) {
+        if (pybox_native_cg_wait_empty(&b->cg, PYBOX_NATIVE_EMPTY_MS, &empty, err) < 0)
+            rc = -1;
+        else if (!empty)
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, EBUSY,
+                                 "native box: its cgroup still counts a process %d ms after its init was reaped",
+                                 PYBOX_NATIVE_EMPTY_MS);
+    }
+    /* What outlived it, then the kernel's collector: started before the leaf and the
+     * staging folder are removed, its pass seen after (a few ms on a kernel work queue). */
+    pybox_native_collect_t col = {.end_r = -1};
+    bool collecting = false;
+    if (rc == 0 && b->reaped && !b->after.looked) {
+        pybox_native_after_t *a = &b->after;
+        a->looked = true;
+        a->held = held_now(b, &a->mount_ns_known);
+        a->still = a->held;
+        a->collector = -1;
+        if (b->collect) {
+            pybox_error_t cerr = {0};
+            collecting = pybox_native_collect_start(&col, &cerr) == 0;
+            a->collector = 0;
+        }
     }
     bool cg_gone = !b->cg_made;
     if (b->cg_made && rc == 0) {
@@ -1247,8 +1330,23 @@ int pybox_native_remove(pybox_native_box_t *b, bool *gone, pybox_error_t *err)
             b->staging_made = false;
         }
     }
-    *gone = rc == 0 && (b->reaped || b->pid < 0) && cg_gone && st_gone;
+    if (collecting) {
+        bool done = false;
+        pybox_error_t cerr = {0};
+        (void)pybox_native_collect_wait(&col, col.started_ms + PYBOX_COLLECT_MS, &done, &cerr);
+        b->after.collect_ms = (double)(pybox_now_ms() - col.started_ms);
+        b->after.collector = done ? 1 : 0;
+        if (done)
+            settle(b);
+    }
+    pybox_native_collect_end(&col);
+    *gone = rc == 0 && (b->reaped || b->pid < 0) && empty && cg_gone && st_gone;
     return rc;
+}
+
+void pybox_native_after(const pybox_native_box_t *b, pybox_native_after_t *out)
+{
+    *out = b->after;
 }
 
 void pybox_native_free(pybox_native_box_t *b)

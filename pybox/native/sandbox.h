@@ -77,6 +77,8 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
 int pybox_native_verify(pybox_native_box_t *b, const pybox_native_spec_t *s, int *checked, pybox_error_t *err);
 
 pid_t pybox_native_pid(const pybox_native_box_t *b);
+/* init's pidfd: readable (POLLIN) once init has ended; -1 when there is none. */
+int pybox_native_pidfd(const pybox_native_box_t *b);
 int pybox_native_stdin(const pybox_native_box_t *b);  /* write end, O_NONBLOCK|O_CLOEXEC */
 int pybox_native_stdout(const pybox_native_box_t *b); /* read end, O_NONBLOCK|O_CLOEXEC */
 int pybox_native_stderr(const pybox_native_box_t *b); /* read end, O_NONBLOCK|O_CLOEXEC */
@@ -91,6 +93,8 @@ int pybox_native_signal(pybox_native_box_t *b, int sig, pybox_error_t *err);
  * OOM kills. Once reaped, later calls give the same end. */
 int pybox_native_wait(pybox_native_box_t *b, int64_t timeout_ms, pybox_native_end_t *end, pybox_error_t *err);
 bool pybox_native_running(pybox_native_box_t *b);
+/* Whether the kernel says init has ended (a failure to ask is not an end). */
+bool pybox_native_ended(pybox_native_box_t *b);
 
 /* The box's cgroup folders. */
 int pybox_native_cgroup(const pybox_native_box_t *b, pybox_native_cgroup_t *out);
@@ -108,6 +112,56 @@ int pybox_native_get_files(pybox_native_box_t *b, size_t max, pybox_buf_t *out, 
  * when all of it is gone. */
 int pybox_native_remove(pybox_native_box_t *b, bool *gone, pybox_error_t *err);
 void pybox_native_free(pybox_native_box_t *b);
+
+/* ---- what can outlive a box's last process ---- */
+
+/* A process can send a descriptor through a unix socket (SCM_RIGHTS), then that socket
+ * through another, and end: the descriptors are in flight in queues no process can read
+ * any more, and the kernel keeps what they refer to (a pipe's write end, a file, a
+ * memfd's memory, a namespace with its mounts) outside any live limit until its
+ * collector of such cycles runs. Only the release or the send of a unix socket has it
+ * run, anyone's, anywhere on the host. */
+
+/* What a box's removal saw of that, after its end (docs/native.md). */
+#define PYBOX_NATIVE_HELD_STDIN 0x1u    /* the read end of the box's stdin */
+#define PYBOX_NATIVE_HELD_STDOUT 0x2u   /* the write end of its stdout */
+#define PYBOX_NATIVE_HELD_STDERR 0x4u   /* of its stderr */
+#define PYBOX_NATIVE_HELD_MOUNT_NS 0x8u /* its mount namespace, with every mount of the box */
+typedef struct pybox_native_after {
+    bool looked;         /* the box had ended (init reaped, its cgroup empty) and was looked at */
+    unsigned held;       /* PYBOX_NATIVE_HELD_* still there after the box's end */
+    unsigned still;      /* of those, still there after the collector ran (or when it did not) */
+    bool mount_ns_known; /* this kernel can say whether the box's mount namespace exists (6.10+) */
+    int collector;       /* 1: a pass of the kernel's collector ended after the box's end; 0: none was
+                            seen within PYBOX_COLLECT_MS; -1: not run (relaxed for a test) */
+    double collect_ms;   /* from the collector's start, once the box's end was read, to its pass seen (the box's removal
+                            runs in between) */
+} pybox_native_after_t;
+
+/* After pybox_native_remove: what it saw (zeroed when it did not look). */
+void pybox_native_after(const pybox_native_box_t *b, pybox_native_after_t *out);
+
+/* Have the kernel's collector run, and see a pass: a marker of PyBox's own (two unix
+ * sockets, each in flight in the other's queue and closed, with a datagram of a third
+ * socket of PyBox's beside them), then a unix socket closed. A pass that ends the marker
+ * began after it was made, and collected every cycle nothing referred to then; the files
+ * it held are closed moments after, by a kernel work queue. */
+typedef struct pybox_native_collect {
+    int end_r; /* the third socket: writable (POLLOUT) once a pass freed its datagram */
+    int64_t started_ms;
+} pybox_native_collect_t;
+int pybox_native_collect_start(pybox_native_collect_t *c, pybox_error_t *err);
+/* Wait until deadline_ms (monotonic) for the marker's end (*done), closing a unix socket
+ * again from time to time; then pybox_native_collect_end, done or not. */
+int pybox_native_collect_wait(pybox_native_collect_t *c, int64_t deadline_ms, bool *done, pybox_error_t *err);
+void pybox_native_collect_end(pybox_native_collect_t *c);
+/* All three, at most timeout_ms. */
+int pybox_native_collect(int64_t timeout_ms, bool *done, pybox_error_t *err);
+
+/* The mount namespace id of a process (Linux 6.10+; 0 when the kernel cannot say), and
+ * whether a mount namespace of that id exists (listmount): 1 yes, 0 no, -1 not known. */
+uint64_t pybox_native_mntns_id(pid_t pid);
+int pybox_native_mntns_exists(uint64_t id);
 
 /* ---- leftovers of an installation ---- */
 
