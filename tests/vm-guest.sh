@@ -89,6 +89,12 @@ engine() {
     docker info --format 'engine {{.ServerVersion}}, cgroup driver {{.CgroupDriver}}, cgroup v{{.CgroupVersion}}'
 }
 
+# One program through the installed pybox, its receipt in the log: the first thing to
+# read when a suite fails.
+hello() {
+    echo 'print("hello from the guest")' | pybox exec --backend "$1"
+}
+
 # One integration suite (tests/main.c) on one backend, in an installation of its own.
 integration() {
     PYBOX_BACKEND=$1 PYBOX_BIN=/usr/bin/pybox CK_RUN_SUITE=$2 CK_VERBOSITY=verbose "$build/itest"
@@ -134,6 +140,7 @@ step install install_package
 step images images
 for b in $backends; do
     [ "$b" = docker ] && step engine engine
+    step "hello-$b" hello "$b"
     for suite in $(suites "$b"); do
         step "integration-$b-$suite" integration "$b" "$suite"
     done
