@@ -63,6 +63,18 @@ out=$(echo 'print(6 * 7)' | PYBOX_HOME=$home "$pybox" exec --json) || fail "pybo
 printf '%s\n' "$out" | grep -q '"status":"TARGET_EXIT_OBSERVED"' || fail "pybox exec: $out"
 printf '%s\n' "$out" | grep -q '"text":"42\\n"' || fail "pybox exec did not say 42: $out"
 
+step "the installed pybox has no test hook: each one set is refused, nothing run"
+for hook in PYBOX_TEST_KILL_AT=run PYBOX_TEST_CGROUP_ROOT=$tmp PYBOX_TEST_RUN_DIR=$tmp; do
+    rc=0
+    out=$(echo 'print(6 * 7)' | env "$hook" PYBOX_HOME="$home" "$pybox" exec 2>&1) || rc=$?
+    [ "$rc" = 125 ] || fail "with $hook, the installed pybox exited $rc: $out"
+    case $out in
+    *"${hook%%=*} is set: it is a test hook"*) ;;
+    *) fail "with $hook, the installed pybox says: $out" ;;
+    esac
+done
+[ ! -e "$p/bin/pybox-test" ] || fail "the test build was installed"
+
 step "build the stdlib image from the installed recipes into a private installation"
 # the cached root filesystem its recipe names (sha256 of its package list, then the
 # build script: images/image.c), copied so that nothing of the machine's is written
