@@ -985,6 +985,9 @@ def killed_at_phases():
         rep2 = cleanup_json(inst, BACKEND)
         removed = [i for i in rep2.get("items", []) if i.get("run_id") in run_ids and i.get("action") == "removed"]
         wait_for_leases(run_ids, expires)
+        # The leases, expired by now and held by nobody, go with the next cleanup.
+        rep3 = cleanup_json(inst, BACKEND)
+        OBS["leases_swept"] = rep3.get("leases_removed")
         left = leftovers(inst, MAIN_SOCK, run_ids, BACKEND)
         left["output_folders"] = sorted(os.listdir(outs))
         stale = [x for x in leases(run_ids) if x[2] <= time.time()]
@@ -996,11 +999,11 @@ def killed_at_phases():
         OBS["leftovers"] = count(left)
         OBS["expired_lease_files"] = len(stale)
         check("cleanup keeps all until the expiry, then leaves nothing",
-              not early and count(left) == 0,
-              "before the expiry: %d kept, %d removed; after it: %d removed (%s); left: %s; %d expired lease files "
-              "(free: the next run may take their uids)"
+              not early and count(left) == 0 and not stale,
+              "before the expiry: %d kept, %d removed; after it: %d removed (%s); left: %s; once the leases expired, "
+              "a cleanup removed %s expired lease files, and %d are left"
               % (OBS["cleanup_before_expiry"]["kept"], len(early), len(removed),
-                 ", ".join(OBS["cleanup_after_expiry"]["kinds"]), describe(left), len(stale)))
+                 ", ".join(OBS["cleanup_after_expiry"]["kinds"]), describe(left), OBS["leases_swept"], len(stale)))
     finally:
         # Whatever a failed check left of this installation's own goes (only its label).
         if inst.install_id:
