@@ -38,7 +38,7 @@ static int own_folder(int at, const char *name, const char *shown, bool create, 
         return 0;
     struct stat sb;
     if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && fstatat(at, name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
-        return pybox_error_set(err, PYBOX_ERR_STATE, ENOTDIR,
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0,
                                "%s is not a folder (a %s): per-box users are leased there; remove it", shown,
                                S_ISLNK(sb.st_mode) ? "symbolic link" : "file");
     if (fd < 0)
@@ -46,7 +46,7 @@ static int own_folder(int at, const char *name, const char *shown, bool create, 
     if (fstat(fd, &sb) < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, errno, "fstat(%s)", shown);
     if (sb.st_uid != geteuid() || (sb.st_mode & 0022) != 0)
-        return pybox_error_set(err, PYBOX_ERR_STATE, EPERM,
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0,
                                "%s is not a folder that only uid %u can change (owner %u, mode %04o): per-box users "
                                "are leased there, and another user could hand out theirs; remove it, or give it to "
                                "uid %u with mode 0700",
@@ -346,7 +346,7 @@ int pybox_uid_lease_sweep_in(const pybox_uid_range_t *r, bool dry_run, int *remo
     int rc = open_leases(r->dir, false, &dfd, err);
     if (rc <= 0)
         return rc;
-    int lfd = dup(dfd);
+    int lfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
     DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
     if (d == NULL) {
         int e = errno;

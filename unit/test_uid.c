@@ -212,11 +212,13 @@ START_TEST(a_run_folder_others_can_change_is_refused)
                   "%s", err.msg);
     ck_assert_int_eq(access(dir, F_OK), -1); /* nothing made in it */
     ck_assert_int_eq(chmod(run, 0700), 0);
-    ck_assert_int_eq(chown(run, 65534, 65534), 0);
-    pybox_error_clear(&err);
-    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "a", 1, &l, &err), -1);
-    ck_assert_msg(strstr(err.msg, "owner 65534") != NULL, "%s", err.msg);
-    ck_assert_int_eq(chown(run, geteuid(), getegid()), 0);
+    if (geteuid() == 0) { /* another user's: only root can make one */
+        ck_assert_int_eq(chown(run, 65534, 65534), 0);
+        pybox_error_clear(&err);
+        ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "a", 1, &l, &err), -1);
+        ck_assert_msg(strstr(err.msg, "owner 65534") != NULL, "%s", err.msg);
+        ck_assert_int_eq(chown(run, geteuid(), getegid()), 0);
+    }
     /* 0755, as older versions made /run/pybox: taken, and closed to others */
     ck_assert_int_eq(chmod(run, 0755), 0);
     pybox_error_clear(&err);
