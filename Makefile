@@ -40,7 +40,7 @@ ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
         campaign campaign-fast campaign-pages evidence-check schema site-check man-check completion-check \
         install uninstall install-check deb deb-test soak leak-check vm-check
-all: $(BUILD)/pybox $(BUILD)/pybox-init
+all: $(BUILD)/pybox $(BUILD)/pybox-init $(BUILD)/pybox-test
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -72,20 +72,32 @@ $(BUILD)/libpybox.a: $(LIB_OBJ)
 $(BUILD)/pybox: $(BUILD)/obj/pybox/cli/main.o $(FRONT_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
+# The test build (pybox/hooks.h): the same program with the test hooks, which the
+# installed pybox (the library's hooks.o) has none of. Its hooks-test.o comes before the
+# library, so the library's hooks.o is never linked in beside it. Tests that need a hook
+# run pybox-test (PYBOX_TEST_BIN); everything else runs and ships pybox.
+HOOKS_TEST_OBJ := $(BUILD)/obj/pybox/hooks-test.o
+$(HOOKS_TEST_OBJ): pybox/hooks.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DPYBOX_TEST_HOOKS -c $< -o $@
+$(BUILD)/pybox-test: $(BUILD)/obj/pybox/cli/main.o $(FRONT_OBJ) $(HOOKS_TEST_OBJ) $(BUILD)/libpybox.a
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
+
 # The guest init is static and never sanitised: it runs as PID 1 inside the box.
 GUEST_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Wshadow -static
 $(BUILD)/pybox-init: guest/init.c guest/proto.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GUEST_CFLAGS) guest/init.c -o $@
 
-$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/site.o $(FRONT_OBJ) $(BUILD)/libpybox.a
+$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/site.o $(FRONT_OBJ) $(HOOKS_TEST_OBJ) \
+                     $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) $(ARCHIVE_LIBS) -lpthread -o $@
 
 $(BUILD)/obj/unit/%.o: unit/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -DPYBOX_FIXTURES='"$(CURDIR)/unit/fixtures"' -c $< -o $@
 
-$(BUILD)/itest: $(ITEST_OBJ) $(BUILD)/libpybox.a
+$(BUILD)/itest: $(ITEST_OBJ) $(HOOKS_TEST_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) $(CURL_LIBS) $(ARCHIVE_LIBS) -lpthread -o $@
 
 $(BUILD)/obj/tests/%.o: tests/%.c
@@ -116,10 +128,12 @@ mcp-clients:
 unit: $(BUILD)/unit-tests
 	$(BUILD)/unit-tests
 
-# The same suites on each backend (tests/main.c): docker, then native.
-integration: $(BUILD)/itest $(BUILD)/pybox
-	PYBOX_BACKEND=docker PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
-	PYBOX_BACKEND=native PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
+# The same suites on each backend (tests/main.c): docker, then native. They run the
+# installed build, pybox, and the test build, pybox-test, only where a test hook is needed.
+ITEST_BINS = PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox PYBOX_TEST_BIN=$(CURDIR)/$(BUILD)/pybox-test
+integration: $(BUILD)/itest $(BUILD)/pybox $(BUILD)/pybox-test
+	PYBOX_BACKEND=docker $(ITEST_BINS) $(BUILD)/itest
+	PYBOX_BACKEND=native $(ITEST_BINS) $(BUILD)/itest
 
 # Everything, from nothing: packages, engine, images, MCP clients, then unit and
 # integration tests, and the evidence site in headless Chromium.
@@ -138,7 +152,7 @@ demo:
 # (CAMPAIGN_OUT), checked; evidence-check: the committed evidence.
 CAMPAIGN_CASES := $(sort $(wildcard campaign/cases/*.json))
 CAMPAIGN_OUT ?= $(BUILD)/evidence-fast
-CAMPAIGN_TOOLS := $(BUILD)/pybox-campaign $(BUILD)/pybox $(BUILD)/pybox-init $(BUILD)/pybox-bench
+CAMPAIGN_TOOLS := $(BUILD)/pybox-campaign $(BUILD)/pybox $(BUILD)/pybox-test $(BUILD)/pybox-init $(BUILD)/pybox-bench
 campaign: setup mcp-clients
 	$(MAKE) $(CAMPAIGN_TOOLS)
 	$(BUILD)/pybox-campaign run --pybox $(CURDIR)/$(BUILD)/pybox --out evidence --limits campaign/limits.md \
@@ -299,4 +313,4 @@ clean:
 
 -include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_FRONT_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/obj/fuzz/%.d)
 -include $(LIB_OBJ:.o=.d) $(FRONT_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(ITEST_OBJ:.o=.d) $(CAMPAIGN_OBJ:.o=.d) \
-    $(BUILD)/obj/pybox/cli/main.d
+    $(BUILD)/obj/pybox/cli/main.d $(HOOKS_TEST_OBJ:.o=.d)

@@ -645,6 +645,8 @@ static int relax(camp_t *c, pybox_policy_t *p, const char *name, pybox_error_t *
         p->relax_socket = pybox_engine_socket(c->e);
     } else if (strncmp(name, "cap:", 4) == 0) {
         p->relax_cap = name + 4;
+    } else if (strncmp(name, "unmask:", 7) == 0 && pybox_policy_is_masked_path(name + 7)) {
+        p->relax_unmask = name + 7;
     } else {
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "unknown relaxation \"%s\"", name);
     }

@@ -10,11 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hooks.h"
 #include "util.h"
 
 const char *pybox_cgroup_root(void)
 {
-    const char *r = getenv("PYBOX_CGROUP_ROOT");
+    const char *r = pybox_hook(PYBOX_HOOK_CGROUP_ROOT);
     return r && r[0] == '/' ? r : "/sys/fs/cgroup";
 }
 

@@ -25,7 +25,8 @@ typedef struct pybox_cgroup_loc {
     char dir[PYBOX_CG_CONTROLLERS][PATH_MAX]; /* v1: per controller ("" if not found); v2: dir[0] */
 } pybox_cgroup_loc_t;
 
-/* The cgroup root: PYBOX_CGROUP_ROOT if set (tests), else /sys/fs/cgroup. */
+/* The cgroup root: /sys/fs/cgroup, or in the test build the hook PYBOX_HOOK_CGROUP_ROOT
+ * (hooks.h) when it is an absolute path. */
 const char *pybox_cgroup_root(void);
 
 /* Whether root is a cgroup v2 (unified) mount: it has cgroup.controllers. */

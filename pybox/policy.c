@@ -61,23 +61,32 @@ void pybox_policy_defaults(pybox_policy_t *p)
 }
 
 /* Paths the engine hides or makes read-only inside the box. Stated here rather than left
- * to the engine's defaults, which differ between engines and versions. */
+ * to the engine's defaults, which differ between engines and versions. /proc/pressure is
+ * the host's pressure stall information: its files are writable by any user (a write
+ * arms a trigger the kernel then polls for, host-wide), and the engine does not mask it. */
 const char *const pybox_policy_masked_paths[] = {
-    "/proc/asound",
-    "/proc/acpi",
-    "/proc/kcore",
-    "/proc/keys",
-    "/proc/latency_stats",
-    "/proc/timer_list",
-    "/proc/timer_stats",
-    "/proc/sched_debug",
-    "/proc/scsi",
-    "/sys/firmware",
-    NULL,
+    "/proc/asound",        "/proc/acpi",       "/proc/kcore",       "/proc/keys",
+    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+    "/proc/scsi",          "/proc/pressure",   "/sys/firmware",     NULL,
 };
 const char *const pybox_policy_readonly_paths[] = {
     "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
 };
+
+bool pybox_policy_is_masked_path(const char *path)
+{
+    for (size_t i = 0; path != NULL && pybox_policy_masked_paths[i] != NULL; i++)
+        if (strcmp(path, pybox_policy_masked_paths[i]) == 0)
+            return true;
+    return false;
+}
+
+bool pybox_policy_masks(const pybox_policy_t *p, const char *path)
+{
+    if (p->relax & PYBOX_RELAX_SYSTEM_PATHS)
+        return false;
+    return p->relax_unmask == NULL || strcmp(p->relax_unmask, path) != 0;
+}
 
 static const struct {
     unsigned bit;
@@ -129,6 +138,8 @@ void pybox_policy_relaxed(const pybox_policy_t *p, char *out, size_t len)
             pybox_buf_addf(&b, "%s,", relax_names[i].name);
     if (p->relax_cap != NULL && !pybox_policy_relaxed_in(p, PYBOX_RELAX_ENGINE_CAPS)) /* the body adds it only then */
         pybox_buf_addf(&b, "capability %s,", p->relax_cap);
+    if (p->relax_unmask != NULL && !pybox_policy_relaxed_in(p, PYBOX_RELAX_SYSTEM_PATHS)) /* else: all of them */
+        pybox_buf_addf(&b, "unmasked %s,", p->relax_unmask);
     /* relaxations are never left unsaid: a list that could not be made says so */
     snprintf(out, len, "%s", pybox_buf_ok(&b) ? (b.data ? b.data : "") : "(could not be listed),");
     pybox_buf_free(&b);

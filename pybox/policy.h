@@ -52,6 +52,7 @@ typedef struct pybox_policy {
     unsigned relax;           /* PYBOX_RELAX_* bits */
     const char *relax_cap;    /* one more capability granted, e.g. "CAP_NET_RAW" */
     const char *relax_socket; /* a host socket (the engine's) bound at PYBOX_RELAX_SOCKET_AT */
+    const char *relax_unmask; /* one of pybox_policy_masked_paths left unmasked (only that one) */
     /* Testing only: when set, the create body deviates from the policy in this one
      * setting, so the verifier can be shown to catch it against a real engine. */
     const char *tamper;
@@ -98,5 +99,12 @@ bool pybox_policy_relaxed_in(const pybox_policy_t *p, unsigned bit);
  * versions. */
 extern const char *const pybox_policy_masked_paths[];
 extern const char *const pybox_policy_readonly_paths[];
+
+/* Whether path is one of pybox_policy_masked_paths (what relax_unmask may name). */
+bool pybox_policy_is_masked_path(const char *path);
+
+/* Whether a box of this policy has the masked path path masked: not when every system
+ * path is relaxed, nor the one path relax_unmask names. */
+bool pybox_policy_masks(const pybox_policy_t *p, const char *path);
 
 #endif

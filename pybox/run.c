@@ -511,7 +511,7 @@ static void housekeep(run_t *r)
     double t = pybox_now_s();
     pybox_leftovers_report_t rep;
     pybox_error_t herr = {0};
-    if (pybox_leftovers_clean(r->req->state, r->be, false, true, &rep, &herr) == 0) {
+    if (pybox_leftovers_clean_in(r->req->state, r->be, r->req->uids, false, true, &rep, &herr) == 0) {
         r->res->housekept = rep.removed;
     } else {
         r->res->housekept = -1;

@@ -5,8 +5,8 @@
 # sources, so that apt must resolve every dependency itself. In the root: apt install
 # ./pybox_VERSION_ARCH.deb, then the installed pybox says its version and its help,
 # finds its recipes and guest init (image verify), refuses a run clearly where nothing
-# is set up, its man pages render, its completion loads, and apt purge takes it all
-# away. mmdebstrap mounts /proc, /sys and /dev for the hooks, keeps services from
+# is set up, refuses a test hook (it has none: docs/cleanup.md), its man pages render,
+# its completion loads, and apt purge takes it all away. mmdebstrap mounts /proc, /sys and /dev for the hooks, keeps services from
 # starting, and unmounts and deletes the root when it ends (its null format).
 #   tests/deb.sh BUILD_DIR
 # the hooks are shell text for mmdebstrap, expanded there
@@ -45,6 +45,7 @@ if ! mmdebstrap --variant=apt --include=man-db --aptopt='APT::Install-Recommends
     --customize-hook='chroot "$1" sh -c "MANWIDTH=80 man pybox-exec 2>/dev/null | grep -q \"timeout seconds\"" && echo "deb-test: ok man pybox-exec"' \
     --customize-hook='chroot "$1" sh -c "for p in man1/pybox.1 man1/pybox-mcp.1 man5/pybox-receipt.5; do MANWIDTH=80 man -l /usr/share/man/\$p.gz >/dev/null || exit 1; done" && echo "deb-test: ok man -l"' \
     --customize-hook='chroot "$1" bash -c ". /usr/share/bash-completion/completions/pybox && complete -p pybox >/dev/null" && echo "deb-test: ok completion"' \
+    --customize-hook='chroot "$1" sh -c "echo \"print(1)\" | PYBOX_TEST_KILL_AT=run PYBOX_HOME=/root/none pybox exec 2>/root/hook.err; test \$? = 125 && grep -q \"PYBOX_TEST_KILL_AT is set: it is a test hook\" /root/hook.err && ! ls /usr/bin/pybox-test 2>/dev/null" && echo "deb-test: ok the packaged pybox has no test hook"' \
     --customize-hook='chroot "$1" sh -c "DEBIAN_FRONTEND=noninteractive apt-get purge -y pybox >/dev/null && test ! -e /usr/bin/pybox && test ! -e /usr/libexec/pybox && test ! -e /usr/share/pybox" && echo "deb-test: ok apt purge removes it"' \
     "$suite" /dev/null "$@" >"$log" 2>&1; then
     tail -30 "$log" >&2
@@ -56,7 +57,7 @@ made=$(sed -n 's/^deb-test: root made at //p' "$log")
 installed=$(sed -n 's/^deb-test: installed at //p' "$log")
 grep '^deb-test: ok' "$log"
 n=$(grep -c '^deb-test: ok' "$log")
-[ "$n" = 10 ] || { echo "deb-test: FAIL: $n of 10 checks passed (log: $log)" >&2; exit 1; }
+[ "$n" = 11 ] || { echo "deb-test: FAIL: $n of 11 checks passed (log: $log)" >&2; exit 1; }
 set_up=$(awk '/deb-test: root made at/ {f=1} f && /^Setting up / {print $3 " " $4}' "$log")
 echo "deb-test: passed: root made in $((made - start)) s, apt install in $((installed - made)) s," \
     "$((end - start)) s in all; apt set up $(echo "$set_up" | wc -l) packages, among them what pybox names:"

@@ -36,6 +36,20 @@ static const char *pybox_bin(void)
     return b && *b ? b : "build/pybox";
 }
 
+const char *itest_test_bin(void)
+{
+    static char bin[PATH_MAX];
+    const char *b = getenv("PYBOX_TEST_BIN");
+    if (b && *b)
+        return b;
+    /* the test build beside the installed one, as make builds them */
+    const char *main_bin = pybox_bin();
+    const char *slash = strrchr(main_bin, '/');
+    int dir_len = slash ? (int)(slash - main_bin) + 1 : 0;
+    ck_assert_int_eq(pybox_fmt(bin, sizeof bin, "%.*spybox-test", dir_len, main_bin), 0);
+    return bin;
+}
+
 static int memfd_with(const char *name, const void *data, size_t len)
 {
     int fd = memfd_create(name, MFD_CLOEXEC);
@@ -60,7 +74,8 @@ static char *slurp_fd(int fd, size_t *len)
     return pybox_buf_steal(&b);
 }
 
-void itest_start(const char *program, size_t len, const char *const *args, const char *const *env, itest_job_t *j)
+static void start_bin(const char *bin, const char *program, size_t len, const char *const *args, const char *const *env,
+                      itest_job_t *j)
 {
     itest_start_closed(program, len, args, env, 0, j);
 }
@@ -75,7 +90,7 @@ void itest_start_closed(const char *program, size_t len, const char *const *args
     j->err_fd = memfd_with("stderr", NULL, 0);
     const char *argv[32];
     int argc = 0;
-    argv[argc++] = pybox_bin();
+    argv[argc++] = bin;
     for (int i = 0; args && args[i] && argc < 31; i++)
         argv[argc++] = args[i];
     argv[argc] = NULL;
@@ -96,6 +111,11 @@ void itest_start_closed(const char *program, size_t len, const char *const *args
     close(in);
 }
 
+void itest_start(const char *program, size_t len, const char *const *args, const char *const *env, itest_job_t *j)
+{
+    start_bin(pybox_bin(), program, len, args, env, j);
+}
+
 void itest_finish(itest_job_t *j, itest_run_t *r)
 {
     memset(r, 0, sizeof *r);
@@ -113,6 +133,13 @@ void itest_pybox(const char *program, size_t len, const char *const *args, const
 {
     itest_job_t j;
     itest_start(program, len, args, env, &j);
+    itest_finish(&j, r);
+}
+
+void itest_pybox_test(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r)
+{
+    itest_job_t j;
+    start_bin(itest_test_bin(), program, len, args, env, &j);
     itest_finish(&j, r);
 }
 

@@ -36,6 +36,10 @@ void itest_finish(itest_job_t *j, itest_run_t *r);
 /* Run `pybox <args...>` with program on stdin (len bytes), extra environment entries
  * ("NAME=value", NULL-terminated, may be NULL). Waits for it to end. */
 void itest_pybox(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r);
+/* The same with the test build, pybox-test (pybox/hooks.h), for a test that needs a
+ * test hook: PYBOX_TEST_BIN, else pybox-test beside PYBOX_BIN. */
+void itest_pybox_test(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r);
+const char *itest_test_bin(void);
 /* Shorthand: pybox exec --json [extra args] < program. */
 void itest_exec(const char *program, const char *const *extra, itest_run_t *r);
 void itest_run_free(itest_run_t *r);

@@ -460,6 +460,73 @@ START_TEST(receipts_verified_against_the_campaigns_key)
 }
 END_TEST
 
+/* What that check is not (docs/campaign.md, "The check"): the key is the record's own, so
+ * a record whose receipt was changed and signed again with another key that the record
+ * now carries, or that names no key at all, passes. It detects corruption, not forgery. */
+START_TEST(a_record_carrying_its_own_key_detects_corruption_not_forgery)
+{
+    pybox_key_t *keys[2] = {NULL, NULL};
+    pybox_buf_t pem[2];
+    for (int i = 0; i < 2; i++) {
+        char home[128];
+        snprintf(home, sizeof home, "%s/home%d", dir, i);
+        setenv("PYBOX_HOME", home, 1);
+        pybox_state_t st;
+        pybox_error_t err = {0};
+        ck_assert_msg(pybox_state_open(&st, true, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(pybox_key_load(&st, true, &keys[i], &err), 1);
+        pybox_buf_init(&pem[i], 0);
+        ck_assert_int_eq(pybox_key_public_pem(keys[i], &pem[i], &err), 0);
+    }
+    unsetenv("PYBOX_HOME");
+    for (int variant = 0; variant < 3; variant++) {
+        cJSON *r = record("restriction", "forged", "2026-01-01T00:00:00.000Z", "pass", "BLOCKED: no\n");
+        cJSON *host = cJSON_GetObjectItemCaseSensitive(r, "host");
+        cJSON_AddStringToObject(host, "receipt_key", pem[0].data);
+        const cJSON *run;
+        pybox_error_t err = {0};
+        cJSON_ArrayForEach (run, ev_path(r, "runs"))
+            ck_assert_int_eq(pybox_sign_receipt(cJSON_GetObjectItemCaseSensitive(run, "receipt"), keys[0], &err), 0);
+        /* the receipt changed after the campaign signed it */
+        cJSON *second = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ev_path(r, "runs"), 1), "receipt");
+        cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(ev_path(second, "said"), "stdout")->child,
+                             "ESCAPED: no\n");
+        if (variant == 1) { /* signed again with another key, which the record now carries */
+            cJSON_DeleteItemFromObjectCaseSensitive(second, "signature");
+            ck_assert_int_eq(pybox_sign_receipt(second, keys[1], &err), 0);
+            cJSON_ReplaceItemInObjectCaseSensitive(host, "receipt_key", cJSON_CreateString(pem[1].data));
+            cJSON_ArrayForEach (run, ev_path(r, "runs")) {
+                cJSON *rc = cJSON_GetObjectItemCaseSensitive(run, "receipt");
+                if (rc == second)
+                    continue;
+                cJSON_DeleteItemFromObjectCaseSensitive(rc, "signature");
+                ck_assert_int_eq(pybox_sign_receipt(rc, keys[1], &err), 0);
+            }
+        } else if (variant == 2) { /* or naming no key, as records from before signing */
+            cJSON_DeleteItemFromObjectCaseSensitive(host, "receipt_key");
+        }
+        char name[80];
+        store(r, name);
+        FILE *quiet = fopen("/dev/null", "we");
+        ev_write_pages(dir, limits, quiet);
+        fclose(quiet);
+        char report[4096];
+        int bad = check(report, sizeof report);
+        if (variant == 0)
+            ck_assert_msg(bad > 0 && strstr(report, "runs.1.receipt: signature does not match"), "%s", report);
+        else
+            ck_assert_msg(bad == 0, "variant %d: %s", variant, report);
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/" EV_RECORDS "/%s", dir, name);
+        ck_assert_int_eq(unlink(path), 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        pybox_buf_free(&pem[i]);
+        pybox_key_free(keys[i]);
+    }
+}
+END_TEST
+
 Suite *suite_evidence(void)
 {
     Suite *s = suite_create("evidence");
@@ -478,6 +545,7 @@ Suite *suite_evidence(void)
     tcase_add_test(tc, not_a_record_is_a_problem);
     tcase_add_test(tc, verdict_must_follow_from_runs);
     tcase_add_test(tc, fifo_in_records_not_waited_on);
+    tcase_add_test(tc, a_record_carrying_its_own_key_detects_corruption_not_forgery);
     tcase_add_test(tc, numbers_shown_plainly);
     tcase_add_test(tc, receipts_verified_against_the_campaigns_key);
     suite_add_tcase(s, tc);

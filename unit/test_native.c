@@ -826,6 +826,9 @@ START_TEST(spec_checks)
     t.relax_cap = "CAP_EVERYTHING";
     spec_refused(&t, "not a capability");
     t = s;
+    t.relax_unmask = "/proc/meminfo"; /* not one of the policy's masked paths */
+    spec_refused(&t, "relax_unmask is not one of the policy's masked paths");
+    t = s;
     static const char *const bad_env[] = {"NOEQUALS", NULL};
     t.env = bad_env;
     spec_refused(&t, "not NAME=value");

@@ -754,7 +754,8 @@ START_TEST(what_outlived_the_box_is_named_not_blamed)
 END_TEST
 
 /* What is slow to remove (a native image folder) waits for `pybox cleanup`: a run's own
- * housekeeping never spends a run's time on it; an expired box goes either way. */
+ * housekeeping never spends a run's time on it; an expired box goes either way, and so
+ * does an expired uid lease that no run holds (in the range the cleanup is given). */
 START_TEST(housekeeping_leaves_what_is_slow_to_cleanup)
 {
     char home[] = "/tmp/pybox-unit-left-XXXXXX";
@@ -763,6 +764,13 @@ START_TEST(housekeeping_leaves_what_is_slow_to_cleanup)
     pybox_state_t st;
     pybox_error_t err = {0};
     ck_assert_msg(pybox_state_open(&st, true, &err) == 0, "%s", err.msg);
+    char uids[PATH_MAX], lease[PATH_MAX];
+    ck_assert_int_eq(pybox_fmt(uids, sizeof uids, "%s/uids", home), 0);
+    pybox_uid_range_t range = {.dir = uids, .base = 3000000000u, .count = 4};
+    pybox_uid_lease_t l;
+    ck_assert_int_eq(pybox_uid_lease_take_in(uids, range.base, range.count, "r", 1, &l, &err), 0);
+    ck_assert_int_eq(pybox_fmt(lease, sizeof lease, "%s/%u", uids, (unsigned)l.uid), 0);
+    pybox_uid_lease_keep(&l); /* expired since 1970, and its run gone */
     pybox_leftover_t left[2];
     memset(left, 0, sizeof left);
     snprintf(left[0].kind, sizeof left[0].kind, "box");
@@ -780,12 +788,27 @@ START_TEST(housekeeping_leaves_what_is_slow_to_cleanup)
     pybox_backend_t *be = NULL;
     scripted_backend(&be, &s);
     pybox_leftovers_report_t rep;
-    ck_assert_int_eq(pybox_leftovers_clean(&st, be, false, true, &rep, &err), 0);
+    ck_assert_int_eq(pybox_leftovers_clean_in(&st, be, &range, true, true, &rep, &err), 0);
+    ck_assert_int_eq(rep.leases_removed, 1); /* a dry run: would be */
+    ck_assert_int_eq(access(lease, F_OK), 0);
+    pybox_leftovers_report_free(&rep);
+    ck_assert_int_eq(pybox_leftovers_clean_in(&st, be, &range, false, true, &rep, &err), 0);
     ck_assert_int_eq(s.leftovers_removed, 1); /* the box, not the image folder */
     ck_assert_int_eq(rep.removed, 1);
+    ck_assert_int_eq(rep.leases_removed, 1);
+    ck_assert_int_eq(access(lease, F_OK), -1);
+    cJSON *j = pybox_leftovers_report_json(&rep);
+    ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(j, "leases_removed")->valuedouble, 1);
+    cJSON_Delete(j);
     pybox_leftovers_report_free(&rep);
-    ck_assert_int_eq(pybox_leftovers_clean(&st, be, false, false, &rep, &err), 0);
+    /* a folder of leases that others can change: reported, the rest still done */
+    ck_assert_int_eq(chmod(uids, 0777), 0);
+    ck_assert_int_eq(pybox_leftovers_clean_in(&st, be, &range, false, false, &rep, &err), 0);
     ck_assert_int_eq(s.leftovers_removed, 3); /* asked for: both */
+    ck_assert_int_eq(rep.n, 3);
+    ck_assert_str_eq(rep.entries[2].what, "leases");
+    ck_assert(!rep.entries[2].removed);
+    ck_assert_ptr_nonnull(strstr(rep.entries[2].reason, "not a folder that only"));
     pybox_leftovers_report_free(&rep);
     unsetenv("PYBOX_HOME");
     char cmd[128];

@@ -17,6 +17,7 @@
 #include "../bounds.h"
 #include "../buf.h"
 #include "../escape.h"
+#include "../hooks.h"
 #include "../image/image.h"
 #include "../leftovers.h"
 #include "../log.h"
@@ -205,7 +206,7 @@ static int cmd_exec(int argc, char **argv)
     if (o.chart != NULL && pybox_cli_chart_path_check(o.chart, &chart, &err) < 0)
         return fail(&err, o.json);
     const char *kill_step = NULL;
-    if (pybox_cli_kill_step(getenv(PYBOX_TEST_KILL_ENV), &kill_step, &err) < 0)
+    if (pybox_cli_kill_step(pybox_hook(PYBOX_HOOK_KILL_AT), &kill_step, &err) < 0)
         return fail(&err, o.json);
     _cleanup_free_ char *prog = NULL;
     size_t len = 0;
@@ -829,6 +830,13 @@ int main(int argc, char **argv)
         return PYBOX_EXIT_FAILED;
     }
     const char *cmd = argv[1];
+    pybox_error_t herr = {0};
+    if (pybox_hooks_refuse(&herr) < 0) { /* the installed build has no test hook (hooks.h) */
+        bool json = false;
+        for (int i = 2; i < argc; i++)
+            json = json || strcmp(argv[i], "--json") == 0;
+        return fail(&herr, json);
+    }
     if (strcmp(cmd, "exec") == 0)
         return cmd_exec(argc - 1, argv + 1);
     if (strcmp(cmd, "image") == 0)

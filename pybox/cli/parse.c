@@ -9,6 +9,7 @@
 #include "../bounds.h"
 #include "../buf.h"
 #include "../escape.h"
+#include "../hooks.h"
 #include "../run.h"
 #include "../util.h"
 
@@ -302,7 +303,7 @@ int pybox_cli_kill_step(const char *value, const char **step, pybox_error_t *err
     shown(arg, sizeof arg, value);
     return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
                            "%s=%s: a test hook; give create, start, run or collect (or leave it unset)",
-                           PYBOX_TEST_KILL_ENV, arg);
+                           pybox_hook_name(PYBOX_HOOK_KILL_AT), arg);
 }
 
 int pybox_cli_check_program(const char *prog, size_t len, bool over, pybox_error_t *err)

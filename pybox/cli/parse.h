@@ -62,10 +62,9 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
  * went past PYBOX_PROGRAM_MAX). */
 int pybox_cli_check_program(const char *prog, size_t len, bool over, pybox_error_t *err);
 
-/* The test hook PYBOX_TEST_KILL_AT (docs/cleanup.md): NULL or "" is no hook (*step NULL);
- * create, start, run and collect name the run's step at which pybox exec SIGKILLs
- * itself; any other value is refused. */
-#define PYBOX_TEST_KILL_ENV "PYBOX_TEST_KILL_AT"
+/* The test hook PYBOX_HOOK_KILL_AT's value (hooks.h, docs/cleanup.md): NULL or "" is no
+ * hook (*step NULL); create, start, run and collect name the run's step at which pybox
+ * exec SIGKILLs itself; any other value is refused. */
 int pybox_cli_kill_step(const char *value, const char **step, pybox_error_t *err);
 
 #endif

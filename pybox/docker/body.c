@@ -218,7 +218,10 @@ static cJSON *host_part(const pybox_policy_t *p)
         cJSON_AddItemToObject(h, "DnsOptions", string_array(dnsopt, 1));
     }
     bool sys = relaxed(p, PYBOX_RELAX_SYSTEM_PATHS);
-    cJSON_AddItemToObject(h, "MaskedPaths", string_array(masked_paths, sys ? 0 : count(masked_paths)));
+    cJSON *masked = cJSON_AddArrayToObject(h, "MaskedPaths");
+    for (size_t i = 0; masked != NULL && masked_paths[i] != NULL; i++)
+        if (pybox_policy_masks(p, masked_paths[i]))
+            cJSON_AddItemToArray(masked, cJSON_CreateString(masked_paths[i]));
     cJSON_AddItemToObject(h, "ReadonlyPaths", string_array(readonly_paths, sys ? 0 : count(readonly_paths)));
     if (p->mount_in || p->mount_out)
         cJSON_AddItemToObject(h, "Mounts", mounts(p));

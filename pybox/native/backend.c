@@ -65,6 +65,8 @@ static void spec_digest(const pybox_native_spec_t *s, char out[65])
     pybox_buf_addf(&b, " bind=%s cap=%s socket=%s netns=%d seccomp=%s", s->relax_bind ? s->relax_bind : "",
                    s->relax_cap ? s->relax_cap : "", s->relax_socket ? s->relax_socket : "", (int)s->relax_netns_pid,
                    pybox_policy_seccomp_sha256());
+    if (s->relax_unmask != NULL) /* only then: the digest of every other spec stays as it was */
+        pybox_buf_addf(&b, " unmask=%s", s->relax_unmask);
     if (pybox_buf_ok(&b))
         pybox_sha256_hex(b.data, b.len, out);
     else
@@ -117,6 +119,7 @@ static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t
     s->relax_env = NULL; /* already in env */
     s->relax_cap = p->relax_cap;
     s->relax_socket = p->relax_socket;
+    s->relax_unmask = p->relax_unmask;
     if (p->relax_netns != NULL && pybox_native_netns_pid(be, p->relax_netns, &s->relax_netns_pid, err) < 0)
         return -1;
     return 0;

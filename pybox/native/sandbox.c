@@ -312,6 +312,8 @@ int pybox_native_spec_check(const pybox_native_spec_t *s, pybox_error_t *err)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: the environment is missing or too long");
     if (s->relax_env != NULL && strchr(s->relax_env, '=') == NULL)
         return usage(err, "relax_env is not NAME=value", s->relax_env);
+    if (s->relax_unmask != NULL && !pybox_policy_is_masked_path(s->relax_unmask))
+        return usage(err, "relax_unmask is not one of the policy's masked paths", s->relax_unmask);
     uint64_t caps;
     if (pybox_native_caps(s, &caps, err) < 0)
         return -1;
@@ -411,15 +413,17 @@ static int add_ro_bind(plan_t *p, const char *src, const char *dst, unsigned lon
 #define proc_masked pybox_policy_masked_paths
 #define proc_readonly pybox_policy_readonly_paths
 
-/* Which of the policy's /proc paths this kernel has (the box's /proc is the same kernel's). */
-static void proc_paths(pybox_native_box_t *b, bool relaxed)
+/* Which of the policy's /proc paths this kernel has (the box's /proc is the same kernel's),
+ * but those a test relaxed: all of them, or the one relax_unmask names. */
+static void proc_paths(pybox_native_box_t *b, const pybox_native_spec_t *s)
 {
     b->n_proc_files = b->n_proc_dirs = b->n_proc_ro = 0;
-    if (relaxed)
+    if (s->relax & PYBOX_RELAX_SYSTEM_PATHS)
         return;
     struct stat sb;
     for (size_t i = 0; proc_masked[i] != NULL; i++) {
-        if (strncmp(proc_masked[i], "/proc/", 6) != 0 || lstat(proc_masked[i], &sb) < 0)
+        if (strncmp(proc_masked[i], "/proc/", 6) != 0 || lstat(proc_masked[i], &sb) < 0 ||
+            (s->relax_unmask != NULL && strcmp(s->relax_unmask, proc_masked[i]) == 0))
             continue;
         if (S_ISDIR(sb.st_mode))
             b->proc_dirs[b->n_proc_dirs++] = proc_masked[i];
@@ -553,7 +557,7 @@ static int plan_make(plan_t *p, const pybox_native_spec_t *s, pybox_native_box_t
 {
     memset(p, 0, sizeof *p);
     p->netns_fd = -1;
-    proc_paths(b, (s->relax & PYBOX_RELAX_SYSTEM_PATHS) != 0);
+    proc_paths(b, s);
     if (plan_mounts(p, s, b, err) < 0)
         return -1;
     if (!(s->relax & PYBOX_RELAX_SECCOMP)) {

@@ -47,6 +47,7 @@ typedef struct pybox_native_spec {
     pid_t relax_netns_pid;    /* join the network namespace of this native box's init (0: own) */
     const char *relax_cap;    /* one more capability, e.g. "CAP_NET_RAW" */
     const char *relax_socket; /* a host socket bound at /run/docker.sock (on a tmpfs /run) */
+    const char *relax_unmask; /* one of the policy's masked paths left unmasked */
 } pybox_native_spec_t;
 
 typedef struct pybox_native_box pybox_native_box_t;

@@ -86,7 +86,7 @@ export function ensureStdlib(bin, env, backend, repo) {
     { env: { ...env, PYBOX_IMAGES: path.join(repo, 'images') }, stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
-const cgroupRoot = () => process.env.PYBOX_CGROUP_ROOT || '/sys/fs/cgroup';
+const cgroupRoot = () => process.env.PYBOX_TEST_CGROUP_ROOT || '/sys/fs/cgroup';
 const ls = (d) => { try { return fs.readdirSync(d); } catch { return []; } };
 const isRunId = (n) => /^[0-9a-f]{32}$/.test(n);
 
