@@ -261,7 +261,7 @@ deb-test: deb
 VM_PACKAGES := qemu-system-x86 qemu-utils e2fsprogs
 vm-check: setup mcp-clients
 	scripts/need-packages.sh vm-check $(VM_PACKAGES)
-	$(MAKE) $(BUILD)/itest $(BUILD)/pybox-campaign deb
+	$(MAKE) all $(BUILD)/itest $(BUILD)/pybox-campaign deb
 	scripts/vm-check.sh $(BUILD)
 
 # The bash completion (completion/pybox.bash) against the built pybox, in a private

@@ -22,7 +22,7 @@ state=${PYBOX_HOME:-/var/lib/pybox}
 out=$(pwd)/$build/vm-check
 
 version=$(sed -n 's/^#define PYBOX_VERSION "\(.*\)"$/\1/p' pybox/version.h)
-for f in "$build/pybox_${version}_$(dpkg --print-architecture).deb" "$build/pybox" "$build/pybox-init" \
+for f in "$build/pybox_${version}_$(dpkg --print-architecture).deb" "$build/pybox" "$build/pybox-test" "$build/pybox-init" \
     "$build/itest" "$build/pybox-campaign" tests/mcp/node_modules/@modelcontextprotocol/sdk; do
     [ -e "$f" ] || { echo "vm-check: $f is missing (make vm-check builds it)" >&2; exit 1; }
 done
