@@ -103,6 +103,7 @@ static const struct {
     {PYBOX_RELAX_SHARED_UID, "shared-uid"},
     {PYBOX_RELAX_OUTPUT_OWNER, "output-owner"},
     {PYBOX_RELAX_IN_FLIGHT, "in-flight-collection"},
+    {PYBOX_RELAX_APPARMOR, "apparmor"},
 };
 
 unsigned pybox_policy_relax_bit(const char *name)

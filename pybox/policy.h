@@ -70,6 +70,7 @@ typedef struct pybox_policy {
 #define PYBOX_RELAX_SHARED_UID 0x100u   /* the program runs as PYBOX_SHARED_UID, like every such box */
 #define PYBOX_RELAX_OUTPUT_OWNER 0x200u /* --output takes another user's folder and keeps its mode (files.h) */
 #define PYBOX_RELAX_IN_FLIGHT 0x400u    /* native: no run of the kernel's collector after the box's end */
+#define PYBOX_RELAX_APPARMOR 0x800u     /* docker: no AppArmor profile from the engine (natively none is applied) */
 #define PYBOX_RELAX_SOCKET_AT "/run/docker.sock"
 
 /* The uid (and gid) the program runs as: program_uid, or what a relaxation says. */

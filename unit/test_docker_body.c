@@ -502,10 +502,11 @@ START_TEST(relaxations_named_and_held)
     static const struct {
         const char *name, *section, *key;
     } r[] = {
-        {"program-root", NULL, "Entrypoint"},     {"writable-root", "HostConfig", "ReadonlyRootfs"},
-        {"engine-caps", "HostConfig", "CapAdd"},  {"new-privileges", "HostConfig", "SecurityOpt"},
-        {"seccomp", "HostConfig", "SecurityOpt"}, {"pids", "HostConfig", "PidsLimit"},
-        {"memory", "HostConfig", "Memory"},       {"system-paths", "HostConfig", "MaskedPaths"},
+        {"program-root", NULL, "Entrypoint"},      {"writable-root", "HostConfig", "ReadonlyRootfs"},
+        {"engine-caps", "HostConfig", "CapAdd"},   {"new-privileges", "HostConfig", "SecurityOpt"},
+        {"seccomp", "HostConfig", "SecurityOpt"},  {"pids", "HostConfig", "PidsLimit"},
+        {"memory", "HostConfig", "Memory"},        {"system-paths", "HostConfig", "MaskedPaths"},
+        {"apparmor", "HostConfig", "SecurityOpt"},
     };
     ck_assert_uint_eq(pybox_policy_relax_bit("nope"), 0);
     cJSON *inspect = load_fixture();
