@@ -55,7 +55,7 @@ static cJSON *record(const char *kind, const char *id, const char *started, cons
     cJSON *host = cJSON_AddObjectToObject(r, "host");
     cJSON_AddStringToObject(host, "kernel", "6.1.0");
     cJSON_AddNumberToObject(host, "cpus", 2);
-    cJSON_AddStringToObject(host, "cgroup", "v2");
+    cJSON_AddStringToObject(host, "cgroup", "v1");
     cJSON_AddStringToObject(host, "engine", "Docker/20.10");
     cJSON *runs = cJSON_AddArrayToObject(r, "runs");
     const char *names[] = {"with", "without"};
@@ -301,6 +301,44 @@ START_TEST(a_column_per_backend)
 }
 END_TEST
 
+/* The same case on a host of cgroup v1 and in a Debian guest as shipped (cgroup v2 under
+ * systemd): a column for each, the guest's after its backend's own, and each column's
+ * machine said under the table. */
+START_TEST(a_column_per_kind_of_host)
+{
+    char a[80], b[80], c[80], report[4096] = "";
+    cJSON *r1 = record("restriction", "keyring", "2026-01-01T00:00:00.000Z", "pass", "BLOCKED: here\n");
+    cJSON_AddStringToObject(r1, "backend", "native");
+    cJSON *r2 = record("restriction", "keyring", "2026-01-01T00:00:01.000Z", "pass", "BLOCKED: guest\n");
+    cJSON_AddStringToObject(r2, "backend", "native");
+    cJSON *h = cJSON_GetObjectItemCaseSensitive(r2, "host");
+    cJSON_ReplaceItemInObjectCaseSensitive(h, "cgroup", cJSON_CreateString("v2"));
+    cJSON_ReplaceItemInObjectCaseSensitive(h, "kernel", cJSON_CreateString("6.1.0-guest"));
+    cJSON_AddStringToObject(h, "cgroup_manager", "systemd");
+    cJSON *r3 = record("restriction", "keyring", "2026-01-01T00:00:02.000Z", "pass", "BLOCKED: docker\n");
+    cJSON_AddStringToObject(r3, "backend", "docker");
+    store(r1, a);
+    store(r2, b);
+    store(r3, c);
+    write_pages();
+    ck_assert_msg(check(report, sizeof report) == 0, "%s", report);
+    const char *page = slurp("restriction.md");
+    ck_assert_msg(strstr(page, "| On docker | On native | On native, cgroup v2 (systemd) |") != NULL, "%s", page);
+    const char *row = strstr(page, "| keyring |");
+    ck_assert_ptr_nonnull(row);
+    const char *end = strchr(row, '\n');
+    char *line = strndup(row, (size_t)(end - row));
+    ck_assert_msg(strstr(line, "BLOCKED: docker") < strstr(line, "BLOCKED: here") &&
+                      strstr(line, "BLOCKED: here") < strstr(line, "BLOCKED: guest"),
+                  "%s", line);
+    free(line);
+    ck_assert_msg(strstr(page, "- on native, cgroup v2 (systemd): kernel 6.1.0-guest") != NULL, "%s", page);
+    ck_assert_msg(strstr(page, "- on native: kernel 6.1.0,") != NULL, "%s", page);
+    const char *index = slurp("README.md");
+    ck_assert_msg(strstr(index, "| Restriction checks | 1 | 1 of 1 | 1 of 1 | 1 of 1 |") != NULL, "%s", index);
+}
+END_TEST
+
 START_TEST(paths_and_cells)
 {
     cJSON *j = cJSON_Parse("{\"a\":{\"b\":[{\"c\":1},{\"c\":\"x|y\\n<z>\"}]},\"n\":2.5}");
@@ -541,6 +579,7 @@ Suite *suite_evidence(void)
     tcase_add_test(tc, deleted_page_fails);
     tcase_add_test(tc, failed_attempt_kept_and_listed);
     tcase_add_test(tc, a_column_per_backend);
+    tcase_add_test(tc, a_column_per_kind_of_host);
     tcase_add_test(tc, paths_and_cells);
     tcase_add_test(tc, not_a_record_is_a_problem);
     tcase_add_test(tc, verdict_must_follow_from_runs);
