@@ -809,8 +809,7 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
         }
         return;
     }
-    h.rd.run.policy.timeout_ms = (int64_t)(jnum(spec, "hold_timeout_s", 60) * 1000);
-    h.rd.run.policy.box_timer_ms = h.rd.run.policy.timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
+    pybox_policy_set_timeout(&h.rd.run.policy, (int64_t)(jnum(spec, "hold_timeout_s", 60) * 1000));
     h.rd.run.cancellable = true;
     h.rd.run.cancel_fd = cancel[0];
     double t0 = pybox_now_s();

@@ -11,6 +11,7 @@
 #include "../guest/proto.h"
 #include "buf.h"
 #include "files.h"
+#include "limits.h"
 #include "util.h"
 
 /* The profile's source text, linked in by seccomp_blob.S. */
@@ -52,12 +53,17 @@ void pybox_policy_defaults(pybox_policy_t *p)
     p->memory_bytes = PYBOX_DEFAULT_MEMORY;
     p->pids = PYBOX_DEFAULT_PIDS;
     p->nano_cpus = PYBOX_DEFAULT_NANO_CPUS;
-    p->timeout_ms = PYBOX_DEFAULT_TIMEOUT_MS;
-    p->box_timer_ms = PYBOX_DEFAULT_TIMEOUT_MS + PYBOX_BOX_TIMER_MARGIN_MS;
+    pybox_policy_set_timeout(p, PYBOX_DEFAULT_TIMEOUT_MS);
     p->tmp_bytes = PYBOX_TMP_BYTES;
     p->shm_bytes = PYBOX_SHM_BYTES;
     p->nofile = PYBOX_NOFILE;
     p->fsize_bytes = PYBOX_FSIZE_BYTES;
+}
+
+void pybox_policy_set_timeout(pybox_policy_t *p, int64_t timeout_ms)
+{
+    p->timeout_ms = timeout_ms;
+    p->box_timer_ms = pybox_limit_box_timer_ms(timeout_ms);
 }
 
 /* Paths the engine hides or makes read-only inside the box. Stated here rather than left

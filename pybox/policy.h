@@ -76,6 +76,8 @@ unsigned pybox_policy_program_uid(const pybox_policy_t *p);
 
 /* Defaults for everything but image, names and labels. */
 void pybox_policy_defaults(pybox_policy_t *p);
+/* The host's deadline, and the box's own timer derived from it (limits.h). */
+void pybox_policy_set_timeout(pybox_policy_t *p, int64_t timeout_ms);
 
 /* The seccomp profile PyBox owns, compact JSON (static storage), and its SHA-256. */
 const char *pybox_policy_seccomp(void);

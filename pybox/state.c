@@ -458,29 +458,12 @@ int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t
     return save_pins(st, pin->backend, pins, err);
 }
 
-/* A positive number from config.json, or the default when the key is absent. */
-static int ceiling(const cJSON *cfg, const char *key, double max, double scale, int64_t *v, const char *path,
-                   pybox_error_t *err)
-{
-    const cJSON *j = cJSON_GetObjectItemCaseSensitive(cfg, key);
-    if (j == NULL)
-        return 0;
-    /* positive in PyBox's own unit too: 1e-9 MiB would be a ceiling of no byte */
-    if (!cJSON_IsNumber(j) || j->valuedouble <= 0 || j->valuedouble > max || j->valuedouble * scale < 1)
-        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s: %s must be a positive number up to %g (at least %g)", path,
-                               key, max, 1 / scale);
-    *v = (int64_t)(j->valuedouble * scale);
-    return 0;
-}
-
 static void config_defaults(pybox_config_t *c)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    c->memory_bytes = PYBOX_CEILING_MEMORY;
-    c->pids = PYBOX_CEILING_PIDS;
-    c->nano_cpus = (cpus > 0 ? cpus : 1) * 1000000000LL;
-    c->timeout_ms = PYBOX_TIMEOUT_MAX_MS;
-    c->expiry_s = PYBOX_EXPIRY_S;
+    for (int id = 0; id < PYBOX_LIMIT_COUNT; id++)
+        c->limit[id] = pybox_limit(id)->ceiling;
+    c->limit[PYBOX_LIMIT_CPUS] = (cpus > 0 ? cpus : 1) * 1000000000LL; /* the table's 0: every CPU */
     c->backend[0] = '\0';
     snprintf(c->source, sizeof c->source, "the installation's defaults");
 }
@@ -494,12 +477,11 @@ int pybox_config_parse(const char *text, size_t len, const char *path, pybox_con
         return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s is not a JSON object", path);
     }
     int rc = 0;
-    if (ceiling(cfg, "max_memory_mib", 1 << 20, 1024.0 * 1024.0, &c->memory_bytes, path, err) < 0 ||
-        ceiling(cfg, "max_pids", 1 << 22, 1, &c->pids, path, err) < 0 ||
-        ceiling(cfg, "max_cpus", 1024, 1e9, &c->nano_cpus, path, err) < 0 ||
-        ceiling(cfg, "max_timeout_s", 24 * 3600, 1000, &c->timeout_ms, path, err) < 0 ||
-        ceiling(cfg, "leftover_expiry_s", 7 * 24 * 3600, 1, &c->expiry_s, path, err) < 0)
-        rc = -1;
+    for (int id = 0; rc == 0 && id < PYBOX_LIMIT_COUNT; id++) {
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(cfg, pybox_limit(id)->config_key);
+        if (j != NULL)
+            rc = pybox_limit_from_config(id, cJSON_IsNumber(j) ? j->valuedouble : 0, &c->limit[id], path, err);
+    }
     const cJSON *be = cJSON_GetObjectItemCaseSensitive(cfg, "backend");
     if (rc == 0 && be != NULL) {
         if (!cJSON_IsString(be) || !pybox_name_valid(be->valuestring))

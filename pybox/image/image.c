@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Image build, import and pinning (see image.h). */
 #include "image.h"
+
 #include "../archive_api.h"
 
 #include <dirent.h>
@@ -17,6 +18,7 @@
 #include "../../guest/proto.h"
 #include "../buf.h"
 #include "../escape.h"
+#include "../limits.h"
 #include "../util.h"
 #include "../version.h"
 #include "wheels.h"
@@ -312,25 +314,11 @@ static int read_policy(const char *dir, pybox_pin_t *pin, pybox_error_t *err)
         }
         if (n <= 0)
             continue;
-        int64_t v;
-        bool ok = n == 2;
-        if (ok && strcmp(key, "memory_mib") == 0) {
-            uint64_t u;
-            ok = pybox_parse_u64(val, &u) == 0 && u >= 32 && u <= (1 << 20);
-            pin->memory_bytes = (int64_t)u * 1024 * 1024;
-        } else if (ok && strcmp(key, "pids") == 0) {
-            uint64_t u;
-            ok = pybox_parse_u64(val, &u) == 0 && u >= PYBOX_PIDS_MIN && u <= 1000000;
-            pin->pids = (int64_t)u;
-        } else if (ok && strcmp(key, "cpus") == 0) {
-            ok = pybox_parse_seconds_ms(val, &v) == 0 && v >= 10 && v <= 1024 * 1000;
-            pin->nano_cpus = v * 1000000;
-        } else if (ok && strcmp(key, "timeout_s") == 0) {
-            ok = pybox_parse_seconds_ms(val, &v) == 0 && v >= PYBOX_TIMEOUT_MIN_MS && v <= PYBOX_TIMEOUT_MAX_MS;
-            pin->timeout_ms = v;
-        } else {
-            ok = false;
-        }
+        /* each a limit's recipe_key (limits.h), in the limit's own parser */
+        int64_t *to[PYBOX_LIMIT_RUN] = {&pin->memory_bytes, &pin->pids, &pin->nano_cpus, &pin->timeout_ms};
+        bool ok = false;
+        for (int id = 0; n == 2 && !ok && id < PYBOX_LIMIT_RUN; id++)
+            ok = strcmp(key, pybox_limit(id)->recipe_key) == 0 && pybox_limit_parse(id, val, to[id]) == 0;
         if (!ok)
             rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0,
                                  "%s line %d: expected memory_mib, pids, cpus or timeout_s "

@@ -545,10 +545,10 @@ cJSON *pybox_mcp_run_python_describe(const pybox_mcp_config_t *cfg)
     for (size_t i = 0; i < cfg->n_images; i++)
         cJSON_AddItemToArray(en, cJSON_CreateString(cfg->images[i]));
     cJSON *to = prop(props, "timeout_s", "number", "Deadline in seconds (set by the server: at most the maximum).");
-    cJSON_AddNumberToObject(to, "minimum", PYBOX_TIMEOUT_MIN_MS / 1000.0);
+    cJSON_AddNumberToObject(to, "minimum", (double)pybox_limit(PYBOX_LIMIT_TIMEOUT)->min / 1000.0);
     cJSON_AddNumberToObject(to, "maximum", (double)cfg->max_timeout_ms / 1000.0);
     cJSON *mem = prop(props, "memory_mib", "integer", "Memory limit in MiB (without swap).");
-    cJSON_AddNumberToObject(mem, "minimum", (double)(PYBOX_MEMORY_MIN >> 20));
+    cJSON_AddNumberToObject(mem, "minimum", (double)(pybox_limit(PYBOX_LIMIT_MEMORY)->min >> 20));
     cJSON_AddNumberToObject(mem, "maximum", (double)(cfg->max_memory_bytes >> 20));
     cJSON *files = prop(props, "files", "array",
                         "Input files, put read-only at /box/in/<name>: inline text (content), inline bytes "
@@ -621,9 +621,9 @@ static cJSON *check_args(const pybox_mcp_config_t *cfg, const cJSON *args, call_
     char asked[PYBOX_NUM_MAX], most[PYBOX_NUM_MAX], least[PYBOX_NUM_MAX];
     if (timeout != NULL) {
         pybox_fmt_fixed(most, cfg->max_timeout_ms, 3);
-        pybox_fmt_fixed(least, PYBOX_TIMEOUT_MIN_MS, 3);
-        if (!cJSON_IsNumber(timeout) || !isfinite(timeout->valuedouble) ||
-            timeout->valuedouble * 1000 < PYBOX_TIMEOUT_MIN_MS)
+        int64_t min_ms = pybox_limit(PYBOX_LIMIT_TIMEOUT)->min;
+        pybox_fmt_fixed(least, min_ms, 3);
+        if (!cJSON_IsNumber(timeout) || !isfinite(timeout->valuedouble) || timeout->valuedouble * 1000 < (double)min_ms)
             return refuse("timeout_s: give seconds from %s up to %s (set by the server)", least, most);
         if (timeout->valuedouble * 1000 > (double)cfg->max_timeout_ms)
             return refuse("timeout_s: %s s is above the maximum of %s s (set by the server)",
@@ -632,7 +632,8 @@ static cJSON *check_args(const pybox_mcp_config_t *cfg, const cJSON *args, call_
     }
     if (memory != NULL) {
         double mib = cJSON_IsNumber(memory) ? memory->valuedouble : NAN;
-        long long max_mib = (long long)(cfg->max_memory_bytes >> 20), min_mib = PYBOX_MEMORY_MIN >> 20;
+        long long max_mib = (long long)(cfg->max_memory_bytes >> 20),
+                  min_mib = pybox_limit(PYBOX_LIMIT_MEMORY)->min >> 20;
         if (isfinite(mib) && mib != floor(mib))
             return refuse("memory_mib: %s is not a whole number of MiB (give one from %lld up to %lld; set by the "
                           "server)",
@@ -758,8 +759,8 @@ static cJSON *take_files(const pybox_mcp_config_t *cfg, const pybox_state_t *st,
     if (st != NULL) {
         /* its note expires as a run's leftovers do; while the server lives it holds it */
         if (pybox_state_config(st, &c, &err) < 0 ||
-            pybox_journal_scratch_open(st, pybox_wall_s() + c.expiry_s, &sc->note, sc->work, sizeof sc->work, &err) <
-                0) {
+            pybox_journal_scratch_open(st, pybox_wall_s() + c.limit[PYBOX_LIMIT_EXPIRY], &sc->note, sc->work,
+                                       sizeof sc->work, &err) < 0) {
             sc->work[0] = '\0';
             return refuse("the server could not make a private folder: %s", err.msg);
         }

@@ -294,13 +294,13 @@ int pybox_native_spec_check(const pybox_native_spec_t *s, pybox_error_t *err)
         range(err, "nofile", s->nofile, 16, 1 << 20) < 0 ||
         range(err, "fsize_bytes", s->fsize_bytes, 4096, 1LL << 50) < 0 ||
         range(err, "sigpending", s->sigpending, 0, 1 << 20) < 0 ||
-        range(err, "nano_cpus", s->nano_cpus, PYBOX_NANO_CPUS_MIN, 1024LL * 1000000000) < 0 ||
+        range(err, "nano_cpus", s->nano_cpus, PYBOX_NANO_CPUS_MIN, PYBOX_NANO_CPUS_MAX) < 0 ||
         range(err, "expires", s->expires, 1, INT64_MAX / 2) < 0)
         return -1;
     if (!(s->relax & PYBOX_RELAX_MEMORY) &&
-        range(err, "memory_bytes", s->memory_bytes, PYBOX_MEMORY_MIN, 1LL << 40) < 0)
+        range(err, "memory_bytes", s->memory_bytes, PYBOX_MEMORY_MIN, PYBOX_MEMORY_MAX) < 0)
         return -1;
-    if (!(s->relax & PYBOX_RELAX_PIDS) && range(err, "pids", s->pids, PYBOX_PIDS_MIN, 1 << 22) < 0)
+    if (!(s->relax & PYBOX_RELAX_PIDS) && range(err, "pids", s->pids, PYBOX_PIDS_MIN, PYBOX_PIDS_MAX) < 0)
         return -1;
     if (s->out_bytes > 0 && s->memory_bytes > 0 && !(s->relax & PYBOX_RELAX_MEMORY) && s->out_bytes > s->memory_bytes)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: out_bytes is larger than the memory limit");

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* pybox cleanup: this installation's expired leftovers removed (docs/cleanup.md). */
+#include <unistd.h>
+
+#include "../leftovers.h"
+#include "../util.h"
+#include "cli.h"
+
+enum { OPT_DRY_RUN = 1, OPT_JSON, OPT_BACKEND, OPT_HELP };
+static const struct option options[] = {
+    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"backend", required_argument, NULL, OPT_BACKEND},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+typedef struct {
+    bool dry, json;
+    const char *backend;
+} args_t;
+
+static int take(void *ctx, int val, const char *value, pybox_error_t *err)
+{
+    (void)err;
+    args_t *a = ctx;
+    a->dry |= val == OPT_DRY_RUN;
+    a->json |= val == OPT_JSON;
+    if (val == OPT_BACKEND)
+        a->backend = value;
+    return 0;
+}
+
+static int run(int argc, char **argv)
+{
+    pybox_error_t err = {0};
+    args_t a = {0};
+    int first = pybox_cli_walk("cleanup", argc, argv, take, &a, &err);
+    if (first >= 0 && first < argc)
+        pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
+                        "unexpected argument (usage: pybox cleanup [--dry-run] [--json] [--backend NAME])");
+    if (err.kind != PYBOX_ERR_NONE)
+        return pybox_cli_fail(&err, a.json);
+    pybox_state_t st;
+    if (pybox_state_open(&st, false, &err) < 0)
+        return pybox_cli_fail(&err, a.json);
+    _cleanup_(pybox_backend_closep) pybox_backend_t *be = NULL;
+    if (pybox_backend_open_for(&st, a.backend, &be, &err) < 0)
+        return pybox_cli_fail(&err, a.json);
+    pybox_leftovers_report_t rep;
+    int rc = pybox_leftovers_clean(&st, be, a.dry, false, &rep, &err);
+    if (rc < 0) {
+        pybox_leftovers_report_free(&rep);
+        return pybox_cli_fail(&err, a.json);
+    }
+    pybox_buf_t out;
+    pybox_buf_init(&out, 0);
+    if (a.json)
+        pybox_cli_json_line(&out, pybox_leftovers_report_json(&rep));
+    else
+        pybox_leftovers_report_text(&rep, &out);
+    int code = out.data && pybox_write_all(STDOUT_FILENO, out.data, out.len) == 0 ? 0 : PYBOX_EXIT_FAILED;
+    pybox_buf_free(&out);
+    pybox_leftovers_report_free(&rep);
+    return code;
+}
+
+const pybox_cli_command_t pybox_cli_cleanup = {"cleanup", options, false, run};
