@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The error type: fill once, prefix context, name kinds. */
 #include "error.h"
-#include "util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -79,4 +78,13 @@ const char *pybox_error_kind_name(pybox_error_kind_t kind)
         return "state";
     }
     return "unknown";
+}
+
+const char *pybox_strerror(int errnum, char *buf, size_t len)
+{
+    /* GNU strerror_r: returns the text, in buf or static and unchanging */
+    const char *t = strerror_r(errnum, buf, len);
+    if (t != buf && len > 0)
+        snprintf(buf, len, "%s", t ? t : "unknown error");
+    return buf;
 }

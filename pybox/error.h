@@ -43,4 +43,7 @@ void pybox_error_clear(pybox_error_t *err);
 
 const char *pybox_error_kind_name(pybox_error_kind_t kind);
 
+/* The text of an errno value, thread-safe (strerror is not): into buf, returned. */
+const char *pybox_strerror(int errnum, char *buf, size_t len);
+
 #endif

@@ -10,7 +10,6 @@
 
 #include "../guest/proto.h"
 #include "buf.h"
-#include "files.h"
 #include "limits.h"
 #include "util.h"
 

@@ -362,15 +362,6 @@ const char *pybox_fmt_size(char out[PYBOX_NUM_MAX], int64_t bytes)
     return out;
 }
 
-const char *pybox_strerror(int errnum, char *buf, size_t len)
-{
-    /* GNU strerror_r: returns the text, in buf or static and unchanging */
-    const char *t = strerror_r(errnum, buf, len);
-    if (t != buf)
-        pybox_strlcpy(buf, t ? t : "unknown error", len);
-    return buf;
-}
-
 bool pybox_double_to_i64(double v, int64_t *out)
 {
     /* -2^63 is exact as a double, 2^63 too: [-2^63, 2^63) is what converts */

@@ -98,9 +98,6 @@ const char *pybox_fmt_age(char out[PYBOX_NUM_MAX], int64_t seconds);
  * unusable: never use a cut path). */
 int pybox_fmt(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* The text of an errno value, thread-safe (strerror is not): into buf, returned. */
-const char *pybox_strerror(int errnum, char *buf, size_t len);
-
 /* Bounded copy that always terminates; returns -1 if src did not fit. */
 int pybox_strlcpy(char *dst, const char *src, size_t size);
 
