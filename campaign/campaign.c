@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <net/if.h>
@@ -1665,14 +1664,6 @@ static int setup(camp_t *c)
     return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static char *slurp_or_die(const char *path)
 {
     char *text = NULL;
@@ -1813,7 +1804,7 @@ int main(int argc, char **argv)
     int bad = ev_write_pages(c.out, limits, stderr);
     say("%d passed, %d failed in %.0f s; %d leftover item(s) of the campaign removed; pages %s", passed, failed,
         pybox_now_s() - t0, swept, bad == 0 ? "written" : "NOT written cleanly");
-    nftw(c.tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    (void)pybox_remove_tree_at(AT_FDCWD, c.tmp); /* never into a mount under it */
     for (int k = 0; k < ncases; k++)
         cJSON_Delete(cases[k]);
     free(cases);

@@ -959,36 +959,12 @@ static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim,
     return 0;
 }
 
-static int rm_tree(int dfd)
-{
-    DIR *d = fdopendir(dfd);
-    if (d == NULL)
-        return -1;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
-            continue;
-        int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub >= 0) {
-            rm_tree(sub);
-            unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
-        }
-    }
-    closedir(d);
-    return 0;
-}
-
 static void remove_tmp(const char *parent, const char *tmpname)
 {
     int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (pfd < 0)
         return;
-    int t = openat(pfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (t >= 0)
-        rm_tree(t);
-    unlinkat(pfd, tmpname, AT_REMOVEDIR);
+    (void)pybox_remove_tree_at(pfd, tmpname);
     close(pfd);
 }
 

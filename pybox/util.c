@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -371,35 +372,51 @@ bool pybox_double_to_i64(double v, int64_t *out)
     return true;
 }
 
-static int remove_at(int dfd, const char *name, int depth)
+/* dev: the file system of the tree's top (0 until it is open): a folder of another one
+ * (a mount point) is never entered, so nothing mounted under the tree is removed. */
+static int remove_at(int dfd, const char *name, int depth, dev_t dev)
 {
     if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
         return 0;
-    if ((errno != EISDIR && errno != EPERM) || depth > 64)
+    if (errno != EISDIR && errno != EPERM)
         return -1;
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    DIR *d = fdopendir(fd);
-    if (d == NULL) {
-        close(fd);
+    if (depth > PYBOX_REMOVE_DEPTH_MAX) {
+        errno = ELOOP;
         return -1;
     }
-    int rc = 0;
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat sb;
+    if (fd >= 0 && fstat(fd, &sb) == 0 && depth > 0 && sb.st_dev != dev) {
+        close(fd);
+        errno = EXDEV;
+        return -1;
+    }
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d == NULL) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        errno = e;
+        return -1;
+    }
+    int rc = 0, e = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        if (remove_at(dirfd(d), de->d_name, depth + 1) < 0)
+        if (remove_at(dirfd(d), de->d_name, depth + 1, sb.st_dev) < 0 && rc == 0) {
             rc = -1;
+            e = errno;
+        }
     }
     closedir(d);
-    if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
-        rc = -1;
+    if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return -1;
+    errno = rc < 0 ? e : errno;
     return rc;
 }
 
 int pybox_remove_tree_at(int dfd, const char *name)
 {
-    return remove_at(dfd, name, 0);
+    return remove_at(dfd, name, 0, 0);
 }

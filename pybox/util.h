@@ -101,9 +101,13 @@ int pybox_fmt(char *out, size_t len, const char *fmt, ...) __attribute__((format
 /* Bounded copy that always terminates; returns -1 if src did not fit. */
 int pybox_strlcpy(char *dst, const char *src, size_t size);
 
-/* Remove name under the folder dfd and everything in it, by descriptors: a link is
- * removed, never followed, and nothing deeper than 64 folders is entered. Returns 0 (also
- * when nothing of that name is there), or -1 with errno. */
+/* Remove name under the folder dfd (AT_FDCWD: a path) and everything in it, by
+ * descriptors: a link is removed, never followed; a folder of another file system than
+ * the tree's top (a mount point) is never entered (EXDEV), nor one deeper than
+ * PYBOX_REMOVE_DEPTH_MAX (ELOOP). Returns 0 (also when nothing of that name is there), or
+ * -1 with errno (the first failure), having removed all it could. PyBox's one tree
+ * remover. */
+#define PYBOX_REMOVE_DEPTH_MAX 256
 int pybox_remove_tree_at(int dfd, const char *name);
 
 #endif

@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -435,14 +434,6 @@ int itest_new_home(char *home, size_t len, char *id)
     return fclose(out) == 0 ? 0 : -1;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int native_parents(const char *install_id, char out[4][PATH_MAX]);
 
 void itest_remove_home(const char *home)
@@ -458,7 +449,7 @@ void itest_remove_home(const char *home)
         id[n > 0 ? n : 0] = '\0';
         id[strcspn(id, "\n")] = '\0';
     }
-    nftw(home, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    (void)pybox_remove_tree_at(AT_FDCWD, home);
     itest_forget_native_parents(id);
 }
 

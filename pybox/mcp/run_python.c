@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
@@ -258,20 +257,6 @@ static cJSON *refuse_inputs(const char *root, const char *msg)
     cJSON *r = pybox_mcp_error_result(pybox_buf_ok(&b) ? (b.data ? b.data : "") : "the inputs were refused");
     pybox_buf_free(&b);
     return r;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void rm_tree(const char *dir)
-{
-    if (dir[0] != '\0')
-        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static cJSON *refuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -842,8 +827,8 @@ static void scratch_free(scratch_t *sc)
     /* inline inputs, and the output when this server keeps none */
     if (sc->st != NULL)
         pybox_journal_scratch_close(sc->st, &sc->note);
-    else
-        rm_tree(sc->work);
+    else if (sc->work[0] != '\0')
+        (void)pybox_remove_tree_at(AT_FDCWD, sc->work);
     if (sc->reserved > 0) {
         pthread_mutex_lock(&root_lock);
         root_reserved -= sc->reserved;

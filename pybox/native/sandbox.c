@@ -1360,38 +1360,7 @@ void pybox_native_free(pybox_native_box_t *b)
     free(b);
 }
 
-/* ---- removing a tree without following links ---- */
-
-static int rm_at(int dfd, const char *name, int depth, pybox_error_t *err)
-{
-    if (depth > 256)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ELOOP, "removing a tree deeper than 256");
-    if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-        return 0;
-    if (errno != EISDIR && errno != EPERM)
-        return sys_fail(err, errno, "unlinkat", name);
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return sys_fail(err, errno, "openat", name);
-    DIR *d = fdopendir(fd);
-    if (d == NULL) {
-        close(fd);
-        return sys_fail(err, errno, "fdopendir", name);
-    }
-    int rc = 0;
-    struct dirent *e;
-    while (rc == 0 && (e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        rc = rm_at(dirfd(d), e->d_name, depth + 1, err);
-    }
-    closedir(d);
-    if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-        rc = sys_fail(err, errno, "rmdir", name);
-    return rc;
-}
-
 int pybox_native_rm_tree(const char *path, pybox_error_t *err)
 {
-    return rm_at(AT_FDCWD, path, 0, err);
+    return pybox_remove_tree_at(AT_FDCWD, path) == 0 ? 0 : sys_fail(err, errno, "removing", path);
 }
