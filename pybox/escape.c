@@ -2,6 +2,7 @@
 /* Escaping untrusted bytes for terminals and JSON (see escape.h). */
 #include "escape.h"
 
+#include <limits.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,6 +250,33 @@ int pybox_base64(pybox_buf_t *out, const void *s, size_t len)
     if (n < 0 || (size_t)n != olen)
         return -1;
     out->data[out->len] = '\0';
+    return 0;
+}
+
+int pybox_base64_decode(const char *s, size_t len, unsigned char **out, size_t *n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if (len % 4 != 0 || len > (size_t)INT_MAX)
+        return -1;
+    size_t pad = len >= 1 && u[len - 1] == '=' ? (len >= 2 && u[len - 2] == '=' ? 2 : 1) : 0;
+    unsigned char *bin = malloc(len / 4 * 3 + 1);
+    if (bin == NULL)
+        return -1;
+    /* libcrypto's decoder passes over white space and takes any bits the padding leaves;
+     * only the text that encodes the bytes back to itself is taken: one spelling each */
+    int got = len == 0 ? 0 : EVP_DecodeBlock(bin, u, (int)len);
+    size_t bytes = got < 0 ? 0 : (size_t)got - pad;
+    pybox_buf_t again;
+    pybox_buf_init(&again, len + 1);
+    bool same = got >= 0 && (size_t)got == len / 4 * 3 && pybox_base64(&again, bin, bytes) == 0 && again.len == len &&
+                (len == 0 || memcmp(again.data, s, len) == 0);
+    pybox_buf_free(&again);
+    if (!same) {
+        free(bin);
+        return -1;
+    }
+    *out = bin;
+    *n = bytes;
     return 0;
 }
 

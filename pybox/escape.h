@@ -64,5 +64,9 @@ int pybox_json_append(pybox_buf_t *out, const cJSON *j);
 
 /* Append base64 (standard alphabet, padded). */
 int pybox_base64(pybox_buf_t *out, const void *s, size_t len);
+/* The bytes of len characters of base64 (RFC 4648: standard alphabet, padded, no white
+ * space, unused bits zero: only the text pybox_base64 writes for them), in *out
+ * (malloc'd, *n bytes; the caller frees). Returns 0, or -1 for anything else. */
+int pybox_base64_decode(const char *s, size_t len, unsigned char **out, size_t *n);
 
 #endif

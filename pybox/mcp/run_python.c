@@ -159,59 +159,6 @@ int pybox_mcp_file_uri(pybox_buf_t *out, const char *path)
     return 0;
 }
 
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-int pybox_mcp_base64_decode(const char *s, size_t len, unsigned char **out, size_t *n)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    if (len % 4 != 0)
-        return -1;
-    size_t pad = len >= 1 && u[len - 1] == '=' ? (len >= 2 && u[len - 2] == '=' ? 2 : 1) : 0;
-    unsigned char *bin = malloc(len / 4 * 3 + 1);
-    if (bin == NULL)
-        return -1;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 4) {
-        bool last = i + 4 == len;
-        size_t digits = last ? 4 - pad : 4;
-        uint32_t v = 0;
-        for (size_t j = 0; j < 4; j++) {
-            int d = j < digits ? b64_value(u[i + j]) : 0;
-            if (d < 0) { /* whitespace, '=' inside, another alphabet */
-                free(bin);
-                return -1;
-            }
-            v = v << 6 | (uint32_t)d;
-        }
-        /* the bits the padding leaves unused must be zero (one encoding per byte string) */
-        if ((pad == 1 && last && (v & 0xff) != 0) || (pad == 2 && last && (v & 0xffff) != 0)) {
-            free(bin);
-            return -1;
-        }
-        bin[o++] = (unsigned char)(v >> 16);
-        if (digits > 2)
-            bin[o++] = (unsigned char)(v >> 8);
-        if (digits > 3)
-            bin[o++] = (unsigned char)v;
-    }
-    *out = bin;
-    *n = o;
-    return 0;
-}
-
 int pybox_mcp_input_path(const char *root, const char *rel, char *out, size_t len)
 {
     /* Judged by its text first, before anything is looked up: no way to ask about
@@ -686,7 +633,7 @@ static cJSON *take_file(const pybox_mcp_config_t *cfg, const cJSON *f, scratch_t
         } else {
             _cleanup_free_ unsigned char *bin = NULL;
             size_t n = 0;
-            if (pybox_mcp_base64_decode(b64->valuestring, strlen(b64->valuestring), &bin, &n) < 0)
+            if (pybox_base64_decode(b64->valuestring, strlen(b64->valuestring), &bin, &n) < 0)
                 return refuse("files: content_base64 of '%s' is not base64 (RFC 4648: standard alphabet, "
                               "no whitespace, padded to a multiple of 4)",
                               shown(quoted, sizeof quoted, name->valuestring));
