@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../pybox/native/cgroup.h"
+#include "../pybox/native/internal.h"
 #include "../pybox/native/parse.h"
 #include "../pybox/native/sandbox.h"
 #include "../pybox/native/seccomp.h"
@@ -1002,11 +1003,25 @@ START_TEST(verify_mounts_each_check)
 }
 END_TEST
 
+/* Capabilities are named by libcap's table, in the kernel's spelling only. */
+START_TEST(capability_names)
+{
+    ck_assert_int_eq(pybox_native_cap_number("CAP_CHOWN"), 0);
+    ck_assert_int_eq(pybox_native_cap_number("CAP_KILL"), 5);
+    ck_assert_int_eq(pybox_native_cap_number("CAP_SYS_ADMIN"), 21);
+    ck_assert_int_eq(pybox_native_cap_number("CAP_CHECKPOINT_RESTORE"), 40);
+    static const char *const refused[] = {"cap_kill", "5", "CAP_CHOWN,CAP_KILL", "CAP_EVERYTHING", "", "all", "CAP_"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+        ck_assert_msg(pybox_native_cap_number(refused[i]) == -1, "%s taken", refused[i]);
+}
+END_TEST
+
 Suite *suite_native(void)
 {
     Suite *s = suite_create("native");
     TCase *tc = tcase_create("seccomp");
     tcase_add_test(tc, seccomp_profile_compiles_whole);
+    tcase_add_test(tc, capability_names);
     tcase_add_test(tc, seccomp_digest_is_stable);
     tcase_add_test(tc, seccomp_unknown_names_reported);
     tcase_add_test(tc, seccomp_strict_form);

@@ -63,58 +63,6 @@ uint32_t pybox_native_program_uid(const pybox_native_spec_t *s)
     return s->uid;
 }
 
-static const char *const cap_names[] = {
-    "CAP_CHOWN",
-    "CAP_DAC_OVERRIDE",
-    "CAP_DAC_READ_SEARCH",
-    "CAP_FOWNER",
-    "CAP_FSETID",
-    "CAP_KILL",
-    "CAP_SETGID",
-    "CAP_SETUID",
-    "CAP_SETPCAP",
-    "CAP_LINUX_IMMUTABLE",
-    "CAP_NET_BIND_SERVICE",
-    "CAP_NET_BROADCAST",
-    "CAP_NET_ADMIN",
-    "CAP_NET_RAW",
-    "CAP_IPC_LOCK",
-    "CAP_IPC_OWNER",
-    "CAP_SYS_MODULE",
-    "CAP_SYS_RAWIO",
-    "CAP_SYS_CHROOT",
-    "CAP_SYS_PTRACE",
-    "CAP_SYS_PACCT",
-    "CAP_SYS_ADMIN",
-    "CAP_SYS_BOOT",
-    "CAP_SYS_NICE",
-    "CAP_SYS_RESOURCE",
-    "CAP_SYS_TIME",
-    "CAP_SYS_TTY_CONFIG",
-    "CAP_MKNOD",
-    "CAP_LEASE",
-    "CAP_AUDIT_WRITE",
-    "CAP_AUDIT_CONTROL",
-    "CAP_SETFCAP",
-    "CAP_MAC_OVERRIDE",
-    "CAP_MAC_ADMIN",
-    "CAP_SYSLOG",
-    "CAP_WAKE_ALARM",
-    "CAP_BLOCK_SUSPEND",
-    "CAP_AUDIT_READ",
-    "CAP_PERFMON",
-    "CAP_BPF",
-    "CAP_CHECKPOINT_RESTORE",
-};
-
-int pybox_native_cap_number(const char *name)
-{
-    for (size_t i = 0; i < sizeof cap_names / sizeof *cap_names; i++)
-        if (strcmp(name, cap_names[i]) == 0)
-            return (int)i;
-    return -1;
-}
-
 int pybox_native_caps(const pybox_native_spec_t *s, uint64_t *caps, pybox_error_t *err)
 {
     uint64_t c = PYBOX_NATIVE_INIT_CAPS;
@@ -125,8 +73,12 @@ int pybox_native_caps(const pybox_native_spec_t *s, uint64_t *caps, pybox_error_
             "CAP_MKNOD",   "CAP_NET_RAW",      "CAP_SETGID",           "CAP_SETUID",
             "CAP_SETFCAP", "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
             "CAP_KILL",    "CAP_AUDIT_WRITE"};
-        for (size_t i = 0; i < sizeof engine / sizeof *engine; i++)
-            c |= 1ULL << pybox_native_cap_number(engine[i]);
+        for (size_t i = 0; i < sizeof engine / sizeof *engine; i++) {
+            int n = pybox_native_cap_number(engine[i]);
+            if (n < 0)
+                return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "%s: not known to libcap (libcap.so.2)", engine[i]);
+            c |= 1ULL << n;
+        }
     }
     if (s->relax_cap != NULL) {
         int n = pybox_native_cap_number(s->relax_cap);
