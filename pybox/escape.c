@@ -280,6 +280,28 @@ int pybox_base64_decode(const char *s, size_t len, unsigned char **out, size_t *
     return 0;
 }
 
+/* Every string of the receipt is valid UTF-8, as JSON requires (a strict client, an MCP
+ * one among them, may drop a whole session over one bad byte): one that quotes bytes from
+ * outside that are not (a note cut inside a character, an operator's Latin-1 path) gets
+ * U+FFFD for each stray byte. False when memory ran out. */
+bool pybox_json_utf8(cJSON *node)
+{
+    for (cJSON *c = node; c != NULL; c = c->next) {
+        if (cJSON_IsString(c) && c->valuestring != NULL && !pybox_utf8_valid(c->valuestring, strlen(c->valuestring))) {
+            pybox_buf_t b;
+            pybox_buf_init(&b, 0);
+            pybox_utf8_sanitize(&b, c->valuestring, strlen(c->valuestring), NULL);
+            bool set = pybox_buf_ok(&b) && b.data != NULL && cJSON_SetValuestring(c, b.data) != NULL;
+            pybox_buf_free(&b);
+            if (!set)
+                return false;
+        }
+        if (c->child != NULL && !pybox_json_utf8(c->child))
+            return false;
+    }
+    return true;
+}
+
 void pybox_escape_short(char *out, size_t len, const char *s, size_t max)
 {
     pybox_buf_t b;

@@ -75,28 +75,6 @@ static cJSON *said_json(const pybox_said_t *s, bool *ok)
 static double ms1(double v);
 static double ms2(double v);
 
-/* Every string of the receipt is valid UTF-8, as JSON requires (a strict client, an MCP
- * one among them, may drop a whole session over one bad byte): one that quotes bytes from
- * outside that are not (a note cut inside a character, an operator's Latin-1 path) gets
- * U+FFFD for each stray byte. False when memory ran out. */
-static bool strings_utf8(cJSON *node)
-{
-    for (cJSON *c = node; c != NULL; c = c->next) {
-        if (cJSON_IsString(c) && c->valuestring != NULL && !pybox_utf8_valid(c->valuestring, strlen(c->valuestring))) {
-            pybox_buf_t b;
-            pybox_buf_init(&b, 0);
-            pybox_utf8_sanitize(&b, c->valuestring, strlen(c->valuestring), NULL);
-            bool set = pybox_buf_ok(&b) && b.data != NULL && cJSON_SetValuestring(c, b.data) != NULL;
-            pybox_buf_free(&b);
-            if (!set)
-                return false;
-        }
-        if (c->child != NULL && !strings_utf8(c->child))
-            return false;
-    }
-    return true;
-}
-
 static void num_or_null(cJSON *o, const char *key, const pybox_reading_t *r, unsigned bit, int64_t v)
 {
     if (r != NULL && (r->valid & bit))
@@ -431,13 +409,9 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
         res->error.kind != PYBOX_ERR_NONE) {
         cJSON *e = cJSON_AddObjectToObject(r, "error");
         cJSON_AddStringToObject(e, "kind", pybox_error_kind_name(res->error.kind));
-        pybox_buf_t m;
-        pybox_buf_init(&m, 0);
-        pybox_utf8_sanitize(&m, res->error.msg, strlen(res->error.msg), NULL);
-        cJSON_AddStringToObject(e, "message", got_text(pybox_buf_ok(&m) ? (m.data ? m.data : "") : NULL, &ok));
-        pybox_buf_free(&m);
+        cJSON_AddStringToObject(e, "message", res->error.msg);
     }
-    if (!ok || !strings_utf8(r)) {
+    if (!ok || !pybox_json_utf8(r)) {
         cJSON_Delete(r);
         return NULL;
     }
@@ -453,14 +427,9 @@ cJSON *pybox_receipt_refusal(const pybox_error_t *err)
     cJSON_AddNumberToObject(r, "exit_code", 125);
     cJSON *e = cJSON_AddObjectToObject(r, "error");
     cJSON_AddStringToObject(e, "kind", pybox_error_kind_name(err->kind));
-    pybox_buf_t m;
-    pybox_buf_init(&m, 0);
-    pybox_utf8_sanitize(&m, err->msg, strlen(err->msg), NULL);
-    bool ok = true;
-    cJSON_AddStringToObject(e, "message", got_text(pybox_buf_ok(&m) ? (m.data ? m.data : "") : NULL, &ok));
-    pybox_buf_free(&m);
+    cJSON_AddStringToObject(e, "message", err->msg);
     cJSON_AddBoolToObject(r, "box_built", 0);
-    if (!ok) {
+    if (!pybox_json_utf8(r)) {
         cJSON_Delete(r);
         return NULL;
     }

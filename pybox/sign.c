@@ -40,11 +40,9 @@ void pybox_sign_mark_unsigned(cJSON *receipt, const char *why)
         return;
     cJSON_DeleteItemFromObjectCaseSensitive(receipt, "signature");
     cJSON_DeleteItemFromObjectCaseSensitive(receipt, "unsigned");
-    pybox_buf_t b;
-    pybox_buf_init(&b, 0);
-    pybox_utf8_sanitize(&b, why, strlen(why), NULL);
-    cJSON_AddStringToObject(receipt, "unsigned", pybox_buf_ok(&b) && b.data ? b.data : "the reason could not be made");
-    pybox_buf_free(&b);
+    cJSON *u = cJSON_AddStringToObject(receipt, "unsigned", why);
+    if (u != NULL && !pybox_json_utf8(u)) /* the last member: none after it */
+        cJSON_SetValuestring(u, "the reason could not be made");
 }
 
 int pybox_sign_receipt(cJSON *receipt, const pybox_key_t *k, pybox_error_t *err)
