@@ -181,11 +181,8 @@ static int take(void *ctx, int val, const char *value, pybox_error_t *err)
 static int run(int argc, char **argv)
 {
     pybox_error_t err = {0};
-    int first = pybox_cli_walk("chart", argc, argv, take, NULL, &err);
-    if (first >= 0 && first + 1 < argc)
-        pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
-                        "usage: pybox chart [RECEIPT.json] > chart.svg (see pybox help chart)");
-    if (err.kind != PYBOX_ERR_NONE)
+    int first = pybox_cli_args("chart", argc, argv, NULL, &err);
+    if (first < 0)
         return pybox_cli_fail(&err, false);
     const char *file = first < argc ? argv[first] : "-";
     bool from_file = strcmp(file, "-") != 0;
@@ -221,4 +218,5 @@ static int run(int argc, char **argv)
     return code;
 }
 
-const pybox_cli_command_t pybox_cli_chart = {"chart", options, false, run};
+const pybox_cli_command_t pybox_cli_chart = {
+    "chart", options, false, take, 0, 1, "usage: pybox chart [RECEIPT.json] > chart.svg (see pybox help chart)", run};

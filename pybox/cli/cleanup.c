@@ -6,12 +6,11 @@
 #include "../util.h"
 #include "cli.h"
 
-enum { OPT_DRY_RUN = 1, OPT_JSON, OPT_BACKEND, OPT_HELP };
 static const struct option options[] = {
-    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"backend", required_argument, NULL, OPT_BACKEND},
-    {"help", no_argument, NULL, OPT_HELP},
+    {"dry-run", no_argument, NULL, 'n'},
+    {"json", no_argument, NULL, 'j'},
+    {"backend", required_argument, NULL, 'b'},
+    {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 
@@ -24,9 +23,9 @@ static int take(void *ctx, int val, const char *value, pybox_error_t *err)
 {
     (void)err;
     args_t *a = ctx;
-    a->dry |= val == OPT_DRY_RUN;
-    a->json |= val == OPT_JSON;
-    if (val == OPT_BACKEND)
+    a->dry |= val == 'n';
+    a->json |= val == 'j';
+    if (val == 'b')
         a->backend = value;
     return 0;
 }
@@ -35,11 +34,7 @@ static int run(int argc, char **argv)
 {
     pybox_error_t err = {0};
     args_t a = {0};
-    int first = pybox_cli_walk("cleanup", argc, argv, take, &a, &err);
-    if (first >= 0 && first < argc)
-        pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
-                        "unexpected argument (usage: pybox cleanup [--dry-run] [--json] [--backend NAME])");
-    if (err.kind != PYBOX_ERR_NONE)
+    if (pybox_cli_args("cleanup", argc, argv, &a, &err) < 0)
         return pybox_cli_fail(&err, a.json);
     pybox_state_t st;
     if (pybox_state_open(&st, false, &err) < 0)
@@ -65,4 +60,12 @@ static int run(int argc, char **argv)
     return code;
 }
 
-const pybox_cli_command_t pybox_cli_cleanup = {"cleanup", options, false, run};
+const pybox_cli_command_t pybox_cli_cleanup = {
+    "cleanup",
+    options,
+    false,
+    take,
+    0,
+    0,
+    "unexpected argument (usage: pybox cleanup [--dry-run] [--json] [--backend NAME])",
+    run};

@@ -13,24 +13,31 @@
 #include "../buf.h"
 #include "../error.h"
 
+/* One option taken: its val, its value (NULL for a flag). Returns 0, or -1 with err. */
+typedef int (*pybox_cli_take_fn)(void *ctx, int val, const char *value, pybox_error_t *err);
+
 typedef struct pybox_cli_command {
     const char *name;                  /* "exec"; a subcommand's "image build" */
     const struct option *options;      /* {NULL}-ended, each with a val of its own (never 0), in the help's order */
     bool in_order;                     /* options end at the first argument (exec), else they may follow it */
-    int (*run)(int argc, char **argv); /* argv[0] is the command's last word; returns the exit code */
+    pybox_cli_take_fn take;            /* each option given (pybox_cli_args) */
+    int min_args, max_args;            /* the arguments after the options (a subcommand's word counts); max -1: any */
+    const char *usage;                 /* the refusal of another count */
+    int (*run)(int argc, char **argv); /* argv[0] is the command's first word; returns the exit code */
 } pybox_cli_command_t;
 
 /* A command by name ("exec", "image build"), or NULL. */
 const pybox_cli_command_t *pybox_cli_command(const char *name);
-
-/* One option taken: its val, its value (NULL for a flag). Returns 0, or -1 with err. */
-typedef int (*pybox_cli_take_fn)(void *ctx, int val, const char *value, pybox_error_t *err);
 
 /* Walk argv (argv[0] the command's word) over command's options, calling take for each
  * in order; refuses an option the command does not take, one without the value it needs
  * and a flag given a value. Returns the index of the first argument that is not an
  * option (argv is reordered so that they all come last), or -1 with err. */
 int pybox_cli_walk(const char *command, int argc, char **argv, pybox_cli_take_fn take, void *ctx, pybox_error_t *err);
+
+/* The same with the command's own take, then its arguments counted: the index of the
+ * first, or -1 with err (the command's usage when their count is not its own). */
+int pybox_cli_args(const char *command, int argc, char **argv, void *ctx, pybox_error_t *err);
 
 /* Whether argv asks for the help (--help or -h anywhere): every command gives it so. */
 bool pybox_cli_wants_help(int argc, char **argv);

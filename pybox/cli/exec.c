@@ -21,36 +21,19 @@
 #include "cli.h"
 #include "parse.h"
 
-enum {
-    OPT_TIMEOUT = 't',
-    OPT_MEMORY = 'm',
-    OPT_PIDS = 'p',
-    OPT_CPUS = 'c',
-    OPT_IMAGE = 'i',
-    OPT_INPUT = 'I',
-    OPT_OUTPUT = 'O',
-    OPT_BACKEND = 'b',
-    OPT_JSON = 'j',
-    OPT_CHART = 'G',
-    OPT_COLOR = 'C',
-    OPT_HELP = 'h',
-};
-
-static const struct option options[] = {
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"memory", required_argument, NULL, OPT_MEMORY},
-    {"pids", required_argument, NULL, OPT_PIDS},
-    {"cpus", required_argument, NULL, OPT_CPUS},
-    {"image", required_argument, NULL, OPT_IMAGE},
-    {"input", required_argument, NULL, OPT_INPUT},
-    {"output", required_argument, NULL, OPT_OUTPUT},
-    {"backend", required_argument, NULL, OPT_BACKEND},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"chart", required_argument, NULL, OPT_CHART},
-    {"color", required_argument, NULL, OPT_COLOR},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
-};
+static const struct option options[] = {{"timeout", required_argument, NULL, 't'},
+                                        {"memory", required_argument, NULL, 'm'},
+                                        {"pids", required_argument, NULL, 'p'},
+                                        {"cpus", required_argument, NULL, 'c'},
+                                        {"image", required_argument, NULL, 'i'},
+                                        {"input", required_argument, NULL, 'I'},
+                                        {"output", required_argument, NULL, 'O'},
+                                        {"backend", required_argument, NULL, 'b'},
+                                        {"json", no_argument, NULL, 'j'},
+                                        {"chart", required_argument, NULL, 'G'},
+                                        {"color", required_argument, NULL, 'C'},
+                                        {"help", no_argument, NULL, 'h'},
+                                        {NULL, 0, NULL, 0}};
 
 static void shown(char *out, size_t len, const char *arg)
 {
@@ -73,41 +56,41 @@ static int take(void *ctx, int val, const char *value, pybox_error_t *err)
     pybox_exec_opts_t *o = ctx;
     char arg[128];
     switch (val) {
-    case OPT_TIMEOUT:
+    case 't':
         o->timeout_given = true;
         return limit(PYBOX_LIMIT_TIMEOUT, value, &o->timeout_ms, ", e.g. --timeout 2.5", err);
-    case OPT_MEMORY:
+    case 'm':
         return limit(PYBOX_LIMIT_MEMORY, value, &o->memory_bytes, ", e.g. --memory 512 (MiB), 512m or 1g", err);
-    case OPT_PIDS:
+    case 'p':
         return limit(PYBOX_LIMIT_PIDS, value, &o->pids, "", err);
-    case OPT_CPUS:
+    case 'c':
         return limit(PYBOX_LIMIT_CPUS, value, &o->nano_cpus, ", e.g. --cpus 0.5", err);
-    case OPT_JSON:
+    case 'j':
         o->json = true;
         return 0;
-    case OPT_INPUT:
+    case 'I':
         if (o->n_inputs == sizeof o->inputs / sizeof *o->inputs)
             return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--input: at most %zu inputs (give a folder instead)",
                                    sizeof o->inputs / sizeof *o->inputs);
         o->inputs[o->n_inputs++] = value;
         return 0;
-    case OPT_OUTPUT:
+    case 'O':
         if (o->output != NULL)
             return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--output: give it once");
         o->output = value;
         return 0;
-    case OPT_CHART:
+    case 'G':
         if (o->chart != NULL)
             return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--chart: give it once");
         o->chart = value;
         return 0;
-    case OPT_IMAGE:
+    case 'i':
         o->image = value;
         return 0;
-    case OPT_BACKEND:
+    case 'b':
         o->backend = value;
         return 0;
-    case OPT_COLOR:
+    case 'C':
         if (strcmp(value, "auto") == 0)
             o->color = PYBOX_COLOR_AUTO;
         else if (strcmp(value, "always") == 0)
@@ -126,7 +109,7 @@ static int take(void *ctx, int val, const char *value, pybox_error_t *err)
 int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_error_t *err)
 {
     *o = (pybox_exec_opts_t){.timeout_ms = pybox_limit(PYBOX_LIMIT_TIMEOUT)->dflt, .image = "stdlib"};
-    int first = pybox_cli_walk("exec", argc, argv, take, o, err);
+    int first = pybox_cli_args("exec", argc, argv, o, err);
     if (first < 0)
         return -1;
     if (first < argc) {
@@ -286,4 +269,4 @@ static int run(int argc, char **argv)
     return print_run(&res, rc, o.json, o.color, &rd.st, o.chart != NULL ? &chart : NULL);
 }
 
-const pybox_cli_command_t pybox_cli_exec = {"exec", options, true, run};
+const pybox_cli_command_t pybox_cli_exec = {"exec", options, true, take, 0, -1, NULL, run};

@@ -10,78 +10,64 @@
 #include "cli.h"
 #include "help.h"
 
-enum { OPT_BACKEND = 1, OPT_HELP, OPT_FORCE, OPT_LOCK, OPT_WHEELS, OPT_DEBIAN };
-static const struct option build_options[] = {
-    {"force", no_argument, NULL, OPT_FORCE},
-    {"lock", required_argument, NULL, OPT_LOCK},
-    {"wheels", required_argument, NULL, OPT_WHEELS},
-    {"debian", required_argument, NULL, OPT_DEBIAN},
-    {"backend", required_argument, NULL, OPT_BACKEND},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
-};
+static const struct option build_options[] = {{"force", no_argument, NULL, 'f'},
+                                              {"lock", required_argument, NULL, 'l'},
+                                              {"wheels", required_argument, NULL, 'w'},
+                                              {"debian", required_argument, NULL, 'd'},
+                                              {"backend", required_argument, NULL, 'b'},
+                                              {"help", no_argument, NULL, 'h'},
+                                              {NULL, 0, NULL, 0}};
 /* list, verify and rm take no option but --backend */
 static const struct option options[] = {
-    {"backend", required_argument, NULL, OPT_BACKEND},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
-};
+    {"backend", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 
 typedef struct {
     const char *backend, *lock, *wheels, *debian;
     bool force;
+    pybox_state_t st;
+    pybox_backend_t *be;
 } args_t;
 
 static int take(void *ctx, int val, const char *value, pybox_error_t *err)
 {
     (void)err;
     args_t *a = ctx;
-    const char **to[] = {
-        [OPT_BACKEND] = &a->backend, [OPT_LOCK] = &a->lock, [OPT_WHEELS] = &a->wheels, [OPT_DEBIAN] = &a->debian};
-    if (val == OPT_FORCE)
-        a->force = true;
-    else if (val < (int)(sizeof to / sizeof *to) && to[val] != NULL)
-        *to[val] = value;
+    a->force |= val == 'f';
+    const char **to = val == 'b' ? &a->backend : val == 'l' ? &a->lock : val == 'w' ? &a->wheels : &a->debian;
+    if (value != NULL)
+        *to = value;
     return 0;
 }
 
-/* The subcommand's options walked (argv[0] is "image"): the arguments after the
- * subcommand's word, from *first on, or -1 with err. */
-static int walk(const char *command, int argc, char **argv, args_t *a, int *first, pybox_error_t *err)
+/* The subcommand's options and arguments, then (open) the installation and its backend:
+ * the index of the subcommand's first argument, or -1 with err. */
+static int prepare(const char *command, int argc, char **argv, args_t *a, bool open, pybox_error_t *err)
 {
     *a = (args_t){0};
-    *first = pybox_cli_walk(command, argc, argv, take, a, err);
-    if (*first < 0)
+    int first = pybox_cli_args(command, argc, argv, a, err);
+    if (first < 0 || (open && (pybox_state_open(&a->st, strcmp(command, "image build") == 0, err) < 0 ||
+                               pybox_backend_open_for(&a->st, a->backend, &a->be, err) < 0)))
         return -1;
-    (*first)++; /* the subcommand's word */
-    return 0;
+    return first + 1; /* after the subcommand's word */
 }
 
 static int build(int argc, char **argv)
 {
     pybox_error_t err = {0};
     args_t a;
-    int first;
-    if (walk("image build", argc, argv, &a, &first, &err) < 0)
-        return pybox_cli_fail(&err, false);
-    if (first + 1 != argc) {
-        pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
-                        "usage: pybox image build NAME [--force] [--lock uv.lock --wheels DIR | --debian PACKAGES]");
+    pybox_image_paths_t paths;
+    int first = prepare("image build", argc, argv, &a, true, &err);
+    if (first < 0 || pybox_image_paths_default(&paths, &err) < 0) {
+        pybox_backend_close(a.be);
         return pybox_cli_fail(&err, false);
     }
-    const char *name = argv[first];
-    pybox_state_t st;
-    pybox_image_paths_t paths;
-    if (pybox_state_open(&st, true, &err) < 0 || pybox_image_paths_default(&paths, &err) < 0)
-        return pybox_cli_fail(&err, false);
-    _cleanup_(pybox_backend_closep) pybox_backend_t *be = NULL;
-    if (pybox_backend_open_for(&st, a.backend, &be, &err) < 0)
-        return pybox_cli_fail(&err, false);
     bool built = false;
     const pybox_out_t progress = {pybox_out_file, stderr};
-    int rc = a.lock || a.wheels || a.debian
-                 ? pybox_image_build_custom(&st, be, &paths, name, a.lock, a.wheels, a.debian, &progress, &err)
-                 : pybox_image_build(&st, be, &paths, name, a.force, &progress, &built, &err);
+    int rc =
+        a.lock || a.wheels || a.debian
+            ? pybox_image_build_custom(&a.st, a.be, &paths, argv[first], a.lock, a.wheels, a.debian, &progress, &err)
+            : pybox_image_build(&a.st, a.be, &paths, argv[first], a.force, &progress, &built, &err);
+    pybox_backend_close(a.be);
     return rc < 0 ? pybox_cli_fail(&err, false) : 0;
 }
 
@@ -89,16 +75,12 @@ static int list(int argc, char **argv)
 {
     pybox_error_t err = {0};
     args_t a;
-    int first;
-    if (walk("image list", argc, argv, &a, &first, &err) < 0)
+    if (prepare("image list", argc, argv, &a, false, &err) < 0 || pybox_state_open(&a.st, false, &err) < 0)
         return pybox_cli_fail(&err, false);
-    pybox_state_t st;
-    if (first != argc)
-        pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox image list [--backend NAME]");
-    else if (pybox_state_open(&st, false, &err) == 0 && a.backend != NULL && pybox_backend_find(a.backend) == NULL)
+    if (a.backend != NULL && pybox_backend_find(a.backend) == NULL) {
         pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "--backend: unknown backend");
-    if (err.kind != PYBOX_ERR_NONE)
         return pybox_cli_fail(&err, false);
+    }
     /* Every backend's pins, unless one is asked for. */
     printf("%-12s %-8s %-8s %-71s %10s  %-16s  %s\n", "NAME", "BACKEND", "KIND", "PINNED IMAGE ID", "SIZE", "RECIPE",
            "BUILT");
@@ -108,7 +90,7 @@ static int list(int argc, char **argv)
             continue;
         pybox_pin_t *pins = NULL;
         size_t npins = 0;
-        if (pybox_pin_list(&st, ops->name, &pins, &npins, &err) < 0)
+        if (pybox_pin_list(&a.st, ops->name, &pins, &npins, &err) < 0)
             return pybox_cli_fail(&err, false);
         for (size_t i = 0; i < npins; i++)
             printf("%-12s %-8s %-8s %-71s %7.1f MB  %.16s  %s\n", pins[i].name, pins[i].backend,
@@ -119,32 +101,20 @@ static int list(int argc, char **argv)
     return 0;
 }
 
-/* rm NAME, or verify: 0 done, 1 a pin failed its check. */
+/* rm NAME, or verify: 0 done, 1 a pin failed its check. rm needs no recipe: a pybox
+ * without its recipes can still remove an image. */
 static int rm_or_verify(int argc, char **argv, bool rm)
 {
     pybox_error_t err = {0};
     args_t a;
-    int first;
-    if (walk(rm ? "image rm" : "image verify", argc, argv, &a, &first, &err) < 0)
-        return pybox_cli_fail(&err, false);
-    if (argc - first != (rm ? 1 : 0)) {
-        pybox_error_set(&err, PYBOX_ERR_USAGE, 0, rm ? "usage: pybox image rm NAME" : "usage: pybox image verify");
-        return pybox_cli_fail(&err, false);
-    }
-    /* rm needs no recipe: a pybox without its recipes can still remove an image */
-    pybox_state_t st;
     pybox_image_paths_t paths;
-    if (pybox_state_open(&st, false, &err) < 0 || (!rm && pybox_image_paths_default(&paths, &err) < 0))
-        return pybox_cli_fail(&err, false);
-    _cleanup_(pybox_backend_closep) pybox_backend_t *be = NULL;
-    if (pybox_backend_open_for(&st, a.backend, &be, &err) < 0)
-        return pybox_cli_fail(&err, false);
     const pybox_out_t out = {pybox_out_file, stdout};
-    int rc =
-        rm ? pybox_image_remove(&st, be, argv[first], &out, &err) : pybox_image_verify(&st, be, &paths, &out, &err);
-    if (rc < 0)
-        return pybox_cli_fail(&err, false);
-    return rc == 0 ? 0 : 1;
+    int first = prepare(rm ? "image rm" : "image verify", argc, argv, &a, true, &err);
+    int rc = first < 0 || (!rm && pybox_image_paths_default(&paths, &err) < 0) ? -1
+             : rm ? pybox_image_remove(&a.st, a.be, argv[first], &out, &err)
+                  : pybox_image_verify(&a.st, a.be, &paths, &out, &err);
+    pybox_backend_close(a.be);
+    return rc < 0 ? pybox_cli_fail(&err, false) : rc == 0 ? 0 : 1;
 }
 
 static int rm(int argc, char **argv)
@@ -178,9 +148,8 @@ static int run(int argc, char **argv)
     if (c != NULL)
         return c->run(argc, argv);
     pybox_error_t err = {0};
-    args_t a;
-    int first;
-    if (walk("image", argc, argv, &a, &first, &err) < 0 || sub != NULL) {
+    args_t a = {0};
+    if (pybox_cli_walk("image", argc, argv, take, &a, &err) < 0 || sub != NULL) {
         pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "unknown image command (build, list, rm, verify)");
         return pybox_cli_fail(&err, false);
     }
@@ -188,8 +157,17 @@ static int run(int argc, char **argv)
     return PYBOX_EXIT_FAILED;
 }
 
-const pybox_cli_command_t pybox_cli_image = {"image", options, false, run},
-                          pybox_cli_image_build = {"image build", build_options, false, build},
-                          pybox_cli_image_list = {"image list", options, false, list},
-                          pybox_cli_image_verify = {"image verify", options, false, verify},
-                          pybox_cli_image_rm = {"image rm", options, false, rm};
+const pybox_cli_command_t
+    pybox_cli_image = {"image", options, false, take, 0, -1, NULL, run},
+    pybox_cli_image_build = {"image build",
+                             build_options,
+                             false,
+                             take,
+                             2,
+                             2,
+                             "usage: pybox image build NAME [--force] [--lock uv.lock --wheels "
+                             "DIR | --debian PACKAGES]",
+                             build},
+    pybox_cli_image_list = {"image list", options, false, take, 1, 1, "usage: pybox image list [--backend NAME]", list},
+    pybox_cli_image_verify = {"image verify", options, false, take, 1, 1, "usage: pybox image verify", verify},
+    pybox_cli_image_rm = {"image rm", options, false, take, 2, 2, "usage: pybox image rm NAME", rm};

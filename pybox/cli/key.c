@@ -8,18 +8,14 @@
 #include "../util.h"
 #include "cli.h"
 
-enum { OPT_INIT = 1, OPT_HELP };
 static const struct option options[] = {
-    {"init", no_argument, NULL, OPT_INIT},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
-};
+    {"init", no_argument, NULL, 'i'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 
 static int take(void *ctx, int val, const char *value, pybox_error_t *err)
 {
     (void)value;
     (void)err;
-    *(bool *)ctx |= val == OPT_INIT;
+    *(bool *)ctx |= val == 'i';
     return 0;
 }
 
@@ -28,10 +24,7 @@ static int run(int argc, char **argv)
 {
     pybox_error_t err = {0};
     bool init = false;
-    int first = pybox_cli_walk("key", argc, argv, take, &init, &err);
-    if (first >= 0 && first < argc)
-        pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox key [--init]");
-    if (err.kind != PYBOX_ERR_NONE)
+    if (pybox_cli_args("key", argc, argv, &init, &err) < 0)
         return pybox_cli_fail(&err, false);
     pybox_state_t st;
     _cleanup_(pybox_key_freep) pybox_key_t *key = NULL;
@@ -55,4 +48,4 @@ static int run(int argc, char **argv)
     return rc < 0 ? pybox_cli_fail(&err, false) : 0;
 }
 
-const pybox_cli_command_t pybox_cli_key = {"key", options, false, run};
+const pybox_cli_command_t pybox_cli_key = {"key", options, false, take, 0, 0, "usage: pybox key [--init]", run};

@@ -21,8 +21,7 @@ static int run(int argc, char **argv)
     pybox_mcp_args_t a;
     pybox_mcp_args_init(&a);
     const pybox_mcp_config_t *cfg = &a.cfg;
-    int first =
-        pybox_state_open(&st, false, &err) < 0 ? -1 : pybox_cli_walk("mcp", argc, argv, pybox_mcp_args_take, &a, &err);
+    int first = pybox_state_open(&st, false, &err) < 0 ? -1 : pybox_cli_args("mcp", argc, argv, &a, &err);
     if (first >= 0 && first < argc)
         pybox_cli_unknown("mcp", argv[first], &err); /* the server takes no argument */
     if (err.kind != PYBOX_ERR_NONE || pybox_mcp_args_finish(&a, &st, &err) < 0)
@@ -59,4 +58,4 @@ static int run(int argc, char **argv)
     return rc < 0 ? 125 : 0;
 }
 
-const pybox_cli_command_t pybox_cli_mcp = {"mcp", pybox_mcp_options, false, run};
+const pybox_cli_command_t pybox_cli_mcp = {"mcp", pybox_mcp_options, false, pybox_mcp_args_take, 0, -1, NULL, run};

@@ -52,6 +52,15 @@ const struct option *pybox_cli_option(const char *command, const char *arg)
     return NULL;
 }
 
+int pybox_cli_args(const char *command, int argc, char **argv, void *ctx, pybox_error_t *err)
+{
+    const pybox_cli_command_t *c = pybox_cli_command(command);
+    int first = pybox_cli_walk(command, argc, argv, c->take, ctx, err);
+    if (first >= 0 && c->max_args >= 0 && (argc - first < c->min_args || argc - first > c->max_args))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s", c->usage);
+    return first;
+}
+
 bool pybox_cli_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -93,30 +102,30 @@ static const char *help_of(const char *command)
     return strncmp(command, "image", 5) == 0 ? "image" : command;
 }
 
-int pybox_cli_unknown(const char *command, const char *arg, pybox_error_t *err)
+/* The option's name as given, without a value given with it, escaped. */
+static void option_name(char out[128], const char *arg)
 {
-    char a[128];
-    /* the option's name, not a value given with it */
     char name[80];
     size_t n = strcspn(arg, "=");
     if (n >= sizeof name)
         n = sizeof name - 1;
     memcpy(name, arg, n);
     name[n] = '\0';
-    shown(a, sizeof a, name);
+    shown(out, 128, name);
+}
+
+int pybox_cli_unknown(const char *command, const char *arg, pybox_error_t *err)
+{
+    char a[128];
+    option_name(a, arg);
     return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "unknown option '%s' for `pybox %s` (see `pybox help %s`)", a,
                            command, help_of(command));
 }
 
 int pybox_cli_value(const char *command, const char *arg, bool needs, pybox_error_t *err)
 {
-    char a[128], name[80];
-    size_t n = strcspn(arg, "=");
-    if (n >= sizeof name)
-        n = sizeof name - 1;
-    memcpy(name, arg, n);
-    name[n] = '\0';
-    shown(a, sizeof a, name);
+    char a[128];
+    option_name(a, arg);
     return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s %s (see `pybox help %s`)", a,
                            needs ? "needs a value" : "takes no value", help_of(command));
 }

@@ -13,26 +13,17 @@
 #include "../util.h"
 #include "cli.h"
 
-enum { OPT_KEY = 1, OPT_HELP };
+#define USAGE "usage: pybox verify RECEIPT.json|- [--key PUBLIC.pem]"
 static const struct option options[] = {
-    {"key", required_argument, NULL, OPT_KEY},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
-};
-
-typedef struct {
-    const char *key;
-    bool bad; /* --key given twice */
-} args_t;
+    {"key", required_argument, NULL, 'k'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 
 static int take(void *ctx, int val, const char *value, pybox_error_t *err)
 {
-    (void)err;
-    args_t *a = ctx;
-    if (val == OPT_KEY) {
-        a->bad |= a->key != NULL;
-        a->key = value;
-    }
+    const char **key = ctx;
+    if (val == 'k' && *key != NULL)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, USAGE); /* given twice */
+    if (val == 'k')
+        *key = value;
     return 0;
 }
 
@@ -40,15 +31,11 @@ static int take(void *ctx, int val, const char *value, pybox_error_t *err)
 static int run(int argc, char **argv)
 {
     pybox_error_t err = {0};
-    args_t a = {0};
-    int first = pybox_cli_walk("verify", argc, argv, take, &a, &err);
+    const char *keyfile = NULL;
+    int first = pybox_cli_args("verify", argc, argv, &keyfile, &err);
     if (first < 0)
         return pybox_cli_fail(&err, false);
-    const char *file = first < argc ? argv[first] : NULL, *keyfile = a.key;
-    if (a.bad || file == NULL || first + 1 < argc) {
-        pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "usage: pybox verify RECEIPT.json|- [--key PUBLIC.pem]");
-        return pybox_cli_fail(&err, false);
-    }
+    const char *file = argv[first];
     char shown[160];
     pybox_escape_short(shown, sizeof shown, file, 96);
     _cleanup_close_ int fd = strcmp(file, "-") == 0 ? dup(STDIN_FILENO) : open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -97,4 +84,4 @@ static int run(int argc, char **argv)
     return 1;
 }
 
-const pybox_cli_command_t pybox_cli_verify = {"verify", options, false, run};
+const pybox_cli_command_t pybox_cli_verify = {"verify", options, false, take, 1, 1, USAGE, run};
