@@ -53,14 +53,10 @@ size_t pybox_utf8_seq(const unsigned char *s, size_t len, unsigned *cp)
 bool pybox_utf8_valid(const void *s, size_t len)
 {
     const unsigned char *p = s;
-    size_t i = 0;
-    while (i < len) {
-        unsigned cp;
-        size_t n = pybox_utf8_seq(p + i, len - i, &cp);
-        if (n == 0)
+    unsigned cp;
+    for (size_t i = 0, n; i < len; i += n)
+        if ((n = pybox_utf8_seq(p + i, len - i, &cp)) == 0)
             return false;
-        i += n;
-    }
     return true;
 }
 

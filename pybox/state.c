@@ -122,15 +122,20 @@ static int read_small(const char *path, char **out, size_t *len, pybox_error_t *
     return 1;
 }
 
+/* The state file name (path: its path), whole, as read_small reads it. */
+static int read_state(const pybox_state_t *st, const char *name, char path[PATH_MAX], char **text, size_t *len,
+                      pybox_error_t *err)
+{
+    return pybox_state_path(st, name, path, PATH_MAX, err) < 0 ? -1 : read_small(path, text, len, err);
+}
+
 static int load_install_id(pybox_state_t *st, bool create, pybox_error_t *err)
 {
     char path[PATH_MAX];
-    if (pybox_state_path(st, "install-id", path, sizeof path, err) < 0)
-        return -1;
     for (int attempt = 0; attempt < 2; attempt++) {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
-        int r = read_small(path, &text, &len, err);
+        int r = read_state(st, "install-id", path, &text, &len, err);
         if (r < 0)
             return -1;
         if (r == 1) {
@@ -220,14 +225,13 @@ static int lock_pins(const pybox_state_t *st, int how, pybox_error_t *err)
 
 /* Each backend's pins in a file of their own: images.json (docker, the first backend),
  * images-<backend>.json for the others. */
-static int pins_path(const pybox_state_t *st, const char *backend, char *path, size_t len, pybox_error_t *err)
+static int pins_name(const char *backend, char name[64], pybox_error_t *err)
 {
-    char name[64];
     if (backend == NULL || backend[0] == '\0' || strcmp(backend, "docker") == 0)
-        pybox_strlcpy(name, "images.json", sizeof name);
-    else if (!pybox_name_valid(backend) || pybox_fmt(name, sizeof name, "images-%s.json", backend) < 0)
+        pybox_strlcpy(name, "images.json", 64);
+    else if (!pybox_name_valid(backend) || pybox_fmt(name, 64, "images-%s.json", backend) < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, EINVAL, "a backend's name");
-    return pybox_state_path(st, name, path, len, err);
+    return 0;
 }
 
 static int copy_small(const char *from, const char *to, pybox_error_t *err)
@@ -307,12 +311,10 @@ static int parse_pins(const char *text, size_t len, const char *path, cJSON **ou
 
 static int load_pins(const pybox_state_t *st, const char *backend, cJSON **out, pybox_error_t *err)
 {
-    char path[PATH_MAX];
-    if (pins_path(st, backend, path, sizeof path, err) < 0)
-        return -1;
+    char path[PATH_MAX], name[64];
     _cleanup_free_ char *text = NULL;
     size_t len = 0;
-    int r = read_small(path, &text, &len, err);
+    int r = pins_name(backend, name, err) < 0 ? -1 : read_state(st, name, path, &text, &len, err);
     if (r < 0)
         return -1;
     if (r == 0) {
@@ -424,8 +426,8 @@ static int save_pins(const pybox_state_t *st, const char *backend, cJSON *pins, 
     cJSON_Delete(pins);
     if (text == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "encoding the image pins");
-    char path[PATH_MAX];
-    int rc = pins_path(st, backend, path, sizeof path, err);
+    char path[PATH_MAX], name[64];
+    int rc = pins_name(backend, name, err) < 0 ? -1 : pybox_state_path(st, name, path, sizeof path, err);
     if (rc == 0)
         rc = pybox_write_file_atomic(path, text, strlen(text), 0600, err);
     free(text);
@@ -499,11 +501,9 @@ int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t
 {
     config_defaults(c);
     char path[PATH_MAX];
-    if (pybox_state_path(st, "config.json", path, sizeof path, err) < 0)
-        return -1;
     _cleanup_free_ char *text = NULL;
     size_t len = 0;
-    int r = read_small(path, &text, &len, err);
+    int r = read_state(st, "config.json", path, &text, &len, err);
     if (r <= 0)
         return r;
     return pybox_config_parse(text, len, path, c, err);

@@ -372,6 +372,41 @@ bool pybox_double_to_i64(double v, int64_t *out)
     return true;
 }
 
+int pybox_hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int pybox_grow(void *v, size_t *cap, size_t n, size_t elem, size_t first)
+{
+    if (n < *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : first;
+    void *nv = realloc(*(void **)v, ncap * elem);
+    if (nv == NULL)
+        return -1;
+    *(void **)v = nv;
+    *cap = ncap;
+    return 0;
+}
+
+DIR *pybox_dir_open(int fd)
+{
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d == NULL && fd >= 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return d;
+}
+
 /* dev: the file system of the tree's top (0 until it is open): a folder of another one
  * (a mount point) is never entered, so nothing mounted under the tree is removed. */
 static int remove_at(int dfd, const char *name, int depth, dev_t dev)
@@ -391,14 +426,9 @@ static int remove_at(int dfd, const char *name, int depth, dev_t dev)
         errno = EXDEV;
         return -1;
     }
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (d == NULL) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        errno = e;
+    DIR *d = pybox_dir_open(fd);
+    if (d == NULL)
         return -1;
-    }
     int rc = 0, e = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {

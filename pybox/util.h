@@ -4,6 +4,7 @@
 #ifndef PYBOX_UTIL_H
 #define PYBOX_UTIL_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -100,6 +101,18 @@ int pybox_fmt(char *out, size_t len, const char *fmt, ...) __attribute__((format
 
 /* Bounded copy that always terminates; returns -1 if src did not fit. */
 int pybox_strlcpy(char *dst, const char *src, size_t size);
+
+/* The value of a hexadecimal digit (either case), or -1. */
+int pybox_hex_value(char c);
+
+/* Room for one more element in the array *v of n elements (elem bytes each) and *cap
+ * allocated: doubled (first the first time) when full. 0, or -1 when out of memory (*v
+ * as it was). */
+int pybox_grow(void *v, size_t *cap, size_t n, size_t elem, size_t first);
+
+/* The folder open at fd (taken: closed on failure; -1 is a failure too) as a DIR, or
+ * NULL with errno kept. */
+DIR *pybox_dir_open(int fd);
 
 /* Remove name under the folder dfd (AT_FDCWD: a path) and everything in it, by
  * descriptors: a link is removed, never followed; a folder of another file system than

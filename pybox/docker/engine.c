@@ -740,6 +740,20 @@ int pybox_engine_stream_fd(const pybox_engine_stream_t *s)
     return s->fd;
 }
 
+/* A stream's read or write that failed: EAGAIN as it is (nothing to do yet), anything
+ * else an error of the engine's stream. Returns -1, errno kept. */
+static ssize_t stream_failed(const char *what, pybox_error_t *err)
+{
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        errno = EAGAIN;
+        return -1;
+    }
+    int e = errno;
+    pybox_error_set(err, PYBOX_ERR_ENGINE, e, "%s", what);
+    errno = e;
+    return -1;
+}
+
 ssize_t pybox_engine_stream_read(pybox_engine_stream_t *s, void *buf, size_t len, pybox_error_t *err)
 {
     if (s->pending_off < s->pending_len) {
@@ -754,16 +768,8 @@ ssize_t pybox_engine_stream_read(pybox_engine_stream_t *s, void *buf, size_t len
         ssize_t r = recv(s->fd, buf, len, 0);
         if (r >= 0)
             return r;
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            errno = EAGAIN;
-            return -1;
-        }
-        int e = errno;
-        pybox_error_set(err, PYBOX_ERR_ENGINE, e, "reading the box's output stream");
-        errno = e;
-        return -1;
+        if (errno != EINTR)
+            return stream_failed("reading the box's output stream", err);
     }
 }
 
@@ -773,16 +779,8 @@ ssize_t pybox_engine_stream_write(pybox_engine_stream_t *s, const void *buf, siz
         ssize_t w = send(s->fd, buf, len, MSG_NOSIGNAL);
         if (w >= 0)
             return w;
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            errno = EAGAIN;
-            return -1;
-        }
-        int e = errno;
-        pybox_error_set(err, PYBOX_ERR_ENGINE, e, "writing the program to the box");
-        errno = e;
-        return -1;
+        if (errno != EINTR)
+            return stream_failed("writing the program to the box", err);
     }
 }
 

@@ -388,14 +388,8 @@ typedef struct {
 
 static int names_add(names_t *s, const char *path)
 {
-    if (s->n == s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 4096;
-        char **nv = realloc(s->v, ncap * sizeof *nv);
-        if (nv == NULL)
-            return -1;
-        s->v = nv;
-        s->cap = ncap;
-    }
+    if (pybox_grow(&s->v, &s->cap, s->n, sizeof *s->v, 4096) < 0)
+        return -1;
     size_t len = strlen(path);
     while (len > 1 && path[len - 1] == '/')
         len--;

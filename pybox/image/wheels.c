@@ -238,14 +238,8 @@ static bool pathset_has(const pathset_t *s, const char *p)
 
 static int pathset_add(pathset_t *s, const char *p)
 {
-    if (s->n == s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 64;
-        char **np = realloc(s->paths, ncap * sizeof *np);
-        if (np == NULL)
-            return -1;
-        s->paths = np;
-        s->cap = ncap;
-    }
+    if (pybox_grow(&s->paths, &s->cap, s->n, sizeof *s->paths, 64) < 0)
+        return -1;
     s->paths[s->n] = strdup(p);
     return s->paths[s->n] ? (int)(s->n++, 0) : -1;
 }

@@ -87,13 +87,9 @@ static int64_t tree_charge(int dfd, const char *name, int depth)
     int64_t sum = entry_charge(&sb);
     if (!S_ISDIR(sb.st_mode) || depth > 64)
         return sum;
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (d == NULL) {
-        if (fd >= 0)
-            close(fd);
+    DIR *d = pybox_dir_open(openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (d == NULL)
         return sum;
-    }
     struct dirent *de;
     while ((de = readdir(d)) != NULL)
         if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
@@ -111,15 +107,9 @@ int pybox_mcp_output_root_tidy(const char *root, int64_t max_age_s, int64_t now,
 {
     *used = 0;
     *removed = 0;
-    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (d == NULL) {
-        int en = errno;
-        if (fd >= 0)
-            close(fd);
-        errno = en;
+    DIR *d = pybox_dir_open(open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (d == NULL)
         return -1;
-    }
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         struct stat sb;

@@ -116,13 +116,9 @@ static int hash_dir(EVP_MD_CTX *md, int dfd, const char *rel, int depth, pybox_e
 {
     if (depth > TREE_DEPTH_MAX)
         return pybox_error_set(err, PYBOX_ERR_STATE, ELOOP, "an image tree deeper than %d", TREE_DEPTH_MAX);
-    int copy = dup(dfd);
-    DIR *d = copy >= 0 ? fdopendir(copy) : NULL;
-    if (d == NULL) {
-        if (copy >= 0)
-            close(copy);
+    DIR *d = pybox_dir_open(dup(dfd));
+    if (d == NULL)
         return pybox_error_set(err, PYBOX_ERR_STATE, errno, "reading the image folder %s", rel);
-    }
     char **names = NULL;
     size_t n = 0, cap = 0;
     struct dirent *de;
