@@ -157,6 +157,16 @@ int pybox_read_bounded(int fd, size_t max, char **out, size_t *len, bool *over, 
     return 0;
 }
 
+int pybox_read_file(const char *path, int flags, size_t max, char **out, size_t *len, bool *over, pybox_error_t *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
+    if (fd < 0)
+        return -1;
+    int rc = pybox_read_bounded(fd, max, out, len, over, err);
+    close(fd);
+    return rc;
+}
+
 int pybox_write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;

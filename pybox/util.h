@@ -60,6 +60,11 @@ void pybox_sha256_hex(const void *data, size_t len, char out[65]);
  * and reading stops (the content is still returned). */
 int pybox_read_bounded(int fd, size_t max, char **out, size_t *len, bool *over, pybox_error_t *err);
 
+/* The same from the file at path, opened O_RDONLY | O_CLOEXEC | flags: 0; -1 with err
+ * left as it was and errno set when it cannot be opened (the caller says so in its own
+ * words); -1 with err when it cannot be read. */
+int pybox_read_file(const char *path, int flags, size_t max, char **out, size_t *len, bool *over, pybox_error_t *err);
+
 /* write() all of buf, retrying on EINTR. */
 int pybox_write_all(int fd, const void *buf, size_t len);
 

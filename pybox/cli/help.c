@@ -261,23 +261,20 @@ static void chart_help(FILE *o)
 
 int pybox_help(FILE *out, const char *command)
 {
-    if (command == NULL || command[0] == '\0')
+    static const struct {
+        const char *command;
+        void (*help)(FILE *o);
+    } helps[] = {{"exec", exec_help},     {"mcp", mcp_help}, {"image", image_help}, {"cleanup", cleanup_help},
+                 {"verify", verify_help}, {"key", key_help}, {"chart", chart_help}};
+    if (command == NULL || command[0] == '\0') {
         main_help(out);
-    else if (strcmp(command, "exec") == 0)
-        exec_help(out);
-    else if (strcmp(command, "mcp") == 0)
-        mcp_help(out);
-    else if (strcmp(command, "image") == 0)
-        image_help(out);
-    else if (strcmp(command, "cleanup") == 0)
-        cleanup_help(out);
-    else if (strcmp(command, "verify") == 0)
-        verify_help(out);
-    else if (strcmp(command, "key") == 0)
-        key_help(out);
-    else if (strcmp(command, "chart") == 0)
-        chart_help(out);
-    else
-        return -1;
-    return 0;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof helps / sizeof *helps; i++) {
+        if (strcmp(command, helps[i].command) == 0) {
+            helps[i].help(out);
+            return 0;
+        }
+    }
+    return -1;
 }

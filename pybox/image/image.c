@@ -362,21 +362,7 @@ static int run_script(const char *script, const char *recipe, const char *out, p
 
 static int add_file(struct archive *w, const char *name, const void *data, size_t len, mode_t mode)
 {
-    struct archive_entry *e = archive_entry_new();
-    if (e == NULL)
-        return -1;
-    archive_entry_set_pathname(e, name);
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, mode);
-    archive_entry_set_size(e, (la_int64_t)len);
-    archive_entry_set_uid(e, 0);
-    archive_entry_set_gid(e, 0);
-    archive_entry_set_mtime(e, 0, 0);
-    int rc = archive_write_header(w, e);
-    if (rc == ARCHIVE_OK && len > 0 && archive_write_data(w, data, len) != (la_ssize_t)len)
-        rc = ARCHIVE_FATAL;
-    archive_entry_free(e);
-    return rc == ARCHIVE_OK ? 0 : -1;
+    return pybox_image_tar_entry(w, name, AE_IFREG, mode, (int64_t)len, data);
 }
 
 /* The base rootfs tar, plus /pybox/init and /pybox/manifest.json, into out_fd. */
