@@ -61,23 +61,12 @@ void pybox_error_clear(pybox_error_t *err)
 
 const char *pybox_error_kind_name(pybox_error_kind_t kind)
 {
-    switch (kind) {
-    case PYBOX_ERR_NONE:
-        return "none";
-    case PYBOX_ERR_USAGE:
-        return "refused";
-    case PYBOX_ERR_SYSTEM:
-        return "system";
-    case PYBOX_ERR_ENGINE:
-        return "engine";
-    case PYBOX_ERR_POLICY:
-        return "policy";
-    case PYBOX_ERR_PROTOCOL:
-        return "protocol";
-    case PYBOX_ERR_STATE:
-        return "state";
-    }
-    return "unknown";
+    static const char *const names[] = {
+        [PYBOX_ERR_NONE] = "none",     [PYBOX_ERR_USAGE] = "refused", [PYBOX_ERR_SYSTEM] = "system",
+        [PYBOX_ERR_ENGINE] = "engine", [PYBOX_ERR_POLICY] = "policy", [PYBOX_ERR_PROTOCOL] = "protocol",
+        [PYBOX_ERR_STATE] = "state",
+    };
+    return (unsigned)kind < sizeof names / sizeof *names && names[kind] != NULL ? names[kind] : "unknown";
 }
 
 const char *pybox_strerror(int errnum, char *buf, size_t len)

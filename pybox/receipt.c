@@ -382,19 +382,19 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddBoolToObject(seen, "box_killed_through_backend", res->box_killed);
     cJSON_AddBoolToObject(seen, "program_input_complete", res->input_complete);
     cJSON *tm = cJSON_AddObjectToObject(seen, "timings_ms");
-    cJSON_AddNumberToObject(tm, "before", ms1(res->t.before_ms));
-    cJSON_AddNumberToObject(tm, "housekeeping", ms1(res->t.housekeeping_ms));
-    cJSON_AddNumberToObject(tm, "create", ms1(res->t.create_ms));
-    cJSON_AddNumberToObject(tm, "verify", ms1(res->t.verify_ms));
-    cJSON_AddNumberToObject(tm, "files_in", ms1(res->t.files_in_ms));
-    cJSON_AddNumberToObject(tm, "attach", ms1(res->t.attach_ms));
-    cJSON_AddNumberToObject(tm, "start", ms1(res->t.start_ms));
-    cJSON_AddNumberToObject(tm, "arm", ms1(res->t.arm_ms));
-    cJSON_AddNumberToObject(tm, "run", ms1(res->t.run_ms));
-    cJSON_AddNumberToObject(tm, "files_out", ms1(res->t.files_out_ms));
-    cJSON_AddNumberToObject(tm, "collect", ms1(res->t.collect_ms));
-    cJSON_AddNumberToObject(tm, "remove", ms1(res->t.remove_ms));
-    cJSON_AddNumberToObject(tm, "total", ms1(res->t.total_ms));
+    const pybox_timings_t *t = &res->t;
+    const struct {
+        const char *phase;
+        double ms;
+    } phases[] = {{"before", t->before_ms},     {"housekeeping", t->housekeeping_ms},
+                  {"create", t->create_ms},     {"verify", t->verify_ms},
+                  {"files_in", t->files_in_ms}, {"attach", t->attach_ms},
+                  {"start", t->start_ms},       {"arm", t->arm_ms},
+                  {"run", t->run_ms},           {"files_out", t->files_out_ms},
+                  {"collect", t->collect_ms},   {"remove", t->remove_ms},
+                  {"total", t->total_ms}};
+    for (size_t i = 0; i < sizeof phases / sizeof *phases; i++)
+        cJSON_AddNumberToObject(tm, phases[i].phase, ms1(phases[i].ms));
 
     cJSON *said = cJSON_AddObjectToObject(r, "said");
     cJSON_AddStringToObject(said, "trust", "untrusted: written by the program");

@@ -19,25 +19,17 @@
 
 const char *pybox_end_word(pybox_end_t end)
 {
-    switch (end) {
-    case PYBOX_END_NONE:
-        return "NOT_RUN";
-    case PYBOX_END_TARGET_EXIT:
-        return "TARGET_EXIT_OBSERVED";
-    case PYBOX_END_SUPERVISOR_KILL:
-        return "SUPERVISOR_KILL_OBSERVED";
-    case PYBOX_END_BOX_TIMER_KILL:
-        return "BOX_TIMER_KILL_OBSERVED";
-    case PYBOX_END_UNEXPLAINED:
-        return "BOX_END_UNEXPLAINED";
-    case PYBOX_END_EXTERNAL_STOP:
-        return "EXTERNAL_STOP_OBSERVED";
-    case PYBOX_END_PYBOX_ERROR:
-        return "PYBOX_ERROR";
-    case PYBOX_END_CANCELLED:
-        return "CANCELLED";
-    }
-    return "?";
+    static const char *const words[] = {
+        [PYBOX_END_NONE] = "NOT_RUN",
+        [PYBOX_END_TARGET_EXIT] = "TARGET_EXIT_OBSERVED",
+        [PYBOX_END_SUPERVISOR_KILL] = "SUPERVISOR_KILL_OBSERVED",
+        [PYBOX_END_BOX_TIMER_KILL] = "BOX_TIMER_KILL_OBSERVED",
+        [PYBOX_END_UNEXPLAINED] = "BOX_END_UNEXPLAINED",
+        [PYBOX_END_EXTERNAL_STOP] = "EXTERNAL_STOP_OBSERVED",
+        [PYBOX_END_PYBOX_ERROR] = "PYBOX_ERROR",
+        [PYBOX_END_CANCELLED] = "CANCELLED",
+    };
+    return (unsigned)end < sizeof words / sizeof *words && words[end] != NULL ? words[end] : "?";
 }
 
 volatile sig_atomic_t pybox_interrupt_signal;

@@ -31,20 +31,12 @@ bool pybox_name_valid(const char *name)
 
 static int mkdir_p(const char *path, mode_t mode, pybox_error_t *err)
 {
-    char tmp[PATH_MAX];
-    if (pybox_strlcpy(tmp, path, sizeof tmp) < 0)
-        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "state directory path");
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-            return pybox_error_set(err, PYBOX_ERR_STATE, errno, "mkdir(%s)", tmp);
-        *p = '/';
-    }
-    if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "mkdir(%s)", tmp);
-    return 0;
+    char failed[PATH_MAX];
+    if (pybox_mkdir_parents(path, mode, failed, sizeof failed) == 0)
+        return 0;
+    return errno == ENAMETOOLONG && strlen(path) >= sizeof failed
+               ? pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "state directory path")
+               : pybox_error_set(err, PYBOX_ERR_STATE, errno, "mkdir(%s)", failed);
 }
 
 static int state_dir(char *out, size_t len, pybox_error_t *err)
@@ -225,6 +217,17 @@ static int lock_pins(const pybox_state_t *st, int how, pybox_error_t *err)
 
 /* Each backend's pins in a file of their own: images.json (docker, the first backend),
  * images-<backend>.json for the others. */
+/* An image's defaults as the pins keep them. */
+#define PIN_DEFAULTS(pin)                                                                                              \
+    {                                                                                                                  \
+        {"memory_bytes", &(pin)->memory_bytes}, {"pids", &(pin)->pids}, {"nano_cpus", &(pin)->nano_cpus},              \
+            {"timeout_ms", &(pin)->timeout_ms},                                                                        \
+    }
+typedef struct {
+    const char *key;
+    int64_t *v;
+} pin_default_t;
+
 static int pins_name(const char *backend, char name[64], pybox_error_t *err)
 {
     if (backend == NULL || backend[0] == '\0' || strcmp(backend, "docker") == 0)
@@ -353,23 +356,29 @@ static void pin_from_json(const char *backend, const char *name, const cJSON *o,
         snprintf(pin->python, sizeof pin->python, "%s", v->valuestring);
     pin->custom = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "custom"));
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "defaults");
-    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "memory_bytes")))
-        number(v, &pin->memory_bytes);
-    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "pids")))
-        number(v, &pin->pids);
-    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "nano_cpus")))
-        number(v, &pin->nano_cpus);
-    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "timeout_ms")))
-        number(v, &pin->timeout_ms);
+    const pin_default_t dflt[] = PIN_DEFAULTS(pin);
+    for (size_t i = 0; i < sizeof dflt / sizeof *dflt; i++)
+        if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, dflt[i].key)))
+            number(v, dflt[i].v);
+}
+
+/* The pins of a backend, locked (how: LOCK_SH to read, LOCK_EX to change them): the
+ * lock's descriptor, which the caller closes, or -1. */
+static int open_pins(const pybox_state_t *st, const char *backend, int how, cJSON **pins, pybox_error_t *err)
+{
+    int lfd = lock_pins(st, how, err);
+    if (lfd >= 0 && load_pins(st, backend, pins, err) < 0) {
+        close(lfd);
+        return -1;
+    }
+    return lfd;
 }
 
 int pybox_pin_get(const pybox_state_t *st, const char *backend, const char *name, pybox_pin_t *out, pybox_error_t *err)
 {
-    _cleanup_close_ int lfd = lock_pins(st, LOCK_SH, err);
-    if (lfd < 0)
-        return -1;
     cJSON *pins = NULL;
-    if (load_pins(st, backend, &pins, err) < 0)
+    _cleanup_close_ int lfd = open_pins(st, backend, LOCK_SH, &pins, err);
+    if (lfd < 0)
         return -1;
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(pins, name);
     int found = cJSON_IsObject(o);
@@ -408,11 +417,9 @@ int pybox_pins_parse(const char *backend, const char *text, size_t len, const ch
 
 int pybox_pin_list(const pybox_state_t *st, const char *backend, pybox_pin_t **out, size_t *n, pybox_error_t *err)
 {
-    _cleanup_close_ int lfd = lock_pins(st, LOCK_SH, err);
-    if (lfd < 0)
-        return -1;
     cJSON *pins = NULL;
-    if (load_pins(st, backend, &pins, err) < 0)
+    _cleanup_close_ int lfd = open_pins(st, backend, LOCK_SH, &pins, err);
+    if (lfd < 0)
         return -1;
     int rc = pins_of(backend, pins, out, n, err);
     cJSON_Delete(pins);
@@ -436,25 +443,25 @@ static int save_pins(const pybox_state_t *st, const char *backend, cJSON *pins, 
 
 int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t *err)
 {
-    _cleanup_close_ int lfd = lock_pins(st, LOCK_EX, err);
+    cJSON *pins = NULL;
+    _cleanup_close_ int lfd = open_pins(st, pin->backend, LOCK_EX, &pins, err);
     if (lfd < 0)
         return -1;
-    cJSON *pins = NULL;
-    if (load_pins(st, pin->backend, &pins, err) < 0)
-        return -1;
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "id", pin->id);
-    cJSON_AddStringToObject(o, "recipe_sha256", pin->recipe_sha256);
-    cJSON_AddStringToObject(o, "built_at", pin->built_at);
+    const char *const texts[][2] = {{"id", pin->id},
+                                    {"recipe_sha256", pin->recipe_sha256},
+                                    {"built_at", pin->built_at},
+                                    {"python3_package", pin->python}};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
+        cJSON_AddStringToObject(o, texts[i][0], texts[i][1]);
     cJSON_AddNumberToObject(o, "size", (double)pin->size);
     cJSON_AddNumberToObject(o, "guest_protocol", pin->protocol);
-    cJSON_AddStringToObject(o, "python3_package", pin->python);
     cJSON_AddBoolToObject(o, "custom", pin->custom);
     cJSON *d = cJSON_AddObjectToObject(o, "defaults");
-    cJSON_AddNumberToObject(d, "memory_bytes", (double)pin->memory_bytes);
-    cJSON_AddNumberToObject(d, "pids", (double)pin->pids);
-    cJSON_AddNumberToObject(d, "nano_cpus", (double)pin->nano_cpus);
-    cJSON_AddNumberToObject(d, "timeout_ms", (double)pin->timeout_ms);
+    pybox_pin_t copy = *pin;
+    const pin_default_t dflt[] = PIN_DEFAULTS(&copy);
+    for (size_t i = 0; i < sizeof dflt / sizeof *dflt; i++)
+        cJSON_AddNumberToObject(d, dflt[i].key, (double)*dflt[i].v);
     cJSON_DeleteItemFromObjectCaseSensitive(pins, pin->name);
     cJSON_AddItemToObject(pins, pin->name, o);
     return save_pins(st, pin->backend, pins, err);
@@ -511,11 +518,9 @@ int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t
 
 int pybox_pin_remove(const pybox_state_t *st, const char *backend, const char *name, pybox_error_t *err)
 {
-    _cleanup_close_ int lfd = lock_pins(st, LOCK_EX, err);
-    if (lfd < 0)
-        return -1;
     cJSON *pins = NULL;
-    if (load_pins(st, backend, &pins, err) < 0)
+    _cleanup_close_ int lfd = open_pins(st, backend, LOCK_EX, &pins, err);
+    if (lfd < 0)
         return -1;
     int had = cJSON_GetObjectItemCaseSensitive(pins, name) != NULL;
     cJSON_DeleteItemFromObjectCaseSensitive(pins, name);

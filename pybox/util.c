@@ -111,6 +111,16 @@ void pybox_sha256_hex(const void *data, size_t len, char out[65])
     pybox_hex(md, 32, out);
 }
 
+void pybox_digest_done(EVP_MD_CTX *md, char *out)
+{
+    unsigned char dig[EVP_MAX_MD_SIZE];
+    unsigned int dl = 0;
+    int ok = EVP_DigestFinal_ex(md, dig, &dl);
+    EVP_MD_CTX_free(md);
+    if (out != NULL && ok == 1 && dl == 32)
+        pybox_hex(dig, 32, out);
+}
+
 int pybox_read_bounded(int fd, size_t max, char **out, size_t *len, bool *over, pybox_error_t *err)
 {
     size_t cap = 4096, n = 0;
@@ -380,6 +390,26 @@ bool pybox_double_to_i64(double v, int64_t *out)
         return false;
     *out = (int64_t)v;
     return true;
+}
+
+int pybox_mkdir_parents(const char *path, mode_t mode, char *failed, size_t failed_len)
+{
+    if (pybox_strlcpy(failed, path, failed_len) < 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    /* each parent in turn, cut at its slash, then the folder itself whole */
+    for (char *p = failed + 1;; p++) {
+        bool last = *p == '\0';
+        if (!last && *p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(failed, last ? mode : 0755) < 0 && errno != EEXIST)
+            return -1;
+        if (last)
+            return 0;
+        *p = '/';
+    }
 }
 
 int pybox_hex_value(char c)

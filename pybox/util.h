@@ -55,6 +55,10 @@ int pybox_random_hex(size_t n, char *out, pybox_error_t *err);
 /* SHA-256 of a buffer as 64 hex characters + NUL. */
 void pybox_sha256_hex(const void *data, size_t len, char out[65]);
 
+/* Finish a SHA-256 digest and free it: its hex into out (65 bytes), unless out is NULL. */
+typedef struct evp_md_ctx_st EVP_MD_CTX;
+void pybox_digest_done(EVP_MD_CTX *md, char *out);
+
 /* Read all of fd up to max bytes. On success *out is malloc'd (NUL-terminated, not
  * counted) and *len is the size. If the input holds more than max bytes, *over is set
  * and reading stops (the content is still returned). */
@@ -106,6 +110,10 @@ int pybox_fmt(char *out, size_t len, const char *fmt, ...) __attribute__((format
 
 /* Bounded copy that always terminates; returns -1 if src did not fit. */
 int pybox_strlcpy(char *dst, const char *src, size_t size);
+
+/* Make the folder path (mode) and each missing folder above it (0755), as mkdir -p: 0, or
+ * -1 with errno and the folder that could not be made in failed (failed_len bytes). */
+int pybox_mkdir_parents(const char *path, mode_t mode, char *failed, size_t failed_len);
 
 /* The value of a hexadecimal digit (either case), or -1. */
 int pybox_hex_value(char c);

@@ -266,12 +266,7 @@ static int fingerprint(const pybox_image_paths_t *paths, const char *dir, bool f
     /* What PyBox itself adds to every image (compose): a change of it is a new image. */
     if (rc == 0 && full)
         EVP_DigestUpdate(md, PYBOX_COMPOSE_LAYOUT, sizeof PYBOX_COMPOSE_LAYOUT - 1);
-    unsigned char dig[32];
-    unsigned int dl = 0;
-    EVP_DigestFinal_ex(md, dig, &dl);
-    EVP_MD_CTX_free(md);
-    if (rc == 0)
-        pybox_hex(dig, 32, out);
+    pybox_digest_done(md, rc == 0 ? out : NULL);
     return rc;
 }
 

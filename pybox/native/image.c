@@ -215,12 +215,7 @@ int pybox_native_tree_sha256(const char *dir, char out[65], pybox_error_t *err)
     EVP_DigestInit_ex(md, EVP_sha256(), NULL);
     EVP_DigestUpdate(md, "pybox-tree/1\n", 13);
     int rc = hash_dir(md, dfd, ".", 0, err);
-    unsigned char dig[32];
-    unsigned int dl = 0;
-    EVP_DigestFinal_ex(md, dig, &dl);
-    EVP_MD_CTX_free(md);
-    if (rc == 0)
-        pybox_hex(dig, 32, out);
+    pybox_digest_done(md, rc == 0 ? out : NULL);
     return rc;
 }
 
