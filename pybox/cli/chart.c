@@ -166,8 +166,8 @@ int pybox_cli_chart_write(const pybox_cli_chart_dest_t *dest, const cJSON *recei
 /* ---- the command ---- */
 
 static const struct option options[] = {
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+    PYBOX_CLI_FLAG("help", 'h'),
+    PYBOX_CLI_END,
 };
 
 static int take(void *ctx, int val, const char *value, pybox_error_t *err)
@@ -193,15 +193,13 @@ static int run(int argc, char **argv)
         if (own < 0 || fstat(own, &sb) < 0 || !S_ISREG(sb.st_mode)) {
             char name[160];
             shown(name, sizeof name, file);
-            pybox_error_set(&err, PYBOX_ERR_USAGE, own < 0 ? errno : 0, "%s: %s", name,
-                            own < 0 ? "cannot be opened" : "not a regular file");
-            return pybox_cli_fail(&err, false);
+            return pybox_cli_failf(PYBOX_ERR_USAGE, own < 0 ? errno : 0, "%s: %s", name,
+                                   own < 0 ? "cannot be opened" : "not a regular file");
         }
     } else if (isatty(STDIN_FILENO)) {
-        pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
-                        "standard input is a terminal: give the receipt on it (pybox chart < receipt.json) or name "
-                        "its file");
-        return pybox_cli_fail(&err, false);
+        return pybox_cli_failf(PYBOX_ERR_USAGE, 0,
+                               "standard input is a terminal: give the receipt on it (pybox chart < receipt.json) or "
+                               "name its file");
     }
     pybox_buf_t svg;
     pybox_buf_init(&svg, 0);

@@ -7,11 +7,11 @@
 #include "cli.h"
 
 static const struct option options[] = {
-    {"dry-run", no_argument, NULL, 'n'},
-    {"json", no_argument, NULL, 'j'},
-    {"backend", required_argument, NULL, 'b'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+    PYBOX_CLI_FLAG("dry-run", 'n'),
+    PYBOX_CLI_FLAG("json", 'j'),
+    PYBOX_CLI_VALUE("backend", 'b'),
+    PYBOX_CLI_FLAG("help", 'h'),
+    PYBOX_CLI_END,
 };
 
 typedef struct {

@@ -45,6 +45,8 @@ bool pybox_cli_wants_help(int argc, char **argv);
 /* PyBox's own failure on stderr, escaped ("pybox: refused: ..." or "pybox: error: ...");
  * with json, a signed refusal receipt on stdout too. Returns 125. */
 int pybox_cli_fail(const pybox_error_t *err, bool json);
+/* The same for an error made here: kind, errno (0: none) and the message. Returns 125. */
+int pybox_cli_failf(pybox_error_kind_t kind, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A failure said after a result was printed: "pybox: error: <msg>" on stderr, escaped. */
 void pybox_cli_say_error(const char *msg);
 /* Append j as one line of compact JSON, as safe on a terminal as the terminal receipt
@@ -53,6 +55,20 @@ void pybox_cli_json_line(pybox_buf_t *out, cJSON *j);
 
 /* When this process started (main sets it): every phase of a run counts from here. */
 extern double pybox_cli_started_s;
+
+/* An option that takes a value, a flag, the end of a table (cli.h's entries). */
+#define PYBOX_CLI_VALUE(name, c)                                                                                       \
+    {                                                                                                                  \
+        name, required_argument, NULL, c                                                                               \
+    }
+#define PYBOX_CLI_FLAG(name, c)                                                                                        \
+    {                                                                                                                  \
+        name, no_argument, NULL, c                                                                                     \
+    }
+#define PYBOX_CLI_END                                                                                                  \
+    {                                                                                                                  \
+        NULL, 0, NULL, 0                                                                                               \
+    }
 
 /* The commands (each in its own file, pybox/cli/<command>.c). */
 extern const pybox_cli_command_t pybox_cli_exec, pybox_cli_mcp, pybox_cli_image, pybox_cli_image_build,

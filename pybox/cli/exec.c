@@ -21,19 +21,19 @@
 #include "cli.h"
 #include "parse.h"
 
-static const struct option options[] = {{"timeout", required_argument, NULL, 't'},
-                                        {"memory", required_argument, NULL, 'm'},
-                                        {"pids", required_argument, NULL, 'p'},
-                                        {"cpus", required_argument, NULL, 'c'},
-                                        {"image", required_argument, NULL, 'i'},
-                                        {"input", required_argument, NULL, 'I'},
-                                        {"output", required_argument, NULL, 'O'},
-                                        {"backend", required_argument, NULL, 'b'},
-                                        {"json", no_argument, NULL, 'j'},
-                                        {"chart", required_argument, NULL, 'G'},
-                                        {"color", required_argument, NULL, 'C'},
-                                        {"help", no_argument, NULL, 'h'},
-                                        {NULL, 0, NULL, 0}};
+static const struct option options[] = {PYBOX_CLI_VALUE("timeout", 't'),
+                                        PYBOX_CLI_VALUE("memory", 'm'),
+                                        PYBOX_CLI_VALUE("pids", 'p'),
+                                        PYBOX_CLI_VALUE("cpus", 'c'),
+                                        PYBOX_CLI_VALUE("image", 'i'),
+                                        PYBOX_CLI_VALUE("input", 'I'),
+                                        PYBOX_CLI_VALUE("output", 'O'),
+                                        PYBOX_CLI_VALUE("backend", 'b'),
+                                        PYBOX_CLI_FLAG("json", 'j'),
+                                        PYBOX_CLI_VALUE("chart", 'G'),
+                                        PYBOX_CLI_VALUE("color", 'C'),
+                                        PYBOX_CLI_FLAG("help", 'h'),
+                                        PYBOX_CLI_END};
 
 static void shown(char *out, size_t len, const char *arg)
 {

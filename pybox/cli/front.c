@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* What every command says the same way: PyBox's own failure, a JSON line (see cli.h). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,6 +35,21 @@ static void say(const char *word, const char *msg)
 void pybox_cli_say_error(const char *msg)
 {
     say("error", msg);
+}
+
+int pybox_cli_failf(pybox_error_kind_t kind, int errnum, const char *fmt, ...)
+{
+    pybox_error_t err = {.kind = kind, .errnum = errnum};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err.msg, sizeof err.msg, fmt, ap);
+    va_end(ap);
+    if (errnum != 0) {
+        size_t n = strlen(err.msg);
+        char text[128];
+        snprintf(err.msg + n, sizeof err.msg - n, ": %s", pybox_strerror(errnum, text, sizeof text));
+    }
+    return pybox_cli_fail(&err, false);
 }
 
 int pybox_cli_fail(const pybox_error_t *err, bool json)

@@ -10,16 +10,15 @@
 #include "cli.h"
 #include "help.h"
 
-static const struct option build_options[] = {{"force", no_argument, NULL, 'f'},
-                                              {"lock", required_argument, NULL, 'l'},
-                                              {"wheels", required_argument, NULL, 'w'},
-                                              {"debian", required_argument, NULL, 'd'},
-                                              {"backend", required_argument, NULL, 'b'},
-                                              {"help", no_argument, NULL, 'h'},
-                                              {NULL, 0, NULL, 0}};
+static const struct option build_options[] = {PYBOX_CLI_FLAG("force", 'f'),
+                                              PYBOX_CLI_VALUE("lock", 'l'),
+                                              PYBOX_CLI_VALUE("wheels", 'w'),
+                                              PYBOX_CLI_VALUE("debian", 'd'),
+                                              PYBOX_CLI_VALUE("backend", 'b'),
+                                              PYBOX_CLI_FLAG("help", 'h'),
+                                              PYBOX_CLI_END};
 /* list, verify and rm take no option but --backend */
-static const struct option options[] = {
-    {"backend", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+static const struct option options[] = {PYBOX_CLI_VALUE("backend", 'b'), PYBOX_CLI_FLAG("help", 'h'), PYBOX_CLI_END};
 
 typedef struct {
     const char *backend, *lock, *wheels, *debian;
@@ -77,10 +76,8 @@ static int list(int argc, char **argv)
     args_t a;
     if (prepare("image list", argc, argv, &a, false, &err) < 0 || pybox_state_open(&a.st, false, &err) < 0)
         return pybox_cli_fail(&err, false);
-    if (a.backend != NULL && pybox_backend_find(a.backend) == NULL) {
-        pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "--backend: unknown backend");
-        return pybox_cli_fail(&err, false);
-    }
+    if (a.backend != NULL && pybox_backend_find(a.backend) == NULL)
+        return pybox_cli_failf(PYBOX_ERR_USAGE, 0, "--backend: unknown backend");
     /* Every backend's pins, unless one is asked for. */
     printf("%-12s %-8s %-8s %-71s %10s  %-16s  %s\n", "NAME", "BACKEND", "KIND", "PINNED IMAGE ID", "SIZE", "RECIPE",
            "BUILT");

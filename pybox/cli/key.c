@@ -8,8 +8,7 @@
 #include "../util.h"
 #include "cli.h"
 
-static const struct option options[] = {
-    {"init", no_argument, NULL, 'i'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+static const struct option options[] = {PYBOX_CLI_FLAG("init", 'i'), PYBOX_CLI_FLAG("help", 'h'), PYBOX_CLI_END};
 
 static int take(void *ctx, int val, const char *value, pybox_error_t *err)
 {
@@ -34,10 +33,9 @@ static int run(int argc, char **argv)
     if (got < 0)
         return pybox_cli_fail(&err, false);
     if (got == 0) {
-        pybox_error_set(&err, PYBOX_ERR_STATE, 0,
-                        "this installation has no receipt key yet: pybox key --init makes one (set-up and the "
-                        "first signed receipt do too)");
-        return pybox_cli_fail(&err, false);
+        return pybox_cli_failf(PYBOX_ERR_STATE, 0,
+                               "this installation has no receipt key yet: pybox key --init makes one (set-up and "
+                               "the first signed receipt do too)");
     }
     pybox_buf_t pem;
     pybox_buf_init(&pem, 0);

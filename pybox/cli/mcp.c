@@ -41,8 +41,7 @@ static int run(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC);
     if (sfd < 0) {
-        pybox_error_set(&err, PYBOX_ERR_SYSTEM, errno, "signalfd");
-        return pybox_cli_fail(&err, false);
+        return pybox_cli_failf(PYBOX_ERR_SYSTEM, errno, "signalfd");
     }
     pybox_buf_t imgs;
     pybox_buf_init(&imgs, 0);

@@ -14,8 +14,7 @@
 #include "cli.h"
 
 #define USAGE "usage: pybox verify RECEIPT.json|- [--key PUBLIC.pem]"
-static const struct option options[] = {
-    {"key", required_argument, NULL, 'k'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+static const struct option options[] = {PYBOX_CLI_VALUE("key", 'k'), PYBOX_CLI_FLAG("help", 'h'), PYBOX_CLI_END};
 
 static int take(void *ctx, int val, const char *value, pybox_error_t *err)
 {
@@ -40,8 +39,7 @@ static int run(int argc, char **argv)
     pybox_escape_short(shown, sizeof shown, file, 96);
     _cleanup_close_ int fd = strcmp(file, "-") == 0 ? dup(STDIN_FILENO) : open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
-        pybox_error_set(&err, PYBOX_ERR_USAGE, errno, "open(%s)", shown);
-        return pybox_cli_fail(&err, false);
+        return pybox_cli_failf(PYBOX_ERR_USAGE, errno, "open(%s)", shown);
     }
     if (isatty(fd)) {
         pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "%s is a terminal: give the receipt in a file or on a pipe",
