@@ -756,3 +756,13 @@ void itest_box_signal(const char *id, const char *sig)
     fclose(f);
     ck_assert_int_eq(kill((pid_t)pid, signo), 0);
 }
+
+TCase *itest_tcase(Suite *s, const char *name, int timeout_s, const TTest *const *tests, size_t n)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, timeout_s);
+    for (size_t i = 0; i < n; i++)
+        tcase_add_test(tc, tests[i]);
+    suite_add_tcase(s, tc);
+    return tc;
+}

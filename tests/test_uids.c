@@ -120,10 +120,8 @@ END_TEST
 Suite *itest_suite_uids(void)
 {
     Suite *s = suite_create("uids");
-    TCase *tc = tcase_create("per-box users");
-    tcase_set_timeout(tc, 180);
-    tcase_add_test(tc, a_box_holding_every_quota_leaves_another_box_working);
-    tcase_add_test(tc, with_one_shared_uid_a_box_breaks_another);
-    suite_add_tcase(s, tc);
+    itest_tcase(
+        s, "per-box users", 180,
+        ITEST_TESTS(a_box_holding_every_quota_leaves_another_box_working, with_one_shared_uid_a_box_breaks_another));
     return s;
 }
