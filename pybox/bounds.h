@@ -13,7 +13,9 @@
 /* Engine replies (JSON) and the engine's error messages. */
 #define PYBOX_ENGINE_REPLY_MAX (8 * 1024 * 1024)
 #define PYBOX_DOCKER_ENGINE_HEADER_MAX 16384
-#define PYBOX_ENGINE_TIMEOUT_MS 60000
+/* The longest one call of a backend may take (the engine's requests are such calls). */
+#define PYBOX_BACKEND_CALL_MAX_MS 60000
+#define PYBOX_ENGINE_TIMEOUT_MS PYBOX_BACKEND_CALL_MAX_MS
 #define PYBOX_ENGINE_CONNECT_TIMEOUT_MS 5000
 /* The first contact with the engine (connect and GET /_ping, at open): its own bound,
  * which the environment variable may set, in seconds (docs/cleanup.md). */

@@ -2,8 +2,8 @@
 /* One error type for the whole core library. Contract (docs/errors.md):
  * a failing function returns a negative value and fills *err (if err is not NULL) with
  * a kind, an errno (0 when none applies) and a message that names the call and its
- * (escaped) argument. Only main() prints errors. A filled error is never overwritten:
- * the first, most specific failure is the one reported. */
+ * (escaped) argument. Only the front-ends print errors (pybox/cli/front.c, pybox mcp's answers). A filled error is
+ * never overwritten: the first, most specific failure is the one reported. */
 #ifndef PYBOX_ERROR_H
 #define PYBOX_ERROR_H
 

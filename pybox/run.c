@@ -556,9 +556,9 @@ static int build(run_t *r)
     }
     /* The box lives at most twice its timer from its start, whenever that is: its user
      * stays leased that long from here (the start call's own bound included), however slow
-     * the engine was so far. */
+     * the backend was so far. */
     if (pybox_uid_lease_renew(&r->lease, res->run_id,
-                              pybox_wall_s() + (PYBOX_ENGINE_TIMEOUT_MS + 999) / 1000 +
+                              pybox_wall_s() + (PYBOX_BACKEND_CALL_MAX_MS + 999) / 1000 +
                                   box_life_s(res->policy.box_timer_ms),
                               &res->error) < 0)
         return -1;

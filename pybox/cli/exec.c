@@ -161,19 +161,18 @@ static int print_run(const pybox_run_result_t *res, int rc, bool json, pybox_col
 {
     pybox_error_t cerr = {0};
     int chart_rc = 0;
-    if (chart != NULL) {
-        cJSON *j = pybox_receipt_json(res);
+    /* the receipt's JSON, made once for the chart and --json alike */
+    cJSON *j = chart != NULL || json ? pybox_receipt_json(res) : NULL;
+    if (chart != NULL)
         chart_rc = j != NULL ? pybox_cli_chart_write(chart, j, &cerr)
                              : pybox_error_set(&cerr, PYBOX_ERR_SYSTEM, ENOMEM, "the chart: no receipt to draw");
-        cJSON_Delete(j);
-    }
     pybox_buf_t out;
     pybox_buf_init(&out, 0);
     if (json) {
-        cJSON *r = pybox_receipt_json(res); /* never in colour */
-        pybox_sign_installation(r, st);
-        pybox_cli_json_line(&out, r);
+        pybox_sign_installation(j, st); /* never in colour */
+        pybox_cli_json_line(&out, j);   /* which frees it */
     } else {
+        cJSON_Delete(j);
         struct winsize ws;
         bool terminal = isatty(STDOUT_FILENO);
         int tty = terminal && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
