@@ -11,6 +11,7 @@
 #include "../pybox/cli/help.h"
 #include "../pybox/cli/parse.h"
 #include "../pybox/limits.h"
+#include "../pybox/mcp/config.h"
 #include "../pybox/mcp/server.h"
 #include "../pybox/prepare.h"
 #include "../pybox/run.h"
@@ -635,18 +636,22 @@ START_TEST(man_pages_give_defaults_and_ceilings)
 {
     char b[16][96];
     int n = 0;
-    snprintf(b[n++], sizeof *b, "default %g, or the image's", PYBOX_DEFAULT_TIMEOUT_MS / 1000.0);
-    snprintf(b[n++], sizeof *b, "from %g to %lld, at most 3 decimals", PYBOX_TIMEOUT_MIN_MS / 1000.0,
-             (long long)(PYBOX_TIMEOUT_MAX_MS / 1000));
+    /* the limits as their table says them (limits.h) */
+    const pybox_limit_t *tm = pybox_limit(PYBOX_LIMIT_TIMEOUT), *mem = pybox_limit(PYBOX_LIMIT_MEMORY),
+                        *pids = pybox_limit(PYBOX_LIMIT_PIDS), *cpus = pybox_limit(PYBOX_LIMIT_CPUS);
+    snprintf(b[n++], sizeof *b, "default %g, or the image's", (double)tm->dflt / 1000.0);
+    snprintf(b[n++], sizeof *b, "from %g to %lld, at most 3 decimals", (double)tm->min / 1000.0,
+             (long long)(tm->max / 1000));
     snprintf(b[n++], sizeof *b, "The box's own timer is %g s longer", PYBOX_BOX_TIMER_MARGIN_MS / 1000.0);
-    snprintf(b[n++], sizeof *b, "at least %lld MiB (default %lld MiB, or the image's", PYBOX_MEMORY_MIN >> 20,
-             PYBOX_DEFAULT_MEMORY >> 20);
-    snprintf(b[n++], sizeof *b, "max_memory_mib , default %lld MiB", PYBOX_CEILING_MEMORY >> 20);
-    snprintf(b[n++], sizeof *b, "at least %d (default %d, or the image's", PYBOX_PIDS_MIN, PYBOX_DEFAULT_PIDS);
-    snprintf(b[n++], sizeof *b, "max_pids , default %d", PYBOX_CEILING_PIDS);
-    snprintf(b[n++], sizeof *b, "at least %g (default %g, or the image's", PYBOX_NANO_CPUS_MIN / 1e9,
-             PYBOX_DEFAULT_NANO_CPUS / 1e9);
-    snprintf(b[n++], sizeof *b, "max_timeout_s , default %lld", (long long)(PYBOX_TIMEOUT_MAX_MS / 1000));
+    snprintf(b[n++], sizeof *b, "at least %lld MiB (default %lld MiB, or the image's", (long long)(mem->min >> 20),
+             (long long)(mem->dflt >> 20));
+    snprintf(b[n++], sizeof *b, "%s , default %lld MiB", mem->config_key, (long long)(mem->ceiling >> 20));
+    snprintf(b[n++], sizeof *b, "at least %lld (default %lld, or the image's", (long long)pids->min,
+             (long long)pids->dflt);
+    snprintf(b[n++], sizeof *b, "%s , default %lld", pids->config_key, (long long)pids->ceiling);
+    snprintf(b[n++], sizeof *b, "at least %g (default %g, or the image's", (double)cpus->min / 1e9,
+             (double)cpus->dflt / 1e9);
+    snprintf(b[n++], sizeof *b, "%s , default %lld", tm->config_key, (long long)(tm->ceiling / 1000));
     snprintf(b[n++], sizeof *b, "%lld MiB in all (default: none)", PYBOX_INPUT_MAX >> 20);
     snprintf(b[n++], sizeof *b, "at most %d files, %lld MiB each and %lld MiB in all", PYBOX_OUT_FILES_MAX,
              PYBOX_OUT_FILE_MAX >> 20, PYBOX_OUT_TOTAL_MAX >> 20);
@@ -660,14 +665,15 @@ START_TEST(man_pages_give_defaults_and_ceilings)
     char m[4][96];
     snprintf(m[0], sizeof *m, "at most %d)", PYBOX_MCP_IMAGES_MAX);
     snprintf(m[1], sizeof *m, "At most %d calls run at once", PYBOX_MCP_CALLS_MAX);
-    snprintf(m[2], sizeof *m, "at least %lld MiB (default 512M", PYBOX_MEMORY_MIN >> 20);
-    snprintf(m[3], sizeof *m, "from %g to %lld, at most 3 decimals (default 30", PYBOX_TIMEOUT_MIN_MS / 1000.0,
-             (long long)(PYBOX_TIMEOUT_MAX_MS / 1000));
+    snprintf(m[2], sizeof *m, "at least %lld MiB (default %lldM", (long long)(mem->min >> 20),
+             (long long)(PYBOX_MCP_MAX_MEMORY >> 20));
+    snprintf(m[3], sizeof *m, "from %g to %lld, at most 3 decimals (default %g", (double)tm->min / 1000.0,
+             (long long)(tm->max / 1000), PYBOX_MCP_MAX_TIMEOUT_MS / 1000.0);
     page_says("pybox-mcp.1", (const char *const[]){m[0], m[1], m[2], m[3], NULL});
 
     char c[3][96];
-    snprintf(c[0], sizeof *c, "max_memory_mib (default %lld)", PYBOX_CEILING_MEMORY >> 20);
-    snprintf(c[1], sizeof *c, "max_pids (default %d)", PYBOX_CEILING_PIDS);
+    snprintf(c[0], sizeof *c, "%s (default %lld)", mem->config_key, (long long)(mem->ceiling >> 20));
+    snprintf(c[1], sizeof *c, "%s (default %lld)", pids->config_key, (long long)pids->ceiling);
     snprintf(c[2], sizeof *c, "leftover_expiry_s (default %d)", PYBOX_EXPIRY_S);
     page_says("pybox.1",
               (const char *const[]){c[0], c[1], c[2], "else .Cm " PYBOX_DEFAULT_BACKEND, ".It Ev PYBOX_BACKEND", NULL});
