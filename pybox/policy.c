@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "../guest/proto.h"
 #include "buf.h"
@@ -57,6 +58,21 @@ void pybox_policy_defaults(pybox_policy_t *p)
     p->shm_bytes = PYBOX_SHM_BYTES;
     p->nofile = PYBOX_NOFILE;
     p->fsize_bytes = PYBOX_FSIZE_BYTES;
+    p->core_bytes = 0;
+    p->sigpending = PYBOX_SIGPENDING;
+    static const char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp", NULL};
+    static const char *const init_caps[] = {"CAP_KILL", "CAP_SETGID", "CAP_SETUID", NULL};
+    p->env = env;
+    p->hostname = "pybox";
+    p->init_caps = init_caps;
+}
+
+void pybox_policy_rlimits(const pybox_policy_t *p, pybox_policy_rlimit_t out[PYBOX_POLICY_RLIMITS])
+{
+    out[0] = (pybox_policy_rlimit_t){"nofile", RLIMIT_NOFILE, p->nofile};
+    out[1] = (pybox_policy_rlimit_t){"fsize", RLIMIT_FSIZE, p->fsize_bytes};
+    out[2] = (pybox_policy_rlimit_t){"core", RLIMIT_CORE, p->core_bytes};
+    out[3] = (pybox_policy_rlimit_t){"sigpending", RLIMIT_SIGPENDING, p->sigpending};
 }
 
 void pybox_policy_set_timeout(pybox_policy_t *p, int64_t timeout_ms)

@@ -33,6 +33,7 @@
 #include "../pybox/bounds.h"
 #include "../pybox/files.h"
 #include "../pybox/native/drive.h"
+#include "../pybox/native/native.h"
 #include "../pybox/native/sandbox.h"
 #include "../pybox/policy.h"
 #include "../pybox/util.h"
@@ -156,19 +157,13 @@ static void spec_of(pybox_native_spec_t *s, char *name, uint32_t uid)
     pybox_error_t err = {0};
     ck_assert_int_eq(pybox_random_hex(16, name, &err), 0);
     memset(s, 0, sizeof *s);
+    pybox_native_spec_defaults(s);
     s->rootfs = rootfs;
     s->mount_in = true;
     s->out_bytes = 1 << 20;
-    s->tmp_bytes = PYBOX_TMP_BYTES;
-    s->shm_bytes = PYBOX_SHM_BYTES;
     s->uid = uid;
     s->timer_ms = 20000;
-    s->memory_bytes = PYBOX_DEFAULT_MEMORY;
-    s->pids = PYBOX_DEFAULT_PIDS;
     s->nano_cpus = 1000000000LL;
-    s->nofile = PYBOX_NOFILE;
-    s->fsize_bytes = PYBOX_FSIZE_BYTES;
-    s->sigpending = PYBOX_SIGPENDING;
     s->cgroup_root = "/sys/fs/cgroup";
     s->cgroup_parent = parent;
     s->name = name;

@@ -12,7 +12,6 @@
 #include "sandbox.h"
 
 /* Capability bits of the box's init (and of the relaxations). */
-#define PYBOX_NATIVE_INIT_CAPS ((1ULL << 5) | (1ULL << 6) | (1ULL << 7)) /* KILL, SETGID, SETUID */
 
 /* Every rlimit a box's init is given, by resource number (RLIMIT_CPU ... RLIMIT_RTTIME):
  * nothing of PyBox's own process is left to chance. */

@@ -65,7 +65,15 @@ uint32_t pybox_native_program_uid(const pybox_native_spec_t *s)
 
 int pybox_native_caps(const pybox_native_spec_t *s, uint64_t *caps, pybox_error_t *err)
 {
-    uint64_t c = PYBOX_NATIVE_INIT_CAPS;
+    uint64_t c = 0;
+    for (const char *const *name = s->init_caps; name != NULL && *name != NULL; name++) {
+        int n = pybox_native_cap_number(*name);
+        if (n < 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "native box: an init capability is not one libcap (libcap.so.2) knows: %.40s",
+                                   *name);
+        c |= 1ULL << n;
+    }
     if (s->relax & PYBOX_RELAX_ENGINE_CAPS) {
         /* The engine's default set, which a box gets when nothing is dropped. */
         static const char *const engine[] = {
@@ -148,6 +156,8 @@ void pybox_native_rlimits(const pybox_native_spec_t *s, struct rlimit out[PYBOX_
             v = (rlim_t)s->fsize_bytes;
         else if (r == RLIMIT_SIGPENDING)
             v = (rlim_t)s->sigpending;
+        else if (r == RLIMIT_CORE)
+            v = (rlim_t)s->core_bytes;
         out[r] = (struct rlimit){v, v};
     }
 }
@@ -246,6 +256,7 @@ int pybox_native_spec_check(const pybox_native_spec_t *s, pybox_error_t *err)
         range(err, "nofile", s->nofile, 16, 1 << 20) < 0 ||
         range(err, "fsize_bytes", s->fsize_bytes, 4096, 1LL << 50) < 0 ||
         range(err, "sigpending", s->sigpending, 0, 1 << 20) < 0 ||
+        range(err, "core_bytes", s->core_bytes, 0, 1LL << 40) < 0 ||
         range(err, "nano_cpus", s->nano_cpus, PYBOX_NANO_CPUS_MIN, PYBOX_NANO_CPUS_MAX) < 0 ||
         range(err, "expires", s->expires, 1, INT64_MAX / 2) < 0)
         return -1;
@@ -264,6 +275,9 @@ int pybox_native_spec_check(const pybox_native_spec_t *s, pybox_error_t *err)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: the environment is missing or too long");
     if (s->relax_env != NULL && strchr(s->relax_env, '=') == NULL)
         return usage(err, "relax_env is not NAME=value", s->relax_env);
+    if (s->hostname == NULL || s->hostname[0] == '\0' || strlen(s->hostname) > 64 || s->init_caps == NULL)
+        return usage(err, "the hostname (1 to 64 bytes) and the init's capabilities are the policy's to give",
+                     s->hostname);
     uint64_t caps;
     if (pybox_native_caps(s, &caps, err) < 0)
         return -1;
@@ -300,6 +314,7 @@ typedef struct plan {
     uint64_t caps;
     int last_cap;
     bool setns_net;
+    const char *hostname;
     int netns_fd;
     bool unshare_cgroup; /* v1: a cgroup namespace made after the move into the leaf */
     /* v1 (or v2 without CLONE_INTO_CGROUP): the files the child writes "0" into to move
@@ -516,6 +531,9 @@ static int plan_make(plan_t *p, const pybox_native_spec_t *s, pybox_native_box_t
     }
     p->no_new_privs = !(s->relax & PYBOX_RELAX_NEW_PRIVS);
     p->caps = b->caps;
+    p->hostname = str(p, err, "%s", s->hostname);
+    if (p->hostname == NULL)
+        return -1;
     if ((p->last_cap = read_last_cap(err)) < 0)
         return -1;
     pybox_native_rlimits(s, b->rlimits);
@@ -569,7 +587,7 @@ static const char *step_name(int step)
     case STEP_PIVOT:
         return "pivot_root into the root filesystem";
     case STEP_HOSTNAME:
-        return "sethostname(pybox)";
+        return "sethostname";
     case STEP_LOOPBACK:
         return "bringing the loopback interface up";
     case STEP_RLIMIT:
@@ -705,7 +723,7 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
         child_fail(report_w, STEP_OOM, errno);
     close(oom);
     if (!p->setns_net) {
-        if (sethostname("pybox", 5) < 0 || setdomainname("", 0) < 0)
+        if (sethostname(p->hostname, strlen(p->hostname)) < 0 || setdomainname("", 0) < 0)
             child_fail(report_w, STEP_HOSTNAME, errno);
         /* Like the engine's "none" network: loopback only, and up. */
         int sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -716,7 +734,7 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
         if (sk < 0 || ioctl(sk, SIOCSIFFLAGS, &ifr) < 0)
             child_fail(report_w, STEP_LOOPBACK, errno);
         close(sk);
-    } else if (sethostname("pybox", 5) < 0) {
+    } else if (sethostname(p->hostname, strlen(p->hostname)) < 0) {
         child_fail(report_w, STEP_HOSTNAME, errno);
     }
     /* A new, empty session keyring: the one inherited is PyBox's, and a process possesses
