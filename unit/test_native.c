@@ -1012,17 +1012,17 @@ START_TEST(environment_checked)
     static const char *const env[] = {"PATH=/bin", "LANG=C.UTF-8", "HOME=/tmp", NULL};
 #define T(text) text, sizeof(text) - 1 /* with its NULs, without the literal's own */
     static const struct {
-        const char *text;
+        int diffs;         /* the differences seen */
+        const char *extra; /* relax_env */
+        const char *text;  /* /proc/<pid>/environ */
         size_t len;
-        const char *extra;
-        int diffs;
     } cases[] = {
-        {T("PATH=/bin\0LANG=C.UTF-8\0HOME=/tmp\0"), NULL, 0},
-        {T("PATH=/bin\0LANG=C.UTF-8\0HOME=/tmp\0X=1\0"), "X=1", 0},
-        {T("PATH=/bin\0LANG=C.UTF-8\0HOME=/tmp\0X=1\0"), NULL, 1},
-        {T("PATH=/bin\0LANG=C.UTF-8\0"), NULL, 1},
-        {T("PATH=/bin\0LANG=C\0HOME=/tmp\0"), NULL, 1},
-        {T("LANG=C.UTF-8\0PATH=/bin\0HOME=/tmp\0"), NULL, 1},
+        {0, NULL, T("PATH=/bin\0LANG=C.UTF-8\0HOME=/tmp\0")},
+        {0, "X=1", T("PATH=/bin\0LANG=C.UTF-8\0HOME=/tmp\0X=1\0")},
+        {1, NULL, T("PATH=/bin\0LANG=C.UTF-8\0HOME=/tmp\0X=1\0")},
+        {1, NULL, T("PATH=/bin\0LANG=C.UTF-8\0")},
+        {1, NULL, T("PATH=/bin\0LANG=C\0HOME=/tmp\0")},
+        {1, NULL, T("LANG=C.UTF-8\0PATH=/bin\0HOME=/tmp\0")},
     };
 #undef T
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
