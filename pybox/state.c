@@ -2,6 +2,8 @@
 /* The installation's state directory (see state.h). */
 #include "state.h"
 
+#include "box.h"
+
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
@@ -215,8 +217,6 @@ static int lock_pins(const pybox_state_t *st, int how, pybox_error_t *err)
     return fd;
 }
 
-/* Each backend's pins in a file of their own: images.json (docker, the first backend),
- * images-<backend>.json for the others. */
 /* An image's defaults as the pins keep them. */
 #define PIN_DEFAULTS(pin)                                                                                              \
     {                                                                                                                  \
@@ -228,13 +228,15 @@ typedef struct {
     int64_t *v;
 } pin_default_t;
 
+/* Each backend's pins in a file of its own, which the backend names (box.h). */
 static int pins_name(const char *backend, char name[64], pybox_error_t *err)
 {
-    if (backend == NULL || backend[0] == '\0' || strcmp(backend, "docker") == 0)
-        pybox_strlcpy(name, "images.json", 64);
-    else if (!pybox_name_valid(backend) || pybox_fmt(name, 64, "images-%s.json", backend) < 0)
+    const pybox_backend_ops_t *ops =
+        pybox_backend_find(backend == NULL || backend[0] == '\0' ? PYBOX_DEFAULT_BACKEND : backend);
+    if (ops == NULL || ops->pins_file == NULL)
         return pybox_error_set(err, PYBOX_ERR_STATE, EINVAL, "a backend's name");
-    return 0;
+    return pybox_strlcpy(name, ops->pins_file, 64) < 0 ? pybox_error_set(err, PYBOX_ERR_STATE, EINVAL, "a pins file")
+                                                       : 0;
 }
 
 static int copy_small(const char *from, const char *to, pybox_error_t *err)
@@ -250,29 +252,31 @@ static int copy_small(const char *from, const char *to, pybox_error_t *err)
 
 int pybox_state_borrow_images(const pybox_state_t *from, const pybox_state_t *to, pybox_error_t *err)
 {
-    DIR *d = opendir(from->dir);
-    if (d == NULL)
-        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "opendir(%s)", from->dir);
-    struct dirent *de;
-    int copied = 0, rc = 0;
-    while (rc == 0 && (de = readdir(d)) != NULL) {
-        size_t n = strlen(de->d_name);
-        if (strncmp(de->d_name, "images", 6) != 0 || n < 11 || strcmp(de->d_name + n - 5, ".json") != 0)
-            continue;
+    int copied = 0;
+    const pybox_backend_ops_t *ops;
+    for (size_t i = 0; (ops = pybox_backend_nth(i)) != NULL; i++) {
         char a[PATH_MAX], b[PATH_MAX];
-        if (pybox_state_path(from, de->d_name, a, sizeof a, err) < 0 ||
-            pybox_state_path(to, de->d_name, b, sizeof b, err) < 0 || copy_small(a, b, err) < 0)
-            rc = -1;
-        else
-            copied++;
+        struct stat sb;
+        if (pybox_state_path(from, ops->pins_file, a, sizeof a, err) < 0 ||
+            pybox_state_path(to, ops->pins_file, b, sizeof b, err) < 0)
+            return -1;
+        if (stat(a, &sb) < 0)
+            continue;
+        if (copy_small(a, b, err) < 0)
+            return -1;
+        copied++;
     }
-    closedir(d);
-    if (rc < 0)
-        return -1;
     if (copied == 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, ENOENT, "no image pins in %s (run make setup)", from->dir);
-    static const char *const linked[][2] = {{"cache", "cache"}, {"native/roots", "native/borrowed-roots"}};
-    for (size_t i = 0; i < sizeof linked / sizeof *linked; i++) {
+    /* the image cache, and each backend's image folders */
+    const char *linked[8][2] = {{"cache", "cache"}};
+    size_t n_linked = 1;
+    for (size_t i = 0; (ops = pybox_backend_nth(i)) != NULL && n_linked < 8; i++)
+        if (ops->lent_images != NULL) {
+            linked[n_linked][0] = ops->lent_images;
+            linked[n_linked++][1] = ops->borrowed_images;
+        }
+    for (size_t i = 0; i < n_linked; i++) {
         char a[PATH_MAX], b[PATH_MAX];
         struct stat sb;
         if (pybox_state_path(from, linked[i][0], a, sizeof a, err) < 0 ||
@@ -340,7 +344,7 @@ static void pin_from_json(const char *backend, const char *name, const cJSON *o,
 {
     memset(pin, 0, sizeof *pin);
     snprintf(pin->name, sizeof pin->name, "%s", name);
-    snprintf(pin->backend, sizeof pin->backend, "%s", backend && backend[0] ? backend : "docker");
+    snprintf(pin->backend, sizeof pin->backend, "%s", backend && backend[0] ? backend : PYBOX_DEFAULT_BACKEND);
     const cJSON *v;
     if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "id")))
         snprintf(pin->id, sizeof pin->id, "%s", v->valuestring);
