@@ -118,8 +118,11 @@ mcp-clients:
 unit: $(BUILD)/unit-tests
 	$(BUILD)/unit-tests
 
-# The same suites on each backend (tests/main.c): docker, then native.
+# The same suites on each backend (tests/main.c): docker, then native. The receipts are
+# checked against their published schema by Debian's python3-jsonschema.
+INTEGRATION_PACKAGES := python3-jsonschema
 integration: $(BUILD)/itest $(BUILD)/pybox
+	scripts/need-packages.sh integration $(INTEGRATION_PACKAGES)
 	PYBOX_BACKEND=docker PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
 	PYBOX_BACKEND=native PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
 
@@ -275,15 +278,20 @@ FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -Wno-format-nonliteral -fno-o
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/pybox/seccomp_blob.o
 FUZZ_FRONT_OBJ := $(FRONT_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz-%)
+# clang and its fuzzing runtime, installed for the fuzz targets only (not every set-up).
+FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
+.PHONY: fuzz-tools
+fuzz-tools:
+	scripts/need-packages.sh fuzz $(FUZZ_PACKAGES)
 
-$(FUZZ_BUILD)/obj/%.o: %.c
+$(FUZZ_BUILD)/obj/%.o: %.c | fuzz-tools
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
-$(FUZZ_BUILD)/obj/fuzz/%.o: fuzz/%.c
+$(FUZZ_BUILD)/obj/fuzz/%.o: fuzz/%.c | fuzz-tools
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -I$(BUILD)/gen -DPYBOX_FUZZ_DIR='"$(CURDIR)/fuzz"' \
 	    -DPYBOX_FIXTURES='"$(CURDIR)/unit/fixtures"' -c $< -o $@
-$(FUZZ_BUILD)/obj/pybox/seccomp_blob.o: pybox/seccomp_blob.S pybox/seccomp.json
+$(FUZZ_BUILD)/obj/pybox/seccomp_blob.o: pybox/seccomp_blob.S pybox/seccomp.json | fuzz-tools
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -c -DPYBOX_SECCOMP_FILE='"$(CURDIR)/pybox/seccomp.json"' $< -o $@
 $(FUZZ_BUILD)/obj/pybox/escape.o: $(BUILD)/gen/unicode_tables.h
