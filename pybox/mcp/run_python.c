@@ -750,7 +750,10 @@ static cJSON *result_of(const pybox_mcp_config_t *cfg, pybox_run_result_t *res, 
     if (res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP)
         cJSON_AddBoolToObject(result, "isError", 1);
     cJSON *receipt = pybox_receipt_json(res);
-    pybox_sign_installation(receipt, &rd->st); /* verifiable as it comes: pybox verify */
+    /* verifiable as it comes (pybox verify); the key is read for each call, not kept by
+     * the server: one replaced while it serves (removed, then made anew) signs the next
+     * receipt, and reading a key file is small beside a run */
+    pybox_sign_installation(receipt, &rd->st);
     if (receipt != NULL)
         cJSON_AddItemToObject(result, "structuredContent", receipt);
     /* the core removes this folder if the call is cancelled before its result goes out */
