@@ -5,11 +5,12 @@
 SANITIZE ?=
 BUILD ?= build$(if $(SANITIZE),-san)
 CC ?= gcc
-# libcurl and libarchive are not linked into PyBox: each is opened when first needed
-# (pybox/docker/engine.c, pybox/archive_api.c), so a process that needs neither does not
-# load them and the libraries they bring. Tests that call them themselves link them.
+# libcurl, libarchive and libcap are not linked into PyBox: each is opened when first
+# needed (pybox/dl.h: pybox/docker/engine.c, pybox/archive_api.c, pybox/native/caps.c), so
+# a process that needs none does not load them and the libraries they bring. Tests that
+# call them themselves link them.
 PKGS := libcjson libcrypto libseccomp jansson
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libcurl libarchive)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libcurl libarchive libcap)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm -ldl
 CURL_LIBS = $(shell pkg-config --libs libcurl)
 ARCHIVE_LIBS = $(shell pkg-config --libs libarchive)
@@ -37,7 +38,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 ITEST_SRC := $(wildcard tests/*.c)
 ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
+.PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check layers-check clean \
         campaign campaign-fast campaign-pages evidence-check schema site-check man-check completion-check \
         install uninstall install-check deb deb-test soak leak-check vm-check
 all: $(BUILD)/pybox $(BUILD)/pybox-init $(BUILD)/pybox-test
@@ -89,8 +90,8 @@ $(BUILD)/pybox-init: guest/init.c guest/proto.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GUEST_CFLAGS) guest/init.c -o $@
 
-$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/site.o $(FRONT_OBJ) $(HOOKS_TEST_OBJ) \
-                     $(BUILD)/libpybox.a
+$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/page.o $(BUILD)/obj/campaign/site.o \
+                     $(FRONT_OBJ) $(HOOKS_TEST_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) $(ARCHIVE_LIBS) -lpthread -o $@
 
 $(BUILD)/obj/unit/%.o: unit/%.c
@@ -104,7 +105,8 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -DPYBOX_SOURCE='"$(CURDIR)"' -c $< -o $@
 
-CAMPAIGN_OBJ := $(BUILD)/obj/campaign/campaign.o $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/site.o
+CAMPAIGN_OBJ := $(BUILD)/obj/campaign/campaign.o $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/page.o \
+    $(BUILD)/obj/campaign/site.o
 $(BUILD)/pybox-campaign: $(CAMPAIGN_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
@@ -130,8 +132,11 @@ unit: $(BUILD)/unit-tests
 
 # The same suites on each backend (tests/main.c): docker, then native. They run the
 # installed build, pybox, and the test build, pybox-test, only where a test hook is needed.
+# The receipts are checked against their published schema by Debian's python3-jsonschema.
+INTEGRATION_PACKAGES := python3-jsonschema
 ITEST_BINS = PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox PYBOX_TEST_BIN=$(CURDIR)/$(BUILD)/pybox-test
 integration: $(BUILD)/itest $(BUILD)/pybox $(BUILD)/pybox-test
+	scripts/need-packages.sh integration $(INTEGRATION_PACKAGES)
 	PYBOX_BACKEND=docker $(ITEST_BINS) $(BUILD)/itest
 	PYBOX_BACKEND=native $(ITEST_BINS) $(BUILD)/itest
 
@@ -215,6 +220,10 @@ format-check:
 # prints): scripts/check-source.sh.
 source-check:
 	scripts/check-source.sh
+# The layering (docs/box-interface.md, "Layers"): no include from a lower folder to a
+# higher one, no include circle between modules (scripts/check-layers.sh).
+layers-check:
+	scripts/check-layers.sh
 
 # The man pages (man/, mdoc): mandoc's lint, where a warning or an error fails, and each
 # page rendered by man -l without a warning. That they say what the code does (every
@@ -283,15 +292,20 @@ FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -Wno-format-nonliteral -fno-o
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/pybox/seccomp_blob.o
 FUZZ_FRONT_OBJ := $(FRONT_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz-%)
+# clang and its fuzzing runtime, installed for the fuzz targets only (not every set-up).
+FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
+.PHONY: fuzz-tools
+fuzz-tools:
+	scripts/need-packages.sh fuzz $(FUZZ_PACKAGES)
 
-$(FUZZ_BUILD)/obj/%.o: %.c
+$(FUZZ_BUILD)/obj/%.o: %.c | fuzz-tools
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
-$(FUZZ_BUILD)/obj/fuzz/%.o: fuzz/%.c
+$(FUZZ_BUILD)/obj/fuzz/%.o: fuzz/%.c | fuzz-tools
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -I$(BUILD)/gen -DPYBOX_FUZZ_DIR='"$(CURDIR)/fuzz"' \
 	    -DPYBOX_FIXTURES='"$(CURDIR)/unit/fixtures"' -c $< -o $@
-$(FUZZ_BUILD)/obj/pybox/seccomp_blob.o: pybox/seccomp_blob.S pybox/seccomp.json
+$(FUZZ_BUILD)/obj/pybox/seccomp_blob.o: pybox/seccomp_blob.S pybox/seccomp.json | fuzz-tools
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -c -DPYBOX_SECCOMP_FILE='"$(CURDIR)/pybox/seccomp.json"' $< -o $@
 $(FUZZ_BUILD)/obj/pybox/escape.o: $(BUILD)/gen/unicode_tables.h

@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <net/if.h>
@@ -811,8 +810,7 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
         }
         return;
     }
-    h.rd.run.policy.timeout_ms = (int64_t)(jnum(spec, "hold_timeout_s", 60) * 1000);
-    h.rd.run.policy.box_timer_ms = h.rd.run.policy.timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
+    pybox_policy_set_timeout(&h.rd.run.policy, (int64_t)(jnum(spec, "hold_timeout_s", 60) * 1000));
     h.rd.run.cancellable = true;
     h.rd.run.cancel_fd = cancel[0];
     double t0 = pybox_now_s();
@@ -1668,14 +1666,6 @@ static int setup(camp_t *c)
     return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static char *slurp_or_die(const char *path)
 {
     char *text = NULL;
@@ -1816,7 +1806,7 @@ int main(int argc, char **argv)
     int bad = ev_write_pages(c.out, limits, stderr);
     say("%d passed, %d failed in %.0f s; %d leftover item(s) of the campaign removed; pages %s", passed, failed,
         pybox_now_s() - t0, swept, bad == 0 ? "written" : "NOT written cleanly");
-    nftw(c.tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    (void)pybox_remove_tree_at(AT_FDCWD, c.tmp); /* never into a mount under it */
     for (int k = 0; k < ncases; k++)
         cJSON_Delete(cases[k]);
     free(cases);

@@ -17,114 +17,8 @@
 #include "../pybox/sign.h"
 #include "../pybox/state.h"
 #include "../pybox/util.h"
+#include "page.h"
 #include "site.h"
-
-#define CELL_MAX 240
-
-const cJSON *ev_path(const cJSON *j, const char *path)
-{
-    const char *p = path;
-    while (j != NULL && *p) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        char seg[128];
-        if (n == 0 || n >= sizeof seg)
-            return NULL;
-        memcpy(seg, p, n);
-        seg[n] = '\0';
-        bool digits = true;
-        for (size_t i = 0; i < n; i++)
-            digits = digits && seg[i] >= '0' && seg[i] <= '9';
-        if (cJSON_IsArray(j) && digits && n <= 6) /* at most 999999: fits an int */
-            j = cJSON_GetArrayItem(j, (int)strtol(seg, NULL, 10));
-        else if (cJSON_IsObject(j))
-            j = cJSON_GetObjectItemCaseSensitive(j, seg);
-        else
-            return NULL;
-        p += n;
-        if (*p == '.')
-            p++;
-    }
-    return j;
-}
-
-/* Length of the UTF-8 sequence at s (1 for a byte that does not start a valid one). */
-static size_t utf8_len(const unsigned char *s, size_t left)
-{
-    size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-    if (n == 0 || n > left)
-        return 1;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 1;
-    return n;
-}
-
-static void cell_text(pybox_buf_t *b, const char *s)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t len = strlen(s), shown = 0;
-    for (size_t i = 0; i < len;) {
-        if (shown >= CELL_MAX) {
-            pybox_buf_adds(b, "…");
-            return;
-        }
-        size_t n = utf8_len(u + i, len - i);
-        unsigned char c = u[i];
-        if (n == 1 && c >= 0x80) {
-            pybox_buf_addf(b, "\\x%02x", c);
-        } else if (c == '\n') {
-            if (i + 1 < len)
-                pybox_buf_adds(b, " ⏎ ");
-        } else if (c < 0x20 || c == 0x7f) {
-            pybox_buf_addf(b, "\\x%02x", c);
-        } else if (c == '<') {
-            pybox_buf_adds(b, "&lt;");
-        } else if (c == '>') {
-            pybox_buf_adds(b, "&gt;");
-        } else if (c == '&') {
-            pybox_buf_adds(b, "&amp;");
-        } else if (strchr("|\\*_[]`#", c) != NULL) {
-            pybox_buf_addf(b, "\\%c", c);
-        } else {
-            pybox_buf_add(b, s + i, n);
-        }
-        shown += n;
-        i += n;
-    }
-}
-
-void ev_cell(pybox_buf_t *b, const cJSON *v)
-{
-    if (v == NULL || cJSON_IsNull(v)) {
-        pybox_buf_adds(b, "—");
-    } else if (cJSON_IsString(v)) {
-        cell_text(b, v->valuestring);
-    } else if (cJSON_IsBool(v)) {
-        pybox_buf_adds(b, cJSON_IsTrue(v) ? "yes" : "no");
-    } else if (cJSON_IsNumber(v)) {
-        double d = v->valuedouble;
-        if (d < 1e15 && d > -1e15 && d == (double)(long long)d) {
-            pybox_buf_addf(b, "%lld", (long long)d);
-        } else if (d >= 1e15 || d <= -1e15 || (d < 0.001 && d > -0.001)) {
-            pybox_buf_addf(b, "%g", d);
-        } else {
-            /* Three decimals at most, no trailing zeros: 260.2, 0.357. */
-            char t[64];
-            snprintf(t, sizeof t, "%.3f", d);
-            size_t n = strlen(t);
-            while (n > 0 && t[n - 1] == '0')
-                t[--n] = '\0';
-            if (n > 0 && t[n - 1] == '.')
-                t[--n] = '\0';
-            pybox_buf_adds(b, t);
-        }
-    } else {
-        char *t = cJSON_PrintUnformatted(v);
-        cell_text(b, t ? t : "?");
-        free(t);
-    }
-}
 
 int ev_record_store(const char *dir, const cJSON *record, char name[80], pybox_error_t *err)
 {
@@ -483,7 +377,7 @@ static void why_failed(pybox_buf_t *b, const rec_t *r)
 {
     const cJSON *err = ev_path(r->j, "error");
     if (cJSON_IsString(err)) {
-        cell_text(b, err->valuestring);
+        ev_cell_text(b, err->valuestring);
         return;
     }
     const cJSON *run;
@@ -545,7 +439,7 @@ static void shown(pybox_buf_t *b, const cJSON *c, const cJSON *run)
         if (k++)
             pybox_buf_adds(b, "; ");
         if (label && *label) {
-            cell_text(b, label);
+            ev_cell_text(b, label);
             pybox_buf_adds(b, " ");
         }
         ev_cell(b, ev_path(run, path));
@@ -623,7 +517,7 @@ static void generic_cell(pybox_buf_t *b, const rec_t *r)
         int passes = passes_of(r->j, name);
         if (cJSON_GetArraySize(ev_path(r->j, "runs")) > 1 || passes > 1) {
             pybox_buf_adds(b, "*");
-            cell_text(b, name);
+            ev_cell_text(b, name);
             if (passes > 1)
                 pybox_buf_addf(b, ", %d passes", passes);
             pybox_buf_adds(b, "*: ");
@@ -753,7 +647,7 @@ static void host_line(pybox_buf_t *b, const rec_t *r)
     const cJSON *x;
     cJSON_ArrayForEach (x, bk) {
         pybox_buf_adds(b, "; ");
-        cell_text(b, x->string ? x->string : "?");
+        ev_cell_text(b, x->string ? x->string : "?");
         pybox_buf_adds(b, ": ");
         ev_cell(b, x);
     }
@@ -808,7 +702,7 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
     pybox_buf_adds(ix, "| Kind | Cases |");
     for (size_t k = 0; k < bk.n; k++) {
         pybox_buf_adds(ix, " Passed on ");
-        cell_text(ix, bk.v[k]->column);
+        ev_cell_text(ix, bk.v[k]->column);
         pybox_buf_adds(ix, " |");
     }
     pybox_buf_adds(ix, " Runs recorded | Page |\n|---|---|");
@@ -852,7 +746,7 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
         pybox_buf_adds(b, restriction ? "| Check | Claim | Removed for the \"without\" run |" : "| Case | Claim |");
         for (size_t x = 0; x < bk.n; x++) {
             pybox_buf_adds(b, " On ");
-            cell_text(b, bk.v[x]->column);
+            ev_cell_text(b, bk.v[x]->column);
             pybox_buf_adds(b, " |");
         }
         pybox_buf_adds(b, restriction ? "\n|---|---|---|" : "\n|---|---|");
@@ -892,7 +786,7 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
                 if (of[x] == NULL)
                     continue;
                 pybox_buf_adds(b, "- on ");
-                cell_text(b, of[x]->column);
+                ev_cell_text(b, of[x]->column);
                 pybox_buf_adds(b, ": ");
                 host_line(b, of[x]);
                 pybox_buf_adds(b, "\n");
@@ -913,7 +807,7 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
         pybox_buf_adds(ix, "/");
         ev_cell(ix, ev_path(v[i].j, "case.id"));
         pybox_buf_adds(ix, " on ");
-        cell_text(ix, v[i].column);
+        ev_cell_text(ix, v[i].column);
         pybox_buf_adds(ix, " | ");
         when(ix, &v[i]);
         pybox_buf_adds(ix, " | ");

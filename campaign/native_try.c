@@ -12,6 +12,7 @@
 
 #include "../pybox/bounds.h"
 #include "../pybox/native/drive.h"
+#include "../pybox/native/native.h"
 #include "../pybox/native/sandbox.h"
 #include "../pybox/util.h"
 
@@ -30,19 +31,13 @@ typedef struct job {
 static void spec_for(pybox_native_spec_t *s, char *name, uint32_t uid)
 {
     memset(s, 0, sizeof *s);
+    pybox_native_spec_defaults(s);
     s->rootfs = rootfs;
     s->mount_in = true;
     s->out_bytes = 16LL << 20;
-    s->tmp_bytes = PYBOX_TMP_BYTES;
-    s->shm_bytes = PYBOX_SHM_BYTES;
     s->uid = uid;
     s->timer_ms = 10000;
-    s->memory_bytes = PYBOX_DEFAULT_MEMORY;
-    s->pids = PYBOX_DEFAULT_PIDS;
     s->nano_cpus = 1000000000LL;
-    s->nofile = PYBOX_NOFILE;
-    s->fsize_bytes = PYBOX_FSIZE_BYTES;
-    s->sigpending = PYBOX_SIGPENDING;
     s->cgroup_root = "/sys/fs/cgroup";
     s->cgroup_parent = parent;
     s->name = name;

@@ -165,6 +165,11 @@ typedef struct pybox_backend_ops {
     const char *name;      /* as --backend and config.json's "backend" name it */
     const char *holder;    /* what holds its boxes and images, in messages ("the engine") */
     const char *importing; /* the progress line of an image import ("importing into the engine:") */
+    /* Where the installation's state folder keeps what is the backend's: its image pins
+     * (a file), and the folder of its images an installation that borrows them links to,
+     * with the name of that link there (pybox_state_borrow_images; NULL: none). */
+    const char *pins_file;
+    const char *lent_images, *borrowed_images;
     /* Open the backend for an installation (NULL for commands that need none). */
     int (*open)(const pybox_state_t *st, pybox_backend_t **out, pybox_error_t *err);
     void (*close)(pybox_backend_t *be);

@@ -7,10 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "../guest/proto.h"
 #include "buf.h"
-#include "files.h"
+#include "limits.h"
 #include "util.h"
 
 /* The profile's source text, linked in by seccomp_blob.S. */
@@ -52,12 +53,32 @@ void pybox_policy_defaults(pybox_policy_t *p)
     p->memory_bytes = PYBOX_DEFAULT_MEMORY;
     p->pids = PYBOX_DEFAULT_PIDS;
     p->nano_cpus = PYBOX_DEFAULT_NANO_CPUS;
-    p->timeout_ms = PYBOX_DEFAULT_TIMEOUT_MS;
-    p->box_timer_ms = PYBOX_DEFAULT_TIMEOUT_MS + PYBOX_BOX_TIMER_MARGIN_MS;
+    pybox_policy_set_timeout(p, PYBOX_DEFAULT_TIMEOUT_MS);
     p->tmp_bytes = PYBOX_TMP_BYTES;
     p->shm_bytes = PYBOX_SHM_BYTES;
     p->nofile = PYBOX_NOFILE;
     p->fsize_bytes = PYBOX_FSIZE_BYTES;
+    p->core_bytes = 0;
+    p->sigpending = PYBOX_SIGPENDING;
+    static const char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp", NULL};
+    static const char *const init_caps[] = {"CAP_KILL", "CAP_SETGID", "CAP_SETUID", NULL};
+    p->env = env;
+    p->hostname = "pybox";
+    p->init_caps = init_caps;
+}
+
+void pybox_policy_rlimits(const pybox_policy_t *p, pybox_policy_rlimit_t out[PYBOX_POLICY_RLIMITS])
+{
+    out[0] = (pybox_policy_rlimit_t){"nofile", RLIMIT_NOFILE, p->nofile};
+    out[1] = (pybox_policy_rlimit_t){"fsize", RLIMIT_FSIZE, p->fsize_bytes};
+    out[2] = (pybox_policy_rlimit_t){"core", RLIMIT_CORE, p->core_bytes};
+    out[3] = (pybox_policy_rlimit_t){"sigpending", RLIMIT_SIGPENDING, p->sigpending};
+}
+
+void pybox_policy_set_timeout(pybox_policy_t *p, int64_t timeout_ms)
+{
+    p->timeout_ms = timeout_ms;
+    p->box_timer_ms = pybox_limit_box_timer_ms(timeout_ms);
 }
 
 /* Paths the engine hides or makes read-only inside the box. Stated here rather than left

@@ -38,6 +38,15 @@ typedef struct pybox_policy {
     int64_t shm_bytes;    /* size of /dev/shm */
     int64_t nofile;       /* open files */
     int64_t fsize_bytes;  /* largest file the program may write */
+    int64_t core_bytes;   /* core dumps (0: none) */
+    int64_t sigpending;   /* signals queued to the box's user at once (its own, uid.h) */
+    /* What the box's init starts with, each backend's to set and check: its environment
+     * (NULL-ended; the backend adds HOSTNAME=<hostname> as an engine does), the box's
+     * hostname, and the capabilities the init keeps to start the program as its own user
+     * and to end it (NULL-ended names, as the kernel spells them). */
+    const char *const *env;
+    const char *hostname;
+    const char *const *init_caps;
     /* Files: a disk volume at /box/in for the inputs (root-owned, read-only by mode),
      * and a tmpfs volume of out_bytes at /box/out for what the program leaves. */
     bool mount_in;
@@ -78,6 +87,19 @@ unsigned pybox_policy_program_uid(const pybox_policy_t *p);
 
 /* Defaults for everything but image, names and labels. */
 void pybox_policy_defaults(pybox_policy_t *p);
+/* The limits of the box's processes (setrlimit) the policy sets, by the engine's names
+ * ("nofile", "fsize", "core", "sigpending"); a native box fixes every other one too
+ * (docs/native.md). */
+#define PYBOX_POLICY_RLIMITS 4
+typedef struct pybox_policy_rlimit {
+    const char *name; /* the engine's ulimit name */
+    int resource;     /* RLIMIT_* */
+    int64_t value;    /* soft and hard alike */
+} pybox_policy_rlimit_t;
+void pybox_policy_rlimits(const pybox_policy_t *p, pybox_policy_rlimit_t out[PYBOX_POLICY_RLIMITS]);
+
+/* The host's deadline, and the box's own timer derived from it (limits.h). */
+void pybox_policy_set_timeout(pybox_policy_t *p, int64_t timeout_ms);
 
 /* The seccomp profile PyBox owns, compact JSON (static storage), and its SHA-256. */
 const char *pybox_policy_seccomp(void);

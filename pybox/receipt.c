@@ -75,28 +75,6 @@ static cJSON *said_json(const pybox_said_t *s, bool *ok)
 static double ms1(double v);
 static double ms2(double v);
 
-/* Every string of the receipt is valid UTF-8, as JSON requires (a strict client, an MCP
- * one among them, may drop a whole session over one bad byte): one that quotes bytes from
- * outside that are not (a note cut inside a character, an operator's Latin-1 path) gets
- * U+FFFD for each stray byte. False when memory ran out. */
-static bool strings_utf8(cJSON *node)
-{
-    for (cJSON *c = node; c != NULL; c = c->next) {
-        if (cJSON_IsString(c) && c->valuestring != NULL && !pybox_utf8_valid(c->valuestring, strlen(c->valuestring))) {
-            pybox_buf_t b;
-            pybox_buf_init(&b, 0);
-            pybox_utf8_sanitize(&b, c->valuestring, strlen(c->valuestring), NULL);
-            bool set = pybox_buf_ok(&b) && b.data != NULL && cJSON_SetValuestring(c, b.data) != NULL;
-            pybox_buf_free(&b);
-            if (!set)
-                return false;
-        }
-        if (c->child != NULL && !strings_utf8(c->child))
-            return false;
-    }
-    return true;
-}
-
 static void num_or_null(cJSON *o, const char *key, const pybox_reading_t *r, unsigned bit, int64_t v)
 {
     if (r != NULL && (r->valid & bit))
@@ -404,19 +382,19 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddBoolToObject(seen, "box_killed_through_backend", res->box_killed);
     cJSON_AddBoolToObject(seen, "program_input_complete", res->input_complete);
     cJSON *tm = cJSON_AddObjectToObject(seen, "timings_ms");
-    cJSON_AddNumberToObject(tm, "before", ms1(res->t.before_ms));
-    cJSON_AddNumberToObject(tm, "housekeeping", ms1(res->t.housekeeping_ms));
-    cJSON_AddNumberToObject(tm, "create", ms1(res->t.create_ms));
-    cJSON_AddNumberToObject(tm, "verify", ms1(res->t.verify_ms));
-    cJSON_AddNumberToObject(tm, "files_in", ms1(res->t.files_in_ms));
-    cJSON_AddNumberToObject(tm, "attach", ms1(res->t.attach_ms));
-    cJSON_AddNumberToObject(tm, "start", ms1(res->t.start_ms));
-    cJSON_AddNumberToObject(tm, "arm", ms1(res->t.arm_ms));
-    cJSON_AddNumberToObject(tm, "run", ms1(res->t.run_ms));
-    cJSON_AddNumberToObject(tm, "files_out", ms1(res->t.files_out_ms));
-    cJSON_AddNumberToObject(tm, "collect", ms1(res->t.collect_ms));
-    cJSON_AddNumberToObject(tm, "remove", ms1(res->t.remove_ms));
-    cJSON_AddNumberToObject(tm, "total", ms1(res->t.total_ms));
+    const pybox_timings_t *t = &res->t;
+    const struct {
+        const char *phase;
+        double ms;
+    } phases[] = {{"before", t->before_ms},     {"housekeeping", t->housekeeping_ms},
+                  {"create", t->create_ms},     {"verify", t->verify_ms},
+                  {"files_in", t->files_in_ms}, {"attach", t->attach_ms},
+                  {"start", t->start_ms},       {"arm", t->arm_ms},
+                  {"run", t->run_ms},           {"files_out", t->files_out_ms},
+                  {"collect", t->collect_ms},   {"remove", t->remove_ms},
+                  {"total", t->total_ms}};
+    for (size_t i = 0; i < sizeof phases / sizeof *phases; i++)
+        cJSON_AddNumberToObject(tm, phases[i].phase, ms1(phases[i].ms));
 
     cJSON *said = cJSON_AddObjectToObject(r, "said");
     cJSON_AddStringToObject(said, "trust", "untrusted: written by the program");
@@ -431,13 +409,9 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
         res->error.kind != PYBOX_ERR_NONE) {
         cJSON *e = cJSON_AddObjectToObject(r, "error");
         cJSON_AddStringToObject(e, "kind", pybox_error_kind_name(res->error.kind));
-        pybox_buf_t m;
-        pybox_buf_init(&m, 0);
-        pybox_utf8_sanitize(&m, res->error.msg, strlen(res->error.msg), NULL);
-        cJSON_AddStringToObject(e, "message", got_text(pybox_buf_ok(&m) ? (m.data ? m.data : "") : NULL, &ok));
-        pybox_buf_free(&m);
+        cJSON_AddStringToObject(e, "message", res->error.msg);
     }
-    if (!ok || !strings_utf8(r)) {
+    if (!ok || !pybox_json_utf8(r)) {
         cJSON_Delete(r);
         return NULL;
     }
@@ -453,14 +427,9 @@ cJSON *pybox_receipt_refusal(const pybox_error_t *err)
     cJSON_AddNumberToObject(r, "exit_code", 125);
     cJSON *e = cJSON_AddObjectToObject(r, "error");
     cJSON_AddStringToObject(e, "kind", pybox_error_kind_name(err->kind));
-    pybox_buf_t m;
-    pybox_buf_init(&m, 0);
-    pybox_utf8_sanitize(&m, err->msg, strlen(err->msg), NULL);
-    bool ok = true;
-    cJSON_AddStringToObject(e, "message", got_text(pybox_buf_ok(&m) ? (m.data ? m.data : "") : NULL, &ok));
-    pybox_buf_free(&m);
+    cJSON_AddStringToObject(e, "message", err->msg);
     cJSON_AddBoolToObject(r, "box_built", 0);
-    if (!ok) {
+    if (!pybox_json_utf8(r)) {
         cJSON_Delete(r);
         return NULL;
     }

@@ -19,25 +19,17 @@
 
 const char *pybox_end_word(pybox_end_t end)
 {
-    switch (end) {
-    case PYBOX_END_NONE:
-        return "NOT_RUN";
-    case PYBOX_END_TARGET_EXIT:
-        return "TARGET_EXIT_OBSERVED";
-    case PYBOX_END_SUPERVISOR_KILL:
-        return "SUPERVISOR_KILL_OBSERVED";
-    case PYBOX_END_BOX_TIMER_KILL:
-        return "BOX_TIMER_KILL_OBSERVED";
-    case PYBOX_END_UNEXPLAINED:
-        return "BOX_END_UNEXPLAINED";
-    case PYBOX_END_EXTERNAL_STOP:
-        return "EXTERNAL_STOP_OBSERVED";
-    case PYBOX_END_PYBOX_ERROR:
-        return "PYBOX_ERROR";
-    case PYBOX_END_CANCELLED:
-        return "CANCELLED";
-    }
-    return "?";
+    static const char *const words[] = {
+        [PYBOX_END_NONE] = "NOT_RUN",
+        [PYBOX_END_TARGET_EXIT] = "TARGET_EXIT_OBSERVED",
+        [PYBOX_END_SUPERVISOR_KILL] = "SUPERVISOR_KILL_OBSERVED",
+        [PYBOX_END_BOX_TIMER_KILL] = "BOX_TIMER_KILL_OBSERVED",
+        [PYBOX_END_UNEXPLAINED] = "BOX_END_UNEXPLAINED",
+        [PYBOX_END_EXTERNAL_STOP] = "EXTERNAL_STOP_OBSERVED",
+        [PYBOX_END_PYBOX_ERROR] = "PYBOX_ERROR",
+        [PYBOX_END_CANCELLED] = "CANCELLED",
+    };
+    return (unsigned)end < sizeof words / sizeof *words && words[end] != NULL ? words[end] : "?";
 }
 
 volatile sig_atomic_t pybox_interrupt_signal;
@@ -564,9 +556,9 @@ static int build(run_t *r)
     }
     /* The box lives at most twice its timer from its start, whenever that is: its user
      * stays leased that long from here (the start call's own bound included), however slow
-     * the engine was so far. */
+     * the backend was so far. */
     if (pybox_uid_lease_renew(&r->lease, res->run_id,
-                              pybox_wall_s() + (PYBOX_ENGINE_TIMEOUT_MS + 999) / 1000 +
+                              pybox_wall_s() + (PYBOX_BACKEND_CALL_MAX_MS + 999) / 1000 +
                                   box_life_s(res->policy.box_timer_ms),
                               &res->error) < 0)
         return -1;

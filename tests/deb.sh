@@ -4,9 +4,11 @@
 # mmdebstrap (variant apt, plus man-db to read the pages) from this machine's own apt
 # sources, so that apt must resolve every dependency itself. In the root: apt install
 # ./pybox_VERSION_ARCH.deb, then the installed pybox says its version and its help,
-# finds its recipes and guest init (image verify), refuses a run clearly where nothing
-# is set up, refuses a test hook (it has none: docs/cleanup.md), its man pages render,
-# its completion loads, and apt purge takes it all away. mmdebstrap mounts /proc, /sys and /dev for the hooks, keeps services from
+# finds its recipes and guest init (image verify: what it says of them, not its status,
+# which is the native backend's, and that backend needs a cgroup file system the root
+# does not mount), refuses a run clearly where nothing is set up, refuses a test hook (it
+# has none: docs/cleanup.md), its man pages render, its completion loads, and apt purge
+# takes it all away. mmdebstrap mounts /proc, /sys and /dev for the hooks, keeps services from
 # starting, and unmounts and deletes the root when it ends (its null format).
 #   tests/deb.sh BUILD_DIR
 # the hooks are shell text for mmdebstrap, expanded there

@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -75,13 +74,7 @@ static char *slurp_fd(int fd, size_t *len)
 }
 
 static void start_bin(const char *bin, const char *program, size_t len, const char *const *args, const char *const *env,
-                      itest_job_t *j)
-{
-    itest_start_closed(program, len, args, env, 0, j);
-}
-
-void itest_start_closed(const char *program, size_t len, const char *const *args, const char *const *env,
-                        unsigned closed, itest_job_t *j)
+                      unsigned closed, itest_job_t *j)
 {
     /* stdin, stdout and stderr are memory files: no pipe can fill up, nothing to pump. */
     memset(j, 0, sizeof *j);
@@ -111,9 +104,15 @@ void itest_start_closed(const char *program, size_t len, const char *const *args
     close(in);
 }
 
+void itest_start_closed(const char *program, size_t len, const char *const *args, const char *const *env,
+                        unsigned closed, itest_job_t *j)
+{
+    start_bin(pybox_bin(), program, len, args, env, closed, j);
+}
+
 void itest_start(const char *program, size_t len, const char *const *args, const char *const *env, itest_job_t *j)
 {
-    start_bin(pybox_bin(), program, len, args, env, j);
+    start_bin(pybox_bin(), program, len, args, env, 0, j);
 }
 
 void itest_finish(itest_job_t *j, itest_run_t *r)
@@ -139,7 +138,7 @@ void itest_pybox(const char *program, size_t len, const char *const *args, const
 void itest_pybox_test(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r)
 {
     itest_job_t j;
-    start_bin(itest_test_bin(), program, len, args, env, &j);
+    start_bin(itest_test_bin(), program, len, args, env, 0, &j);
     itest_finish(&j, r);
 }
 
@@ -462,14 +461,6 @@ int itest_new_home(char *home, size_t len, char *id)
     return fclose(out) == 0 ? 0 : -1;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int native_parents(const char *install_id, char out[4][PATH_MAX]);
 
 void itest_remove_home(const char *home)
@@ -485,7 +476,7 @@ void itest_remove_home(const char *home)
         id[n > 0 ? n : 0] = '\0';
         id[strcspn(id, "\n")] = '\0';
     }
-    nftw(home, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    (void)pybox_remove_tree_at(AT_FDCWD, home);
     itest_forget_native_parents(id);
 }
 
@@ -791,4 +782,14 @@ void itest_box_signal(const char *id, const char *sig)
     ck_assert_int_eq(fscanf(f, "%ld", &pid), 1);
     fclose(f);
     ck_assert_int_eq(kill((pid_t)pid, signo), 0);
+}
+
+TCase *itest_tcase(Suite *s, const char *name, int timeout_s, const TTest *const *tests, size_t n)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, timeout_s);
+    for (size_t i = 0; i < n; i++)
+        tcase_add_test(tc, tests[i]);
+    suite_add_tcase(s, tc);
+    return tc;
 }

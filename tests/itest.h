@@ -4,6 +4,7 @@
 #ifndef PYBOX_ITEST_H
 #define PYBOX_ITEST_H
 
+#include <check.h>
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -117,5 +118,11 @@ int itest_resolve(const char *name, pybox_pin_t *pin, pybox_error_t *err);
 const char *itest_said(const struct pybox_run_result *res);
 
 bool itest_contains(const char *hay, size_t len, const char *needle);
+
+/* A test case of suite s with its timeout in seconds and its tests (ITEST_TESTS(a, b,
+ * ...)), added to s. */
+TCase *itest_tcase(Suite *s, const char *name, int timeout_s, const TTest *const *tests, size_t n);
+#define ITEST_TESTS(...)                                                                                               \
+    ((const TTest *const[]){__VA_ARGS__}), (sizeof((const TTest *const[]){__VA_ARGS__}) / sizeof(const TTest *))
 
 #endif

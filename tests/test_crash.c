@@ -305,11 +305,8 @@ END_TEST
 Suite *itest_suite_crash(void)
 {
     Suite *s = suite_create("crash");
-    TCase *tc = tcase_create("pybox killed");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, box_timer_ends_the_box_after_pybox_is_killed);
-    tcase_add_test(tc, test_hook_kills_pybox_at_each_phase);
-    tcase_add_test(tc, test_hook_unknown_phase_refused);
-    suite_add_tcase(s, tc);
+    itest_tcase(s, "pybox killed", 60,
+                ITEST_TESTS(box_timer_ends_the_box_after_pybox_is_killed, test_hook_kills_pybox_at_each_phase,
+                            test_hook_unknown_phase_refused));
     return s;
 }

@@ -198,11 +198,8 @@ END_TEST
 Suite *itest_suite_inflight(void)
 {
     Suite *s = suite_create("inflight");
-    TCase *t = tcase_create("in flight");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, output_held_in_flight_ends_with_the_box);
-    tcase_add_test(t, memory_and_namespaces_held_in_flight_are_released);
-    tcase_add_test(t, without_the_collector_what_was_held_stays);
-    suite_add_tcase(s, t);
+    itest_tcase(s, "in flight", 120,
+                ITEST_TESTS(output_held_in_flight_ends_with_the_box, memory_and_namespaces_held_in_flight_are_released,
+                            without_the_collector_what_was_held_stays));
     return s;
 }

@@ -422,15 +422,8 @@ END_TEST
 Suite *itest_suite_isolation(void)
 {
     Suite *s = suite_create("isolation");
-    TCase *tc = tcase_create("host");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, nothing_of_the_host);
-    tcase_add_test(tc, read_only_root_and_no_privileges);
-    tcase_add_test(tc, program_cannot_reach_the_init);
-    tcase_add_test(tc, host_files_both_ways);
-    tcase_add_test(tc, environment_both_ways);
-    tcase_add_test(tc, pressure_files_both_ways);
-    tcase_add_test(tc, network_both_ways);
-    suite_add_tcase(s, tc);
+    itest_tcase(s, "host", 60,
+                ITEST_TESTS(nothing_of_the_host, read_only_root_and_no_privileges, program_cannot_reach_the_init,
+                            host_files_both_ways, environment_both_ways, pressure_files_both_ways, network_both_ways));
     return s;
 }

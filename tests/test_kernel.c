@@ -228,16 +228,10 @@ END_TEST
 Suite *itest_suite_kernel(void)
 {
     Suite *s = suite_create("kernel");
-    TCase *tc = tcase_create("readings");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, oom_child_killed_parent_exits);
-    tcase_add_test(tc, pids_limit_peak_and_refusals);
-    tcase_add_test(tc, cpu_time_and_throttling);
-    tcase_add_test(tc, large_array_fits_and_peak_is_the_kernels);
-    tcase_add_test(tc, exit_just_before_the_deadline);
-    tcase_add_test(tc, killed_without_evidence_is_not_explained);
-    tcase_add_test(tc, long_sleep_ends_by_itself_with_samples);
-    tcase_add_test(tc, long_sleep_is_stopped_at_the_deadline);
-    suite_add_tcase(s, tc);
+    itest_tcase(s, "readings", 120,
+                ITEST_TESTS(oom_child_killed_parent_exits, pids_limit_peak_and_refusals, cpu_time_and_throttling,
+                            large_array_fits_and_peak_is_the_kernels, exit_just_before_the_deadline,
+                            killed_without_evidence_is_not_explained, long_sleep_ends_by_itself_with_samples,
+                            long_sleep_is_stopped_at_the_deadline));
     return s;
 }

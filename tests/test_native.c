@@ -33,9 +33,11 @@
 #include "../pybox/bounds.h"
 #include "../pybox/files.h"
 #include "../pybox/native/drive.h"
+#include "../pybox/native/native.h"
 #include "../pybox/native/sandbox.h"
 #include "../pybox/policy.h"
 #include "../pybox/util.h"
+#include "itest.h"
 #include "suites.h"
 
 static char work[64];    /* our folder under /var/tmp */
@@ -155,19 +157,13 @@ static void spec_of(pybox_native_spec_t *s, char *name, uint32_t uid)
     pybox_error_t err = {0};
     ck_assert_int_eq(pybox_random_hex(16, name, &err), 0);
     memset(s, 0, sizeof *s);
+    pybox_native_spec_defaults(s);
     s->rootfs = rootfs;
     s->mount_in = true;
     s->out_bytes = 1 << 20;
-    s->tmp_bytes = PYBOX_TMP_BYTES;
-    s->shm_bytes = PYBOX_SHM_BYTES;
     s->uid = uid;
     s->timer_ms = 20000;
-    s->memory_bytes = PYBOX_DEFAULT_MEMORY;
-    s->pids = PYBOX_DEFAULT_PIDS;
     s->nano_cpus = 1000000000LL;
-    s->nofile = PYBOX_NOFILE;
-    s->fsize_bytes = PYBOX_FSIZE_BYTES;
-    s->sigpending = PYBOX_SIGPENDING;
     s->cgroup_root = "/sys/fs/cgroup";
     s->cgroup_parent = parent;
     s->name = name;
@@ -999,30 +995,17 @@ END_TEST
 Suite *itest_suite_native(void)
 {
     Suite *s = suite_create("native");
-    TCase *tc = tcase_create("native");
+    TCase *tc = itest_tcase(s, "native", 120,
+                            ITEST_TESTS(hello_through_the_guest_protocol, output_held_in_flight_after_the_box,
+                                        the_program_sees_a_sealed_box, the_box_takes_nothing_of_its_makers_process,
+                                        memory_limit_kills_and_is_counted, tcp_buffers_count_against_the_memory_limit,
+                                        pids_limit_refuses_forks, verify_catches_a_different_spec, files_in_and_out,
+                                        inputs_readable_whatever_the_makers_umask, files_out_bounded,
+                                        files_out_as_the_engine_packs_them, killed_host_box_ends_by_its_timer,
+                                        a_caller_ignoring_sigchld_keeps_its_box,
+                                        the_box_has_a_session_keyring_of_its_own, kernel_interfaces_are_refused));
     tcase_add_unchecked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, hello_through_the_guest_protocol);
-    tcase_add_test(tc, output_held_in_flight_after_the_box);
-    tcase_add_test(tc, the_program_sees_a_sealed_box);
-    tcase_add_test(tc, the_box_takes_nothing_of_its_makers_process);
-    tcase_add_test(tc, memory_limit_kills_and_is_counted);
-    tcase_add_test(tc, tcp_buffers_count_against_the_memory_limit);
-    tcase_add_test(tc, pids_limit_refuses_forks);
-    tcase_add_test(tc, verify_catches_a_different_spec);
-    tcase_add_test(tc, files_in_and_out);
-    tcase_add_test(tc, inputs_readable_whatever_the_makers_umask);
-    tcase_add_test(tc, files_out_bounded);
-    tcase_add_test(tc, files_out_as_the_engine_packs_them);
-    tcase_add_test(tc, killed_host_box_ends_by_its_timer);
-    tcase_add_test(tc, a_caller_ignoring_sigchld_keeps_its_box);
-    tcase_add_test(tc, the_box_has_a_session_keyring_of_its_own);
-    tcase_add_test(tc, kernel_interfaces_are_refused);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("threads");
+    tc = itest_tcase(s, "threads", 60, ITEST_TESTS(boxes_from_threads_at_once));
     tcase_add_unchecked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, boxes_from_threads_at_once);
-    suite_add_tcase(s, tc);
     return s;
 }

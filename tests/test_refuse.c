@@ -278,25 +278,12 @@ END_TEST
 Suite *itest_suite_refuse(void)
 {
     Suite *s = suite_create("refuse");
-    TCase *tc = tcase_create("before any box");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, empty_program);
-    tcase_add_test(tc, oversized_program);
-    tcase_add_test(tc, program_given_another_way);
-    tcase_add_test(tc, bad_options);
-    tcase_add_test(tc, json_refusal_is_json);
-    tcase_add_test(tc, terminal_stdin);
-    tcase_add_test(tc, installed_build_has_no_test_hook);
-    suite_add_tcase(s, tc);
-    TCase *ro = tcase_create("state directory");
-    tcase_set_timeout(ro, 60);
-    tcase_add_test(ro, read_only_state_dir);
-    suite_add_tcase(s, ro);
+    itest_tcase(s, "before any box", 60,
+                ITEST_TESTS(empty_program, oversized_program, program_given_another_way, bad_options,
+                            json_refusal_is_json, terminal_stdin, installed_build_has_no_test_hook));
+    itest_tcase(s, "state directory", 60, ITEST_TESTS(read_only_state_dir));
     if (!itest_native()) { /* the engine's own failure: the docker backend only */
-        TCase *hung = tcase_create("engine never answers");
-        tcase_set_timeout(hung, 30);
-        tcase_add_test(hung, engine_never_answers);
-        suite_add_tcase(s, hung);
+        itest_tcase(s, "engine never answers", 30, ITEST_TESTS(engine_never_answers));
     }
     return s;
 }

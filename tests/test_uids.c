@@ -263,15 +263,11 @@ END_TEST
 Suite *itest_suite_uids(void)
 {
     Suite *s = suite_create("uids");
-    TCase *tc = tcase_create("per-box users");
-    tcase_set_timeout(tc, 180);
-    tcase_add_test(tc, a_box_holding_every_quota_leaves_another_box_working);
-    tcase_add_test(tc, with_one_shared_uid_a_box_breaks_another);
-    suite_add_tcase(s, tc);
-    TCase *machine = tcase_create("the machine's folder");
-    tcase_set_timeout(machine, 60);
-    tcase_add_test(machine, expired_leases_are_swept_held_ones_stay);
-    tcase_add_test(machine, a_run_folder_of_the_wrong_owner_or_mode_is_refused);
-    suite_add_tcase(s, machine);
+    itest_tcase(
+        s, "per-box users", 180,
+        ITEST_TESTS(a_box_holding_every_quota_leaves_another_box_working, with_one_shared_uid_a_box_breaks_another));
+    itest_tcase(
+        s, "the machine's folder", 60,
+        ITEST_TESTS(expired_leases_are_swept_held_ones_stay, a_run_folder_of_the_wrong_owner_or_mode_is_refused));
     return s;
 }

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "../pybox/native/cgroup.h"
+#include "../pybox/native/internal.h"
+#include "../pybox/native/native.h"
 #include "../pybox/native/parse.h"
 #include "../pybox/native/sandbox.h"
 #include "../pybox/native/seccomp.h"
@@ -745,6 +747,7 @@ static void spec_ok(pybox_native_spec_t *s)
     snprintf(root, sizeof root, "%s/root", fixture);
     snprintf(staging, sizeof staging, "%s/staging", fixture);
     memset(s, 0, sizeof *s);
+    pybox_native_spec_defaults(s);
     s->rootfs = root;
     s->mount_in = true;
     s->out_bytes = 1 << 20;
@@ -1005,11 +1008,57 @@ START_TEST(verify_mounts_each_check)
 }
 END_TEST
 
+/* The init's environment is the spec's, whole and in order: one entry more, less,
+ * changed or moved is a difference. */
+START_TEST(environment_checked)
+{
+    static const char *const env[] = {"PATH=/bin", "LANG=C.UTF-8", "HOME=/tmp", NULL};
+#define T(text) text, sizeof(text) - 1 /* with its NULs, without the literal's own */
+    static const struct {
+        int diffs;         /* the differences seen */
+        const char *extra; /* relax_env */
+        const char *text;  /* /proc/<pid>/environ */
+        size_t len;
+    } cases[] = {
+        {0, NULL, T("PATH=/bin\0LANG=C.UTF-8\0HOME=/tmp\0")},
+        {0, "X=1", T("PATH=/bin\0LANG=C.UTF-8\0HOME=/tmp\0X=1\0")},
+        {1, NULL, T("PATH=/bin\0LANG=C.UTF-8\0HOME=/tmp\0X=1\0")},
+        {1, NULL, T("PATH=/bin\0LANG=C.UTF-8\0")},
+        {1, NULL, T("PATH=/bin\0LANG=C\0HOME=/tmp\0")},
+        {1, NULL, T("LANG=C.UTF-8\0PATH=/bin\0HOME=/tmp\0")},
+    };
+#undef T
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        pybox_nv_t v;
+        pybox_nv_init(&v);
+        pybox_nv_environ(&v, cases[i].text, cases[i].len, env, cases[i].extra);
+        ck_assert_msg(v.count == cases[i].diffs, "case %zu: %d differences", i, v.count);
+        ck_assert_int_eq(v.checked, 1);
+        pybox_nv_free(&v);
+    }
+}
+END_TEST
+
+/* Capabilities are named by libcap's table, in the kernel's spelling only. */
+START_TEST(capability_names)
+{
+    ck_assert_int_eq(pybox_native_cap_number("CAP_CHOWN"), 0);
+    ck_assert_int_eq(pybox_native_cap_number("CAP_KILL"), 5);
+    ck_assert_int_eq(pybox_native_cap_number("CAP_SYS_ADMIN"), 21);
+    ck_assert_int_eq(pybox_native_cap_number("CAP_CHECKPOINT_RESTORE"), 40);
+    static const char *const refused[] = {"cap_kill", "5", "CAP_CHOWN,CAP_KILL", "CAP_EVERYTHING", "", "all", "CAP_"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+        ck_assert_msg(pybox_native_cap_number(refused[i]) == -1, "%s taken", refused[i]);
+}
+END_TEST
+
 Suite *suite_native(void)
 {
     Suite *s = suite_create("native");
     TCase *tc = tcase_create("seccomp");
     tcase_add_test(tc, seccomp_profile_compiles_whole);
+    tcase_add_test(tc, capability_names);
+    tcase_add_test(tc, environment_checked);
     tcase_add_test(tc, seccomp_digest_is_stable);
     tcase_add_test(tc, seccomp_unknown_names_reported);
     tcase_add_test(tc, seccomp_strict_form);

@@ -633,6 +633,7 @@ const pybox_backend_ops_t pybox_docker_backend_ops = {
     .name = "docker",
     .holder = "the engine",
     .importing = "importing into the engine:",
+    .pins_file = "images.json", /* the first backend's, named before there were others */
     .open = d_open,
     .close = d_close,
     .describe = d_describe,

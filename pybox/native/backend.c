@@ -31,7 +31,8 @@ typedef struct native_box {
     char parent[96];
     char name[33];
     char env_entry[256];
-    const char *env[7];
+    char env_host[80];
+    const char *env[12];
     char box_name[PYBOX_NAME_MAX];
     char spec_sha256[65];
     bool out_eof, err_eof;
@@ -74,6 +75,24 @@ static void spec_digest(const pybox_native_spec_t *s, char out[65])
     pybox_buf_free(&b);
 }
 
+void pybox_native_spec_defaults(pybox_native_spec_t *s)
+{
+    pybox_policy_t p;
+    pybox_policy_defaults(&p);
+    s->tmp_bytes = p.tmp_bytes;
+    s->shm_bytes = p.shm_bytes;
+    s->timer_ms = p.box_timer_ms;
+    s->memory_bytes = p.memory_bytes;
+    s->pids = p.pids;
+    s->nano_cpus = p.nano_cpus;
+    s->nofile = p.nofile;
+    s->fsize_bytes = p.fsize_bytes;
+    s->sigpending = p.sigpending;
+    s->core_bytes = p.core_bytes;
+    s->hostname = p.hostname; /* static, as the policy's are */
+    s->init_caps = p.init_caps;
+}
+
 static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t *b, pybox_error_t *err)
 {
     pybox_native_spec_t *s = &b->spec;
@@ -96,17 +115,22 @@ static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t
     s->nano_cpus = p->nano_cpus;
     s->nofile = p->nofile;
     s->fsize_bytes = p->fsize_bytes;
-    s->sigpending = PYBOX_SIGPENDING;
+    s->sigpending = p->sigpending;
+    s->core_bytes = p->core_bytes;
+    s->hostname = p->hostname;
+    s->init_caps = p->init_caps;
     s->cgroup_root = pybox_cgroup_root();
     s->cgroup_parent = b->parent;
     s->name = b->name;
     s->staging = be->staging;
     s->expires = p->expires;
     size_t n = 0;
-    b->env[n++] = "PATH=/usr/local/bin:/usr/bin:/bin";
-    b->env[n++] = "LANG=C.UTF-8";
-    b->env[n++] = "HOME=/tmp";
-    b->env[n++] = "HOSTNAME=pybox"; /* as the engine sets it for a box of that name */
+    for (const char *const *e = p->env; e != NULL && *e != NULL && n + 3 < sizeof b->env / sizeof *b->env; e++)
+        b->env[n++] = *e;
+    /* as an engine sets it for a box of that name */
+    if (pybox_fmt(b->env_host, sizeof b->env_host, "HOSTNAME=%s", p->hostname) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the box's hostname");
+    b->env[n++] = b->env_host;
     if (p->relax_env != NULL) {
         if (pybox_strlcpy(b->env_entry, p->relax_env, sizeof b->env_entry) < 0)
             return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "a relaxed environment entry");
@@ -552,6 +576,9 @@ const pybox_backend_ops_t pybox_native_backend_ops = {
     .name = "native",
     .holder = "the native backend",
     .importing = "unpacking into a root filesystem folder:",
+    .pins_file = "images-native.json",
+    .lent_images = "native/roots",
+    .borrowed_images = "native/borrowed-roots",
     .open = n_open,
     .close = n_close,
     .describe = n_describe,

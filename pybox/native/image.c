@@ -116,13 +116,9 @@ static int hash_dir(EVP_MD_CTX *md, int dfd, const char *rel, int depth, pybox_e
 {
     if (depth > TREE_DEPTH_MAX)
         return pybox_error_set(err, PYBOX_ERR_STATE, ELOOP, "an image tree deeper than %d", TREE_DEPTH_MAX);
-    int copy = dup(dfd);
-    DIR *d = copy >= 0 ? fdopendir(copy) : NULL;
-    if (d == NULL) {
-        if (copy >= 0)
-            close(copy);
+    DIR *d = pybox_dir_open(dup(dfd));
+    if (d == NULL)
         return pybox_error_set(err, PYBOX_ERR_STATE, errno, "reading the image folder %s", rel);
-    }
     char **names = NULL;
     size_t n = 0, cap = 0;
     struct dirent *de;
@@ -219,12 +215,7 @@ int pybox_native_tree_sha256(const char *dir, char out[65], pybox_error_t *err)
     EVP_DigestInit_ex(md, EVP_sha256(), NULL);
     EVP_DigestUpdate(md, "pybox-tree/1\n", 13);
     int rc = hash_dir(md, dfd, ".", 0, err);
-    unsigned char dig[32];
-    unsigned int dl = 0;
-    EVP_DigestFinal_ex(md, dig, &dl);
-    EVP_MD_CTX_free(md);
-    if (rc == 0)
-        pybox_hex(dig, 32, out);
+    pybox_digest_done(md, rc == 0 ? out : NULL);
     return rc;
 }
 

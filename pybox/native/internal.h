@@ -12,7 +12,6 @@
 #include "sandbox.h"
 
 /* Capability bits of the box's init (and of the relaxations). */
-#define PYBOX_NATIVE_INIT_CAPS ((1ULL << 5) | (1ULL << 6) | (1ULL << 7)) /* KILL, SETGID, SETUID */
 
 /* Every rlimit a box's init is given, by resource number (RLIMIT_CPU ... RLIMIT_RTTIME):
  * nothing of PyBox's own process is left to chance. */
@@ -65,7 +64,8 @@ struct pybox_native_box {
 uint32_t pybox_native_program_uid(const pybox_native_spec_t *s);
 /* init's capabilities for a spec (the three, the engine's defaults, plus relax_cap). */
 int pybox_native_caps(const pybox_native_spec_t *s, uint64_t *caps, pybox_error_t *err);
-/* A capability by name ("CAP_NET_RAW"); -1 unknown. */
+/* A capability by name ("CAP_NET_RAW"), from libcap's table (caps.c); -1 unknown, or
+ * libcap (Debian's libcap2) cannot be opened. */
 int pybox_native_cap_number(const char *name);
 /* The rlimits of a box (soft = hard): the spec's nofile, fsize and sigpending, core 0,
  * nice and rtprio 0 (no raising of its priority, no realtime scheduling, which a CPU quota

@@ -46,6 +46,12 @@ int native_unpinned_images(native_backend_t *be, char (**names)[72], int64_t **m
 /* Remove one of them, unless a box of the installation is there or a pin names it now. */
 int native_remove_unpinned(native_backend_t *be, const char *name, bool *gone, pybox_error_t *err);
 
+/* A spec's limits, rlimits, hostname and init capabilities as the default policy's
+ * (pybox_policy_defaults): what a box made without the run flow (the tests, native-try)
+ * starts from. */
+struct pybox_native_spec;
+void pybox_native_spec_defaults(struct pybox_native_spec *s);
+
 /* A relaxed test box joins another process's network namespace: "pid:<n>". */
 int pybox_native_netns_pid(native_backend_t *be, const char *what, pid_t *pid, pybox_error_t *err);
 

@@ -63,61 +63,17 @@ uint32_t pybox_native_program_uid(const pybox_native_spec_t *s)
     return s->uid;
 }
 
-static const char *const cap_names[] = {
-    "CAP_CHOWN",
-    "CAP_DAC_OVERRIDE",
-    "CAP_DAC_READ_SEARCH",
-    "CAP_FOWNER",
-    "CAP_FSETID",
-    "CAP_KILL",
-    "CAP_SETGID",
-    "CAP_SETUID",
-    "CAP_SETPCAP",
-    "CAP_LINUX_IMMUTABLE",
-    "CAP_NET_BIND_SERVICE",
-    "CAP_NET_BROADCAST",
-    "CAP_NET_ADMIN",
-    "CAP_NET_RAW",
-    "CAP_IPC_LOCK",
-    "CAP_IPC_OWNER",
-    "CAP_SYS_MODULE",
-    "CAP_SYS_RAWIO",
-    "CAP_SYS_CHROOT",
-    "CAP_SYS_PTRACE",
-    "CAP_SYS_PACCT",
-    "CAP_SYS_ADMIN",
-    "CAP_SYS_BOOT",
-    "CAP_SYS_NICE",
-    "CAP_SYS_RESOURCE",
-    "CAP_SYS_TIME",
-    "CAP_SYS_TTY_CONFIG",
-    "CAP_MKNOD",
-    "CAP_LEASE",
-    "CAP_AUDIT_WRITE",
-    "CAP_AUDIT_CONTROL",
-    "CAP_SETFCAP",
-    "CAP_MAC_OVERRIDE",
-    "CAP_MAC_ADMIN",
-    "CAP_SYSLOG",
-    "CAP_WAKE_ALARM",
-    "CAP_BLOCK_SUSPEND",
-    "CAP_AUDIT_READ",
-    "CAP_PERFMON",
-    "CAP_BPF",
-    "CAP_CHECKPOINT_RESTORE",
-};
-
-int pybox_native_cap_number(const char *name)
-{
-    for (size_t i = 0; i < sizeof cap_names / sizeof *cap_names; i++)
-        if (strcmp(name, cap_names[i]) == 0)
-            return (int)i;
-    return -1;
-}
-
 int pybox_native_caps(const pybox_native_spec_t *s, uint64_t *caps, pybox_error_t *err)
 {
-    uint64_t c = PYBOX_NATIVE_INIT_CAPS;
+    uint64_t c = 0;
+    for (const char *const *name = s->init_caps; name != NULL && *name != NULL; name++) {
+        int n = pybox_native_cap_number(*name);
+        if (n < 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "native box: an init capability is not one libcap (libcap.so.2) knows: %.40s",
+                                   *name);
+        c |= 1ULL << n;
+    }
     if (s->relax & PYBOX_RELAX_ENGINE_CAPS) {
         /* The engine's default set, which a box gets when nothing is dropped. */
         static const char *const engine[] = {
@@ -125,8 +81,12 @@ int pybox_native_caps(const pybox_native_spec_t *s, uint64_t *caps, pybox_error_
             "CAP_MKNOD",   "CAP_NET_RAW",      "CAP_SETGID",           "CAP_SETUID",
             "CAP_SETFCAP", "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
             "CAP_KILL",    "CAP_AUDIT_WRITE"};
-        for (size_t i = 0; i < sizeof engine / sizeof *engine; i++)
-            c |= 1ULL << pybox_native_cap_number(engine[i]);
+        for (size_t i = 0; i < sizeof engine / sizeof *engine; i++) {
+            int n = pybox_native_cap_number(engine[i]);
+            if (n < 0)
+                return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "%s: not known to libcap (libcap.so.2)", engine[i]);
+            c |= 1ULL << n;
+        }
     }
     if (s->relax_cap != NULL) {
         int n = pybox_native_cap_number(s->relax_cap);
@@ -196,6 +156,8 @@ void pybox_native_rlimits(const pybox_native_spec_t *s, struct rlimit out[PYBOX_
             v = (rlim_t)s->fsize_bytes;
         else if (r == RLIMIT_SIGPENDING)
             v = (rlim_t)s->sigpending;
+        else if (r == RLIMIT_CORE)
+            v = (rlim_t)s->core_bytes;
         out[r] = (struct rlimit){v, v};
     }
 }
@@ -294,13 +256,14 @@ int pybox_native_spec_check(const pybox_native_spec_t *s, pybox_error_t *err)
         range(err, "nofile", s->nofile, 16, 1 << 20) < 0 ||
         range(err, "fsize_bytes", s->fsize_bytes, 4096, 1LL << 50) < 0 ||
         range(err, "sigpending", s->sigpending, 0, 1 << 20) < 0 ||
-        range(err, "nano_cpus", s->nano_cpus, PYBOX_NANO_CPUS_MIN, 1024LL * 1000000000) < 0 ||
+        range(err, "core_bytes", s->core_bytes, 0, 1LL << 40) < 0 ||
+        range(err, "nano_cpus", s->nano_cpus, PYBOX_NANO_CPUS_MIN, PYBOX_NANO_CPUS_MAX) < 0 ||
         range(err, "expires", s->expires, 1, INT64_MAX / 2) < 0)
         return -1;
     if (!(s->relax & PYBOX_RELAX_MEMORY) &&
-        range(err, "memory_bytes", s->memory_bytes, PYBOX_MEMORY_MIN, 1LL << 40) < 0)
+        range(err, "memory_bytes", s->memory_bytes, PYBOX_MEMORY_MIN, PYBOX_MEMORY_MAX) < 0)
         return -1;
-    if (!(s->relax & PYBOX_RELAX_PIDS) && range(err, "pids", s->pids, PYBOX_PIDS_MIN, 1 << 22) < 0)
+    if (!(s->relax & PYBOX_RELAX_PIDS) && range(err, "pids", s->pids, PYBOX_PIDS_MIN, PYBOX_PIDS_MAX) < 0)
         return -1;
     if (s->out_bytes > 0 && s->memory_bytes > 0 && !(s->relax & PYBOX_RELAX_MEMORY) && s->out_bytes > s->memory_bytes)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: out_bytes is larger than the memory limit");
@@ -314,6 +277,9 @@ int pybox_native_spec_check(const pybox_native_spec_t *s, pybox_error_t *err)
         return usage(err, "relax_env is not NAME=value", s->relax_env);
     if (s->relax_unmask != NULL && !pybox_policy_is_masked_path(s->relax_unmask))
         return usage(err, "relax_unmask is not one of the policy's masked paths", s->relax_unmask);
+    if (s->hostname == NULL || s->hostname[0] == '\0' || strlen(s->hostname) > 64 || s->init_caps == NULL)
+        return usage(err, "the hostname (1 to 64 bytes) and the init's capabilities are the policy's to give",
+                     s->hostname);
     uint64_t caps;
     if (pybox_native_caps(s, &caps, err) < 0)
         return -1;
@@ -350,6 +316,7 @@ typedef struct plan {
     uint64_t caps;
     int last_cap;
     bool setns_net;
+    const char *hostname;
     int netns_fd;
     bool unshare_cgroup; /* v1: a cgroup namespace made after the move into the leaf */
     /* v1 (or v2 without CLONE_INTO_CGROUP): the files the child writes "0" into to move
@@ -568,6 +535,9 @@ static int plan_make(plan_t *p, const pybox_native_spec_t *s, pybox_native_box_t
     }
     p->no_new_privs = !(s->relax & PYBOX_RELAX_NEW_PRIVS);
     p->caps = b->caps;
+    p->hostname = str(p, err, "%s", s->hostname);
+    if (p->hostname == NULL)
+        return -1;
     if ((p->last_cap = read_last_cap(err)) < 0)
         return -1;
     pybox_native_rlimits(s, b->rlimits);
@@ -621,7 +591,7 @@ static const char *step_name(int step)
     case STEP_PIVOT:
         return "pivot_root into the root filesystem";
     case STEP_HOSTNAME:
-        return "sethostname(pybox)";
+        return "sethostname";
     case STEP_LOOPBACK:
         return "bringing the loopback interface up";
     case STEP_RLIMIT:
@@ -757,7 +727,7 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
         child_fail(report_w, STEP_OOM, errno);
     close(oom);
     if (!p->setns_net) {
-        if (sethostname("pybox", 5) < 0 || setdomainname("", 0) < 0)
+        if (sethostname(p->hostname, strlen(p->hostname)) < 0 || setdomainname("", 0) < 0)
             child_fail(report_w, STEP_HOSTNAME, errno);
         /* Like the engine's "none" network: loopback only, and up. */
         int sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -768,7 +738,7 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
         if (sk < 0 || ioctl(sk, SIOCSIFFLAGS, &ifr) < 0)
             child_fail(report_w, STEP_LOOPBACK, errno);
         close(sk);
-    } else if (sethostname("pybox", 5) < 0) {
+    } else if (sethostname(p->hostname, strlen(p->hostname)) < 0) {
         child_fail(report_w, STEP_HOSTNAME, errno);
     }
     /* A new, empty session keyring: the one inherited is PyBox's, and a process possesses
@@ -1364,38 +1334,7 @@ void pybox_native_free(pybox_native_box_t *b)
     free(b);
 }
 
-/* ---- removing a tree without following links ---- */
-
-static int rm_at(int dfd, const char *name, int depth, pybox_error_t *err)
-{
-    if (depth > 256)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ELOOP, "removing a tree deeper than 256");
-    if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-        return 0;
-    if (errno != EISDIR && errno != EPERM)
-        return sys_fail(err, errno, "unlinkat", name);
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return sys_fail(err, errno, "openat", name);
-    DIR *d = fdopendir(fd);
-    if (d == NULL) {
-        close(fd);
-        return sys_fail(err, errno, "fdopendir", name);
-    }
-    int rc = 0;
-    struct dirent *e;
-    while (rc == 0 && (e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        rc = rm_at(dirfd(d), e->d_name, depth + 1, err);
-    }
-    closedir(d);
-    if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-        rc = sys_fail(err, errno, "rmdir", name);
-    return rc;
-}
-
 int pybox_native_rm_tree(const char *path, pybox_error_t *err)
 {
-    return rm_at(AT_FDCWD, path, 0, err);
+    return pybox_remove_tree_at(AT_FDCWD, path) == 0 ? 0 : sys_fail(err, errno, "removing", path);
 }

@@ -32,13 +32,16 @@ typedef struct pybox_native_spec {
     uint32_t uid;                            /* the program's uid = gid (init's --program-uid), unless relaxed */
     int64_t timer_ms;                        /* init's --timer-ms */
     int64_t memory_bytes, pids, nano_cpus;   /* cgroup limits (memory: swap equal, i.e. none) */
-    int64_t nofile, fsize_bytes, sigpending; /* rlimits (soft = hard); core is always 0 */
+    int64_t nofile, fsize_bytes, sigpending; /* rlimits (soft = hard) */
+    int64_t core_bytes;                      /* the core rlimit */
     const char *cgroup_root;                 /* "/sys/fs/cgroup" (tests pass a fixture tree) */
     const char *cgroup_parent;               /* the installation's parent, relative: "pybox-<install id>" */
     const char *name;                        /* this box's leaf: the run id, [0-9a-f]{32} */
     const char *staging;                     /* the installation's staging folder; the box's is <staging>/<name> */
     int64_t expires;                         /* wall-clock second after which leftovers may be removed */
     const char *const *env;                  /* init's environment, NULL-terminated (PATH, LANG, HOME) */
+    const char *hostname;                    /* the box's (policy.h) */
+    const char *const *init_caps;            /* init's capabilities by name, NULL-terminated (policy.h) */
     /* Testing only, never from a command line: one protection removed on purpose, each
      * made natively and expected by the verifier (the PYBOX_RELAX_* bits of policy.h). */
     unsigned relax;

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/* The MCP server's configuration from its options (see config.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../box.h"
+#include "../escape.h"
+#include "../limits.h"
+#include "../util.h"
+#include "run_python.h"
+
+enum {
+    OPT_IMAGES = 1,
+    OPT_MAX_TIMEOUT,
+    OPT_MAX_MEMORY,
+    OPT_FILES_ROOT,
+    OPT_OUTPUT_ROOT,
+    OPT_OUTPUT_ROOT_MAX,
+    OPT_OUTPUT_ROOT_AGE,
+    OPT_BACKEND,
+    OPT_HELP,
+};
+
+const struct option pybox_mcp_options[] = {
+    {"images", required_argument, NULL, OPT_IMAGES},
+    {"max-timeout", required_argument, NULL, OPT_MAX_TIMEOUT},
+    {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+    {"files-root", required_argument, NULL, OPT_FILES_ROOT},
+    {"output-root", required_argument, NULL, OPT_OUTPUT_ROOT},
+    {"output-root-max", required_argument, NULL, OPT_OUTPUT_ROOT_MAX},
+    {"output-root-age", required_argument, NULL, OPT_OUTPUT_ROOT_AGE},
+    {"backend", required_argument, NULL, OPT_BACKEND},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+void pybox_mcp_args_init(pybox_mcp_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->images = "stdlib";
+    a->cfg.max_timeout_ms = PYBOX_MCP_MAX_TIMEOUT_MS;
+    a->cfg.max_memory_bytes = PYBOX_MCP_MAX_MEMORY;
+    a->cfg.output_root_max = PYBOX_MCP_OUTPUT_ROOT_MAX;
+    a->cfg.output_root_age_s = PYBOX_MCP_OUTPUT_ROOT_AGE_S;
+}
+
+/* A folder the server reads from or writes under: it must exist; kept as its real path. */
+static int mcp_dir(const char *opt, const char *dir, bool writable, char *out, pybox_error_t *err)
+{
+    struct stat sb;
+    char real[PATH_MAX];
+    if (realpath(dir, real) == NULL || stat(real, &sb) < 0 || !S_ISDIR(sb.st_mode))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: '%s' is not an existing folder", opt, dir);
+    if (writable && faccessat(AT_FDCWD, real, W_OK | X_OK, AT_EACCESS) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "%s: '%s' cannot be written", opt, dir);
+    return pybox_fmt(out, PATH_MAX, "%s", real) < 0
+               ? pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: the path is too long", opt)
+               : 0;
+}
+
+int pybox_mcp_args_take(void *ctx, int val, const char *v, pybox_error_t *err)
+{
+    pybox_mcp_args_t *a = ctx;
+    pybox_mcp_config_t *cfg = &a->cfg;
+    switch (val) {
+    case OPT_IMAGES:
+        a->images = v;
+        return 0;
+    case OPT_BACKEND:
+        if (!pybox_name_valid(v) || pybox_backend_find(v) == NULL) {
+            char known_b[256], shown_b[160];
+            pybox_backend_names(known_b, sizeof known_b);
+            pybox_escape_short(shown_b, sizeof shown_b, v, 32);
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--backend: unknown backend '%s' (known: %s)", shown_b,
+                                   known_b);
+        }
+        pybox_strlcpy(cfg->backend, v, sizeof cfg->backend);
+        return 0;
+    case OPT_MAX_TIMEOUT:
+        return pybox_limit_parse(PYBOX_LIMIT_TIMEOUT, v, &cfg->max_timeout_ms) == 0
+                   ? 0
+                   : pybox_limit_refuse(PYBOX_LIMIT_TIMEOUT, "--max-timeout", "", err);
+    case OPT_MAX_MEMORY:
+        return pybox_limit_parse(PYBOX_LIMIT_MEMORY, v, &cfg->max_memory_bytes) == 0
+                   ? 0
+                   : pybox_limit_refuse(PYBOX_LIMIT_MEMORY, "--max-memory", " (e.g. 512M or 1G)", err);
+    case OPT_OUTPUT_ROOT_MAX:
+        if (pybox_parse_size(v, &cfg->output_root_max) < 0 || cfg->output_root_max < pybox_mcp_call_output_most())
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "--output-root-max: give a size of at least %lld MiB, what one call's files may "
+                                   "take (e.g. 1G)",
+                                   (long long)((pybox_mcp_call_output_most() + (1 << 20) - 1) >> 20));
+        return 0;
+    case OPT_OUTPUT_ROOT_AGE:
+        if (pybox_parse_age(v, &cfg->output_root_age_s) < 0 || cfg->output_root_age_s < PYBOX_MCP_OUTPUT_ROOT_AGE_MIN_S)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "--output-root-age: give a time of at least %lld s, in s, m, h or d (e.g. 7d)",
+                                   PYBOX_MCP_OUTPUT_ROOT_AGE_MIN_S);
+        return 0;
+    case OPT_FILES_ROOT:
+        return mcp_dir("--files-root", v, false, cfg->files_root, err);
+    case OPT_OUTPUT_ROOT:
+        return mcp_dir("--output-root", v, true, cfg->output_root, err);
+    }
+    return 0; /* --help: given before parsing */
+}
+
+int pybox_mcp_args_finish(pybox_mcp_args_t *a, const pybox_state_t *st, pybox_error_t *err)
+{
+    pybox_mcp_config_t *cfg = &a->cfg;
+    pybox_config_t ceil;
+    if (pybox_state_config(st, &ceil, err) < 0)
+        return -1;
+    /* The images: each a built, pinned image of this installation, named once. */
+    const char *p = a->images;
+    while (*p != '\0') {
+        size_t n = strcspn(p, ",");
+        char name[PYBOX_NAME_MAX];
+        if (n == 0 || n >= sizeof name)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--images: give image names separated by commas");
+        memcpy(name, p, n);
+        name[n] = '\0';
+        if (!pybox_name_valid(name))
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--images: '%.64s' is not a valid image name", name);
+        for (size_t j = 0; j < cfg->n_images; j++)
+            if (strcmp(cfg->images[j], name) == 0)
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--images: '%s' is named twice", name);
+        if (cfg->n_images == PYBOX_MCP_IMAGES_MAX)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--images: at most %d images", PYBOX_MCP_IMAGES_MAX);
+        pybox_pin_t pin;
+        int got = pybox_pin_get(st, pybox_backend_choose(&ceil, cfg->backend), name, &pin, err);
+        if (got < 0)
+            return -1;
+        if (got == 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "--images: the image '%s' is not built here (pybox image build %s)", name, name);
+        snprintf(cfg->images[cfg->n_images++], PYBOX_NAME_MAX, "%s", name);
+        p += n;
+        if (*p == ',' && *++p == '\0')
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--images: give image names separated by commas");
+    }
+    if (cfg->n_images == 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--images: name at least one image");
+    /* The server's ceilings stay within the installation's own. */
+    char end[96];
+    snprintf(end, sizeof end, " (%s)", ceil.source);
+    if (pybox_limit_within(PYBOX_LIMIT_TIMEOUT, cfg->max_timeout_ms, ceil.limit[PYBOX_LIMIT_TIMEOUT],
+                           "--max-timeout: ", "", end, err) < 0 ||
+        pybox_limit_within(PYBOX_LIMIT_MEMORY, cfg->max_memory_bytes, ceil.limit[PYBOX_LIMIT_MEMORY],
+                           "--max-memory: ", "", end, err) < 0)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* The MCP server's configuration from its options (`pybox mcp`, docs/mcp.md): the
+ * images calls may use, the ceilings they may not pass, the files root and the output
+ * root. The command line walks the options (pybox/cli/cli.h); each is taken here. */
+#ifndef PYBOX_MCP_CONFIG_H
+#define PYBOX_MCP_CONFIG_H
+
+#include <getopt.h>
+
+#include "../error.h"
+#include "../state.h"
+#include "server.h"
+
+/* The defaults of the server's own ceilings (--max-timeout, --max-memory). */
+#define PYBOX_MCP_MAX_TIMEOUT_MS 30000
+#define PYBOX_MCP_MAX_MEMORY (512LL * 1024 * 1024)
+
+typedef struct pybox_mcp_args {
+    pybox_mcp_config_t cfg;
+    const char *images; /* --images as given */
+} pybox_mcp_args_t;
+
+/* The options of `pybox mcp`, {NULL}-ended, in the order the help gives them. */
+extern const struct option pybox_mcp_options[];
+
+void pybox_mcp_args_init(pybox_mcp_args_t *a);
+/* One option (its val in pybox_mcp_options, its value): checked and taken, or refused. */
+int pybox_mcp_args_take(void *a, int val, const char *value, pybox_error_t *err);
+/* After the last option: the images, each built and pinned here and named once, and the
+ * ceilings within the installation's (st). */
+int pybox_mcp_args_finish(pybox_mcp_args_t *a, const pybox_state_t *st, pybox_error_t *err);
+
+#endif
