@@ -158,10 +158,16 @@ demo:
 CAMPAIGN_CASES := $(sort $(wildcard campaign/cases/*.json))
 CAMPAIGN_OUT ?= $(BUILD)/evidence-fast
 CAMPAIGN_TOOLS := $(BUILD)/pybox-campaign $(BUILD)/pybox $(BUILD)/pybox-test $(BUILD)/pybox-init $(BUILD)/pybox-bench
+# Then the cases whose verdicts must hold on a Debian host as shipped (cgroup v2 under
+# systemd), run in the guest of make vm-check, their records in the same evidence with
+# their host: columns of their own on the pages.
 campaign: setup mcp-clients
 	$(MAKE) $(CAMPAIGN_TOOLS)
 	$(BUILD)/pybox-campaign run --pybox $(CURDIR)/$(BUILD)/pybox --out evidence --limits campaign/limits.md \
 	    $(CAMPAIGN_CASES)
+	scripts/need-packages.sh campaign $(VM_PACKAGES)
+	$(MAKE) all $(BUILD)/itest $(BUILD)/pybox-campaign deb
+	PYBOX_VM_STEPS=campaign PYBOX_VM_CAMPAIGN_OUT=$(CURDIR)/evidence scripts/vm-check.sh $(BUILD)
 	$(BUILD)/pybox-campaign check evidence campaign/limits.md
 
 campaign-fast: setup mcp-clients
