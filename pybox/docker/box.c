@@ -378,13 +378,11 @@ static int d_running(pybox_box_t *base, bool *running, pybox_error_t *err)
     return rc;
 }
 
-/* The engine's layouts first; else what the kernel lists for the box's PID 1. */
+/* The engine's answer: the box's PID 1 from its record, then where the kernel says that
+ * process is (docker.h). */
 static int d_cgroup(pybox_box_t *base, pybox_cgroup_loc_t *loc, pybox_error_t *err)
 {
     docker_box_t *b = (docker_box_t *)base;
-    const char *root = pybox_cgroup_root();
-    if (pybox_docker_cgroup(root, b->id, loc) == 0)
-        return 0;
     long status = 0;
     cJSON *reply = NULL;
     if (inspect(b, &status, &reply, err) < 0)
@@ -394,9 +392,7 @@ static int d_cgroup(pybox_box_t *base, pybox_cgroup_loc_t *loc, pybox_error_t *e
                     ? (pid_t)p->valuedouble
                     : 0;
     cJSON_Delete(reply);
-    if (pid == 0)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the box's cgroup was not found under %s", root);
-    return pybox_cgroup_of_pid(root, "/proc", pid, loc, err);
+    return pybox_docker_cgroup(pybox_cgroup_root(), "/proc", b->id, pid, loc, err);
 }
 
 static const char *d_id(const pybox_box_t *base)
