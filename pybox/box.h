@@ -84,6 +84,11 @@ typedef struct pybox_box_ops {
     int (*running)(pybox_box_t *b, bool *running, pybox_error_t *err);
     /* Where the box's cgroup is, once it runs. */
     int (*cgroup)(pybox_box_t *b, pybox_cgroup_loc_t *loc, pybox_error_t *err);
+    /* Optional (NULL: nothing to do): the box's init has reported the program's end and
+     * holds the box, just before it is released. A backend takes here its own record of
+     * what can only be read while the box exists (its cgroup may be removed by others the
+     * moment it empties). */
+    void (*held)(pybox_box_t *b);
     /* Remove the box and everything made for it, then look again: *gone only when the
      * backend confirms nothing of it is left. */
     int (*remove)(pybox_box_t *b, bool *gone, pybox_error_t *err);

@@ -193,6 +193,8 @@ static int program_ended(feed_t *f, pybox_run_result_t *res)
         return 0;
     if (res->output_asked)
         take_files(f, res);
+    if (f->box->ops->held != NULL)
+        f->box->ops->held(f->box);
     if (command(f, PYBOX_GUEST_CTL_RELEASE, PYBOX_GUEST_SIG_RELEASE, res) < 0)
         return -1;
     f->phase = PH_RELEASING;

@@ -21,7 +21,7 @@ for b in $backends; do
 done
 
 packages="gcc make libc6-dev pkg-config check libcjson-dev libcurl4-openssl-dev libssl-dev
-libarchive-dev libseccomp-dev unicode-data libxml2-utils mmdebstrap curl ca-certificates python3-jsonschema clang-14 libclang-rt-14-dev"
+libarchive-dev libseccomp-dev libsystemd-dev unicode-data libxml2-utils mmdebstrap curl ca-certificates python3-jsonschema clang-14 libclang-rt-14-dev"
 case " $backends " in *" docker "*) packages="$packages docker.io" ;; esac
 missing=""
 for p in $packages; do

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../pybox/docker/docker.h"
+#include "../pybox/native/cgroup.h"
 #include "../pybox/watch.h"
 #include "itest.h"
 #include "suites.h"
@@ -85,33 +87,51 @@ START_TEST(cpu_time_and_throttling)
 }
 END_TEST
 
-/* The kernel's own peak file for a box, read by the test itself. */
+/* The kernel's own peak file for a box, read by the test itself where the box's backend
+ * says its cgroup is: the native backend's placement, or the engine's box's PID 1 and the
+ * kernel's word for where that is (found once, while the box runs). */
 static long peak_file(const char *id)
 {
-    const char *root = pybox_cgroup_root();
-    char paths[3][512];
-    if (itest_native()) {
-        /* the native box's leaf under the installation's parent, v1 or v2 */
-        const char *inst = itest_state()->install_id;
-        snprintf(paths[0], sizeof paths[0], "%s/memory/pybox-%s/%s/memory.max_usage_in_bytes", root, inst, id);
-        snprintf(paths[1], sizeof paths[1], "%s/pybox-%s/%s/memory.peak", root, inst, id);
-        snprintf(paths[2], sizeof paths[2], "%s", paths[1]);
-    } else {
-        snprintf(paths[0], sizeof paths[0], "%s/memory/docker/%s/memory.max_usage_in_bytes", root, id);
-        snprintf(paths[1], sizeof paths[1], "%s/system.slice/docker-%s.scope/memory.peak", root, id);
-        snprintf(paths[2], sizeof paths[2], "%s/docker/%s/memory.peak", root, id);
+    static char path[PATH_MAX + 64], for_id[65];
+    if (strcmp(for_id, id) != 0) {
+        path[0] = '\0';
+        pybox_error_t err = {0};
+        if (itest_native()) {
+            pybox_native_cgroup_t cg;
+            if (pybox_native_box_cgroup(itest_state()->install_id, id, &cg, &err) < 0)
+                return -1;
+            snprintf(path, sizeof path, "%s/%s", cg.version == 2 ? cg.unified : cg.memory,
+                     cg.version == 2 ? "memory.peak" : "memory.max_usage_in_bytes");
+        } else {
+            char q[128];
+            snprintf(q, sizeof q, "/containers/%s/json", id);
+            pybox_engine_t *e = itest_engine();
+            long status = 0;
+            cJSON *reply = NULL;
+            pid_t pid = 0;
+            if (pybox_engine_call(e, "GET", q, NULL, &status, &reply, &err) == 0 && status == 200) {
+                const cJSON *p =
+                    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "State"), "Pid");
+                pid = cJSON_IsNumber(p) ? (pid_t)p->valuedouble : 0;
+            }
+            cJSON_Delete(reply);
+            pybox_engine_free(e);
+            pybox_cgroup_loc_t loc;
+            if (pybox_docker_cgroup(pybox_cgroup_root(), "/proc", id, pid, &loc, &err) < 0)
+                return -1;
+            snprintf(path, sizeof path, "%s/%s", loc.version == PYBOX_CG_V2 ? loc.dir[0] : loc.dir[PYBOX_CG_MEMORY],
+                     loc.version == PYBOX_CG_V2 ? "memory.peak" : "memory.max_usage_in_bytes");
+        }
+        snprintf(for_id, sizeof for_id, "%s", id);
     }
-    for (int i = 0; i < 3; i++) {
-        FILE *f = fopen(paths[i], "re");
-        if (f == NULL)
-            continue;
-        long v = -1;
-        if (fscanf(f, "%ld", &v) != 1)
-            v = -1;
-        fclose(f);
-        return v;
-    }
-    return -1;
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return -1;
+    long v = -1;
+    if (fscanf(f, "%ld", &v) != 1)
+        v = -1;
+    fclose(f);
+    return v;
 }
 
 START_TEST(large_array_fits_and_peak_is_the_kernels)

@@ -76,6 +76,14 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
  * with the spec; every difference listed (PYBOX_ERR_POLICY); *checked = settings compared. */
 int pybox_native_verify(pybox_native_box_t *b, const pybox_native_spec_t *s, int *checked, pybox_error_t *err);
 
+/* Where create's time went under systemd (0 elsewhere): opening libsystemd (once per
+ * process) and connecting to the manager; the scope's job, from the request to its end;
+ * the leaf made in the scope, the process moved in and the limits written and read back. */
+typedef struct pybox_native_times {
+    double sd_connect_ms, sd_scope_ms, sd_leaf_ms;
+} pybox_native_times_t;
+void pybox_native_times(const pybox_native_box_t *b, pybox_native_times_t *out);
+
 pid_t pybox_native_pid(const pybox_native_box_t *b);
 int pybox_native_stdin(const pybox_native_box_t *b);  /* write end, O_NONBLOCK|O_CLOEXEC */
 int pybox_native_stdout(const pybox_native_box_t *b); /* read end, O_NONBLOCK|O_CLOEXEC */
@@ -87,8 +95,14 @@ void pybox_native_close_stdin(pybox_native_box_t *b);
  * ended already. */
 int pybox_native_signal(pybox_native_box_t *b, int sig, pybox_error_t *err);
 
+/* While init holds the box: note the cgroup's OOM kills now, for the end to give when
+ * the cgroup is gone by the time init is reaped (under systemd the scope, the leaf with
+ * it, is removed the moment it empties). */
+void pybox_native_held(pybox_native_box_t *b);
+
 /* Reap init within timeout_ms (end->timed_out if it still runs), then read the cgroup's
- * OOM kills. Once reaped, later calls give the same end. */
+ * OOM kills (those noted while held when the cgroup is gone). Once reaped, later calls
+ * give the same end. */
 int pybox_native_wait(pybox_native_box_t *b, int64_t timeout_ms, pybox_native_end_t *end, pybox_error_t *err);
 bool pybox_native_running(pybox_native_box_t *b);
 
@@ -118,14 +132,16 @@ typedef struct pybox_native_leftover {
     bool staging;    /* a staging folder of that name */
 } pybox_native_leftover_t;
 
-/* Every leaf under the parent and every staging folder whose name is a run id (nothing
- * else is ever listed or touched). *out is malloc'd. */
-int pybox_native_leftovers(const char *cgroup_root, const char *cgroup_parent, const char *staging,
+/* Every leaf under the parent (under systemd: every scope "<parent>-<run id>.scope" that
+ * holds PyBox's leaf) and every staging folder whose name is a run id (nothing else is
+ * ever listed or touched), on host h. *out is malloc'd. */
+int pybox_native_leftovers(const pybox_native_cg_host_t *h, const char *cgroup_parent, const char *staging,
                            pybox_native_leftover_t **out, size_t *n, pybox_error_t *err);
 /* Remove one whose expiry has passed (now, wall-clock seconds): the cgroup leaf first
- * (refused by the kernel while a process is in it), then the staging folder. *gone when
- * neither is left; an unexpired one is left alone (*gone false, no error). */
-int pybox_native_leftover_remove(const char *cgroup_root, const char *cgroup_parent, const char *staging,
+ * (refused by the kernel while a process is in it; a scope is systemd's to remove), then
+ * the staging folder. *gone when neither is left; an unexpired one is left alone (*gone
+ * false, no error). */
+int pybox_native_leftover_remove(const pybox_native_cg_host_t *h, const char *cgroup_parent, const char *staging,
                                  const pybox_native_leftover_t *l, int64_t now, bool *gone, pybox_error_t *err);
 
 /* A run id: exactly 32 lowercase hex digits. */
