@@ -448,6 +448,7 @@ static int begin(run_t *r)
     res->end = PYBOX_END_NONE;
     res->exit_code = 125;
     pybox_wall_iso(res->started_wall, sizeof res->started_wall);
+    pybox_cgroup_host(NULL, NULL, &res->host);
     snprintf(res->image_name, sizeof res->image_name, "%s", req->image_name ? req->image_name : "");
     if (req->pin != NULL)
         res->pin = *req->pin;
