@@ -114,7 +114,9 @@ struct pybox_sd {
 
 static int sd_fail(pybox_error_t *err, int r, const char *what)
 {
-    return pybox_error_set(err, PYBOX_ERR_SYSTEM, r < 0 ? -r : 0, "systemd: %s: %s", what, strerror(r < 0 ? -r : EIO));
+    char buf[128];
+    return pybox_error_set(err, PYBOX_ERR_SYSTEM, r < 0 ? -r : 0, "systemd: %s: %s", what,
+                           pybox_strerror(r < 0 ? -r : EIO, buf, sizeof buf));
 }
 
 /* The manager's own socket (no message bus in between, and no bus needed at all), else
