@@ -26,6 +26,7 @@
 #include "../pybox/native/seccomp.h"
 #include "../pybox/native/verify.h"
 #include "../pybox/policy.h"
+#include "../pybox/systemd.h"
 #include "suites.h"
 
 /* ---- the seccomp compiler ---- */
@@ -594,6 +595,10 @@ START_TEST(cgroup_v2_systemd_scope)
     ck_assert_int_eq(pybox_native_cg_paths(&h, "pybox-inst", LEAF, &cg, &err), 0);
     ck_assert(cg.systemd);
     ck_assert_str_eq(cg.unit, "pybox-inst-" LEAF ".scope");
+    ck_assert(pybox_sd_unit_name_ok(cg.unit, ".scope"));
+    ck_assert(!pybox_sd_unit_name_ok("pybox-inst/x.scope", ".scope"));
+    ck_assert(!pybox_sd_unit_name_ok(".scope", ".scope"));
+    ck_assert(!pybox_sd_unit_name_ok("pybox.slice", ".scope"));
     ck_assert_str_eq(cg.rel, "/pybox.slice/pybox-inst-" LEAF ".scope/box");
     char p[512];
     snprintf(p, sizeof p, "%s/pybox.slice/pybox-inst-" LEAF ".scope", fixture);

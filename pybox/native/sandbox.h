@@ -34,7 +34,8 @@ typedef struct pybox_native_spec {
     int64_t memory_bytes, pids, nano_cpus;   /* cgroup limits (memory: swap equal, i.e. none) */
     int64_t nofile, fsize_bytes, sigpending; /* rlimits (soft = hard); core is always 0 */
     const char *cgroup_root;                 /* "/sys/fs/cgroup" (tests pass a fixture tree) */
-    const char *cgroup_parent;               /* the installation's parent, relative: "pybox-<install id>" */
+    const char *cgroup_parent;               /* the installation's cgroups' name, "pybox-<install id>": its parent
+                                                folder, or what its boxes' scopes' names start with (cgroup.h) */
     const char *name;                        /* this box's leaf: the run id, [0-9a-f]{32} */
     const char *staging;                     /* the installation's staging folder; the box's is <staging>/<name> */
     int64_t expires;                         /* wall-clock second after which leftovers may be removed */
@@ -66,7 +67,8 @@ int pybox_native_spec_check(const pybox_native_spec_t *s, pybox_error_t *err);
 
 /* Everything up to a box whose init (/pybox/init, PID 1 of its namespaces) runs and
  * waits for its hello on stdin: staging and expiry written, cgroup made, limits written
- * and read back, the process cloned into its namespaces and the cgroup, root pivoted,
+ * and read back, the process cloned into its namespaces and the cgroup (under systemd:
+ * into the box's scope and then PyBox's leaf, while it makes its mounts), root pivoted,
  * mounts made, rlimits, capabilities, no_new_privs and the seccomp filter in place,
  * init exec'd (confirmed by the end of a close-on-exec pipe). The program cannot have
  * started: init starts it only after its hello. Safe in a multi-threaded process. */
