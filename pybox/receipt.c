@@ -270,7 +270,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     if (r == NULL)
         return NULL;
     cJSON_AddStringToObject(r, "schema", PYBOX_RECEIPT_SCHEMA);
-    cJSON_AddStringToObject(r, "pybox_version", PYBOX_VERSION);
+    cJSON_AddStringToObject(r, "pybox_version", PYBOX_VERSION_SAID);
     cJSON_AddStringToObject(r, "run_id", res->run_id);
     cJSON_AddStringToObject(r, "status", pybox_end_word(res->end));
     cJSON_AddNumberToObject(r, "exit_code", res->exit_code);
@@ -440,7 +440,7 @@ cJSON *pybox_receipt_refusal(const pybox_error_t *err)
 {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "schema", PYBOX_RECEIPT_SCHEMA);
-    cJSON_AddStringToObject(r, "pybox_version", PYBOX_VERSION);
+    cJSON_AddStringToObject(r, "pybox_version", PYBOX_VERSION_SAID);
     cJSON_AddStringToObject(r, "status", err->kind == PYBOX_ERR_USAGE ? "REFUSED" : "PYBOX_ERROR");
     cJSON_AddNumberToObject(r, "exit_code", 125);
     cJSON *e = cJSON_AddObjectToObject(r, "error");

@@ -811,7 +811,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "chart") == 0)
         return cmd_chart(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("pybox %s\n", PYBOX_VERSION);
+        printf("pybox %s\n", PYBOX_VERSION_SAID);
         return 0;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
