@@ -38,8 +38,6 @@
 #include "../pybox/escape.h"
 #include "../pybox/image/image.h"
 #include "../pybox/key.h"
-#include "../pybox/native/cgroup.h"
-#include "../pybox/native/sandbox.h"
 #include "../pybox/policy.h"
 #include "../pybox/prepare.h"
 #include "../pybox/receipt.h"
@@ -398,32 +396,46 @@ static void native_staging(const camp_t *c, char staging[PATH_MAX])
         staging[0] = '\0';
 }
 
+/* The native backend of the campaign's installation, asked through the box interface: its
+ * boxes' cgroups wherever this host places them (docs/cgroups.md). */
+static pybox_backend_t *native_backend(const camp_t *c)
+{
+    const pybox_backend_ops_t *ops = pybox_backend_find("native");
+    pybox_backend_t *be = NULL;
+    pybox_error_t err = {0};
+    if (ops == NULL || ops->open(&c->st, &be, &err) < 0)
+        return NULL;
+    return be;
+}
+
 /* The campaign's native boxes the kernel or the staging folder still has, as the
- * backend's own leftovers listing finds them wherever this host places their cgroups
- * (native/cgroup.h). *out is malloc'd. */
-static size_t native_boxes(const camp_t *c, pybox_native_leftover_t **out)
+ * backend's own leftovers listing finds them. *out is malloc'd. */
+static size_t native_boxes(const camp_t *c, pybox_leftover_t **out)
 {
     *out = NULL;
-    pybox_native_cg_host_t h;
-    char parent[PYBOX_NATIVE_CG_PARENT_MAX], staging[PATH_MAX];
-    pybox_error_t err = {0};
+    pybox_backend_t *be = native_backend(c);
     size_t n = 0;
-    native_staging(c, staging);
-    if (pybox_native_cg_host(pybox_cgroup_root(), NULL, &h, &err) < 0 ||
-        pybox_native_cg_parent(c->st.install_id, parent, &err) < 0 ||
-        pybox_native_leftovers(&h, parent, staging, out, &n, &err) < 0)
-        return 0;
-    return n;
+    pybox_error_t err = {0};
+    if (be != NULL && be->ops->list_leftovers(be, c->st.install_id, out, &n, &err) < 0)
+        n = 0;
+    pybox_backend_close(be);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp((*out)[i].kind, "box") == 0)
+            (*out)[k++] = (*out)[i];
+    return k;
 }
 
 /* The processes of a native box (host pids, from its cgroup), at most max. */
 static int native_pids(const camp_t *c, const char *run, pid_t *pids, int max)
 {
     char path[PATH_MAX + 64];
-    pybox_native_cgroup_t cg;
+    pybox_cgroup_loc_t loc;
     pybox_error_t err = {0};
-    if (pybox_native_box_cgroup(c->st.install_id, run, &cg, &err) < 0 ||
-        pybox_fmt(path, sizeof path, "%s/cgroup.procs", cg.version == 2 ? cg.unified : cg.memory) < 0)
+    pybox_backend_t *be = native_backend(c);
+    int rc = be != NULL ? be->ops->run_cgroup(be, run, &loc, &err) : -1;
+    pybox_backend_close(be);
+    if (rc < 0 || pybox_fmt(path, sizeof path, "%s/cgroup.procs", loc.dir[PYBOX_CG_MEMORY]) < 0)
         return 0;
     FILE *f = fopen(path, "re");
     if (f == NULL)
@@ -443,12 +455,12 @@ static int native_pids(const camp_t *c, const char *run, pid_t *pids, int max)
 /* The first native box of the campaign that runs something; id gets its run id. */
 static bool native_running(const camp_t *c, char *id, size_t len)
 {
-    pybox_native_leftover_t *v = NULL;
+    pybox_leftover_t *v = NULL;
     size_t n = native_boxes(c, &v);
     bool found = false;
     for (size_t i = 0; i < n && !found; i++) {
         pid_t pid;
-        if (v[i].cgroup && native_pids(c, v[i].run_id, &pid, 1) == 1) {
+        if (native_pids(c, v[i].run_id, &pid, 1) == 1) {
             snprintf(id, len, "%s", v[i].run_id);
             found = true;
         }
@@ -483,7 +495,7 @@ static bool native_shows(const camp_t *c, const char *run, const char *marker)
 /* Native boxes of the campaign the kernel or the staging folder still has (by run id). */
 static int native_left(const camp_t *c)
 {
-    pybox_native_leftover_t *v = NULL;
+    pybox_leftover_t *v = NULL;
     size_t n = native_boxes(c, &v);
     free(v);
     return (int)n;
@@ -519,18 +531,11 @@ static int native_sweep(camp_t *c)
         }
         free(v);
     }
-    pybox_backend_close(be);
     /* The installation's cgroup parents: the campaign's alone (none under systemd, whose
      * scopes go with their boxes). */
-    pybox_native_cg_host_t h;
-    char parent[PYBOX_NATIVE_CG_PARENT_MAX], dirs[5][PATH_MAX];
-    pybox_error_t herr = {0};
-    if (pybox_native_cg_host(pybox_cgroup_root(), NULL, &h, &herr) == 0 && !h.systemd &&
-        pybox_native_cg_parent(c->st.install_id, parent, &herr) == 0 &&
-        pybox_native_cg_holders(&h, parent, dirs, &herr) == 0)
-        for (size_t i = 0; i < 5; i++)
-            if (dirs[i][0] != '\0')
-                rmdir(dirs[i]);
+    if (ops->forget != NULL && ops->forget(be, c->st.install_id, &err) < 0)
+        say("native cgroup parents: %s", err.msg);
+    pybox_backend_close(be);
     return left;
 }
 

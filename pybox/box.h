@@ -148,6 +148,14 @@ typedef struct pybox_backend_ops {
                           pybox_error_t *err);
     /* Remove one if it no longer runs; *gone when the backend no longer has it. */
     int (*remove_leftover)(pybox_backend_t *be, const pybox_leftover_t *l, bool *gone, pybox_error_t *err);
+    /* Where the box of a run of this installation has its cgroup while it runs, found by
+     * the run id alone (docs/cgroups.md): what tests and the campaign ask rather than spell
+     * a backend's layout. Fails when the backend cannot tell (no such box). */
+    int (*run_cgroup)(pybox_backend_t *be, const char *run_id, pybox_cgroup_loc_t *loc, pybox_error_t *err);
+    /* Remove what the backend keeps for an installation beside its boxes, once none is
+     * left (the native backend's cgroup parents; nothing under systemd); what still holds
+     * a box stays. */
+    int (*forget)(pybox_backend_t *be, const char *install_id, pybox_error_t *err);
     const pybox_image_ops_t *images;
 } pybox_backend_ops_t;
 

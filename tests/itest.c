@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../pybox/box.h"
 #include "../pybox/buf.h"
 #include "../pybox/cgroup.h"
 #include "../pybox/image/image.h"
@@ -560,14 +561,16 @@ static int native_left(const char *install_id, const char *home, const char *run
 }
 
 /* The cgroup.procs of a native box of the tests' installation (v1: the memory
- * controller's). */
+ * controller's), where the backend says its cgroup is (box.h's run_cgroup). */
 static void native_procs_path(const char *run, char *out, size_t len)
 {
-    pybox_native_cgroup_t cg;
+    pybox_backend_t *be = NULL;
+    pybox_cgroup_loc_t loc;
     pybox_error_t err = {0};
     out[0] = '\0';
-    if (pybox_native_box_cgroup(itest_state()->install_id, run, &cg, &err) == 0)
-        (void)pybox_fmt(out, len, "%s/cgroup.procs", cg.version == 2 ? cg.unified : cg.memory);
+    if (pybox_backend_open("native", itest_state(), &be, &err) == 0 && be->ops->run_cgroup(be, run, &loc, &err) == 0)
+        (void)pybox_fmt(out, len, "%s/cgroup.procs", loc.dir[PYBOX_CG_MEMORY]);
+    pybox_backend_close(be);
 }
 
 int itest_run_left(const char *run_id)

@@ -296,6 +296,23 @@ static int n_running(pybox_box_t *base, bool *running, pybox_error_t *err)
     return 0;
 }
 
+/* The watcher's location of a box's cgroup folders. */
+static int native_loc(const pybox_native_cgroup_t *cg, pybox_cgroup_loc_t *loc)
+{
+    memset(loc, 0, sizeof *loc);
+    if (cg->version == 2) {
+        loc->version = PYBOX_CG_V2;
+        pybox_strlcpy(loc->dir[0], cg->unified, PATH_MAX);
+    } else {
+        loc->version = PYBOX_CG_V1;
+        pybox_strlcpy(loc->dir[PYBOX_CG_MEMORY], cg->memory, PATH_MAX);
+        pybox_strlcpy(loc->dir[PYBOX_CG_PIDS], cg->pids, PATH_MAX);
+        pybox_strlcpy(loc->dir[PYBOX_CG_CPUACCT], cg->cpuacct, PATH_MAX);
+        pybox_strlcpy(loc->dir[PYBOX_CG_CPU], cg->cpu, PATH_MAX);
+    }
+    return 0;
+}
+
 static int n_cgroup(pybox_box_t *base, pybox_cgroup_loc_t *loc, pybox_error_t *err)
 {
     native_box_t *b = (native_box_t *)base;
@@ -303,17 +320,7 @@ static int n_cgroup(pybox_box_t *base, pybox_cgroup_loc_t *loc, pybox_error_t *e
     memset(loc, 0, sizeof *loc);
     if (pybox_native_cgroup(b->nb, &cg) < 0)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the box's cgroup is not known");
-    if (cg.version == 2) {
-        loc->version = PYBOX_CG_V2;
-        pybox_strlcpy(loc->dir[0], cg.unified, PATH_MAX);
-    } else {
-        loc->version = PYBOX_CG_V1;
-        pybox_strlcpy(loc->dir[PYBOX_CG_MEMORY], cg.memory, PATH_MAX);
-        pybox_strlcpy(loc->dir[PYBOX_CG_PIDS], cg.pids, PATH_MAX);
-        pybox_strlcpy(loc->dir[PYBOX_CG_CPUACCT], cg.cpuacct, PATH_MAX);
-        pybox_strlcpy(loc->dir[PYBOX_CG_CPU], cg.cpu, PATH_MAX);
-    }
-    return 0;
+    return native_loc(&cg, loc);
 }
 
 static void n_held(pybox_box_t *base)
@@ -449,6 +456,33 @@ static int n_remove_leftover(pybox_backend_t *base, const pybox_leftover_t *l, b
     return pybox_native_leftover_remove(&be->cg_host, be->cg_parent, be->staging, &nl, pybox_wall_s(), gone, err);
 }
 
+static int n_run_cgroup(pybox_backend_t *base, const char *run_id, pybox_cgroup_loc_t *loc, pybox_error_t *err)
+{
+    native_backend_t *be = nbe(base);
+    memset(loc, 0, sizeof *loc);
+    pybox_native_cgroup_t cg;
+    if (!pybox_native_is_run_id(run_id))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, EINVAL, "not a run id");
+    if (pybox_native_cg_paths(&be->cg_host, be->cg_parent, run_id, &cg, err) < 0)
+        return -1;
+    return native_loc(&cg, loc);
+}
+
+static int n_forget(pybox_backend_t *base, const char *install_id, pybox_error_t *err)
+{
+    native_backend_t *be = nbe(base);
+    char parent[PYBOX_NATIVE_CG_PARENT_MAX], dirs[5][PATH_MAX];
+    if (be->cg_host.systemd)
+        return 0; /* each box's scope is systemd's, gone with the box */
+    if (pybox_native_cg_parent(install_id, parent, err) < 0 ||
+        pybox_native_cg_holders(&be->cg_host, parent, dirs, err) < 0)
+        return -1;
+    for (size_t i = 0; i < 5; i++)
+        if (dirs[i][0] != '\0' && rmdir(dirs[i]) < 0 && errno != ENOENT && errno != EBUSY && errno != ENOTEMPTY)
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "rmdir(%s)", dirs[i]);
+    return 0;
+}
+
 /* ---- the backend ---- */
 
 static int n_open(const pybox_state_t *st, pybox_backend_t **out, pybox_error_t *err)
@@ -502,5 +536,7 @@ const pybox_backend_ops_t pybox_native_backend_ops = {
     .create = n_create,
     .list_leftovers = n_list_leftovers,
     .remove_leftover = n_remove_leftover,
+    .run_cgroup = n_run_cgroup,
+    .forget = n_forget,
     .images = &pybox_native_image_ops,
 };
