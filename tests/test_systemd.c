@@ -21,10 +21,14 @@
 #include "itest.h"
 #include "suites.h"
 
+/* The pybox under test, by its absolute path: systemd-run and su start it elsewhere. */
 static const char *bin(void)
 {
+    static char abs[PATH_MAX];
     const char *b = getenv("PYBOX_BIN");
-    return b != NULL ? b : PYBOX_SOURCE "/build/pybox";
+    if (realpath(b != NULL ? b : PYBOX_SOURCE "/build/pybox", abs) == NULL)
+        ck_abort_msg("no pybox at %s", b != NULL ? b : PYBOX_SOURCE "/build/pybox");
+    return abs;
 }
 
 /* Run argv, its output to the test's own; its exit status. */
