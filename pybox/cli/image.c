@@ -48,7 +48,7 @@ static int prepare(const char *command, int argc, char **argv, args_t *a, pybox_
     int first = pybox_cli_args(command, argc, argv, a, err);
     if (first < 0 || (paths != NULL && pybox_image_paths_default(paths, err) < 0) ||
         (open && (pybox_state_open(&a->st, strcmp(command, "image build") == 0, err) < 0 ||
-                               pybox_backend_open_for(&a->st, a->backend, &a->be, err) < 0)))
+                  pybox_backend_open_for(&a->st, a->backend, &a->be, err) < 0)))
         return -1;
     return first + 1; /* after the subcommand's word */
 }
@@ -111,8 +111,8 @@ static int rm_or_verify(int argc, char **argv, bool rm)
     const pybox_out_t out = {pybox_out_file, stdout};
     int first = prepare(rm ? "image rm" : "image verify", argc, argv, &a, rm ? NULL : &paths, true, &err);
     int rc = first < 0 ? -1
-             : rm ? pybox_image_remove(&a.st, a.be, argv[first], &out, &err)
-                  : pybox_image_verify(&a.st, a.be, &paths, &out, &err);
+             : rm      ? pybox_image_remove(&a.st, a.be, argv[first], &out, &err)
+                       : pybox_image_verify(&a.st, a.be, &paths, &out, &err);
     pybox_backend_close(a.be);
     return rc < 0 ? pybox_cli_fail(&err, false) : rc == 0 ? 0 : 1;
 }
