@@ -159,7 +159,6 @@ bench: setup $(BUILD)/pybox-bench
 	scripts/bench.sh $(BUILD)/pybox
 
 demo:
-	scripts/setup.sh
 	scripts/demo.sh $(BUILD)/pybox
 
 # The evidence campaign (docs/campaign.md): every case in campaign/cases, records and

@@ -208,9 +208,11 @@ const pybox_backend_ops_t *pybox_backend_find(const char *name);
 const pybox_backend_ops_t *pybox_backend_nth(size_t i);
 /* The names of all backends, comma-separated (for messages). */
 void pybox_backend_names(char *out, size_t len);
-/* The backend an installation uses unless asked otherwise: config.json's "backend",
- * else PYBOX_DEFAULT_BACKEND. */
-#define PYBOX_DEFAULT_BACKEND "docker"
+/* The backend an installation uses unless asked otherwise (--backend, PYBOX_BACKEND,
+ * config.json's "backend"): native, which needs no daemon and is the fastest
+ * (README, "Backends"); its refusal names the other, which needs a Docker engine. */
+#define PYBOX_DEFAULT_BACKEND "native"
+#define PYBOX_OTHER_BACKEND "docker"
 /* Open a backend by name (NULL: the default); an unknown name is a usage error listing
  * the known ones. */
 int pybox_backend_open(const char *name, const pybox_state_t *st, pybox_backend_t **out, pybox_error_t *err);

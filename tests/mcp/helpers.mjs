@@ -17,8 +17,9 @@ export const serverEnv = { PYBOX_HOME: process.env.PYBOX_HOME, PATH: process.env
 if (process.env.DOCKER_HOST) serverEnv.DOCKER_HOST = process.env.DOCKER_HOST;
 // The backend the tests run on (as pybox reads it): docker, or native (boxes PyBox makes
 // itself: asked of the kernel's cgroup folders and the installation's staging folder).
+// The server is always told which, so that it never falls back to its own default.
 export const BACKEND = process.env.PYBOX_BACKEND || 'docker';
-if (process.env.PYBOX_BACKEND) serverEnv.PYBOX_BACKEND = process.env.PYBOX_BACKEND;
+serverEnv.PYBOX_BACKEND = BACKEND;
 
 function socketPath() {
   const h = process.env.DOCKER_HOST;
