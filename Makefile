@@ -281,11 +281,14 @@ deb-test: deb
 # PyBox on a Debian host as shipped (systemd, cgroup v2), in a guest booted with qemu
 # (scripts/vm.sh; KVM when it works here, software emulation otherwise): the package
 # installed there with apt, the integration suites, the campaign's restriction and crash
-# cases and the MCP SDK client on both backends (scripts/vm-check.sh, tests/vm-guest.sh).
+# cases and the MCP SDK client on both backends, and a watcher whose v2 reader lies caught
+# (scripts/vm-check.sh, tests/vm-guest.sh).
 VM_PACKAGES := qemu-system-x86 qemu-utils e2fsprogs
 vm-check: setup mcp-clients
 	scripts/need-packages.sh vm-check $(VM_PACKAGES)
 	$(MAKE) all $(BUILD)/itest $(BUILD)/pybox-campaign deb
+	$(MAKE) BROKEN=v2-reader BUILD=build-broken-v2-reader build-broken-v2-reader/pybox \
+	    build-broken-v2-reader/pybox-test build-broken-v2-reader/itest
 	scripts/vm-check.sh $(BUILD)
 
 # The bash completion (completion/pybox.bash) against the built pybox, in a private

@@ -119,6 +119,26 @@ campaign() {
         "$build/pybox-campaign" check "$out" campaign/limits.md
 }
 
+# The same readings suite with a watcher whose cgroup v2 reader lies (make
+# BROKEN=v2-reader, docs/cgroups.md): it must fail, and in each case that reads a v2
+# counter (the OOM kill, the refused forks and peak processes, the memory peak, CPU
+# throttling), or the suite could not see a wrong reading on this host.
+broken_reader() {
+    b=build-broken-v2-reader
+    [ -x "$b/itest" ] || { echo "$b/itest is missing (make vm-check builds it)"; return 1; }
+    if PYBOX_BACKEND=native PYBOX_BIN="$(pwd)/$b/pybox" PYBOX_TEST_BIN="$(pwd)/$b/pybox-test" CK_RUN_SUITE=kernel \
+        CK_VERBOSITY=verbose "$b/itest"; then
+        echo "the readings suite passed with a v2 reader that lies"
+        return 1
+    fi
+    missed=0
+    for case in oom_child_killed_parent_exits pids_limit_peak_and_refusals cpu_time_and_throttling \
+        large_array_fits_and_peak_is_the_kernels; do
+        grep -q ":F:readings:$case:" "$results/broken-v2-reader.log" || { echo "not caught: $case"; missed=1; }
+    done
+    return $missed
+}
+
 # Nothing of PyBox's left: no box process, no cgroup, no engine container of a test.
 nothing_left() {
     left=0
@@ -151,6 +171,7 @@ for b in $backends; do
         ;;
     esac
     case " $steps " in *" campaign "*) step "campaign-$b" campaign "$b" ;; esac
+    case "$b $steps " in "native "*" integration "*) step broken-v2-reader broken_reader ;; esac
 done
 step nothing-left nothing_left
 say "$failed failed"
