@@ -116,12 +116,12 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -DPYBOX_SOURCE='"$(CURDIR)"' -c $< -o $@
 
 CAMPAIGN_OBJ := $(BUILD)/obj/campaign/campaign.o $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/page.o \
-    $(BUILD)/obj/campaign/site.o
+    $(BUILD)/obj/campaign/site.o $(BUILD)/obj/campaign/inspect.o
 $(BUILD)/pybox-campaign: $(CAMPAIGN_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
 # The native sandbox's try and measuring tool (docs/native.md).
-$(BUILD)/native-try: $(BUILD)/obj/campaign/native_try.o $(BUILD)/libpybox.a
+$(BUILD)/native-try: $(BUILD)/obj/tests/tools/native_try.o $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
 $(BUILD)/pybox-bench: campaign/bench.c $(BUILD)/libpybox.a
@@ -226,7 +226,7 @@ schema: $(BUILD)/pybox
 site-check: $(BUILD)/pybox-campaign $(BUILD)/pybox
 	scripts/site-check.sh $(BUILD)
 
-FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h pybox/*/*.c pybox/*/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h campaign/*.c campaign/*.h fuzz/*.c fuzz/*.h)
+FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h pybox/*/*.c pybox/*/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h tests/*/*.c campaign/*.c campaign/*.h fuzz/*.c fuzz/*.h)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

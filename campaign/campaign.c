@@ -46,6 +46,7 @@
 #include "../pybox/util.h"
 #include "../pybox/version.h"
 #include "evidence.h"
+#include "inspect.h"
 
 typedef struct {
     const char *bin;          /* the pybox binary */
@@ -1691,7 +1692,8 @@ static int usage(void)
     fprintf(stderr,
             "usage: pybox-campaign run --pybox BIN --out DIR --limits FILE [--fast] [--backend NAME] CASE.json...\n"
             "       pybox-campaign pages DIR LIMITS.md\n"
-            "       pybox-campaign check DIR LIMITS.md\n");
+            "       pybox-campaign check DIR LIMITS.md\n"
+            "       pybox-campaign inspect --home DIR [--backend NAME]... --json\n");
     return 2;
 }
 
@@ -1714,6 +1716,8 @@ int main(int argc, char **argv)
             say("%s: every record matches its SHA-256 and every page is what the records render to", argv[2]);
         return 0;
     }
+    if (strcmp(argv[1], "inspect") == 0)
+        return camp_inspect_main(argc - 2, argv + 2);
     if (strcmp(argv[1], "run") != 0)
         return usage();
     camp_t c = {0};

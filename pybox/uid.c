@@ -367,3 +367,66 @@ int pybox_uid_lease_sweep_in(const pybox_uid_range_t *r, bool dry_run, int *remo
     closedir(d);
     return 0;
 }
+
+/* One lease file as it is, read and lock-tested without taking it. 1 when it is one. */
+static int look_one(int dfd, const char *name, pybox_uid_lease_info_t *out)
+{
+    _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+        return 0;
+    memset(out, 0, sizeof *out);
+    out->expires = lease_expiry(fd);
+    char text[LEASE_TEXT_MAX + 1];
+    ssize_t n = pread(fd, text, LEASE_TEXT_MAX, 0);
+    text[n > 0 ? n : 0] = '\0';
+    if (out->expires >= 0)
+        snprintf(out->run_id, sizeof out->run_id, "%.*s", (int)strcspn(text, " \n"), text);
+    /* A shared lock is refused only while a run holds its exclusive one. */
+    out->locked = flock(fd, LOCK_SH | LOCK_NB) < 0;
+    return 1;
+}
+
+int pybox_uid_lease_list_in(const pybox_uid_range_t *r, pybox_uid_lease_info_t **out, size_t *n, pybox_error_t *err)
+{
+    *out = NULL;
+    *n = 0;
+    _cleanup_close_ int dfd = -1;
+    int rc = open_leases(r->dir, false, &dfd, err);
+    if (rc <= 0)
+        return rc;
+    int lfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (d == NULL) {
+        int e = errno;
+        if (lfd >= 0)
+            close(lfd);
+        return pybox_error_set(err, PYBOX_ERR_STATE, e, "opendir(%s)", r->dir);
+    }
+    size_t cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *name = de->d_name;
+        if (name[0] < '1' || name[0] > '9' || strspn(name, "0123456789") != strlen(name) || strlen(name) > 10)
+            continue;
+        unsigned long long uid = strtoull(name, NULL, 10);
+        if (uid < r->base || uid - r->base >= r->count)
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            pybox_uid_lease_info_t *v = realloc(*out, cap * sizeof *v);
+            if (v == NULL) {
+                closedir(d);
+                free(*out);
+                *out = NULL;
+                *n = 0;
+                return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "listing leases");
+            }
+            *out = v;
+        }
+        if (look_one(dfd, name, &(*out)[*n]) == 1)
+            (*out)[(*n)++].uid = (uid_t)uid;
+    }
+    closedir(d);
+    return 0;
+}
