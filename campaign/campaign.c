@@ -1317,7 +1317,12 @@ static void driver_run(camp_t *c, const cJSON *spec, const char *scratch, cJSON 
     snprintf(e1, sizeof e1, "PYBOX_BIN=%s", c->bin);
     snprintf(e2, sizeof e2, "PYBOX_CAMPAIGN_TMP=%s", scratch);
     snprintf(e3, sizeof e3, "PYBOX_MAIN_HOME=%s", c->main_home);
-    const char *env[] = {e1, e2, e3, NULL};
+    /* this very tool, for a driver's pybox-campaign inspect */
+    char self[PATH_MAX] = "", e4[PATH_MAX + 32];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[sl > 0 ? sl : 0] = '\0';
+    snprintf(e4, sizeof e4, "PYBOX_CAMPAIGN_BIN=%s", self);
+    const char *env[] = {e1, e2, e3, e4, NULL};
     proc_t p;
     if (argc == 0) {
         cJSON_AddStringToObject(rec, "error", "the case names no driver");
