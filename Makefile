@@ -116,12 +116,12 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -DPYBOX_SOURCE='"$(CURDIR)"' -c $< -o $@
 
 CAMPAIGN_OBJ := $(BUILD)/obj/campaign/campaign.o $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/page.o \
-    $(BUILD)/obj/campaign/site.o
+    $(BUILD)/obj/campaign/site.o $(BUILD)/obj/campaign/inspect.o
 $(BUILD)/pybox-campaign: $(CAMPAIGN_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
 # The native sandbox's try and measuring tool (docs/native.md).
-$(BUILD)/native-try: $(BUILD)/obj/campaign/native_try.o $(BUILD)/libpybox.a
+$(BUILD)/native-try: $(BUILD)/obj/tests/tools/native_try.o $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
 $(BUILD)/pybox-bench: campaign/bench.c $(BUILD)/libpybox.a
@@ -145,7 +145,7 @@ unit: $(BUILD)/unit-tests
 # The receipts are checked against their published schema by Debian's python3-jsonschema.
 INTEGRATION_PACKAGES := python3-jsonschema
 ITEST_BINS = PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox PYBOX_TEST_BIN=$(CURDIR)/$(BUILD)/pybox-test
-integration: $(BUILD)/itest $(BUILD)/pybox $(BUILD)/pybox-test
+integration: $(BUILD)/itest $(BUILD)/pybox $(BUILD)/pybox-test $(BUILD)/pybox-campaign
 	scripts/need-packages.sh integration $(INTEGRATION_PACKAGES)
 	PYBOX_BACKEND=docker $(ITEST_BINS) $(BUILD)/itest
 	PYBOX_BACKEND=native $(ITEST_BINS) $(BUILD)/itest
@@ -203,10 +203,11 @@ soak: mcp-clients
 # official SDK client (tests/mcp/leak-check.mjs), on each backend of LEAK_BACKENDS: it must
 # exit 0 without a report. Each backend's summary goes to build-san/leak-check-NAME.json.
 LEAK_BACKENDS ?= docker native
-leak-check: mcp-clients
+leak-check: mcp-clients $(BUILD)/pybox-campaign
 	$(MAKE) SANITIZE=address,undefined build-san/pybox build-san/pybox-init
 	for b in $(LEAK_BACKENDS); do \
-	    PYBOX_BACKEND=$$b PYBOX_BIN=$(CURDIR)/build-san/pybox node tests/mcp/leak-check.mjs \
+	    PYBOX_BACKEND=$$b PYBOX_BIN=$(CURDIR)/build-san/pybox PYBOX_CAMPAIGN_BIN=$(CURDIR)/$(BUILD)/pybox-campaign \
+	        node tests/mcp/leak-check.mjs \
 	        >build-san/leak-check-$$b.json || exit 1; \
 	done
 
@@ -226,7 +227,7 @@ schema: $(BUILD)/pybox
 site-check: $(BUILD)/pybox-campaign $(BUILD)/pybox
 	scripts/site-check.sh $(BUILD)
 
-FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h pybox/*/*.c pybox/*/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h campaign/*.c campaign/*.h fuzz/*.c fuzz/*.h)
+FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h pybox/*/*.c pybox/*/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h tests/*/*.c campaign/*.c campaign/*.h fuzz/*.c fuzz/*.h)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

@@ -195,6 +195,10 @@ typedef struct pybox_backend_ops {
      * left (the native backend's cgroup parents; nothing under systemd); what still holds
      * a box stays. */
     int (*forget)(pybox_backend_t *be, const char *install_id, pybox_error_t *err);
+    /* Optional (NULL: it keeps nothing beside its boxes): what forget would remove that
+     * exists now, as the host names it (a cgroup parent's path), at most max. */
+    int (*kept)(pybox_backend_t *be, const char *install_id, char (*out)[PATH_MAX], size_t max, size_t *n,
+                pybox_error_t *err);
     const pybox_image_ops_t *images;
 } pybox_backend_ops_t;
 

@@ -322,21 +322,21 @@ static int io_loop(feed_t *f, pybox_run_result_t *res)
     }
 }
 
-/* Out of memory, with care: the engine's flag and the kernel's counter side by side,
- * and only what they establish. */
+/* Out of memory, with care: the backend's flag (an engine's record, the kernel's account
+ * of the box's init) and the kernel's counter side by side, and only what they establish. */
 static void memory_findings(pybox_run_result_t *res)
 {
     const pybox_done_record_t *rec = &res->record;
     const pybox_reading_t *k = res->final_taken ? &res->final : (res->watch.have_last ? &res->watch.last : NULL);
     bool kernel_known = k != NULL && (k->valid & PYBOX_RD_OOM_KILLS);
     int64_t kills = kernel_known ? k->oom_kills : 0;
-    bool engine = res->have_exit && res->exit.oom_killed;
+    bool backend_oom = res->have_exit && res->exit.oom_killed;
     /* The init's own account when there is one; else the backend's (some backends know
      * only the status, 128+n for signal n). */
     bool box_sigkill = res->exit.signal == SIGKILL || (res->exit.signal == 0 && res->exit.exit_code == 128 + SIGKILL);
     bool program_sigkill = rec->seen ? rec->signal == SIGKILL : box_sigkill;
     res->oom_finding = "none";
-    if (!engine && kills == 0) {
+    if (!backend_oom && kills == 0) {
         if (!kernel_known)
             res->oom_finding = "kernel_not_read";
         if (box_sigkill && !rec->timer && !rec->stopped && !res->deadline_fired)
@@ -345,13 +345,13 @@ static void memory_findings(pybox_run_result_t *res)
         return;
     }
     if (!kernel_known)
-        unknown(res, "the engine reports an out-of-memory kill; the kernel's counter could not be read");
+        unknown(res, "the backend reports an out-of-memory kill; the kernel's counter could not be read");
     if (program_sigkill && !rec->stopped && !rec->timer) {
         res->oom_finding = "program_killed";
         unknown(res,
-                "the program was killed (signal 9) and the box ran out of memory (engine: %s, kernel: %lld "
+                "the program was killed (signal 9) and the box ran out of memory (backend: %s, kernel: %lld "
                 "kill%s); that the kernel chose the program itself is not established",
-                engine ? "yes" : "no", (long long)kills, kills == 1 ? "" : "s");
+                backend_oom ? "yes" : "no", (long long)kills, kills == 1 ? "" : "s");
     } else if (rec->seen && !program_sigkill) {
         res->oom_finding = "other_process_killed";
         unknown(res,
@@ -362,9 +362,9 @@ static void memory_findings(pybox_run_result_t *res)
     } else {
         res->oom_finding = "oom_in_box";
         unknown(res,
-                "the box ran out of memory (engine: %s, kernel: %lld kill%s); which process was killed is not "
+                "the box ran out of memory (backend: %s, kernel: %lld kill%s); which process was killed is not "
                 "established",
-                engine ? "yes" : "no", (long long)kills, kills == 1 ? "" : "s");
+                backend_oom ? "yes" : "no", (long long)kills, kills == 1 ? "" : "s");
     }
 }
 
@@ -407,7 +407,7 @@ static void judge(pybox_run_result_t *res)
         unknown(res, "the box ended without its init's record: how the program ended is not established");
     }
     if (rec->seen && rec->exit_code != res->exit.exit_code)
-        unknown(res, "the box's init saw exit %d, the engine recorded %d (the engine's is reported)", rec->exit_code,
+        unknown(res, "the box's init saw exit %d, the backend recorded %d (the backend's is reported)", rec->exit_code,
                 res->exit.exit_code);
     memory_findings(res);
 }
@@ -559,7 +559,9 @@ static int build(run_t *r)
     }
     /* The box lives at most twice its timer from its start, whenever that is: its user
      * stays leased that long from here (the start call's own bound included), however slow
-     * the backend was so far. */
+     * the backend was so far. The lease is so written twice, and must be: taken (above)
+     * with the run's expiry, it marks the uid held from before the box exists; only here
+     * is the box's start, from which its life counts, known. */
     if (pybox_uid_lease_renew(&r->lease, res->run_id,
                               pybox_wall_s() + (PYBOX_BACKEND_CALL_MAX_MS + 999) / 1000 +
                                   box_life_s(res->policy.box_timer_ms),
@@ -642,7 +644,7 @@ static int remove_box(run_t *r, int rc)
  * middle leaves a trail to the hidden folder for cleanup. Without that trail (a full
  * state directory) nothing is written: a folder no one could find again is worse than
  * none. */
-static int files_out(run_t *r, int rc, bool engine_lost)
+static int files_out(run_t *r, int rc, bool backend_lost)
 {
     pybox_run_result_t *res = r->res;
     const pybox_run_request_t *req = r->req;
@@ -681,7 +683,7 @@ static int files_out(run_t *r, int rc, bool engine_lost)
         }
     } else if (res->outputs.status == PYBOX_OUT_NOT_ASKED) {
         res->outputs.status = PYBOX_OUT_NOT_RECEIVED;
-        if (engine_lost)
+        if (backend_lost)
             snprintf(res->outputs.reason, sizeof res->outputs.reason,
                      "%s failed before the output folder could be copied", r->be->ops->holder);
         else
@@ -714,7 +716,7 @@ static void close_note(run_t *r, bool created)
 }
 
 /* What could not be established, said once the run is over. */
-static void note_unknowns(run_t *r, bool engine_lost)
+static void note_unknowns(run_t *r, bool backend_lost)
 {
     pybox_run_result_t *res = r->res;
     const pybox_policy_t *p = &res->policy;
@@ -725,7 +727,7 @@ static void note_unknowns(run_t *r, bool engine_lost)
                 "the image '%s' is a custom one: its packages can run code when Python starts (.pth files, "
                 "sitecustomize), before the program, as part of the run",
                 res->pin.name);
-    if (engine_lost && !res->gone)
+    if (backend_lost && !res->gone)
         unknown(res,
                 "%s failed during the run: whether the box has ended is not known (its own timer ends it at the "
                 "latest %.3g s after it started)",
@@ -750,7 +752,7 @@ static void note_unknowns(run_t *r, bool engine_lost)
     else if (a->looked && a->collector < 0)
         unknown(res, "the kernel's collector of descriptors in flight was not run after the box's end (relaxed for a "
                      "test): whether the program left memory, files or namespaces held in flight is not established");
-    if (res->watched && !res->final_taken && engine_lost)
+    if (res->watched && !res->final_taken && backend_lost)
         unknown(res,
                 "no final kernel reading: %s failed before the program's end was seen; the last sample is "
                 "reported",
@@ -811,17 +813,17 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
     /* The run failed while the box ran, before the box's end was seen (the engine gone,
      * its stream cut inside a frame, a host call failing): whether the box has ended is
      * not known, and nothing may be said as if it had. */
-    bool engine_lost = rc < 0 && res->started && !res->record.seen && !res->have_exit;
+    bool backend_lost = rc < 0 && res->started && !res->record.seen && !res->have_exit;
     explicit_bzero(r.secret, sizeof r.secret);
     if (r.feed.q.data != NULL)
         explicit_bzero(r.feed.q.data, strlen(PYBOX_GUEST_HELLO) + PYBOX_GUEST_SECRET_HEX);
     pybox_buf_free(&r.feed.q);
     bool created = res->created;
     rc = remove_box(&r, rc);
-    rc = files_out(&r, rc, engine_lost);
+    rc = files_out(&r, rc, backend_lost);
     close_note(&r, created);
     pybox_buf_free(&r.feed.out_tar);
-    note_unknowns(&r, engine_lost);
+    note_unknowns(&r, backend_lost);
     pybox_sink_said(&res->out, res->record.seen ? res->record.length : 0, &res->said_out);
     pybox_sink_said(&res->err, 0, &res->said_err);
     res->t.total_ms = since(r.origin);

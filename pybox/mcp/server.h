@@ -2,8 +2,10 @@
 /* `pybox mcp`: a Model Context Protocol server over stdio (JSON-RPC 2.0, one message per
  * line) serving a table of tools (run_python.h has the one PyBox serves). The agent
  * chooses the program and its arguments; the operator who starts the server sets the
- * ceilings. The protocol core here knows tools only through the table, so it is tested
- * with a fake one. Contract: docs/mcp.md. */
+ * ceilings. The protocol core here calls tools only through the table, so it is tested
+ * with a fake one; its configuration (pybox_mcp_config_t) is still run_python's (images,
+ * ceilings, the output root), which the core only holds and hands to the tool. Contract:
+ * docs/mcp.md. */
 #ifndef PYBOX_MCP_SERVER_H
 #define PYBOX_MCP_SERVER_H
 

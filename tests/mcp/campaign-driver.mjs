@@ -72,8 +72,8 @@ function withTimeout(promise, limitMs, what) {
 }
 
 // The engine, with a deadline on every question.
-const engineIds = async () => (await withTimeout(boxes(), 5000, 'engine (containers)')).map((b) => b.Id);
-const volumeNames = async () => (await withTimeout(volumes(), 5000, 'engine (volumes)')).map((v) => v.Name);
+const engineIds = async () => (await withTimeout(boxes(), 5000, 'engine (containers)')).map((b) => b.id);
+const volumeNames = async () => (await withTimeout(volumes(), 5000, 'engine (volumes)')).map((v) => v.id);
 // This installation's containers that were not there before (ids in pre).
 const newBoxes = async (pre) => (await engineIds()).filter((id) => !pre.has(id));
 const newVolumes = async (pre) => (await volumeNames()).filter((n) => !pre.has(n));

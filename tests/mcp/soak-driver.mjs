@@ -65,7 +65,7 @@ const runIds = new Set();
 const boxIds = new Set();
 const docker = BACKEND === 'docker';
 const before = await snapshot({ home: HOME, installId: INSTALL, docker });
-const parentsBefore = new Set(nativeParents(INSTALL));
+const parentsBefore = new Set(nativeParents(HOME));
 
 // ---- part 1: pybox exec ----
 
@@ -373,7 +373,7 @@ check('nothing left', left.total + cg.length === 0,
     : `left: ${JSON.stringify({ ...left.by_kind, docker_cgroups: cg }).slice(0, 400)}`);
 // The installation's native cgroup parents that these runs made (PyBox makes one when a
 // box needs it and keeps it): removed when empty, as the rest of what the runs made.
-for (const d of nativeParents(INSTALL)) {
+for (const d of nativeParents(HOME)) {
   if (parentsBefore.has(d)) continue;
   try { fs.rmdirSync(d); } catch (e) { log(`${d}: ${e.code}`); }
 }
