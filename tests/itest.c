@@ -800,9 +800,10 @@ void itest_box_signal(const char *id, const char *sig)
 
 /* Cases whose bounds are wall-clock times that a machine too slow for them cannot meet:
  * Python must start and reach a line within a sub-second deadline, start twice within
- * the default 2 s at half a CPU, or import pandas within the data image's deadline. They go into a test case of their own tagged "timing",
- * which CK_EXCLUDE_TAGS=timing leaves out (make vm-check does, under software emulation,
- * and says so). Everywhere else they run. */
+ * the default 2 s at half a CPU, or import pandas within the data image's deadline. They
+ * go into a test case of their own tagged "timing", which CK_EXCLUDE_TAGS=timing leaves
+ * out (make vm-check does, under software emulation, and says so). Everywhere else they
+ * run. */
 static const char *const timing_cases[] = {
     "host_deadline_stops_the_program",          /* prints within a 0.4 s deadline */
     "closed_standard_descriptors_are_dev_null", /* Python starts Python within 2 s */
