@@ -499,6 +499,9 @@ int itest_lib_run(const char *program, void (*adjust)(struct pybox_policy *p, vo
     pybox_ready_init(&rd);
     pybox_error_t err = {0};
     ck_assert_msg(pybox_prepare(&rq, &rd, &err) == 0, "%s", err.msg);
+    /* These runs test what a box refuses, never its deadline: room for a slow start,
+     * unless the adjustment sets a deadline of its own. */
+    pybox_policy_set_timeout(&rd.run.policy, ITEST_ROOMY_S * 1000);
     if (adjust != NULL)
         adjust(&rd.run.policy, arg);
     int rc = pybox_ready_run(&rd, res);

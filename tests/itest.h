@@ -111,6 +111,13 @@ void itest_box_signal(const char *id, const char *sig);
 /* Wait (bounded) until that box no longer runs anything. */
 int itest_box_wait_ended(const char *id, double timeout_s);
 
+/* A deadline with room for Python's start on a slow machine (an emulated guest: about a
+ * second of CPU at half a CPU), for the cases that are not about the deadline. */
+#define ITEST_ROOMY_S 10
+#define ITEST_WORD_(x) #x
+#define ITEST_WORD(x) ITEST_WORD_(x)
+#define ITEST_ROOMY_TIMEOUT_S ITEST_WORD(ITEST_ROOMY_S) /* as --timeout takes it */
+
 /* Run a program through the library, in the tests' installation, after adjust (may be
  * NULL) changed the policy; the box must be gone afterwards. Returns pybox_run's value. */
 struct pybox_policy;

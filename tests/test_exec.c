@@ -187,7 +187,7 @@ START_TEST(program_cannot_signal_the_init)
     itest_exec("import os, signal\nfor s in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM, signal.SIGKILL, "
                "signal.SIGINT):\n    try:\n        os.kill(1, s)\n    except OSError as e:\n        print('refused', "
                "s, e.errno)\nprint('still here', flush=True)\nraise SystemExit(7)\n",
-               NULL, &r);
+               (const char *[]){"--timeout", ITEST_ROOMY_TIMEOUT_S, NULL}, &r);
     const cJSON *j = r.receipt;
     ck_assert_int_eq(r.status, 7);
     ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");

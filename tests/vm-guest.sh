@@ -152,7 +152,7 @@ nothing_left() {
         pgrep -a -x 'pybox(-init)?'
         left=1
     fi
-    found=$(find /sys/fs/cgroup -type d -name 'pybox*' ! -name pybox-vm-job.service 2>/dev/null)
+    found=$(find /sys/fs/cgroup -type d -name 'pybox*' ! -name pybox-vm-job.service ! -name pybox.slice 2>/dev/null)
     if [ -n "$found" ]; then
         echo "cgroups left: $found"
         left=1
@@ -168,8 +168,11 @@ step host-facts host_facts
 [ "$emulated" = no ] || say "emulated without KVM: the integration cases tagged timing (tests/itest.c) are not run"
 step install install_package
 step images images
+# The engine, for the docker backend and for the campaign on either backend (its host
+# record names the engine, and a restriction case on the native backend lends a box the
+# engine's socket to show the box would reach it).
+case " $backends $steps " in *" docker "* | *" campaign "*) step engine engine ;; esac
 for b in $backends; do
-    [ "$b" = docker ] && step engine engine
     step "hello-$b" hello "$b"
     case " $steps " in *" integration "*)
         for suite in $(suites "$b"); do
