@@ -146,10 +146,18 @@ void itest_pybox_test(const char *program, size_t len, const char *const *args, 
 
 void itest_exec(const char *program, const char *const *extra, itest_run_t *r)
 {
-    const char *args[24] = {"exec", "--json"};
+    const char *args[26] = {"exec", "--json"};
     int n = 2;
-    for (int i = 0; extra && extra[i] && n < 23; i++)
+    bool deadline = false;
+    for (int i = 0; extra && extra[i] && n < 23; i++) {
+        deadline |= strcmp(extra[i], "--timeout") == 0;
         args[n++] = extra[i];
+    }
+    /* A case about the deadline names one; the others get room for a slow start. */
+    if (!deadline) {
+        args[n++] = "--timeout";
+        args[n++] = ITEST_ROOMY_TIMEOUT_S;
+    }
     args[n] = NULL;
     itest_pybox(program, strlen(program), args, NULL, r);
     ck_assert_msg(r->receipt != NULL, "no JSON receipt (exit %d): %s", r->status, r->err);

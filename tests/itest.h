@@ -42,7 +42,8 @@ void itest_pybox(const char *program, size_t len, const char *const *args, const
  * test hook: PYBOX_TEST_BIN, else pybox-test beside PYBOX_BIN. */
 void itest_pybox_test(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r);
 const char *itest_test_bin(void);
-/* Shorthand: pybox exec --json [extra args] < program. */
+/* Shorthand: pybox exec --json [extra args] < program, with --timeout ITEST_ROOMY_S
+ * unless extra names a deadline. */
 void itest_exec(const char *program, const char *const *extra, itest_run_t *r);
 void itest_run_free(itest_run_t *r);
 

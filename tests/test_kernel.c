@@ -190,7 +190,7 @@ START_TEST(exit_just_before_the_deadline)
                "start = int(open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19]) / os.sysconf('SC_CLK_TCK')\n"
                "up = float(open('/proc/uptime').read().split()[0])\n"
                "time.sleep(max(0.0, 1.6 - (up - start)))\nraise SystemExit(3)\n",
-               NULL, &r);
+               (const char *[]){"--timeout", "2", NULL}, &r);
     const cJSON *j = r.receipt;
     ck_assert_int_eq(r.status, 3);
     ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
@@ -221,7 +221,7 @@ START_TEST(long_sleep_ends_by_itself_with_samples)
     const char *args[] = {"--timeout", "15", NULL};
     itest_exec("import time\ntime.sleep(12)\nprint('awake')\n", args, &r);
     const cJSON *j = r.receipt;
-    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
     ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
     double ms = itest_num(j, "seen.init_record.program_ms");
     /* its sleep, and its start (Python's, long on an emulated guest) within the deadline */
