@@ -223,12 +223,49 @@ static const node_t timings_m[] = {M("before", T_NUM, NULL),
                                    M("remove", T_NUM, NULL),
                                    M("total", T_NUM, "from PyBox's own start to the receipt"),
                                    END};
+static const char *const start_words[] = {"cold", "warm", "session", NULL};
+static const node_t box_timings_m[] = {M("create", T_NUM, NULL),
+                                       M("verify", T_NUM, NULL),
+                                       M("attach", T_NUM, NULL),
+                                       M("start", T_NUM, NULL),
+                                       M("arm", T_NUM, NULL),
+                                       M("ready", T_NUM, "from the box's start to its init's ready record"),
+                                       END};
+static const node_t preload_m[] = {
+    M("said_by", T_STR, "who said it, and when: before any program existed"),
+    ARR("modules", &string_item, "what the image's preload names (/pybox/preload)"),
+    ARR("imported", &string_item, "what the bootstrap said it imported"),
+    M("failed", T_STR | T_NULL, "the module that failed to import, and why (a box whose preload failed is never used)"),
+    M("ms", T_NUM, "the imports' time, as the bootstrap measured it"),
+    M("output_bytes", T_INT, "what the imports printed (kept from the program's streams)"),
+    END};
+static const node_t since_arrival_m[] = {
+    M("cpu_ns", T_INT | T_NULL, "the box's CPU time at the end less that at the program's arrival"),
+    M("oom_kills", T_INT | T_NULL, NULL), M("pids_refused", T_INT | T_NULL, NULL),
+    M("memory_peak_bytes", T_INT | T_NULL,
+      "the box's memory peak, when it rose after the program's arrival (null: it did not pass the peak before)"),
+    END};
+static const node_t start_m[] = {
+    WORDS("kind", start_words,
+          "cold: the interpreter started once the program came; warm: the box was made, verified and its "
+          "interpreter started before the program arrived"),
+    OPT("why_cold", T_STR, "why this start was cold"),
+    OPT("box_made_at", T_STR, "when the box was made (UTC)"),
+    OPT_OBJ("box_timings_ms", T_OBJ, box_timings_m, "the box's own phases, before the program"),
+    OPT("waited_ms", T_NUM, "from the box's ready record to the program's arrival"),
+    OPT("init_ready_ms", T_INT, "the box's init: from the interpreter's start to its report"),
+    OPT_OBJ("preload", T_OBJ, preload_m, NULL),
+    OPT_OBJ("at_arrival", T_OBJ | T_NULL, reading_m, "the kernel's counters when the program was handed over"),
+    OPT_OBJ("since_arrival", T_OBJ, since_arrival_m,
+            "the program's own share: the final counters less those at its arrival"),
+    END};
 static const node_t seen_m[] = {
     M("backend", T_STR, "the backend that built the box"),
     M("backend_description", T_STR, "the backend's own description and version"),
     OBJ("box", T_OBJ, box_m, NULL),
     OBJ("backend_record", T_OBJ | T_NULL, backend_record_m, "the backend's account of the box's end"),
     OBJ("init_record", T_OBJ | T_NULL, init_record_m, "the box's PID 1's account, authenticated"),
+    OBJ("start", T_OBJ, start_m, "cold or warm, and what was ready before the program"),
     OBJ("kernel", T_OBJ, kernel_m, "read from the box's cgroup on the host"),
     OBJ("files", T_OBJ, files_m, NULL),
     OBJ("oom", T_OBJ, oom_m, NULL),

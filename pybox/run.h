@@ -39,6 +39,34 @@ typedef enum {
 #define PYBOX_STEP_ENDED "ended"       /* the program's end is seen; the box is held for the final reading */
 #define PYBOX_STEP_REMOVING "removing" /* about to remove the box */
 
+/* How a box met its program (docs/receipt.md, seen.start). */
+typedef enum {
+    PYBOX_START_COLD = 0, /* the interpreter started once the program came (pybox exec; no warm box) */
+    PYBOX_START_WARM,     /* made ahead: its interpreter started, the image's preload imported, before the program */
+    PYBOX_START_SESSION,  /* a session's box: one interpreter for every call */
+} pybox_start_t;
+
+typedef struct pybox_start_info {
+    pybox_start_t kind;
+    char why_cold[200]; /* a cold start: why (no warm box was ready, pybox exec, ...) */
+    /* warm and session: the box made before its program */
+    char made_at[40];                                         /* when it was made (UTC) */
+    double create_ms, verify_ms, attach_ms, start_ms, arm_ms; /* its own phases, before the program */
+    double ready_ms;            /* from its start to its init's ready record, as PyBox saw it */
+    double waited_ms;           /* from the ready record to the program's arrival */
+    pybox_ready_record_t ready; /* init's ready record and the bootstrap's report */
+    /* The bootstrap's report, read (said before any program existed, by PyBox's bootstrap
+     * running the image's own modules) */
+    bool report_read;
+    char preload[512], imported[512]; /* module names, comma-separated */
+    char failed[1024];                /* "" when none failed */
+    double preload_ms;
+    int64_t preload_output_bytes;
+    /* the kernel's counters of the box's cgroup at the program's arrival */
+    pybox_reading_t at_arrival;
+    bool at_arrival_taken;
+} pybox_start_info_t;
+
 typedef struct pybox_run_request {
     const char *program;
     size_t program_len;
@@ -63,6 +91,8 @@ typedef struct pybox_run_request {
      * moment). */
     void (*hook)(const char *step, const char *run_id, void *arg);
     void *hook_arg;
+    /* A cold start's reason, for the receipt (NULL: "no warm box was asked for"). */
+    const char *why_cold;
 } pybox_run_request_t;
 
 typedef struct pybox_timings {
@@ -91,6 +121,7 @@ typedef struct pybox_run_result {
     bool created, verified, started;
     int checked;                /* settings compared in the read-back */
     pybox_done_record_t record; /* the box init's account (authenticated by the secret) */
+    pybox_start_info_t start;   /* cold or warm, and what was ready before the program */
     bool have_exit;
     pybox_box_end_t exit; /* the backend's account of the box's end */
     bool deadline_fired;  /* the host's deadline passed while the program ran */
