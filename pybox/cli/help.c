@@ -120,7 +120,8 @@ static void exec_help(FILE *o)
 
 static void mcp_help(FILE *o)
 {
-    char root_max[PYBOX_NUM_MAX], root_age[PYBOX_NUM_MAX], age_min[PYBOX_NUM_MAX], timeout[PYBOX_NUM_MAX];
+    char root_max[PYBOX_NUM_MAX], root_age[PYBOX_NUM_MAX], age_min[PYBOX_NUM_MAX], timeout[PYBOX_NUM_MAX],
+        wait[PYBOX_NUM_MAX], wait_min[PYBOX_NUM_MAX], wait_max[PYBOX_NUM_MAX], margin[PYBOX_NUM_MAX];
     fprintf(o,
             "usage: pybox mcp [OPTION]...\n"
             "\n"
@@ -144,17 +145,29 @@ static void mcp_help(FILE *o)
             "                      by the server (default %s; in s, m, h or d; at least %s)\n"
             "  --backend NAME      the backend that builds the boxes (default: PYBOX_BACKEND, then\n"
             "                      config.json's, else " PYBOX_DEFAULT_BACKEND ")\n"
+            "  --warm N            boxes kept waiting per image, made, verified, their interpreter\n"
+            "                      started and the image's preload imported, each for one call\n"
+            "                      (default %d; 0 to %d; 0: every call starts cold)\n"
+            "  --warm-wait SECS    the longest a box waits before it is replaced (default %s; %s\n"
+            "                      to %s); its own init ends it %s s later if the server is gone\n"
             "  --help              this help\n"
             "\n"
             "At most %d calls run at once, each in its own box. The server's ceilings stay under\n"
-            "the installation's (pybox help exec). docs/mcp.md.\n",
+            "the installation's (pybox help exec).\n"
+            "Resident boxes: --warm boxes per image of --images wait at all times (with the\n"
+            "defaults, one per image), each holding memory within its image's limit (capped\n"
+            "by --max-memory) from its start; a call takes one and the next is made at once.\n"
+            "docs/mcp.md.\n",
             PYBOX_MCP_IMAGES_MAX, pybox_limit_fmt(PYBOX_LIMIT_TIMEOUT, PYBOX_MCP_MAX_TIMEOUT_MS, timeout),
             lim(PYBOX_LIMIT_TIMEOUT, 'n'), lim(PYBOX_LIMIT_TIMEOUT, 'x'), (long long)(PYBOX_MCP_MAX_MEMORY >> 20),
             lim(PYBOX_LIMIT_MEMORY, 'n'), (long long)(PYBOX_MCP_ENTRY_MIN / 1024),
             pybox_fmt_size(root_max, PYBOX_MCP_OUTPUT_ROOT_MAX),
             (long long)((pybox_mcp_call_output_most() + (1 << 20) - 1) >> 20),
             pybox_fmt_age(root_age, PYBOX_MCP_OUTPUT_ROOT_AGE_S),
-            pybox_fmt_age(age_min, PYBOX_MCP_OUTPUT_ROOT_AGE_MIN_S), PYBOX_MCP_CALLS_MAX);
+            pybox_fmt_age(age_min, PYBOX_MCP_OUTPUT_ROOT_AGE_MIN_S), PYBOX_MCP_WARM, PYBOX_MCP_WARM_MAX,
+            pybox_fmt_fixed(wait, PYBOX_MCP_WARM_WAIT_MS, 3), pybox_fmt_fixed(wait_min, PYBOX_MCP_WARM_WAIT_MIN_MS, 3),
+            pybox_fmt_fixed(wait_max, PYBOX_MCP_WARM_WAIT_MAX_MS, 3),
+            pybox_fmt_fixed(margin, PYBOX_MCP_WARM_MARGIN_MS, 3), PYBOX_MCP_CALLS_MAX);
 }
 
 static void image_help(FILE *o)

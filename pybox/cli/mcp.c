@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../mcp/config.h"
+#include "../mcp/pool.h"
 #include "../mcp/run_python.h"
 #include "../util.h"
 #include "cli.h"
@@ -51,8 +52,23 @@ static int run(int argc, char **argv)
     fprintf(stderr, "pybox mcp: serving run_python on stdio (images %s; at most %s s and %s per call)\n",
             imgs.data ? imgs.data : "", pybox_fmt_fixed(most_s, cfg->max_timeout_ms, 3),
             pybox_fmt_size(most_m, cfg->max_memory_bytes));
+    if (cfg->warm > 0) {
+        char wait[PYBOX_NUM_MAX];
+        fprintf(stderr,
+                "pybox mcp: keeping %d warm box%s per image waiting (%zu resident at most, each within its image's "
+                "memory limit), each replaced after %s s\n",
+                cfg->warm, cfg->warm == 1 ? "" : "es", (size_t)cfg->warm * cfg->n_images,
+                pybox_fmt_fixed(wait, cfg->warm_wait_ms, 3));
+    }
     pybox_buf_free(&imgs);
-    int rc = pybox_mcp_serve(STDIN_FILENO, STDOUT_FILENO, sfd, cfg, &pybox_mcp_run_python_tool, 1, &st);
+    /* The warm boxes are made from now on, while the client connects. */
+    pybox_mcp_ctx_t ctx = {.st = &st, .pool = NULL};
+    if (pybox_mcp_pool_start(cfg, &ctx.pool, &err) < 0) {
+        close(sfd);
+        return pybox_cli_fail(&err, false);
+    }
+    int rc = pybox_mcp_serve(STDIN_FILENO, STDOUT_FILENO, sfd, cfg, &pybox_mcp_run_python_tool, 1, &ctx);
+    pybox_mcp_pool_stop(ctx.pool); /* every box that waits is removed */
     close(sfd);
     return rc < 0 ? 125 : 0;
 }

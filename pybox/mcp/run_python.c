@@ -27,6 +27,7 @@
 #include "../sign.h"
 #include "../state.h"
 #include "../util.h"
+#include "pool.h"
 #include "run_python.h"
 #include "server.h"
 
@@ -729,11 +730,11 @@ static cJSON *refuse_prepared(const pybox_mcp_config_t *cfg, const pybox_ready_t
 
 /* The call's result: the summary, the files, the receipt; or NULL when cancelled. */
 static cJSON *result_of(const pybox_mcp_config_t *cfg, pybox_run_result_t *res, const scratch_t *sc,
-                        const pybox_ready_t *rd)
+                        const pybox_state_t *st, const pybox_output_spec_t *output)
 {
     if (res->end == PYBOX_END_CANCELLED) {
         /* cancelled: nothing is sent, and nothing of it kept */
-        if (sc->kept && !rd->output.existed && pybox_mcp_discard_kept(cfg->output_root, rd->output.base) < 0 &&
+        if (sc->kept && !output->existed && pybox_mcp_discard_kept(cfg->output_root, output->base) < 0 &&
             errno != ENOENT) {
             char e[128];
             pybox_log("removing the files of a cancelled call: %s", pybox_strerror(errno, e, sizeof e));
@@ -753,12 +754,12 @@ static cJSON *result_of(const pybox_mcp_config_t *cfg, pybox_run_result_t *res, 
     /* verifiable as it comes (pybox verify); the key is read for each call, not kept by
      * the server: one replaced while it serves (removed, then made anew) signs the next
      * receipt, and reading a key file is small beside a run */
-    pybox_sign_installation(receipt, &rd->st);
+    pybox_sign_installation(receipt, st);
     if (receipt != NULL)
         cJSON_AddItemToObject(result, "structuredContent", receipt);
     /* the core removes this folder if the call is cancelled before its result goes out */
-    if (sc->kept && !rd->output.existed)
-        cJSON_AddStringToObject(result, PYBOX_MCP_KEPT_KEY, rd->output.base);
+    if (sc->kept && !output->existed)
+        cJSON_AddStringToObject(result, PYBOX_MCP_KEPT_KEY, output->base);
     return result;
 }
 
@@ -792,7 +793,8 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     double started = pybox_now_s(); /* the call's phases all count from here */
     /* The installation the server serves (the core opens it again itself, as PYBOX_HOME
      * names it); without one, the one PYBOX_HOME names. The call's scratch goes there. */
-    const pybox_state_t *st = arg;
+    const pybox_mcp_ctx_t *ctx = arg;
+    const pybox_state_t *st = ctx != NULL ? ctx->st : NULL;
     pybox_state_t own;
     call_args_t a;
     cJSON *refusal = check_args(cfg, args, &a);
@@ -809,6 +811,7 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     if (refusal != NULL)
         return refusal;
     hook_ctx_t hook = {.progress = progress, .ctx = progress_ctx, .n = 0};
+    char why_cold[512];
     pybox_request_t rq = {
         .program = a.code,
         .program_len = a.code_len,
@@ -828,15 +831,45 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
         .cancel_fd = cancel_fd,
         .hook = on_step,
         .hook_arg = &hook,
+        .why_cold = why_cold,
     };
     pybox_error_t err = {0};
-    _cleanup_(pybox_ready_free) pybox_ready_t rd;
-    pybox_ready_init(&rd);
-    if (pybox_prepare(&rq, &rd, &err) < 0)
-        return refuse_prepared(cfg, &rd, &err);
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
-    pybox_ready_run(&rd, &res);
-    cJSON *result = result_of(cfg, &res, &sc, &rd);
+    cJSON *result;
+    pybox_mcp_warm_t *warm = pybox_mcp_pool_take(ctx != NULL ? ctx->pool : NULL, a.image, a.timeout_ms, a.memory_bytes,
+                                                 why_cold, sizeof why_cold);
+    if (warm != NULL) {
+        /* A box made for this image waits: the program and its files go to it. */
+        _cleanup_(pybox_ready_free) pybox_ready_t frd;
+        pybox_ready_init(&frd);
+        if (pybox_prepare_files(&rq, &frd, &err) < 0) {
+            pybox_mcp_warm_free(warm); /* never used: removed */
+            return refuse_prepared(cfg, &frd, &err);
+        }
+        pybox_run_request_t rr = warm->rd.run;
+        rr.program = a.code;
+        rr.program_len = a.code_len;
+        rr.inputs = sc.n_paths > 0 ? &frd.inputs : NULL;
+        rr.output = a.return_files ? &frd.output : NULL;
+        rr.policy.timeout_ms = a.timeout_ms;
+        rr.started_s = started;
+        rr.cancellable = true;
+        rr.cancel_fd = cancel_fd;
+        rr.hook = on_step;
+        rr.hook_arg = &hook;
+        pybox_ahead_t *box = warm->box;
+        warm->box = NULL;
+        pybox_ahead_run(box, &rr, &res);
+        result = result_of(cfg, &res, &sc, &warm->rd.st, &frd.output);
+        pybox_mcp_warm_free(warm);
+    } else {
+        _cleanup_(pybox_ready_free) pybox_ready_t rd;
+        pybox_ready_init(&rd);
+        if (pybox_prepare(&rq, &rd, &err) < 0)
+            return refuse_prepared(cfg, &rd, &err);
+        pybox_ready_run(&rd, &res);
+        result = result_of(cfg, &res, &sc, &rd.st, &rd.output);
+    }
     if (result != NULL && progress)
         progress(progress_ctx, 6, 6, "done");
     return result;

@@ -10,9 +10,18 @@
 
 #include "../buf.h"
 #include "../run.h"
+#include "../state.h"
 #include "server.h"
 
-/* The tool (its call's arg: the installation, const pybox_state_t *). */
+/* What the server's tools share (their calls' arg; NULL: the installation PYBOX_HOME
+ * names, no warm box). */
+typedef struct pybox_mcp_pool pybox_mcp_pool_t;
+typedef struct pybox_mcp_ctx {
+    const pybox_state_t *st; /* the installation */
+    pybox_mcp_pool_t *pool;  /* the warm boxes (pool.h), or NULL */
+} pybox_mcp_ctx_t;
+
+/* The tool. */
 extern const pybox_mcp_tool_t pybox_mcp_run_python_tool;
 
 /* Its tools/list entry, and one call. */
