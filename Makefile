@@ -3,14 +3,21 @@
 # (packages, engine, image) through scripts/setup.sh.
 
 SANITIZE ?=
-BUILD ?= build$(if $(SANITIZE),-san)
+# A test build only: BROKEN=v2-reader compiles the watcher's cgroup v2 reader wrong on
+# purpose (docs/cgroups.md), into a folder of its own; the v2 tests must fail with it.
+# No other build has that code, and its receipts' pybox_version says so.
+BROKEN ?=
+ifneq ($(filter-out v2-reader,$(BROKEN)),)
+$(error BROKEN=$(BROKEN): the only test build is BROKEN=v2-reader)
+endif
+BUILD ?= build$(if $(SANITIZE),-san)$(if $(BROKEN),-broken-$(BROKEN))
 CC ?= gcc
-# libcurl, libarchive and libcap are not linked into PyBox: each is opened when first
-# needed (pybox/dl.h: pybox/docker/engine.c, pybox/archive_api.c, pybox/native/caps.c), so
-# a process that needs none does not load them and the libraries they bring. Tests that
-# call them themselves link them.
+# libcurl, libarchive, libcap and libsystemd are not linked into PyBox: each is opened
+# when first needed (pybox/dl.h: pybox/docker/engine.c, pybox/archive_api.c,
+# pybox/native/caps.c, pybox/systemd.c), so a process that needs none does not load them
+# and the libraries they bring. Tests that call them themselves link them.
 PKGS := libcjson libcrypto libseccomp jansson
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libcurl libarchive libcap)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libcurl libarchive libcap libsystemd)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm -ldl
 CURL_LIBS = $(shell pkg-config --libs libcurl)
 ARCHIVE_LIBS = $(shell pkg-config --libs libarchive)
@@ -22,6 +29,9 @@ WARN := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wstrict-prototypes \
 HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE -fno-common
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) $(HARDEN) -MMD -MP $(PKG_CFLAGS) $(CFLAGS)
 LDFLAGS_ALL = -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack $(LDFLAGS)
+ifeq ($(BROKEN),v2-reader)
+CFLAGS_ALL += -DPYBOX_TEST_BROKEN_V2_READER
+endif
 ifneq ($(SANITIZE),)
 CFLAGS_ALL += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS_ALL += -fsanitize=$(SANITIZE)
@@ -162,10 +172,16 @@ demo:
 CAMPAIGN_CASES := $(sort $(wildcard campaign/cases/*.json))
 CAMPAIGN_OUT ?= $(BUILD)/evidence-fast
 CAMPAIGN_TOOLS := $(BUILD)/pybox-campaign $(BUILD)/pybox $(BUILD)/pybox-test $(BUILD)/pybox-init $(BUILD)/pybox-bench
+# Then the cases whose verdicts must hold on a Debian host as shipped (cgroup v2 under
+# systemd), run in the guest of make vm-check, their records in the same evidence with
+# their host: columns of their own on the pages.
 campaign: setup mcp-clients
 	$(MAKE) $(CAMPAIGN_TOOLS)
 	$(BUILD)/pybox-campaign run --pybox $(CURDIR)/$(BUILD)/pybox --out evidence --limits campaign/limits.md \
 	    $(CAMPAIGN_CASES)
+	scripts/need-packages.sh campaign $(VM_PACKAGES)
+	$(MAKE) all $(BUILD)/itest $(BUILD)/pybox-campaign deb
+	PYBOX_VM_STEPS=campaign PYBOX_VM_CAMPAIGN_OUT=$(CURDIR)/evidence scripts/vm-check.sh $(BUILD)
 	$(BUILD)/pybox-campaign check evidence campaign/limits.md
 
 campaign-fast: setup mcp-clients

@@ -93,9 +93,15 @@ static int one(uint32_t uid, int show)
         fprintf(stderr, "native-try: remove: %s\n", rerr.msg);
         rc = -1;
     }
-    if (times)
-        fprintf(stderr, "native-try: create+verify %.2f ms, run %.2f ms, remove %.2f ms\n", (t1 - t0) * 1000,
-                (t2 - t1) * 1000, (pybox_now_s() - t2) * 1000);
+    if (times) {
+        pybox_native_times_t nt;
+        pybox_native_times(b, &nt);
+        fprintf(stderr,
+                "native-try: create+verify %.2f ms (systemd: connect %.2f, scope %.2f, leaf %.2f), run %.2f ms, "
+                "remove %.2f ms\n",
+                (t1 - t0) * 1000, nt.sd_connect_ms, nt.sd_scope_ms, nt.sd_leaf_ms, (t2 - t1) * 1000,
+                (pybox_now_s() - t2) * 1000);
+    }
     pybox_native_free(b);
     return rc;
 }

@@ -115,6 +115,11 @@ typedef struct pybox_box_ops {
     int (*running)(pybox_box_t *b, bool *running, pybox_error_t *err);
     /* Where the box's cgroup is, once it runs. */
     int (*cgroup)(pybox_box_t *b, pybox_cgroup_loc_t *loc, pybox_error_t *err);
+    /* Optional (NULL: nothing to do): the box's init has reported the program's end and
+     * holds the box, just before it is released. A backend takes here its own record of
+     * what can only be read while the box exists (its cgroup may be removed by others the
+     * moment it empties). */
+    void (*held)(pybox_box_t *b);
     /* Remove the box and everything made for it, then look again: *gone only when the
      * backend confirms nothing of it is left. */
     int (*remove)(pybox_box_t *b, bool *gone, pybox_error_t *err);
@@ -182,6 +187,14 @@ typedef struct pybox_backend_ops {
                           pybox_error_t *err);
     /* Remove one if it no longer runs; *gone when the backend no longer has it. */
     int (*remove_leftover)(pybox_backend_t *be, const pybox_leftover_t *l, bool *gone, pybox_error_t *err);
+    /* Where the box of a run of this installation has its cgroup while it runs, found by
+     * the run id alone (docs/cgroups.md): what tests and the campaign ask rather than spell
+     * a backend's layout. Fails when the backend cannot tell (no such box). */
+    int (*run_cgroup)(pybox_backend_t *be, const char *run_id, pybox_cgroup_loc_t *loc, pybox_error_t *err);
+    /* Remove what the backend keeps for an installation beside its boxes, once none is
+     * left (the native backend's cgroup parents; nothing under systemd); what still holds
+     * a box stays. */
+    int (*forget)(pybox_backend_t *be, const char *install_id, pybox_error_t *err);
     const pybox_image_ops_t *images;
 } pybox_backend_ops_t;
 

@@ -332,7 +332,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     if (r == NULL)
         return NULL;
     cJSON_AddStringToObject(r, "schema", PYBOX_RECEIPT_SCHEMA);
-    cJSON_AddStringToObject(r, "pybox_version", PYBOX_VERSION);
+    cJSON_AddStringToObject(r, "pybox_version", PYBOX_VERSION_SAID);
     cJSON_AddStringToObject(r, "run_id", res->run_id);
     cJSON_AddStringToObject(r, "status", pybox_end_word(res->end));
     cJSON_AddNumberToObject(r, "exit_code", res->exit_code);
@@ -402,6 +402,14 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON *seen = cJSON_AddObjectToObject(r, "seen");
     cJSON_AddStringToObject(seen, "backend", res->backend);
     cJSON_AddStringToObject(seen, "backend_description", res->engine);
+    cJSON *host = cJSON_AddObjectToObject(seen, "host");
+    cJSON_AddStringToObject(host, "kernel", res->host.kernel);
+    const char *cgv = pybox_cgroup_version_word(res->host.version);
+    if (cgv != NULL)
+        cJSON_AddStringToObject(host, "cgroup", cgv);
+    else
+        cJSON_AddNullToObject(host, "cgroup");
+    cJSON_AddStringToObject(host, "cgroup_manager", pybox_cgroup_manager_word(&res->host));
     cJSON *box = cJSON_AddObjectToObject(seen, "box");
     cJSON_AddStringToObject(box, "id", res->box_id);
     cJSON_AddStringToObject(box, "name", res->box_name);
@@ -507,7 +515,7 @@ cJSON *pybox_receipt_refusal(const pybox_error_t *err)
 {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "schema", PYBOX_RECEIPT_SCHEMA);
-    cJSON_AddStringToObject(r, "pybox_version", PYBOX_VERSION);
+    cJSON_AddStringToObject(r, "pybox_version", PYBOX_VERSION_SAID);
     cJSON_AddStringToObject(r, "status", err->kind == PYBOX_ERR_USAGE ? "REFUSED" : "PYBOX_ERROR");
     cJSON_AddNumberToObject(r, "exit_code", 125);
     cJSON *e = cJSON_AddObjectToObject(r, "error");
@@ -894,6 +902,11 @@ int pybox_receipt_text_styled(const pybox_run_result_t *res, const pybox_receipt
     chosen_line(o, columns, "  %-10s (%s, %s)", "", need(o, backend), need(o, engine));
     free(backend);
     free(engine);
+    char *kernel = escaped(res->host.kernel[0] ? res->host.kernel : "unknown");
+    const char *cgv = pybox_cgroup_version_word(res->host.version);
+    chosen_line(o, columns, "  %-10s Linux %s, cgroup %s, %s", "host", need(o, kernel), cgv ? cgv : "unknown",
+                res->host.systemd ? "managed by systemd" : "no cgroup manager");
+    free(kernel);
     if (d->seen) {
         pybox_buf_addf(o, "  %-10s program ended after %lld ms: ", "box init", (long long)d->program_ms);
         if (d->signal)

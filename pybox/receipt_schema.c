@@ -74,6 +74,7 @@ static const char *const status_words[] = {"NOT_RUN",
 static const char *const refusal_words[] = {"REFUSED", "PYBOX_ERROR", NULL};
 static const char *const clock_words[] = {"none", "host_deadline", "box_timer", NULL};
 static const char *const cg_words[] = {"v1", "v2", NULL};
+static const char *const manager_words[] = {"systemd", "none", NULL};
 static const char *const pids_source_words[] = {"kernel", "samples", NULL};
 static const char *const files_words[] = {"not_asked", "delivered", "refused", "not_received", NULL};
 static const char *const kind_words[] = {"file", "folder", "symbolic link", "hard link", "other", NULL};
@@ -259,9 +260,17 @@ static const node_t start_m[] = {
     OPT_OBJ("since_arrival", T_OBJ, since_arrival_m,
             "the program's own share: the final counters less those at its arrival"),
     END};
+static const node_t host_m[] = {
+    M("kernel", T_STR, "the kernel's release (uname -r)"),
+    {"cgroup", T_STR | T_NULL, false, NULL, NULL, cg_words, NULL,
+     "the cgroup hierarchy boxes' cgroups are in (v1 also on a hybrid host); null: neither"},
+    {"cgroup_manager", T_STR, false, NULL, NULL, manager_words, NULL,
+     "systemd when systemd is the init and manages the cgroup tree, else none"},
+    END};
 static const node_t seen_m[] = {
     M("backend", T_STR, "the backend that built the box"),
     M("backend_description", T_STR, "the backend's own description and version"),
+    OBJ("host", T_OBJ, host_m, "the host PyBox ran on (docs/cgroups.md)"),
     OBJ("box", T_OBJ, box_m, NULL),
     OBJ("backend_record", T_OBJ | T_NULL, backend_record_m, "the backend's account of the box's end"),
     OBJ("init_record", T_OBJ | T_NULL, init_record_m, "the box's PID 1's account, authenticated"),

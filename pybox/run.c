@@ -199,6 +199,8 @@ static int program_ended(feed_t *f, pybox_run_result_t *res)
         return 0;
     if (res->output_asked)
         take_files(f, res);
+    if (f->box->ops->held != NULL)
+        f->box->ops->held(f->box);
     if (command(f, PYBOX_GUEST_CTL_RELEASE, PYBOX_GUEST_SIG_RELEASE, res) < 0)
         return -1;
     f->phase = PH_RELEASING;
@@ -489,6 +491,7 @@ int pybox_flow_begin(run_t *r)
     res->end = PYBOX_END_NONE;
     res->exit_code = 125;
     pybox_wall_iso(res->started_wall, sizeof res->started_wall);
+    pybox_cgroup_host(NULL, NULL, &res->host);
     snprintf(res->image_name, sizeof res->image_name, "%s", req->image_name ? req->image_name : "");
     if (req->pin != NULL)
         res->pin = *req->pin;

@@ -21,7 +21,7 @@ for b in $backends; do
 done
 
 packages="gcc make libc6-dev pkg-config check libcjson-dev libjansson-dev libcurl4-openssl-dev libssl-dev
-libarchive-dev libseccomp-dev libcap-dev unicode-data libxml2-utils mmdebstrap curl ca-certificates"
+libarchive-dev libseccomp-dev libcap-dev libsystemd-dev unicode-data libxml2-utils mmdebstrap curl ca-certificates"
 case " $backends " in *" docker "*) packages="$packages docker.io" ;; esac
 missing=""
 for p in $packages; do

@@ -13,7 +13,10 @@
 # (/var/lib/docker) the docker images were imported into, which the guest's own engine
 # then serves. Results and logs come back in BUILD_DIR/vm-check/results; the guest
 # powers off; the whole run is bounded (PYBOX_VM_TIMEOUT seconds, default 2700), and
-# what this script made here is removed at its end.
+# what this script made here is removed at its end. PYBOX_VM_BACKENDS, PYBOX_VM_STEPS
+# (integration, campaign), PYBOX_VM_SUITES_NATIVE and _DOCKER choose a part (the
+# default is all); PYBOX_VM_CAMPAIGN_OUT puts the campaign's records in that folder
+# (make campaign: the evidence) instead of the results.
 #   scripts/vm-check.sh BUILD_DIR
 set -eu
 cd "$(dirname "$0")/.."
@@ -67,8 +70,9 @@ echo "vm-check: images made for the guest in $(($(date +%s) - start)) s"
 
 rc=0
 scripts/vm.sh run --disk "$out/images.img" --timeout "${PYBOX_VM_TIMEOUT:-2700}" -- \
-    env PYBOX_VM_BACKENDS="${PYBOX_VM_BACKENDS:-native docker}" PYBOX_VM_SUITES_NATIVE="${PYBOX_VM_SUITES_NATIVE:-}" \
-    PYBOX_VM_SUITES_DOCKER="${PYBOX_VM_SUITES_DOCKER:-}" sh tests/vm-guest.sh "$build" "$out/results" || rc=$?
+    env PYBOX_VM_BACKENDS="${PYBOX_VM_BACKENDS:-}" PYBOX_VM_STEPS="${PYBOX_VM_STEPS:-}" \
+    PYBOX_VM_SUITES_NATIVE="${PYBOX_VM_SUITES_NATIVE:-}" PYBOX_VM_SUITES_DOCKER="${PYBOX_VM_SUITES_DOCKER:-}" \
+    PYBOX_VM_CAMPAIGN_OUT="${PYBOX_VM_CAMPAIGN_OUT:-}" sh tests/vm-guest.sh "$build" "$out/results" || rc=$?
 echo "vm-check: $(($(date +%s) - start)) s in all; results in $out/results"
 [ -f "$out/results/summary" ] && sed 's/^/  /' "$out/results/summary"
 if [ "$rc" != 0 ]; then

@@ -13,7 +13,8 @@ set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d /tmp/pybox-install-XXXXXX)
 # The private installation's own cgroup parents (the native backend makes them at its
-# first box, named after its id) go with the folder, once empty.
+# first box, named after its id; none on cgroup v2 under systemd, docs/cgroups.md) go with
+# the folder, once empty.
 forget() {
     if [ -f "$tmp/home/install-id" ]; then
         id=$(cat "$tmp/home/install-id")

@@ -6,6 +6,7 @@
 
 #include <check.h>
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -96,6 +97,10 @@ int itest_native_sweep(const char *install_id);
 /* The native backend's cgroup parents of an installation of the tests' own (made at its
  * first box, named after its id), removed once empty. itest_remove_home does it for the
  * home it removes. */
+/* The folders named after an installation that hold its native boxes' cgroup leaves,
+ * as the backend places them on this host (none under systemd); -1 when the host has no
+ * hierarchy the backend knows. */
+int itest_native_parents(const char *install_id, char out[5][PATH_MAX]);
 void itest_forget_native_parents(const char *install_id);
 /* Wait (bounded) for a box of the tests' installation made after since to run a process
  * whose command line holds what (NULL: any); id gets the box's id (65 bytes). */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../pybox/cgroup.h"
 #include "../pybox/docker/engine.h"
 #include "../pybox/state.h"
 #include "../pybox/util.h"
@@ -81,6 +82,13 @@ int main(void)
     srunner_add_suite(sr, itest_suite_sign());
     if (native) {
         srunner_add_suite(sr, itest_suite_native());
+        /* What only a cgroup v2 host under systemd has: the boxes' scopes. */
+        pybox_cgroup_host_t host;
+        pybox_cgroup_host(NULL, NULL, &host);
+        if (host.version == PYBOX_CG_V2 && host.systemd)
+            srunner_add_suite(sr, itest_suite_systemd());
+        else
+            printf("the systemd suite needs a cgroup v2 host under systemd: not run here\n");
     } else {
         srunner_add_suite(sr, itest_suite_lifecycle());
         srunner_add_suite(sr, itest_suite_engine_down()); /* last: it restarts the engine */

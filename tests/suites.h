@@ -21,5 +21,6 @@ Suite *itest_suite_native(void);
 Suite *itest_suite_sign(void);
 Suite *itest_suite_chart(void);
 Suite *itest_suite_engine_down(void);
+Suite *itest_suite_systemd(void);
 
 #endif

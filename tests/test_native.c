@@ -43,7 +43,8 @@
 static char work[64];    /* our folder under /var/tmp */
 static char rootfs[256]; /* the root filesystem used */
 static char staging[256];
-static char parent[64]; /* our cgroup parent */
+static char parent[64];                /* our cgroup parent */
+static pybox_native_cg_host_t cg_host; /* how this host takes a box's cgroup */
 static const char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp", NULL};
 
 static int run_cmd(const char *const argv[])
@@ -70,6 +71,8 @@ static void setup(void)
     pybox_error_t err = {0};
     pybox_random_hex(8, id, &err);
     snprintf(parent, sizeof parent, "pybox-native-itest-%s", id);
+    if (pybox_native_cg_host("/sys/fs/cgroup", NULL, &cg_host, &err) < 0)
+        abort();
     const char *given = getenv("PYBOX_NATIVE_ROOTFS");
     if (given != NULL && given[0] == '/') {
         if (pybox_strlcpy(rootfs, given, sizeof rootfs) < 0)
@@ -130,20 +133,20 @@ static void teardown(void)
     pybox_native_leftover_t *l = NULL;
     size_t n = 0;
     pybox_error_t lerr = {0};
-    if (pybox_native_leftovers("/sys/fs/cgroup", parent, staging, &l, &n, &lerr) == 0)
+    if (pybox_native_leftovers(&cg_host, parent, staging, &l, &n, &lerr) == 0)
         for (size_t i = 0; i < n; i++) {
             bool gone;
             pybox_error_t e = {0};
-            (void)pybox_native_leftover_remove("/sys/fs/cgroup", parent, staging, &l[i], INT64_MAX / 2, &gone, &e);
+            (void)pybox_native_leftover_remove(&cg_host, parent, staging, &l[i], INT64_MAX / 2, &gone, &e);
         }
     free(l);
-    /* Our cgroup parent in every hierarchy (its leaves are gone with their boxes). */
-    const char *ctrl[] = {"memory", "pids", "cpu", "cpuacct", "cpu,cpuacct", ""};
-    for (size_t i = 0; i < sizeof ctrl / sizeof *ctrl; i++) {
-        char p[PATH_MAX];
-        snprintf(p, sizeof p, "/sys/fs/cgroup/%s%s%s", ctrl[i], ctrl[i][0] ? "/" : "", parent);
-        rmdir(p);
-    }
+    /* Our cgroup parent in every hierarchy (its leaves are gone with their boxes); under
+     * systemd there is none: the boxes' scopes are systemd's, and go with their boxes. */
+    char dirs[5][PATH_MAX];
+    if (!cg_host.systemd && pybox_native_cg_holders(&cg_host, parent, dirs, &lerr) == 0)
+        for (size_t i = 0; i < 5; i++)
+            if (dirs[i][0] != '\0')
+                rmdir(dirs[i]);
     pybox_error_t err = {0};
     if (work[0] != '\0') {
         const char *rm[] = {"rm", "-rf", "--one-file-system", work, NULL};
@@ -175,12 +178,12 @@ static void spec_of(pybox_native_spec_t *s, char *name, uint32_t uid)
 /* Nothing of the box is left: no cgroup leaf in any controller, no staging, no process. */
 static void assert_gone(const pybox_native_spec_t *s, pid_t pid)
 {
-    const char *ctrl[] = {"memory", "pids", "cpu", "cpuacct"};
-    for (size_t i = 0; i < 4; i++) {
-        char p[PATH_MAX];
-        snprintf(p, sizeof p, "/sys/fs/cgroup/%s/%s/%s", ctrl[i], parent, s->name);
-        ck_assert_msg(access(p, F_OK) < 0, "%s is left", p);
-    }
+    pybox_native_cgroup_t cg;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_native_cg_paths(&cg_host, parent, s->name, &cg, &err) == 0, "%s", err.msg);
+    const char *dirs[] = {cg.memory, cg.pids, cg.cpu, cg.cpuacct, cg.unified};
+    for (size_t i = 0; i < 5; i++)
+        ck_assert_msg(dirs[i][0] == '\0' || access(dirs[i], F_OK) < 0, "%s is left", dirs[i]);
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/%s", staging, s->name);
     ck_assert_msg(access(p, F_OK) < 0, "%s is left", p);
@@ -626,8 +629,13 @@ START_TEST(verify_catches_a_different_spec)
     pybox_error_t verr = {0};
     ck_assert_int_eq(pybox_native_verify(b, &other, &checked, &verr), -1);
     ck_assert_int_eq(verr.kind, PYBOX_ERR_POLICY);
-    const char *named[] = {"memory.limit_in_bytes", "mount /tmp size", "cmdline",
-                           "Max open files",        "Seccomp",         "mount /box/out uid"};
+    /* the memory limit by the kernel's name for it on this host */
+    const char *named[] = {cg_host.version == 2 ? "memory.max" : "memory.limit_in_bytes",
+                           "mount /tmp size",
+                           "cmdline",
+                           "Max open files",
+                           "Seccomp",
+                           "mount /box/out uid"};
     for (size_t i = 0; i < sizeof named / sizeof *named; i++)
         ck_assert_msg(strstr(verr.msg, named[i]) != NULL, "'%s' not in %s", named[i], verr.msg);
     /* Init itself changed from outside (its nice value, one of its limits, its
@@ -905,22 +913,23 @@ START_TEST(killed_host_box_ends_by_its_timer)
     pybox_native_leftover_t *l = NULL;
     size_t n = 0;
     pybox_error_t err = {0};
-    ck_assert_msg(pybox_native_leftovers("/sys/fs/cgroup", parent, staging, &l, &n, &err) == 0, "%s", err.msg);
+    ck_assert_msg(pybox_native_leftovers(&cg_host, parent, staging, &l, &n, &err) == 0, "%s", err.msg);
     pybox_native_leftover_t *mine = NULL;
     for (size_t i = 0; i < n; i++)
         if (strcmp(l[i].run_id, name) == 0)
             mine = &l[i];
-    ck_assert_msg(mine != NULL && mine->cgroup && mine->staging && mine->expires == s.expires, "not listed");
+    /* Under systemd the scope, leaf and all, goes the moment it empties: systemd's, in its
+     * own time; elsewhere the leaf stays for the sweep. */
+    ck_assert_msg(mine != NULL && (mine->cgroup || cg_host.systemd) && mine->staging && mine->expires == s.expires,
+                  "not listed");
     /* Before its expiry it is left alone; after, removed whole. */
     bool gone = true;
-    ck_assert_int_eq(pybox_native_leftover_remove("/sys/fs/cgroup", parent, staging, mine, s.expires - 1, &gone, &err),
-                     0);
+    ck_assert_int_eq(pybox_native_leftover_remove(&cg_host, parent, staging, mine, s.expires - 1, &gone, &err), 0);
     ck_assert(!gone);
     bool removed = false;
     for (int i = 0; i < 200 && !removed; i++) { /* the kernel may still be releasing its tasks */
-        ck_assert_msg(
-            pybox_native_leftover_remove("/sys/fs/cgroup", parent, staging, mine, s.expires + 1, &removed, &err) == 0,
-            "%s", err.msg);
+        ck_assert_msg(pybox_native_leftover_remove(&cg_host, parent, staging, mine, s.expires + 1, &removed, &err) == 0,
+                      "%s", err.msg);
         if (!removed)
             usleep(10000);
     }

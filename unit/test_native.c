@@ -28,6 +28,7 @@
 #include "../pybox/native/seccomp.h"
 #include "../pybox/native/verify.h"
 #include "../pybox/policy.h"
+#include "../pybox/systemd.h"
 #include "suites.h"
 
 /* ---- the seccomp compiler ---- */
@@ -499,6 +500,20 @@ static void fixture_end(void)
 
 #define LEAF "0123456789abcdef0123456789abcdef"
 
+/* The fixture as a host: with systemd as its init (a folder standing for the mark
+ * sd_booted looks for), or without. */
+static pybox_native_cg_host_t host_of(bool systemd)
+{
+    char mark[256];
+    snprintf(mark, sizeof mark, "%s/%s", fixture, systemd ? "run-systemd-system" : "no-such-mark");
+    if (systemd)
+        (void)mkdir(mark, 0755);
+    pybox_native_cg_host_t h;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_native_cg_host(fixture, mark, &h, &err) == 0, "%s", err.msg);
+    return h;
+}
+
 START_TEST(cgroup_v2_fixture)
 {
     fixture_new();
@@ -507,13 +522,22 @@ START_TEST(cgroup_v2_fixture)
     int version = 0;
     ck_assert_int_eq(pybox_native_cg_detect(fixture, &version, &err), 0);
     ck_assert_int_eq(version, 2);
+    /* As systemd leaves the root at boot: memory and pids only. */
+    put("cgroup.subtree_control", "memory pids\n");
+    pybox_native_cg_host_t h = host_of(false);
+    ck_assert(!h.systemd);
     pybox_native_cgroup_t cg;
-    ck_assert_int_eq(pybox_native_cg_paths(fixture, 2, "pybox-inst", LEAF, &cg, &err), 0);
+    ck_assert_int_eq(pybox_native_cg_paths(&h, "pybox-inst", LEAF, &cg, &err), 0);
+    ck_assert_str_eq(cg.rel, "/pybox-inst/" LEAF);
+    ck_assert(!cg.systemd);
     pybox_native_cg_limits_t want;
     pybox_native_cg_want(128LL << 20, 32, 500000000, &want);
     ck_assert_int_eq(want.cpu_quota_us, 50000);
     ck_assert_int_eq(pybox_native_cg_make(&cg, &want, &err), 0);
     char buf[128];
+    /* Nobody else manages the tree: the controllers are enabled from the root down. */
+    get("cgroup.subtree_control", buf, sizeof buf);
+    ck_assert_str_eq(buf, "+memory +pids +cpu");
     get("pybox-inst/cgroup.subtree_control", buf, sizeof buf);
     ck_assert_str_eq(buf, "+memory +pids +cpu");
     get("pybox-inst/" LEAF "/memory.max", buf, sizeof buf);
@@ -571,6 +595,122 @@ START_TEST(cgroup_v2_fixture)
 }
 END_TEST
 
+/* A folder on the way down that takes no controllers: refused with the folder named. */
+START_TEST(cgroup_v2_enable_refused)
+{
+    fixture_new();
+    put("cgroup.controllers", "cpu memory pids\n");
+    sub("cgroup.subtree_control"); /* a folder: cannot be written */
+    pybox_native_cg_host_t h = host_of(false);
+    pybox_native_cgroup_t cg;
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_native_cg_paths(&h, "pybox-inst", LEAF, &cg, &err), 0);
+    pybox_native_cg_limits_t want;
+    pybox_native_cg_want(128LL << 20, 32, 500000000, &want);
+    ck_assert_int_eq(pybox_native_cg_make(&cg, &want, &err), -1);
+    ck_assert_msg(
+        strstr(err.msg, "cgroup v2: the memory, pids and cpu controllers cannot be enabled for the boxes in ") != NULL,
+        "%s", err.msg);
+    char p[256];
+    snprintf(p, sizeof p, "%s/pybox-inst/" LEAF, fixture);
+    ck_assert_int_eq(access(p, F_OK), -1); /* no leaf made */
+    fixture_end();
+}
+END_TEST
+
+/* v2 under systemd: the leaf sits in the box's own scope in pybox.slice; it is made only
+ * once the box's process is in that scope, and only from a scope that systemd gave the
+ * three controllers. */
+START_TEST(cgroup_v2_systemd_scope)
+{
+    fixture_new();
+    put("cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n");
+    put("cgroup.subtree_control", "memory pids\n");
+    pybox_native_cg_host_t h = host_of(true);
+    ck_assert(h.systemd);
+    pybox_native_cgroup_t cg;
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_native_cg_paths(&h, "pybox-inst", LEAF, &cg, &err), 0);
+    ck_assert(cg.systemd);
+    ck_assert_str_eq(cg.unit, "pybox-inst-" LEAF ".scope");
+    ck_assert(pybox_sd_unit_name_ok(cg.unit, ".scope"));
+    ck_assert(!pybox_sd_unit_name_ok("pybox-inst/x.scope", ".scope"));
+    ck_assert(!pybox_sd_unit_name_ok(".scope", ".scope"));
+    ck_assert(!pybox_sd_unit_name_ok("pybox.slice", ".scope"));
+    ck_assert_str_eq(cg.rel, "/pybox.slice/pybox-inst-" LEAF ".scope/box");
+    char p[512];
+    snprintf(p, sizeof p, "%s/pybox.slice/pybox-inst-" LEAF ".scope", fixture);
+    ck_assert_str_eq(cg.scope, p);
+    snprintf(p, sizeof p, "%s/pybox.slice/pybox-inst-" LEAF ".scope/box", fixture);
+    ck_assert_str_eq(cg.unified, p);
+    pybox_native_cg_limits_t want;
+    pybox_native_cg_want(128LL << 20, 32, 500000000, &want);
+    /* Nothing is made beside systemd's slices. */
+    pybox_error_t e1 = {0};
+    ck_assert_int_eq(pybox_native_cg_make(&cg, &want, &e1), -1);
+    snprintf(p, sizeof p, "%s/pybox-inst", fixture);
+    ck_assert_int_eq(access(p, F_OK), -1);
+    char buf[128];
+    get("cgroup.subtree_control", buf, sizeof buf);
+    ck_assert_str_eq(buf, "memory pids\n"); /* the root is systemd's: never written */
+    /* A scope given memory and pids only (no delegation of cpu): refused, nothing made. */
+    sub("pybox.slice");
+    sub("pybox.slice/pybox-inst-" LEAF ".scope");
+    put("pybox.slice/pybox-inst-" LEAF ".scope/cgroup.controllers", "memory pids\n");
+    bool made = true;
+    pybox_error_t e2 = {0};
+    ck_assert_int_eq(pybox_native_cg_adopt(&cg, 4242, &want, &made, &e2), -1);
+    ck_assert(!made);
+    ck_assert_msg(strstr(e2.msg, "cgroup v2 under systemd: the box's scope pybox-inst-" LEAF
+                                 ".scope was given the controllers \"memory pids\", not memory, pids and cpu") != NULL,
+                  "%s", e2.msg);
+    ck_assert_int_eq(access(cg.unified, F_OK), -1);
+    /* Delegated: the leaf made, the process moved in, then the scope passes the
+     * controllers on and the limits are written and read back. */
+    put("pybox.slice/pybox-inst-" LEAF ".scope/cgroup.controllers", "cpuset cpu io memory pids\n");
+    ck_assert_msg(pybox_native_cg_adopt(&cg, 4242, &want, &made, &err) == 0, "%s", err.msg);
+    ck_assert(made);
+    get("pybox.slice/pybox-inst-" LEAF ".scope/box/cgroup.procs", buf, sizeof buf);
+    ck_assert_str_eq(buf, "4242");
+    get("pybox.slice/pybox-inst-" LEAF ".scope/cgroup.subtree_control", buf, sizeof buf);
+    ck_assert_str_eq(buf, "+memory +pids +cpu");
+    get("pybox.slice/pybox-inst-" LEAF ".scope/box/memory.max", buf, sizeof buf);
+    ck_assert_str_eq(buf, "134217728");
+    get("pybox.slice/pybox-inst-" LEAF ".scope/box/cpu.max", buf, sizeof buf);
+    ck_assert_str_eq(buf, "50000 100000");
+    get("cgroup.subtree_control", buf, sizeof buf);
+    ck_assert_str_eq(buf, "memory pids\n");
+    /* The installation's leftovers are its scopes that still hold PyBox's leaf. */
+    sub("pybox.slice/pybox-inst-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.scope"); /* systemd's, emptied */
+    sub("pybox.slice/pybox-other-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.scope");
+    sub("pybox.slice/pybox-other-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.scope/box"); /* another installation's */
+    sub("staging");
+    char st[128];
+    snprintf(st, sizeof st, "%s/staging", fixture);
+    pybox_native_leftover_t *l = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(pybox_native_leftovers(&h, "pybox-inst", st, &l, &n, &err), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(l[0].run_id, LEAF);
+    ck_assert(l[0].cgroup && !l[0].staging);
+    /* Removed: the leaf only (the fixture's files stand for the kernel's, so they go
+     * first); the scope is systemd's. */
+    const char *files[] = {"cgroup.procs", "memory.max", "memory.swap.max", "pids.max", "cpu.max"};
+    for (size_t i = 0; i < 5; i++) {
+        char f[PATH_MAX + 32];
+        snprintf(f, sizeof f, "%s/%s", cg.unified, files[i]);
+        ck_assert_int_eq(unlink(f), 0);
+    }
+    bool gone = false;
+    ck_assert_int_eq(pybox_native_leftover_remove(&h, "pybox-inst", st, &l[0], 1500, &gone, &err), 0);
+    ck_assert(gone);
+    ck_assert_int_eq(access(cg.unified, F_OK), -1);
+    ck_assert_int_eq(access(cg.scope, F_OK), 0);
+    free(l);
+    fixture_end();
+}
+END_TEST
+
 START_TEST(cgroup_v2_without_controllers)
 {
     fixture_new();
@@ -596,7 +736,9 @@ START_TEST(cgroup_v1_fixture)
     ck_assert_int_eq(pybox_native_cg_detect(fixture, &version, &err), 0);
     ck_assert_int_eq(version, 1);
     pybox_native_cgroup_t cg;
-    ck_assert_int_eq(pybox_native_cg_paths(fixture, 1, "pybox-inst", LEAF, &cg, &err), 0);
+    pybox_native_cg_host_t h = host_of(true); /* systemd changes nothing on v1 */
+    ck_assert(!h.systemd);
+    ck_assert_int_eq(pybox_native_cg_paths(&h, "pybox-inst", LEAF, &cg, &err), 0);
     ck_assert_str_eq(cg.cpu, cg.cpuacct); /* mounted together: one folder */
     ck_assert_ptr_nonnull(strstr(cg.cpu, "/cpu,cpuacct/pybox-inst/" LEAF));
     pybox_native_cg_limits_t want;
@@ -690,12 +832,13 @@ START_TEST(leftovers_by_run_id_only)
     pybox_native_leftover_t *l = NULL;
     size_t n = 0;
     pybox_error_t err = {0};
-    ck_assert_int_eq(pybox_native_leftovers(fixture, "pybox-inst", st, &l, &n, &err), 0);
+    pybox_native_cg_host_t h = host_of(false);
+    ck_assert_int_eq(pybox_native_leftovers(&h, "pybox-inst", st, &l, &n, &err), 0);
     ck_assert_uint_eq(n, 4);
     int removed = 0;
     for (size_t i = 0; i < n; i++) {
         bool gone = false;
-        ck_assert_int_eq(pybox_native_leftover_remove(fixture, "pybox-inst", st, &l[i], 1500, &gone, &err), 0);
+        ck_assert_int_eq(pybox_native_leftover_remove(&h, "pybox-inst", st, &l[i], 1500, &gone, &err), 0);
         removed += gone;
         if (strcmp(l[i].run_id, LEAF) == 0) {
             ck_assert(l[i].cgroup && !l[i].staging && gone);
@@ -1076,6 +1219,8 @@ Suite *suite_native(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("cgroup");
     tcase_add_test(tc, cgroup_v2_fixture);
+    tcase_add_test(tc, cgroup_v2_enable_refused);
+    tcase_add_test(tc, cgroup_v2_systemd_scope);
     tcase_add_test(tc, cgroup_v2_without_controllers);
     tcase_add_test(tc, cgroup_v1_fixture);
     tcase_add_test(tc, cgroup_limits_unlimited);

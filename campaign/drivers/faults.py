@@ -270,7 +270,30 @@ class Install:
             return []
 
 
+# Where the native backend puts a box's cgroup (pybox/native/cgroup.h, pybox_native_cg_paths,
+# docs/cgroups.md): on cgroup v2 under systemd in the box's own scope in pybox.slice,
+# PyBox's leaf inside it; elsewhere under the installation's parent in each hierarchy.
+SD_SLICE = "pybox.slice"
+
+
+def under_systemd():
+    return os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers")) and os.path.isdir("/run/systemd/system")
+
+
+def is_run_id(n):
+    return len(n) == 32 and all(x in "0123456789abcdef" for x in n)
+
+
 def native_leaves(install_id):
+    if under_systemd():
+        prefix = "pybox-%s-" % install_id
+        try:
+            names = os.listdir(os.path.join(CGROUP_ROOT, SD_SLICE))
+        except OSError:
+            return []
+        return sorted("v2/%s" % n[len(prefix):-6] for n in names
+                      if n.startswith(prefix) and n.endswith(".scope") and is_run_id(n[len(prefix):-6])
+                      and os.path.isdir(os.path.join(CGROUP_ROOT, SD_SLICE, n, "box")))
     out, seen = [], set()
     for c in ("memory", "pids", "cpu", "cpuacct", "unified", ""):
         d = os.path.join(CGROUP_ROOT, c, "pybox-%s" % install_id)
@@ -282,16 +305,19 @@ def native_leaves(install_id):
         if real in seen:
             continue
         seen.add(real)
-        out += ["%s/%s" % (c or "v2", n) for n in names if len(n) == 32 and all(x in "0123456789abcdef" for x in n)]
+        out += ["%s/%s" % (c or "v2", n) for n in names if is_run_id(n)]
     return sorted(out)
 
 
 def leaf_tasks(install_id, run_id):
     """Pids still in a native box's cgroup leaf (its memory or unified folder)."""
-    for c in ("memory", "unified", ""):
-        p = os.path.join(CGROUP_ROOT, c, "pybox-%s" % install_id, run_id, "cgroup.procs")
+    if under_systemd():
+        places = [os.path.join(CGROUP_ROOT, SD_SLICE, "pybox-%s-%s.scope" % (install_id, run_id), "box")]
+    else:
+        places = [os.path.join(CGROUP_ROOT, c, "pybox-%s" % install_id, run_id) for c in ("memory", "unified", "")]
+    for d in places:
         try:
-            with open(p) as f:
+            with open(os.path.join(d, "cgroup.procs")) as f:
                 return [int(x) for x in f.read().split()]
         except OSError:
             continue
@@ -299,6 +325,7 @@ def leaf_tasks(install_id, run_id):
 
 
 def remove_native_parents(install_id):
+    # Under systemd there are none: the boxes' scopes are systemd's and go with them.
     for c in ("memory", "pids", "cpu", "cpuacct", "unified", ""):
         try:
             os.rmdir(os.path.join(CGROUP_ROOT, c, "pybox-%s" % install_id))

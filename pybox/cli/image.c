@@ -38,14 +38,17 @@ static int take(void *ctx, int val, const char *value, pybox_error_t *err)
     return 0;
 }
 
-/* The subcommand's options and arguments, then (open) the installation and its backend:
- * the index of the subcommand's first argument, or -1 with err. */
-static int prepare(const char *command, int argc, char **argv, args_t *a, bool open, pybox_error_t *err)
+/* The subcommand's options and arguments, then (paths) the recipes and guest init, then
+ * (open) the installation and its backend: what this pybox lacks is said before any
+ * backend is probed. The index of the subcommand's first argument, or -1 with err. */
+static int prepare(const char *command, int argc, char **argv, args_t *a, pybox_image_paths_t *paths, bool open,
+                   pybox_error_t *err)
 {
     *a = (args_t){0};
     int first = pybox_cli_args(command, argc, argv, a, err);
-    if (first < 0 || (open && (pybox_state_open(&a->st, strcmp(command, "image build") == 0, err) < 0 ||
-                               pybox_backend_open_for(&a->st, a->backend, &a->be, err) < 0)))
+    if (first < 0 || (paths != NULL && pybox_image_paths_default(paths, err) < 0) ||
+        (open && (pybox_state_open(&a->st, strcmp(command, "image build") == 0, err) < 0 ||
+                  pybox_backend_open_for(&a->st, a->backend, &a->be, err) < 0)))
         return -1;
     return first + 1; /* after the subcommand's word */
 }
@@ -55,8 +58,8 @@ static int build(int argc, char **argv)
     pybox_error_t err = {0};
     args_t a;
     pybox_image_paths_t paths;
-    int first = prepare("image build", argc, argv, &a, true, &err);
-    if (first < 0 || pybox_image_paths_default(&paths, &err) < 0) {
+    int first = prepare("image build", argc, argv, &a, &paths, true, &err);
+    if (first < 0) {
         pybox_backend_close(a.be);
         return pybox_cli_fail(&err, false);
     }
@@ -74,7 +77,7 @@ static int list(int argc, char **argv)
 {
     pybox_error_t err = {0};
     args_t a;
-    if (prepare("image list", argc, argv, &a, false, &err) < 0 || pybox_state_open(&a.st, false, &err) < 0)
+    if (prepare("image list", argc, argv, &a, NULL, false, &err) < 0 || pybox_state_open(&a.st, false, &err) < 0)
         return pybox_cli_fail(&err, false);
     if (a.backend != NULL && pybox_backend_find(a.backend) == NULL)
         return pybox_cli_failf(PYBOX_ERR_USAGE, 0, "--backend: unknown backend");
@@ -106,10 +109,10 @@ static int rm_or_verify(int argc, char **argv, bool rm)
     args_t a;
     pybox_image_paths_t paths;
     const pybox_out_t out = {pybox_out_file, stdout};
-    int first = prepare(rm ? "image rm" : "image verify", argc, argv, &a, true, &err);
-    int rc = first < 0 || (!rm && pybox_image_paths_default(&paths, &err) < 0) ? -1
-             : rm ? pybox_image_remove(&a.st, a.be, argv[first], &out, &err)
-                  : pybox_image_verify(&a.st, a.be, &paths, &out, &err);
+    int first = prepare(rm ? "image rm" : "image verify", argc, argv, &a, rm ? NULL : &paths, true, &err);
+    int rc = first < 0 ? -1
+             : rm      ? pybox_image_remove(&a.st, a.be, argv[first], &out, &err)
+                       : pybox_image_verify(&a.st, a.be, &paths, &out, &err);
     pybox_backend_close(a.be);
     return rc < 0 ? pybox_cli_fail(&err, false) : rc == 0 ? 0 : 1;
 }

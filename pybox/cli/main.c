@@ -79,7 +79,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "receipt-schema") == 0 && argc == 2)
         return cmd_receipt_schema();
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("pybox %s\n", PYBOX_VERSION);
+        printf("pybox %s\n", PYBOX_VERSION_SAID);
         return 0;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

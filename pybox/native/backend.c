@@ -28,7 +28,7 @@ typedef struct native_box {
     pybox_native_box_t *nb;
     pybox_native_spec_t spec; /* its strings live below */
     char rootfs[PATH_MAX];
-    char parent[96];
+    char parent[PYBOX_NATIVE_CG_PARENT_MAX];
     char name[33];
     char env_entry[256];
     char env_host[80];
@@ -101,7 +101,7 @@ static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t
     memset(s, 0, sizeof *s);
     if (pybox_native_image_root(be, p->image_id, b->rootfs, sizeof b->rootfs, err) < 0)
         return -1;
-    if (pybox_fmt(b->parent, sizeof b->parent, "pybox-%s", p->install_id) < 0 ||
+    if (pybox_native_cg_parent(p->install_id, b->parent, err) < 0 ||
         pybox_strlcpy(b->name, p->run_id, sizeof b->name) < 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the box's names");
     s->rootfs = b->rootfs;
@@ -348,6 +348,23 @@ static int n_running(pybox_box_t *base, bool *running, pybox_error_t *err)
     return 0;
 }
 
+/* The watcher's location of a box's cgroup folders. */
+static int native_loc(const pybox_native_cgroup_t *cg, pybox_cgroup_loc_t *loc)
+{
+    memset(loc, 0, sizeof *loc);
+    if (cg->version == 2) {
+        loc->version = PYBOX_CG_V2;
+        pybox_strlcpy(loc->dir[0], cg->unified, PATH_MAX);
+    } else {
+        loc->version = PYBOX_CG_V1;
+        pybox_strlcpy(loc->dir[PYBOX_CG_MEMORY], cg->memory, PATH_MAX);
+        pybox_strlcpy(loc->dir[PYBOX_CG_PIDS], cg->pids, PATH_MAX);
+        pybox_strlcpy(loc->dir[PYBOX_CG_CPUACCT], cg->cpuacct, PATH_MAX);
+        pybox_strlcpy(loc->dir[PYBOX_CG_CPU], cg->cpu, PATH_MAX);
+    }
+    return 0;
+}
+
 static int n_cgroup(pybox_box_t *base, pybox_cgroup_loc_t *loc, pybox_error_t *err)
 {
     native_box_t *b = (native_box_t *)base;
@@ -355,17 +372,12 @@ static int n_cgroup(pybox_box_t *base, pybox_cgroup_loc_t *loc, pybox_error_t *e
     memset(loc, 0, sizeof *loc);
     if (pybox_native_cgroup(b->nb, &cg) < 0)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the box's cgroup is not known");
-    if (cg.version == 2) {
-        loc->version = PYBOX_CG_V2;
-        pybox_strlcpy(loc->dir[0], cg.unified, PATH_MAX);
-    } else {
-        loc->version = PYBOX_CG_V1;
-        pybox_strlcpy(loc->dir[PYBOX_CG_MEMORY], cg.memory, PATH_MAX);
-        pybox_strlcpy(loc->dir[PYBOX_CG_PIDS], cg.pids, PATH_MAX);
-        pybox_strlcpy(loc->dir[PYBOX_CG_CPUACCT], cg.cpuacct, PATH_MAX);
-        pybox_strlcpy(loc->dir[PYBOX_CG_CPU], cg.cpu, PATH_MAX);
-    }
-    return 0;
+    return native_loc(&cg, loc);
+}
+
+static void n_held(pybox_box_t *base)
+{
+    pybox_native_held(((native_box_t *)base)->nb);
 }
 
 static int n_remove(pybox_box_t *base, bool *gone, pybox_error_t *err)
@@ -440,6 +452,7 @@ static const pybox_box_ops_t native_box_ops = {
     .wait = n_wait,
     .running = n_running,
     .cgroup = n_cgroup,
+    .held = n_held,
     .remove = n_remove,
     .after_end = n_after_end,
     .id = n_id,
@@ -456,12 +469,12 @@ static int n_list_leftovers(pybox_backend_t *base, const char *install_id, pybox
     native_backend_t *be = nbe(base);
     *out = NULL;
     *n = 0;
-    char parent[96];
-    if (pybox_fmt(parent, sizeof parent, "pybox-%s", install_id) < 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the installation's id");
+    char parent[PYBOX_NATIVE_CG_PARENT_MAX];
+    if (pybox_native_cg_parent(install_id, parent, err) < 0)
+        return -1;
     pybox_native_leftover_t *nl = NULL;
     size_t nn = 0;
-    if (pybox_native_leftovers(pybox_cgroup_root(), parent, be->staging, &nl, &nn, err) < 0)
+    if (pybox_native_leftovers(&be->cg_host, parent, be->staging, &nl, &nn, err) < 0)
         return -1;
     /* And the image folders no pin of this installation names (left by a rebuild while a
      * box was there, or by an import cut short). */
@@ -515,9 +528,6 @@ static int n_remove_leftover(pybox_backend_t *base, const pybox_leftover_t *l, b
     *gone = false;
     if (strcmp(l->kind, "image") == 0)
         return native_remove_unpinned(be, l->id, gone, err);
-    char parent[96];
-    if (pybox_fmt(parent, sizeof parent, "pybox-%s", be->install_id) < 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the installation's id");
     pybox_native_leftover_t nl;
     memset(&nl, 0, sizeof nl);
     memcpy(nl.run_id, l->run_id, sizeof nl.run_id);
@@ -525,7 +535,34 @@ static int n_remove_leftover(pybox_backend_t *base, const pybox_leftover_t *l, b
     nl.cgroup = strstr(l->state, "cgroup") != NULL;
     nl.staging = strstr(l->state, "staging") != NULL;
     /* leftovers.c decided it has expired; the sandbox checks again against now */
-    return pybox_native_leftover_remove(pybox_cgroup_root(), parent, be->staging, &nl, pybox_wall_s(), gone, err);
+    return pybox_native_leftover_remove(&be->cg_host, be->cg_parent, be->staging, &nl, pybox_wall_s(), gone, err);
+}
+
+static int n_run_cgroup(pybox_backend_t *base, const char *run_id, pybox_cgroup_loc_t *loc, pybox_error_t *err)
+{
+    native_backend_t *be = nbe(base);
+    memset(loc, 0, sizeof *loc);
+    pybox_native_cgroup_t cg;
+    if (!pybox_native_is_run_id(run_id))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, EINVAL, "not a run id");
+    if (pybox_native_cg_paths(&be->cg_host, be->cg_parent, run_id, &cg, err) < 0)
+        return -1;
+    return native_loc(&cg, loc);
+}
+
+static int n_forget(pybox_backend_t *base, const char *install_id, pybox_error_t *err)
+{
+    native_backend_t *be = nbe(base);
+    char parent[PYBOX_NATIVE_CG_PARENT_MAX], dirs[5][PATH_MAX];
+    if (be->cg_host.systemd)
+        return 0; /* each box's scope is systemd's, gone with the box */
+    if (pybox_native_cg_parent(install_id, parent, err) < 0 ||
+        pybox_native_cg_holders(&be->cg_host, parent, dirs, err) < 0)
+        return -1;
+    for (size_t i = 0; i < 5; i++)
+        if (dirs[i][0] != '\0' && rmdir(dirs[i]) < 0 && errno != ENOENT && errno != EBUSY && errno != ENOTEMPTY)
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "rmdir(%s)", dirs[i]);
+    return 0;
 }
 
 /* ---- the backend ---- */
@@ -548,20 +585,15 @@ static int n_open(const pybox_state_t *st, pybox_backend_t **out, pybox_error_t 
         free(be);
         return -1;
     }
-    int version = 0;
-    if (pybox_native_cg_detect(pybox_cgroup_root(), &version, err) < 0) {
+    if (pybox_native_cg_parent(be->install_id, be->cg_parent, err) < 0 ||
+        pybox_native_cg_host(pybox_cgroup_root(), NULL, &be->cg_host, err) < 0) {
         free(be);
         return -1;
     }
-    char kernel[64] = "";
-    FILE *f = fopen("/proc/sys/kernel/osrelease", "re");
-    if (f != NULL) {
-        if (fgets(kernel, sizeof kernel, f) == NULL)
-            kernel[0] = '\0';
-        kernel[strcspn(kernel, "\n")] = '\0';
-        fclose(f);
-    }
-    snprintf(be->describe, sizeof be->describe, "Linux %s, cgroup v%d, no daemon", kernel, version);
+    pybox_cgroup_host_t host;
+    pybox_cgroup_host(NULL, NULL, &host);
+    snprintf(be->describe, sizeof be->describe, "Linux %s, cgroup v%d%s, no daemon", host.kernel, be->cg_host.version,
+             be->cg_host.systemd ? " (a scope per box from systemd)" : "");
     *out = &be->base;
     return 0;
 }
@@ -589,5 +621,7 @@ const pybox_backend_ops_t pybox_native_backend_ops = {
     .create = n_create,
     .list_leftovers = n_list_leftovers,
     .remove_leftover = n_remove_leftover,
+    .run_cgroup = n_run_cgroup,
+    .forget = n_forget,
     .images = &pybox_native_image_ops,
 };

@@ -95,6 +95,7 @@ int pybox_native_drive(pybox_native_box_t *b, const char *program, size_t len, i
             pybox_error_t ignored = {0};
             if (pybox_done_record_find(&r->out, secret, &r->rec, &ignored) == 1) {
                 r->rec.seen = true;
+                pybox_native_held(b);
                 if (held != NULL)
                     held(b, arg);
             }

@@ -480,12 +480,9 @@ static int ni_remove(pybox_backend_t *base, const pybox_pin_t *pin, pybox_image_
         return 0;
     }
     /* A box of this installation may have it as its root: never pulled from under one. */
-    char parent[96];
     pybox_native_leftover_t *boxes = NULL;
     size_t nb = 0;
-    if (pybox_fmt(parent, sizeof parent, "pybox-%s", be->install_id) < 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the installation's id");
-    if (pybox_native_leftovers(pybox_cgroup_root(), parent, be->staging, &boxes, &nb, err) < 0)
+    if (pybox_native_leftovers(&be->cg_host, be->cg_parent, be->staging, &boxes, &nb, err) < 0)
         return -1;
     free(boxes);
     if (nb > 0) {
@@ -614,12 +611,9 @@ int native_remove_unpinned(native_backend_t *be, const char *name, bool *gone, p
     free(pins);
     if (named)
         return pybox_error_set(err, PYBOX_ERR_STATE, 0, "a pin names it again");
-    char parent[96];
     pybox_native_leftover_t *boxes = NULL;
     size_t nb = 0;
-    if (pybox_fmt(parent, sizeof parent, "pybox-%s", be->install_id) < 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the installation's id");
-    if (pybox_native_leftovers(pybox_cgroup_root(), parent, be->staging, &boxes, &nb, err) < 0)
+    if (pybox_native_leftovers(&be->cg_host, be->cg_parent, be->staging, &boxes, &nb, err) < 0)
         return -1;
     free(boxes);
     if (nb > 0)

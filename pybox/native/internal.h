@@ -38,6 +38,8 @@ struct pybox_native_box {
     pybox_native_end_t end;
     pybox_native_cgroup_t cg;
     bool cg_made;
+    int64_t held_oom_kills; /* read while held (pybox_native_held); -1 none */
+    pybox_native_times_t times;
     char staging[PATH_MAX]; /* <staging>/<name>: ours, removed with the box */
     bool staging_made;
     char in_dir[PATH_MAX]; /* bound at /box/in ("" none) */

@@ -14,15 +14,18 @@
 #include "../box.h"
 #include "../error.h"
 #include "../state.h"
+#include "cgroup.h"
 
 typedef struct native_backend {
     pybox_backend_t base;
     pybox_state_t st;
     char install_id[33];
-    char staging[PATH_MAX];  /* <state>/native/staging: each box's folder, by run id */
-    char roots[PATH_MAX];    /* <state>/native/roots: the images' root filesystems, by digest */
-    char borrowed[PATH_MAX]; /* <state>/native/borrowed-roots: another installation's roots, linked
-                                (tests, the campaign; state.h), or "" */
+    char staging[PATH_MAX];         /* <state>/native/staging: each box's folder, by run id */
+    char roots[PATH_MAX];           /* <state>/native/roots: the images' root filesystems, by digest */
+    char borrowed[PATH_MAX];        /* <state>/native/borrowed-roots: another installation's roots, linked
+                                       (tests, the campaign; state.h), or "" */
+    char cg_parent[48];             /* the installation's cgroups' name (cgroup.h) */
+    pybox_native_cg_host_t cg_host; /* how this host takes a box's cgroup */
     char describe[160];
 } native_backend_t;
 

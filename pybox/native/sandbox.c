@@ -34,8 +34,10 @@
 #include "../escape.h"
 #include "../files.h"
 #include "../policy.h"
+#include "../systemd.h"
 #include "../util.h"
 #include "internal.h"
+#include "parse.h"
 #include "seccomp.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -326,6 +328,12 @@ typedef struct plan {
      * where a pid written by the parent waits for an RCU grace period (0 to 16 ms). */
     const char *attach[4];
     size_t n_attach;
+    /* v2 under systemd: the child makes its mounts and the rest of its set-up while systemd
+     * puts it in its scope and PyBox moves it into its leaf with the limits in place, then
+     * waits for a byte on go_r before its cgroup namespace, its privileges dropped and the
+     * exec; the end of the pipe without a byte (PyBox gone or failing) ends it. go_w is the
+     * parent's end, closed in the child. */
+    int go_r, go_w;
     struct rlimit rl[PYBOX_NATIVE_RLIMITS];
     char *argv[PYBOX_GUEST_ARGC + 1];
     char *envp[72];
@@ -527,6 +535,7 @@ static int plan_make(plan_t *p, const pybox_native_spec_t *s, pybox_native_box_t
     memset(p, 0, sizeof *p);
     p->netns_fd = -1;
     proc_paths(b, s);
+    p->go_r = p->go_w = -1;
     if (plan_mounts(p, s, b, err) < 0)
         return -1;
     if (!(s->relax & PYBOX_RELAX_SECCOMP)) {
@@ -685,6 +694,8 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
         syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, 0 /* IOPRIO_CLASS_NONE: from the nice value */) < 0 ||
         syscall(SYS_personality, 0 /* PER_LINUX */) < 0)
         child_fail(report_w, STEP_SCHED, errno);
+    if (p->go_r >= 0)
+        close(p->go_w);
     /* Into the leaf first, before anything is charged to PyBox's own cgroup. */
     for (size_t i = 0; i < p->n_attach; i++) {
         int fd = open(p->attach[i], O_WRONLY | O_CLOEXEC);
@@ -692,7 +703,7 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
             child_fail(report_w, STEP_ATTACH, errno);
         close(fd);
     }
-    if (p->unshare_cgroup && unshare(CLONE_NEWCGROUP) < 0)
+    if (p->unshare_cgroup && p->go_r < 0 && unshare(CLONE_NEWCGROUP) < 0)
         child_fail(report_w, STEP_CGROUPNS, errno);
     if (setsid() < 0)
         child_fail(report_w, STEP_SESSION, errno);
@@ -748,6 +759,21 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
      * would have been the program's with only the seccomp filter between. */
     if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0)
         child_fail(report_w, STEP_KEYRING, errno);
+    /* v2 under systemd: the set-up above ran while systemd made the box's scope; now
+     * PyBox has moved this process into its leaf, with the limits in place, and the cgroup
+     * namespace is rooted there. Nothing of the program's can run before. */
+    if (p->go_r >= 0) {
+        char go;
+        ssize_t r;
+        do
+            r = read(p->go_r, &go, 1);
+        while (r < 0 && errno == EINTR);
+        if (r != 1)
+            _exit(127);
+        close(p->go_r);
+        if (unshare(CLONE_NEWCGROUP) < 0)
+            child_fail(report_w, STEP_CGROUPNS, errno);
+    }
     /* No supplementary group of PyBox's stays with init. */
     if (syscall(SYS_setgroups, 0, NULL) < 0) /* raw: glibc would wait for threads the child does not have */
         child_fail(report_w, STEP_CAPS, errno);
@@ -900,6 +926,77 @@ static int make_staging(const pybox_native_spec_t *s, pybox_native_box_t *b, pyb
     return 0;
 }
 
+/* The child's start report: 0 at its end without a word (exec'd, or the child died on
+ * the way), -1 with the step that failed. */
+static int read_report(const plan_t *p, int fd, pybox_error_t *err)
+{
+    report_t r;
+    ssize_t got;
+    do
+        got = read(fd, &r, sizeof r);
+    while (got < 0 && errno == EINTR);
+    if (got == (ssize_t)sizeof r && r.step == STEP_RLIMIT) {
+        int res = r.detail >= 0 && r.detail < PYBOX_NATIVE_RLIMITS ? r.detail : 0;
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, r.errnum, "native box: setrlimit(%s, %llu)%s",
+                               pybox_native_rlimit_name(res), (unsigned long long)p->rl[res].rlim_max,
+                               r.errnum == EPERM ? ": above PyBox's own hard limit (raising it takes CAP_SYS_RESOURCE)"
+                                                 : "");
+    }
+    if (got == (ssize_t)sizeof r) {
+        const char *what = r.step >= 0 && (size_t)r.step < p->n_ops ? p->ops[r.step].what : step_name(r.step);
+        const char *kind =
+            r.step >= 0 && (size_t)r.step < p->n_ops ? (p->ops[r.step].kind == OP_MOUNT ? "mount" : "making") : "";
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, r.errnum, "native box: %s%s%s", kind, kind[0] ? " " : "", what);
+    }
+    if (got != 0)
+        return sys_fail(err, got < 0 ? errno : EPROTO, "read", "the box's start report");
+    return 0;
+}
+
+/* v2 under systemd: systemd puts the box's parked first process in the box's own scope
+ * (Delegate=yes), which the kernel then names as its cgroup; PyBox makes its leaf in the
+ * scope, moves the process in and writes the limits (cgroup.h). */
+static int into_scope(pybox_native_box_t *b, pybox_sd_t *sd, const pybox_native_cg_limits_t *want, pybox_error_t *err)
+{
+    char desc[160];
+    snprintf(desc, sizeof desc, "PyBox box %s", b->cg.unit);
+    pybox_sd_scope_t sc = {.unit = b->cg.unit, .slice = PYBOX_SD_SLICE, .description = desc, .pid = b->pid};
+    double t0 = pybox_now_s();
+    int rc =
+        pybox_sd_scope_request(sd, &sc, err) < 0 || pybox_sd_scope_wait(sd, PYBOX_SD_JOB_TIMEOUT_MS, err) < 0 ? -1 : 0;
+    double t1 = pybox_now_s();
+    b->times.sd_scope_ms = (t1 - t0) * 1000.0;
+    if (rc < 0) {
+        pybox_error_prefix(err, "cgroup v2 under systemd: PyBox asks systemd for each box's cgroup and makes "
+                                "none where systemd does not expect one");
+        return -1;
+    }
+    /* The kernel's word for where the process is, not a guess from the unit's name. */
+    char p[64], text[4096], where[PATH_MAX], want_scope[PATH_MAX];
+    size_t n;
+    snprintf(p, sizeof p, "/proc/%d/cgroup", (int)b->pid);
+    if (pybox_native_read_small(p, text, sizeof text, &n, err) < 0 ||
+        pybox_np_cgroup_parse(text, n, NULL, where, sizeof where, err) < 0)
+        return -1;
+    size_t rl = strlen(b->cg.rel), ll = strlen("/" PYBOX_NATIVE_CG_SCOPE_LEAF);
+    if (rl <= ll || rl - ll >= sizeof want_scope)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+    memcpy(want_scope, b->cg.rel, rl - ll);
+    want_scope[rl - ll] = '\0';
+    if (strcmp(where, want_scope) != 0) {
+        char shown[PATH_MAX];
+        pybox_escape_short(shown, sizeof shown, where, 300);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0,
+                               "cgroup v2 under systemd: the box's first process is in %s, not in its scope %s", shown,
+                               want_scope);
+    }
+    bool made = false;
+    rc = pybox_native_cg_adopt(&b->cg, b->pid, want, &made, err);
+    b->cg_made = made;
+    b->times.sd_leaf_ms = (pybox_now_s() - t1) * 1000.0;
+    return rc;
+}
+
 static pid_t clone_box(uint64_t flags, int cgroup_fd, int *pidfd)
 {
     struct clone_args ca;
@@ -948,10 +1045,12 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     b->program_uid = pybox_native_program_uid(s);
     b->end.oom_kills = -1;
     b->collect = (s->relax & PYBOX_RELAX_IN_FLIGHT) == 0;
+    b->held_oom_kills = -1;
     pybox_guest_argv(b->argv, s->timer_ms, b->program_uid, s->wait_ms, s->life_ms);
     plan_t *p = NULL;
     int rep[2] = {-1, -1}, in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
-    int cgfd = -1;
+    int cgfd = -1, go[2] = {-1, -1};
+    pybox_sd_t *sd = NULL;
     if (pybox_native_caps(s, &b->caps, err) < 0)
         goto fail;
     p = malloc(sizeof *p);
@@ -964,15 +1063,34 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
         goto fail;
     if (plan_make(p, s, b, err) < 0)
         goto fail;
-    int version;
+    pybox_native_cg_host_t host;
     pybox_native_cg_limits_t want;
     pybox_native_cg_want((s->relax & PYBOX_RELAX_MEMORY) ? 0 : s->memory_bytes,
                          (s->relax & PYBOX_RELAX_PIDS) ? 0 : s->pids, s->nano_cpus, &want);
-    if (pybox_native_cg_detect(s->cgroup_root, &version, err) < 0 ||
-        pybox_native_cg_paths(s->cgroup_root, version, s->cgroup_parent, s->name, &b->cg, err) < 0 ||
-        pybox_native_cg_make(&b->cg, &want, err) < 0)
+    if (pybox_native_cg_host(s->cgroup_root, NULL, &host, err) < 0 ||
+        pybox_native_cg_paths(&host, s->cgroup_parent, s->name, &b->cg, err) < 0)
         goto fail;
-    b->cg_made = true;
+    if (host.systemd) {
+        /* The scope is asked for once the box's first process exists; the connection is
+         * made first, so a host where it cannot be had refuses before anything runs. */
+        double t = pybox_now_s();
+        int rc = pybox_sd_open(PYBOX_SD_SYSTEM, &sd, err);
+        b->times.sd_connect_ms = (pybox_now_s() - t) * 1000.0;
+        if (rc < 0) {
+            pybox_error_prefix(err, "cgroup v2 under systemd: PyBox asks systemd for each box's cgroup and makes "
+                                    "none where systemd does not expect one");
+            goto fail;
+        }
+        if (pipe_high(go, err) < 0)
+            goto fail;
+        p->go_r = go[0];
+        p->go_w = go[1];
+        p->unshare_cgroup = true;
+    } else {
+        if (pybox_native_cg_make(&b->cg, &want, err) < 0)
+            goto fail;
+        b->cg_made = true;
+    }
     if (s->relax_netns_pid > 0) {
         char ns[64];
         snprintf(ns, sizeof ns, "/proc/%d/ns/net", (int)s->relax_netns_pid);
@@ -986,7 +1104,7 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     if (pipe_high(rep, err) < 0 || pipe_high(in_p, err) < 0 || pipe_high(out_p, err) < 0 || pipe_high(err_p, err) < 0)
         goto fail;
     uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (p->setns_net ? 0 : CLONE_NEWNET);
-    if (version == 2) {
+    if (host.version == 2 && !host.systemd) {
         cgfd = open(b->cg.unified, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (cgfd < 0) {
             sys_fail(err, errno, "open", b->cg.unified);
@@ -994,26 +1112,28 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
         }
     }
     /* v2: born in the leaf, with its cgroup namespace rooted there. v1 (or a v2 folder
-     * that takes no CLONE_INTO_CGROUP): moved in by the parent, then the namespace. */
+     * that takes no CLONE_INTO_CGROUP): moved in by the parent, then the namespace. v2
+     * under systemd: parked until it is in its leaf (below), then the namespace. */
     pid_t pid = -1;
     if (cgfd >= 0)
         pid = clone_box(flags | CLONE_NEWCGROUP, cgfd, &b->pidfd);
-    if (pid < 0) {
+    if (pid < 0 && !host.systemd) {
         p->unshare_cgroup = true;
         const char *d[4] = {b->cg.memory, b->cg.pids, b->cg.cpu, b->cg.cpuacct};
         size_t nd = 4;
-        if (version == 2) {
+        if (host.version == 2) {
             d[0] = b->cg.unified;
             nd = 1;
         } else if (strcmp(b->cg.cpu, b->cg.cpuacct) == 0) {
             nd = 3;
         }
         for (size_t i = 0; i < nd; i++)
-            if ((p->attach[p->n_attach++] = str(p, err, "%s/%s", d[i], version == 2 ? "cgroup.procs" : "tasks")) ==
+            if ((p->attach[p->n_attach++] = str(p, err, "%s/%s", d[i], host.version == 2 ? "cgroup.procs" : "tasks")) ==
                 NULL)
                 goto fail;
-        pid = clone_box(flags, -1, &b->pidfd);
     }
+    if (pid < 0)
+        pid = clone_box(flags, -1, &b->pidfd);
     if (pid < 0) {
         sys_fail(err, errno, "clone3", "the box's namespaces");
         goto fail;
@@ -1026,29 +1146,27 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     close_fd(&in_p[0]);
     close_fd(&out_p[1]);
     close_fd(&err_p[1]);
-    report_t r;
-    ssize_t got;
-    do
-        got = read(rep[0], &r, sizeof r);
-    while (got < 0 && errno == EINTR);
-    if (got == (ssize_t)sizeof r && r.step == STEP_RLIMIT) {
-        int res = r.detail >= 0 && r.detail < PYBOX_NATIVE_RLIMITS ? r.detail : 0;
-        pybox_error_set(err, PYBOX_ERR_SYSTEM, r.errnum, "native box: setrlimit(%s, %llu)%s",
-                        pybox_native_rlimit_name(res), (unsigned long long)p->rl[res].rlim_max,
-                        r.errnum == EPERM ? ": above PyBox's own hard limit (raising it takes CAP_SYS_RESOURCE)" : "");
-        goto fail;
+    if (host.systemd) {
+        close_fd(&go[0]);
+        if (into_scope(b, sd, &want, err) < 0) {
+            /* A child that failed its set-up meanwhile is the first cause: said so. */
+            struct pollfd pf = {.fd = rep[0], .events = POLLIN};
+            pybox_error_t cerr = {0};
+            if (poll(&pf, 1, 0) == 1 && read_report(p, rep[0], &cerr) < 0 && err != NULL) {
+                *err = cerr;
+            }
+            goto fail;
+        }
+        ssize_t w;
+        do
+            w = write(go[1], "g", 1);
+        while (w < 0 && errno == EINTR);
+        close_fd(&go[1]);
+        pybox_sd_close(sd);
+        sd = NULL;
     }
-    if (got == (ssize_t)sizeof r) {
-        const char *what = r.step >= 0 && (size_t)r.step < p->n_ops ? p->ops[r.step].what : step_name(r.step);
-        const char *kind =
-            r.step >= 0 && (size_t)r.step < p->n_ops ? (p->ops[r.step].kind == OP_MOUNT ? "mount" : "making") : "";
-        pybox_error_set(err, PYBOX_ERR_SYSTEM, r.errnum, "native box: %s%s%s", kind, kind[0] ? " " : "", what);
+    if (read_report(p, rep[0], err) < 0)
         goto fail;
-    }
-    if (got != 0) {
-        sys_fail(err, got < 0 ? errno : EPROTO, "read", "the box's start report");
-        goto fail;
-    }
     /* End of the report without a word: exec'd, unless the child died on the way. */
     siginfo_t si;
     memset(&si, 0, sizeof si);
@@ -1074,7 +1192,9 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     return 0;
 
 fail:
+    pybox_sd_close(sd);
     for (int i = 0; i < 2; i++) {
+        close_fd(&go[i]);
         close_fd(&rep[i]);
         close_fd(&in_p[i]);
         close_fd(&out_p[i]);
@@ -1092,6 +1212,11 @@ fail:
 }
 
 /* ---- the running box ---- */
+
+void pybox_native_times(const pybox_native_box_t *b, pybox_native_times_t *out)
+{
+    *out = b->times;
+}
 
 pid_t pybox_native_pid(const pybox_native_box_t *b)
 {
@@ -1159,6 +1284,16 @@ static void record_end(pybox_native_box_t *b, const siginfo_t *si)
     pybox_error_t ignored = {0};
     if (b->cg_made && pybox_native_cg_oom_kills(&b->cg, &k, &ignored) == 0)
         b->end.oom_kills = k;
+    else
+        b->end.oom_kills = b->held_oom_kills;
+}
+
+void pybox_native_held(pybox_native_box_t *b)
+{
+    int64_t k;
+    pybox_error_t ignored = {0};
+    if (b->cg_made && !b->reaped && pybox_native_cg_oom_kills(&b->cg, &k, &ignored) == 0)
+        b->held_oom_kills = k;
 }
 
 int pybox_native_wait(pybox_native_box_t *b, int64_t timeout_ms, pybox_native_end_t *end, pybox_error_t *err)

@@ -36,7 +36,8 @@ typedef struct pybox_native_spec {
     int64_t nofile, fsize_bytes, sigpending; /* rlimits (soft = hard) */
     int64_t core_bytes;                      /* the core rlimit */
     const char *cgroup_root;                 /* "/sys/fs/cgroup" (tests pass a fixture tree) */
-    const char *cgroup_parent;               /* the installation's parent, relative: "pybox-<install id>" */
+    const char *cgroup_parent;               /* the installation's cgroups' name, "pybox-<install id>": its parent
+                                                folder, or what its boxes' scopes' names start with (cgroup.h) */
     const char *name;                        /* this box's leaf: the run id, [0-9a-f]{32} */
     const char *staging;                     /* the installation's staging folder; the box's is <staging>/<name> */
     int64_t expires;                         /* wall-clock second after which leftovers may be removed */
@@ -71,7 +72,8 @@ int pybox_native_spec_check(const pybox_native_spec_t *s, pybox_error_t *err);
 
 /* Everything up to a box whose init (/pybox/init, PID 1 of its namespaces) runs and
  * waits for its hello on stdin: staging and expiry written, cgroup made, limits written
- * and read back, the process cloned into its namespaces and the cgroup, root pivoted,
+ * and read back, the process cloned into its namespaces and the cgroup (under systemd:
+ * into the box's scope and then PyBox's leaf, while it makes its mounts), root pivoted,
  * mounts made, rlimits, capabilities, no_new_privs and the seccomp filter in place,
  * init exec'd (confirmed by the end of a close-on-exec pipe). The program cannot have
  * started: init starts it only after its hello. Safe in a multi-threaded process. */
@@ -80,6 +82,14 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
 /* The kernel's view of the box, read from /proc/<init>/ and the cgroup files, compared
  * with the spec; every difference listed (PYBOX_ERR_POLICY); *checked = settings compared. */
 int pybox_native_verify(pybox_native_box_t *b, const pybox_native_spec_t *s, int *checked, pybox_error_t *err);
+
+/* Where create's time went under systemd (0 elsewhere): opening libsystemd (once per
+ * process) and connecting to the manager; the scope's job, from the request to its end;
+ * the leaf made in the scope, the process moved in and the limits written and read back. */
+typedef struct pybox_native_times {
+    double sd_connect_ms, sd_scope_ms, sd_leaf_ms;
+} pybox_native_times_t;
+void pybox_native_times(const pybox_native_box_t *b, pybox_native_times_t *out);
 
 pid_t pybox_native_pid(const pybox_native_box_t *b);
 /* init's pidfd: readable (POLLIN) once init has ended; -1 when there is none. */
@@ -94,8 +104,14 @@ void pybox_native_close_stdin(pybox_native_box_t *b);
  * ended already. */
 int pybox_native_signal(pybox_native_box_t *b, int sig, pybox_error_t *err);
 
+/* While init holds the box: note the cgroup's OOM kills now, for the end to give when
+ * the cgroup is gone by the time init is reaped (under systemd the scope, the leaf with
+ * it, is removed the moment it empties). */
+void pybox_native_held(pybox_native_box_t *b);
+
 /* Reap init within timeout_ms (end->timed_out if it still runs), then read the cgroup's
- * OOM kills. Once reaped, later calls give the same end. */
+ * OOM kills (those noted while held when the cgroup is gone). Once reaped, later calls
+ * give the same end. */
 int pybox_native_wait(pybox_native_box_t *b, int64_t timeout_ms, pybox_native_end_t *end, pybox_error_t *err);
 bool pybox_native_running(pybox_native_box_t *b);
 /* Whether the kernel says init has ended (a failure to ask is not an end). */
@@ -177,14 +193,16 @@ typedef struct pybox_native_leftover {
     bool staging;    /* a staging folder of that name */
 } pybox_native_leftover_t;
 
-/* Every leaf under the parent and every staging folder whose name is a run id (nothing
- * else is ever listed or touched). *out is malloc'd. */
-int pybox_native_leftovers(const char *cgroup_root, const char *cgroup_parent, const char *staging,
+/* Every leaf under the parent (under systemd: every scope "<parent>-<run id>.scope" that
+ * holds PyBox's leaf) and every staging folder whose name is a run id (nothing else is
+ * ever listed or touched), on host h. *out is malloc'd. */
+int pybox_native_leftovers(const pybox_native_cg_host_t *h, const char *cgroup_parent, const char *staging,
                            pybox_native_leftover_t **out, size_t *n, pybox_error_t *err);
 /* Remove one whose expiry has passed (now, wall-clock seconds): the cgroup leaf first
- * (refused by the kernel while a process is in it), then the staging folder. *gone when
- * neither is left; an unexpired one is left alone (*gone false, no error). */
-int pybox_native_leftover_remove(const char *cgroup_root, const char *cgroup_parent, const char *staging,
+ * (refused by the kernel while a process is in it; a scope is systemd's to remove), then
+ * the staging folder. *gone when neither is left; an unexpired one is left alone (*gone
+ * false, no error). */
+int pybox_native_leftover_remove(const pybox_native_cg_host_t *h, const char *cgroup_parent, const char *staging,
                                  const pybox_native_leftover_t *l, int64_t now, bool *gone, pybox_error_t *err);
 
 /* A run id: exactly 32 lowercase hex digits. */

@@ -386,8 +386,7 @@ static void check_cgroups(pybox_nv_t *v, pybox_native_box_t *b, const pybox_nati
     if (read_proc(b->pid, "cgroup", &t, &n, err) < 0)
         return;
     char path[PATH_MAX], where[64];
-    char wantp[PATH_MAX];
-    snprintf(wantp, sizeof wantp, "/%s/%s", s->cgroup_parent, s->name);
+    const char *wantp = b->cg.rel; /* where cgroup.h placed the leaf on this host */
     const char *v1[] = {"memory", "pids", "cpu", "cpuacct"};
     const char *const *ctrl = b->cg.version == 2 ? (const char *const[]){NULL} : v1;
     size_t nc = b->cg.version == 2 ? 1 : 4;
