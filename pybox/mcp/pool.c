@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The MCP server's warm boxes (see pool.h). One thread makes them, one at a time, and
- * looks after those that wait; a call takes one under the lock and the thread is woken
- * to make the next. */
+/* The MCP server's warm boxes (see pool.h). A thread per image makes its boxes, one at a
+ * time, and looks after those that wait (so a box of one image never waits for another's
+ * to be made); a call takes one under the lock and the thread is woken to make the next. */
 #include "pool.h"
 
 #include <errno.h>
@@ -22,8 +22,14 @@
 #define POOL_BACKOFF_MAX_MS 60000
 
 typedef struct slot {
+    pybox_mcp_pool_t *pool;
+    size_t index;
+    pthread_t thread;
+    bool started;
     pybox_mcp_warm_t *w[PYBOX_MCP_WARM_MAX]; /* waiting, oldest first */
     int n;
+    bool making; /* a box of this image is being made */
+    int takers;  /* calls waiting for the box being made (at most one) */
     int fails;
     int64_t next_try_ms;
     char last_failure[512]; /* why the last box of this image was not used ("" none) */
@@ -35,7 +41,6 @@ struct pybox_mcp_pool {
     pthread_cond_t cv;
     bool stopping;
     slot_t slots[PYBOX_MCP_IMAGES_MAX];
-    pthread_t thread;
 };
 
 /* The preparation of a box for image: a call of the image that asks for nothing, under
@@ -86,39 +91,56 @@ static int64_t backoff_ms(int fails)
     return ms < POOL_BACKOFF_MAX_MS ? ms : POOL_BACKOFF_MAX_MS;
 }
 
-/* With the lock held: the waiting boxes that may no longer be used, taken out (the
- * caller removes them without the lock). */
-static int unusable_locked(pybox_mcp_pool_t *p, pybox_mcp_warm_t **gone, int max)
+/* With the lock held: the slot's waiting boxes that may no longer be used, taken out
+ * (the caller removes them without the lock). */
+static int unusable_locked(pybox_mcp_pool_t *p, slot_t *s, pybox_mcp_warm_t **gone)
 {
     int n = 0;
-    for (size_t i = 0; i < p->cfg->n_images; i++) {
-        slot_t *s = &p->slots[i];
-        for (int k = 0; k < s->n;) {
-            char why[320];
-            if (n < max && !pybox_ahead_usable(s->w[k]->box, p->cfg->warm_wait_ms, why, sizeof why)) {
-                pybox_log("warm box of %s not used: %s", p->cfg->images[i], why);
-                snprintf(s->last_failure, sizeof s->last_failure, "%s", why);
-                gone[n++] = s->w[k];
-                memmove(&s->w[k], &s->w[k + 1], (size_t)(s->n - k - 1) * sizeof *s->w);
-                s->n--;
-                continue;
-            }
-            k++;
+    for (int k = 0; k < s->n;) {
+        char why[320];
+        if (!pybox_ahead_usable(s->w[k]->box, p->cfg->warm_wait_ms, why, sizeof why)) {
+            pybox_log("warm box of %s not used: %s", p->cfg->images[s->index], why);
+            snprintf(s->last_failure, sizeof s->last_failure, "%s", why);
+            gone[n++] = s->w[k];
+            memmove(&s->w[k], &s->w[k + 1], (size_t)(s->n - k - 1) * sizeof *s->w);
+            s->n--;
+            continue;
         }
+        k++;
     }
     return n;
 }
 
-static void *pool_main(void *arg)
+static void wait_until(pybox_mcp_pool_t *p, int64_t until_ms)
 {
-    pybox_mcp_pool_t *p = arg;
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    int64_t ms = until_ms - pybox_now_ms();
+    if (ms <= 0)
+        return;
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&p->cv, &p->mu, &until);
+}
+
+/* One image's thread: its boxes made, one at a time, and looked after. */
+static void *slot_main(void *arg)
+{
+    slot_t *s = arg;
+    pybox_mcp_pool_t *p = s->pool;
+    char image[PYBOX_NAME_MAX];
+    snprintf(image, sizeof image, "%s", p->cfg->images[s->index]);
     int64_t next_check = pybox_now_ms() + POOL_CHECK_MS;
     pthread_mutex_lock(&p->mu);
     while (!p->stopping) {
         int64_t now = pybox_now_ms();
         if (now >= next_check) {
-            pybox_mcp_warm_t *gone[PYBOX_MCP_IMAGES_MAX * PYBOX_MCP_WARM_MAX];
-            int n = unusable_locked(p, gone, (int)(sizeof gone / sizeof *gone));
+            pybox_mcp_warm_t *gone[PYBOX_MCP_WARM_MAX];
+            int n = unusable_locked(p, s, gone);
             pthread_mutex_unlock(&p->mu);
             for (int i = 0; i < n; i++)
                 pybox_mcp_warm_free(gone[i]);
@@ -126,41 +148,18 @@ static void *pool_main(void *arg)
             next_check = pybox_now_ms() + POOL_CHECK_MS;
             continue;
         }
-        /* The image that most lacks a box, whose next try is due. */
-        int pick = -1;
-        int64_t wake = next_check;
-        for (size_t i = 0; i < p->cfg->n_images; i++) {
-            slot_t *s = &p->slots[i];
-            if (s->n >= p->cfg->warm)
-                continue;
-            if (s->next_try_ms > now) {
-                wake = s->next_try_ms < wake ? s->next_try_ms : wake;
-                continue;
-            }
-            if (pick < 0 || s->n < p->slots[pick].n)
-                pick = (int)i;
-        }
-        if (pick < 0) {
-            struct timespec until;
-            clock_gettime(CLOCK_MONOTONIC, &until);
-            int64_t ms = wake - now;
-            until.tv_sec += ms / 1000;
-            until.tv_nsec += (long)(ms % 1000) * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&p->cv, &p->mu, &until);
+        if (s->n >= p->cfg->warm || s->next_try_ms > now) {
+            wait_until(p, s->n < p->cfg->warm && s->next_try_ms < next_check ? s->next_try_ms : next_check);
             continue;
         }
-        char image[PYBOX_NAME_MAX];
-        snprintf(image, sizeof image, "%s", p->cfg->images[pick]);
+        s->making = true;
         pthread_mutex_unlock(&p->mu);
         pybox_mcp_warm_t *w = NULL;
         pybox_error_t err = {0};
         int rc = make_one(p, image, &w, &err);
         pthread_mutex_lock(&p->mu);
-        slot_t *s = &p->slots[pick];
+        s->making = false;
+        pthread_cond_broadcast(&p->cv); /* a call may wait for this one */
         if (rc < 0) {
             s->fails++;
             s->next_try_ms = pybox_now_ms() + backoff_ms(s->fails);
@@ -175,7 +174,6 @@ static void *pool_main(void *arg)
             s->fails = 0;
             s->next_try_ms = 0;
             s->w[s->n++] = w;
-            pthread_cond_broadcast(&p->cv);
         }
     }
     pthread_mutex_unlock(&p->mu);
@@ -197,11 +195,15 @@ int pybox_mcp_pool_start(const pybox_mcp_config_t *cfg, pybox_mcp_pool_t **out, 
     pthread_cond_init(&p->cv, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&p->mu, NULL);
-    if (pthread_create(&p->thread, NULL, pool_main, p) != 0) {
-        pthread_cond_destroy(&p->cv);
-        pthread_mutex_destroy(&p->mu);
-        free(p);
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EAGAIN, "the warm boxes' thread");
+    for (size_t i = 0; i < cfg->n_images; i++) {
+        slot_t *s = &p->slots[i];
+        s->pool = p;
+        s->index = i;
+        if (pthread_create(&s->thread, NULL, slot_main, s) != 0) {
+            pybox_mcp_pool_stop(p);
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, EAGAIN, "the warm boxes' threads");
+        }
+        s->started = true;
     }
     *out = p;
     return 0;
@@ -226,6 +228,19 @@ pybox_mcp_warm_t *pybox_mcp_pool_take(pybox_mcp_pool_t *p, const char *image, in
     if (s == NULL) {
         snprintf(why, len, "no warm box is kept for the image %s", image);
     } else {
+        /* None waits but one is being made, or is about to be (its thread was just woken):
+         * it is ready no later than a cold box made now would be, so one call waits for
+         * it (only one: the boxes are made one at a time, and a second call would wait for
+         * two makings where a cold box takes one), unless making it fails (the next try is
+         * then put off) or it takes longer than the bound. */
+        int64_t until_ms = pybox_now_ms() + PYBOX_MCP_WARM_TAKE_WAIT_MAX_MS;
+        if (s->n == 0 && s->takers == 0) {
+            s->takers++;
+            while (s->n == 0 && !p->stopping && (s->making || s->next_try_ms <= pybox_now_ms()) &&
+                   pybox_now_ms() < until_ms)
+                wait_until(p, until_ms);
+            s->takers--;
+        }
         while (s->n > 0 && w == NULL) {
             pybox_mcp_warm_t *c = s->w[0];
             memmove(&s->w[0], &s->w[1], (size_t)(s->n - 1) * sizeof *s->w);
@@ -274,7 +289,9 @@ void pybox_mcp_pool_stop(pybox_mcp_pool_t *p)
     p->stopping = true;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    pthread_join(p->thread, NULL);
+    for (size_t i = 0; i < p->cfg->n_images; i++)
+        if (p->slots[i].started)
+            pthread_join(p->slots[i].thread, NULL);
     for (size_t i = 0; i < p->cfg->n_images; i++) {
         slot_t *s = &p->slots[i];
         for (int k = 0; k < s->n; k++)

@@ -787,6 +787,51 @@ cJSON *pybox_mcp_run_python_check(const pybox_mcp_config_t *cfg, const cJSON *ar
     return take_files(cfg, NULL, &a, &sc);
 }
 
+/* The call's program in a box made for its image before it came (pool.h): its files go
+ * there with it. The box is removed after it, or, when the files are refused, unused. */
+static cJSON *run_warm(const pybox_mcp_config_t *cfg, const call_args_t *a, const pybox_request_t *rq,
+                       const scratch_t *sc, pybox_mcp_warm_t *warm)
+{
+    pybox_error_t err = {0};
+    _cleanup_(pybox_ready_free) pybox_ready_t frd;
+    pybox_ready_init(&frd);
+    if (pybox_prepare_files(rq, &frd, &err) < 0) {
+        pybox_mcp_warm_free(warm); /* never used: removed */
+        return refuse_prepared(cfg, &frd, &err);
+    }
+    pybox_run_request_t rr = warm->rd.run;
+    rr.program = a->code;
+    rr.program_len = a->code_len;
+    rr.inputs = sc->n_paths > 0 ? &frd.inputs : NULL;
+    rr.output = a->return_files ? &frd.output : NULL;
+    rr.policy.timeout_ms = a->timeout_ms;
+    rr.started_s = rq->started_s;
+    rr.cancellable = true;
+    rr.cancel_fd = rq->cancel_fd;
+    rr.hook = rq->hook;
+    rr.hook_arg = rq->hook_arg;
+    pybox_ahead_t *box = warm->box;
+    warm->box = NULL;
+    _cleanup_(pybox_run_result_free) pybox_run_result_t res;
+    pybox_ahead_run(box, &rr, &res);
+    cJSON *result = result_of(cfg, &res, sc, &warm->rd.st, &frd.output);
+    pybox_mcp_warm_free(warm);
+    return result;
+}
+
+/* The call's program in a box made for it now. */
+static cJSON *run_cold(const pybox_mcp_config_t *cfg, const pybox_request_t *rq, const scratch_t *sc)
+{
+    pybox_error_t err = {0};
+    _cleanup_(pybox_ready_free) pybox_ready_t rd;
+    pybox_ready_init(&rd);
+    if (pybox_prepare(rq, &rd, &err) < 0)
+        return refuse_prepared(cfg, &rd, &err);
+    _cleanup_(pybox_run_result_free) pybox_run_result_t res;
+    pybox_ready_run(&rd, &res);
+    return result_of(cfg, &res, sc, &rd.st, &rd.output);
+}
+
 cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSON *args, int cancel_fd,
                             pybox_mcp_progress_fn progress, void *progress_ctx)
 {
@@ -833,43 +878,9 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
         .hook_arg = &hook,
         .why_cold = why_cold,
     };
-    pybox_error_t err = {0};
-    _cleanup_(pybox_run_result_free) pybox_run_result_t res;
-    cJSON *result;
     pybox_mcp_warm_t *warm = pybox_mcp_pool_take(ctx != NULL ? ctx->pool : NULL, a.image, a.timeout_ms, a.memory_bytes,
                                                  why_cold, sizeof why_cold);
-    if (warm != NULL) {
-        /* A box made for this image waits: the program and its files go to it. */
-        _cleanup_(pybox_ready_free) pybox_ready_t frd;
-        pybox_ready_init(&frd);
-        if (pybox_prepare_files(&rq, &frd, &err) < 0) {
-            pybox_mcp_warm_free(warm); /* never used: removed */
-            return refuse_prepared(cfg, &frd, &err);
-        }
-        pybox_run_request_t rr = warm->rd.run;
-        rr.program = a.code;
-        rr.program_len = a.code_len;
-        rr.inputs = sc.n_paths > 0 ? &frd.inputs : NULL;
-        rr.output = a.return_files ? &frd.output : NULL;
-        rr.policy.timeout_ms = a.timeout_ms;
-        rr.started_s = started;
-        rr.cancellable = true;
-        rr.cancel_fd = cancel_fd;
-        rr.hook = on_step;
-        rr.hook_arg = &hook;
-        pybox_ahead_t *box = warm->box;
-        warm->box = NULL;
-        pybox_ahead_run(box, &rr, &res);
-        result = result_of(cfg, &res, &sc, &warm->rd.st, &frd.output);
-        pybox_mcp_warm_free(warm);
-    } else {
-        _cleanup_(pybox_ready_free) pybox_ready_t rd;
-        pybox_ready_init(&rd);
-        if (pybox_prepare(&rq, &rd, &err) < 0)
-            return refuse_prepared(cfg, &rd, &err);
-        pybox_ready_run(&rd, &res);
-        result = result_of(cfg, &res, &sc, &rd.st, &rd.output);
-    }
+    cJSON *result = warm != NULL ? run_warm(cfg, &a, &rq, &sc, warm) : run_cold(cfg, &rq, &sc);
     if (result != NULL && progress)
         progress(progress_ctx, 6, 6, "done");
     return result;

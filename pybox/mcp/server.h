@@ -65,6 +65,8 @@ _Static_assert(PYBOX_MCP_DEPTH_MAX < CJSON_NESTING_LIMIT, "the server's bound mu
 #define PYBOX_MCP_WARM_WAIT_MIN_MS (10LL * 1000)
 #define PYBOX_MCP_WARM_WAIT_MAX_MS (3600LL * 1000)
 #define PYBOX_MCP_WARM_MARGIN_MS (10LL * 1000)
+/* A call that finds no box waiting but one being made waits for it at most this long. */
+#define PYBOX_MCP_WARM_TAKE_WAIT_MAX_MS 10000
 
 typedef struct pybox_mcp_config {
     char images[PYBOX_MCP_IMAGES_MAX][PYBOX_NAME_MAX]; /* allowed images, first is the default */
