@@ -190,8 +190,8 @@ async function killedMidCall() {
 
 // pybox cleanup until none of this installation's boxes is left (a killed run's box is
 // removed once it has expired: its timer, and the tests' short expiry), bounded.
-function cleanupUntilNoBoxes() {
-  const end = Date.now() + 40000;
+function cleanupUntilNoBoxes(limitMs = 40000) {
+  const end = Date.now() + limitMs;
   for (;;) {
     const r = spawnSync(PYBOX, ['cleanup'], { env: serverEnv, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
@@ -365,4 +365,42 @@ test('non-ASCII names: UTF-8 ones go in, inline and by {path}; a name that is no
     assert.equal((await s.close()).code, 0);
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+// Until this installation has at least n boxes (a warm server's waiting ones), bounded.
+async function untilBoxes(n, limitMs) {
+  const t0 = Date.now();
+  for (;;) {
+    const b = await boxes();
+    if (b.length >= n) return b;
+    assert.ok(Date.now() - t0 < limitMs, `${b.length} boxes after ${limitMs} ms, awaited ${n}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('a warm server ended by a signal while its box waits and a warm call runs: exit 0, nothing left', async () => {
+  const s = new RawServer(['--images', 'stdlib', '--warm', '1', '--max-timeout', '30']);
+  await s.initialize();
+  await untilBoxes(1, 20000);
+  s.send(call(41, { code: 'import time\ntime.sleep(20)\n', timeout_s: 30 }, 'w'));
+  await s.next((m) => m.method === 'notifications/progress' && m.params.message === 'running');
+  await untilBoxes(2, 20000); // the call's box, and the next one made for the next call
+  s.proc.kill('SIGTERM');
+  const ex = await s.exited;
+  assert.equal(ex.code, 0, s.stderr);
+  assert.deepEqual(await boxes(), []);
+  s.proc.stdin.destroy();
+});
+
+test('a warm server SIGKILLed while its box waits: the box ends by its own timer and pybox cleanup removes it', async () => {
+  const s = new RawServer(['--images', 'stdlib', '--warm', '1', '--warm-wait', '10', '--max-timeout', '1']);
+  await s.initialize();
+  const [box] = await untilBoxes(1, 20000);
+  s.proc.kill('SIGKILL');
+  assert.equal((await s.exited).sig, 'SIGKILL');
+  assert.deepEqual((await boxes()).map((b) => b.Id), [box.Id], 'the waiting box outlived its server');
+  // Its expiry: the box's clocks (the first timer, the wait, the program's timer) and the margin.
+  cleanupUntilNoBoxes(90000);
+  await waitNoBoxes(40000);
+  s.proc.stdin.destroy();
 });
