@@ -42,6 +42,30 @@ int pybox_ahead_run(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run_
 /* Remove a box that will not get a program. Frees a. */
 void pybox_ahead_discard(pybox_ahead_t *a);
 
+/* ---- sessions: a box made with box_life_ms > 0, one interpreter for every call ----
+ * One thread at a time per session; a session serves one call at a time. */
+
+/* What is known of the box so far (its id, when it was made, its preload). */
+const pybox_run_result_t *pybox_ahead_seen(const pybox_ahead_t *a);
+/* Name the session (its id, for the receipts). */
+void pybox_ahead_set_session(pybox_ahead_t *a, const char *session_id);
+/* The calls it was handed; when its last call ended (or it was ready), pybox_now_s. */
+unsigned pybox_ahead_calls(const pybox_ahead_t *a);
+double pybox_ahead_idle_since(const pybox_ahead_t *a);
+
+/* One call: req's program, run in the session's globals, under its own deadline (at most
+ * the box's: req->policy.timeout_ms, 0 for the box's own), cancellable. Fills res with the
+ * call's own result: its streams, its readings (at its start and end), what the
+ * interpreter reported of it (untrusted). When the call ended the session (its deadline,
+ * the interpreter's end or crash, an out-of-memory kill, a failure, a cancel) *ended is
+ * true, res is the box's whole end as pybox_run's would be (the box removed), and a is
+ * freed. Returns as pybox_run does. */
+int pybox_ahead_call(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run_result_t *res, bool *ended);
+
+/* End the session: every process killed, the box removed; res is the session's own
+ * result (its box, its totals, how it ended). Frees a. */
+int pybox_ahead_close(pybox_ahead_t *a, pybox_run_result_t *res);
+
 /* The bootstrap's report of its preload (JSON) into start's fields; false when it is not
  * such a report. */
 bool pybox_ahead_read_report(const char *report, size_t len, pybox_start_info_t *start);

@@ -287,6 +287,22 @@ static cJSON *start_json(const pybox_run_result_t *res, bool *ok)
         cJSON_AddNullToObject(pre, "failed");
     cJSON_AddNumberToObject(pre, "ms", st->preload_ms);
     cJSON_AddNumberToObject(pre, "output_bytes", (double)st->preload_output_bytes);
+    if (st->kind == PYBOX_START_SESSION) {
+        cJSON *se = cJSON_AddObjectToObject(o, "session");
+        cJSON_AddStringToObject(se, "id", st->session_id);
+        cJSON_AddNumberToObject(se, "call", st->call);
+        char state[96];
+        if (st->call == 0)
+            snprintf(state, sizeof state, "the session's own receipt: every call it was handed");
+        else if (st->call == 1)
+            snprintf(state, sizeof state, "none: the session's first call");
+        else
+            snprintf(state, sizeof state, "state from calls 1..%u of this session", st->call - 1);
+        cJSON_AddStringToObject(se, "state", state);
+        cJSON_AddBoolToObject(se, "goes_on", st->session_goes_on);
+        if (st->call > 0 && st->call_init_ms >= 0)
+            cJSON_AddNumberToObject(se, "init_call_ms", (double)st->call_init_ms);
+    }
     const pybox_watch_t *w = &res->watch;
     if (!st->at_arrival_taken) {
         cJSON_AddNullToObject(o, "at_arrival");
@@ -456,6 +472,10 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
         cJSON_AddNumberToObject(ir, "program_ms", (double)d->program_ms);
         cJSON_AddNumberToObject(ir, "other_processes_reaped", d->reaped);
         cJSON_AddNumberToObject(ir, "stopped_from_outside_by_signal", d->term);
+        if (res->start.kind != PYBOX_START_COLD) {
+            cJSON_AddStringToObject(ir, "end", d->end);
+            cJSON_AddNumberToObject(ir, "calls", d->calls);
+        }
     } else {
         cJSON_AddNullToObject(seen, "init_record");
     }
@@ -493,6 +513,10 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddStringToObject(said, "trust", "untrusted: written by the program");
     cJSON_AddItemToObject(said, "stdout", said_json(&res->said_out, &ok));
     cJSON_AddItemToObject(said, "stderr", said_json(&res->said_err, &ok));
+    if (res->start.kind == PYBOX_START_SESSION && res->start.call > 0)
+        /* The session's interpreter ran the agent's code: its report of the call (the
+         * exception, the last expression's value) is the program's word, escaped. */
+        cJSON_AddStringToObject(said, "session_report", res->start.call_report);
 
     cJSON *unk = cJSON_AddArrayToObject(r, "unknown");
     for (int i = 0; i < res->n_unknown; i++)
@@ -779,12 +803,19 @@ static void start_text(pybox_buf_t *o, const pybox_run_result_t *res, int column
     if (st->at_arrival_taken && (st->at_arrival.valid & PYBOX_RD_CPU) && (st->at_arrival.valid & PYBOX_RD_MEM_NOW))
         pybox_buf_addf(o, "  %-10s at the program's arrival: memory %.1f MiB, CPU %.3f s (counted apart)\n", "",
                        (double)st->at_arrival.mem_now / 1048576.0, (double)st->at_arrival.cpu_ns / 1e9);
+    if (st->kind == PYBOX_START_SESSION && st->call > 0)
+        pybox_buf_addf(o, "  %-10s session %s, call %u: %s\n", "", st->session_id, st->call,
+                       st->call > 1 ? "state from the session's earlier calls" : "the session's first call");
+    else if (st->kind == PYBOX_START_SESSION)
+        pybox_buf_addf(o, "  %-10s session %s: the session's own receipt\n", "", st->session_id);
 }
 
 static const char *status_sgr(pybox_end_t end)
 {
     switch (end) {
     case PYBOX_END_TARGET_EXIT:
+    case PYBOX_END_SESSION_CALL:
+    case PYBOX_END_SESSION_CLOSED:
         return "\x1b[1;32m";
     case PYBOX_END_SUPERVISOR_KILL:
     case PYBOX_END_BOX_TIMER_KILL:
@@ -846,6 +877,14 @@ int pybox_receipt_text_styled(const pybox_run_result_t *res, const pybox_receipt
         break;
     case PYBOX_END_EXTERNAL_STOP:
         pybox_buf_addf(o, "  %-10s the box was stopped from outside PyBox (signal %d)\n", "", res->record.term);
+        break;
+    case PYBOX_END_SESSION_CLOSED:
+        pybox_buf_addf(o, "  %-10s session %s was closed on request after %u call%s; its box's init ended it\n", "",
+                       res->start.session_id, d->calls, d->calls == 1 ? "" : "s");
+        break;
+    case PYBOX_END_SESSION_CALL:
+        pybox_buf_addf(o, "  %-10s call %u of session %s ended; its interpreter still runs and the box is kept\n", "",
+                       res->start.call, res->start.session_id);
         break;
     case PYBOX_END_CANCELLED:
     case PYBOX_END_PYBOX_ERROR:

@@ -29,6 +29,8 @@ const char *pybox_end_word(pybox_end_t end)
         [PYBOX_END_EXTERNAL_STOP] = "EXTERNAL_STOP_OBSERVED",
         [PYBOX_END_PYBOX_ERROR] = "PYBOX_ERROR",
         [PYBOX_END_CANCELLED] = "CANCELLED",
+        [PYBOX_END_SESSION_CALL] = "SESSION_CALL_ENDED",
+        [PYBOX_END_SESSION_CLOSED] = "SESSION_CLOSED_OBSERVED",
     };
     return (unsigned)end < sizeof words / sizeof *words && words[end] != NULL ? words[end] : "?";
 }
@@ -429,6 +431,10 @@ static void judge(pybox_run_result_t *res)
                         "the box was stopped from outside PyBox (signal %d to its init, e.g. the engine shutting "
                         "down); the program's own end was not reached",
                         rec->term);
+    } else if (rec->seen && !rec->stopped && !rec->timer && strcmp(rec->end, "closed") == 0) {
+        /* A session's end, asked by PyBox: its init killed what ran and said so. */
+        res->end = PYBOX_END_SESSION_CLOSED;
+        res->exit_code = 0;
     } else if (rec->seen && rec->stopped) {
         res->end = PYBOX_END_SUPERVISOR_KILL;
         res->exit_code = 124;

@@ -29,6 +29,8 @@ typedef enum {
     PYBOX_END_EXTERNAL_STOP,   /* something outside PyBox stopped the box (e.g. the engine shutting down) */
     PYBOX_END_PYBOX_ERROR,     /* PyBox failed; see error */
     PYBOX_END_CANCELLED,       /* the caller cancelled the run; the box was removed */
+    PYBOX_END_SESSION_CALL,    /* a session's call ended and its interpreter still runs: the box is kept */
+    PYBOX_END_SESSION_CLOSED,  /* a session's end was asked and its init ended it */
 } pybox_end_t;
 
 /* Steps of a run, in order, as given to the request's hook. */
@@ -65,6 +67,12 @@ typedef struct pybox_start_info {
     /* the kernel's counters of the box's cgroup at the program's arrival */
     pybox_reading_t at_arrival;
     bool at_arrival_taken;
+    /* session: which session and which of its calls (0: the session's own receipt) */
+    char session_id[33];
+    unsigned call;
+    bool session_goes_on;                           /* the interpreter still runs after this call */
+    char call_report[2 * PYBOX_GUEST_SAID_MAX + 1]; /* the interpreter's report of the call (untrusted), escaped */
+    int64_t call_init_ms;                           /* init's count from the call's arrival to its end (-1: none) */
 } pybox_start_info_t;
 
 typedef struct pybox_run_request {

@@ -27,6 +27,9 @@ enum {
     OPT_BACKEND,
     OPT_WARM,
     OPT_WARM_WAIT,
+    OPT_SESSIONS,
+    OPT_SESSION_TTL,
+    OPT_SESSION_IDLE,
     OPT_HELP,
 };
 
@@ -41,6 +44,9 @@ const struct option pybox_mcp_options[] = {
     {"backend", required_argument, NULL, OPT_BACKEND},
     {"warm", required_argument, NULL, OPT_WARM},
     {"warm-wait", required_argument, NULL, OPT_WARM_WAIT},
+    {"sessions", required_argument, NULL, OPT_SESSIONS},
+    {"session-ttl", required_argument, NULL, OPT_SESSION_TTL},
+    {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -55,6 +61,9 @@ void pybox_mcp_args_init(pybox_mcp_args_t *a)
     a->cfg.output_root_age_s = PYBOX_MCP_OUTPUT_ROOT_AGE_S;
     a->cfg.warm = PYBOX_MCP_WARM;
     a->cfg.warm_wait_ms = PYBOX_MCP_WARM_WAIT_MS;
+    a->cfg.sessions = PYBOX_MCP_SESSIONS;
+    a->cfg.session_ttl_ms = PYBOX_MCP_SESSION_TTL_MS;
+    a->cfg.session_idle_ms = PYBOX_MCP_SESSION_IDLE_MS;
 }
 
 /* A folder the server reads from or writes under: it must exist; kept as its real path. */
@@ -124,6 +133,27 @@ int pybox_mcp_args_take(void *ctx, int val, const char *v, pybox_error_t *err)
             cfg->warm_wait_ms > PYBOX_MCP_WARM_WAIT_MAX_MS)
             return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--warm-wait: give seconds from %lld to %lld",
                                    PYBOX_MCP_WARM_WAIT_MIN_MS / 1000, PYBOX_MCP_WARM_WAIT_MAX_MS / 1000);
+        return 0;
+    case OPT_SESSIONS: {
+        uint64_t n;
+        if (pybox_parse_u64(v, &n) < 0 || n > PYBOX_MCP_SESSIONS_MAX)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "--sessions: give how many sessions may be live at once, from 0 (none) to %d",
+                                   PYBOX_MCP_SESSIONS_MAX);
+        cfg->sessions = (int)n;
+        return 0;
+    }
+    case OPT_SESSION_TTL:
+        if (pybox_parse_seconds_ms(v, &cfg->session_ttl_ms) < 0 || cfg->session_ttl_ms < PYBOX_MCP_SESSION_TTL_MIN_MS ||
+            cfg->session_ttl_ms > PYBOX_MCP_SESSION_TTL_MAX_MS)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--session-ttl: give seconds from %lld to %lld",
+                                   PYBOX_MCP_SESSION_TTL_MIN_MS / 1000, PYBOX_MCP_SESSION_TTL_MAX_MS / 1000);
+        return 0;
+    case OPT_SESSION_IDLE:
+        if (pybox_parse_seconds_ms(v, &cfg->session_idle_ms) < 0 ||
+            cfg->session_idle_ms < PYBOX_MCP_SESSION_IDLE_MIN_MS || cfg->session_idle_ms > PYBOX_MCP_SESSION_TTL_MAX_MS)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--session-idle: give seconds from %lld to %lld",
+                                   PYBOX_MCP_SESSION_IDLE_MIN_MS / 1000, PYBOX_MCP_SESSION_TTL_MAX_MS / 1000);
         return 0;
     case OPT_FILES_ROOT:
         return mcp_dir("--files-root", v, false, cfg->files_root, err);
