@@ -23,7 +23,7 @@ function inspector(args) {
 
 test('the Inspector lists the tool', async () => {
   const out = await inspector(['--method', 'tools/list']);
-  assert.deepEqual(out.tools.map((t) => t.name), ['run_python']);
+  assert.deepEqual(out.tools.map((t) => t.name), ['run_python', 'session_open', 'session_close']);
   assert.equal(out.tools[0].inputSchema.required[0], 'code');
   assert.equal(out.tools[0].outputSchema.properties.schema.const, 'pybox.receipt/2');
 });

@@ -36,7 +36,7 @@ test('data image: a CSV in, a result file and a chart back, the receipt valid ag
     assert.equal(client.getServerVersion().name, 'pybox');
     assert.ok(client.getServerCapabilities().tools, 'the server offers tools');
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name), ['run_python']);
+    assert.deepEqual(tools.map((t) => t.name), ['run_python', 'session_open', 'session_close']);
     const tool = tools[0];
     assert.match(tool.description, /nothing persists between calls/);
     assert.deepEqual(tool.inputSchema.properties.image.enum, ['stdlib', 'data']);
