@@ -882,6 +882,13 @@ static cJSON *run_in_session(const pybox_mcp_ctx_t *ctx, const pybox_mcp_config_
     pybox_mcp_warm_t *w = pybox_mcp_sessions_take(ss, a->session_id, why, sizeof why);
     if (w == NULL)
         return refuse("session_id: %s", why);
+    int64_t most = pybox_ahead_policy(w->box)->timeout_ms;
+    if (a->timeout_ms > most) {
+        pybox_mcp_sessions_give_back(ss, a->session_id, w, NULL);
+        char asked[PYBOX_NUM_MAX], m[PYBOX_NUM_MAX];
+        return refuse("timeout_s: %s s is above the %s s of this session (session_open's timeout_s)",
+                      pybox_fmt_fixed(asked, a->timeout_ms, 3), pybox_fmt_fixed(m, most, 3));
+    }
     pybox_run_request_t rr = w->rd.run;
     rr.program = a->code;
     rr.program_len = a->code_len;

@@ -183,6 +183,8 @@ test('the server\'s ceilings: --sessions bounds live sessions, ttl_s above --ses
     assert.equal((await boxes()).length, 1);
     const withFiles = await call(client, { session_id: id, code: 'print(1)', files: [{ name: 'a', content: 'x' }] });
     assert.match(text(withFiles), /files: not taken with session_id/);
+    const longer = await call(client, { session_id: id, code: 'print(1)', timeout_s: 3 });
+    assert.match(text(longer), /timeout_s: 3 s is above the 2 s of this session \(session_open's timeout_s\)/);
     const unknown = await call(client, { session_id: 'f'.repeat(32), code: 'print(1)' });
     assert.match(text(unknown), /no live session of this server has that id/);
     const bad = await call(client, { session_id: '../x', code: 'print(1)' });
@@ -291,4 +293,29 @@ test('warm boxes leave nothing for the next call: a program looking for an earli
     await client.close();
   }
   await waitNoBoxes(20000);
+});
+
+test('a session call cancelled by the client ends its session: no result comes, its box is removed, the next call says why', async () => {
+  const { client } = await connect(['--images', 'stdlib', '--max-timeout', '30']);
+  try {
+    const id = (await open(client, { timeout_s: 30 })).structuredContent.session_id;
+    const ac = new AbortController();
+    let progressed;
+    const running = new Promise((r) => { progressed = r; });
+    const pending = client.callTool({ name: 'run_python', arguments: { session_id: id, code: 'import time\ntime.sleep(20)' } },
+      undefined, { signal: ac.signal, timeout: 60000, onprogress: (p) => { if (p.message === 'running') progressed(); } });
+    await running;
+    ac.abort();
+    await assert.rejects(pending);
+    await waitNoBoxes(20000);
+    // The server has handled the cancel once the next call on that id is answered.
+    let next;
+    for (let i = 0; i < 100; i++) {
+      next = await call(client, { session_id: id, code: 'print(1)' });
+      if (!/a call runs in session/.test(text(next))) break;
+    }
+    assert.match(text(next), /has ended: its call 1 ended it \(CANCELLED\)/);
+  } finally {
+    await client.close();
+  }
 });
