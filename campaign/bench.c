@@ -542,7 +542,7 @@ int main(int argc, char **argv)
     double data_nw = median(nat->data_wall, nat->n_data), data_dw = median(dock->data_wall, dock->n_data);
     double rate4 = w4 > 0 ? 64 / w4 : 0, rateb4 = wb4 > 0 ? 64 / wb4 : 0;
 
-    goal_t g[12];
+    goal_t g[16];
     size_t ng = 0;
     if (nat->present && have_bwrap)
         goal(g, &ng, judge, "native complete run <= 1.3x bare bwrap --unshare-all", mn <= 1.3 * mb,
@@ -577,6 +577,26 @@ int main(int argc, char **argv)
              0.25);
     mcp_goal(g, &ng, judge, &mcp, "data",
              "pybox mcp data image import pandas: a warm call <= 0.05x a cold server's (SDK client)", 0.05);
+    {
+        const cJSON *se = cJSON_GetObjectItemCaseSensitive(mcp.figures, "session");
+        double over = num_at(se, "print_overhead_ms", NULL, NULL), ratio = num_at(se, "df_ratio", NULL, NULL);
+        double sfail = num_at(se, "failed", NULL, NULL);
+        const char *n1 = "pybox mcp session: a print(1) call <= 2 ms beyond the program's own time (SDK client)";
+        const char *n2 = "pybox mcp session: a call reading an earlier call's DataFrame <= 1.3x the line's own time";
+        if (mcp.present && se != NULL && over > 0) {
+            goal(g, &ng, judge, n1, over <= 2.0 && sfail == 0,
+                 "median %.1f ms from request to response beyond the box init's count of the call, %.0f failed", over,
+                 sfail);
+            goal(g, &ng, judge, n2, ratio > 0 && ratio <= 1.3 && sfail == 0,
+                 "median %.1f ms a call vs %.1f ms the groupby line itself in the session's interpreter: %.2fx",
+                 num_at(se, "df_call_ms", NULL, NULL), num_at(se, "df_line_ms", NULL, NULL), ratio);
+        } else {
+            goal(g, &ng, false, n1, false, "not measured: %s",
+                 mcp.present ? "the session's calls failed" : mcp.why_not);
+            goal(g, &ng, false, n2, false, "not measured: %s",
+                 mcp.present ? "the session's calls failed" : mcp.why_not);
+        }
+    }
     int missed = 0;
     for (size_t i = 0; i < ng; i++)
         missed += g[i].judged && !g[i].met;

@@ -4,7 +4,11 @@
 // keeps none, interleaved in one session; each server's first call is a warm-up. Prints
 // one JSON object on stdout:
 //   {"<image>": {"code", "calls", "cold_ms", "warm_ms", "warm_calls", "ratio", "failed"}}
-// where warm_calls counts the warm server's calls whose receipt says they started warm.
+// where warm_calls counts the warm server's calls whose receipt says they started warm;
+// and "session": a session's print(1) call beyond the program's own time (the box's
+// init's count of the call), and a call reading a DataFrame an earlier call of the
+// session made, beside the same line's own time in the session's interpreter:
+//   {"session": {"print_overhead_ms", "print_calls", "df_call_ms", "df_line_ms", "df_ratio", "failed"}}
 //   node tests/mcp/bench-driver.mjs PYBOX_BINARY RUNS
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -43,6 +47,49 @@ const median = (v) => {
   return s.length === 0 ? 0 : s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
+// A session's calls, on a server's own session (the cold server: a session's box is its own).
+async function sessions(client) {
+  const r = { print_overhead_ms: 0, print_calls: Math.min(runs, 20), df_call_ms: 0, df_line_ms: 0, df_ratio: 0, failed: 0 };
+  const run = async (id, code) => {
+    const t0 = performance.now();
+    const res = await client.callTool({ name: 'run_python', arguments: { code, session_id: id } }, undefined,
+      { timeout: 180000 });
+    const ms = performance.now() - t0;
+    const c = res.structuredContent;
+    const ok = c && c.status === 'SESSION_CALL_ENDED';
+    if (!ok) r.failed++;
+    return { ms, c, ok };
+  };
+  const open = async (args) => (await client.callTool({ name: 'session_open', arguments: args }, undefined,
+    { timeout: 180000 })).structuredContent?.session_id;
+  const a = await open({ image: 'stdlib' });
+  if (!a) { r.failed++; return r; }
+  await run(a, 'print(1)');
+  const over = [];
+  for (let i = 0; i < r.print_calls; i++) {
+    const x = await run(a, 'print(1)');
+    if (x.ok) over.push(x.ms - x.c.seen.start.session.init_call_ms);
+  }
+  await client.callTool({ name: 'session_close', arguments: { session_id: a } });
+  r.print_overhead_ms = median(over);
+  const d = await open({ image: 'data', timeout_s: 60 });
+  if (!d) { r.failed++; return r; }
+  await run(d, 'import pandas\nx = pandas.DataFrame({"a": range(2_000_000)})');
+  const calls = [], lines = [];
+  const line = 'import time\nt = time.perf_counter()\ny = x.groupby(x.a % 1000).sum()\nprint(time.perf_counter() - t)';
+  for (let i = 0; i < Math.min(runs, 8); i++) {
+    const x = await run(d, line);
+    if (!x.ok) continue;
+    calls.push(x.ms);
+    lines.push(Number(x.c.said.stdout.text) * 1000);
+  }
+  await client.callTool({ name: 'session_close', arguments: { session_id: d } });
+  r.df_call_ms = median(calls);
+  r.df_line_ms = median(lines);
+  r.df_ratio = r.df_line_ms > 0 ? r.df_call_ms / r.df_line_ms : 0;
+  return r;
+}
+
 const out = {};
 const cold = await server(0);
 const warm = await server(1);
@@ -66,6 +113,7 @@ try {
     out[c.image] = { code: c.code, calls: c.calls, cold_ms: cm, warm_ms: wm, warm_calls: warmCalls,
       ratio: cm > 0 ? wm / cm : 0, failed };
   }
+  out.session = await sessions(cold);
 } finally {
   await cold.close();
   await warm.close();
