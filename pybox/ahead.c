@@ -151,6 +151,10 @@ bool pybox_ahead_usable(pybox_ahead_t *a, int64_t max_wait_ms, char *why, size_t
         return false;
     }
     int ended = pybox_flow_peek(&a->r);
+    /* Its init's done record says it ended, though the box (held) goes on. */
+    if (ended == 0 &&
+        (a->res.record.seen || pybox_done_record_find(&a->res.out, a->r.secret, &a->res.record, NULL) == 1))
+        ended = 1;
     if (ended != 0) {
         snprintf(why, len, "%s", ended < 0 ? a->res.error.msg : "it ended while it waited");
         if (a->res.record.seen || pybox_done_record_find(&a->res.out, a->r.secret, &a->res.record, NULL) == 1)

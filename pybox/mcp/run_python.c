@@ -828,13 +828,14 @@ cJSON *pybox_mcp_run_python_check(const pybox_mcp_config_t *cfg, const cJSON *ar
 /* The call's program in a box made for its image before it came (pool.h): its files go
  * there with it. The box is removed after it, or, when the files are refused, unused. */
 static cJSON *run_warm(const pybox_mcp_config_t *cfg, const call_args_t *a, const pybox_request_t *rq,
-                       const scratch_t *sc, pybox_mcp_warm_t *warm)
+                       const scratch_t *sc, pybox_mcp_warm_t *warm, bool *used, char *why_cold, size_t why_len)
 {
     pybox_error_t err = {0};
     _cleanup_(pybox_ready_free) pybox_ready_t frd;
     pybox_ready_init(&frd);
     if (pybox_prepare_files(rq, &frd, &err) < 0) {
         pybox_mcp_warm_free(warm); /* never used: removed */
+        *used = true;
         return refuse_prepared(cfg, &frd, &err);
     }
     pybox_run_request_t rr = warm->rd.run;
@@ -852,8 +853,20 @@ static cJSON *run_warm(const pybox_mcp_config_t *cfg, const call_args_t *a, cons
     warm->box = NULL;
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
     pybox_ahead_run(box, &rr, &res);
+    if (res.record.seen && res.record.calls == 0 && res.end != PYBOX_END_CANCELLED) {
+        /* The box ended after it was taken and before its init handed the program on
+         * (its init's record says it was never given one): the program never ran, so it
+         * runs in a box made for it now, and its receipt says why. */
+        pybox_log("warm box of %s not used: it ended as its program came (its init says: %s, exit %d)", a->image,
+                  res.record.end, res.record.exit_code);
+        snprintf(why_cold, why_len, "the warm box taken for it ended before its program reached it (its init says: %s)",
+                 res.record.end);
+        pybox_mcp_warm_free(warm);
+        return NULL;
+    }
     cJSON *result = result_of(cfg, &res, sc, &warm->rd.st, &frd.output);
     pybox_mcp_warm_free(warm);
+    *used = true;
     return result;
 }
 
@@ -1167,7 +1180,10 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     };
     pybox_mcp_warm_t *warm = pybox_mcp_pool_take(ctx != NULL ? ctx->pool : NULL, a.image, a.timeout_ms, a.memory_bytes,
                                                  why_cold, sizeof why_cold);
-    cJSON *result = warm != NULL ? run_warm(cfg, &a, &rq, &sc, warm) : run_cold(cfg, &rq, &sc);
+    bool used = false;
+    cJSON *result = warm != NULL ? run_warm(cfg, &a, &rq, &sc, warm, &used, why_cold, sizeof why_cold) : NULL;
+    if (!used)
+        result = run_cold(cfg, &rq, &sc);
     if (result != NULL && progress)
         progress(progress_ctx, 6, 6, "done");
     return result;

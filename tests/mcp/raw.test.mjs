@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
-import { BACKEND, PYBOX, serverEnv, RawServer, boxes, waitNoBoxes } from './helpers.mjs';
+import { BACKEND, INSTALL, PYBOX, serverEnv, RawServer, boxes, waitNoBoxes } from './helpers.mjs';
 
 const call = (id, args, token) => ({ jsonrpc: '2.0', id, method: 'tools/call',
   params: { name: 'run_python', arguments: args, ...(token !== undefined ? { _meta: { progressToken: token } } : {}) } });
@@ -403,4 +403,49 @@ test('a warm server SIGKILLed while its box waits: the box ends by its own timer
   cleanupUntilNoBoxes(90000);
   await waitNoBoxes(40000);
   s.proc.stdin.destroy();
+});
+
+// The processes of a native box, from its cgroup (v1's memory controller or v2).
+function boxProcs(id) {
+  const v2 = fs.existsSync('/sys/fs/cgroup/cgroup.controllers');
+  for (const dir of v2 ? [`/sys/fs/cgroup/pybox-${INSTALL}/${id}`, `/sys/fs/cgroup/pybox.slice/pybox-${INSTALL}-${id}.scope`]
+    : [`/sys/fs/cgroup/memory/pybox-${INSTALL}/${id}`]) {
+    for (const f of [`${dir}/cgroup.procs`, `${dir}/box/cgroup.procs`]) {
+      try { return fs.readFileSync(f, 'utf8').split('\n').filter(Boolean).map(Number); } catch { /* next */ }
+    }
+  }
+  return [];
+}
+
+test('a warm box tampered with while it waits (its interpreter killed from outside) is never used: the call gets another box and the log says why', { skip: BACKEND !== 'native' && 'reads a native box\'s cgroup' }, async () => {
+  const s = new RawServer(['--images', 'stdlib', '--warm', '1']);
+  try {
+    await s.initialize();
+    const [box] = await untilBoxes(1, 20000);
+    // The box's interpreter once it is ready and waits: its bootstrap has said so and
+    // closed its channel (descriptor 3) before it reads the program; bounded.
+    let py = [];
+    for (const t0 = Date.now(); py.length === 0 && Date.now() - t0 < 20000; await new Promise((r) => setTimeout(r, 20))) {
+      py = boxProcs(box.Id).filter((p) => {
+        try {
+          return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('bootstrap.py') && !fs.existsSync(`/proc/${p}/fd/3`);
+        } catch { return false; }
+      });
+    }
+    assert.equal(py.length, 1, `the waiting box's interpreter: ${py}`);
+    process.kill(py[0], 'SIGKILL');
+    s.send(call(51, { code: 'print(1)' }));
+    const r = (await s.reply(51)).result.structuredContent;
+    assert.equal(r.status, 'TARGET_EXIT_OBSERVED', JSON.stringify(r.error));
+    assert.equal(r.said.stdout.text, '1\n');
+    assert.notEqual(r.seen.box.id, box.Id, 'the tampered box served the call');
+    // Seen ended while it waited, or, taken in the instant before its init's record came,
+    // as its program came: never used either way, and the call's receipt says why it is cold.
+    assert.match(s.stderr, /warm box of stdlib not used: it ended (while it waited|as its program came)/);
+    if (r.seen.start.kind === 'cold')
+      assert.match(r.seen.start.why_cold, /ended (while it waited|before its program reached it)/);
+  } finally {
+    assert.equal((await s.close()).code, 0);
+  }
+  await waitNoBoxes(20000);
 });

@@ -268,6 +268,9 @@ const LOOK = [
   'r = random.getstate()',
   'random.seed(12345)',
   'if random.getstate() == r: found.append("random")',
+  'try:',
+  '    os.fstat(3); found.append("fd3")',
+  'except OSError: pass',
   'print(",".join(found) or "none")',
 ].join('\n');
 
@@ -288,7 +291,7 @@ test('warm boxes leave nothing for the next call: a program looking for an earli
     const id = (await open(client, { timeout_s: 2 })).structuredContent.session_id;
     await call(client, { session_id: id, code: LEAVE });
     const kept = await call(client, { session_id: id, code: LOOK });
-    assert.equal(kept.structuredContent.said.stdout.text, 'tmp,out,env,module,builtins,process,random\n');
+    assert.equal(kept.structuredContent.said.stdout.text, 'tmp,out,env,module,builtins,process,random,fd3\n');
   } finally {
     await client.close();
   }
