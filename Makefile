@@ -40,7 +40,7 @@ endif
 # The core library and its backends and images (every folder of pybox/ but the
 # front-ends); the front-ends: the MCP server and the command line.
 LIB_SRC := $(wildcard pybox/*.c) $(filter-out pybox/mcp/% pybox/cli/%,$(wildcard pybox/*/*.c))
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/pybox/seccomp_blob.o
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/pybox/seccomp_blob.o $(BUILD)/obj/pybox/image/bootstrap_blob.o
 FRONT_SRC := $(wildcard pybox/mcp/*.c) $(filter-out pybox/cli/main.c,$(wildcard pybox/cli/*.c))
 FRONT_OBJ := $(FRONT_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC := $(wildcard unit/*.c)
@@ -60,6 +60,10 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/pybox/seccomp_blob.o: pybox/seccomp_blob.S pybox/seccomp.json
 	@mkdir -p $(dir $@)
 	$(CC) -c -DPYBOX_SECCOMP_FILE='"$(CURDIR)/pybox/seccomp.json"' $< -o $@
+
+$(BUILD)/obj/pybox/image/bootstrap_blob.o: pybox/image/bootstrap_blob.S guest/bootstrap.py
+	@mkdir -p $(dir $@)
+	$(CC) -c -DPYBOX_BOOTSTRAP_FILE='"$(CURDIR)/guest/bootstrap.py"' $< -o $@
 
 # The terminal escaper's code point tables (pybox/escape.c), generated from the Unicode
 # Character Database that Debian's unicode-data package installs.
@@ -308,7 +312,8 @@ FUZZ_BUILD := build-fuzz
 FUZZ_TARGETS := $(sort $(filter-out common,$(basename $(notdir $(wildcard fuzz/*.c)))))
 FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -Wno-format-nonliteral -fno-omit-frame-pointer -fsanitize=address,undefined \
              -fno-sanitize-recover=all -MMD -MP $(PKG_CFLAGS)
-FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/pybox/seccomp_blob.o
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/pybox/seccomp_blob.o \
+    $(FUZZ_BUILD)/obj/pybox/image/bootstrap_blob.o
 FUZZ_FRONT_OBJ := $(FRONT_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz-%)
 # clang and its fuzzing runtime, installed for the fuzz targets only (not every set-up).
@@ -327,6 +332,9 @@ $(FUZZ_BUILD)/obj/fuzz/%.o: fuzz/%.c | fuzz-tools
 $(FUZZ_BUILD)/obj/pybox/seccomp_blob.o: pybox/seccomp_blob.S pybox/seccomp.json | fuzz-tools
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -c -DPYBOX_SECCOMP_FILE='"$(CURDIR)/pybox/seccomp.json"' $< -o $@
+$(FUZZ_BUILD)/obj/pybox/image/bootstrap_blob.o: pybox/image/bootstrap_blob.S guest/bootstrap.py | fuzz-tools
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -c -DPYBOX_BOOTSTRAP_FILE='"$(CURDIR)/guest/bootstrap.py"' $< -o $@
 $(FUZZ_BUILD)/obj/pybox/escape.o: $(BUILD)/gen/unicode_tables.h
 $(FUZZ_BUILD)/obj/pybox/escape.o: FUZZ_FLAGS += -I$(BUILD)/gen
 $(FUZZ_BUILD)/obj/fuzz/escape.o: $(BUILD)/gen/unicode_tables.h

@@ -68,6 +68,8 @@ static void spec_digest(const pybox_native_spec_t *s, char out[65])
                    pybox_policy_seccomp_sha256());
     if (s->relax_unmask != NULL) /* only then: the digest of every other spec stays as it was */
         pybox_buf_addf(&b, " unmask=%s", s->relax_unmask);
+    if (s->wait_ms > 0) /* a box made before its program (the same: a cold box's stays as it was) */
+        pybox_buf_addf(&b, " wait=%lld life=%lld", (long long)s->wait_ms, (long long)s->life_ms);
     if (pybox_buf_ok(&b))
         pybox_sha256_hex(b.data, b.len, out);
     else
@@ -110,6 +112,8 @@ static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t
     s->shm_bytes = p->shm_bytes;
     s->uid = p->program_uid; /* the run's own; a relaxation (program root, a shared uid) is the sandbox's */
     s->timer_ms = p->box_timer_ms;
+    s->wait_ms = p->box_wait_ms;
+    s->life_ms = p->box_life_ms;
     s->memory_bytes = (p->relax & PYBOX_RELAX_MEMORY) ? 0 : p->memory_bytes;
     s->pids = (p->relax & PYBOX_RELAX_PIDS) ? 0 : p->pids;
     s->nano_cpus = p->nano_cpus;

@@ -49,7 +49,7 @@ const FILES_ROOT = path.join(TMP, 'files');
 const OUTPUT_ROOT = path.join(TMP, 'out');
 fs.mkdirSync(FILES_ROOT, { recursive: true });
 fs.mkdirSync(OUTPUT_ROOT, { recursive: true });
-const SERVER_ARGS = ['mcp', '--images', 'stdlib,data', '--max-timeout', '30',
+const SERVER_ARGS = ['mcp', '--images', 'stdlib,data', '--warm', '0', '--max-timeout', '30',
   '--files-root', FILES_ROOT, '--output-root', OUTPUT_ROOT];
 
 process.on('unhandledRejection', (e) => log('unhandled rejection (ignored):', e?.message ?? e));

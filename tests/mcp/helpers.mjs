@@ -84,11 +84,16 @@ export async function waitNoBoxes(limitMs) {
   }
 }
 
+// A server's arguments with --warm 0 unless they name --warm: the tests that count the
+// boxes a call builds (none for a refusal, one per call) run a server that keeps none
+// waiting; the warm boxes have tests of their own.
+export const coldUnlessAsked = (args) => args.some((a) => a.startsWith('--warm')) ? args : [...args, '--warm', '0'];
+
 // A raw client: one message per line, every line kept as it came (bytes), so tests can
 // see exactly what reached stdout.
 export class RawServer {
   constructor(args = []) {
-    this.proc = spawn(PYBOX, ['mcp', ...args], { env: serverEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.proc = spawn(PYBOX, ['mcp', ...coldUnlessAsked(args)], { env: serverEnv, stdio: ['pipe', 'pipe', 'pipe'] });
     this.raw = [];
     this.messages = [];
     this.waiters = [];

@@ -13,7 +13,7 @@ const envArgs = Object.entries(serverEnv).flatMap(([k, v]) => ['-e', `${k}=${v}`
 
 function inspector(args) {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [cli, '--cli', ...envArgs, PYBOX, 'mcp', '--images', 'stdlib', ...args],
+    execFile(process.execPath, [cli, '--cli', ...envArgs, PYBOX, 'mcp', '--images', 'stdlib', '--warm', '0', ...args],
       { timeout: 120000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
         if (err) reject(new Error(`inspector failed: ${err.message}\n${stderr}`));
         else resolve(JSON.parse(stdout));
@@ -23,7 +23,7 @@ function inspector(args) {
 
 test('the Inspector lists the tool', async () => {
   const out = await inspector(['--method', 'tools/list']);
-  assert.deepEqual(out.tools.map((t) => t.name), ['run_python']);
+  assert.deepEqual(out.tools.map((t) => t.name), ['run_python', 'session_open', 'session_close']);
   assert.equal(out.tools[0].inputSchema.required[0], 'code');
   assert.equal(out.tools[0].outputSchema.properties.schema.const, 'pybox.receipt/2');
 });

@@ -194,7 +194,7 @@ const progressWaiters = new Map(); // token -> resolve (on "running")
 const stray = [];
 const transport = new ProcessTransport({
   command: PYBOX,
-  args: ['mcp', '--backend', BACKEND, '--images', 'stdlib', '--max-timeout', '10'],
+  args: ['mcp', '--backend', BACKEND, '--images', 'stdlib', '--warm', '0', '--max-timeout', '10'],
   env,
   tap: (m) => {
     if (m.id !== undefined && (m.result !== undefined || m.error !== undefined)) {
