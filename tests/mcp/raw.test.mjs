@@ -398,23 +398,16 @@ test('a warm server SIGKILLed while its box waits: the box ends by its own timer
   const [box] = await untilBoxes(1, 20000);
   s.proc.kill('SIGKILL');
   assert.equal((await s.exited).sig, 'SIGKILL');
-  assert.deepEqual((await boxes()).map((b) => b.Id), [box.Id], 'the waiting box outlived its server');
+  assert.deepEqual((await boxes()).map((b) => b.id), [box.id], 'the waiting box outlived its server');
   // Its expiry: the box's clocks (the first timer, the wait, the program's timer) and the margin.
   cleanupUntilNoBoxes(90000);
   await waitNoBoxes(40000);
   s.proc.stdin.destroy();
 });
 
-// The processes of a native box, from its cgroup (v1's memory controller or v2).
-function boxProcs(id) {
-  const v2 = fs.existsSync('/sys/fs/cgroup/cgroup.controllers');
-  for (const dir of v2 ? [`/sys/fs/cgroup/pybox-${INSTALL}/${id}`, `/sys/fs/cgroup/pybox.slice/pybox-${INSTALL}-${id}.scope`]
-    : [`/sys/fs/cgroup/memory/pybox-${INSTALL}/${id}`]) {
-    for (const f of [`${dir}/cgroup.procs`, `${dir}/box/cgroup.procs`]) {
-      try { return fs.readFileSync(f, 'utf8').split('\n').filter(Boolean).map(Number); } catch { /* next */ }
-    }
-  }
-  return [];
+// The processes of a box, where its backend says its cgroup is (pybox-campaign inspect).
+async function boxProcs(id) {
+  return ((await boxes()).find((b) => b.id === id)?.procs ?? []).map(Number);
 }
 
 test('a warm box tampered with while it waits (its interpreter killed from outside) is never used: the call gets another box and the log says why', { skip: BACKEND !== 'native' && 'reads a native box\'s cgroup' }, async () => {
@@ -426,7 +419,7 @@ test('a warm box tampered with while it waits (its interpreter killed from outsi
     // closed its channel (descriptor 3) before it reads the program; bounded.
     let py = [];
     for (const t0 = Date.now(); py.length === 0 && Date.now() - t0 < 20000; await new Promise((r) => setTimeout(r, 20))) {
-      py = boxProcs(box.Id).filter((p) => {
+      py = (await boxProcs(box.id)).filter((p) => {
         try {
           return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('bootstrap.py') && !fs.existsSync(`/proc/${p}/fd/3`);
         } catch { return false; }
@@ -443,7 +436,7 @@ test('a warm box tampered with while it waits (its interpreter killed from outsi
     const r = (await s.reply(51)).result.structuredContent;
     assert.equal(r.status, 'TARGET_EXIT_OBSERVED', JSON.stringify(r.error));
     assert.equal(r.said.stdout.text, '1\n');
-    assert.notEqual(r.seen.box.id, box.Id, 'the tampered box served the call');
+    assert.notEqual(r.seen.box.id, box.id, 'the tampered box served the call');
     assert.match(s.stderr, /warm box of stdlib not used: it ended while it waited \(its init says: program, exit 137\)/);
   } finally {
     assert.equal((await s.close()).code, 0);
