@@ -106,6 +106,7 @@ emulated=no
 integration() {
     [ "$emulated" = no ] || export CK_EXCLUDE_TAGS=timing
     PYBOX_BACKEND=$1 PYBOX_BIN=/usr/bin/pybox PYBOX_TEST_BIN="$(pwd)/$build/pybox-test" CK_RUN_SUITE=$2 \
+        PYBOX_CAMPAIGN_BIN="$(pwd)/$build/pybox-campaign" \
         CK_VERBOSITY=verbose "$build/itest"
 }
 
