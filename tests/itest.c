@@ -829,6 +829,20 @@ static bool timing_case(const char *name)
     return false;
 }
 
+/* Each test case's timing sibling (at most one), so that a fixture reaches both. */
+static struct {
+    TCase *tc, *timing;
+} siblings[64];
+static size_t n_siblings;
+
+void itest_fixture(TCase *tc, void (*setup)(void), void (*teardown)(void))
+{
+    tcase_add_checked_fixture(tc, setup, teardown);
+    for (size_t i = 0; i < n_siblings; i++)
+        if (siblings[i].tc == tc)
+            tcase_add_checked_fixture(siblings[i].timing, setup, teardown);
+}
+
 TCase *itest_tcase(Suite *s, const char *name, int timeout_s, const TTest *const *tests, size_t n)
 {
     TCase *tc = tcase_create(name), *timing = NULL;
@@ -848,6 +862,12 @@ TCase *itest_tcase(Suite *s, const char *name, int timeout_s, const TTest *const
             suite_add_tcase(s, timing);
         }
         tcase_add_test(timing, tests[i]);
+    }
+    if (timing != NULL) {
+        if (n_siblings == sizeof siblings / sizeof *siblings)
+            abort();
+        siblings[n_siblings].tc = tc;
+        siblings[n_siblings++].timing = timing;
     }
     suite_add_tcase(s, tc);
     return tc;

@@ -135,6 +135,9 @@ bool itest_contains(const char *hay, size_t len, const char *needle);
 /* A test case of suite s with its timeout in seconds and its tests (ITEST_TESTS(a, b,
  * ...)), added to s. */
 TCase *itest_tcase(Suite *s, const char *name, int timeout_s, const TTest *const *tests, size_t n);
+/* A checked fixture for a test case that itest_tcase made, and for its cases tagged
+ * timing, which it put in a test case of their own. */
+void itest_fixture(TCase *tc, void (*setup)(void), void (*teardown)(void));
 #define ITEST_TESTS(...)                                                                                               \
     ((const TTest *const[]){__VA_ARGS__}), (sizeof((const TTest *const[]){__VA_ARGS__}) / sizeof(const TTest *))
 

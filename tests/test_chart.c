@@ -209,6 +209,6 @@ Suite *itest_suite_chart(void)
                             ITEST_TESTS(exec_chart_is_the_printed_receipts, exec_chart_with_the_terminal_receipt,
                                         unusable_chart_path_refused_before_any_box,
                                         exec_chart_goes_to_the_folder_checked, chart_of_bad_input_refused));
-    tcase_add_checked_fixture(tc, setup, teardown);
+    itest_fixture(tc, setup, teardown);
     return s;
 }

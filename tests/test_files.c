@@ -828,10 +828,10 @@ Suite *itest_suite_files(void)
                     case_clash_refuses_everything, long_case_clash_receipt_is_utf8, folder_input_read_only_tree,
                     utf8_names_in, composed_and_decomposed_names_both_in, name_not_utf8_refused,
                     output_folder_squatted_or_open_to_all));
-    tcase_add_checked_fixture(tc, setup, teardown);
+    itest_fixture(tc, setup, teardown);
     TCase *full =
         itest_tcase(s, "full state directory", 120,
                     ITEST_TESTS(full_state_dir_no_output_without_its_trail, full_state_dir_no_box_without_its_note));
-    tcase_add_checked_fixture(full, setup, teardown);
+    itest_fixture(full, setup, teardown);
     return s;
 }

@@ -48,7 +48,7 @@ START_TEST(data_image_pandas_and_a_chart)
                "print(g.to_dict())\n",
                args, &r);
     const cJSON *j = r.receipt;
-    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, itest_str(j, "said.stderr.text"));
+    ck_assert_msg(r.status == 0, "exit %d: %s %s", r.status, itest_str(j, "said.stderr.text"), r.err);
     ck_assert_str_eq(itest_str(j, "said.stdout.text"), "{'Lyon': 2, 'Nice': 1, 'Paris': 7}\n");
     /* The image's own policy, not the program, set the larger memory. */
     ck_assert_int_eq((long)itest_num(j, "asked.limits.memory_bytes"), 512L * 1024 * 1024);
@@ -382,6 +382,6 @@ Suite *itest_suite_images(void)
                             ITEST_TESTS(data_image_pandas_and_a_chart, data_image_memory_fits_and_oom,
                                         custom_image_from_a_uv_lock, retagged_pin_is_refused,
                                         unknown_image_lists_the_known, unpinned_image_folders_are_cleaned_up));
-    tcase_add_checked_fixture(tc, setup, teardown);
+    itest_fixture(tc, setup, teardown);
     return s;
 }

@@ -555,6 +555,6 @@ Suite *itest_suite_sign(void)
                                         a_key_that_cannot_be_read_leaves_the_receipt_unsigned,
                                         every_status_valid_against_the_published_schema,
                                         canonical_json_as_an_independent_implementation_makes_it));
-    tcase_add_checked_fixture(tc, setup, teardown);
+    itest_fixture(tc, setup, teardown);
     return s;
 }
