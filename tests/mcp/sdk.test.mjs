@@ -8,7 +8,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { PYBOX, serverEnv, boxes, volumes, waitNoBoxes, createdBetween, coldUnlessAsked } from './helpers.mjs';
+import { PYBOX, serverEnv, boxes, volumes, waitNoBoxes, createdBetween, coldUnlessAsked, SKIP_TIMING } from './helpers.mjs';
 
 async function connect(args) {
   const transport = new StdioClientTransport({ command: PYBOX, args: ['mcp', ...coldUnlessAsked(args)], env: serverEnv,
@@ -22,7 +22,7 @@ async function connect(args) {
 
 const text = (result) => result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
 
-test('data image: a CSV in, a result file and a chart back, the receipt valid against the output schema', async () => {
+test('data image: a CSV in, a result file and a chart back, the receipt valid against the output schema', { skip: SKIP_TIMING }, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pybox-mcp-'));
   const filesRoot = path.join(dir, 'in');
   const outputRoot = path.join(dir, 'out');
@@ -253,7 +253,7 @@ async function closeAndCount(client) {
   return waitNoBoxes(20000);
 }
 
-test('warm boxes: 50 calls of print(1) and 50 of a pandas import, each its own box made ahead with what its preload imported said, nothing left after the server ends', async () => {
+test('warm boxes: 50 calls of print(1) and 50 of a pandas import, each its own box made ahead with what its preload imported said, nothing left after the server ends', { skip: SKIP_TIMING }, async () => {
   const { client, errors } = await connect(['--images', 'stdlib,data', '--warm', '1', '--max-timeout', '30']);
   let closed = false;
   try {

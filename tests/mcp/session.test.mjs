@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { PYBOX, serverEnv, boxes, waitNoBoxes } from './helpers.mjs';
+import { PYBOX, serverEnv, boxes, waitNoBoxes, SKIP_TIMING } from './helpers.mjs';
 
 async function connect(args) {
   const transport = new StdioClientTransport({ command: PYBOX, args: ['mcp', '--warm', '0', ...args], env: serverEnv,
@@ -25,7 +25,7 @@ const open = (client, args = {}) => client.callTool({ name: 'session_open', argu
   { timeout: 120000 });
 const close = (client, id) => client.callTool({ name: 'session_close', arguments: { session_id: id } });
 
-test('a data-image session: a DataFrame made by one call is read by the next; each receipt names its session and call; session_close gives the session receipt; nothing left', async () => {
+test('a data-image session: a DataFrame made by one call is read by the next; each receipt names its session and call; session_close gives the session receipt; nothing left', { skip: SKIP_TIMING }, async () => {
   const { client } = await connect(['--images', 'stdlib,data', '--max-timeout', '60']);
   let closed = false;
   try {
