@@ -110,6 +110,13 @@ static void setup(void)
     char bin[PATH_MAX], init[PATH_MAX], dst[PATH_MAX];
     snprintf(bin, sizeof bin, "%s", getenv("PYBOX_BIN") ? getenv("PYBOX_BIN") : PYBOX_SOURCE "/build/pybox");
     snprintf(init, sizeof init, "%s/pybox-init", dirname(bin));
+    /* an installed pybox keeps its init elsewhere: the test build's, beside pybox-test */
+    struct stat isb;
+    if (stat(init, &isb) < 0) {
+        char tb[PATH_MAX];
+        snprintf(tb, sizeof tb, "%s", itest_test_bin());
+        snprintf(init, sizeof init, "%s/pybox-init", dirname(tb));
+    }
     snprintf(dst, sizeof dst, "%s/pybox/init", rootfs);
     mkdir(dst, 0755);
     rmdir(dst);

@@ -505,6 +505,10 @@ static int plan_mounts(plan_t *p, const pybox_native_spec_t *s, pybox_native_box
             add(p, (op_t){.kind = OP_CREATE, .dst = AT(PYBOX_RELAX_SOCKET_AT), .mode = 0600, .what = "the socket"},
                 err) < 0 ||
             add_mount(p, str(p, err, "%s", s->relax_socket), AT(PYBOX_RELAX_SOCKET_AT), NULL, MS_BIND, NULL,
+                      PYBOX_RELAX_SOCKET_AT, err) < 0 ||
+            /* its flags said, not taken from the host's mount (a systemd host's /run is
+             * nosuid,nodev,noexec; these machines' is not) */
+            add_mount(p, NULL, AT(PYBOX_RELAX_SOCKET_AT), NULL, MS_REMOUNT | MS_BIND | NOSUID_NODEV_NOEXEC, NULL,
                       PYBOX_RELAX_SOCKET_AT, err) < 0)
             return -1;
     }

@@ -569,7 +569,8 @@ static void check_mounts(pybox_nv_t *v, pybox_native_box_t *b, const pybox_nativ
         w[nw++] = (want_mount_t){.point = "/host", .flags = RO | NOSUID | NODEV, .bind_of = s->relax_bind};
     if (s->relax_socket != NULL) {
         w[nw++] = (want_mount_t){.point = "/run", .fstype = "tmpfs", .flags = NOSUID | NODEV};
-        w[nw++] = (want_mount_t){.point = PYBOX_RELAX_SOCKET_AT, .flags = 0, .bind_of = s->relax_socket};
+        w[nw++] = (want_mount_t){
+            .point = PYBOX_RELAX_SOCKET_AT, .flags = NOSUID | NODEV | NOEXEC, .bind_of = s->relax_socket};
     }
     pybox_nv_mounts(v, m, nm, w, nw);
 }
