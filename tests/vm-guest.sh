@@ -182,7 +182,7 @@ for b in $backends; do
         ;;
     esac
     case " $steps " in *" campaign "*) step "campaign-$b" campaign "$b" ;; esac
-    case "$b $steps " in "native "*" integration "*) step broken-v2-reader broken_reader ;; esac
+    case "$b: $steps " in "native: "*" integration "* | "native: integration "*) step broken-v2-reader broken_reader ;; esac
 done
 step nothing-left nothing_left
 say "$failed failed"
