@@ -159,7 +159,7 @@ START_TEST(expired_leases_are_swept_held_ones_stay)
     /* a run first: the machine's folder exists, whatever ran before */
     itest_run_t r;
     itest_exec("print(1)\n", NULL, &r);
-    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
     itest_run_free(&r);
     long now = (long)itest_wall();
     char expired[64], held[64], kept[64], text[96];
