@@ -971,24 +971,35 @@ END_TEST
 
 /* Boxes made from four threads at once: between clone and exec the child calls nothing
  * that waits for the parent's other threads (glibc's setgroups, setuid and the like). */
+static char four_why[4][PYBOX_ERROR_MSG_MAX + 64];
+
 static void *four_at_once(void *arg)
 {
     uint32_t uid = (uint32_t)(uintptr_t)arg;
+    char *why = four_why[uid - 200200];
     for (int i = 0; i < 3; i++) {
         pybox_native_spec_t s;
         char name[33];
         spec_of(&s, name, uid);
         pybox_error_t err = {0};
         pybox_native_box_t *b = NULL;
-        if (pybox_native_create(&s, &b, &err) < 0)
+        if (pybox_native_create(&s, &b, &err) < 0) {
+            snprintf(why, sizeof four_why[0], "create: %s", err.msg);
             return (void *)1;
+        }
         pybox_native_run_t r;
         const char *prog = "print('hi')\n";
         int rc = pybox_native_drive(b, prog, strlen(prog), 15000, NULL, NULL, &r, &err);
         bool ok = rc == 0 && r.rec.seen && r.end.exit_code == 0;
+        if (!ok)
+            snprintf(why, sizeof four_why[0], "drive: rc %d, record %d, exit %d: %s", rc, r.rec.seen, r.end.exit_code,
+                     err.msg);
         pybox_native_run_free(&r);
         bool gone = false;
-        ok = pybox_native_remove(b, &gone, &err) == 0 && gone && ok;
+        if (pybox_native_remove(b, &gone, &err) < 0 || !gone) {
+            snprintf(why, sizeof four_why[0], "remove: gone %d: %s", gone, err.msg);
+            ok = false;
+        }
         pybox_native_free(b);
         if (!ok)
             return (void *)1;
@@ -1004,7 +1015,7 @@ START_TEST(boxes_from_threads_at_once)
     for (int i = 0; i < 4; i++) {
         void *rc = NULL;
         pthread_join(t[i], &rc);
-        ck_assert_ptr_null(rc);
+        ck_assert_msg(rc == NULL, "thread %d: %s", i, four_why[i]);
     }
 }
 END_TEST
