@@ -192,15 +192,16 @@ int pybox_ready_record_find(const pybox_sink_t *out, const char *secret, pybox_r
 
 int pybox_call_record_find(const pybox_sink_t *out, const char *secret, pybox_call_record_t *rec, pybox_error_t *err)
 {
-    char line[PYBOX_GUEST_RECORD_MAX + 1], done_line[PYBOX_GUEST_RECORD_MAX + 1];
+    char line[PYBOX_GUEST_RECORD_MAX + 1];
     const char *p;
     size_t len, end = out->tail_len, after = 0;
-    /* When the call ended the session, the done record follows its call record. */
-    const char *dp;
-    size_t dlen;
-    if (record_line(out, end, PYBOX_GUEST_DONE, secret, done_line, &dp, &dlen)) {
-        after = dlen;
-        end -= dlen;
+    /* When the call ended the session, the done record follows its call record: a line
+     * that the done record's own reader takes, never one that only looks like it. */
+    pybox_done_record_t done;
+    pybox_error_t derr = {0};
+    if (pybox_done_record_find(out, secret, &done, &derr) == 1) {
+        after = (size_t)done.length;
+        end -= after;
     }
     if (!record_line(out, end, PYBOX_GUEST_CALL, secret, line, &p, &len))
         return 0;
