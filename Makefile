@@ -5,11 +5,12 @@
 SANITIZE ?=
 BUILD ?= build$(if $(SANITIZE),-san)
 CC ?= gcc
-# libcurl and libarchive are not linked into PyBox: each is opened when first needed
-# (pybox/docker/engine.c, pybox/archive_api.c), so a process that needs neither does not
-# load them and the libraries they bring. Tests that call them themselves link them.
+# libcurl, libarchive and libmicrohttpd are not linked into PyBox: each is opened when first
+# needed (pybox/docker/engine.c, pybox/archive_api.c, pybox/mcp/http.c), so a process that
+# needs none of them does not load them and the libraries they bring. Tests that call them
+# themselves link them.
 PKGS := libcjson libcrypto libseccomp jansson
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libcurl libarchive)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libcurl libarchive libmicrohttpd)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm -ldl
 CURL_LIBS = $(shell pkg-config --libs libcurl)
 ARCHIVE_LIBS = $(shell pkg-config --libs libarchive)

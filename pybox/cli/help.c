@@ -7,6 +7,7 @@
 
 #include "../bounds.h"
 #include "../box.h"
+#include "../mcp/http.h"
 #include "../mcp/run_python.h"
 #include "../mcp/server.h"
 #include "../util.h"
@@ -28,7 +29,7 @@ static void main_help(FILE *o)
                "(untrusted), and what is not known.\n"
                "\n"
                "  exec      run the program given on standard input (pybox help exec)\n"
-               "  mcp       serve the run_python tool to an AI agent over MCP on stdio (pybox help mcp)\n"
+               "  mcp       serve the run_python tool to an AI agent over MCP, on stdio or HTTP (pybox help mcp)\n"
                "  image     build, list, verify and remove the pinned images (pybox help image)\n"
                "  cleanup   remove this installation's expired leftovers (pybox help cleanup)\n"
                "  verify    check a JSON receipt's signature (pybox help verify)\n"
@@ -97,15 +98,19 @@ static void exec_help(FILE *o)
 
 static void mcp_help(FILE *o)
 {
-    char root_max[PYBOX_NUM_MAX], root_age[PYBOX_NUM_MAX], age_min[PYBOX_NUM_MAX];
+    char root_max[PYBOX_NUM_MAX], root_age[PYBOX_NUM_MAX], age_min[PYBOX_NUM_MAX], idle[PYBOX_NUM_MAX],
+        idle_min[PYBOX_NUM_MAX];
     fprintf(o,
             "usage: pybox mcp [OPTION]...\n"
+            "       pybox mcp --listen ADDRESS --token-file FILE [OPTION]...\n"
             "\n"
             "Serve the run_python tool over the Model Context Protocol on stdin/stdout (revision\n" PYBOX_MCP_PROTOCOL
-            ", " PYBOX_MCP_PROTOCOL_OLD " also). The agent chooses the program, its image, limits\n"
-            "and files; these options are the ceilings it cannot pass (refused \"(set by the\n"
-            "server)\" before any box). Logs go to stderr. Closing stdin, or SIGTERM, cancels\n"
-            "every call in progress, removes its box and exits.\n"
+            ", " PYBOX_MCP_PROTOCOL_OLD " also), or with --listen over Streamable HTTP at\n"
+            "ADDRESS" PYBOX_MCP_HTTP_PATH ". The agent chooses the program, its image, limits and files;\n"
+            "these options are the ceilings it cannot pass (refused \"(set by the server)\" before\n"
+            "any box). Logs go to stderr. On stdio, closing stdin or SIGTERM cancels every call\n"
+            "in progress, removes its box and exits; over HTTP, SIGTERM drains (calls in progress\n"
+            "finish, nothing new is taken), SIGINT cancels them all.\n"
             "\n"
             "  --images NAME,...   the images calls may use, the first the default (default stdlib;\n"
             "                      at most %d)\n"
@@ -123,14 +128,33 @@ static void mcp_help(FILE *o)
             "                      config.json's, else " PYBOX_DEFAULT_BACKEND ")\n"
             "  --help              this help\n"
             "\n"
-            "At most %d calls run at once, each in its own box. The server's ceilings stay under\n"
-            "the installation's (pybox help exec). docs/mcp.md.\n",
+            "Over HTTP (every request needs a bearer token of FILE; docs/mcp.md, \"Over HTTP\"):\n"
+            "  --listen ADDRESS    127.0.0.1:PORT, [::1]:PORT, PORT (on 127.0.0.1; 0: any free port),\n"
+            "                      another IP address with a port (needs --listen-public), or\n"
+            "                      unix:/path (a socket of mode 0660)\n"
+            "  --listen-public     allow an address other than loopback (put TLS in front)\n"
+            "  --token-file FILE   lines of NAME TOKEN (%d to %d characters); the file the server's\n"
+            "                      own, 0600; required with --listen\n"
+            "  --socket-group GROUP  the unix socket's group (default: the server's)\n"
+            "  --allow-origins ORIGIN,...  the browser origins allowed (default: none; requests\n"
+            "                      without an Origin header, as non-browser clients send, pass)\n"
+            "  --max-connections N  connections with a request in progress, per token (default %d)\n"
+            "  --max-sessions N    sessions open at once, per token (default %d)\n"
+            "  --max-calls N       calls in progress at once, per token (default %d; 1 to %d each)\n"
+            "  --session-idle AGE  a session with nothing in progress for AGE ends (default %s;\n"
+            "                      at least %s)\n"
+            "\n"
+            "At most %d calls run at once in a session, each in its own box. The server's ceilings\n"
+            "stay under the installation's (pybox help exec). docs/mcp.md.\n",
             PYBOX_MCP_IMAGES_MAX, PYBOX_TIMEOUT_MIN_MS / 1000.0, (long long)(PYBOX_TIMEOUT_MAX_MS / 1000),
             (long long)(PYBOX_MEMORY_MIN >> 20), (long long)(PYBOX_MCP_ENTRY_MIN / 1024),
             pybox_fmt_size(root_max, PYBOX_MCP_OUTPUT_ROOT_MAX),
             (long long)((pybox_mcp_call_output_most() + (1 << 20) - 1) >> 20),
             pybox_fmt_age(root_age, PYBOX_MCP_OUTPUT_ROOT_AGE_S),
-            pybox_fmt_age(age_min, PYBOX_MCP_OUTPUT_ROOT_AGE_MIN_S), PYBOX_MCP_CALLS_MAX);
+            pybox_fmt_age(age_min, PYBOX_MCP_OUTPUT_ROOT_AGE_MIN_S), PYBOX_MCP_TOKEN_MIN, PYBOX_MCP_TOKEN_MAX,
+            PYBOX_MCP_HTTP_CONNECTIONS, PYBOX_MCP_HTTP_SESSIONS, PYBOX_MCP_HTTP_CALLS, PYBOX_MCP_HTTP_PER_TOKEN_MAX,
+            pybox_fmt_age(idle, PYBOX_MCP_HTTP_SESSION_IDLE_S),
+            pybox_fmt_age(idle_min, PYBOX_MCP_HTTP_SESSION_IDLE_MIN_S), PYBOX_MCP_CALLS_MAX);
 }
 
 static void image_help(FILE *o)

@@ -2,7 +2,9 @@
 /* pybox: the command-line front-end. The only place that prints errors. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +23,7 @@
 #include "../image/image.h"
 #include "../leftovers.h"
 #include "../log.h"
+#include "../mcp/http.h"
 #include "../mcp/run_python.h"
 #include "../mcp/server.h"
 #include "../prepare.h"
@@ -636,9 +640,50 @@ static int mcp_dir(const char *opt, const char *dir, bool writable, char *out, p
                : 0;
 }
 
-static int mcp_parse(int argc, char **argv, const pybox_state_t *st, pybox_mcp_config_t *cfg, pybox_error_t *err)
+/* A group by name or number (--socket-group). */
+static int group_of(const char *v, gid_t *gid, pybox_error_t *err)
+{
+    char shown[96];
+    pybox_escape_short(shown, sizeof shown, v, 64);
+    uint64_t n;
+    if (pybox_parse_u64(v, &n) == 0 && n < (gid_t)-1) {
+        *gid = (gid_t)n;
+        return 0;
+    }
+    struct group g, *found = NULL;
+    char buf[16384];
+    if (getgrnam_r(v, &g, buf, sizeof buf, &found) != 0 || found == NULL)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--socket-group: no group '%s' here", shown);
+    *gid = found->gr_gid;
+    return 0;
+}
+
+/* A count per token from 1 to PYBOX_MCP_HTTP_PER_TOKEN_MAX. */
+static int per_token(const char *opt, const char *v, unsigned *out, pybox_error_t *err)
+{
+    uint64_t n;
+    if (pybox_parse_u64(v, &n) < 0 || n < 1 || n > PYBOX_MCP_HTTP_PER_TOKEN_MAX)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: give a whole number from 1 to %d", opt,
+                               PYBOX_MCP_HTTP_PER_TOKEN_MAX);
+    *out = (unsigned)n;
+    return 0;
+}
+
+/* The options of `pybox mcp --listen` (http.h); *listen says whether it was given. Only
+ * read here: the token file is loaded once every option has passed. */
+typedef struct {
+    bool listen;
+    const char *token_file;
+    const char *http_only; /* the first option that needs --listen, if any */
+} mcp_http_opts_t;
+
+static int mcp_parse(int argc, char **argv, const pybox_state_t *st, pybox_mcp_config_t *cfg,
+                     pybox_mcp_http_config_t *hc, mcp_http_opts_t *ho, pybox_error_t *err)
 {
     memset(cfg, 0, sizeof *cfg);
+    memset(hc, 0, sizeof *hc);
+    memset(ho, 0, sizeof *ho);
+    pybox_mcp_http_defaults(hc);
     const char *images = "stdlib";
     cfg->max_timeout_ms = 30000;
     cfg->max_memory_bytes = 512LL * 1024 * 1024;
@@ -650,9 +695,16 @@ static int mcp_parse(int argc, char **argv, const pybox_state_t *st, pybox_mcp_c
         const struct option *known = pybox_cli_option("mcp", a);
         if (known == NULL)
             return pybox_cli_unknown("mcp", a, err);
-        /* --name=value, or --name value */
+        /* --name=value, or --name value; a flag takes none */
         const char *eq = strchr(a, '=');
         char name[32];
+        if (known->has_arg == no_argument) {
+            if (eq != NULL)
+                return pybox_cli_value("mcp", a, false, err);
+            hc->listen_public = true; /* --listen-public, the one flag (--help was seen before) */
+            ho->http_only = ho->http_only ? ho->http_only : "--listen-public";
+            continue;
+        }
         if (eq != NULL) {
             v = eq + 1;
             snprintf(name, sizeof name, "--%s", known->name);
@@ -699,10 +751,55 @@ static int mcp_parse(int argc, char **argv, const pybox_state_t *st, pybox_mcp_c
         } else if (strcmp(a, "--files-root") == 0) {
             if (mcp_dir(a, v, false, cfg->files_root, err) < 0)
                 return -1;
-        } else if (mcp_dir(a, v, true, cfg->output_root, err) < 0) {
-            return -1;
+        } else if (strcmp(a, "--output-root") == 0) {
+            if (mcp_dir(a, v, true, cfg->output_root, err) < 0)
+                return -1;
+        } else if (strcmp(a, "--listen") == 0) {
+            if (pybox_mcp_listen_parse(v, &hc->listen, err) < 0)
+                return -1;
+            ho->listen = true;
+        } else {
+            /* the options of the HTTP server, which need --listen */
+            ho->http_only = ho->http_only ? ho->http_only : known->name;
+            if (strcmp(a, "--token-file") == 0) {
+                ho->token_file = v;
+            } else if (strcmp(a, "--socket-group") == 0) {
+                if (group_of(v, &hc->socket_gid, err) < 0)
+                    return -1;
+                hc->socket_group_set = true;
+            } else if (strcmp(a, "--allow-origins") == 0) {
+                if (pybox_mcp_origins_parse(v, &hc->origins, err) < 0)
+                    return -1;
+            } else if (strcmp(a, "--max-connections") == 0) {
+                if (per_token(a, v, &hc->max_connections, err) < 0)
+                    return -1;
+            } else if (strcmp(a, "--max-sessions") == 0) {
+                if (per_token(a, v, &hc->max_sessions, err) < 0)
+                    return -1;
+            } else if (strcmp(a, "--max-calls") == 0) {
+                if (per_token(a, v, &hc->max_calls, err) < 0)
+                    return -1;
+            } else if (pybox_parse_age(v, &hc->session_idle_s) < 0 ||
+                       hc->session_idle_s < PYBOX_MCP_HTTP_SESSION_IDLE_MIN_S) { /* --session-idle */
+                return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                       "--session-idle: give a time of at least %lld s, in s, m, h or d (e.g. 1h)",
+                                       PYBOX_MCP_HTTP_SESSION_IDLE_MIN_S);
+            }
         }
     }
+    if (!ho->listen && ho->http_only != NULL)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--%s needs --listen (it is an option of the HTTP server)",
+                               ho->http_only[0] == '-' ? ho->http_only + 2 : ho->http_only);
+    if (ho->listen && ho->token_file == NULL)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "--listen needs --token-file FILE (lines of NAME TOKEN, the file 0600): the server "
+                               "never listens without tokens");
+    if (hc->socket_group_set && hc->listen.family != AF_UNIX)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--socket-group is for --listen unix:/path only");
+    if (ho->listen && !hc->listen.loopback && !hc->listen_public)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "--listen: not a loopback address: give --listen-public to serve beyond this machine "
+                               "(with a reverse proxy and TLS in front: docs/mcp.md)");
     /* The images: each a built, pinned image of this installation, named once. */
     const char *p = images;
     while (*p != '\0') {
@@ -764,7 +861,11 @@ static int cmd_mcp(int argc, char **argv)
     }
     pybox_state_t st;
     pybox_mcp_config_t cfg;
-    if (pybox_state_open(&st, false, &err) < 0 || mcp_parse(argc, argv, &st, &cfg, &err) < 0)
+    static pybox_mcp_http_config_t hc; /* the tokens' digests: large, and kept for the server's life */
+    mcp_http_opts_t ho;
+    if (pybox_state_open(&st, false, &err) < 0 || mcp_parse(argc, argv, &st, &cfg, &hc, &ho, &err) < 0)
+        return fail(&err, false);
+    if (ho.listen && pybox_mcp_tokens_load(ho.token_file, &hc.tokens, &err) < 0)
         return fail(&err, false);
     /* The backend is opened once before serving, so a missing engine is said at once. */
     pybox_backend_t *be = NULL;
@@ -789,11 +890,21 @@ static int cmd_mcp(int argc, char **argv)
     for (size_t i = 0; i < cfg.n_images; i++)
         pybox_buf_addf(&imgs, "%s%s", i ? "," : "", cfg.images[i]);
     char most_s[PYBOX_NUM_MAX], most_m[PYBOX_NUM_MAX];
-    fprintf(stderr, "pybox mcp: serving run_python on stdio (images %s; at most %s s and %s per call)\n",
-            imgs.data ? imgs.data : "", pybox_fmt_fixed(most_s, cfg.max_timeout_ms, 3),
+    fprintf(stderr, "pybox mcp: serving run_python on %s (images %s; at most %s s and %s per call)\n",
+            ho.listen ? "HTTP" : "stdio", imgs.data ? imgs.data : "", pybox_fmt_fixed(most_s, cfg.max_timeout_ms, 3),
             pybox_fmt_size(most_m, cfg.max_memory_bytes));
     pybox_buf_free(&imgs);
-    int rc = pybox_mcp_serve(STDIN_FILENO, STDOUT_FILENO, sfd, &cfg, &pybox_mcp_run_python_tool, 1, &st);
+    int rc;
+    if (ho.listen) {
+        rc = pybox_mcp_http_serve(&hc, sfd, &cfg, &pybox_mcp_run_python_tool, 1, &st, &err);
+        OPENSSL_cleanse(&hc.tokens, sizeof hc.tokens);
+        if (rc < 0) {
+            close(sfd);
+            return fail(&err, false);
+        }
+    } else {
+        rc = pybox_mcp_serve(STDIN_FILENO, STDOUT_FILENO, sfd, &cfg, &pybox_mcp_run_python_tool, 1, &st);
+    }
     close(sfd);
     return rc < 0 ? 125 : 0;
 }
