@@ -384,6 +384,35 @@ START_TEST(session_outcomes)
     ck_assert_ptr_nonnull(strstr(k.last, "released"));
     ck_assert_int_eq(k.releases, 2);
     ck_assert_int_eq(ended, 2);
+    /* Without early_cancels (stdio, where lines keep their order), a cancellation naming
+     * no call is forgotten: a request with that id later runs. */
+    allow = 10;
+    handle(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":30}}", 0, &k, &h);
+    handle(s, CALL("30"), 0, &k, &h);
+    ck_assert_int_eq(h.outcome, PYBOX_MCP_CALL);
+    ck_assert_int_eq(write(release_pipe[1], "x", 1), 1);
+    pybox_mcp_session_free(s);
+    /* With early_cancels (HTTP, where a cancellation can overtake its request), the
+     * request that comes after its cancellation is not run, and nothing is said. */
+    hooks.early_cancels = true;
+    admitted = ended = 0;
+    s = pybox_mcp_session_new(&cfg, &fake, 1, NULL, &hooks);
+    handle(s, INIT, 0, &k, &h);
+    int holds = k.holds, messages = k.messages;
+    handle(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"c1\"}}", 0, &k,
+           &h);
+    ck_assert_int_eq(h.outcome, PYBOX_MCP_NO_REPLY);
+    handle(s, CALL("\"c1\""), 0, &k, &h);
+    ck_assert_int_eq(h.outcome, PYBOX_MCP_NO_REPLY);
+    ck_assert_int_eq(k.holds, holds);
+    ck_assert_int_eq(k.messages, messages);
+    ck_assert_int_eq(admitted, 0);
+    /* once only: the id given again is a new request */
+    handle(s, CALL("\"c1\""), 0, &k, &h);
+    ck_assert_int_eq(h.outcome, PYBOX_MCP_CALL);
+    ck_assert_int_eq(write(release_pipe[1], "x", 1), 1);
+    pybox_mcp_session_reap(s, true);
+    ck_assert_int_eq(ended, 1);
     pybox_mcp_session_free(s);
     free(k.last);
     free(k2.last);

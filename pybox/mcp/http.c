@@ -157,6 +157,7 @@ struct exchange {
     bool finished;  /* nothing more will come (the call ended, the stream was closed) */
     bool suspended; /* suspended in libmicrohttpd and watched */
     bool gone;      /* the client went, or the request ended: nothing more is taken */
+    bool abandoned; /* its call was cancelled because the client went */
     int64_t keepalive_ms;
     char log_call[48]; /* the message's method, for the log */
 };
@@ -298,7 +299,7 @@ static hsession_t *session_new(http_t *hs, int token)
         return NULL;
     s->hs = hs;
     s->token = token;
-    s->hooks = (pybox_mcp_hooks_t){.call_begin = call_begin, .call_end = call_end, .ctx = s};
+    s->hooks = (pybox_mcp_hooks_t){.call_begin = call_begin, .call_end = call_end, .ctx = s, .early_cancels = true};
     s->core = pybox_mcp_session_new(hs->cfg, hs->tools, hs->n_tools, hs->arg, &s->hooks);
     if (s->core == NULL) {
         free(s);
@@ -420,11 +421,12 @@ static void sink_hold(pybox_mcp_sink_t *k)
 static void sink_release(pybox_mcp_sink_t *k)
 {
     exchange_t *ex = (exchange_t *)k;
-    pthread_mutex_lock(&ex->hs->mu);
+    http_t *hs = ex->hs; /* ex may be freed below */
+    pthread_mutex_lock(&hs->mu);
     ex->finished = true;
     wake_locked(ex);
     exchange_unref_locked(ex);
-    pthread_mutex_unlock(&ex->hs->mu);
+    pthread_mutex_unlock(&hs->mu);
 }
 
 /* The first reply queued (taken out), or NULL. */
@@ -890,6 +892,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return ex->mode == X_JSON ? answer_json(ex) : MHD_YES;
 }
 
+/* The client went before its call's answer: nothing can reach it any more (this server
+ * offers no resumption), so the call is cancelled at once and its box removed. */
+static void abandon_locked(exchange_t *ex, const char *why)
+{
+    if (ex->abandoned || ex->session == NULL)
+        return;
+    ex->abandoned = true;
+    if (pybox_mcp_session_cancel(ex->session->core, &ex->sink, true) > 0)
+        logf_("client gone token=%s session=" ID8 ": its call is cancelled (%s)", token_name(ex->hs, ex->token),
+              ex->session->id, why);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
     (void)c;
@@ -913,14 +927,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
         hs->use[ex->token].conns--;
         ex->counted = false;
     }
-    /* The client went before its call's answer: nothing can reach it any more (this
-     * server offers no resumption), so the call is cancelled at once and its box removed. */
-    if (call_open) {
-        size_t n = pybox_mcp_session_cancel(ex->session->core, &ex->sink, true);
-        if (n > 0)
-            logf_("client gone token=%s session=" ID8 ": its call is cancelled (%s)", token_name(hs, ex->token),
-                  ex->session->id, toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? "timed out" : "disconnected");
-    }
+    if (call_open)
+        abandon_locked(ex, toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? "timed out" : "disconnected");
     exchange_unref_locked(ex);
     pthread_mutex_unlock(&hs->mu);
 }
@@ -1136,10 +1144,8 @@ static void client_went(http_t *hs, uint64_t serial)
         ex = ex->next_open;
     if (ex != NULL && ex->suspended) {
         ex->gone = true;
-        bool call_open = (ex->mode == X_JSON || ex->mode == X_SSE) && !ex->finished;
-        if (call_open && ex->session != NULL && pybox_mcp_session_cancel(ex->session->core, &ex->sink, true) > 0)
-            logf_("client gone token=%s session=" ID8 ": its call is cancelled (disconnected)",
-                  token_name(hs, ex->token), ex->session->id);
+        if ((ex->mode == X_JSON || ex->mode == X_SSE) && !ex->finished)
+            abandon_locked(ex, "disconnected");
         wake_locked(ex);
     }
     pthread_mutex_unlock(&hs->mu);

@@ -55,7 +55,9 @@ struct pybox_mcp_session {
     size_t n_tools;
     void *arg;
     pybox_mcp_hooks_t hooks;
-    const char *version; /* agreed by initialize (a constant), NULL before */
+    const char *version;                   /* agreed by initialize (a constant), NULL before */
+    cJSON *early[PYBOX_MCP_EARLY_CANCELS]; /* cancellations that named no call (hooks.early_cancels) */
+    size_t early_next;
 };
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -425,12 +427,30 @@ void pybox_mcp_session_reap(pybox_mcp_session_t *s, bool all)
     }
 }
 
+/* Whether a cancellation came for this id before the request did (taken out if so). */
+static bool cancelled_early(pybox_mcp_session_t *s, const cJSON *id)
+{
+    bool found = false;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < PYBOX_MCP_EARLY_CANCELS && !found; i++) {
+        if (s->early[i] != NULL && same_id(s->early[i], id)) {
+            cJSON_Delete(s->early[i]);
+            s->early[i] = NULL;
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
 /* params is the request's own: its arguments are taken out of it, not copied (a large
  * request is never held twice). id_text: the id as written; token: the progress token
  * as written, when it is one (valid_token), or NULL. */
 static pybox_mcp_outcome_t start_call(pybox_mcp_session_t *s, pybox_mcp_sink_t *k, const cJSON *id, const char *id_text,
                                       cJSON *params, const json_text_t *token)
 {
+    if (s->hooks.early_cancels && cancelled_early(s, id))
+        return PYBOX_MCP_NO_REPLY; /* the client gave it up before it came: nothing is run or said */
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
     const pybox_mcp_tool_t *tool = NULL;
@@ -550,12 +570,20 @@ static void cancel_call(pybox_mcp_session_t *s, const cJSON *params, const json_
     const cJSON *rid = cJSON_GetObjectItemCaseSensitive(params, "requestId");
     if (rid == NULL || !valid_id(rid, rid_text))
         return;
+    bool found = false;
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < PYBOX_MCP_CALLS_MAX; i++) {
         call_t *c = &s->calls[i];
         if (c->used && !c->done && same_id(c->id, rid)) {
             cancel_locked(c, true);
+            found = true;
         }
+    }
+    if (!found && s->hooks.early_cancels) {
+        /* its request may still be on its way: remembered, the oldest forgotten */
+        cJSON_Delete(s->early[s->early_next]);
+        s->early[s->early_next] = cJSON_Duplicate(rid, 1);
+        s->early_next = (s->early_next + 1) % PYBOX_MCP_EARLY_CANCELS;
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -902,6 +930,8 @@ void pybox_mcp_session_free(pybox_mcp_session_t *s)
         return;
     pybox_mcp_session_cancel(s, NULL, true);
     pybox_mcp_session_reap(s, true);
+    for (size_t i = 0; i < PYBOX_MCP_EARLY_CANCELS; i++)
+        cJSON_Delete(s->early[i]);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }

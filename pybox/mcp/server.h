@@ -134,7 +134,13 @@ typedef struct pybox_mcp_hooks {
     bool (*call_begin)(void *ctx);
     void (*call_end)(void *ctx, const pybox_mcp_call_end_t *end);
     void *ctx;
+    /* A cancellation may overtake its request (over HTTP they come on connections of
+     * their own): one that names no call in progress is remembered (the last
+     * PYBOX_MCP_EARLY_CANCELS), and a tools/call with that id arriving later is not run
+     * (PYBOX_MCP_NO_REPLY: nothing is answered, no box is made). */
+    bool early_cancels;
 } pybox_mcp_hooks_t;
+#define PYBOX_MCP_EARLY_CANCELS 16
 
 typedef enum {
     PYBOX_MCP_NO_REPLY,      /* a notification or a response (or nothing): nothing is answered */
