@@ -167,15 +167,17 @@ soak: mcp-clients
 	$(BUILD)/pybox-campaign check $(SOAK_OUT) campaign/limits.md
 
 # The MCP server built with AddressSanitizer, under LeakSanitizer through 100 calls of the
-# official SDK client (tests/mcp/leak-check.mjs), on each backend of LEAK_BACKENDS: it must
-# exit 0 without a report. Each backend's summary goes to build-san/leak-check-NAME.json.
+# official SDK client (tests/mcp/leak-check.mjs), on each backend of LEAK_BACKENDS and each
+# transport of LEAK_TRANSPORTS (stdio, and HTTP: pybox mcp --listen): it must exit 0
+# without a report. Each summary goes to build-san/leak-check-BACKEND-TRANSPORT.json.
 LEAK_BACKENDS ?= docker native
+LEAK_TRANSPORTS ?= stdio http
 leak-check: mcp-clients
 	$(MAKE) SANITIZE=address,undefined build-san/pybox build-san/pybox-init
-	for b in $(LEAK_BACKENDS); do \
-	    PYBOX_BACKEND=$$b PYBOX_BIN=$(CURDIR)/build-san/pybox node tests/mcp/leak-check.mjs \
-	        >build-san/leak-check-$$b.json || exit 1; \
-	done
+	for b in $(LEAK_BACKENDS); do for t in $(LEAK_TRANSPORTS); do \
+	    PYBOX_BACKEND=$$b LEAK_TRANSPORT=$$t PYBOX_BIN=$(CURDIR)/build-san/pybox node tests/mcp/leak-check.mjs \
+	        >build-san/leak-check-$$b-$$t.json || exit 1; \
+	done; done
 
 campaign-pages: $(BUILD)/pybox-campaign
 	$(BUILD)/pybox-campaign pages evidence campaign/limits.md

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* pybox mcp: its start-up refusals, then the server driven by clients nobody here wrote
- * (the official MCP TypeScript SDK client and the MCP Inspector's CLI mode), whose tests
- * live in tests/mcp and run with Node's test runner against the real engine. */
+ * (the official MCP TypeScript SDK client and the MCP Inspector's CLI mode), on stdio and
+ * over Streamable HTTP (pybox mcp --listen: the SDK's HTTP client, hostile HTTP, nginx in
+ * front with TLS), whose tests live in tests/mcp and run with Node's test runner against
+ * the real engine. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +131,24 @@ START_TEST(inspector_cli)
 }
 END_TEST
 
+START_TEST(http_sdk_client)
+{
+    node_tests("http.test.mjs");
+}
+END_TEST
+
+START_TEST(http_hostile)
+{
+    node_tests("hostile.test.mjs");
+}
+END_TEST
+
+START_TEST(http_behind_nginx)
+{
+    node_tests("proxy.test.mjs");
+}
+END_TEST
+
 Suite *itest_suite_mcp(void)
 {
     Suite *s = suite_create("mcp");
@@ -139,6 +159,12 @@ Suite *itest_suite_mcp(void)
     tcase_add_test(t, wire);
     tcase_add_test(t, inspector_cli);
     suite_add_tcase(s, t);
+    TCase *h = tcase_create("http");
+    tcase_set_timeout(h, 900);
+    tcase_add_test(h, http_sdk_client);
+    tcase_add_test(h, http_hostile);
+    tcase_add_test(h, http_behind_nginx);
+    suite_add_tcase(s, h);
     TCase *c = tcase_create("ceilings");
     tcase_set_timeout(c, 120);
     tcase_add_test(c, ceilings_shown_exactly);
