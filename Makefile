@@ -40,7 +40,7 @@ ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
         campaign campaign-fast campaign-pages evidence-check schema site-check man-check completion-check \
-        install uninstall install-check deb deb-test soak leak-check
+        install uninstall install-check deb deb-test soak leak-check service-check
 all: $(BUILD)/pybox $(BUILD)/pybox-init
 
 $(BUILD)/obj/%.o: %.c
@@ -125,7 +125,7 @@ integration: $(BUILD)/itest $(BUILD)/pybox
 # Everything, from nothing: packages, engine, images, MCP clients, then unit and
 # integration tests, and the evidence site in headless Chromium.
 check: setup mcp-clients
-	$(MAKE) unit integration site-check
+	$(MAKE) unit integration site-check service-check
 
 bench: setup $(BUILD)/pybox-bench
 	scripts/bench.sh $(BUILD)/pybox
@@ -204,6 +204,15 @@ format-check:
 # prints): scripts/check-source.sh.
 source-check:
 	scripts/check-source.sh
+
+# The service of pybox mcp --listen (systemd/pybox-mcp.service) as make install writes it,
+# for this build's pybox, checked by systemd-analyze verify: any warning fails (this
+# machine's systemd need not be running). docs/mcp.md, "As a service".
+service-check: $(BUILD)/pybox
+	scripts/need-packages.sh service-check systemd
+	sed 's|@bindir@|$(CURDIR)/$(BUILD)|g' systemd/pybox-mcp.service >$(BUILD)/pybox-mcp.service
+	out=$$(systemd-analyze verify --man=no $(BUILD)/pybox-mcp.service 2>&1); \
+	    [ -z "$$out" ] || { echo "$$out" >&2; exit 1; }
 
 # The man pages (man/, mdoc): mandoc's lint, where a warning or an error fails, and each
 # page rendered by man -l without a warning. That they say what the code does (every
