@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -421,6 +423,72 @@ START_TEST(session_outcomes)
 }
 END_TEST
 
+/* ---- finished calls joined from two threads at once (the HTTP server's main thread and
+ * its libmicrohttpd thread both reap a session): each call joined once ---- */
+
+static atomic_int quick_replies;
+static atomic_bool stop_reaping;
+
+static bool q_send(pybox_mcp_sink_t *k, const char *text, size_t len, bool reply)
+{
+    (void)k;
+    (void)text;
+    (void)len;
+    if (reply)
+        atomic_fetch_add(&quick_replies, 1);
+    return true;
+}
+
+static cJSON *quick_call(void *arg, const pybox_mcp_config_t *cfg, const cJSON *args, int cancel_fd,
+                         pybox_mcp_progress_fn progress, void *progress_ctx)
+{
+    (void)arg;
+    (void)cfg;
+    (void)args;
+    (void)cancel_fd;
+    (void)progress;
+    (void)progress_ctx;
+    return pybox_mcp_error_result("quick");
+}
+
+static const pybox_mcp_tool_t quick = {.name = "run_python", .describe = fake_describe, .call = quick_call};
+
+static void *reaper(void *arg)
+{
+    while (!atomic_load(&stop_reaping))
+        pybox_mcp_session_reap(arg, false);
+    return NULL;
+}
+
+START_TEST(reaped_from_two_threads)
+{
+    pybox_mcp_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    pybox_mcp_session_t *s = pybox_mcp_session_new(&cfg, &quick, 1, NULL, NULL);
+    pybox_mcp_sink_t k = {.send = q_send};
+    pybox_mcp_handled_t h;
+    atomic_store(&quick_replies, 0);
+    atomic_store(&stop_reaping, false);
+    pybox_mcp_session_handle(s, INIT, strlen(INIT), 0, &k, &h);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, reaper, s), 0);
+    int calls = 0;
+    for (int i = 0; i < 3000; i++) {
+        char msg[160];
+        snprintf(msg, sizeof msg, CALL("%d"), i + 100);
+        pybox_mcp_session_handle(s, msg, strlen(msg), 0, &k, &h); /* it reaps too */
+        calls += h.outcome == PYBOX_MCP_CALL;
+    }
+    atomic_store(&stop_reaping, true);
+    pthread_join(t, NULL);
+    pybox_mcp_session_reap(s, true);
+    ck_assert_int_ge(calls, PYBOX_MCP_CALLS_MAX);            /* the others refused while all slots ran */
+    ck_assert_int_eq(atomic_load(&quick_replies), 1 + 3000); /* initialize's, and one for each call or refusal */
+    ck_assert_int_eq((int)pybox_mcp_session_calls(s), 0);
+    pybox_mcp_session_free(s);
+}
+END_TEST
+
 START_TEST(http_defaults)
 {
     pybox_mcp_http_config_t hc;
@@ -447,5 +515,9 @@ Suite *suite_mcp_access(void)
     tcase_add_test(t, session_outcomes);
     tcase_add_test(t, http_defaults);
     suite_add_tcase(s, t);
+    TCase *r = tcase_create("reap");
+    tcase_set_timeout(r, 60);
+    tcase_add_test(r, reaped_from_two_threads);
+    suite_add_tcase(s, r);
     return s;
 }

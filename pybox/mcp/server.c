@@ -48,7 +48,8 @@ typedef struct call {
 } call_t;
 
 struct pybox_mcp_session {
-    pthread_mutex_t mu; /* the calls table and the lifecycle */
+    pthread_mutex_t mu;      /* the calls table and the lifecycle */
+    pthread_mutex_t reap_mu; /* held while finished calls are joined (pybox_mcp_session_reap) */
     call_t calls[PYBOX_MCP_CALLS_MAX];
     const pybox_mcp_config_t *cfg;
     const pybox_mcp_tool_t *tools;
@@ -407,6 +408,10 @@ static bool same_id(const cJSON *a, const cJSON *b)
 
 void pybox_mcp_session_reap(pybox_mcp_session_t *s, bool all)
 {
+    /* One reaper at a time: two that saw one finished call would both join its thread. A
+     * worker never takes this lock, so joining under it waits for nothing but the worker's
+     * own last steps. */
+    pthread_mutex_lock(&s->reap_mu);
     for (size_t i = 0; i < PYBOX_MCP_CALLS_MAX; i++) {
         call_t *c = &s->calls[i];
         pthread_mutex_lock(&s->mu);
@@ -425,6 +430,7 @@ void pybox_mcp_session_reap(pybox_mcp_session_t *s, bool all)
         memset(c, 0, sizeof *c);
         pthread_mutex_unlock(&s->mu);
     }
+    pthread_mutex_unlock(&s->reap_mu);
 }
 
 /* Whether a cancellation came for this id before the request did (taken out if so). */
@@ -903,6 +909,7 @@ pybox_mcp_session_t *pybox_mcp_session_new(const pybox_mcp_config_t *cfg, const 
     if (hooks != NULL)
         s->hooks = *hooks;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->reap_mu, NULL);
     return s;
 }
 
@@ -932,6 +939,7 @@ void pybox_mcp_session_free(pybox_mcp_session_t *s)
     pybox_mcp_session_reap(s, true);
     for (size_t i = 0; i < PYBOX_MCP_EARLY_CANCELS; i++)
         cJSON_Delete(s->early[i]);
+    pthread_mutex_destroy(&s->reap_mu);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }

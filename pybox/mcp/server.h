@@ -180,7 +180,8 @@ size_t pybox_mcp_session_calls(pybox_mcp_session_t *s);
  * (shutdown) their programs are stopped and a result they still give is sent. Returns
  * how many were cancelled. Does not wait. */
 size_t pybox_mcp_session_cancel(pybox_mcp_session_t *s, const pybox_mcp_sink_t *sink, bool by_client);
-/* Join the calls that have ended (all: wait for every one). */
+/* Join the calls that have ended (all: wait for every one). Safe from several threads:
+ * one reaps at a time. */
 void pybox_mcp_session_reap(pybox_mcp_session_t *s, bool all);
 /* Cancel every call (by_client), wait for each to end (every box removed), free. */
 void pybox_mcp_session_free(pybox_mcp_session_t *s);
