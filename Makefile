@@ -3,14 +3,22 @@
 # (packages, engine, image) through scripts/setup.sh.
 
 SANITIZE ?=
-BUILD ?= build$(if $(SANITIZE),-san)
+# A test build only: BROKEN=v2-reader compiles the watcher's cgroup v2 reader wrong on
+# purpose (docs/cgroups.md), into a folder of its own; the v2 tests must fail with it.
+# No other build has that code, and its receipts' pybox_version says so.
+BROKEN ?=
+ifneq ($(filter-out v2-reader,$(BROKEN)),)
+$(error BROKEN=$(BROKEN): the only test build is BROKEN=v2-reader)
+endif
+BUILD ?= build$(if $(SANITIZE),-san)$(if $(BROKEN),-broken-$(BROKEN))
 CC ?= gcc
-# libcurl, libarchive and libmicrohttpd are not linked into PyBox: each is opened when first
-# needed (pybox/docker/engine.c, pybox/archive_api.c, pybox/mcp/http.c), so a process that
-# needs none of them does not load them and the libraries they bring. Tests that call them
-# themselves link them.
+# libcurl, libarchive, libcap, libsystemd and libmicrohttpd are not linked into PyBox:
+# each is opened when first needed (pybox/dl.h: pybox/docker/engine.c,
+# pybox/archive_api.c, pybox/native/caps.c, pybox/systemd.c, pybox/mcp/http.c), so a
+# process that needs none does not load them and the libraries they bring. Tests that
+# call them themselves link them.
 PKGS := libcjson libcrypto libseccomp jansson
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libcurl libarchive libmicrohttpd)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libcurl libarchive libcap libsystemd libmicrohttpd)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm -ldl
 CURL_LIBS = $(shell pkg-config --libs libcurl)
 ARCHIVE_LIBS = $(shell pkg-config --libs libarchive)
@@ -22,6 +30,9 @@ WARN := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wstrict-prototypes \
 HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE -fno-common
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) $(HARDEN) -MMD -MP $(PKG_CFLAGS) $(CFLAGS)
 LDFLAGS_ALL = -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack $(LDFLAGS)
+ifeq ($(BROKEN),v2-reader)
+CFLAGS_ALL += -DPYBOX_TEST_BROKEN_V2_READER
+endif
 ifneq ($(SANITIZE),)
 CFLAGS_ALL += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS_ALL += -fsanitize=$(SANITIZE)
@@ -38,10 +49,10 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/obj/%.o)
 ITEST_SRC := $(wildcard tests/*.c)
 ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check clean \
+.PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check layers-check clean \
         campaign campaign-fast campaign-pages evidence-check schema site-check man-check completion-check \
-        install uninstall install-check deb deb-test soak leak-check service-check
-all: $(BUILD)/pybox $(BUILD)/pybox-init
+        install uninstall install-check deb deb-test soak leak-check vm-check service-check
+all: $(BUILD)/pybox $(BUILD)/pybox-init $(BUILD)/pybox-test
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -73,27 +84,40 @@ $(BUILD)/libpybox.a: $(LIB_OBJ)
 $(BUILD)/pybox: $(BUILD)/obj/pybox/cli/main.o $(FRONT_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
+# The test build (pybox/hooks.h): the same program with the test hooks, which the
+# installed pybox (the library's hooks.o) has none of. Its hooks-test.o comes before the
+# library, so the library's hooks.o is never linked in beside it. Tests that need a hook
+# run pybox-test (PYBOX_TEST_BIN); everything else runs and ships pybox.
+HOOKS_TEST_OBJ := $(BUILD)/obj/pybox/hooks-test.o
+$(HOOKS_TEST_OBJ): pybox/hooks.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DPYBOX_TEST_HOOKS -c $< -o $@
+$(BUILD)/pybox-test: $(BUILD)/obj/pybox/cli/main.o $(FRONT_OBJ) $(HOOKS_TEST_OBJ) $(BUILD)/libpybox.a
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
+
 # The guest init is static and never sanitised: it runs as PID 1 inside the box.
 GUEST_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Wshadow -static
 $(BUILD)/pybox-init: guest/init.c guest/proto.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GUEST_CFLAGS) guest/init.c -o $@
 
-$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/site.o $(FRONT_OBJ) $(BUILD)/libpybox.a
+$(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/page.o $(BUILD)/obj/campaign/site.o \
+                     $(FRONT_OBJ) $(HOOKS_TEST_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) $(ARCHIVE_LIBS) -lpthread -o $@
 
 $(BUILD)/obj/unit/%.o: unit/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -DPYBOX_FIXTURES='"$(CURDIR)/unit/fixtures"' -c $< -o $@
 
-$(BUILD)/itest: $(ITEST_OBJ) $(BUILD)/libpybox.a
+$(BUILD)/itest: $(ITEST_OBJ) $(HOOKS_TEST_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) $(CURL_LIBS) $(ARCHIVE_LIBS) -lpthread -o $@
 
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -DPYBOX_SOURCE='"$(CURDIR)"' -c $< -o $@
 
-CAMPAIGN_OBJ := $(BUILD)/obj/campaign/campaign.o $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/site.o
+CAMPAIGN_OBJ := $(BUILD)/obj/campaign/campaign.o $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/page.o \
+    $(BUILD)/obj/campaign/site.o
 $(BUILD)/pybox-campaign: $(CAMPAIGN_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
@@ -117,10 +141,17 @@ mcp-clients:
 unit: $(BUILD)/unit-tests
 	$(BUILD)/unit-tests
 
-# The same suites on each backend (tests/main.c): docker, then native.
-integration: $(BUILD)/itest $(BUILD)/pybox
-	PYBOX_BACKEND=docker PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
-	PYBOX_BACKEND=native PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox $(BUILD)/itest
+# The same suites on each backend (tests/main.c): docker, then native. They run the
+# installed build, pybox, and the test build, pybox-test, only where a test hook is needed.
+# The receipts are checked against their published schema by Debian's python3-jsonschema;
+# the MCP suite puts nginx with TLS (a certificate made with openssl) in front of
+# pybox mcp --listen.
+INTEGRATION_PACKAGES := python3-jsonschema nginx-light openssl
+ITEST_BINS = PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox PYBOX_TEST_BIN=$(CURDIR)/$(BUILD)/pybox-test
+integration: $(BUILD)/itest $(BUILD)/pybox $(BUILD)/pybox-test
+	scripts/need-packages.sh integration $(INTEGRATION_PACKAGES)
+	PYBOX_BACKEND=docker $(ITEST_BINS) $(BUILD)/itest
+	PYBOX_BACKEND=native $(ITEST_BINS) $(BUILD)/itest
 
 # Everything, from nothing: packages, engine, images, MCP clients, then unit and
 # integration tests, and the evidence site in headless Chromium.
@@ -139,11 +170,17 @@ demo:
 # (CAMPAIGN_OUT), checked; evidence-check: the committed evidence.
 CAMPAIGN_CASES := $(sort $(wildcard campaign/cases/*.json))
 CAMPAIGN_OUT ?= $(BUILD)/evidence-fast
-CAMPAIGN_TOOLS := $(BUILD)/pybox-campaign $(BUILD)/pybox $(BUILD)/pybox-init $(BUILD)/pybox-bench
+CAMPAIGN_TOOLS := $(BUILD)/pybox-campaign $(BUILD)/pybox $(BUILD)/pybox-test $(BUILD)/pybox-init $(BUILD)/pybox-bench
+# Then the cases whose verdicts must hold on a Debian host as shipped (cgroup v2 under
+# systemd), run in the guest of make vm-check, their records in the same evidence with
+# their host: columns of their own on the pages.
 campaign: setup mcp-clients
 	$(MAKE) $(CAMPAIGN_TOOLS)
 	$(BUILD)/pybox-campaign run --pybox $(CURDIR)/$(BUILD)/pybox --out evidence --limits campaign/limits.md \
 	    $(CAMPAIGN_CASES)
+	scripts/need-packages.sh campaign $(VM_PACKAGES)
+	$(MAKE) all $(BUILD)/itest $(BUILD)/pybox-campaign deb
+	PYBOX_VM_STEPS=campaign PYBOX_VM_CAMPAIGN_OUT=$(CURDIR)/evidence scripts/vm-check.sh $(BUILD)
 	$(BUILD)/pybox-campaign check evidence campaign/limits.md
 
 campaign-fast: setup mcp-clients
@@ -204,6 +241,10 @@ format-check:
 # prints): scripts/check-source.sh.
 source-check:
 	scripts/check-source.sh
+# The layering (docs/box-interface.md, "Layers"): no include from a lower folder to a
+# higher one, no include circle between modules (scripts/check-layers.sh).
+layers-check:
+	scripts/check-layers.sh
 
 # The service of pybox mcp --listen (systemd/pybox-mcp.service) as make install writes it,
 # for this build's pybox, checked by systemd-analyze verify: any warning fails (this
@@ -252,6 +293,16 @@ deb:
 deb-test: deb
 	tests/deb.sh $(BUILD)
 
+# PyBox on a Debian host as shipped (systemd, cgroup v2), in a guest booted with qemu
+# (scripts/vm.sh; KVM when it works here, software emulation otherwise): the package
+# installed there with apt, the integration suites, the campaign's restriction and crash
+# cases and the MCP SDK client on both backends (scripts/vm-check.sh, tests/vm-guest.sh).
+VM_PACKAGES := qemu-system-x86 qemu-utils e2fsprogs
+vm-check: setup mcp-clients
+	scripts/need-packages.sh vm-check $(VM_PACKAGES)
+	$(MAKE) all $(BUILD)/itest $(BUILD)/pybox-campaign deb
+	scripts/vm-check.sh $(BUILD)
+
 # The bash completion (completion/pybox.bash) against the built pybox, in a private
 # installation of its own.
 completion-check: $(BUILD)/pybox
@@ -271,15 +322,20 @@ FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -Wno-format-nonliteral -fno-o
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/pybox/seccomp_blob.o
 FUZZ_FRONT_OBJ := $(FRONT_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz-%)
+# clang and its fuzzing runtime, installed for the fuzz targets only (not every set-up).
+FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
+.PHONY: fuzz-tools
+fuzz-tools:
+	scripts/need-packages.sh fuzz $(FUZZ_PACKAGES)
 
-$(FUZZ_BUILD)/obj/%.o: %.c
+$(FUZZ_BUILD)/obj/%.o: %.c | fuzz-tools
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
-$(FUZZ_BUILD)/obj/fuzz/%.o: fuzz/%.c
+$(FUZZ_BUILD)/obj/fuzz/%.o: fuzz/%.c | fuzz-tools
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -I$(BUILD)/gen -DPYBOX_FUZZ_DIR='"$(CURDIR)/fuzz"' \
 	    -DPYBOX_FIXTURES='"$(CURDIR)/unit/fixtures"' -c $< -o $@
-$(FUZZ_BUILD)/obj/pybox/seccomp_blob.o: pybox/seccomp_blob.S pybox/seccomp.json
+$(FUZZ_BUILD)/obj/pybox/seccomp_blob.o: pybox/seccomp_blob.S pybox/seccomp.json | fuzz-tools
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -c -DPYBOX_SECCOMP_FILE='"$(CURDIR)/pybox/seccomp.json"' $< -o $@
 $(FUZZ_BUILD)/obj/pybox/escape.o: $(BUILD)/gen/unicode_tables.h
@@ -301,4 +357,4 @@ clean:
 
 -include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_FRONT_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/obj/fuzz/%.d)
 -include $(LIB_OBJ:.o=.d) $(FRONT_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(ITEST_OBJ:.o=.d) $(CAMPAIGN_OBJ:.o=.d) \
-    $(BUILD)/obj/pybox/cli/main.d
+    $(BUILD)/obj/pybox/cli/main.d $(HOOKS_TEST_OBJ:.o=.d)

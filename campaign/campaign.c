@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <net/if.h>
@@ -33,6 +32,7 @@
 #include "../pybox/bounds.h"
 #include "../pybox/box.h"
 #include "../pybox/buf.h"
+#include "../pybox/cgroup.h"
 #include "../pybox/docker/engine.h"
 #include "../pybox/escape.h"
 #include "../pybox/image/image.h"
@@ -388,27 +388,53 @@ static int listener(camp_t *c, pybox_error_t *err)
 
 /* ---- the native backend's boxes, as the kernel shows them ---- */
 
-/* The installation's cgroup parent (v2, or v1's memory controller) and staging folder. */
-static void native_dirs(const camp_t *c, char parent[PATH_MAX], char staging[PATH_MAX])
+/* The installation's staging folder. */
+static void native_staging(const camp_t *c, char staging[PATH_MAX])
 {
-    struct stat sb;
-    bool v2 = stat("/sys/fs/cgroup/cgroup.controllers", &sb) == 0;
-    if (pybox_fmt(parent, PATH_MAX, "/sys/fs/cgroup/%spybox-%s", v2 ? "" : "memory/", c->st.install_id) < 0 ||
-        pybox_fmt(staging, PATH_MAX, "%s/native/staging", c->home) < 0)
-        parent[0] = staging[0] = '\0';
+    if (pybox_fmt(staging, PATH_MAX, "%s/native/staging", c->home) < 0)
+        staging[0] = '\0';
 }
 
-static bool run_id_name(const char *n)
+/* The native backend of the campaign's installation, asked through the box interface: its
+ * boxes' cgroups wherever this host places them (docs/cgroups.md). */
+static pybox_backend_t *native_backend(const camp_t *c)
 {
-    return strlen(n) == 32 && strspn(n, "0123456789abcdef") == 32;
+    const pybox_backend_ops_t *ops = pybox_backend_find("native");
+    pybox_backend_t *be = NULL;
+    pybox_error_t err = {0};
+    if (ops == NULL || ops->open(&c->st, &be, &err) < 0)
+        return NULL;
+    return be;
+}
+
+/* The campaign's native boxes the kernel or the staging folder still has, as the
+ * backend's own leftovers listing finds them. *out is malloc'd. */
+static size_t native_boxes(const camp_t *c, pybox_leftover_t **out)
+{
+    *out = NULL;
+    pybox_backend_t *be = native_backend(c);
+    size_t n = 0;
+    pybox_error_t err = {0};
+    if (be != NULL && be->ops->list_leftovers(be, c->st.install_id, out, &n, &err) < 0)
+        n = 0;
+    pybox_backend_close(be);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp((*out)[i].kind, "box") == 0)
+            (*out)[k++] = (*out)[i];
+    return k;
 }
 
 /* The processes of a native box (host pids, from its cgroup), at most max. */
 static int native_pids(const camp_t *c, const char *run, pid_t *pids, int max)
 {
-    char parent[PATH_MAX], staging[PATH_MAX], path[PATH_MAX + 64];
-    native_dirs(c, parent, staging);
-    if (pybox_fmt(path, sizeof path, "%s/%s/cgroup.procs", parent, run) < 0)
+    char path[PATH_MAX + 64];
+    pybox_cgroup_loc_t loc;
+    pybox_error_t err = {0};
+    pybox_backend_t *be = native_backend(c);
+    int rc = be != NULL ? be->ops->run_cgroup(be, run, &loc, &err) : -1;
+    pybox_backend_close(be);
+    if (rc < 0 || pybox_fmt(path, sizeof path, "%s/cgroup.procs", loc.dir[PYBOX_CG_MEMORY]) < 0)
         return 0;
     FILE *f = fopen(path, "re");
     if (f == NULL)
@@ -428,20 +454,17 @@ static int native_pids(const camp_t *c, const char *run, pid_t *pids, int max)
 /* The first native box of the campaign that runs something; id gets its run id. */
 static bool native_running(const camp_t *c, char *id, size_t len)
 {
-    char parent[PATH_MAX], staging[PATH_MAX];
-    native_dirs(c, parent, staging);
-    DIR *d = opendir(parent);
-    struct dirent *de;
+    pybox_leftover_t *v = NULL;
+    size_t n = native_boxes(c, &v);
     bool found = false;
-    while (d != NULL && !found && (de = readdir(d)) != NULL) {
+    for (size_t i = 0; i < n && !found; i++) {
         pid_t pid;
-        if (run_id_name(de->d_name) && native_pids(c, de->d_name, &pid, 1) == 1) {
-            snprintf(id, len, "%s", de->d_name);
+        if (native_pids(c, v[i].run_id, &pid, 1) == 1) {
+            snprintf(id, len, "%s", v[i].run_id);
             found = true;
         }
     }
-    if (d != NULL)
-        closedir(d);
+    free(v);
     return found;
 }
 
@@ -471,25 +494,10 @@ static bool native_shows(const camp_t *c, const char *run, const char *marker)
 /* Native boxes of the campaign the kernel or the staging folder still has (by run id). */
 static int native_left(const camp_t *c)
 {
-    char dirs[2][PATH_MAX], seen[128][33];
-    native_dirs(c, dirs[0], dirs[1]);
-    int n = 0;
-    for (int i = 0; i < 2; i++) {
-        DIR *d = opendir(dirs[i]);
-        struct dirent *de;
-        while (d != NULL && (de = readdir(d)) != NULL) {
-            if (!run_id_name(de->d_name))
-                continue;
-            int k = 0;
-            while (k < n && strcmp(seen[k], de->d_name) != 0)
-                k++;
-            if (k == n && n < 128)
-                snprintf(seen[n++], 33, "%s", de->d_name);
-        }
-        if (d != NULL)
-            closedir(d);
-    }
-    return n;
+    pybox_leftover_t *v = NULL;
+    size_t n = native_boxes(c, &v);
+    free(v);
+    return (int)n;
 }
 
 /* The campaign's native leftovers removed, as `pybox cleanup` would after their expiry:
@@ -522,14 +530,11 @@ static int native_sweep(camp_t *c)
         }
         free(v);
     }
+    /* The installation's cgroup parents: the campaign's alone (none under systemd, whose
+     * scopes go with their boxes). */
+    if (ops->forget != NULL && ops->forget(be, c->st.install_id, &err) < 0)
+        say("native cgroup parents: %s", err.msg);
     pybox_backend_close(be);
-    /* The installation's cgroup parents: the campaign's alone. */
-    static const char *const ctl[] = {"", "memory/", "pids/", "cpu/", "cpuacct/"};
-    for (size_t i = 0; i < sizeof ctl / sizeof *ctl; i++) {
-        char p[PATH_MAX];
-        if (pybox_fmt(p, sizeof p, "/sys/fs/cgroup/%spybox-%s", ctl[i], c->st.install_id) == 0)
-            rmdir(p);
-    }
     return left;
 }
 
@@ -645,6 +650,8 @@ static int relax(camp_t *c, pybox_policy_t *p, const char *name, pybox_error_t *
         p->relax_socket = pybox_engine_socket(c->e);
     } else if (strncmp(name, "cap:", 4) == 0) {
         p->relax_cap = name + 4;
+    } else if (strncmp(name, "unmask:", 7) == 0 && pybox_policy_is_masked_path(name + 7)) {
+        p->relax_unmask = name + 7;
     } else {
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "unknown relaxation \"%s\"", name);
     }
@@ -809,8 +816,7 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
         }
         return;
     }
-    h.rd.run.policy.timeout_ms = (int64_t)(jnum(spec, "hold_timeout_s", 60) * 1000);
-    h.rd.run.policy.box_timer_ms = h.rd.run.policy.timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
+    pybox_policy_set_timeout(&h.rd.run.policy, (int64_t)(jnum(spec, "hold_timeout_s", 60) * 1000));
     h.rd.run.cancellable = true;
     h.rd.run.cancel_fd = cancel[0];
     double t0 = pybox_now_s();
@@ -1090,8 +1096,8 @@ static double rfc3339(const char *s)
  * a signal from outside, which an engine's event log would otherwise say. */
 static void native_crash_end(camp_t *c, const char *run, int sig, cJSON *obs)
 {
-    char parent[PATH_MAX], staging[PATH_MAX], leaf[PATH_MAX + 40];
-    native_dirs(c, parent, staging);
+    char staging[PATH_MAX], leaf[PATH_MAX + 40];
+    native_staging(c, staging);
     if (sig != SIGKILL) {
         /* PyBox was asked to stop: the box must already be gone. */
         cJSON_AddBoolToObject(obs, "box_gone", native_left(c) == 0);
@@ -1599,8 +1605,11 @@ static int setup(camp_t *c)
     cJSON_AddNumberToObject(c->host, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
     long mem_pages = sysconf(_SC_PHYS_PAGES);
     cJSON_AddNumberToObject(c->host, "memory_mib", (double)mem_pages * (double)sysconf(_SC_PAGESIZE) / 1048576.0);
-    struct stat sb;
-    cJSON_AddStringToObject(c->host, "cgroup", stat("/sys/fs/cgroup/cgroup.controllers", &sb) == 0 ? "v2" : "v1");
+    pybox_cgroup_host_t ch;
+    pybox_cgroup_host(NULL, NULL, &ch);
+    const char *cgv = pybox_cgroup_version_word(ch.version);
+    cJSON_AddStringToObject(c->host, "cgroup", cgv ? cgv : "none");
+    cJSON_AddStringToObject(c->host, "cgroup_manager", pybox_cgroup_manager_word(&ch));
     cJSON_AddStringToObject(c->host, "engine", pybox_engine_version(c->e));
     long status;
     cJSON *ver = engine_get(c, "/version", &status);
@@ -1664,14 +1673,6 @@ static int setup(camp_t *c)
         return -1;
     }
     return 0;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
 }
 
 static char *slurp_or_die(const char *path)
@@ -1814,7 +1815,7 @@ int main(int argc, char **argv)
     int bad = ev_write_pages(c.out, limits, stderr);
     say("%d passed, %d failed in %.0f s; %d leftover item(s) of the campaign removed; pages %s", passed, failed,
         pybox_now_s() - t0, swept, bad == 0 ? "written" : "NOT written cleanly");
-    nftw(c.tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    (void)pybox_remove_tree_at(AT_FDCWD, c.tmp); /* never into a mount under it */
     for (int k = 0; k < ncases; k++)
         cJSON_Delete(cases[k]);
     free(cases);

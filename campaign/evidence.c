@@ -17,114 +17,8 @@
 #include "../pybox/sign.h"
 #include "../pybox/state.h"
 #include "../pybox/util.h"
+#include "page.h"
 #include "site.h"
-
-#define CELL_MAX 240
-
-const cJSON *ev_path(const cJSON *j, const char *path)
-{
-    const char *p = path;
-    while (j != NULL && *p) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        char seg[128];
-        if (n == 0 || n >= sizeof seg)
-            return NULL;
-        memcpy(seg, p, n);
-        seg[n] = '\0';
-        bool digits = true;
-        for (size_t i = 0; i < n; i++)
-            digits = digits && seg[i] >= '0' && seg[i] <= '9';
-        if (cJSON_IsArray(j) && digits && n <= 6) /* at most 999999: fits an int */
-            j = cJSON_GetArrayItem(j, (int)strtol(seg, NULL, 10));
-        else if (cJSON_IsObject(j))
-            j = cJSON_GetObjectItemCaseSensitive(j, seg);
-        else
-            return NULL;
-        p += n;
-        if (*p == '.')
-            p++;
-    }
-    return j;
-}
-
-/* Length of the UTF-8 sequence at s (1 for a byte that does not start a valid one). */
-static size_t utf8_len(const unsigned char *s, size_t left)
-{
-    size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-    if (n == 0 || n > left)
-        return 1;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 1;
-    return n;
-}
-
-static void cell_text(pybox_buf_t *b, const char *s)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t len = strlen(s), shown = 0;
-    for (size_t i = 0; i < len;) {
-        if (shown >= CELL_MAX) {
-            pybox_buf_adds(b, "…");
-            return;
-        }
-        size_t n = utf8_len(u + i, len - i);
-        unsigned char c = u[i];
-        if (n == 1 && c >= 0x80) {
-            pybox_buf_addf(b, "\\x%02x", c);
-        } else if (c == '\n') {
-            if (i + 1 < len)
-                pybox_buf_adds(b, " ⏎ ");
-        } else if (c < 0x20 || c == 0x7f) {
-            pybox_buf_addf(b, "\\x%02x", c);
-        } else if (c == '<') {
-            pybox_buf_adds(b, "&lt;");
-        } else if (c == '>') {
-            pybox_buf_adds(b, "&gt;");
-        } else if (c == '&') {
-            pybox_buf_adds(b, "&amp;");
-        } else if (strchr("|\\*_[]`#", c) != NULL) {
-            pybox_buf_addf(b, "\\%c", c);
-        } else {
-            pybox_buf_add(b, s + i, n);
-        }
-        shown += n;
-        i += n;
-    }
-}
-
-void ev_cell(pybox_buf_t *b, const cJSON *v)
-{
-    if (v == NULL || cJSON_IsNull(v)) {
-        pybox_buf_adds(b, "—");
-    } else if (cJSON_IsString(v)) {
-        cell_text(b, v->valuestring);
-    } else if (cJSON_IsBool(v)) {
-        pybox_buf_adds(b, cJSON_IsTrue(v) ? "yes" : "no");
-    } else if (cJSON_IsNumber(v)) {
-        double d = v->valuedouble;
-        if (d < 1e15 && d > -1e15 && d == (double)(long long)d) {
-            pybox_buf_addf(b, "%lld", (long long)d);
-        } else if (d >= 1e15 || d <= -1e15 || (d < 0.001 && d > -0.001)) {
-            pybox_buf_addf(b, "%g", d);
-        } else {
-            /* Three decimals at most, no trailing zeros: 260.2, 0.357. */
-            char t[64];
-            snprintf(t, sizeof t, "%.3f", d);
-            size_t n = strlen(t);
-            while (n > 0 && t[n - 1] == '0')
-                t[--n] = '\0';
-            if (n > 0 && t[n - 1] == '.')
-                t[--n] = '\0';
-            pybox_buf_adds(b, t);
-        }
-    } else {
-        char *t = cJSON_PrintUnformatted(v);
-        cell_text(b, t ? t : "?");
-        free(t);
-    }
-}
 
 int ev_record_store(const char *dir, const cJSON *record, char name[80], pybox_error_t *err)
 {
@@ -166,6 +60,7 @@ typedef struct {
     cJSON *j;
     const char *id, *kind, *started, *verdict;
     const char *backend; /* what built its boxes ("docker" for records that say none) */
+    char column[96];     /* the pages' column: the backend, and the kind of host when not this one's */
 } rec_t;
 
 static int read_file(const char *path, char **out, size_t *len)
@@ -255,6 +150,28 @@ static int backend_cmp(const char *a, const char *b)
     return ra != rb ? (ra < rb ? -1 : 1) : strcmp(a, b);
 }
 
+/* A record's column: its backend alone on a host of cgroup v1 (the machines the campaign
+ * first ran on), else the backend and the kind of host (the campaign's cases run in a
+ * Debian guest as shipped: cgroup v2 under systemd), so each kind of host has columns of
+ * its own beside the others. */
+static void column_of(rec_t *r)
+{
+    const char *cg = str_at(r->j, "host.cgroup"), *mgr = str_at(r->j, "host.cgroup_manager");
+    if (cg == NULL || strcmp(cg, "v2") != 0) {
+        snprintf(r->column, sizeof r->column, "%s", r->backend);
+        return;
+    }
+    bool systemd = mgr != NULL && strcmp(mgr, "systemd") == 0;
+    snprintf(r->column, sizeof r->column, "%s, cgroup v2%s", r->backend, systemd ? " (systemd)" : "");
+}
+
+/* Columns: by backend, then a backend's own host first. */
+static int column_cmp(const rec_t *x, const rec_t *y)
+{
+    int c = backend_cmp(x->backend, y->backend);
+    return c != 0 ? c : strcmp(x->column, y->column);
+}
+
 /* A record whose campaign names its receipt key (host.receipt_key: the public key, PEM)
  * holds receipts that key signed: each must verify, unchanged since. Records of
  * campaigns from before receipts were signed name no key. True when one does not. */
@@ -300,7 +217,7 @@ static int rec_cmp(const void *a, const void *b)
     if (c == 0)
         c = strcmp(x->id, y->id);
     if (c == 0)
-        c = backend_cmp(x->backend, y->backend);
+        c = column_cmp(x, y);
     if (c == 0)
         c = strcmp(x->started, y->started);
     if (c == 0)
@@ -364,6 +281,7 @@ static int load(const char *dir, rec_t **out, size_t *n, pybox_buf_t *problems)
         r.started = str_at(j, "started");
         r.verdict = str_at(j, "verdict");
         r.backend = str_at(j, "backend") ? str_at(j, "backend") : "docker";
+        column_of(&r);
         if (j == NULL || !cJSON_IsString(schema) || strcmp(schema->valuestring, EV_SCHEMA) != 0 || !r.id || !r.kind ||
             !r.started || !r.verdict || !is_time(r.started) || !is_time(str_at(j, "finished"))) {
             pybox_buf_addf(problems, "%s/%s: not a %s record\n", EV_RECORDS, de->d_name, EV_SCHEMA);
@@ -459,7 +377,7 @@ static void why_failed(pybox_buf_t *b, const rec_t *r)
 {
     const cJSON *err = ev_path(r->j, "error");
     if (cJSON_IsString(err)) {
-        cell_text(b, err->valuestring);
+        ev_cell_text(b, err->valuestring);
         return;
     }
     const cJSON *run;
@@ -521,7 +439,7 @@ static void shown(pybox_buf_t *b, const cJSON *c, const cJSON *run)
         if (k++)
             pybox_buf_adds(b, "; ");
         if (label && *label) {
-            cell_text(b, label);
+            ev_cell_text(b, label);
             pybox_buf_adds(b, " ");
         }
         ev_cell(b, ev_path(run, path));
@@ -599,7 +517,7 @@ static void generic_cell(pybox_buf_t *b, const rec_t *r)
         int passes = passes_of(r->j, name);
         if (cJSON_GetArraySize(ev_path(r->j, "runs")) > 1 || passes > 1) {
             pybox_buf_adds(b, "*");
-            cell_text(b, name);
+            ev_cell_text(b, name);
             if (passes > 1)
                 pybox_buf_addf(b, ", %d passes", passes);
             pybox_buf_adds(b, "*: ");
@@ -631,9 +549,9 @@ static void generic_cell(pybox_buf_t *b, const rec_t *r)
     link_record(b, r);
 }
 
-/* The backends records name, in the registry's order. */
+/* The columns records name (a record of each), in the registry's order. */
 typedef struct {
-    const char *v[8];
+    const rec_t *v[8];
     size_t n;
 } backends_t;
 
@@ -642,14 +560,14 @@ static void backends_of(const rec_t *v, size_t nv, backends_t *out)
     out->n = 0;
     for (size_t i = 0; i < nv; i++) {
         size_t k = 0;
-        while (k < out->n && strcmp(out->v[k], v[i].backend) != 0)
+        while (k < out->n && strcmp(out->v[k]->column, v[i].column) != 0)
             k++;
         if (k == out->n && out->n < 8)
-            out->v[out->n++] = v[i].backend;
+            out->v[out->n++] = &v[i];
     }
     for (size_t i = 1; i < out->n; i++)
-        for (size_t k = i; k > 0 && backend_cmp(out->v[k - 1], out->v[k]) > 0; k--) {
-            const char *t = out->v[k];
+        for (size_t k = i; k > 0 && column_cmp(out->v[k - 1], out->v[k]) > 0; k--) {
+            const rec_t *t = out->v[k];
             out->v[k] = out->v[k - 1];
             out->v[k - 1] = t;
         }
@@ -676,7 +594,7 @@ static void case_row(pybox_buf_t *b, const rec_t *v, size_t nv, const bool *late
     for (size_t k = 0; k < bk->n; k++) {
         const rec_t *r = NULL;
         for (size_t i = first; i < nv && strcmp(v[i].kind, any->kind) == 0 && strcmp(v[i].id, any->id) == 0; i++)
-            if (latest[i] && strcmp(v[i].backend, bk->v[k]) == 0)
+            if (latest[i] && strcmp(v[i].column, bk->v[k]->column) == 0)
                 r = &v[i];
         pybox_buf_adds(b, " | ");
         if (r == NULL)
@@ -705,6 +623,13 @@ static ev_page_t *page_add(ev_page_t **pages, size_t *n, const char *name)
     "<!-- Generated by `make campaign` from the replay records in records/ only; do not edit. "                        \
     "`make evidence-check` verifies every record's SHA-256 and that this page is exactly what they render to. -->\n\n"
 
+/* Whether two records ran on one kind of host: the part of their columns after the
+ * backend (nothing for a host of cgroup v1). */
+static bool same_host(const rec_t *a, const rec_t *b)
+{
+    return strcmp(a->column + strlen(a->backend), b->column + strlen(b->backend)) == 0;
+}
+
 static void host_line(pybox_buf_t *b, const rec_t *r)
 {
     pybox_buf_adds(b, "kernel ");
@@ -722,7 +647,7 @@ static void host_line(pybox_buf_t *b, const rec_t *r)
     const cJSON *x;
     cJSON_ArrayForEach (x, bk) {
         pybox_buf_adds(b, "; ");
-        cell_text(b, x->string ? x->string : "?");
+        ev_cell_text(b, x->string ? x->string : "?");
         pybox_buf_adds(b, ": ");
         ev_cell(b, x);
     }
@@ -741,7 +666,7 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
     bool *latest = calloc(nv + 1, sizeof *latest);
     for (size_t i = 0; i < nv; i++)
         latest[i] = i + 1 == nv || strcmp(v[i].kind, v[i + 1].kind) != 0 || strcmp(v[i].id, v[i + 1].id) != 0 ||
-                    strcmp(v[i].backend, v[i + 1].backend) != 0;
+                    strcmp(v[i].column, v[i + 1].column) != 0;
     backends_t bk;
     backends_of(v, nv, &bk);
     for (size_t i = 0; i < nv; i++)
@@ -777,7 +702,7 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
     pybox_buf_adds(ix, "| Kind | Cases |");
     for (size_t k = 0; k < bk.n; k++) {
         pybox_buf_adds(ix, " Passed on ");
-        cell_text(ix, bk.v[k]);
+        ev_cell_text(ix, bk.v[k]->column);
         pybox_buf_adds(ix, " |");
     }
     pybox_buf_adds(ix, " Runs recorded | Page |\n|---|---|");
@@ -795,7 +720,7 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
                 continue;
             runs += cJSON_GetArraySize(ev_path(v[i].j, "runs"));
             for (size_t b = 0; b < bk.n; b++)
-                if (strcmp(v[i].backend, bk.v[b]) == 0) {
+                if (strcmp(v[i].column, bk.v[b]->column) == 0) {
                     ran[b]++;
                     passed[b] += strcmp(v[i].verdict, "pass") == 0;
                 }
@@ -821,7 +746,7 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
         pybox_buf_adds(b, restriction ? "| Check | Claim | Removed for the \"without\" run |" : "| Case | Claim |");
         for (size_t x = 0; x < bk.n; x++) {
             pybox_buf_adds(b, " On ");
-            cell_text(b, bk.v[x]);
+            ev_cell_text(b, bk.v[x]->column);
             pybox_buf_adds(b, " |");
         }
         pybox_buf_adds(b, restriction ? "\n|---|---|---|" : "\n|---|---|");
@@ -835,14 +760,38 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
             if (first_of_case)
                 case_row(b, v, nv, latest, i, &bk, restriction);
         }
-        const rec_t *h = NULL;
-        for (size_t i = 0; i < nv; i++)
-            if (strcmp(v[i].kind, kinds[k].kind) == 0 && latest[i] &&
-                (h == NULL || strcmp(v[i].started, h->started) > 0))
+        /* The machine of each column's latest record when the columns ran on different
+         * hosts, else the one machine. */
+        const rec_t *h = NULL, *of[8] = {NULL};
+        bool hosts_differ = false;
+        for (size_t i = 0; i < nv; i++) {
+            if (strcmp(v[i].kind, kinds[k].kind) != 0 || !latest[i])
+                continue;
+            if (h != NULL && !same_host(h, &v[i]))
+                hosts_differ = true;
+            if (h == NULL || strcmp(v[i].started, h->started) > 0)
                 h = &v[i];
-        pybox_buf_adds(b, "\nMachine of the latest record: ");
-        host_line(b, h);
-        pybox_buf_adds(b, ".\n");
+            for (size_t x = 0; x < bk.n; x++)
+                if (strcmp(v[i].column, bk.v[x]->column) == 0 &&
+                    (of[x] == NULL || strcmp(v[i].started, of[x]->started) > 0))
+                    of[x] = &v[i];
+        }
+        if (!hosts_differ) {
+            pybox_buf_adds(b, "\nMachine of the latest record: ");
+            host_line(b, h);
+            pybox_buf_adds(b, ".\n");
+        } else {
+            pybox_buf_adds(b, "\nMachines of each column's latest record:\n\n");
+            for (size_t x = 0; x < bk.n; x++) {
+                if (of[x] == NULL)
+                    continue;
+                pybox_buf_adds(b, "- on ");
+                ev_cell_text(b, of[x]->column);
+                pybox_buf_adds(b, ": ");
+                host_line(b, of[x]);
+                pybox_buf_adds(b, "\n");
+            }
+        }
     }
     ix = &(*pages)[0].text;
     pybox_buf_adds(ix, "\n## Failed attempts (kept, never overwritten)\n\n");
@@ -858,7 +807,7 @@ int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t 
         pybox_buf_adds(ix, "/");
         ev_cell(ix, ev_path(v[i].j, "case.id"));
         pybox_buf_adds(ix, " on ");
-        cell_text(ix, v[i].backend);
+        ev_cell_text(ix, v[i].column);
         pybox_buf_adds(ix, " | ");
         when(ix, &v[i]);
         pybox_buf_adds(ix, " | ");

@@ -9,28 +9,14 @@
 
 #include "../pybox/buf.h"
 #include "../pybox/error.h"
+#include "page.h"
 
 #define EV_SCHEMA "pybox.evidence/1"
-#define EV_RECORDS "records"
-
-/* A value inside a JSON document by a dotted path ("receipt.seen.box.removed");
- * a segment of digits indexes an array. NULL when absent. */
-const cJSON *ev_path(const cJSON *j, const char *path);
-
-/* A value as table text: strings escaped for a Markdown cell, numbers plainly, absent
- * values as an em dash. Appends to b. */
-void ev_cell(pybox_buf_t *b, const cJSON *v);
 
 /* Write a record (printed deterministically) as <dir>/records/<sha256>.json, through a
  * temporary file and a rename. An existing record of the same name is the same bytes
  * and is left alone: records are never overwritten. name gets "<sha256>.json". */
 int ev_record_store(const char *dir, const cJSON *record, char name[80], pybox_error_t *err);
-
-/* One generated page. */
-typedef struct {
-    char name[64];
-    pybox_buf_t text;
-} ev_page_t;
 
 /* Read every record in <dir>/records (each checked against its name; a problem is
  * listed in problems and the record is not used) and render the pages: index.md (with

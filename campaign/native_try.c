@@ -12,6 +12,7 @@
 
 #include "../pybox/bounds.h"
 #include "../pybox/native/drive.h"
+#include "../pybox/native/native.h"
 #include "../pybox/native/sandbox.h"
 #include "../pybox/util.h"
 
@@ -30,19 +31,13 @@ typedef struct job {
 static void spec_for(pybox_native_spec_t *s, char *name, uint32_t uid)
 {
     memset(s, 0, sizeof *s);
+    pybox_native_spec_defaults(s);
     s->rootfs = rootfs;
     s->mount_in = true;
     s->out_bytes = 16LL << 20;
-    s->tmp_bytes = PYBOX_TMP_BYTES;
-    s->shm_bytes = PYBOX_SHM_BYTES;
     s->uid = uid;
     s->timer_ms = 10000;
-    s->memory_bytes = PYBOX_DEFAULT_MEMORY;
-    s->pids = PYBOX_DEFAULT_PIDS;
     s->nano_cpus = 1000000000LL;
-    s->nofile = PYBOX_NOFILE;
-    s->fsize_bytes = PYBOX_FSIZE_BYTES;
-    s->sigpending = PYBOX_SIGPENDING;
     s->cgroup_root = "/sys/fs/cgroup";
     s->cgroup_parent = parent;
     s->name = name;
@@ -98,9 +93,15 @@ static int one(uint32_t uid, int show)
         fprintf(stderr, "native-try: remove: %s\n", rerr.msg);
         rc = -1;
     }
-    if (times)
-        fprintf(stderr, "native-try: create+verify %.2f ms, run %.2f ms, remove %.2f ms\n", (t1 - t0) * 1000,
-                (t2 - t1) * 1000, (pybox_now_s() - t2) * 1000);
+    if (times) {
+        pybox_native_times_t nt;
+        pybox_native_times(b, &nt);
+        fprintf(stderr,
+                "native-try: create+verify %.2f ms (systemd: connect %.2f, scope %.2f, leaf %.2f), run %.2f ms, "
+                "remove %.2f ms\n",
+                (t1 - t0) * 1000, nt.sd_connect_ms, nt.sd_scope_ms, nt.sd_leaf_ms, (t2 - t1) * 1000,
+                (pybox_now_s() - t2) * 1000);
+    }
     pybox_native_free(b);
     return rc;
 }

@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "../pybox/buf.h"
-#include "evidence.h"
+#include "page.h"
 
 #define EV_SITE "site"
 #define EV_SITE_RUNS "site/runs"

@@ -5,7 +5,7 @@
  *   2     /proc/<pid>/cgroup located under a fixture cgroup tree (pybox_cgroup_of_text;
  *         the second byte picks the tree);
  *   3     the native backend's cgroup file parsers (one number or "max", key-value
- *         lines, cpu.max);
+ *         lines, cpu.max, cgroup.procs);
  *   4, 5  the native backend's read-back of a v1, v2 leaf's limits and OOM kills
  *         (pybox_native_cg_check, _oom_kills) from files of the target's own: the rest is
  *         the files' texts, separated as above.
@@ -84,12 +84,15 @@ static void native_parsers(const uint8_t *data, size_t size)
     int64_t v = 0, q = 0, p = 0;
     if (pybox_np_cg_number(t, size, &v, &err) == 0)
         FUZZ_CHECK(v >= -1, "a number taken as %lld", (long long)v);
-    static const char *const keys[] = {"oom_kill", "max", "nr_throttled", "under_oom"};
+    static const char *const keys[] = {"oom_kill", "max", "nr_throttled", "under_oom", "populated"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (pybox_np_cg_keyed(t, size, keys[i], &v, &err) == 0)
             FUZZ_CHECK(v >= 0, "%s taken as %lld", keys[i], (long long)v);
     if (pybox_np_cg_cpu_max(t, size, &q, &p, &err) == 0)
         FUZZ_CHECK(q >= -1 && p >= 0, "cpu.max taken as %lld %lld", (long long)q, (long long)p);
+    if (pybox_np_cg_procs(t, size, &v, &err) == 0)
+        FUZZ_CHECK(v >= 0 && (v == 0 || memchr(t, '\0', size) == NULL), "cgroup.procs taken as %lld processes",
+                   (long long)v);
 }
 
 static void native_leaf(int version, const uint8_t *data, size_t size)

@@ -4,12 +4,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "../pybox/util.h"
 
 void fuzz_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 {
@@ -24,17 +25,9 @@ void fuzz_fail(const char *file, int line, const char *cond, const char *fmt, ..
 
 static char scratch[128];
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 void fuzz_rm_tree(const char *path)
 {
-    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    (void)pybox_remove_tree_at(AT_FDCWD, path);
 }
 
 static void scratch_remove(void)

@@ -25,10 +25,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 0: {
         pybox_config_t c;
         if (pybox_config_parse(text, len, "config.json", &c, &err) == 0) {
-            FUZZ_CHECK(c.memory_bytes > 0 && c.pids > 0 && c.nano_cpus > 0 && c.timeout_ms > 0 && c.expiry_s > 0,
-                       "a ceiling that is not positive");
-            FUZZ_CHECK(c.memory_bytes <= (1LL << 40) && c.timeout_ms <= 24LL * 3600 * 1000,
-                       "a ceiling above its bound");
+            for (int id = 0; id < PYBOX_LIMIT_COUNT; id++) {
+                FUZZ_CHECK(c.limit[id] > 0, "a ceiling that is not positive: %s", pybox_limit(id)->config_key);
+                FUZZ_CHECK(c.limit[id] <= pybox_limit(id)->max ||
+                               (id == PYBOX_LIMIT_CPUS && pybox_limit(id)->ceiling == 0),
+                           "a ceiling above its bound: %s", pybox_limit(id)->config_key);
+            }
             FUZZ_CHECK(c.backend[0] == '\0' || pybox_name_valid(c.backend), "backend %s", c.backend);
         } else {
             FUZZ_CHECK(err.msg[0] != '\0', "refused without a reason");

@@ -13,59 +13,64 @@
 #include <archive_entry.h>
 #include <stdbool.h>
 
-/* The libarchive functions PyBox calls, each with its declared type. */
+#include "dl.h"
+
+/* The libarchive functions PyBox calls, listed once (dl.h): the table, the names looked
+ * up, and below the calls read as libarchive's own. */
+#define PYBOX_ARCHIVE_FUNCS(X)                                                                                         \
+    X(archive_read_new)                                                                                                \
+    X(archive_write_new)                                                                                               \
+    X(archive_entry_new)                                                                                               \
+    X(archive_write_disk_new)                                                                                          \
+    X(archive_entry_copy_pathname)                                                                                     \
+    X(archive_entry_copy_stat)                                                                                         \
+    X(archive_entry_filetype)                                                                                          \
+    X(archive_entry_free)                                                                                              \
+    X(archive_entry_hardlink)                                                                                          \
+    X(archive_entry_pathname)                                                                                          \
+    X(archive_entry_pathname_utf8)                                                                                     \
+    X(archive_entry_set_filetype)                                                                                      \
+    X(archive_entry_set_gid)                                                                                           \
+    X(archive_entry_set_gname)                                                                                         \
+    X(archive_entry_set_hardlink)                                                                                      \
+    X(archive_entry_set_mtime)                                                                                         \
+    X(archive_entry_set_pathname)                                                                                      \
+    X(archive_entry_set_pathname_utf8)                                                                                 \
+    X(archive_entry_set_perm)                                                                                          \
+    X(archive_entry_set_size)                                                                                          \
+    X(archive_entry_set_symlink)                                                                                       \
+    X(archive_entry_set_uid)                                                                                           \
+    X(archive_entry_set_uname)                                                                                         \
+    X(archive_entry_size)                                                                                              \
+    X(archive_entry_size_is_set)                                                                                       \
+    X(archive_entry_symlink)                                                                                           \
+    X(archive_errno)                                                                                                   \
+    X(archive_error_string)                                                                                            \
+    X(archive_read_data)                                                                                               \
+    X(archive_read_data_block)                                                                                         \
+    X(archive_read_data_skip)                                                                                          \
+    X(archive_read_free)                                                                                               \
+    X(archive_read_next_header)                                                                                        \
+    X(archive_read_open_fd)                                                                                            \
+    X(archive_read_open_filename)                                                                                      \
+    X(archive_read_open_memory)                                                                                        \
+    X(archive_read_support_format_tar)                                                                                 \
+    X(archive_read_support_format_zip)                                                                                 \
+    X(archive_write_close)                                                                                             \
+    X(archive_write_data)                                                                                              \
+    X(archive_write_data_block)                                                                                        \
+    X(archive_write_disk_set_options)                                                                                  \
+    X(archive_write_finish_entry)                                                                                      \
+    X(archive_write_free)                                                                                              \
+    X(archive_write_header)                                                                                            \
+    X(archive_write_open)                                                                                              \
+    X(archive_write_open2)                                                                                             \
+    X(archive_write_open_fd)                                                                                           \
+    X(archive_write_set_bytes_in_last_block)                                                                           \
+    X(archive_write_set_format_option)                                                                                 \
+    X(archive_write_set_format_pax_restricted)
 struct pybox_archive_api {
-    __typeof__(archive_read_new) *archive_read_new;
-    __typeof__(archive_write_new) *archive_write_new;
-    __typeof__(archive_entry_new) *archive_entry_new;
-    __typeof__(archive_write_disk_new) *archive_write_disk_new;
-    __typeof__(archive_entry_copy_pathname) *archive_entry_copy_pathname;
-    __typeof__(archive_entry_copy_stat) *archive_entry_copy_stat;
-    __typeof__(archive_entry_filetype) *archive_entry_filetype;
-    __typeof__(archive_entry_free) *archive_entry_free;
-    __typeof__(archive_entry_hardlink) *archive_entry_hardlink;
-    __typeof__(archive_entry_pathname) *archive_entry_pathname;
-    __typeof__(archive_entry_pathname_utf8) *archive_entry_pathname_utf8;
-    __typeof__(archive_entry_set_filetype) *archive_entry_set_filetype;
-    __typeof__(archive_entry_set_gid) *archive_entry_set_gid;
-    __typeof__(archive_entry_set_gname) *archive_entry_set_gname;
-    __typeof__(archive_entry_set_hardlink) *archive_entry_set_hardlink;
-    __typeof__(archive_entry_set_mtime) *archive_entry_set_mtime;
-    __typeof__(archive_entry_set_pathname) *archive_entry_set_pathname;
-    __typeof__(archive_entry_set_pathname_utf8) *archive_entry_set_pathname_utf8;
-    __typeof__(archive_entry_set_perm) *archive_entry_set_perm;
-    __typeof__(archive_entry_set_size) *archive_entry_set_size;
-    __typeof__(archive_entry_set_symlink) *archive_entry_set_symlink;
-    __typeof__(archive_entry_set_uid) *archive_entry_set_uid;
-    __typeof__(archive_entry_set_uname) *archive_entry_set_uname;
-    __typeof__(archive_entry_size) *archive_entry_size;
-    __typeof__(archive_entry_size_is_set) *archive_entry_size_is_set;
-    __typeof__(archive_entry_symlink) *archive_entry_symlink;
-    __typeof__(archive_errno) *archive_errno;
-    __typeof__(archive_error_string) *archive_error_string;
-    __typeof__(archive_read_data) *archive_read_data;
-    __typeof__(archive_read_data_block) *archive_read_data_block;
-    __typeof__(archive_read_data_skip) *archive_read_data_skip;
-    __typeof__(archive_read_free) *archive_read_free;
-    __typeof__(archive_read_next_header) *archive_read_next_header;
-    __typeof__(archive_read_open_fd) *archive_read_open_fd;
-    __typeof__(archive_read_open_filename) *archive_read_open_filename;
-    __typeof__(archive_read_open_memory) *archive_read_open_memory;
-    __typeof__(archive_read_support_format_tar) *archive_read_support_format_tar;
-    __typeof__(archive_read_support_format_zip) *archive_read_support_format_zip;
-    __typeof__(archive_write_close) *archive_write_close;
-    __typeof__(archive_write_data) *archive_write_data;
-    __typeof__(archive_write_data_block) *archive_write_data_block;
-    __typeof__(archive_write_disk_set_options) *archive_write_disk_set_options;
-    __typeof__(archive_write_finish_entry) *archive_write_finish_entry;
-    __typeof__(archive_write_free) *archive_write_free;
-    __typeof__(archive_write_header) *archive_write_header;
-    __typeof__(archive_write_open) *archive_write_open;
-    __typeof__(archive_write_open2) *archive_write_open2;
-    __typeof__(archive_write_open_fd) *archive_write_open_fd;
-    __typeof__(archive_write_set_bytes_in_last_block) *archive_write_set_bytes_in_last_block;
-    __typeof__(archive_write_set_format_option) *archive_write_set_format_option;
-    __typeof__(archive_write_set_format_pax_restricted) *archive_write_set_format_pax_restricted;
+    PYBOX_ARCHIVE_FUNCS(PYBOX_DL_FIELD)
 };
 extern struct pybox_archive_api pybox_archive_fn;
 

@@ -17,6 +17,21 @@ static const pybox_backend_ops_t *const registry[] = {
 
 #define N_BACKENDS (sizeof registry / sizeof *registry)
 
+const char *const pybox_held_words[] = {"stdin", "stdout", "stderr", "mount_namespace", NULL};
+static const char *const held_prose[] = {"its stdin's read end", "its stdout's write end", "its stderr's write end",
+                                         "its mount namespace (its /tmp, /dev/shm, /box/out and other mounts)"};
+
+void pybox_held_text(unsigned bits, char *out, size_t len)
+{
+    pybox_buf_t b;
+    pybox_buf_init(&b, len);
+    for (size_t i = 0; pybox_held_words[i] != NULL; i++)
+        if (bits & (1u << i))
+            pybox_buf_addf(&b, "%s%s", b.len ? ", " : "", held_prose[i]);
+    pybox_strlcpy(out, b.data ? b.data : "", len);
+    pybox_buf_free(&b);
+}
+
 const pybox_backend_ops_t *pybox_backend_find(const char *name)
 {
     for (size_t i = 0; name != NULL && i < N_BACKENDS; i++)

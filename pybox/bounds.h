@@ -13,7 +13,9 @@
 /* Engine replies (JSON) and the engine's error messages. */
 #define PYBOX_ENGINE_REPLY_MAX (8 * 1024 * 1024)
 #define PYBOX_DOCKER_ENGINE_HEADER_MAX 16384
-#define PYBOX_ENGINE_TIMEOUT_MS 60000
+/* The longest one call of a backend may take (the engine's requests are such calls). */
+#define PYBOX_BACKEND_CALL_MAX_MS 60000
+#define PYBOX_ENGINE_TIMEOUT_MS PYBOX_BACKEND_CALL_MAX_MS
 #define PYBOX_ENGINE_CONNECT_TIMEOUT_MS 5000
 /* The first contact with the engine (connect and GET /_ping, at open): its own bound,
  * which the environment variable may set, in seconds (docs/cleanup.md). */
@@ -37,16 +39,27 @@
 #define PYBOX_STOP_GRACE_MS 1000
 /* After release, how long the box may take to end before it is killed. */
 #define PYBOX_RELEASE_GRACE_MS 2000
-/* What a caller may ask for (--memory, --pids, --cpus), before the installation's ceilings. */
+/* After a native box's end: how long a pass of the kernel's collector of descriptors in
+ * flight may take to be seen (since Linux 6.10 it runs on a kernel work queue: a few ms,
+ * tens on a loaded host), and how long the box's cgroup may still count its ending
+ * processes once its init was reaped. */
+#define PYBOX_COLLECT_MS 2000
+#define PYBOX_NATIVE_EMPTY_MS 2000
+/* What a caller may ask for (--memory, --pids, --cpus), before the installation's
+ * ceilings, which config.json may set up to these maxima too (limits.c reads them). */
 #define PYBOX_MEMORY_MIN (32LL * 1024 * 1024)
-#define PYBOX_PIDS_MIN 8 /* the box's init, Python, and the runtime's own set-up processes */
+#define PYBOX_MEMORY_MAX (1LL << 40)
+#define PYBOX_PIDS_MIN 8           /* the box's init, Python, and the runtime's own set-up processes */
+#define PYBOX_PIDS_MAX (1LL << 22) /* the kernel's own most (PID_MAX_LIMIT) */
 #define PYBOX_NANO_CPUS_MIN 10000000LL
+#define PYBOX_NANO_CPUS_MAX (1024LL * 1000000000)
 /* The installation's ceilings unless its config.json says otherwise. */
 #define PYBOX_CEILING_MEMORY (4096LL * 1024 * 1024)
 #define PYBOX_CEILING_PIDS 1024
 /* Leftovers of a run may be removed this long after the box was created, and never
  * before its own timer can have fired plus this margin. */
 #define PYBOX_EXPIRY_S 120
+#define PYBOX_EXPIRY_MAX_S (7LL * 24 * 3600)
 #define PYBOX_EXPIRY_MARGIN_S 10
 #define PYBOX_TMP_BYTES (16LL * 1024 * 1024)
 #define PYBOX_SHM_BYTES (16LL * 1024 * 1024)

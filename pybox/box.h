@@ -36,6 +36,28 @@ typedef struct pybox_box_end {
     char error[256]; /* the backend's own error for the box, if any */
 } pybox_box_end_t;
 
+/* What outlived the box's last process, as the backend saw it while removing the box.
+ * A process can leave descriptors in flight in unix sockets that no process can receive
+ * from any more; the kernel keeps what they refer to until its collector of such cycles
+ * runs (docs/native.md). */
+#define PYBOX_HELD_STDIN 0x1u    /* the read end of the box's stdin */
+#define PYBOX_HELD_STDOUT 0x2u   /* the write end of its stdout */
+#define PYBOX_HELD_STDERR 0x4u   /* the write end of its stderr */
+#define PYBOX_HELD_MOUNT_NS 0x8u /* its mount namespace, with its mounts */
+typedef struct pybox_box_after {
+    bool looked;         /* the backend looked, once the kernel showed the box's end */
+    unsigned held;       /* PYBOX_HELD_* found after the box's end */
+    unsigned still;      /* of those, still there after the collector (or without it) */
+    bool mount_ns_known; /* whether the kernel could say if the mount namespace was there */
+    int collector;       /* 1: a pass of the kernel's collector was seen after the box's end;
+                            0: none within its bound; -1: not run (relaxed for a test) */
+    double collect_ms;
+} pybox_box_after_t;
+/* The receipt's word for each PYBOX_HELD_* bit, by bit position, NULL-ended; and the
+ * bits set as prose for a person ("its stdout's write end, its mount namespace"). */
+extern const char *const pybox_held_words[];
+void pybox_held_text(unsigned bits, char *out, size_t len);
+
 /* Something an installation left behind, found by its installation id. */
 typedef struct pybox_leftover {
     char kind[12];             /* "box", "volume", "cgroup", "staging", ... (the backend's word) */
@@ -73,8 +95,17 @@ typedef struct pybox_box_ops {
     ssize_t (*io_write)(pybox_box_t *b, const void *data, size_t len, pybox_error_t *err);
     int (*io_close_write)(pybox_box_t *b, pybox_error_t *err);
     /* Read what is ready and hand it over per stream. Returns 0 (more may come), 1 (the
-     * box's output ended: the box has ended) or -1. */
+     * box's output ended: the box has ended; with an end_fd, also once the box has
+     * ended and all its streams held was read, whether or not they reached their end) or
+     * -1. */
     int (*io_read)(pybox_box_t *b, pybox_output_cb cb, void *arg, pybox_error_t *err);
+    /* Optional (NULL: the end of the box's output is its end, as an engine's stream): a
+     * descriptor that becomes readable (POLLIN) once the box's PID 1 has ended, polled
+     * with the streams; then io_read ends them. A stream's end can come much later than
+     * the box's: a process may leave the write end of its stdout in flight in a unix
+     * socket that nothing can receive from, which the kernel keeps until its collector of
+     * such cycles runs. */
+    int (*end_fd)(const pybox_box_t *b);
     /* Send a signal to the box's PID 1 from outside the box (it sees a sender outside).
      * Returns 0 when sent, 1 when the box no longer runs. */
     int (*signal)(pybox_box_t *b, int sig, pybox_error_t *err);
@@ -84,9 +115,17 @@ typedef struct pybox_box_ops {
     int (*running)(pybox_box_t *b, bool *running, pybox_error_t *err);
     /* Where the box's cgroup is, once it runs. */
     int (*cgroup)(pybox_box_t *b, pybox_cgroup_loc_t *loc, pybox_error_t *err);
+    /* Optional (NULL: nothing to do): the box's init has reported the program's end and
+     * holds the box, just before it is released. A backend takes here its own record of
+     * what can only be read while the box exists (its cgroup may be removed by others the
+     * moment it empties). */
+    void (*held)(pybox_box_t *b);
     /* Remove the box and everything made for it, then look again: *gone only when the
      * backend confirms nothing of it is left. */
     int (*remove)(pybox_box_t *b, bool *gone, pybox_error_t *err);
+    /* Optional (NULL: the backend has no such view): what outlived the box's end, as
+     * remove saw it (zeroed when it did not look). */
+    void (*after_end)(const pybox_box_t *b, pybox_box_after_t *out);
     /* The box's id and name in the backend. */
     const char *(*id)(const pybox_box_t *b);
     const char *(*name)(const pybox_box_t *b);
@@ -131,6 +170,11 @@ typedef struct pybox_backend_ops {
     const char *name;      /* as --backend and config.json's "backend" name it */
     const char *holder;    /* what holds its boxes and images, in messages ("the engine") */
     const char *importing; /* the progress line of an image import ("importing into the engine:") */
+    /* Where the installation's state folder keeps what is the backend's: its image pins
+     * (a file), and the folder of its images an installation that borrows them links to,
+     * with the name of that link there (pybox_state_borrow_images; NULL: none). */
+    const char *pins_file;
+    const char *lent_images, *borrowed_images;
     /* Open the backend for an installation (NULL for commands that need none). */
     int (*open)(const pybox_state_t *st, pybox_backend_t **out, pybox_error_t *err);
     void (*close)(pybox_backend_t *be);
@@ -143,6 +187,14 @@ typedef struct pybox_backend_ops {
                           pybox_error_t *err);
     /* Remove one if it no longer runs; *gone when the backend no longer has it. */
     int (*remove_leftover)(pybox_backend_t *be, const pybox_leftover_t *l, bool *gone, pybox_error_t *err);
+    /* Where the box of a run of this installation has its cgroup while it runs, found by
+     * the run id alone (docs/cgroups.md): what tests and the campaign ask rather than spell
+     * a backend's layout. Fails when the backend cannot tell (no such box). */
+    int (*run_cgroup)(pybox_backend_t *be, const char *run_id, pybox_cgroup_loc_t *loc, pybox_error_t *err);
+    /* Remove what the backend keeps for an installation beside its boxes, once none is
+     * left (the native backend's cgroup parents; nothing under systemd); what still holds
+     * a box stays. */
+    int (*forget)(pybox_backend_t *be, const char *install_id, pybox_error_t *err);
     const pybox_image_ops_t *images;
 } pybox_backend_ops_t;
 

@@ -8,13 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
+#include "hooks.h"
+#include "systemd.h"
 #include "util.h"
 
 const char *pybox_cgroup_root(void)
 {
-    const char *r = getenv("PYBOX_CGROUP_ROOT");
+    const char *r = pybox_hook(PYBOX_HOOK_CGROUP_ROOT);
     return r && r[0] == '/' ? r : "/sys/fs/cgroup";
 }
 
@@ -29,6 +32,32 @@ bool pybox_cgroup_unified(const char *root)
     char p[PATH_MAX];
     struct stat sb;
     return pybox_fmt(p, sizeof p, "%s/cgroup.controllers", root) == 0 && stat(p, &sb) == 0;
+}
+
+void pybox_cgroup_host(const char *root, const char *sd_mark, pybox_cgroup_host_t *h)
+{
+    memset(h, 0, sizeof *h);
+    if (root == NULL)
+        root = pybox_cgroup_root();
+    struct utsname u;
+    if (uname(&u) == 0)
+        pybox_strlcpy(h->kernel, u.release, sizeof h->kernel);
+    char p[PATH_MAX];
+    if (pybox_cgroup_unified(root))
+        h->version = PYBOX_CG_V2;
+    else if (pybox_fmt(p, sizeof p, "%s/memory", root) == 0 && is_dir(p))
+        h->version = PYBOX_CG_V1;
+    h->systemd = pybox_sd_booted(sd_mark);
+}
+
+const char *pybox_cgroup_version_word(pybox_cg_version_t v)
+{
+    return v == PYBOX_CG_V2 ? "v2" : v == PYBOX_CG_V1 ? "v1" : NULL;
+}
+
+const char *pybox_cgroup_manager_word(const pybox_cgroup_host_t *h)
+{
+    return h->systemd ? "systemd" : "none";
 }
 
 int pybox_cgroup_v1_dir(const char *root, const char *ctrl, const char *path, char *out, size_t len)

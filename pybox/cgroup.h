@@ -25,7 +25,23 @@ typedef struct pybox_cgroup_loc {
     char dir[PYBOX_CG_CONTROLLERS][PATH_MAX]; /* v1: per controller ("" if not found); v2: dir[0] */
 } pybox_cgroup_loc_t;
 
-/* The cgroup root: PYBOX_CGROUP_ROOT if set (tests), else /sys/fs/cgroup. */
+/* The host boxes run on, as receipts say it (seen.host; docs/cgroups.md). */
+typedef struct pybox_cgroup_host {
+    char kernel[65];            /* uname(2)'s release */
+    pybox_cg_version_t version; /* v2: the root is the unified hierarchy; v1: it holds a memory controller's
+                                   folder (also a hybrid host's); NONE: neither */
+    bool systemd;               /* systemd is the init, and manages the cgroup tree */
+} pybox_cgroup_host_t;
+
+/* Read it: the cgroup root root (NULL: pybox_cgroup_root()), systemd when the folder
+ * sd_mark is there (NULL: /run/systemd/system, as sd_booted(3) asks). */
+void pybox_cgroup_host(const char *root, const char *sd_mark, pybox_cgroup_host_t *h);
+/* "v1", "v2" or NULL; "systemd" or "none". */
+const char *pybox_cgroup_version_word(pybox_cg_version_t v);
+const char *pybox_cgroup_manager_word(const pybox_cgroup_host_t *h);
+
+/* The cgroup root: /sys/fs/cgroup, or in the test build the hook PYBOX_HOOK_CGROUP_ROOT
+ * (hooks.h) when it is an absolute path. */
 const char *pybox_cgroup_root(void);
 
 /* Whether root is a cgroup v2 (unified) mount: it has cgroup.controllers. */

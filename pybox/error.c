@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The error type: fill once, prefix context, name kinds. */
 #include "error.h"
-#include "util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,21 +61,19 @@ void pybox_error_clear(pybox_error_t *err)
 
 const char *pybox_error_kind_name(pybox_error_kind_t kind)
 {
-    switch (kind) {
-    case PYBOX_ERR_NONE:
-        return "none";
-    case PYBOX_ERR_USAGE:
-        return "refused";
-    case PYBOX_ERR_SYSTEM:
-        return "system";
-    case PYBOX_ERR_ENGINE:
-        return "engine";
-    case PYBOX_ERR_POLICY:
-        return "policy";
-    case PYBOX_ERR_PROTOCOL:
-        return "protocol";
-    case PYBOX_ERR_STATE:
-        return "state";
-    }
-    return "unknown";
+    static const char *const names[] = {
+        [PYBOX_ERR_NONE] = "none",     [PYBOX_ERR_USAGE] = "refused", [PYBOX_ERR_SYSTEM] = "system",
+        [PYBOX_ERR_ENGINE] = "engine", [PYBOX_ERR_POLICY] = "policy", [PYBOX_ERR_PROTOCOL] = "protocol",
+        [PYBOX_ERR_STATE] = "state",
+    };
+    return (unsigned)kind < sizeof names / sizeof *names && names[kind] != NULL ? names[kind] : "unknown";
+}
+
+const char *pybox_strerror(int errnum, char *buf, size_t len)
+{
+    /* GNU strerror_r: returns the text, in buf or static and unchanging */
+    const char *t = strerror_r(errnum, buf, len);
+    if (t != buf && len > 0)
+        snprintf(buf, len, "%s", t ? t : "unknown error");
+    return buf;
 }

@@ -2,8 +2,8 @@
 /* One error type for the whole core library. Contract (docs/errors.md):
  * a failing function returns a negative value and fills *err (if err is not NULL) with
  * a kind, an errno (0 when none applies) and a message that names the call and its
- * (escaped) argument. Only main() prints errors. A filled error is never overwritten:
- * the first, most specific failure is the one reported. */
+ * (escaped) argument. Only the front-ends print errors (pybox/cli/front.c, pybox mcp's answers). A filled error is
+ * never overwritten: the first, most specific failure is the one reported. */
 #ifndef PYBOX_ERROR_H
 #define PYBOX_ERROR_H
 
@@ -42,5 +42,8 @@ void pybox_error_prefix(pybox_error_t *err, const char *fmt, ...) __attribute__(
 void pybox_error_clear(pybox_error_t *err);
 
 const char *pybox_error_kind_name(pybox_error_kind_t kind);
+
+/* The text of an errno value, thread-safe (strerror is not): into buf, returned. */
+const char *pybox_strerror(int errnum, char *buf, size_t len);
 
 #endif

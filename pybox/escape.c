@@ -2,6 +2,7 @@
 /* Escaping untrusted bytes for terminals and JSON (see escape.h). */
 #include "escape.h"
 
+#include <limits.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,14 +53,10 @@ size_t pybox_utf8_seq(const unsigned char *s, size_t len, unsigned *cp)
 bool pybox_utf8_valid(const void *s, size_t len)
 {
     const unsigned char *p = s;
-    size_t i = 0;
-    while (i < len) {
-        unsigned cp;
-        size_t n = pybox_utf8_seq(p + i, len - i, &cp);
-        if (n == 0)
+    unsigned cp;
+    for (size_t i = 0, n; i < len; i += n)
+        if ((n = pybox_utf8_seq(p + i, len - i, &cp)) == 0)
             return false;
-        i += n;
-    }
     return true;
 }
 
@@ -250,6 +247,55 @@ int pybox_base64(pybox_buf_t *out, const void *s, size_t len)
         return -1;
     out->data[out->len] = '\0';
     return 0;
+}
+
+int pybox_base64_decode(const char *s, size_t len, unsigned char **out, size_t *n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if (len % 4 != 0 || len > (size_t)INT_MAX)
+        return -1;
+    size_t pad = len >= 1 && u[len - 1] == '=' ? (len >= 2 && u[len - 2] == '=' ? 2 : 1) : 0;
+    unsigned char *bin = malloc(len / 4 * 3 + 1);
+    if (bin == NULL)
+        return -1;
+    /* libcrypto's decoder passes over white space and takes any bits the padding leaves;
+     * only the text that encodes the bytes back to itself is taken: one spelling each */
+    int got = len == 0 ? 0 : EVP_DecodeBlock(bin, u, (int)len);
+    size_t bytes = got < 0 ? 0 : (size_t)got - pad;
+    pybox_buf_t again;
+    pybox_buf_init(&again, len + 1);
+    bool same = got >= 0 && (size_t)got == len / 4 * 3 && pybox_base64(&again, bin, bytes) == 0 && again.len == len &&
+                (len == 0 || memcmp(again.data, s, len) == 0);
+    pybox_buf_free(&again);
+    if (!same) {
+        free(bin);
+        return -1;
+    }
+    *out = bin;
+    *n = bytes;
+    return 0;
+}
+
+/* Every string of the receipt is valid UTF-8, as JSON requires (a strict client, an MCP
+ * one among them, may drop a whole session over one bad byte): one that quotes bytes from
+ * outside that are not (a note cut inside a character, an operator's Latin-1 path) gets
+ * U+FFFD for each stray byte. False when memory ran out. */
+bool pybox_json_utf8(cJSON *node)
+{
+    for (cJSON *c = node; c != NULL; c = c->next) {
+        if (cJSON_IsString(c) && c->valuestring != NULL && !pybox_utf8_valid(c->valuestring, strlen(c->valuestring))) {
+            pybox_buf_t b;
+            pybox_buf_init(&b, 0);
+            pybox_utf8_sanitize(&b, c->valuestring, strlen(c->valuestring), NULL);
+            bool set = pybox_buf_ok(&b) && b.data != NULL && cJSON_SetValuestring(c, b.data) != NULL;
+            pybox_buf_free(&b);
+            if (!set)
+                return false;
+        }
+        if (c->child != NULL && !pybox_json_utf8(c->child))
+            return false;
+    }
+    return true;
 }
 
 void pybox_escape_short(char *out, size_t len, const char *s, size_t max)

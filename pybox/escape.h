@@ -63,7 +63,16 @@ int pybox_json_safe(pybox_buf_t *out, const char *json, size_t len);
 /* Append j as compact JSON made safe the same way. */
 int pybox_json_append(pybox_buf_t *out, const cJSON *j);
 
+/* Make every string of a JSON tree (node, its siblings after it and all below) valid
+ * UTF-8, as JSON requires: each stray byte becomes U+FFFD (pybox_utf8_sanitize). The one
+ * place a receipt's strings are repaired, whatever they quote. False when memory ran out. */
+bool pybox_json_utf8(cJSON *node);
+
 /* Append base64 (standard alphabet, padded). */
 int pybox_base64(pybox_buf_t *out, const void *s, size_t len);
+/* The bytes of len characters of base64 (RFC 4648: standard alphabet, padded, no white
+ * space, unused bits zero: only the text pybox_base64 writes for them), in *out
+ * (malloc'd, *n bytes; the caller frees). Returns 0, or -1 for anything else. */
+int pybox_base64_decode(const char *s, size_t len, unsigned char **out, size_t *n);
 
 #endif

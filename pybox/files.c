@@ -231,13 +231,9 @@ static int pack_dir(packer_t *k, int dfd, const char *name, const char *path, in
         return refuse(err, path, "a name is too long");
     if (header(k, dname, path, AE_IFDIR, 0555, 0, sb.st_mtime, err) < 0)
         return -1;
-    int copy = dup(dfd);
-    DIR *d = copy >= 0 ? fdopendir(copy) : NULL;
-    if (d == NULL) {
-        if (copy >= 0)
-            close(copy);
+    DIR *d = pybox_dir_open(dup(dfd));
+    if (d == NULL)
         return refuse_errno(err, path, errno);
-    }
     char **names = NULL;
     size_t n = 0, cap = 0;
     struct dirent *de;
@@ -520,12 +516,9 @@ int pybox_output_check_relaxed(const char *dir, unsigned relax, pybox_output_spe
                                    p, who, (unsigned)(sb.st_mode & 07777));
         }
         spec->mode = sb.st_mode & 07777;
-        int dfd = openat(pfd, spec->base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+        DIR *d = pybox_dir_open(openat(pfd, spec->base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (d == NULL) {
             int en = errno;
-            if (dfd >= 0)
-                close(dfd);
             pybox_output_close(spec);
             return pybox_error_set(err, PYBOX_ERR_USAGE, en, "--output %s", p);
         }
@@ -823,14 +816,8 @@ static int add_folders(folders_t *f, const char *name, bool is_dir)
     for (size_t i = 0; i <= len; i++) {
         if (!(name[i] == '/' || (i == len && is_dir)) || folders_has(f, name, i))
             continue;
-        if (f->n == f->cap) {
-            size_t ncap = f->cap ? f->cap * 2 : 64;
-            char **nv = realloc(f->v, ncap * sizeof *nv);
-            if (nv == NULL)
-                return -1;
-            f->v = nv;
-            f->cap = ncap;
-        }
+        if (pybox_grow(&f->v, &f->cap, f->n, sizeof *f->v, 64) < 0)
+            return -1;
         f->v[f->n] = strndup(name, i);
         if (f->v[f->n] == NULL)
             return -1;
@@ -959,36 +946,12 @@ static int survey(const void *tar, size_t len, const pybox_ingest_limits_t *lim,
     return 0;
 }
 
-static int rm_tree(int dfd)
-{
-    DIR *d = fdopendir(dfd);
-    if (d == NULL)
-        return -1;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
-            continue;
-        int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub >= 0) {
-            rm_tree(sub);
-            unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
-        }
-    }
-    closedir(d);
-    return 0;
-}
-
 static void remove_tmp(const char *parent, const char *tmpname)
 {
     int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (pfd < 0)
         return;
-    int t = openat(pfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (t >= 0)
-        rm_tree(t);
-    unlinkat(pfd, tmpname, AT_REMOVEDIR);
+    (void)pybox_remove_tree_at(pfd, tmpname);
     close(pfd);
 }
 

@@ -121,14 +121,11 @@ int pybox_key_read_public(const char *path, pybox_key_t **out, pybox_error_t *er
 {
     char shown[160];
     pybox_escape_short(shown, sizeof shown, path, 96);
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "open(%s)", shown);
     _cleanup_free_ char *text = NULL;
     size_t len = 0;
     bool over = false;
-    if (pybox_read_bounded(fd, KEY_FILE_MAX, &text, &len, &over, err) < 0)
-        return -1;
+    if (pybox_read_file(path, O_NOCTTY, KEY_FILE_MAX, &text, &len, &over, err) < 0)
+        return err->kind != PYBOX_ERR_NONE ? -1 : pybox_error_set(err, PYBOX_ERR_USAGE, errno, "open(%s)", shown);
     if (over)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: larger than a public key (%d bytes)", shown, KEY_FILE_MAX);
     if (pybox_key_from_pem(text, len, out, err) < 0) {

@@ -3,6 +3,7 @@
 #include "leftovers.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,8 +140,35 @@ static void settle(const pybox_state_t *st, pybox_backend_t *be, const pybox_lef
     }
 }
 
+/* The free leases of the range: expired, held by no live run (uid.h). Of every
+ * installation, since a free uid is free for all; after this installation's own leftovers,
+ * whose leases expire with them. */
+static void sweep_leases(const pybox_uid_range_t *uids, pybox_leftovers_report_t *rep)
+{
+    pybox_uid_range_t machine;
+    char dir[PATH_MAX];
+    pybox_error_t err = {0};
+    if (uids == NULL) {
+        if (pybox_uid_machine(&machine, dir, sizeof dir, &err) < 0) {
+            add(rep, "leases", "", NULL, false, "%s", err.msg);
+            return;
+        }
+        uids = &machine;
+    }
+    int n = 0;
+    if (pybox_uid_lease_sweep_in(uids, rep->dry_run, &n, &err) < 0)
+        add(rep, "leases", uids->dir, NULL, false, "%s", err.msg);
+    rep->leases_removed = n;
+}
+
 int pybox_leftovers_clean(const pybox_state_t *st, pybox_backend_t *be, bool dry_run, bool housekeeping,
                           pybox_leftovers_report_t *rep, pybox_error_t *err)
+{
+    return pybox_leftovers_clean_in(st, be, NULL, dry_run, housekeeping, rep, err);
+}
+
+int pybox_leftovers_clean_in(const pybox_state_t *st, pybox_backend_t *be, const pybox_uid_range_t *uids, bool dry_run,
+                             bool housekeeping, pybox_leftovers_report_t *rep, pybox_error_t *err)
 {
     memset(rep, 0, sizeof *rep);
     rep->dry_run = dry_run;
@@ -201,6 +229,7 @@ int pybox_leftovers_clean(const pybox_state_t *st, pybox_backend_t *be, bool dry
     free(notes);
     free(gone);
     free(left);
+    sweep_leases(uids, rep);
     return rc;
 }
 
@@ -219,6 +248,7 @@ cJSON *pybox_leftovers_report_json(const pybox_leftovers_report_t *rep)
     cJSON_AddBoolToObject(r, "dry_run", rep->dry_run);
     cJSON_AddNumberToObject(r, "removed", rep->removed);
     cJSON_AddNumberToObject(r, "kept", rep->kept);
+    cJSON_AddNumberToObject(r, "leases_removed", rep->leases_removed);
     cJSON *items = cJSON_AddArrayToObject(r, "items");
     for (size_t i = 0; i < rep->n; i++) {
         const pybox_leftovers_entry_t *e = &rep->entries[i];
@@ -244,5 +274,9 @@ int pybox_leftovers_report_text(const pybox_leftovers_report_t *rep, pybox_buf_t
         pybox_buf_addf(out, "  %-12s %-6s %s: %s\n", e->removed ? (rep->dry_run ? "would remove" : "removed") : "kept",
                        e->what, e->name, e->reason);
     }
+    if (rep->leases_removed > 0)
+        pybox_buf_addf(out, "  %-12s %d expired uid lease%s that no run held (any installation's: free for all)\n",
+                       rep->dry_run ? "would remove" : "removed", rep->leases_removed,
+                       rep->leases_removed == 1 ? "" : "s");
     return pybox_buf_ok(out) && out->data ? 0 : -1;
 }

@@ -18,18 +18,20 @@ void pybox_log_set(pybox_log_fn fn, void *arg)
     handler_arg = arg;
 }
 
+/* One line to a handler, if there is one: the library's log and a caller's progress. */
+static void vline(pybox_log_fn fn, void *arg, const char *fmt, va_list ap)
+{
+    char line[2048];
+    if (fn != NULL && vsnprintf(line, sizeof line, fmt, ap) >= 0)
+        fn(arg, line);
+}
+
 void pybox_log(const char *fmt, ...)
 {
-    if (handler == NULL)
-        return;
-    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
+    vline(handler, handler_arg, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return;
-    handler(handler_arg, line);
 }
 
 void pybox_log_stderr(void *prefix, const char *line)
@@ -46,15 +48,10 @@ void pybox_log_stderr(void *prefix, const char *line)
 
 void pybox_out_line(const pybox_out_t *o, const char *fmt, ...)
 {
-    if (o == NULL || o->fn == NULL)
-        return;
-    char line[2048];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
+    vline(o != NULL ? o->fn : NULL, o != NULL ? o->arg : NULL, fmt, ap);
     va_end(ap);
-    if (n >= 0)
-        o->fn(o->arg, line);
 }
 
 void pybox_out_file(void *file, const char *line)

@@ -7,10 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "../guest/proto.h"
 #include "buf.h"
-#include "files.h"
+#include "limits.h"
 #include "util.h"
 
 /* The profile's source text, linked in by seccomp_blob.S. */
@@ -52,32 +53,61 @@ void pybox_policy_defaults(pybox_policy_t *p)
     p->memory_bytes = PYBOX_DEFAULT_MEMORY;
     p->pids = PYBOX_DEFAULT_PIDS;
     p->nano_cpus = PYBOX_DEFAULT_NANO_CPUS;
-    p->timeout_ms = PYBOX_DEFAULT_TIMEOUT_MS;
-    p->box_timer_ms = PYBOX_DEFAULT_TIMEOUT_MS + PYBOX_BOX_TIMER_MARGIN_MS;
+    pybox_policy_set_timeout(p, PYBOX_DEFAULT_TIMEOUT_MS);
     p->tmp_bytes = PYBOX_TMP_BYTES;
     p->shm_bytes = PYBOX_SHM_BYTES;
     p->nofile = PYBOX_NOFILE;
     p->fsize_bytes = PYBOX_FSIZE_BYTES;
+    p->core_bytes = 0;
+    p->sigpending = PYBOX_SIGPENDING;
+    static const char *const env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp", NULL};
+    static const char *const init_caps[] = {"CAP_KILL", "CAP_SETGID", "CAP_SETUID", NULL};
+    p->env = env;
+    p->hostname = "pybox";
+    p->init_caps = init_caps;
+}
+
+void pybox_policy_rlimits(const pybox_policy_t *p, pybox_policy_rlimit_t out[PYBOX_POLICY_RLIMITS])
+{
+    out[0] = (pybox_policy_rlimit_t){"nofile", RLIMIT_NOFILE, p->nofile};
+    out[1] = (pybox_policy_rlimit_t){"fsize", RLIMIT_FSIZE, p->fsize_bytes};
+    out[2] = (pybox_policy_rlimit_t){"core", RLIMIT_CORE, p->core_bytes};
+    out[3] = (pybox_policy_rlimit_t){"sigpending", RLIMIT_SIGPENDING, p->sigpending};
+}
+
+void pybox_policy_set_timeout(pybox_policy_t *p, int64_t timeout_ms)
+{
+    p->timeout_ms = timeout_ms;
+    p->box_timer_ms = pybox_limit_box_timer_ms(timeout_ms);
 }
 
 /* Paths the engine hides or makes read-only inside the box. Stated here rather than left
- * to the engine's defaults, which differ between engines and versions. */
+ * to the engine's defaults, which differ between engines and versions. /proc/pressure is
+ * the host's pressure stall information: its files are writable by any user (a write
+ * arms a trigger the kernel then polls for, host-wide), and the engine does not mask it. */
 const char *const pybox_policy_masked_paths[] = {
-    "/proc/asound",
-    "/proc/acpi",
-    "/proc/kcore",
-    "/proc/keys",
-    "/proc/latency_stats",
-    "/proc/timer_list",
-    "/proc/timer_stats",
-    "/proc/sched_debug",
-    "/proc/scsi",
-    "/sys/firmware",
-    NULL,
+    "/proc/asound",        "/proc/acpi",       "/proc/kcore",       "/proc/keys",
+    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+    "/proc/scsi",          "/proc/pressure",   "/sys/firmware",     NULL,
 };
 const char *const pybox_policy_readonly_paths[] = {
     "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
 };
+
+bool pybox_policy_is_masked_path(const char *path)
+{
+    for (size_t i = 0; path != NULL && pybox_policy_masked_paths[i] != NULL; i++)
+        if (strcmp(path, pybox_policy_masked_paths[i]) == 0)
+            return true;
+    return false;
+}
+
+bool pybox_policy_masks(const pybox_policy_t *p, const char *path)
+{
+    if (p->relax & PYBOX_RELAX_SYSTEM_PATHS)
+        return false;
+    return p->relax_unmask == NULL || strcmp(p->relax_unmask, path) != 0;
+}
 
 static const struct {
     unsigned bit;
@@ -93,6 +123,8 @@ static const struct {
     {PYBOX_RELAX_SYSTEM_PATHS, "system-paths"},
     {PYBOX_RELAX_SHARED_UID, "shared-uid"},
     {PYBOX_RELAX_OUTPUT_OWNER, "output-owner"},
+    {PYBOX_RELAX_IN_FLIGHT, "in-flight-collection"},
+    {PYBOX_RELAX_APPARMOR, "apparmor"},
 };
 
 unsigned pybox_policy_relax_bit(const char *name)
@@ -128,6 +160,8 @@ void pybox_policy_relaxed(const pybox_policy_t *p, char *out, size_t len)
             pybox_buf_addf(&b, "%s,", relax_names[i].name);
     if (p->relax_cap != NULL && !pybox_policy_relaxed_in(p, PYBOX_RELAX_ENGINE_CAPS)) /* the body adds it only then */
         pybox_buf_addf(&b, "capability %s,", p->relax_cap);
+    if (p->relax_unmask != NULL && !pybox_policy_relaxed_in(p, PYBOX_RELAX_SYSTEM_PATHS)) /* else: all of them */
+        pybox_buf_addf(&b, "unmasked %s,", p->relax_unmask);
     /* relaxations are never left unsaid: a list that could not be made says so */
     snprintf(out, len, "%s", pybox_buf_ok(&b) ? (b.data ? b.data : "") : "(could not be listed),");
     pybox_buf_free(&b);

@@ -38,6 +38,15 @@ typedef struct pybox_policy {
     int64_t shm_bytes;    /* size of /dev/shm */
     int64_t nofile;       /* open files */
     int64_t fsize_bytes;  /* largest file the program may write */
+    int64_t core_bytes;   /* core dumps (0: none) */
+    int64_t sigpending;   /* signals queued to the box's user at once (its own, uid.h) */
+    /* What the box's init starts with, each backend's to set and check: its environment
+     * (NULL-ended; the backend adds HOSTNAME=<hostname> as an engine does), the box's
+     * hostname, and the capabilities the init keeps to start the program as its own user
+     * and to end it (NULL-ended names, as the kernel spells them). */
+    const char *const *env;
+    const char *hostname;
+    const char *const *init_caps;
     /* Files: a disk volume at /box/in for the inputs (root-owned, read-only by mode),
      * and a tmpfs volume of out_bytes at /box/out for what the program leaves. */
     bool mount_in;
@@ -52,6 +61,7 @@ typedef struct pybox_policy {
     unsigned relax;           /* PYBOX_RELAX_* bits */
     const char *relax_cap;    /* one more capability granted, e.g. "CAP_NET_RAW" */
     const char *relax_socket; /* a host socket (the engine's) bound at PYBOX_RELAX_SOCKET_AT */
+    const char *relax_unmask; /* one of pybox_policy_masked_paths left unmasked (only that one) */
     /* Testing only: when set, the create body deviates from the policy in this one
      * setting, so the verifier can be shown to catch it against a real engine. */
     const char *tamper;
@@ -68,6 +78,8 @@ typedef struct pybox_policy {
 #define PYBOX_RELAX_SYSTEM_PATHS 0x80u  /* nothing of /proc and /sys masked or read-only */
 #define PYBOX_RELAX_SHARED_UID 0x100u   /* the program runs as PYBOX_SHARED_UID, like every such box */
 #define PYBOX_RELAX_OUTPUT_OWNER 0x200u /* --output takes another user's folder and keeps its mode (files.h) */
+#define PYBOX_RELAX_IN_FLIGHT 0x400u    /* native: no run of the kernel's collector after the box's end */
+#define PYBOX_RELAX_APPARMOR 0x800u     /* docker: no AppArmor profile from the engine (natively none is applied) */
 #define PYBOX_RELAX_SOCKET_AT "/run/docker.sock"
 
 /* The uid (and gid) the program runs as: program_uid, or what a relaxation says. */
@@ -75,6 +87,19 @@ unsigned pybox_policy_program_uid(const pybox_policy_t *p);
 
 /* Defaults for everything but image, names and labels. */
 void pybox_policy_defaults(pybox_policy_t *p);
+/* The limits of the box's processes (setrlimit) the policy sets, by the engine's names
+ * ("nofile", "fsize", "core", "sigpending"); a native box fixes every other one too
+ * (docs/native.md). */
+#define PYBOX_POLICY_RLIMITS 4
+typedef struct pybox_policy_rlimit {
+    const char *name; /* the engine's ulimit name */
+    int resource;     /* RLIMIT_* */
+    int64_t value;    /* soft and hard alike */
+} pybox_policy_rlimit_t;
+void pybox_policy_rlimits(const pybox_policy_t *p, pybox_policy_rlimit_t out[PYBOX_POLICY_RLIMITS]);
+
+/* The host's deadline, and the box's own timer derived from it (limits.h). */
+void pybox_policy_set_timeout(pybox_policy_t *p, int64_t timeout_ms);
 
 /* The seccomp profile PyBox owns, compact JSON (static storage), and its SHA-256. */
 const char *pybox_policy_seccomp(void);
@@ -97,5 +122,12 @@ bool pybox_policy_relaxed_in(const pybox_policy_t *p, unsigned bit);
  * versions. */
 extern const char *const pybox_policy_masked_paths[];
 extern const char *const pybox_policy_readonly_paths[];
+
+/* Whether path is one of pybox_policy_masked_paths (what relax_unmask may name). */
+bool pybox_policy_is_masked_path(const char *path);
+
+/* Whether a box of this policy has the masked path path masked: not when every system
+ * path is relaxed, nor the one path relax_unmask names. */
+bool pybox_policy_masks(const pybox_policy_t *p, const char *path);
 
 #endif

@@ -19,58 +19,34 @@ void pybox_limits_resolve(const pybox_request_t *rq, const pybox_pin_t *pin, pyb
 {
     memset(out, 0, sizeof *out);
     /* asked, else the image's default (never above a cap), else PyBox's own */
-    struct {
-        int64_t asked, image, cap, dflt;
-        int64_t *to;
-        unsigned bit;
-    } l[] = {
-        {rq->timeout_ms, pin->timeout_ms, rq->cap_timeout_ms, PYBOX_DEFAULT_TIMEOUT_MS, &out->timeout_ms,
-         PYBOX_FROM_IMAGE_TIMEOUT},
-        {rq->memory_bytes, pin->memory_bytes, rq->cap_memory_bytes, PYBOX_DEFAULT_MEMORY, &out->memory_bytes,
-         PYBOX_FROM_IMAGE_MEMORY},
-        {rq->pids, pin->pids, 0, PYBOX_DEFAULT_PIDS, &out->pids, PYBOX_FROM_IMAGE_PIDS},
-        {rq->nano_cpus, pin->nano_cpus, 0, PYBOX_DEFAULT_NANO_CPUS, &out->nano_cpus, PYBOX_FROM_IMAGE_CPUS},
-    };
-    for (size_t i = 0; i < sizeof l / sizeof *l; i++) {
-        if (l[i].asked > 0) {
-            *l[i].to = l[i].asked;
-        } else if (l[i].image > 0) {
-            *l[i].to = l[i].cap > 0 && l[i].image > l[i].cap ? l[i].cap : l[i].image;
-            out->from_image |= l[i].bit;
-        } else {
-            *l[i].to = l[i].cap > 0 && l[i].dflt > l[i].cap ? l[i].cap : l[i].dflt;
+    const int64_t asked[PYBOX_LIMIT_RUN] = {rq->memory_bytes, rq->pids, rq->nano_cpus, rq->timeout_ms};
+    const int64_t image[PYBOX_LIMIT_RUN] = {pin->memory_bytes, pin->pids, pin->nano_cpus, pin->timeout_ms};
+    const int64_t cap[PYBOX_LIMIT_RUN] = {rq->cap_memory_bytes, 0, 0, rq->cap_timeout_ms};
+    for (int id = 0; id < PYBOX_LIMIT_RUN; id++) {
+        int64_t v = pybox_limit(id)->dflt;
+        if (asked[id] > 0) {
+            out->v[id] = asked[id];
+            continue;
         }
+        if (image[id] > 0) {
+            v = image[id];
+            out->from_image |= 1u << id;
+        }
+        out->v[id] = cap[id] > 0 && v > cap[id] ? cap[id] : v;
     }
-}
-
-static const char *who(const pybox_limits_t *l, unsigned bit)
-{
-    return (l->from_image & bit) ? "the image's default" : "asked";
 }
 
 int pybox_limits_check(const pybox_limits_t *l, const pybox_config_t *c, pybox_error_t *err)
 {
-    /* every digit each side needs: a value just above its ceiling must not look like it */
-    char a[PYBOX_NUM_MAX], m[PYBOX_NUM_MAX];
-    if (l->memory_bytes > c->memory_bytes)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "memory %s (%s) is above this installation's ceiling of %s (set by %s)",
-                               pybox_fmt_size(a, l->memory_bytes), who(l, PYBOX_FROM_IMAGE_MEMORY),
-                               pybox_fmt_size(m, c->memory_bytes), c->source);
-    if (l->pids > c->pids)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "pids %lld (%s) is above this installation's ceiling of %lld (set by %s)",
-                               (long long)l->pids, who(l, PYBOX_FROM_IMAGE_PIDS), (long long)c->pids, c->source);
-    if (l->nano_cpus > c->nano_cpus)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "cpus %s (%s) is above this installation's ceiling of %s (set by %s)",
-                               pybox_fmt_fixed(a, l->nano_cpus, 9), who(l, PYBOX_FROM_IMAGE_CPUS),
-                               pybox_fmt_fixed(m, c->nano_cpus, 9), c->source);
-    if (l->timeout_ms > c->timeout_ms)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "timeout %s s (%s) is above this installation's ceiling of %s s (set by %s)",
-                               pybox_fmt_fixed(a, l->timeout_ms, 3), who(l, PYBOX_FROM_IMAGE_TIMEOUT),
-                               pybox_fmt_fixed(m, c->timeout_ms, 3), c->source);
+    char end[96];
+    snprintf(end, sizeof end, " (set by %s)", c->source);
+    for (int id = 0; id < PYBOX_LIMIT_RUN; id++) {
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "%s ", pybox_limit(id)->name);
+        if (pybox_limit_within(id, l->v[id], c->limit[id], prefix,
+                               (l->from_image & (1u << id)) ? " (the image's default)" : " (asked)", end, err) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -155,7 +131,7 @@ int pybox_prepare(const pybox_request_t *rq, pybox_ready_t *rd, pybox_error_t *e
         .state = &rd->st,
         .inputs = rq->n_inputs > 0 ? &rd->inputs : NULL,
         .output = rq->output != NULL ? &rd->output : NULL,
-        .expiry_s = rd->config.expiry_s,
+        .expiry_s = rd->config.limit[PYBOX_LIMIT_EXPIRY],
         .housekeeping = true,
         .started_s = rq->started_s,
         .cancellable = rq->cancellable,
@@ -168,12 +144,10 @@ int pybox_prepare(const pybox_request_t *rq, pybox_ready_t *rd, pybox_error_t *e
     pybox_policy_defaults(p);
     pybox_strlcpy(p->image_id, rd->pin.id, sizeof p->image_id);
     pybox_strlcpy(p->install_id, rd->st.install_id, sizeof p->install_id);
-    p->timeout_ms = l.timeout_ms;
-    p->memory_bytes = l.memory_bytes;
-    p->pids = l.pids;
-    p->nano_cpus = l.nano_cpus;
-    /* The box's own clock: a full margin behind PyBox's deadline. */
-    p->box_timer_ms = l.timeout_ms + PYBOX_BOX_TIMER_MARGIN_MS;
+    pybox_policy_set_timeout(p, l.v[PYBOX_LIMIT_TIMEOUT]);
+    p->memory_bytes = l.v[PYBOX_LIMIT_MEMORY];
+    p->pids = l.v[PYBOX_LIMIT_PIDS];
+    p->nano_cpus = l.v[PYBOX_LIMIT_CPUS];
     p->relax |= rq->relax;
     return 0;
 }

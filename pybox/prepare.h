@@ -42,12 +42,6 @@ typedef struct pybox_request {
     void *hook_arg;
 } pybox_request_t;
 
-/* Which limits came from the image's own defaults. */
-#define PYBOX_FROM_IMAGE_MEMORY 1u
-#define PYBOX_FROM_IMAGE_PIDS 2u
-#define PYBOX_FROM_IMAGE_CPUS 4u
-#define PYBOX_FROM_IMAGE_TIMEOUT 8u
-
 /* Where a preparation failed, for front-ends that word the refusal their own way. */
 typedef enum {
     PYBOX_PREP_OK = 0,
@@ -68,7 +62,7 @@ typedef struct pybox_ready {
     pybox_backend_t *be;
     char image[PYBOX_NAME_MAX];
     char backend[32];
-    unsigned from_image;
+    unsigned from_image;      /* bit 1 << pybox_limit_id_t: that limit is the image's default */
     pybox_prep_step_t failed; /* where pybox_prepare failed */
     pybox_run_request_t run;  /* what pybox_run gets; tests may adjust its policy */
 } pybox_ready_t;
@@ -83,8 +77,8 @@ void pybox_ready_free(pybox_ready_t *rd);
 /* The limits a request ends up with, before any ceiling: what was asked, else the
  * image's default (lowered to the caps), else PyBox's own. */
 typedef struct pybox_limits {
-    int64_t timeout_ms, memory_bytes, pids, nano_cpus;
-    unsigned from_image;
+    int64_t v[PYBOX_LIMIT_RUN]; /* by pybox_limit_id_t */
+    unsigned from_image;        /* bit 1 << id: the image's default */
 } pybox_limits_t;
 void pybox_limits_resolve(const pybox_request_t *rq, const pybox_pin_t *pin, pybox_limits_t *out);
 /* Refuse a limit above the installation's ceiling, naming the ceiling and where it is

@@ -75,28 +75,6 @@ static cJSON *said_json(const pybox_said_t *s, bool *ok)
 static double ms1(double v);
 static double ms2(double v);
 
-/* Every string of the receipt is valid UTF-8, as JSON requires (a strict client, an MCP
- * one among them, may drop a whole session over one bad byte): one that quotes bytes from
- * outside that are not (a note cut inside a character, an operator's Latin-1 path) gets
- * U+FFFD for each stray byte. False when memory ran out. */
-static bool strings_utf8(cJSON *node)
-{
-    for (cJSON *c = node; c != NULL; c = c->next) {
-        if (cJSON_IsString(c) && c->valuestring != NULL && !pybox_utf8_valid(c->valuestring, strlen(c->valuestring))) {
-            pybox_buf_t b;
-            pybox_buf_init(&b, 0);
-            pybox_utf8_sanitize(&b, c->valuestring, strlen(c->valuestring), NULL);
-            bool set = pybox_buf_ok(&b) && b.data != NULL && cJSON_SetValuestring(c, b.data) != NULL;
-            pybox_buf_free(&b);
-            if (!set)
-                return false;
-        }
-        if (c->child != NULL && !strings_utf8(c->child))
-            return false;
-    }
-    return true;
-}
-
 static void num_or_null(cJSON *o, const char *key, const pybox_reading_t *r, unsigned bit, int64_t v)
 {
     if (r != NULL && (r->valid & bit))
@@ -270,7 +248,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     if (r == NULL)
         return NULL;
     cJSON_AddStringToObject(r, "schema", PYBOX_RECEIPT_SCHEMA);
-    cJSON_AddStringToObject(r, "pybox_version", PYBOX_VERSION);
+    cJSON_AddStringToObject(r, "pybox_version", PYBOX_VERSION_SAID);
     cJSON_AddStringToObject(r, "run_id", res->run_id);
     cJSON_AddStringToObject(r, "status", pybox_end_word(res->end));
     cJSON_AddNumberToObject(r, "exit_code", res->exit_code);
@@ -340,6 +318,14 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON *seen = cJSON_AddObjectToObject(r, "seen");
     cJSON_AddStringToObject(seen, "backend", res->backend);
     cJSON_AddStringToObject(seen, "backend_description", res->engine);
+    cJSON *host = cJSON_AddObjectToObject(seen, "host");
+    cJSON_AddStringToObject(host, "kernel", res->host.kernel);
+    const char *cgv = pybox_cgroup_version_word(res->host.version);
+    if (cgv != NULL)
+        cJSON_AddStringToObject(host, "cgroup", cgv);
+    else
+        cJSON_AddNullToObject(host, "cgroup");
+    cJSON_AddStringToObject(host, "cgroup_manager", pybox_cgroup_manager_word(&res->host));
     cJSON *box = cJSON_AddObjectToObject(seen, "box");
     cJSON_AddStringToObject(box, "id", res->box_id);
     cJSON_AddStringToObject(box, "name", res->box_name);
@@ -349,6 +335,22 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddBoolToObject(box, "started", res->started);
     cJSON_AddBoolToObject(box, "removed", res->removed);
     cJSON_AddBoolToObject(box, "confirmed_gone", res->gone);
+    if (res->after.looked) {
+        const pybox_box_after_t *a = &res->after;
+        cJSON *ae = cJSON_AddObjectToObject(box, "after_end");
+        cJSON *held = cJSON_AddArrayToObject(ae, "held");
+        cJSON *still = cJSON_AddArrayToObject(ae, "still_held");
+        for (size_t i = 0; pybox_held_words[i] != NULL; i++) {
+            if (a->held & (1u << i))
+                cJSON_AddItemToArray(held, cJSON_CreateString(pybox_held_words[i]));
+            if (a->still & (1u << i))
+                cJSON_AddItemToArray(still, cJSON_CreateString(pybox_held_words[i]));
+        }
+        cJSON_AddStringToObject(ae, "collector",
+                                a->collector > 0 ? "ran" : (a->collector == 0 ? "not_seen" : "not_run"));
+        cJSON_AddNumberToObject(ae, "collector_ms", ms1(a->collect_ms));
+        cJSON_AddBoolToObject(ae, "mount_namespace_checked", a->mount_ns_known);
+    }
     if (res->have_exit) {
         cJSON *ex = cJSON_AddObjectToObject(seen, "backend_record");
         cJSON_AddNumberToObject(ex, "exit_code", res->exit.exit_code);
@@ -388,19 +390,19 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddBoolToObject(seen, "box_killed_through_backend", res->box_killed);
     cJSON_AddBoolToObject(seen, "program_input_complete", res->input_complete);
     cJSON *tm = cJSON_AddObjectToObject(seen, "timings_ms");
-    cJSON_AddNumberToObject(tm, "before", ms1(res->t.before_ms));
-    cJSON_AddNumberToObject(tm, "housekeeping", ms1(res->t.housekeeping_ms));
-    cJSON_AddNumberToObject(tm, "create", ms1(res->t.create_ms));
-    cJSON_AddNumberToObject(tm, "verify", ms1(res->t.verify_ms));
-    cJSON_AddNumberToObject(tm, "files_in", ms1(res->t.files_in_ms));
-    cJSON_AddNumberToObject(tm, "attach", ms1(res->t.attach_ms));
-    cJSON_AddNumberToObject(tm, "start", ms1(res->t.start_ms));
-    cJSON_AddNumberToObject(tm, "arm", ms1(res->t.arm_ms));
-    cJSON_AddNumberToObject(tm, "run", ms1(res->t.run_ms));
-    cJSON_AddNumberToObject(tm, "files_out", ms1(res->t.files_out_ms));
-    cJSON_AddNumberToObject(tm, "collect", ms1(res->t.collect_ms));
-    cJSON_AddNumberToObject(tm, "remove", ms1(res->t.remove_ms));
-    cJSON_AddNumberToObject(tm, "total", ms1(res->t.total_ms));
+    const pybox_timings_t *t = &res->t;
+    const struct {
+        const char *phase;
+        double ms;
+    } phases[] = {{"before", t->before_ms},     {"housekeeping", t->housekeeping_ms},
+                  {"create", t->create_ms},     {"verify", t->verify_ms},
+                  {"files_in", t->files_in_ms}, {"attach", t->attach_ms},
+                  {"start", t->start_ms},       {"arm", t->arm_ms},
+                  {"run", t->run_ms},           {"files_out", t->files_out_ms},
+                  {"collect", t->collect_ms},   {"remove", t->remove_ms},
+                  {"total", t->total_ms}};
+    for (size_t i = 0; i < sizeof phases / sizeof *phases; i++)
+        cJSON_AddNumberToObject(tm, phases[i].phase, ms1(phases[i].ms));
 
     cJSON *said = cJSON_AddObjectToObject(r, "said");
     cJSON_AddStringToObject(said, "trust", "untrusted: written by the program");
@@ -415,13 +417,9 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
         res->error.kind != PYBOX_ERR_NONE) {
         cJSON *e = cJSON_AddObjectToObject(r, "error");
         cJSON_AddStringToObject(e, "kind", pybox_error_kind_name(res->error.kind));
-        pybox_buf_t m;
-        pybox_buf_init(&m, 0);
-        pybox_utf8_sanitize(&m, res->error.msg, strlen(res->error.msg), NULL);
-        cJSON_AddStringToObject(e, "message", got_text(pybox_buf_ok(&m) ? (m.data ? m.data : "") : NULL, &ok));
-        pybox_buf_free(&m);
+        cJSON_AddStringToObject(e, "message", res->error.msg);
     }
-    if (!ok || !strings_utf8(r)) {
+    if (!ok || !pybox_json_utf8(r)) {
         cJSON_Delete(r);
         return NULL;
     }
@@ -432,19 +430,14 @@ cJSON *pybox_receipt_refusal(const pybox_error_t *err)
 {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "schema", PYBOX_RECEIPT_SCHEMA);
-    cJSON_AddStringToObject(r, "pybox_version", PYBOX_VERSION);
+    cJSON_AddStringToObject(r, "pybox_version", PYBOX_VERSION_SAID);
     cJSON_AddStringToObject(r, "status", err->kind == PYBOX_ERR_USAGE ? "REFUSED" : "PYBOX_ERROR");
     cJSON_AddNumberToObject(r, "exit_code", 125);
     cJSON *e = cJSON_AddObjectToObject(r, "error");
     cJSON_AddStringToObject(e, "kind", pybox_error_kind_name(err->kind));
-    pybox_buf_t m;
-    pybox_buf_init(&m, 0);
-    pybox_utf8_sanitize(&m, err->msg, strlen(err->msg), NULL);
-    bool ok = true;
-    cJSON_AddStringToObject(e, "message", got_text(pybox_buf_ok(&m) ? (m.data ? m.data : "") : NULL, &ok));
-    pybox_buf_free(&m);
+    cJSON_AddStringToObject(e, "message", err->msg);
     cJSON_AddBoolToObject(r, "box_built", 0);
-    if (!ok) {
+    if (!pybox_json_utf8(r)) {
         cJSON_Delete(r);
         return NULL;
     }
@@ -585,6 +578,25 @@ static void count(char *buf, size_t len, const pybox_reading_t *r, unsigned bit,
         snprintf(buf, len, "%lld", (long long)v);
     else
         snprintf(buf, len, "unknown");
+}
+
+/* What outlived the box's last process, when anything did or the collector could not
+ * be seen (the rest goes under UNKNOWN). */
+static void after_end_text(pybox_buf_t *o, const pybox_box_after_t *a)
+{
+    if (!a->looked || a->held == 0)
+        return;
+    char held[512], still[512];
+    pybox_held_text(a->held, held, sizeof held);
+    pybox_held_text(a->still, still, sizeof still);
+    pybox_buf_addf(o, "  %-10s after its last process, held by descriptors in flight:\n", "");
+    pybox_buf_addf(o, "  %-10s   %s\n", "", held);
+    if (a->still == 0)
+        pybox_buf_addf(o, "  %-10s released by the kernel's collector, run by PyBox (%.0f ms)\n", "", a->collect_ms);
+    else if (a->collector < 0)
+        pybox_buf_addf(o, "  %-10s NOT released: the kernel's collector was not run (relaxed)\n", "");
+    else
+        pybox_buf_addf(o, "  %-10s STILL HELD after the kernel's collector: %s\n", "", still);
 }
 
 static void files_text(pybox_buf_t *o, const pybox_run_result_t *res, int columns)
@@ -785,6 +797,11 @@ int pybox_receipt_text_styled(const pybox_run_result_t *res, const pybox_receipt
     chosen_line(o, columns, "  %-10s (%s, %s)", "", need(o, backend), need(o, engine));
     free(backend);
     free(engine);
+    char *kernel = escaped(res->host.kernel[0] ? res->host.kernel : "unknown");
+    const char *cgv = pybox_cgroup_version_word(res->host.version);
+    chosen_line(o, columns, "  %-10s Linux %s, cgroup %s, %s", "host", need(o, kernel), cgv ? cgv : "unknown",
+                res->host.systemd ? "managed by systemd" : "no cgroup manager");
+    free(kernel);
     if (d->seen) {
         pybox_buf_addf(o, "  %-10s program ended after %lld ms: ", "box init", (long long)d->program_ms);
         if (d->signal)
@@ -805,6 +822,7 @@ int pybox_receipt_text_styled(const pybox_run_result_t *res, const pybox_receipt
                    res->verified ? "" : " (FAILED)");
     pybox_buf_addf(o, "  %-10s %s, %s\n", "", res->removed ? "removed" : "NOT removed",
                    res->gone ? "confirmed gone" : "NOT confirmed gone");
+    after_end_text(o, &res->after);
     pybox_buf_addf(o, "  %-10s before %.0f ms, housekeeping %.0f, create %.0f, verify %.0f,\n", "timings",
                    res->t.before_ms, res->t.housekeeping_ms, res->t.create_ms, res->t.verify_ms);
     pybox_buf_addf(o, "  %-10s attach %.0f, start %.0f, arm %.1f, run %.0f, collect %.0f,\n", "", res->t.attach_ms,

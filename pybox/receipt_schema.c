@@ -74,6 +74,7 @@ static const char *const status_words[] = {"NOT_RUN",
 static const char *const refusal_words[] = {"REFUSED", "PYBOX_ERROR", NULL};
 static const char *const clock_words[] = {"none", "host_deadline", "box_timer", NULL};
 static const char *const cg_words[] = {"v1", "v2", NULL};
+static const char *const manager_words[] = {"systemd", "none", NULL};
 static const char *const pids_source_words[] = {"kernel", "samples", NULL};
 static const char *const files_words[] = {"not_asked", "delivered", "refused", "not_received", NULL};
 static const char *const kind_words[] = {"file", "folder", "symbolic link", "hard link", "other", NULL};
@@ -130,15 +131,31 @@ static const node_t asked_m[] = {M("at", T_STR, "when the run started (UTC)"),
                                  OPT("inputs_bytes", T_INT, "the inputs' bytes in all"),
                                  OBJ("policy", T_OBJ, policy_m, NULL),
                                  END};
-static const node_t box_m[] = {M("id", T_STR, "the box's id in the backend"),
-                               M("name", T_STR, NULL),
-                               M("created", T_BOOL, NULL),
-                               M("verified", T_BOOL, "read back and compared before start"),
-                               M("settings_checked", T_INT, NULL),
-                               M("started", T_BOOL, NULL),
-                               M("removed", T_BOOL, NULL),
-                               M("confirmed_gone", T_BOOL, "looked up again after removal"),
-                               END};
+static const char *const collector_words[] = {"ran", "not_seen", "not_run", NULL};
+static const node_t held_item = WORDS("", pybox_held_words, NULL);
+static const node_t after_end_m[] = {
+    ARR("held", &held_item, "what outlived the box's last process, held by descriptors in flight"),
+    WORDS("collector", collector_words,
+          "the kernel's collector of descriptors in flight, run by PyBox after the box's end: a pass seen, none "
+          "seen in time, or not run (relaxed for a test)"),
+    M("collector_ms", T_NUM,
+      "from the collector's start, once the box's end was read, to its pass seen (the box's removal runs in between)"),
+    ARR("still_held", &held_item, "what was still there after it"),
+    M("mount_namespace_checked", T_BOOL, "whether this kernel could say if the box's mount namespace was there"),
+    END};
+static const node_t box_m[] = {
+    M("id", T_STR, "the box's id in the backend"),
+    M("name", T_STR, NULL),
+    M("created", T_BOOL, NULL),
+    M("verified", T_BOOL, "read back and compared before start"),
+    M("settings_checked", T_INT, NULL),
+    M("started", T_BOOL, NULL),
+    M("removed", T_BOOL, NULL),
+    M("confirmed_gone", T_BOOL,
+      "looked up again after removal (native: its init reaped, its cgroup counting no "
+      "process, then removed)"),
+    OPT_OBJ("after_end", T_OBJ, after_end_m, "what the backend saw outlive the box's last process (native)"),
+    END};
 static const node_t backend_record_m[] = {M("exit_code", T_INT, "the box's exit status as the backend recorded it"),
                                           M("oom_killed", T_BOOL, "something in the box was killed for lack of memory"),
                                           M("started_at", T_STR, NULL),
@@ -207,9 +224,17 @@ static const node_t timings_m[] = {M("before", T_NUM, NULL),
                                    M("remove", T_NUM, NULL),
                                    M("total", T_NUM, "from PyBox's own start to the receipt"),
                                    END};
+static const node_t host_m[] = {
+    M("kernel", T_STR, "the kernel's release (uname -r)"),
+    {"cgroup", T_STR | T_NULL, false, NULL, NULL, cg_words, NULL,
+     "the cgroup hierarchy boxes' cgroups are in (v1 also on a hybrid host); null: neither"},
+    {"cgroup_manager", T_STR, false, NULL, NULL, manager_words, NULL,
+     "systemd when systemd is the init and manages the cgroup tree, else none"},
+    END};
 static const node_t seen_m[] = {
     M("backend", T_STR, "the backend that built the box"),
     M("backend_description", T_STR, "the backend's own description and version"),
+    OBJ("host", T_OBJ, host_m, "the host PyBox ran on (docs/cgroups.md)"),
     OBJ("box", T_OBJ, box_m, NULL),
     OBJ("backend_record", T_OBJ | T_NULL, backend_record_m, "the backend's account of the box's end"),
     OBJ("init_record", T_OBJ | T_NULL, init_record_m, "the box's PID 1's account, authenticated"),

@@ -19,25 +19,17 @@
 
 const char *pybox_end_word(pybox_end_t end)
 {
-    switch (end) {
-    case PYBOX_END_NONE:
-        return "NOT_RUN";
-    case PYBOX_END_TARGET_EXIT:
-        return "TARGET_EXIT_OBSERVED";
-    case PYBOX_END_SUPERVISOR_KILL:
-        return "SUPERVISOR_KILL_OBSERVED";
-    case PYBOX_END_BOX_TIMER_KILL:
-        return "BOX_TIMER_KILL_OBSERVED";
-    case PYBOX_END_UNEXPLAINED:
-        return "BOX_END_UNEXPLAINED";
-    case PYBOX_END_EXTERNAL_STOP:
-        return "EXTERNAL_STOP_OBSERVED";
-    case PYBOX_END_PYBOX_ERROR:
-        return "PYBOX_ERROR";
-    case PYBOX_END_CANCELLED:
-        return "CANCELLED";
-    }
-    return "?";
+    static const char *const words[] = {
+        [PYBOX_END_NONE] = "NOT_RUN",
+        [PYBOX_END_TARGET_EXIT] = "TARGET_EXIT_OBSERVED",
+        [PYBOX_END_SUPERVISOR_KILL] = "SUPERVISOR_KILL_OBSERVED",
+        [PYBOX_END_BOX_TIMER_KILL] = "BOX_TIMER_KILL_OBSERVED",
+        [PYBOX_END_UNEXPLAINED] = "BOX_END_UNEXPLAINED",
+        [PYBOX_END_EXTERNAL_STOP] = "EXTERNAL_STOP_OBSERVED",
+        [PYBOX_END_PYBOX_ERROR] = "PYBOX_ERROR",
+        [PYBOX_END_CANCELLED] = "CANCELLED",
+    };
+    return (unsigned)end < sizeof words / sizeof *words && words[end] != NULL ? words[end] : "?";
 }
 
 volatile sig_atomic_t pybox_interrupt_signal;
@@ -160,10 +152,13 @@ static int clock_ran_out(feed_t *f, pybox_run_result_t *res, int64_t now)
         return 0;
     case PH_STOPPING:
     case PH_RELEASING: {
-        res->box_killed = true;
+        /* A box that had ended already (its output held open after its end) was not
+         * killed: the backend says so (1). */
         pybox_error_t kerr = {0};
-        if (f->box->ops->signal(f->box, SIGKILL, &kerr) < 0)
+        int kr = f->box->ops->signal(f->box, SIGKILL, &kerr);
+        if (kr < 0)
             unknown(res, "the backend's kill of the box failed at first: %s", kerr.msg);
+        res->box_killed = res->box_killed || kr != 1;
         f->phase = PH_KILLED;
         f->deadline = now + 30000;
         return 0;
@@ -193,6 +188,8 @@ static int program_ended(feed_t *f, pybox_run_result_t *res)
         return 0;
     if (res->output_asked)
         take_files(f, res);
+    if (f->box->ops->held != NULL)
+        f->box->ops->held(f->box);
     if (command(f, PYBOX_GUEST_CTL_RELEASE, PYBOX_GUEST_SIG_RELEASE, res) < 0)
         return -1;
     f->phase = PH_RELEASING;
@@ -257,9 +254,9 @@ static int io_loop(feed_t *f, pybox_run_result_t *res)
             continue;
         }
         /* [0..n_out) what the box says, then its stdin when it is another descriptor,
-         * then the cancel descriptor (watched until the cancel is noted: it stays
-         * readable). */
-        struct pollfd ps[4];
+         * then the box's end when the backend has a descriptor for it, then the cancel
+         * descriptor (watched until the cancel is noted: it stays readable). */
+        struct pollfd ps[5];
         nfds_t n = 0;
         bool want_out = !f->broken && f->off < f->q.len;
         int in_at = -1;
@@ -272,9 +269,17 @@ static int io_loop(feed_t *f, pybox_run_result_t *res)
             }
             n++;
         }
-        if (in_at < 0 && in_fd >= 0) {
+        /* The stdin alone only while something waits for it: a pipe with no reader left
+         * (every process of the box ended) is always "ready" (POLLERR), even for no event. */
+        if (in_at < 0 && in_fd >= 0 && want_out) {
             in_at = (int)n;
-            ps[n++] = (struct pollfd){.fd = in_fd, .events = want_out ? POLLOUT : 0};
+            ps[n++] = (struct pollfd){.fd = in_fd, .events = POLLOUT};
+        }
+        int end_at = -1;
+        int end_fd = f->box->ops->end_fd != NULL ? f->box->ops->end_fd(f->box) : -1;
+        if (end_fd >= 0) {
+            end_at = (int)n;
+            ps[n++] = (struct pollfd){.fd = end_fd, .events = POLLIN};
         }
         if (f->req->cancellable && !res->interrupted)
             ps[n++] = (struct pollfd){.fd = f->req->cancel_fd, .events = POLLIN};
@@ -309,6 +314,9 @@ static int io_loop(feed_t *f, pybox_run_result_t *res)
         bool readable = false;
         for (int i = 0; i < n_out; i++)
             readable |= (ps[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+        /* The box has ended: what its streams hold is all it said (io_read ends them). */
+        if (end_at >= 0)
+            readable |= (ps[end_at].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
         if (readable) {
             int r = read_some(f, res);
             if (r != 0)
@@ -449,6 +457,7 @@ static int begin(run_t *r)
     res->end = PYBOX_END_NONE;
     res->exit_code = 125;
     pybox_wall_iso(res->started_wall, sizeof res->started_wall);
+    pybox_cgroup_host(NULL, NULL, &res->host);
     snprintf(res->image_name, sizeof res->image_name, "%s", req->image_name ? req->image_name : "");
     if (req->pin != NULL)
         res->pin = *req->pin;
@@ -500,7 +509,7 @@ static void housekeep(run_t *r)
     double t = pybox_now_s();
     pybox_leftovers_report_t rep;
     pybox_error_t herr = {0};
-    if (pybox_leftovers_clean(r->req->state, r->be, false, true, &rep, &herr) == 0) {
+    if (pybox_leftovers_clean_in(r->req->state, r->be, r->req->uids, false, true, &rep, &herr) == 0) {
         r->res->housekept = rep.removed;
     } else {
         r->res->housekept = -1;
@@ -553,9 +562,9 @@ static int build(run_t *r)
     }
     /* The box lives at most twice its timer from its start, whenever that is: its user
      * stays leased that long from here (the start call's own bound included), however slow
-     * the engine was so far. */
+     * the backend was so far. */
     if (pybox_uid_lease_renew(&r->lease, res->run_id,
-                              pybox_wall_s() + (PYBOX_ENGINE_TIMEOUT_MS + 999) / 1000 +
+                              pybox_wall_s() + (PYBOX_BACKEND_CALL_MAX_MS + 999) / 1000 +
                                   box_life_s(res->policy.box_timer_ms),
                               &res->error) < 0)
         return -1;
@@ -617,6 +626,8 @@ static int remove_box(run_t *r, int rc)
     if (r->box->ops->remove(r->box, &res->gone, &rerr) == 0)
         res->removed = true;
     res->t.remove_ms = since(t);
+    if (r->box->ops->after_end != NULL)
+        r->box->ops->after_end(r->box, &res->after);
     if (!res->gone) {
         unknown(res, "the box %.12s could not be confirmed removed: %s", res->box_id, rerr.msg);
         if (rc == 0) {
@@ -673,9 +684,12 @@ static int files_out(run_t *r, int rc, bool engine_lost)
         }
     } else if (res->outputs.status == PYBOX_OUT_NOT_ASKED) {
         res->outputs.status = PYBOX_OUT_NOT_RECEIVED;
-        snprintf(res->outputs.reason, sizeof res->outputs.reason, "%s",
-                 engine_lost ? "the engine failed before the output folder could be copied"
-                             : "the box ended before its output folder could be copied");
+        if (engine_lost)
+            snprintf(res->outputs.reason, sizeof res->outputs.reason,
+                     "%s failed before the output folder could be copied", r->be->ops->holder);
+        else
+            snprintf(res->outputs.reason, sizeof res->outputs.reason,
+                     "the box ended before its output folder could be copied");
     }
     if (res->outputs.status != PYBOX_OUT_DELIVERED)
         unknown(res, "no output folder was created: %s", res->outputs.reason);
@@ -716,15 +730,36 @@ static void note_unknowns(run_t *r, bool engine_lost)
                 res->pin.name);
     if (engine_lost && !res->gone)
         unknown(res,
-                "the engine failed during the run: whether the box has ended is not known (its own timer ends it "
-                "at the latest %.3g s after it started)",
-                (double)p->box_timer_ms / 1000.0);
-    if (res->watched && !res->final_taken)
-        unknown(res, "%s",
-                engine_lost ? "no final kernel reading: the engine failed before the program's end was seen; the last "
-                              "sample is reported"
-                            : "no final kernel reading: the box ended before it could be held; the last sample is "
-                              "reported");
+                "%s failed during the run: whether the box has ended is not known (its own timer ends it at the "
+                "latest %.3g s after it started)",
+                r->be->ops->holder, (double)p->box_timer_ms / 1000.0);
+    const pybox_box_after_t *a = &res->after;
+    char held[512];
+    pybox_held_text(a->still, held, sizeof held);
+    if (a->looked && a->still != 0)
+        unknown(res,
+                "after the box's last process ended, descriptors in flight in unix sockets (the program's doing) still "
+                "held %s%s: what they hold outlives the box, outside its limits, until the kernel's collector of such "
+                "descriptors runs",
+                held,
+                a->collector < 0    ? "; PyBox did not run the collector (relaxed for a test)"
+                : a->collector == 0 ? "; no pass of the collector was seen in time"
+                                    : "");
+    else if (a->looked && a->collector == 0)
+        unknown(res,
+                "no pass of the kernel's collector of descriptors in flight was seen within %d ms of the box's end: "
+                "whether the program left memory, files or namespaces held in flight is not established",
+                PYBOX_COLLECT_MS);
+    else if (a->looked && a->collector < 0)
+        unknown(res, "the kernel's collector of descriptors in flight was not run after the box's end (relaxed for a "
+                     "test): whether the program left memory, files or namespaces held in flight is not established");
+    if (res->watched && !res->final_taken && engine_lost)
+        unknown(res,
+                "no final kernel reading: %s failed before the program's end was seen; the last sample is "
+                "reported",
+                r->be->ops->holder);
+    else if (res->watched && !res->final_taken)
+        unknown(res, "no final kernel reading: the box ended before it could be held; the last sample is reported");
 }
 
 /* The verdict: PyBox's failure, a cancel, an interruption, or what the program did. */
@@ -740,7 +775,7 @@ static int verdict(run_t *r, int rc)
         return -1;
     }
     if (rc < 0 && res->started && res->error.kind == PYBOX_ERR_ENGINE)
-        pybox_error_prefix(&res->error, "the engine failed during the run");
+        pybox_error_prefix(&res->error, "%s failed during the run", r->be->ops->holder);
     if (rc < 0) {
         res->end = PYBOX_END_PYBOX_ERROR;
         res->exit_code = 125;

@@ -90,8 +90,9 @@ typedef struct pybox_run_result {
     char policy_sha256[65]; /* of the exact specification the backend made the box from */
     /* seen */
     char box_id[PYBOX_ID_MAX];
-    char backend[16]; /* the backend's name ("docker") */
-    char engine[160]; /* the backend's own description, with its version */
+    char backend[16];         /* the backend's name ("docker") */
+    char engine[160];         /* the backend's own description, with its version */
+    pybox_cgroup_host_t host; /* the host it ran on: kernel, cgroup version and manager */
     bool created, verified, started;
     int checked;                /* settings compared in the read-back */
     pybox_done_record_t record; /* the box init's account (authenticated by the secret) */
@@ -104,6 +105,7 @@ typedef struct pybox_run_result {
     int housekept;        /* leftovers removed before the run; -1 if housekeeping failed */
     bool note_closed;     /* the run note was removed after the box was confirmed gone */
     bool removed, gone;
+    pybox_box_after_t after; /* what outlived the box's last process (backends that look) */
     pybox_timings_t t;
     /* the kernel's account, read from the box's cgroup on the host */
     pybox_watch_t watch;   /* samples live here */

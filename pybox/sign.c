@@ -40,11 +40,9 @@ void pybox_sign_mark_unsigned(cJSON *receipt, const char *why)
         return;
     cJSON_DeleteItemFromObjectCaseSensitive(receipt, "signature");
     cJSON_DeleteItemFromObjectCaseSensitive(receipt, "unsigned");
-    pybox_buf_t b;
-    pybox_buf_init(&b, 0);
-    pybox_utf8_sanitize(&b, why, strlen(why), NULL);
-    cJSON_AddStringToObject(receipt, "unsigned", pybox_buf_ok(&b) && b.data ? b.data : "the reason could not be made");
-    pybox_buf_free(&b);
+    cJSON *u = cJSON_AddStringToObject(receipt, "unsigned", why);
+    if (u != NULL && !pybox_json_utf8(u)) /* the last member: none after it */
+        cJSON_SetValuestring(u, "the reason could not be made");
 }
 
 int pybox_sign_receipt(cJSON *receipt, const pybox_key_t *k, pybox_error_t *err)
@@ -125,18 +123,13 @@ static bool is_hex_id(const char *s)
  * spaces, unused bits zero), so the text too is as PyBox wrote it. */
 static bool sig_bytes(const char *b64, unsigned char sig[64])
 {
-    if (strlen(b64) != SIG_B64_LEN)
-        return false;
-    unsigned char raw[66];
-    if (EVP_DecodeBlock(raw, (const unsigned char *)b64, SIG_B64_LEN) != 66)
-        return false;
-    memcpy(sig, raw, 64);
-    pybox_buf_t again;
-    pybox_buf_init(&again, 0);
-    pybox_base64(&again, sig, 64);
-    bool same = pybox_buf_ok(&again) && again.data && strcmp(again.data, b64) == 0;
-    pybox_buf_free(&again);
-    return same;
+    unsigned char *raw = NULL;
+    size_t n = 0;
+    bool ok = strlen(b64) == SIG_B64_LEN && pybox_base64_decode(b64, SIG_B64_LEN, &raw, &n) == 0 && n == 64;
+    if (ok)
+        memcpy(sig, raw, 64);
+    free(raw);
+    return ok;
 }
 
 void pybox_sign_verify(const cJSON *receipt, const pybox_key_t *const *keys, size_t n, pybox_sig_check_t *out)

@@ -2,6 +2,8 @@
 /* The installation's state directory (see state.h). */
 #include "state.h"
 
+#include "box.h"
+
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
@@ -31,20 +33,12 @@ bool pybox_name_valid(const char *name)
 
 static int mkdir_p(const char *path, mode_t mode, pybox_error_t *err)
 {
-    char tmp[PATH_MAX];
-    if (pybox_strlcpy(tmp, path, sizeof tmp) < 0)
-        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "state directory path");
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-            return pybox_error_set(err, PYBOX_ERR_STATE, errno, "mkdir(%s)", tmp);
-        *p = '/';
-    }
-    if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "mkdir(%s)", tmp);
-    return 0;
+    char failed[PATH_MAX];
+    if (pybox_mkdir_parents(path, mode, failed, sizeof failed) == 0)
+        return 0;
+    return errno == ENAMETOOLONG && strlen(path) >= sizeof failed
+               ? pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "state directory path")
+               : pybox_error_set(err, PYBOX_ERR_STATE, errno, "mkdir(%s)", failed);
 }
 
 static int state_dir(char *out, size_t len, pybox_error_t *err)
@@ -122,15 +116,20 @@ static int read_small(const char *path, char **out, size_t *len, pybox_error_t *
     return 1;
 }
 
+/* The state file name (path: its path), whole, as read_small reads it. */
+static int read_state(const pybox_state_t *st, const char *name, char path[PATH_MAX], char **text, size_t *len,
+                      pybox_error_t *err)
+{
+    return pybox_state_path(st, name, path, PATH_MAX, err) < 0 ? -1 : read_small(path, text, len, err);
+}
+
 static int load_install_id(pybox_state_t *st, bool create, pybox_error_t *err)
 {
     char path[PATH_MAX];
-    if (pybox_state_path(st, "install-id", path, sizeof path, err) < 0)
-        return -1;
     for (int attempt = 0; attempt < 2; attempt++) {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
-        int r = read_small(path, &text, &len, err);
+        int r = read_state(st, "install-id", path, &text, &len, err);
         if (r < 0)
             return -1;
         if (r == 1) {
@@ -218,16 +217,26 @@ static int lock_pins(const pybox_state_t *st, int how, pybox_error_t *err)
     return fd;
 }
 
-/* Each backend's pins in a file of their own: images.json (docker, the first backend),
- * images-<backend>.json for the others. */
-static int pins_path(const pybox_state_t *st, const char *backend, char *path, size_t len, pybox_error_t *err)
+/* An image's defaults as the pins keep them. */
+#define PIN_DEFAULTS(pin)                                                                                              \
+    {                                                                                                                  \
+        {"memory_bytes", &(pin)->memory_bytes}, {"pids", &(pin)->pids}, {"nano_cpus", &(pin)->nano_cpus},              \
+            {"timeout_ms", &(pin)->timeout_ms},                                                                        \
+    }
+typedef struct {
+    const char *key;
+    int64_t *v;
+} pin_default_t;
+
+/* Each backend's pins in a file of its own, which the backend names (box.h). */
+static int pins_name(const char *backend, char name[64], pybox_error_t *err)
 {
-    char name[64];
-    if (backend == NULL || backend[0] == '\0' || strcmp(backend, "docker") == 0)
-        pybox_strlcpy(name, "images.json", sizeof name);
-    else if (!pybox_name_valid(backend) || pybox_fmt(name, sizeof name, "images-%s.json", backend) < 0)
+    const pybox_backend_ops_t *ops =
+        pybox_backend_find(backend == NULL || backend[0] == '\0' ? PYBOX_DEFAULT_BACKEND : backend);
+    if (ops == NULL || ops->pins_file == NULL)
         return pybox_error_set(err, PYBOX_ERR_STATE, EINVAL, "a backend's name");
-    return pybox_state_path(st, name, path, len, err);
+    return pybox_strlcpy(name, ops->pins_file, 64) < 0 ? pybox_error_set(err, PYBOX_ERR_STATE, EINVAL, "a pins file")
+                                                       : 0;
 }
 
 static int copy_small(const char *from, const char *to, pybox_error_t *err)
@@ -243,29 +252,31 @@ static int copy_small(const char *from, const char *to, pybox_error_t *err)
 
 int pybox_state_borrow_images(const pybox_state_t *from, const pybox_state_t *to, pybox_error_t *err)
 {
-    DIR *d = opendir(from->dir);
-    if (d == NULL)
-        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "opendir(%s)", from->dir);
-    struct dirent *de;
-    int copied = 0, rc = 0;
-    while (rc == 0 && (de = readdir(d)) != NULL) {
-        size_t n = strlen(de->d_name);
-        if (strncmp(de->d_name, "images", 6) != 0 || n < 11 || strcmp(de->d_name + n - 5, ".json") != 0)
-            continue;
+    int copied = 0;
+    const pybox_backend_ops_t *ops;
+    for (size_t i = 0; (ops = pybox_backend_nth(i)) != NULL; i++) {
         char a[PATH_MAX], b[PATH_MAX];
-        if (pybox_state_path(from, de->d_name, a, sizeof a, err) < 0 ||
-            pybox_state_path(to, de->d_name, b, sizeof b, err) < 0 || copy_small(a, b, err) < 0)
-            rc = -1;
-        else
-            copied++;
+        struct stat sb;
+        if (pybox_state_path(from, ops->pins_file, a, sizeof a, err) < 0 ||
+            pybox_state_path(to, ops->pins_file, b, sizeof b, err) < 0)
+            return -1;
+        if (stat(a, &sb) < 0)
+            continue;
+        if (copy_small(a, b, err) < 0)
+            return -1;
+        copied++;
     }
-    closedir(d);
-    if (rc < 0)
-        return -1;
     if (copied == 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, ENOENT, "no image pins in %s (run make setup)", from->dir);
-    static const char *const linked[][2] = {{"cache", "cache"}, {"native/roots", "native/borrowed-roots"}};
-    for (size_t i = 0; i < sizeof linked / sizeof *linked; i++) {
+    /* the image cache, and each backend's image folders */
+    const char *linked[8][2] = {{"cache", "cache"}};
+    size_t n_linked = 1;
+    for (size_t i = 0; (ops = pybox_backend_nth(i)) != NULL && n_linked < 8; i++)
+        if (ops->lent_images != NULL) {
+            linked[n_linked][0] = ops->lent_images;
+            linked[n_linked++][1] = ops->borrowed_images;
+        }
+    for (size_t i = 0; i < n_linked; i++) {
         char a[PATH_MAX], b[PATH_MAX];
         struct stat sb;
         if (pybox_state_path(from, linked[i][0], a, sizeof a, err) < 0 ||
@@ -307,12 +318,10 @@ static int parse_pins(const char *text, size_t len, const char *path, cJSON **ou
 
 static int load_pins(const pybox_state_t *st, const char *backend, cJSON **out, pybox_error_t *err)
 {
-    char path[PATH_MAX];
-    if (pins_path(st, backend, path, sizeof path, err) < 0)
-        return -1;
+    char path[PATH_MAX], name[64];
     _cleanup_free_ char *text = NULL;
     size_t len = 0;
-    int r = read_small(path, &text, &len, err);
+    int r = pins_name(backend, name, err) < 0 ? -1 : read_state(st, name, path, &text, &len, err);
     if (r < 0)
         return -1;
     if (r == 0) {
@@ -335,7 +344,7 @@ static void pin_from_json(const char *backend, const char *name, const cJSON *o,
 {
     memset(pin, 0, sizeof *pin);
     snprintf(pin->name, sizeof pin->name, "%s", name);
-    snprintf(pin->backend, sizeof pin->backend, "%s", backend && backend[0] ? backend : "docker");
+    snprintf(pin->backend, sizeof pin->backend, "%s", backend && backend[0] ? backend : PYBOX_DEFAULT_BACKEND);
     const cJSON *v;
     if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "id")))
         snprintf(pin->id, sizeof pin->id, "%s", v->valuestring);
@@ -351,23 +360,29 @@ static void pin_from_json(const char *backend, const char *name, const cJSON *o,
         snprintf(pin->python, sizeof pin->python, "%s", v->valuestring);
     pin->custom = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "custom"));
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "defaults");
-    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "memory_bytes")))
-        number(v, &pin->memory_bytes);
-    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "pids")))
-        number(v, &pin->pids);
-    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "nano_cpus")))
-        number(v, &pin->nano_cpus);
-    if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, "timeout_ms")))
-        number(v, &pin->timeout_ms);
+    const pin_default_t dflt[] = PIN_DEFAULTS(pin);
+    for (size_t i = 0; i < sizeof dflt / sizeof *dflt; i++)
+        if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(d, dflt[i].key)))
+            number(v, dflt[i].v);
+}
+
+/* The pins of a backend, locked (how: LOCK_SH to read, LOCK_EX to change them): the
+ * lock's descriptor, which the caller closes, or -1. */
+static int open_pins(const pybox_state_t *st, const char *backend, int how, cJSON **pins, pybox_error_t *err)
+{
+    int lfd = lock_pins(st, how, err);
+    if (lfd >= 0 && load_pins(st, backend, pins, err) < 0) {
+        close(lfd);
+        return -1;
+    }
+    return lfd;
 }
 
 int pybox_pin_get(const pybox_state_t *st, const char *backend, const char *name, pybox_pin_t *out, pybox_error_t *err)
 {
-    _cleanup_close_ int lfd = lock_pins(st, LOCK_SH, err);
-    if (lfd < 0)
-        return -1;
     cJSON *pins = NULL;
-    if (load_pins(st, backend, &pins, err) < 0)
+    _cleanup_close_ int lfd = open_pins(st, backend, LOCK_SH, &pins, err);
+    if (lfd < 0)
         return -1;
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(pins, name);
     int found = cJSON_IsObject(o);
@@ -406,11 +421,9 @@ int pybox_pins_parse(const char *backend, const char *text, size_t len, const ch
 
 int pybox_pin_list(const pybox_state_t *st, const char *backend, pybox_pin_t **out, size_t *n, pybox_error_t *err)
 {
-    _cleanup_close_ int lfd = lock_pins(st, LOCK_SH, err);
-    if (lfd < 0)
-        return -1;
     cJSON *pins = NULL;
-    if (load_pins(st, backend, &pins, err) < 0)
+    _cleanup_close_ int lfd = open_pins(st, backend, LOCK_SH, &pins, err);
+    if (lfd < 0)
         return -1;
     int rc = pins_of(backend, pins, out, n, err);
     cJSON_Delete(pins);
@@ -424,8 +437,8 @@ static int save_pins(const pybox_state_t *st, const char *backend, cJSON *pins, 
     cJSON_Delete(pins);
     if (text == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "encoding the image pins");
-    char path[PATH_MAX];
-    int rc = pins_path(st, backend, path, sizeof path, err);
+    char path[PATH_MAX], name[64];
+    int rc = pins_name(backend, name, err) < 0 ? -1 : pybox_state_path(st, name, path, sizeof path, err);
     if (rc == 0)
         rc = pybox_write_file_atomic(path, text, strlen(text), 0600, err);
     free(text);
@@ -434,53 +447,36 @@ static int save_pins(const pybox_state_t *st, const char *backend, cJSON *pins, 
 
 int pybox_pin_set(const pybox_state_t *st, const pybox_pin_t *pin, pybox_error_t *err)
 {
-    _cleanup_close_ int lfd = lock_pins(st, LOCK_EX, err);
+    cJSON *pins = NULL;
+    _cleanup_close_ int lfd = open_pins(st, pin->backend, LOCK_EX, &pins, err);
     if (lfd < 0)
         return -1;
-    cJSON *pins = NULL;
-    if (load_pins(st, pin->backend, &pins, err) < 0)
-        return -1;
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "id", pin->id);
-    cJSON_AddStringToObject(o, "recipe_sha256", pin->recipe_sha256);
-    cJSON_AddStringToObject(o, "built_at", pin->built_at);
+    const char *const texts[][2] = {{"id", pin->id},
+                                    {"recipe_sha256", pin->recipe_sha256},
+                                    {"built_at", pin->built_at},
+                                    {"python3_package", pin->python}};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
+        cJSON_AddStringToObject(o, texts[i][0], texts[i][1]);
     cJSON_AddNumberToObject(o, "size", (double)pin->size);
     cJSON_AddNumberToObject(o, "guest_protocol", pin->protocol);
-    cJSON_AddStringToObject(o, "python3_package", pin->python);
     cJSON_AddBoolToObject(o, "custom", pin->custom);
     cJSON *d = cJSON_AddObjectToObject(o, "defaults");
-    cJSON_AddNumberToObject(d, "memory_bytes", (double)pin->memory_bytes);
-    cJSON_AddNumberToObject(d, "pids", (double)pin->pids);
-    cJSON_AddNumberToObject(d, "nano_cpus", (double)pin->nano_cpus);
-    cJSON_AddNumberToObject(d, "timeout_ms", (double)pin->timeout_ms);
+    pybox_pin_t copy = *pin;
+    const pin_default_t dflt[] = PIN_DEFAULTS(&copy);
+    for (size_t i = 0; i < sizeof dflt / sizeof *dflt; i++)
+        cJSON_AddNumberToObject(d, dflt[i].key, (double)*dflt[i].v);
     cJSON_DeleteItemFromObjectCaseSensitive(pins, pin->name);
     cJSON_AddItemToObject(pins, pin->name, o);
     return save_pins(st, pin->backend, pins, err);
 }
 
-/* A positive number from config.json, or the default when the key is absent. */
-static int ceiling(const cJSON *cfg, const char *key, double max, double scale, int64_t *v, const char *path,
-                   pybox_error_t *err)
-{
-    const cJSON *j = cJSON_GetObjectItemCaseSensitive(cfg, key);
-    if (j == NULL)
-        return 0;
-    /* positive in PyBox's own unit too: 1e-9 MiB would be a ceiling of no byte */
-    if (!cJSON_IsNumber(j) || j->valuedouble <= 0 || j->valuedouble > max || j->valuedouble * scale < 1)
-        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s: %s must be a positive number up to %g (at least %g)", path,
-                               key, max, 1 / scale);
-    *v = (int64_t)(j->valuedouble * scale);
-    return 0;
-}
-
 static void config_defaults(pybox_config_t *c)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    c->memory_bytes = PYBOX_CEILING_MEMORY;
-    c->pids = PYBOX_CEILING_PIDS;
-    c->nano_cpus = (cpus > 0 ? cpus : 1) * 1000000000LL;
-    c->timeout_ms = PYBOX_TIMEOUT_MAX_MS;
-    c->expiry_s = PYBOX_EXPIRY_S;
+    for (int id = 0; id < PYBOX_LIMIT_COUNT; id++)
+        c->limit[id] = pybox_limit(id)->ceiling;
+    c->limit[PYBOX_LIMIT_CPUS] = (cpus > 0 ? cpus : 1) * 1000000000LL; /* the table's 0: every CPU */
     c->backend[0] = '\0';
     snprintf(c->source, sizeof c->source, "the installation's defaults");
 }
@@ -494,12 +490,11 @@ int pybox_config_parse(const char *text, size_t len, const char *path, pybox_con
         return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s is not a JSON object", path);
     }
     int rc = 0;
-    if (ceiling(cfg, "max_memory_mib", 1 << 20, 1024.0 * 1024.0, &c->memory_bytes, path, err) < 0 ||
-        ceiling(cfg, "max_pids", 1 << 22, 1, &c->pids, path, err) < 0 ||
-        ceiling(cfg, "max_cpus", 1024, 1e9, &c->nano_cpus, path, err) < 0 ||
-        ceiling(cfg, "max_timeout_s", 24 * 3600, 1000, &c->timeout_ms, path, err) < 0 ||
-        ceiling(cfg, "leftover_expiry_s", 7 * 24 * 3600, 1, &c->expiry_s, path, err) < 0)
-        rc = -1;
+    for (int id = 0; rc == 0 && id < PYBOX_LIMIT_COUNT; id++) {
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(cfg, pybox_limit(id)->config_key);
+        if (j != NULL)
+            rc = pybox_limit_from_config(id, cJSON_IsNumber(j) ? j->valuedouble : 0, &c->limit[id], path, err);
+    }
     const cJSON *be = cJSON_GetObjectItemCaseSensitive(cfg, "backend");
     if (rc == 0 && be != NULL) {
         if (!cJSON_IsString(be) || !pybox_name_valid(be->valuestring))
@@ -517,11 +512,9 @@ int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t
 {
     config_defaults(c);
     char path[PATH_MAX];
-    if (pybox_state_path(st, "config.json", path, sizeof path, err) < 0)
-        return -1;
     _cleanup_free_ char *text = NULL;
     size_t len = 0;
-    int r = read_small(path, &text, &len, err);
+    int r = read_state(st, "config.json", path, &text, &len, err);
     if (r <= 0)
         return r;
     return pybox_config_parse(text, len, path, c, err);
@@ -529,11 +522,9 @@ int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t
 
 int pybox_pin_remove(const pybox_state_t *st, const char *backend, const char *name, pybox_error_t *err)
 {
-    _cleanup_close_ int lfd = lock_pins(st, LOCK_EX, err);
-    if (lfd < 0)
-        return -1;
     cJSON *pins = NULL;
-    if (load_pins(st, backend, &pins, err) < 0)
+    _cleanup_close_ int lfd = open_pins(st, backend, LOCK_EX, &pins, err);
+    if (lfd < 0)
         return -1;
     int had = cJSON_GetObjectItemCaseSensitive(pins, name) != NULL;
     cJSON_DeleteItemFromObjectCaseSensitive(pins, name);

@@ -12,6 +12,7 @@
 
 #include "bounds.h"
 #include "error.h"
+#include "limits.h"
 
 typedef struct pybox_state {
     char dir[PATH_MAX];
@@ -28,16 +29,12 @@ int pybox_state_path(const pybox_state_t *st, const char *name, char *out, size_
 int pybox_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, pybox_error_t *err);
 
 /* The installation's settings (config.json in the state directory, each key optional:
- * the ceilings max_memory_mib, max_pids, max_cpus, max_timeout_s, leftover_expiry_s
- * (defaults in bounds.h), and backend). */
+ * each limit's ceiling by its config_key, and the leftovers' expiry (limits.h), and
+ * backend). */
 typedef struct pybox_config {
-    int64_t memory_bytes;
-    int64_t pids;
-    int64_t nano_cpus;
-    int64_t timeout_ms;
-    int64_t expiry_s;
-    char source[64];  /* where the ceilings came from, for messages */
-    char backend[32]; /* "backend": the one runs use unless asked otherwise ("" if not set) */
+    int64_t limit[PYBOX_LIMIT_COUNT]; /* by pybox_limit_id_t, in the limit's unit: a ceiling, or the expiry */
+    char source[64];                  /* where the ceilings came from, for messages */
+    char backend[32];                 /* "backend": the one runs use unless asked otherwise ("" if not set) */
 } pybox_config_t;
 
 int pybox_state_config(const pybox_state_t *st, pybox_config_t *c, pybox_error_t *err);

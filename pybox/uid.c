@@ -2,6 +2,7 @@
 /* Per-box users, leased machine-wide (see uid.h). */
 #include "uid.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hooks.h"
 #include "util.h"
 
 /* A lease file holds "<run id> <expires>\n"; an empty or missing file is a free uid. A
@@ -21,31 +23,70 @@
  * held on the file that names the uid now (checked after locking). */
 #define LEASE_TEXT_MAX 96
 
-static int make_dir(const char *dir, pybox_error_t *err)
+/* One of the two folders PyBox keeps leases under (the run folder, the leases' folder):
+ * opened without following a link, it must be a folder of this user that nobody else may
+ * write (whoever can rename in it can put their own leases in PyBox's place); one that
+ * others may read or enter is closed to them, as the state folder is. */
+static int own_folder(int at, const char *name, const char *shown, bool create, int *out, pybox_error_t *err)
 {
-    char tmp[256];
-    if (pybox_strlcpy(tmp, dir, sizeof tmp) < 0)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "the folder of per-box users");
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-            return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "mkdir(%s) for the per-box users", tmp);
-        *p = '/';
-    }
-    if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno,
-                               "mkdir(%s): per-box users are leased there (PyBox needs to run as root)", tmp);
+    *out = -1;
+    if (create && mkdirat(at, name, 0700) < 0 && errno != EEXIST)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno,
+                               "mkdir(%s): per-box users are leased there (PyBox needs to run as root)", shown);
+    _cleanup_close_ int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && !create)
+        return 0;
     struct stat sb;
-    if (lstat(tmp, &sb) < 0)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "lstat(%s)", tmp);
-    /* Only this user may change who holds which uid. */
-    if (!S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & 0022) != 0)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EPERM,
-                               "%s is not a folder that only uid %u can change (owner %u, mode %04o)", tmp,
-                               (unsigned)geteuid(), (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 07777));
-    return 0;
+    if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && fstatat(at, name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0,
+                               "%s is not a folder (a %s): per-box users are leased there; remove it", shown,
+                               S_ISLNK(sb.st_mode) ? "symbolic link" : "file");
+    if (fd < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "open(%s)", shown);
+    if (fstat(fd, &sb) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "fstat(%s)", shown);
+    if (sb.st_uid != geteuid() || (sb.st_mode & 0022) != 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0,
+                               "%s is not a folder that only uid %u can change (owner %u, mode %04o): per-box users "
+                               "are leased there, and another user could hand out theirs; remove it, or give it to "
+                               "uid %u with mode 0700",
+                               shown, (unsigned)geteuid(), (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 07777),
+                               (unsigned)geteuid());
+    if ((sb.st_mode & 0077) != 0 && fchmod(fd, 0700) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "chmod(%s, 0700)", shown);
+    *out = pybox_steal_fd(&fd);
+    return 1;
+}
+
+/* The folder of leases, dir, and its parent (the run folder, for the machine's), each
+ * made when missing (create) and checked (own_folder) every time; the parent's parent
+ * must exist. 1 with *out open, 0 when a folder is missing and create is false. */
+static int open_leases(const char *dir, bool create, int *out, pybox_error_t *err)
+{
+    *out = -1;
+    char path[PATH_MAX];
+    if (pybox_strlcpy(path, dir, sizeof path) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "the folder of per-box users");
+    char *base = strrchr(path, '/');
+    char *parent = base && base > path ? memrchr(path, '/', (size_t)(base - path)) : NULL;
+    if (path[0] != '/' || parent == NULL || base[1] == '\0' || parent + 1 == base)
+        return pybox_error_set(err, PYBOX_ERR_STATE, EINVAL,
+                               "%s: the folder of per-box users needs an absolute path with a folder of its own above "
+                               "it",
+                               dir);
+    char shown_parent[PATH_MAX];
+    *base = '\0';
+    if (pybox_strlcpy(shown_parent, path, sizeof shown_parent) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "the folder of per-box users");
+    *parent = '\0';
+    _cleanup_close_ int above = open(parent == path ? "/" : path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (above < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "open(%s)", parent == path ? "/" : path);
+    _cleanup_close_ int run = -1;
+    int r = own_folder(above, parent + 1, shown_parent, create, &run, err);
+    if (r <= 0)
+        return r;
+    return own_folder(run, base + 1, dir, create, out, err);
 }
 
 /* Subordinate ranges ("name:start:count" lines) that other tools hand to user
@@ -179,11 +220,9 @@ int pybox_uid_lease_take_in(const char *dir, uid_t base, uint32_t count, const c
     out->fd = -1;
     if (count == 0 || base == 0)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, EINVAL, "the range of per-box users is empty");
-    if (make_dir(dir, err) < 0)
+    _cleanup_close_ int dfd = -1;
+    if (open_leases(dir, true, &dfd, err) < 0)
         return -1;
-    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (dfd < 0)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "open(%s)", dir);
     /* Start anywhere in the range: concurrent runs rarely try the same uid first. */
     uint32_t start = 0;
     if (pybox_random(&start, sizeof start, err) < 0)
@@ -228,9 +267,28 @@ int pybox_uid_lease_take_in(const char *dir, uid_t base, uint32_t count, const c
 #undef HOST_USES
 }
 
+int pybox_uid_machine(pybox_uid_range_t *r, char *buf, size_t len, pybox_error_t *err)
+{
+    const char *run = pybox_hook(PYBOX_HOOK_RUN_DIR);
+    if (run == NULL || run[0] != '/')
+        run = PYBOX_RUN_DIR;
+    if (pybox_fmt(buf, len, "%s/%s", run, PYBOX_UID_LEASES_IN) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "the folder of per-box users under %s", run);
+    r->dir = buf;
+    r->base = PYBOX_UID_BASE;
+    r->count = PYBOX_UID_COUNT;
+    return 0;
+}
+
 int pybox_uid_lease_take(const char *run_id, int64_t expires, pybox_uid_lease_t *out, pybox_error_t *err)
 {
-    return pybox_uid_lease_take_in(PYBOX_UID_LEASES, PYBOX_UID_BASE, PYBOX_UID_COUNT, run_id, expires, out, err);
+    out->uid = 0;
+    out->fd = -1;
+    pybox_uid_range_t r;
+    char dir[PATH_MAX];
+    if (pybox_uid_machine(&r, dir, sizeof dir, err) < 0)
+        return -1;
+    return pybox_uid_lease_take_in(r.dir, r.base, r.count, run_id, expires, out, err);
 }
 
 void pybox_uid_lease_release(pybox_uid_lease_t *l)
@@ -257,4 +315,55 @@ void pybox_uid_lease_keep(pybox_uid_lease_t *l)
         return;
     close(l->fd);
     l->fd = -1;
+}
+
+/* One lease file of the folder: removed when it is free (see uid.h). 1 removed (or
+ * would be), 0 left alone. */
+static int sweep_one(int dfd, const char *name, bool dry_run)
+{
+    _cleanup_close_ int fd = openat(dfd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat held, now;
+    if (fd < 0 || fstat(fd, &held) < 0 || !S_ISREG(held.st_mode))
+        return 0;
+    /* Locked: a live run holds it, whatever it says. Ours: nobody can take it meanwhile. */
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+        return 0;
+    if (fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_ino != held.st_ino || now.st_dev != held.st_dev)
+        return 0; /* released and made again meanwhile: another file now */
+    int64_t exp = lease_expiry(fd);
+    if (exp < 0 || exp > pybox_wall_s())
+        return 0; /* not a lease, or kept for a box that may still live */
+    if (dry_run)
+        return 1;
+    /* Removed while locked, as a release does: whoever locks it next sees it is gone. */
+    return unlinkat(dfd, name, 0) == 0 ? 1 : 0;
+}
+
+int pybox_uid_lease_sweep_in(const pybox_uid_range_t *r, bool dry_run, int *removed, pybox_error_t *err)
+{
+    *removed = 0;
+    _cleanup_close_ int dfd = -1;
+    int rc = open_leases(r->dir, false, &dfd, err);
+    if (rc <= 0)
+        return rc;
+    int lfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (d == NULL) {
+        int e = errno;
+        if (lfd >= 0)
+            close(lfd);
+        return pybox_error_set(err, PYBOX_ERR_STATE, e, "opendir(%s)", r->dir);
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *n = de->d_name;
+        if (n[0] < '1' || n[0] > '9' || strspn(n, "0123456789") != strlen(n) || strlen(n) > 10)
+            continue;
+        unsigned long long uid = strtoull(n, NULL, 10);
+        if (uid < r->base || uid - r->base >= r->count)
+            continue; /* not a lease of this range */
+        *removed += sweep_one(dfd, n, dry_run);
+    }
+    closedir(d);
+    return 0;
 }

@@ -13,11 +13,14 @@
 
 #include "error.h"
 
-/* The range reserved for boxes, and the machine-wide folder of leases (one file per
- * uid, on a tmpfs that a reboot clears along with every box). */
+/* The range reserved for boxes, and the machine-wide run folder (on a tmpfs that a reboot
+ * clears along with every box) whose folder PYBOX_UID_LEASES_IN holds the leases, one
+ * file per uid. Both folders are root's (the running user's) and no one else's: checked
+ * each time they are opened. */
 #define PYBOX_UID_BASE 200000u
 #define PYBOX_UID_COUNT 65536u
-#define PYBOX_UID_LEASES "/run/pybox/uids"
+#define PYBOX_RUN_DIR "/run/pybox"
+#define PYBOX_UID_LEASES_IN "uids"
 
 /* A lease: the file is locked while this process holds it; its content says which run
  * has it and until when. */
@@ -33,12 +36,17 @@ typedef struct pybox_uid_lease {
     }
 
 /* A folder of leases and the range it hands out; runs use the machine's (tests, their
- * own). */
+ * own). The folder's parent is made for it, as the run folder is for the machine's. */
 typedef struct pybox_uid_range {
     const char *dir;
     uid_t base;
     uint32_t count;
 } pybox_uid_range_t;
+
+/* The machine's range: PYBOX_UID_BASE, PYBOX_UID_COUNT and the leases in
+ * PYBOX_RUN_DIR/PYBOX_UID_LEASES_IN, or in the test build under the run folder the hook
+ * PYBOX_HOOK_RUN_DIR names (hooks.h). r->dir points into buf. */
+int pybox_uid_machine(pybox_uid_range_t *r, char *buf, size_t len, pybox_error_t *err);
 
 /* Lease a uid for a run: one that no live lease holds (another process's lock, or a
  * lease whose expiry has not passed), that no host user or group has, and that lies in no
@@ -59,5 +67,12 @@ void pybox_uid_lease_release(pybox_uid_lease_t *l);
 
 /* The box may still exist: keep the lease until its expiry, let go of the lock. */
 void pybox_uid_lease_keep(pybox_uid_lease_t *l);
+
+/* Remove a range's free lease files: those whose expiry has passed (or that are empty)
+ * and that no live run holds (locked). A file whose name is not a uid of the range, that
+ * is not a regular file or whose text is not a lease is left alone. No folder: nothing to
+ * do. *removed: how many were removed (dry_run: would be, and none is). Machine-wide and
+ * for every installation: a free lease is free for all of them. */
+int pybox_uid_lease_sweep_in(const pybox_uid_range_t *r, bool dry_run, int *removed, pybox_error_t *err);
 
 #endif

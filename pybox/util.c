@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -110,6 +111,16 @@ void pybox_sha256_hex(const void *data, size_t len, char out[65])
     pybox_hex(md, 32, out);
 }
 
+void pybox_digest_done(EVP_MD_CTX *md, char *out)
+{
+    unsigned char dig[EVP_MAX_MD_SIZE];
+    unsigned int dl = 0;
+    int ok = EVP_DigestFinal_ex(md, dig, &dl);
+    EVP_MD_CTX_free(md);
+    if (out != NULL && ok == 1 && dl == 32)
+        pybox_hex(dig, 32, out);
+}
+
 int pybox_read_bounded(int fd, size_t max, char **out, size_t *len, bool *over, pybox_error_t *err)
 {
     size_t cap = 4096, n = 0;
@@ -154,6 +165,16 @@ int pybox_read_bounded(int fd, size_t max, char **out, size_t *len, bool *over, 
     *out = buf;
     *len = n;
     return 0;
+}
+
+int pybox_read_file(const char *path, int flags, size_t max, char **out, size_t *len, bool *over, pybox_error_t *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
+    if (fd < 0)
+        return -1;
+    int rc = pybox_read_bounded(fd, max, out, len, over, err);
+    close(fd);
+    return rc;
 }
 
 int pybox_write_all(int fd, const void *buf, size_t len)
@@ -362,15 +383,6 @@ const char *pybox_fmt_size(char out[PYBOX_NUM_MAX], int64_t bytes)
     return out;
 }
 
-const char *pybox_strerror(int errnum, char *buf, size_t len)
-{
-    /* GNU strerror_r: returns the text, in buf or static and unchanging */
-    const char *t = strerror_r(errnum, buf, len);
-    if (t != buf)
-        pybox_strlcpy(buf, t ? t : "unknown error", len);
-    return buf;
-}
-
 bool pybox_double_to_i64(double v, int64_t *out)
 {
     /* -2^63 is exact as a double, 2^63 too: [-2^63, 2^63) is what converts */
@@ -380,35 +392,101 @@ bool pybox_double_to_i64(double v, int64_t *out)
     return true;
 }
 
-static int remove_at(int dfd, const char *name, int depth)
+int pybox_mkdir_parents(const char *path, mode_t mode, char *failed, size_t failed_len)
+{
+    if (pybox_strlcpy(failed, path, failed_len) < 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    /* each parent in turn, cut at its slash, then the folder itself whole */
+    for (char *p = failed + 1;; p++) {
+        bool last = *p == '\0';
+        if (!last && *p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(failed, last ? mode : 0755) < 0 && errno != EEXIST)
+            return -1;
+        if (last)
+            return 0;
+        *p = '/';
+    }
+}
+
+int pybox_hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int pybox_grow(void *v, size_t *cap, size_t n, size_t elem, size_t first)
+{
+    if (n < *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : first;
+    void *nv = realloc(*(void **)v, ncap * elem);
+    if (nv == NULL)
+        return -1;
+    *(void **)v = nv;
+    *cap = ncap;
+    return 0;
+}
+
+DIR *pybox_dir_open(int fd)
+{
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d == NULL && fd >= 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return d;
+}
+
+/* dev: the file system of the tree's top (0 until it is open): a folder of another one
+ * (a mount point) is never entered, so nothing mounted under the tree is removed. */
+static int remove_at(int dfd, const char *name, int depth, dev_t dev)
 {
     if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
         return 0;
-    if ((errno != EISDIR && errno != EPERM) || depth > 64)
+    if (errno != EISDIR && errno != EPERM)
         return -1;
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    DIR *d = fdopendir(fd);
-    if (d == NULL) {
-        close(fd);
+    if (depth > PYBOX_REMOVE_DEPTH_MAX) {
+        errno = ELOOP;
         return -1;
     }
-    int rc = 0;
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat sb;
+    if (fd >= 0 && fstat(fd, &sb) == 0 && depth > 0 && sb.st_dev != dev) {
+        close(fd);
+        errno = EXDEV;
+        return -1;
+    }
+    DIR *d = pybox_dir_open(fd);
+    if (d == NULL)
+        return -1;
+    int rc = 0, e = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        if (remove_at(dirfd(d), de->d_name, depth + 1) < 0)
+        if (remove_at(dirfd(d), de->d_name, depth + 1, sb.st_dev) < 0 && rc == 0) {
             rc = -1;
+            e = errno;
+        }
     }
     closedir(d);
-    if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
-        rc = -1;
+    if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return -1;
+    errno = rc < 0 ? e : errno;
     return rc;
 }
 
 int pybox_remove_tree_at(int dfd, const char *name)
 {
-    return remove_at(dfd, name, 0);
+    return remove_at(dfd, name, 0, 0);
 }

@@ -4,6 +4,7 @@
 #ifndef PYBOX_UTIL_H
 #define PYBOX_UTIL_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,10 +55,19 @@ int pybox_random_hex(size_t n, char *out, pybox_error_t *err);
 /* SHA-256 of a buffer as 64 hex characters + NUL. */
 void pybox_sha256_hex(const void *data, size_t len, char out[65]);
 
+/* Finish a SHA-256 digest and free it: its hex into out (65 bytes), unless out is NULL. */
+typedef struct evp_md_ctx_st EVP_MD_CTX;
+void pybox_digest_done(EVP_MD_CTX *md, char *out);
+
 /* Read all of fd up to max bytes. On success *out is malloc'd (NUL-terminated, not
  * counted) and *len is the size. If the input holds more than max bytes, *over is set
  * and reading stops (the content is still returned). */
 int pybox_read_bounded(int fd, size_t max, char **out, size_t *len, bool *over, pybox_error_t *err);
+
+/* The same from the file at path, opened O_RDONLY | O_CLOEXEC | flags: 0; -1 with err
+ * left as it was and errno set when it cannot be opened (the caller says so in its own
+ * words); -1 with err when it cannot be read. */
+int pybox_read_file(const char *path, int flags, size_t max, char **out, size_t *len, bool *over, pybox_error_t *err);
 
 /* write() all of buf, retrying on EINTR. */
 int pybox_write_all(int fd, const void *buf, size_t len);
@@ -98,15 +108,32 @@ const char *pybox_fmt_age(char out[PYBOX_NUM_MAX], int64_t seconds);
  * unusable: never use a cut path). */
 int pybox_fmt(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* The text of an errno value, thread-safe (strerror is not): into buf, returned. */
-const char *pybox_strerror(int errnum, char *buf, size_t len);
-
 /* Bounded copy that always terminates; returns -1 if src did not fit. */
 int pybox_strlcpy(char *dst, const char *src, size_t size);
 
-/* Remove name under the folder dfd and everything in it, by descriptors: a link is
- * removed, never followed, and nothing deeper than 64 folders is entered. Returns 0 (also
- * when nothing of that name is there), or -1 with errno. */
+/* Make the folder path (mode) and each missing folder above it (0755), as mkdir -p: 0, or
+ * -1 with errno and the folder that could not be made in failed (failed_len bytes). */
+int pybox_mkdir_parents(const char *path, mode_t mode, char *failed, size_t failed_len);
+
+/* The value of a hexadecimal digit (either case), or -1. */
+int pybox_hex_value(char c);
+
+/* Room for one more element in the array *v of n elements (elem bytes each) and *cap
+ * allocated: doubled (first the first time) when full. 0, or -1 when out of memory (*v
+ * as it was). */
+int pybox_grow(void *v, size_t *cap, size_t n, size_t elem, size_t first);
+
+/* The folder open at fd (taken: closed on failure; -1 is a failure too) as a DIR, or
+ * NULL with errno kept. */
+DIR *pybox_dir_open(int fd);
+
+/* Remove name under the folder dfd (AT_FDCWD: a path) and everything in it, by
+ * descriptors: a link is removed, never followed; a folder of another file system than
+ * the tree's top (a mount point) is never entered (EXDEV), nor one deeper than
+ * PYBOX_REMOVE_DEPTH_MAX (ELOOP). Returns 0 (also when nothing of that name is there), or
+ * -1 with errno (the first failure), having removed all it could. PyBox's one tree
+ * remover. */
+#define PYBOX_REMOVE_DEPTH_MAX 256
 int pybox_remove_tree_at(int dfd, const char *name);
 
 #endif

@@ -157,6 +157,29 @@ static int parse_keyed(const char *s, const char *key, int64_t *out)
     return -1;
 }
 
+/* How the v2 counters are read: memory.peak, memory.events "oom_kill", pids.peak,
+ * pids.events "max", cpu.stat "usage_usec", "nr_throttled" and "throttled_usec". A test
+ * build only (Makefile BROKEN=v2-reader) reads each from a wrong file or key, plausible
+ * numbers that are not the counters, so the v2 tests can be shown to catch a reader that
+ * lies; no other build has this code. */
+#ifdef PYBOX_TEST_BROKEN_V2_READER
+#define V2_PEAK F_MEM_NOW
+#define V2_OOM_KILL "oom_group_kill"
+#define V2_PIDS_PEAK F_PIDS_NOW
+#define V2_REFUSED F_PIDS_NOW
+#define V2_USAGE "user_usec"
+#define V2_THROTTLED "nr_bursts"
+#define V2_THROTTLED_USEC "burst_usec"
+#else
+#define V2_PEAK F_MEM_PEAK
+#define V2_OOM_KILL "oom_kill"
+#define V2_PIDS_PEAK F_PIDS_PEAK
+#define V2_REFUSED F_PIDS_EVENTS
+#define V2_USAGE "usage_usec"
+#define V2_THROTTLED "nr_throttled"
+#define V2_THROTTLED_USEC "throttled_usec"
+#endif
+
 static void got(pybox_reading_t *r, unsigned bit, int ok)
 {
     if (ok)
@@ -167,21 +190,26 @@ void pybox_watch_parse(pybox_cg_version_t version, const char *const text[PYBOX_
 {
     r->valid = 0;
     const char *const *t = text;
+    bool v2 = version == PYBOX_CG_V2;
+    int peak = v2 ? V2_PEAK : F_MEM_PEAK, pids_peak = v2 ? V2_PIDS_PEAK : F_PIDS_PEAK;
     got(r, PYBOX_RD_MEM_NOW, t[F_MEM_NOW] && parse_single(t[F_MEM_NOW], &r->mem_now) == 0);
-    got(r, PYBOX_RD_MEM_PEAK, t[F_MEM_PEAK] && parse_single(t[F_MEM_PEAK], &r->mem_peak) == 0);
-    got(r, PYBOX_RD_OOM_KILLS, t[F_OOM] && parse_keyed(t[F_OOM], "oom_kill", &r->oom_kills) == 0);
+    got(r, PYBOX_RD_MEM_PEAK, t[peak] && parse_single(t[peak], &r->mem_peak) == 0);
+    got(r, PYBOX_RD_OOM_KILLS, t[F_OOM] && parse_keyed(t[F_OOM], v2 ? V2_OOM_KILL : "oom_kill", &r->oom_kills) == 0);
     got(r, PYBOX_RD_PIDS_NOW, t[F_PIDS_NOW] && parse_single(t[F_PIDS_NOW], &r->pids_now) == 0);
-    got(r, PYBOX_RD_PIDS_PEAK, t[F_PIDS_PEAK] && parse_single(t[F_PIDS_PEAK], &r->pids_peak) == 0);
-    got(r, PYBOX_RD_PIDS_REFUSED, t[F_PIDS_EVENTS] && parse_keyed(t[F_PIDS_EVENTS], "max", &r->pids_refused) == 0);
+    got(r, PYBOX_RD_PIDS_PEAK, t[pids_peak] && parse_single(t[pids_peak], &r->pids_peak) == 0);
+    if (v2 && V2_REFUSED != F_PIDS_EVENTS)
+        got(r, PYBOX_RD_PIDS_REFUSED, t[V2_REFUSED] && parse_single(t[V2_REFUSED], &r->pids_refused) == 0);
+    else
+        got(r, PYBOX_RD_PIDS_REFUSED, t[F_PIDS_EVENTS] && parse_keyed(t[F_PIDS_EVENTS], "max", &r->pids_refused) == 0);
     const char *cpu = t[F_CPU];
-    if (version == PYBOX_CG_V2) {
+    if (v2) {
         int64_t us = 0;
-        got(r, PYBOX_RD_CPU, cpu && parse_keyed(cpu, "usage_usec", &us) == 0 && us <= INT64_MAX / 1000);
+        got(r, PYBOX_RD_CPU, cpu && parse_keyed(cpu, V2_USAGE, &us) == 0 && us <= INT64_MAX / 1000);
         r->cpu_ns = (r->valid & PYBOX_RD_CPU) ? us * 1000 : 0; /* multiply only when it fits */
         int64_t tus = 0;
         got(r, PYBOX_RD_THROTTLE,
             cpu && parse_keyed(cpu, "nr_periods", &r->periods) == 0 &&
-                parse_keyed(cpu, "nr_throttled", &r->throttled) == 0 && parse_keyed(cpu, "throttled_usec", &tus) == 0 &&
+                parse_keyed(cpu, V2_THROTTLED, &r->throttled) == 0 && parse_keyed(cpu, V2_THROTTLED_USEC, &tus) == 0 &&
                 tus <= INT64_MAX / 1000);
         r->throttled_ns = (r->valid & PYBOX_RD_THROTTLE) ? tus * 1000 : 0;
     } else {

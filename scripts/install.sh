@@ -8,9 +8,11 @@
 # share/bash-completion/completions/pybox and lib/systemd/system/pybox-mcp.service (the
 # service of pybox mcp --listen, naming PREFIX/bin/pybox: it is not enabled). Each path it puts there is listed, relative to
 # the prefix, in share/pybox/installed-files, and so is each folder it had to make
-# (ending in "/"); uninstall removes the files listed there and the list, then each
-# listed folder once empty: nothing else, never a state folder. An install over an older
-# one first takes the older away, so nothing it no longer installs is left behind.
+# (ending in "/"), DESTDIR/PREFIX itself and the folders above it included ("./" for
+# DESTDIR/PREFIX, "../" for the one above, ...); uninstall removes the files listed there
+# and the list, then each listed folder once empty, the deepest first: nothing else,
+# never a state folder. An install over an older one first takes the older away, so
+# nothing it no longer installs is left behind.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -21,7 +23,8 @@ usage() {
     exit 2
 }
 
-# The root everything goes under: DESTDIR and PREFIX, which must be absolute.
+# The root everything goes under: DESTDIR and PREFIX, which must be absolute and hold no
+# "." or ".." (the folders above the root are counted by name).
 root_of() {
     case $2 in
     /*) ;;
@@ -37,12 +40,39 @@ root_of() {
         exit 2
         ;;
     esac
+    case $1$2/ in
+    */./* | */../*)
+        echo "install: DESTDIR and PREFIX must not hold . or .. (not '$1$2')" >&2
+        exit 2
+        ;;
+    esac
     printf '%s%s' "$1" "$2"
+}
+
+# A listed folder that is the root or one above it ("./", "../", "../../", ...).
+is_up() {
+    case $1 in
+    ./) return 0 ;;
+    ../*) [ -z "$(printf '%s' "$1" | sed 's|\.\./||g')" ] ;;
+    *) return 1 ;;
+    esac
+}
+
+# The path of such a folder: the root, then one folder up for each "../".
+up_path() { # root rel
+    path=$1
+    rel=$2
+    while [ "$rel" != ./ ] && [ -n "$rel" ]; do
+        path=$(dirname "$path")
+        rel=${rel#../}
+    done
+    printf '%s' "$path"
 }
 
 # Only PyBox's own files may be in the list, and folders under the prefix: anything else
 # (a list edited by hand) stops uninstall before anything is removed.
 own_path() {
+    is_up "$1" && return 0 # only ever removed when empty
     case $1 in
     */../* | ../* | */.. | /* | ..) return 1 ;;
     */) return 0 ;; # a folder: only ever removed when empty
@@ -62,8 +92,10 @@ remove_listed() { # root: remove what its list names, the list, then its folders
             exit 1
         }
     done <"$root/$manifest"
-    # a folder sorts after its parent: reversed, the deepest come first
-    dirs=$(grep '/$' "$root/$manifest" | LC_ALL=C sort -r || true)
+    # a folder sorts after its parent: reversed, the deepest come first; then the root
+    # and the folders above it, nearest first
+    dirs=$(grep '/$' "$root/$manifest" | grep -vE '^(\./|(\.\./)+)$' | LC_ALL=C sort -r || true)
+    ups=$(grep -E '^(\./|(\.\./)+)$' "$root/$manifest" | awk '{ print length($0), $0 }' | sort -n | cut -d' ' -f2- || true)
     while IFS= read -r rel; do
         case $rel in
         '' | */) ;;
@@ -73,6 +105,9 @@ remove_listed() { # root: remove what its list names, the list, then its folders
     rm -f "$root/$manifest"
     echo "$dirs" | while IFS= read -r rel; do
         [ -z "$rel" ] || rmdir "$root/$rel" 2>/dev/null || true
+    done
+    echo "$ups" | while IFS= read -r rel; do
+        [ -z "$rel" ] || rmdir "$(up_path "$root" "$rel")" 2>/dev/null || true
     done
 }
 
@@ -90,7 +125,28 @@ install)
     [ -f "$root/$manifest" ] && remove_listed "$root"
     list=$(mktemp)
     trap 'rm -f "$list"' EXIT INT TERM
-    mkdir -p "$root"
+    # the root: each folder of its path that is not there made and listed, by how far
+    # above the root it is
+    depth=$(printf '%s' "$root" | tr -s / '\n' | grep -c .)
+    path=
+    i=0
+    old_ifs=$IFS
+    IFS=/
+    set -f
+    for part in $root; do
+        IFS=$old_ifs
+        [ -n "$part" ] || continue
+        i=$((i + 1))
+        path=$path/$part
+        if [ ! -d "$path" ]; then
+            mkdir -m 0755 "$path"
+            rel=./
+            [ "$i" -eq "$depth" ] || rel=$(printf '../%.0s' $(seq $((depth - i))))
+            echo "$rel" >>"$list"
+        fi
+    done
+    set +f
+    IFS=$old_ifs
     mkdirs() { # a folder under the prefix: each part that is not there made and listed
         path=
         old_ifs=$IFS

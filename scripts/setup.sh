@@ -20,11 +20,8 @@ for b in $backends; do
     esac
 done
 
-# libmicrohttpd-dev: pybox mcp --listen; nginx-light and openssl: the tests put nginx with
-# TLS in front of it; systemd: systemd-analyze checks the service unit.
 packages="gcc make libc6-dev pkg-config check libcjson-dev libjansson-dev libcurl4-openssl-dev libssl-dev
-libarchive-dev libseccomp-dev unicode-data libxml2-utils mmdebstrap curl ca-certificates python3-jsonschema clang-14 libclang-rt-14-dev
-libmicrohttpd-dev nginx-light openssl systemd"
+libarchive-dev libseccomp-dev libcap-dev libsystemd-dev libmicrohttpd-dev unicode-data libxml2-utils mmdebstrap curl ca-certificates"
 case " $backends " in *" docker "*) packages="$packages docker.io" ;; esac
 missing=""
 for p in $packages; do

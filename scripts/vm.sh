@@ -10,7 +10,7 @@
 #       (default /var/cache/pybox/vm) under the digest of what goes into it (the Debian
 #       release, scripts/vm/: the package list and the guest's job runner), and rebuilt
 #       when that changes; the disk of an earlier digest is removed then.
-#   scripts/vm.sh run [--user NAME] [--share DIR] [--timeout SECONDS] -- COMMAND [ARG]...
+#   scripts/vm.sh run [--user NAME] [--share DIR] [--disk FILE] [--timeout SECONDS] -- COMMAND [ARG]...
 #       Boot a guest on a throwaway copy of that disk, run COMMAND there and power it
 #       off; exits with COMMAND's status (125 when the guest gave none, 124 when the
 #       whole run passed --timeout, default 3000 s). DIR (default: the current folder) is
@@ -19,7 +19,8 @@
 #       of a host right after boot: no user manager); with --user, as that ordinary user
 #       (made with useradd if the guest has none, with Debian's subordinate id ranges),
 #       through a login session, so systemd starts the user's own manager. COMMAND's
-#       output is printed as it comes.
+#       output is printed as it comes. --disk attaches FILE (a raw disk image, written
+#       to by the guest) as the guest's second disk, /dev/vdb.
 #   scripts/vm.sh clean
 #       Remove the cached disks.
 #
@@ -39,7 +40,8 @@ die() {
 }
 
 usage() {
-    sed -n 's/^# \{0,1\}//; 8,27p' "$0" >&2
+    # The header above, from its first command on.
+    awk 'NR > 2 && !/^#/ {exit} /^#   scripts/ {on = 1} on {sub(/^# ?/, ""); print}' "$0" >&2
     exit 2
 }
 
@@ -145,12 +147,14 @@ quote() {
 
 run() {
     user=""
+    extra=""
     share=$(pwd)
     timeout=3000
     while [ $# -gt 0 ]; do
         case "$1" in
         --user) [ $# -ge 2 ] || usage; user=$2; shift 2 ;;
         --share) [ $# -ge 2 ] || usage; share=$2; shift 2 ;;
+        --disk) [ $# -ge 2 ] || usage; extra=$2; shift 2 ;;
         --timeout) [ $# -ge 2 ] || usage; timeout=$2; shift 2 ;;
         --) shift; break ;;
         *) usage ;;
@@ -165,6 +169,7 @@ run() {
     '' | *[!0-9]*) die "--timeout $timeout: a whole number of seconds" ;;
     esac
     [ -d "$share" ] || die "--share $share: not a folder"
+    [ -z "$extra" ] || [ -f "$extra" ] || die "--disk $extra: not a file"
     share=$(cd "$share" && pwd)
     build_disk
     dir=$(disk_dir)
@@ -208,7 +213,7 @@ run() {
         -kernel "$dir/vmlinuz" -initrd "$dir/initrd.img" -append "root=/dev/vda rw console=ttyS0 quiet" \
         -drive "file=$run_dir/disk.qcow2,format=qcow2,if=virtio,cache=unsafe" \
         -virtfs "local,path=$run_dir/ctl,mount_tag=pyboxctl,security_model=none,id=pyboxctl" \
-        -virtfs "local,path=$share,mount_tag=pyboxshare,security_model=passthrough,id=pyboxshare" &
+        -virtfs "local,path=$share,mount_tag=pyboxshare,security_model=passthrough,id=pyboxshare" ${extra:+-drive "file=$extra,format=raw,if=virtio,cache=unsafe"} &
     qemu_pid=$!
     tail -n +1 -f --pid="$qemu_pid" "$run_dir/ctl/out" &
     qrc=0

@@ -13,7 +13,8 @@ set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d /tmp/pybox-install-XXXXXX)
 # The private installation's own cgroup parents (the native backend makes them at its
-# first box, named after its id) go with the folder, once empty.
+# first box, named after its id; none on cgroup v2 under systemd, docs/cgroups.md) go with
+# the folder, once empty.
 forget() {
     if [ -f "$tmp/home/install-id" ]; then
         id=$(cat "$tmp/home/install-id")
@@ -64,6 +65,18 @@ step "run a program in $home with the installed pybox"
 out=$(echo 'print(6 * 7)' | PYBOX_HOME=$home "$pybox" exec --json) || fail "pybox exec exited $?: $out"
 printf '%s\n' "$out" | grep -q '"status":"TARGET_EXIT_OBSERVED"' || fail "pybox exec: $out"
 printf '%s\n' "$out" | grep -q '"text":"42\\n"' || fail "pybox exec did not say 42: $out"
+
+step "the installed pybox has no test hook: each one set is refused, nothing run"
+for hook in PYBOX_TEST_KILL_AT=run PYBOX_TEST_CGROUP_ROOT=$tmp PYBOX_TEST_RUN_DIR=$tmp; do
+    rc=0
+    out=$(echo 'print(6 * 7)' | env "$hook" PYBOX_HOME="$home" "$pybox" exec 2>&1) || rc=$?
+    [ "$rc" = 125 ] || fail "with $hook, the installed pybox exited $rc: $out"
+    case $out in
+    *"${hook%%=*} is set: it is a test hook"*) ;;
+    *) fail "with $hook, the installed pybox says: $out" ;;
+    esac
+done
+[ ! -e "$p/bin/pybox-test" ] || fail "the test build was installed"
 
 step "build the stdlib image from the installed recipes into a private installation"
 # the cached root filesystem its recipe names (sha256 of its package list, then the
@@ -119,9 +132,24 @@ fi
 make -s -C "$src" uninstall PREFIX="$p" 2>"$tmp/again.log" && fail "a second uninstall did not refuse"
 grep -q "nothing of PyBox's is installed" "$tmp/again.log" || fail "a second uninstall says: $(cat "$tmp/again.log")"
 
+step "uninstall takes away the folders install made, up to DESTDIR, and no other"
+make -s -C "$src" BUILD="$tmp/build2" install DESTDIR="$tmp/stage" PREFIX=/usr/local >/dev/null
+[ -x "$tmp/stage/usr/local/bin/pybox" ] || fail "make install DESTDIR=$tmp/stage"
+make -s -C "$src" uninstall DESTDIR="$tmp/stage" PREFIX=/usr/local >/dev/null
+[ ! -e "$tmp/stage" ] || fail "make uninstall left what make install made: $(cd "$tmp" && find stage | tr '\n' ' ')"
+mkdir "$tmp/had" # a DESTDIR that was there before
+make -s -C "$src" BUILD="$tmp/build2" install DESTDIR="$tmp/had" PREFIX=/opt/pybox >/dev/null
+: >"$tmp/had/opt/other" # something else in a folder install made
+make -s -C "$src" uninstall DESTDIR="$tmp/had" PREFIX=/opt/pybox >/dev/null
+left=$(cd "$tmp/had" && find . | LC_ALL=C sort | tr '\n' ' ')
+[ "$left" = ". ./opt ./opt/other " ] || fail "after uninstall from $tmp/had, left: $left"
+rm -rf "$tmp/had"
+
 step "refusals: a relative prefix, a list naming what is not PyBox's"
 make -s -C "$src" BUILD="$tmp/build2" install PREFIX=relative/prefix 2>/dev/null && fail "a relative PREFIX was taken"
 [ ! -e "$src/relative" ] || fail "a relative PREFIX made something"
+make -s -C "$src" BUILD="$tmp/build2" install PREFIX="$tmp/dots/../prefix" 2>/dev/null && fail "a PREFIX with .. was taken"
+[ ! -e "$tmp/dots" ] && [ ! -e "$tmp/prefix" ] || fail "a PREFIX with .. made something"
 make -s -C "$src" BUILD="$tmp/build2" install PREFIX="$p" >/dev/null
 echo 'bin/not-pybox' >>"$p/share/pybox/installed-files"
 make -s -C "$src" uninstall PREFIX="$p" 2>/dev/null && fail "uninstall took a list naming what is not PyBox's"

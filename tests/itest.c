@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -20,10 +19,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../pybox/box.h"
 #include "../pybox/buf.h"
 #include "../pybox/cgroup.h"
 #include "../pybox/image/image.h"
 #include "../pybox/native/cgroup.h"
+#include "../pybox/native/sandbox.h"
 #include "../pybox/prepare.h"
 #include "../pybox/run.h"
 #include "../pybox/util.h"
@@ -34,6 +35,20 @@ static const char *pybox_bin(void)
 {
     const char *b = getenv("PYBOX_BIN");
     return b && *b ? b : "build/pybox";
+}
+
+const char *itest_test_bin(void)
+{
+    static char bin[PATH_MAX];
+    const char *b = getenv("PYBOX_TEST_BIN");
+    if (b && *b)
+        return b;
+    /* the test build beside the installed one, as make builds them */
+    const char *main_bin = pybox_bin();
+    const char *slash = strrchr(main_bin, '/');
+    int dir_len = slash ? (int)(slash - main_bin) + 1 : 0;
+    ck_assert_int_eq(pybox_fmt(bin, sizeof bin, "%.*spybox-test", dir_len, main_bin), 0);
+    return bin;
 }
 
 static int memfd_with(const char *name, const void *data, size_t len)
@@ -60,13 +75,8 @@ static char *slurp_fd(int fd, size_t *len)
     return pybox_buf_steal(&b);
 }
 
-void itest_start(const char *program, size_t len, const char *const *args, const char *const *env, itest_job_t *j)
-{
-    itest_start_closed(program, len, args, env, 0, j);
-}
-
-void itest_start_closed(const char *program, size_t len, const char *const *args, const char *const *env,
-                        unsigned closed, itest_job_t *j)
+static void start_bin(const char *bin, const char *program, size_t len, const char *const *args, const char *const *env,
+                      unsigned closed, itest_job_t *j)
 {
     /* stdin, stdout and stderr are memory files: no pipe can fill up, nothing to pump. */
     memset(j, 0, sizeof *j);
@@ -75,7 +85,7 @@ void itest_start_closed(const char *program, size_t len, const char *const *args
     j->err_fd = memfd_with("stderr", NULL, 0);
     const char *argv[32];
     int argc = 0;
-    argv[argc++] = pybox_bin();
+    argv[argc++] = bin;
     for (int i = 0; args && args[i] && argc < 31; i++)
         argv[argc++] = args[i];
     argv[argc] = NULL;
@@ -96,6 +106,17 @@ void itest_start_closed(const char *program, size_t len, const char *const *args
     close(in);
 }
 
+void itest_start_closed(const char *program, size_t len, const char *const *args, const char *const *env,
+                        unsigned closed, itest_job_t *j)
+{
+    start_bin(pybox_bin(), program, len, args, env, closed, j);
+}
+
+void itest_start(const char *program, size_t len, const char *const *args, const char *const *env, itest_job_t *j)
+{
+    start_bin(pybox_bin(), program, len, args, env, 0, j);
+}
+
 void itest_finish(itest_job_t *j, itest_run_t *r)
 {
     memset(r, 0, sizeof *r);
@@ -113,6 +134,13 @@ void itest_pybox(const char *program, size_t len, const char *const *args, const
 {
     itest_job_t j;
     itest_start(program, len, args, env, &j);
+    itest_finish(&j, r);
+}
+
+void itest_pybox_test(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r)
+{
+    itest_job_t j;
+    start_bin(itest_test_bin(), program, len, args, env, 0, &j);
     itest_finish(&j, r);
 }
 
@@ -435,16 +463,6 @@ int itest_new_home(char *home, size_t len, char *id)
     return fclose(out) == 0 ? 0 : -1;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static int native_parents(const char *install_id, char out[4][PATH_MAX]);
-
 void itest_remove_home(const char *home)
 {
     /* The installation's id, read before its folder goes: the native backend's cgroup
@@ -458,7 +476,7 @@ void itest_remove_home(const char *home)
         id[n > 0 ? n : 0] = '\0';
         id[strcspn(id, "\n")] = '\0';
     }
-    nftw(home, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    (void)pybox_remove_tree_at(AT_FDCWD, home);
     itest_forget_native_parents(id);
 }
 
@@ -466,8 +484,8 @@ void itest_forget_native_parents(const char *install_id)
 {
     if (strlen(install_id) != 32 || strspn(install_id, "0123456789abcdef") != 32)
         return;
-    char parents[4][PATH_MAX];
-    int np = native_parents(install_id, parents);
+    char parents[5][PATH_MAX];
+    int np = itest_native_parents(install_id, parents);
     for (int i = 0; i < np; i++)
         rmdir(parents[i]); /* only when empty: a leaf left is a test's failure of its own */
 }
@@ -521,54 +539,65 @@ bool itest_native(void)
     return strcmp(itest_backend(), "native") == 0;
 }
 
-/* The native backend's cgroup parent of an installation, per controller folder. */
-static int native_parents(const char *install_id, char out[4][PATH_MAX])
+/* How this host takes a native box's cgroup: the backend's own answer (cgroup.h). */
+static int native_host(pybox_native_cg_host_t *h)
 {
-    int version = 0;
     pybox_error_t err = {0};
-    if (pybox_native_cg_detect(pybox_cgroup_root(), &version, &err) < 0)
-        return -1;
-    char parent[96];
-    (void)pybox_fmt(parent, sizeof parent, "pybox-%s", install_id);
-    if (version == 2) {
-        snprintf(out[0], PATH_MAX, "%s/%s", pybox_cgroup_root(), parent);
-        return 1;
-    }
-    static const char *const ctl[] = {"memory", "pids", "cpu", "cpuacct"};
-    for (int i = 0; i < 4; i++)
-        snprintf(out[i], PATH_MAX, "%s/%s/%s", pybox_cgroup_root(), ctl[i], parent);
-    return 4;
+    return pybox_native_cg_host(pybox_cgroup_root(), NULL, h, &err);
 }
 
-/* Run ids (32 hex digits) the kernel's cgroup folders and the staging folder of the
- * installation still have, counted once each; only run when given. */
+/* The folders named after an installation that hold its boxes' leaves, in each hierarchy
+ * (none under systemd: its boxes' scopes are systemd's, in a slice every installation
+ * shares). */
+int itest_native_parents(const char *install_id, char out[5][PATH_MAX])
+{
+    pybox_native_cg_host_t h;
+    char parent[PYBOX_NATIVE_CG_PARENT_MAX], dirs[5][PATH_MAX];
+    pybox_error_t err = {0};
+    if (native_host(&h) < 0 || pybox_native_cg_parent(install_id, parent, &err) < 0 ||
+        pybox_native_cg_holders(&h, parent, dirs, &err) < 0)
+        return -1;
+    if (h.systemd)
+        return 0;
+    int n = 0;
+    for (int i = 0; i < 5; i++)
+        if (dirs[i][0] != '\0')
+            pybox_strlcpy(out[n++], dirs[i], PATH_MAX);
+    return n;
+}
+
+/* Run ids the installation's cgroup leaves and staging folder still have, counted once
+ * each, as the backend's own leftovers listing finds them; only run when given. */
 static int native_left(const char *install_id, const char *home, const char *run)
 {
-    char parents[4][PATH_MAX];
-    int np = native_parents(install_id, parents);
-    ck_assert_msg(np > 0, "no cgroup hierarchy the native backend knows");
-    char staging[PATH_MAX];
+    pybox_native_cg_host_t h;
+    ck_assert_msg(native_host(&h) == 0, "no cgroup hierarchy the native backend knows");
+    char parent[PYBOX_NATIVE_CG_PARENT_MAX], staging[PATH_MAX];
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_native_cg_parent(install_id, parent, &err), 0);
     (void)pybox_fmt(staging, sizeof staging, "%s/native/staging", home);
-    char seen[256][33];
+    pybox_native_leftover_t *l = NULL;
+    size_t nl = 0;
+    ck_assert_msg(pybox_native_leftovers(&h, parent, staging, &l, &nl, &err) == 0, "%s", err.msg);
     int n = 0;
-    for (int i = 0; i <= np; i++) {
-        DIR *d = opendir(i < np ? parents[i] : staging);
-        struct dirent *de;
-        while (d != NULL && (de = readdir(d)) != NULL) {
-            if (strlen(de->d_name) != 32 || strspn(de->d_name, "0123456789abcdef") != 32)
-                continue;
-            if (run != NULL && strcmp(de->d_name, run) != 0)
-                continue;
-            int k = 0;
-            while (k < n && strcmp(seen[k], de->d_name) != 0)
-                k++;
-            if (k == n && n < 256)
-                snprintf(seen[n++], 33, "%s", de->d_name);
-        }
-        if (d != NULL)
-            closedir(d);
-    }
+    for (size_t i = 0; i < nl; i++)
+        if (run == NULL || strcmp(l[i].run_id, run) == 0)
+            n++;
+    free(l);
     return n;
+}
+
+/* The cgroup.procs of a native box of the tests' installation (v1: the memory
+ * controller's), where the backend says its cgroup is (box.h's run_cgroup). */
+static void native_procs_path(const char *run, char *out, size_t len)
+{
+    pybox_backend_t *be = NULL;
+    pybox_cgroup_loc_t loc;
+    pybox_error_t err = {0};
+    out[0] = '\0';
+    if (pybox_backend_open("native", itest_state(), &be, &err) == 0 && be->ops->run_cgroup(be, run, &loc, &err) == 0)
+        (void)pybox_fmt(out, len, "%s/cgroup.procs", loc.dir[PYBOX_CG_MEMORY]);
+    pybox_backend_close(be);
 }
 
 int itest_run_left(const char *run_id)
@@ -605,26 +634,34 @@ int itest_install_left(const char *install_id, const char *home)
 
 int itest_native_sweep(const char *install_id)
 {
-    char parents[4][PATH_MAX];
-    int np = native_parents(install_id, parents);
+    pybox_native_cg_host_t h;
+    char parent[PYBOX_NATIVE_CG_PARENT_MAX];
+    pybox_error_t err = {0};
+    if (native_host(&h) < 0 || pybox_native_cg_parent(install_id, parent, &err) < 0)
+        return 0;
+    /* Its leaves, wherever the host placed them (found with no staging folder: the
+     * installation's folder may be gone by now). */
+    char none[] = "/nonexistent-staging";
+    pybox_native_leftover_t *l = NULL;
+    size_t nl = 0;
     int left = 0;
-    for (int i = 0; i < np; i++) {
-        DIR *d = opendir(parents[i]);
-        if (d == NULL)
-            continue;
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-            if (strlen(de->d_name) != 32 || strspn(de->d_name, "0123456789abcdef") != 32)
+    if (pybox_native_leftovers(&h, parent, none, &l, &nl, &err) == 0) {
+        for (size_t i = 0; i < nl; i++) {
+            pybox_native_cgroup_t cg;
+            bool gone = false;
+            pybox_error_t rerr = {0};
+            if (!l[i].cgroup || pybox_native_cg_paths(&h, parent, l[i].run_id, &cg, &rerr) < 0)
                 continue;
-            char leaf[PATH_MAX + 40];
-            (void)pybox_fmt(leaf, sizeof leaf, "%s/%s", parents[i], de->d_name);
             left++;
-            if (rmdir(leaf) < 0)
-                fprintf(stderr, "itest: could not remove %s: %s\n", leaf, strerror(errno));
+            if (pybox_native_cg_remove(&cg, 2000, &gone, &rerr) < 0)
+                fprintf(stderr, "itest: could not remove the leaf of %s: %s\n", l[i].run_id, rerr.msg);
         }
-        closedir(d);
-        rmdir(parents[i]); /* ours alone: the installation's parent */
+        free(l);
     }
+    char parents[5][PATH_MAX];
+    int np = itest_native_parents(install_id, parents);
+    for (int i = 0; i < np; i++)
+        rmdir(parents[i]); /* ours alone: the installation's parent */
     return left;
 }
 
@@ -632,12 +669,9 @@ int itest_native_sweep(const char *install_id)
  * cgroup's processes are the kernel's list of what runs in it. */
 static bool native_procs_hold(const char *run, const char *what)
 {
-    char parents[4][PATH_MAX];
-    if (native_parents(itest_state()->install_id, parents) < 1)
-        return false;
     char procs[PATH_MAX + 64];
-    (void)pybox_fmt(procs, sizeof procs, "%s/%s/cgroup.procs", parents[0], run);
-    FILE *f = fopen(procs, "re");
+    native_procs_path(run, procs, sizeof procs);
+    FILE *f = procs[0] ? fopen(procs, "re") : NULL;
     if (f == NULL)
         return false;
     bool found = false;
@@ -754,14 +788,22 @@ void itest_box_signal(const char *id, const char *sig)
             signo = sigs[i].sig;
     ck_assert_msg(signo != 0, "unknown signal %s", sig);
     /* the box's PID 1: the first process its cgroup lists */
-    char parents[4][PATH_MAX];
-    ck_assert_int_gt(native_parents(itest_state()->install_id, parents), 0);
     char procs[PATH_MAX + 64];
-    (void)pybox_fmt(procs, sizeof procs, "%s/%s/cgroup.procs", parents[0], id);
-    FILE *f = fopen(procs, "re");
+    native_procs_path(id, procs, sizeof procs);
+    FILE *f = procs[0] ? fopen(procs, "re") : NULL;
     ck_assert_msg(f != NULL, "no cgroup for the box %s", id);
     long pid = 0;
     ck_assert_int_eq(fscanf(f, "%ld", &pid), 1);
     fclose(f);
     ck_assert_int_eq(kill((pid_t)pid, signo), 0);
+}
+
+TCase *itest_tcase(Suite *s, const char *name, int timeout_s, const TTest *const *tests, size_t n)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, timeout_s);
+    for (size_t i = 0; i < n; i++)
+        tcase_add_test(tc, tests[i]);
+    suite_add_tcase(s, tc);
+    return tc;
 }

@@ -4,7 +4,9 @@
 #ifndef PYBOX_ITEST_H
 #define PYBOX_ITEST_H
 
+#include <check.h>
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -36,6 +38,10 @@ void itest_finish(itest_job_t *j, itest_run_t *r);
 /* Run `pybox <args...>` with program on stdin (len bytes), extra environment entries
  * ("NAME=value", NULL-terminated, may be NULL). Waits for it to end. */
 void itest_pybox(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r);
+/* The same with the test build, pybox-test (pybox/hooks.h), for a test that needs a
+ * test hook: PYBOX_TEST_BIN, else pybox-test beside PYBOX_BIN. */
+void itest_pybox_test(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r);
+const char *itest_test_bin(void);
 /* Shorthand: pybox exec --json [extra args] < program. */
 void itest_exec(const char *program, const char *const *extra, itest_run_t *r);
 void itest_run_free(itest_run_t *r);
@@ -91,6 +97,10 @@ int itest_native_sweep(const char *install_id);
 /* The native backend's cgroup parents of an installation of the tests' own (made at its
  * first box, named after its id), removed once empty. itest_remove_home does it for the
  * home it removes. */
+/* The folders named after an installation that hold its native boxes' cgroup leaves,
+ * as the backend places them on this host (none under systemd); -1 when the host has no
+ * hierarchy the backend knows. */
+int itest_native_parents(const char *install_id, char out[5][PATH_MAX]);
 void itest_forget_native_parents(const char *install_id);
 /* Wait (bounded) for a box of the tests' installation made after since to run a process
  * whose command line holds what (NULL: any); id gets the box's id (65 bytes). */
@@ -113,5 +123,11 @@ int itest_resolve(const char *name, pybox_pin_t *pin, pybox_error_t *err);
 const char *itest_said(const struct pybox_run_result *res);
 
 bool itest_contains(const char *hay, size_t len, const char *needle);
+
+/* A test case of suite s with its timeout in seconds and its tests (ITEST_TESTS(a, b,
+ * ...)), added to s. */
+TCase *itest_tcase(Suite *s, const char *name, int timeout_s, const TTest *const *tests, size_t n);
+#define ITEST_TESTS(...)                                                                                               \
+    ((const TTest *const[]){__VA_ARGS__}), (sizeof((const TTest *const[]){__VA_ARGS__}) / sizeof(const TTest *))
 
 #endif

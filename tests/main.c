@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../pybox/cgroup.h"
 #include "../pybox/docker/engine.h"
 #include "../pybox/state.h"
 #include "../pybox/util.h"
@@ -67,6 +68,7 @@ int main(void)
     /* The same suites on each backend; what only one backend has runs on that one (the
      * engine's own checks, a private engine; the native sandbox's library). */
     SRunner *sr = srunner_create(itest_suite_exec());
+    srunner_add_suite(sr, itest_suite_inflight());
     srunner_add_suite(sr, itest_suite_refuse());
     srunner_add_suite(sr, itest_suite_isolation());
     srunner_add_suite(sr, itest_suite_verify());
@@ -80,6 +82,13 @@ int main(void)
     srunner_add_suite(sr, itest_suite_sign());
     if (native) {
         srunner_add_suite(sr, itest_suite_native());
+        /* What only a cgroup v2 host under systemd has: the boxes' scopes. */
+        pybox_cgroup_host_t host;
+        pybox_cgroup_host(NULL, NULL, &host);
+        if (host.version == PYBOX_CG_V2 && host.systemd)
+            srunner_add_suite(sr, itest_suite_systemd());
+        else
+            printf("the systemd suite needs a cgroup v2 host under systemd: not run here\n");
     } else {
         srunner_add_suite(sr, itest_suite_lifecycle());
         srunner_add_suite(sr, itest_suite_engine_down()); /* last: it restarts the engine */

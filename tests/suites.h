@@ -6,6 +6,7 @@
 #include <check.h>
 
 Suite *itest_suite_exec(void);
+Suite *itest_suite_inflight(void);
 Suite *itest_suite_refuse(void);
 Suite *itest_suite_isolation(void);
 Suite *itest_suite_verify(void);
@@ -20,5 +21,6 @@ Suite *itest_suite_native(void);
 Suite *itest_suite_sign(void);
 Suite *itest_suite_chart(void);
 Suite *itest_suite_engine_down(void);
+Suite *itest_suite_systemd(void);
 
 #endif

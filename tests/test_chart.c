@@ -205,14 +205,10 @@ END_TEST
 Suite *itest_suite_chart(void)
 {
     Suite *s = suite_create("chart");
-    TCase *tc = tcase_create("chart");
-    tcase_set_timeout(tc, 120);
+    TCase *tc = itest_tcase(s, "chart", 120,
+                            ITEST_TESTS(exec_chart_is_the_printed_receipts, exec_chart_with_the_terminal_receipt,
+                                        unusable_chart_path_refused_before_any_box,
+                                        exec_chart_goes_to_the_folder_checked, chart_of_bad_input_refused));
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, exec_chart_is_the_printed_receipts);
-    tcase_add_test(tc, exec_chart_with_the_terminal_receipt);
-    tcase_add_test(tc, unusable_chart_path_refused_before_any_box);
-    tcase_add_test(tc, exec_chart_goes_to_the_folder_checked);
-    tcase_add_test(tc, chart_of_bad_input_refused);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -189,7 +189,7 @@ static void hook_kills_natively(const char *phase, const char *program, char *ru
     const char *env[] = {env_kill, NULL};
     const char *args[] = {"exec", "--json", "--timeout", "1", NULL};
     itest_run_t r;
-    itest_pybox(program, strlen(program), args, env, &r);
+    itest_pybox_test(program, strlen(program), args, env, &r);
     ck_assert_msg(r.status == 128 + SIGKILL, "%s: pybox exited %d: %s", phase, r.status, r.err);
     ck_assert_msg(r.out_len == 0, "%s: a receipt was printed", phase);
     itest_run_free(&r);
@@ -236,7 +236,7 @@ START_TEST(test_hook_kills_pybox_at_each_phase)
         const char *args[] = {"exec", "--json", "--timeout", "1", NULL};
         double since = itest_wall();
         itest_run_t r;
-        itest_pybox(cases[i].program, strlen(cases[i].program), args, env, &r);
+        itest_pybox_test(cases[i].program, strlen(cases[i].program), args, env, &r);
         ck_assert_msg(r.status == 128 + SIGKILL, "%s: pybox exited %d: %s", cases[i].phase, r.status, r.err);
         ck_assert_msg(r.out_len == 0, "%s: a receipt was printed", cases[i].phase);
         itest_run_free(&r);
@@ -293,7 +293,7 @@ START_TEST(test_hook_unknown_phase_refused)
     const char *args[] = {"exec", "--json", NULL};
     int before = itest_install_left(itest_state()->install_id, itest_state()->dir);
     itest_run_t r;
-    itest_pybox("print(1)\n", 9, args, env, &r);
+    itest_pybox_test("print(1)\n", 9, args, env, &r);
     ck_assert_int_eq(r.status, 125);
     ck_assert_msg(itest_contains(r.err, r.err_len, "PYBOX_TEST_KILL_AT"), "%s", r.err);
     ck_assert_msg(itest_contains(r.err, r.err_len, "create, start, run or collect"), "%s", r.err);
@@ -305,11 +305,8 @@ END_TEST
 Suite *itest_suite_crash(void)
 {
     Suite *s = suite_create("crash");
-    TCase *tc = tcase_create("pybox killed");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, box_timer_ends_the_box_after_pybox_is_killed);
-    tcase_add_test(tc, test_hook_kills_pybox_at_each_phase);
-    tcase_add_test(tc, test_hook_unknown_phase_refused);
-    suite_add_tcase(s, tc);
+    itest_tcase(s, "pybox killed", 60,
+                ITEST_TESTS(box_timer_ends_the_box_after_pybox_is_killed, test_hook_kills_pybox_at_each_phase,
+                            test_hook_unknown_phase_refused));
     return s;
 }

@@ -95,9 +95,6 @@ END_TEST
 Suite *itest_suite_engine_down(void)
 {
     Suite *s = suite_create("engine down");
-    TCase *tc = tcase_create("engine stops");
-    tcase_set_timeout(tc, 240);
-    tcase_add_test(tc, engine_stops_mid_run);
-    suite_add_tcase(s, tc);
+    itest_tcase(s, "engine stops", 240, ITEST_TESTS(engine_stops_mid_run));
     return s;
 }

@@ -397,21 +397,11 @@ END_TEST
 Suite *itest_suite_exec(void)
 {
     Suite *s = suite_create("exec");
-    TCase *tc = tcase_create("runs");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, hello_exits_by_itself);
-    tcase_add_test(tc, traceback_is_the_programs_failure);
-    tcase_add_test(tc, exit_codes_pass_through);
-    tcase_add_test(tc, host_deadline_stops_the_program);
-    tcase_add_test(tc, stdout_is_capped_and_counted);
-    tcase_add_test(tc, large_output_never_stalls_the_box);
-    tcase_add_test(tc, leftover_processes_are_reaped);
-    tcase_add_test(tc, forged_done_record_is_just_output);
-    tcase_add_test(tc, program_cannot_signal_the_init);
-    tcase_add_test(tc, human_receipt_is_fenced);
-    tcase_add_test(tc, status_in_colour);
-    tcase_add_test(tc, libraries_opened_when_needed);
-    tcase_add_test(tc, closed_standard_descriptors_are_dev_null);
-    suite_add_tcase(s, tc);
+    itest_tcase(s, "runs", 120,
+                ITEST_TESTS(hello_exits_by_itself, traceback_is_the_programs_failure, exit_codes_pass_through,
+                            host_deadline_stops_the_program, stdout_is_capped_and_counted,
+                            large_output_never_stalls_the_box, leftover_processes_are_reaped,
+                            forged_done_record_is_just_output, program_cannot_signal_the_init, human_receipt_is_fenced,
+                            status_in_colour, libraries_opened_when_needed, closed_standard_descriptors_are_dev_null));
     return s;
 }

@@ -617,12 +617,13 @@ static int creates_between(const char *install_id, double since, double until)
     if (itest_native()) {
         /* No event log: a box made meanwhile would have changed its folders, whose
          * modification times the kernel keeps (the staging folder, the cgroup parent). */
-        char dirs[3][PATH_MAX];
+        char dirs[6][PATH_MAX], parents[5][PATH_MAX];
         ck_assert_int_eq(pybox_fmt(dirs[0], sizeof dirs[0], "%s/native/staging", full_home), 0);
-        ck_assert_int_eq(pybox_fmt(dirs[1], sizeof dirs[1], "%s/memory/pybox-%s", pybox_cgroup_root(), install_id), 0);
-        ck_assert_int_eq(pybox_fmt(dirs[2], sizeof dirs[2], "%s/pybox-%s", pybox_cgroup_root(), install_id), 0);
+        int nd = 1;
+        for (int i = 0, np = itest_native_parents(install_id, parents); i < np; i++)
+            pybox_strlcpy(dirs[nd++], parents[i], PATH_MAX);
         int n = 0;
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < nd; i++) {
             struct statx sx;
             if (statx(AT_FDCWD, dirs[i], 0, STATX_MTIME | STATX_BTIME, &sx) == 0) {
                 double t = (double)sx.stx_mtime.tv_sec + (double)sx.stx_mtime.tv_nsec / 1e9;
@@ -820,29 +821,17 @@ END_TEST
 Suite *itest_suite_files(void)
 {
     Suite *s = suite_create("files");
-    TCase *tc = tcase_create("in and out");
-    tcase_set_timeout(tc, 120);
+    TCase *tc = itest_tcase(
+        s, "in and out", 120,
+        ITEST_TESTS(csv_in_two_files_back, limits_on_what_comes_back, many_and_deep_outputs_listed_not_lost,
+                    stdout_cut_file_intact, refused_before_any_box, hostile_names_escaped, forged_rows_and_lookalikes,
+                    case_clash_refuses_everything, long_case_clash_receipt_is_utf8, folder_input_read_only_tree,
+                    utf8_names_in, composed_and_decomposed_names_both_in, name_not_utf8_refused,
+                    output_folder_squatted_or_open_to_all));
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, csv_in_two_files_back);
-    tcase_add_test(tc, limits_on_what_comes_back);
-    tcase_add_test(tc, many_and_deep_outputs_listed_not_lost);
-    tcase_add_test(tc, stdout_cut_file_intact);
-    tcase_add_test(tc, refused_before_any_box);
-    tcase_add_test(tc, hostile_names_escaped);
-    tcase_add_test(tc, forged_rows_and_lookalikes);
-    tcase_add_test(tc, case_clash_refuses_everything);
-    tcase_add_test(tc, long_case_clash_receipt_is_utf8);
-    tcase_add_test(tc, folder_input_read_only_tree);
-    tcase_add_test(tc, utf8_names_in);
-    tcase_add_test(tc, composed_and_decomposed_names_both_in);
-    tcase_add_test(tc, name_not_utf8_refused);
-    tcase_add_test(tc, output_folder_squatted_or_open_to_all);
-    suite_add_tcase(s, tc);
-    TCase *full = tcase_create("full state directory");
-    tcase_set_timeout(full, 120);
+    TCase *full =
+        itest_tcase(s, "full state directory", 120,
+                    ITEST_TESTS(full_state_dir_no_output_without_its_trail, full_state_dir_no_box_without_its_note));
     tcase_add_checked_fixture(full, setup, teardown);
-    tcase_add_test(full, full_state_dir_no_output_without_its_trail);
-    tcase_add_test(full, full_state_dir_no_box_without_its_note);
-    suite_add_tcase(s, full);
     return s;
 }

@@ -378,15 +378,10 @@ END_TEST
 Suite *itest_suite_images(void)
 {
     Suite *s = suite_create("images");
-    TCase *tc = tcase_create("images");
-    tcase_set_timeout(tc, 300);
+    TCase *tc = itest_tcase(s, "images", 300,
+                            ITEST_TESTS(data_image_pandas_and_a_chart, data_image_memory_fits_and_oom,
+                                        custom_image_from_a_uv_lock, retagged_pin_is_refused,
+                                        unknown_image_lists_the_known, unpinned_image_folders_are_cleaned_up));
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, data_image_pandas_and_a_chart);
-    tcase_add_test(tc, data_image_memory_fits_and_oom);
-    tcase_add_test(tc, custom_image_from_a_uv_lock);
-    tcase_add_test(tc, retagged_pin_is_refused);
-    tcase_add_test(tc, unknown_image_lists_the_known);
-    tcase_add_test(tc, unpinned_image_folders_are_cleaned_up);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../pybox/image/image.h"
+#include "../pybox/policy.h"
 #include "../pybox/run.h"
 #include "../pybox/util.h"
 #include "itest.h"
@@ -198,6 +199,56 @@ static void relax_netns(struct pybox_policy *p, void *arg)
     p->relax_netns = arg;
 }
 
+static void relax_unmask(struct pybox_policy *p, void *arg)
+{
+    p->relax_unmask = arg;
+}
+
+/* The host's pressure stall files (/proc/pressure/cpu, io, memory) are the whole host's
+ * and writable by any user: a write arms a trigger the kernel then polls for. A box's
+ * program (its own user, no capability) can neither open them for writing nor see them;
+ * with only that mask removed it arms a trigger, while every other mask (the timer list
+ * here) stays. A host whose kernel has no pressure files has nothing to protect. */
+START_TEST(pressure_files_both_ways)
+{
+    const char *prog = "import errno, os\n"
+                       "for name in ('cpu', 'io', 'memory'):\n"
+                       "    p = '/proc/pressure/' + name\n"
+                       "    w = os.access(p, os.W_OK)\n"
+                       "    try:\n"
+                       "        fd = os.open(p, os.O_WRONLY | os.O_NONBLOCK)\n"
+                       "    except OSError as e:\n"
+                       "        print(name, 'open', errno.errorcode.get(e.errno, e.errno), 'writable', w)\n"
+                       "        continue\n"
+                       "    try:\n"
+                       "        print(name, 'TRIGGER', os.write(fd, b'some 500000 2000000\\0'), 'writable', w)\n"
+                       "    except OSError as e:\n"
+                       "        print(name, 'write', errno.errorcode.get(e.errno, e.errno), 'writable', w)\n"
+                       "    os.close(fd)\n"
+                       "print('listed', os.path.isdir('/proc/pressure') and sorted(os.listdir('/proc/pressure')))\n"
+                       "print('timer_list', len(open('/proc/timer_list').read()))\n";
+    pybox_run_result_t res;
+    ck_assert_int_eq(itest_lib_run(prog, NULL, NULL, &res), 0);
+    ck_assert_msg(strcmp(itest_said(&res), "cpu open ENOENT writable False\nio open ENOENT writable False\n"
+                                           "memory open ENOENT writable False\nlisted []\ntimer_list 0\n") == 0,
+                  "the box reached the host's pressure files: %s", itest_said(&res));
+    pybox_run_result_free(&res);
+    if (access("/proc/pressure/cpu", W_OK) != 0)
+        return; /* no pressure files on this host: no escape to see */
+    /* Only the protection removed: the test sees the escape, and nothing else changed. */
+    char pressure[] = "/proc/pressure";
+    ck_assert_int_eq(itest_lib_run(prog, relax_unmask, pressure, &res), 0);
+    ck_assert(res.verified);
+    const char *said = itest_said(&res);
+    ck_assert_msg(strstr(said, "cpu TRIGGER 20 writable True\n") != NULL, "the relaxed box armed no trigger: %s", said);
+    ck_assert_msg(strstr(said, "timer_list 0\n") != NULL, "another mask went with it: %s", said);
+    char relaxed[256];
+    pybox_policy_relaxed(&res.policy, relaxed, sizeof relaxed);
+    ck_assert_str_eq(relaxed, "unmasked /proc/pressure");
+    pybox_run_result_free(&res);
+}
+END_TEST
+
 START_TEST(host_files_both_ways)
 {
     char dir[64] = "/tmp/pybox-hostdir-XXXXXX", canary[33], path[128];
@@ -371,14 +422,8 @@ END_TEST
 Suite *itest_suite_isolation(void)
 {
     Suite *s = suite_create("isolation");
-    TCase *tc = tcase_create("host");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, nothing_of_the_host);
-    tcase_add_test(tc, read_only_root_and_no_privileges);
-    tcase_add_test(tc, program_cannot_reach_the_init);
-    tcase_add_test(tc, host_files_both_ways);
-    tcase_add_test(tc, environment_both_ways);
-    tcase_add_test(tc, network_both_ways);
-    suite_add_tcase(s, tc);
+    itest_tcase(s, "host", 60,
+                ITEST_TESTS(nothing_of_the_host, read_only_root_and_no_privileges, program_cannot_reach_the_init,
+                            host_files_both_ways, environment_both_ways, pressure_files_both_ways, network_both_ways));
     return s;
 }

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../pybox/docker/docker.h"
+#include "../pybox/native/cgroup.h"
 #include "../pybox/watch.h"
 #include "itest.h"
 #include "suites.h"
@@ -26,9 +28,12 @@ static bool unknown_mentions(const cJSON *j, const char *what)
 START_TEST(oom_child_killed_parent_exits)
 {
     itest_run_t r;
+    /* The deadline is not what is tested here: room for a slow machine (an emulated guest
+     * fills 160 MiB at half a CPU in more than the default 2 s). */
+    const char *args[] = {"--timeout", "20", NULL};
     itest_exec("import os\npid = os.fork()\nif pid == 0:\n    x = b'x' * (160 * 1024 * 1024)\n    os._exit(0)\n"
                "_, st = os.waitpid(pid, 0)\nprint(-os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st))\n",
-               NULL, &r);
+               args, &r);
     const cJSON *j = r.receipt;
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
@@ -77,41 +82,64 @@ START_TEST(cpu_time_and_throttling)
     ck_assert_int_eq(r.status, 0);
     ck_assert_double_eq_tol(itest_num(j, "asked.limits.cpus"), 0.5, 1e-9);
     double cpu = itest_num(j, "seen.kernel.final.cpu_ns") / 1e9;
-    /* One second of wall time at half a CPU: about half a second of CPU. */
-    ck_assert_msg(cpu > 0.35 && cpu < 0.8, "CPU time %.3f s for 1 s at 0.5 CPU", cpu);
+    /* A second of busy loop at half a CPU: at least about half a second of CPU, and never
+     * more than the quota (50 ms) in each 100 ms period the box ran, give or take a
+     * scheduler tick. Counted per period, it holds on a slow machine too (an emulated
+     * guest, where Python's start and the box's own set-up take long). */
+    double periods = itest_num(j, "seen.kernel.final.cpu_periods");
+    ck_assert_msg(periods >= 8 && cpu > 0.35 && cpu <= 1.25 * periods * 0.05,
+                  "CPU time %.3f s over %.0f periods at 0.5 CPU", cpu, periods);
     ck_assert_int_gt((int)itest_num(j, "seen.kernel.final.cpu_throttled_periods"), 0);
     ck_assert_int_gt((long)itest_num(j, "seen.kernel.final.cpu_throttled_ns"), 0);
     itest_run_free(&r);
 }
 END_TEST
 
-/* The kernel's own peak file for a box, read by the test itself. */
+/* The kernel's own peak file for a box, read by the test itself where the box's backend
+ * says its cgroup is: the native backend's placement, or the engine's box's PID 1 and the
+ * kernel's word for where that is (found once, while the box runs). */
 static long peak_file(const char *id)
 {
-    const char *root = pybox_cgroup_root();
-    char paths[3][512];
-    if (itest_native()) {
-        /* the native box's leaf under the installation's parent, v1 or v2 */
-        const char *inst = itest_state()->install_id;
-        snprintf(paths[0], sizeof paths[0], "%s/memory/pybox-%s/%s/memory.max_usage_in_bytes", root, inst, id);
-        snprintf(paths[1], sizeof paths[1], "%s/pybox-%s/%s/memory.peak", root, inst, id);
-        snprintf(paths[2], sizeof paths[2], "%s", paths[1]);
-    } else {
-        snprintf(paths[0], sizeof paths[0], "%s/memory/docker/%s/memory.max_usage_in_bytes", root, id);
-        snprintf(paths[1], sizeof paths[1], "%s/system.slice/docker-%s.scope/memory.peak", root, id);
-        snprintf(paths[2], sizeof paths[2], "%s/docker/%s/memory.peak", root, id);
+    static char path[PATH_MAX + 64], for_id[65];
+    if (strcmp(for_id, id) != 0) {
+        path[0] = '\0';
+        pybox_error_t err = {0};
+        if (itest_native()) {
+            pybox_native_cgroup_t cg;
+            if (pybox_native_box_cgroup(itest_state()->install_id, id, &cg, &err) < 0)
+                return -1;
+            snprintf(path, sizeof path, "%s/%s", cg.version == 2 ? cg.unified : cg.memory,
+                     cg.version == 2 ? "memory.peak" : "memory.max_usage_in_bytes");
+        } else {
+            char q[128];
+            snprintf(q, sizeof q, "/containers/%s/json", id);
+            pybox_engine_t *e = itest_engine();
+            long status = 0;
+            cJSON *reply = NULL;
+            pid_t pid = 0;
+            if (pybox_engine_call(e, "GET", q, NULL, &status, &reply, &err) == 0 && status == 200) {
+                const cJSON *p =
+                    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "State"), "Pid");
+                pid = cJSON_IsNumber(p) ? (pid_t)p->valuedouble : 0;
+            }
+            cJSON_Delete(reply);
+            pybox_engine_free(e);
+            pybox_cgroup_loc_t loc;
+            if (pybox_docker_cgroup(pybox_cgroup_root(), "/proc", id, pid, &loc, &err) < 0)
+                return -1;
+            snprintf(path, sizeof path, "%s/%s", loc.version == PYBOX_CG_V2 ? loc.dir[0] : loc.dir[PYBOX_CG_MEMORY],
+                     loc.version == PYBOX_CG_V2 ? "memory.peak" : "memory.max_usage_in_bytes");
+        }
+        snprintf(for_id, sizeof for_id, "%s", id);
     }
-    for (int i = 0; i < 3; i++) {
-        FILE *f = fopen(paths[i], "re");
-        if (f == NULL)
-            continue;
-        long v = -1;
-        if (fscanf(f, "%ld", &v) != 1)
-            v = -1;
-        fclose(f);
-        return v;
-    }
-    return -1;
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return -1;
+    long v = -1;
+    if (fscanf(f, "%ld", &v) != 1)
+        v = -1;
+    fclose(f);
+    return v;
 }
 
 START_TEST(large_array_fits_and_peak_is_the_kernels)
@@ -228,16 +256,10 @@ END_TEST
 Suite *itest_suite_kernel(void)
 {
     Suite *s = suite_create("kernel");
-    TCase *tc = tcase_create("readings");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, oom_child_killed_parent_exits);
-    tcase_add_test(tc, pids_limit_peak_and_refusals);
-    tcase_add_test(tc, cpu_time_and_throttling);
-    tcase_add_test(tc, large_array_fits_and_peak_is_the_kernels);
-    tcase_add_test(tc, exit_just_before_the_deadline);
-    tcase_add_test(tc, killed_without_evidence_is_not_explained);
-    tcase_add_test(tc, long_sleep_ends_by_itself_with_samples);
-    tcase_add_test(tc, long_sleep_is_stopped_at_the_deadline);
-    suite_add_tcase(s, tc);
+    itest_tcase(s, "readings", 120,
+                ITEST_TESTS(oom_child_killed_parent_exits, pids_limit_peak_and_refusals, cpu_time_and_throttling,
+                            large_array_fits_and_peak_is_the_kernels, exit_just_before_the_deadline,
+                            killed_without_evidence_is_not_explained, long_sleep_ends_by_itself_with_samples,
+                            long_sleep_is_stopped_at_the_deadline));
     return s;
 }

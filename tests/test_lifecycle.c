@@ -433,13 +433,9 @@ END_TEST
 Suite *itest_suite_lifecycle(void)
 {
     Suite *s = suite_create("lifecycle");
-    TCase *tc = tcase_create("crash safety");
-    tcase_set_timeout(tc, 180);
-    tcase_add_test(tc, killed_at_every_step_then_cleaned_after_expiry);
-    tcase_add_test(tc, cleanup_never_touches_what_is_not_its_own);
-    tcase_add_test(tc, many_runs_and_cleanups_at_once);
-    tcase_add_test(tc, output_left_by_a_dead_run_is_removed);
-    tcase_add_test(tc, output_left_by_a_dead_run_with_a_leftover_is_removed);
-    suite_add_tcase(s, tc);
+    itest_tcase(s, "crash safety", 180,
+                ITEST_TESTS(killed_at_every_step_then_cleaned_after_expiry, cleanup_never_touches_what_is_not_its_own,
+                            many_runs_and_cleanups_at_once, output_left_by_a_dead_run_is_removed,
+                            output_left_by_a_dead_run_with_a_leftover_is_removed));
     return s;
 }

@@ -152,22 +152,8 @@ END_TEST
 Suite *itest_suite_mcp(void)
 {
     Suite *s = suite_create("mcp");
-    TCase *t = tcase_create("mcp");
-    tcase_set_timeout(t, 600);
-    tcase_add_test(t, startup_refusals);
-    tcase_add_test(t, sdk_client);
-    tcase_add_test(t, wire);
-    tcase_add_test(t, inspector_cli);
-    suite_add_tcase(s, t);
-    TCase *h = tcase_create("http");
-    tcase_set_timeout(h, 900);
-    tcase_add_test(h, http_sdk_client);
-    tcase_add_test(h, http_hostile);
-    tcase_add_test(h, http_behind_nginx);
-    suite_add_tcase(s, h);
-    TCase *c = tcase_create("ceilings");
-    tcase_set_timeout(c, 120);
-    tcase_add_test(c, ceilings_shown_exactly);
-    suite_add_tcase(s, c);
+    itest_tcase(s, "mcp", 600, ITEST_TESTS(startup_refusals, sdk_client, wire, inspector_cli));
+    itest_tcase(s, "http", 900, ITEST_TESTS(http_sdk_client, http_hostile, http_behind_nginx));
+    itest_tcase(s, "ceilings", 120, ITEST_TESTS(ceilings_shown_exactly));
     return s;
 }

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../pybox/hooks.h"
 #include "../pybox/util.h"
 #include "itest.h"
 #include "suites.h"
@@ -126,6 +127,60 @@ START_TEST(terminal_stdin)
 }
 END_TEST
 
+/* The installed build has no test hook (pybox/hooks.h): every command refuses each hook
+ * before anything is made, where the test build takes it (the cgroup root's here, the
+ * others' in the crash and uids suites). The name the cgroup root's hook had when every
+ * build read it is nobody's now: the installed pybox runs and watches a box as ever. */
+START_TEST(installed_build_has_no_test_hook)
+{
+    char empty[] = "/tmp/pybox-itest-hook-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(empty));
+    const char *values[PYBOX_HOOKS] = {
+        [PYBOX_HOOK_KILL_AT] = "run", [PYBOX_HOOK_CGROUP_ROOT] = empty, [PYBOX_HOOK_RUN_DIR] = empty};
+    const char *exec_args[] = {"exec", "--json", NULL}, *cleanup_args[] = {"cleanup", NULL},
+               *mcp_args[] = {"mcp", NULL}, *image_args[] = {"image", "ls", NULL};
+    const char *const *commands[] = {exec_args, cleanup_args, mcp_args, image_args};
+    for (int h = 0; h < PYBOX_HOOKS; h++) {
+        char entry[128];
+        ck_assert_int_eq(pybox_fmt(entry, sizeof entry, "%s=%s", pybox_hook_name(h), values[h]), 0);
+        const char *env[] = {entry, NULL};
+        for (size_t c = 0; c < sizeof commands / sizeof *commands; c++) {
+            int before = boxes_of_this_install();
+            itest_run_t r;
+            itest_pybox("print(1)\n", 9, commands[c], env, &r);
+            ck_assert_msg(r.status == 125, "%s, pybox %s: exit %d: %s", entry, commands[c][0], r.status, r.err);
+            ck_assert_msg(itest_contains(r.err, r.err_len, "pybox: refused: ") &&
+                              itest_contains(r.err, r.err_len, pybox_hook_name(h)) &&
+                              itest_contains(r.err, r.err_len, "test hook"),
+                          "%s, pybox %s: %s", entry, commands[c][0], r.err);
+            if (c == 0)
+                ck_assert_str_eq(itest_str(r.receipt, "status"), "REFUSED");
+            ck_assert_int_eq(boxes_of_this_install(), before);
+            itest_run_free(&r);
+        }
+    }
+    /* The test build takes the cgroup root it is given: a run there finds no cgroup. */
+    char entry[128];
+    ck_assert_int_eq(pybox_fmt(entry, sizeof entry, "%s=%s", pybox_hook_name(PYBOX_HOOK_CGROUP_ROOT), empty), 0);
+    const char *test_env[] = {entry, NULL};
+    itest_run_t r;
+    itest_pybox_test("print(1)\n", 9, exec_args, test_env, &r);
+    ck_assert_msg(itest_contains(r.out, r.out_len, empty), "the test build did not use %s: %s", empty, r.out);
+    itest_run_free(&r);
+    /* The installed build with the hook's old name: the machine's cgroups, watched. */
+    char old[128];
+    ck_assert_int_eq(pybox_fmt(old, sizeof old, "PYBOX_CGROUP_ROOT=%s", empty), 0);
+    const char *old_env[] = {old, NULL};
+    itest_pybox("print(1)\n", 9, exec_args, old_env, &r);
+    ck_assert_msg(r.status == 0 && r.receipt, "exit %d: %s", r.status, r.err);
+    ck_assert_str_eq(itest_str(r.receipt, "status"), "TARGET_EXIT_OBSERVED");
+    ck_assert_msg(!itest_contains(r.out, r.out_len, empty), "the installed build used %s: %s", empty, r.out);
+    ck_assert_msg(itest_num(r.receipt, "seen.kernel.final.memory_peak_bytes") > 0, "no kernel reading: %s", r.out);
+    itest_run_free(&r);
+    ck_assert_int_eq(rmdir(empty), 0);
+}
+END_TEST
+
 /* An engine socket that takes the connection and never answers: PyBox gives up at its
  * first-contact bound (5 s by default), says the engine does not answer, and names the
  * socket. This test case's own timeout (30 s, well under the minute a long request gets)
@@ -223,24 +278,12 @@ END_TEST
 Suite *itest_suite_refuse(void)
 {
     Suite *s = suite_create("refuse");
-    TCase *tc = tcase_create("before any box");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, empty_program);
-    tcase_add_test(tc, oversized_program);
-    tcase_add_test(tc, program_given_another_way);
-    tcase_add_test(tc, bad_options);
-    tcase_add_test(tc, json_refusal_is_json);
-    tcase_add_test(tc, terminal_stdin);
-    suite_add_tcase(s, tc);
-    TCase *ro = tcase_create("state directory");
-    tcase_set_timeout(ro, 60);
-    tcase_add_test(ro, read_only_state_dir);
-    suite_add_tcase(s, ro);
+    itest_tcase(s, "before any box", 60,
+                ITEST_TESTS(empty_program, oversized_program, program_given_another_way, bad_options,
+                            json_refusal_is_json, terminal_stdin, installed_build_has_no_test_hook));
+    itest_tcase(s, "state directory", 60, ITEST_TESTS(read_only_state_dir));
     if (!itest_native()) { /* the engine's own failure: the docker backend only */
-        TCase *hung = tcase_create("engine never answers");
-        tcase_set_timeout(hung, 30);
-        tcase_add_test(hung, engine_never_answers);
-        suite_add_tcase(s, hung);
+        itest_tcase(s, "engine never answers", 30, ITEST_TESTS(engine_never_answers));
     }
     return s;
 }

@@ -548,15 +548,12 @@ END_TEST
 Suite *itest_suite_sign(void)
 {
     Suite *s = suite_create("sign");
-    TCase *tc = tcase_create("receipts");
+    TCase *tc = itest_tcase(s, "receipts", 180,
+                            ITEST_TESTS(exec_receipt_verifies_and_changes_are_refused,
+                                        exec_json_is_safe_on_a_terminal_and_verifies, verify_takes_strict_json_only,
+                                        a_key_that_cannot_be_read_leaves_the_receipt_unsigned,
+                                        every_status_valid_against_the_published_schema,
+                                        canonical_json_as_an_independent_implementation_makes_it));
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 180);
-    tcase_add_test(tc, exec_receipt_verifies_and_changes_are_refused);
-    tcase_add_test(tc, exec_json_is_safe_on_a_terminal_and_verifies);
-    tcase_add_test(tc, verify_takes_strict_json_only);
-    tcase_add_test(tc, a_key_that_cannot_be_read_leaves_the_receipt_unsigned);
-    tcase_add_test(tc, every_status_valid_against_the_published_schema);
-    tcase_add_test(tc, canonical_json_as_an_independent_implementation_makes_it);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -3,15 +3,23 @@
  * per-user kernel quota it can reach leaves another box's ordinary operations working;
  * with only that protection removed (both boxes as one shared uid) it breaks them. */
 #include <check.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "../pybox/hooks.h"
 #include "../pybox/policy.h"
 #include "../pybox/run.h"
 #include "../pybox/uid.h"
+#include "../pybox/util.h"
 #include "itest.h"
 #include "suites.h"
 
@@ -117,13 +125,149 @@ START_TEST(with_one_shared_uid_a_box_breaks_another)
 }
 END_TEST
 
+/* ---- the machine's folder of leases ---- */
+
+/* A uid of the range, from its top down, that no lease file names and the host does not
+ * use: the test's own. */
+static unsigned free_uid(unsigned below)
+{
+    for (unsigned u = below - 1; u > PYBOX_UID_BASE; u--) {
+        char path[64];
+        ck_assert_int_eq(pybox_fmt(path, sizeof path, "%s/%s/%u", PYBOX_RUN_DIR, PYBOX_UID_LEASES_IN, u), 0);
+        struct stat sb;
+        if (lstat(path, &sb) < 0 && getpwuid(u) == NULL && getgrgid(u) == NULL)
+            return u;
+    }
+    ck_abort_msg("no uid of the range is free");
+    return 0;
+}
+
+static void lease_file(unsigned uid, const char *text, char *path, size_t len)
+{
+    ck_assert_int_eq(pybox_fmt(path, len, "%s/%s/%u", PYBOX_RUN_DIR, PYBOX_UID_LEASES_IN, uid), 0);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    ck_assert_msg(fd >= 0, "%s", path);
+    ck_assert_int_eq(pybox_write_all(fd, text, strlen(text)), 0);
+    close(fd);
+}
+
+/* Expired leases that no live run holds are swept by pybox cleanup and by every run's
+ * housekeeping (18 once sat in /run/pybox/uids for good); a held one (its lock taken,
+ * as a live run's is) and one not expired (a box that may still live) stay. */
+START_TEST(expired_leases_are_swept_held_ones_stay)
+{
+    /* a run first: the machine's folder exists, whatever ran before */
+    itest_run_t r;
+    itest_exec("print(1)\n", NULL, &r);
+    ck_assert_int_eq(r.status, 0);
+    itest_run_free(&r);
+    long now = (long)itest_wall();
+    char expired[64], held[64], kept[64], text[96];
+    unsigned u1 = free_uid(PYBOX_UID_BASE + PYBOX_UID_COUNT), u2 = free_uid(u1), u3 = free_uid(u2);
+    snprintf(text, sizeof text, "%032d %ld\n", 1, now - 60);
+    lease_file(u1, text, expired, sizeof expired);
+    lease_file(u2, text, held, sizeof held);
+    snprintf(text, sizeof text, "%032d %ld\n", 3, now + 3600);
+    lease_file(u3, text, kept, sizeof kept);
+    int hfd = open(held, O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(hfd, 0);
+    ck_assert_int_eq(flock(hfd, LOCK_EX | LOCK_NB), 0);
+
+    const char *args[] = {"cleanup", "--json", NULL};
+    itest_pybox("", 0, args, NULL, &r);
+    ck_assert_msg(r.status == 0 && r.receipt, "pybox cleanup: exit %d: %s", r.status, r.err);
+    ck_assert_msg(itest_num(r.receipt, "leases_removed") >= 1, "%s", r.out);
+    itest_run_free(&r);
+    ck_assert_msg(access(expired, F_OK) < 0, "an expired lease no run held is still there: %s", expired);
+    ck_assert_msg(access(held, F_OK) == 0, "a held lease was removed");
+    ck_assert_msg(access(kept, F_OK) == 0, "a lease not expired was removed");
+
+    /* a run's own housekeeping does the same */
+    snprintf(text, sizeof text, "%032d %ld\n", 2, now - 60);
+    lease_file(u1, text, expired, sizeof expired);
+    itest_exec("print(2)\n", NULL, &r);
+    ck_assert_int_eq(r.status, 0);
+    itest_run_free(&r);
+    ck_assert_msg(access(expired, F_OK) < 0, "the run's housekeeping left an expired lease: %s", expired);
+    ck_assert(access(held, F_OK) == 0 && access(kept, F_OK) == 0);
+
+    ck_assert_int_eq(unlink(held), 0); /* while still locked, as a release does */
+    close(hfd);
+    ck_assert_int_eq(unlink(kept), 0);
+}
+END_TEST
+
+/* The run folder (/run/pybox; the test build's hook points it elsewhere) is checked
+ * each time: one that others may write, another user's, or a link is refused before any
+ * box, saying which and why; a good one is used, its leases' folder made 0700. */
+START_TEST(a_run_folder_of_the_wrong_owner_or_mode_is_refused)
+{
+    char tmp[] = "/tmp/pybox-itest-run-XXXXXX", run[64], uids[80], entry[128];
+    ck_assert_ptr_nonnull(mkdtemp(tmp));
+    ck_assert_int_eq(pybox_fmt(run, sizeof run, "%s/run", tmp), 0);
+    ck_assert_int_eq(pybox_fmt(uids, sizeof uids, "%s/%s", run, PYBOX_UID_LEASES_IN), 0);
+    ck_assert_int_eq(pybox_fmt(entry, sizeof entry, "%s=%s", pybox_hook_name(PYBOX_HOOK_RUN_DIR), run), 0);
+    const char *env[] = {entry, NULL};
+    const char *args[] = {"exec", "--json", NULL};
+    static const struct {
+        mode_t mode;
+        uid_t owner;
+        bool link;
+        const char *says;
+    } bad[] = {{0777, 0, false, "mode 0777"},
+               {0757, 0, false, "mode 0757"},
+               {0700, 65534, false, "owner 65534"},
+               {0700, 0, true, "symbolic link"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char real[80];
+        ck_assert_int_eq(pybox_fmt(real, sizeof real, "%s/real", tmp), 0);
+        ck_assert_int_eq(mkdir(bad[i].link ? real : run, bad[i].mode), 0);
+        ck_assert_int_eq(chmod(bad[i].link ? real : run, bad[i].mode), 0); /* whatever the umask */
+        if (bad[i].link)
+            ck_assert_int_eq(symlink(real, run), 0);
+        else
+            ck_assert_int_eq(chown(run, bad[i].owner, bad[i].owner), 0);
+        int before = itest_install_left(itest_state()->install_id, itest_state()->dir);
+        itest_run_t r;
+        itest_pybox_test("print(1)\n", 9, args, env, &r);
+        ck_assert_msg(r.status == 125, "%s: exit %d: %s", bad[i].says, r.status, r.err);
+        ck_assert_msg(itest_contains(r.err, r.err_len, run) && itest_contains(r.err, r.err_len, bad[i].says), "%s: %s",
+                      bad[i].says, r.err);
+        ck_assert_str_eq(itest_str(r.receipt, "status"), "PYBOX_ERROR");
+        ck_assert_int_eq(itest_bool(r.receipt, "seen.box.created"), 0);
+        ck_assert_int_eq(itest_install_left(itest_state()->install_id, itest_state()->dir), before);
+        itest_run_free(&r);
+        ck_assert_msg(access(uids, F_OK) < 0, "%s: a folder of leases was made", bad[i].says);
+        if (bad[i].link) {
+            ck_assert_int_eq(unlink(run), 0);
+            ck_assert_int_eq(rmdir(real), 0);
+        } else {
+            ck_assert_int_eq(rmdir(run), 0);
+        }
+    }
+    /* a good one: used, and its leases' folder is 0700 and the run's lease released */
+    ck_assert_int_eq(mkdir(run, 0700), 0);
+    itest_run_t r;
+    itest_pybox_test("print(1)\n", 9, args, env, &r);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    itest_run_free(&r);
+    struct stat sb;
+    ck_assert_int_eq(stat(uids, &sb), 0);
+    ck_assert_uint_eq(sb.st_mode & 07777, 0700);
+    ck_assert_int_eq(rmdir(uids), 0); /* empty: the lease went with the box */
+    ck_assert_int_eq(rmdir(run), 0);
+    ck_assert_int_eq(rmdir(tmp), 0);
+}
+END_TEST
+
 Suite *itest_suite_uids(void)
 {
     Suite *s = suite_create("uids");
-    TCase *tc = tcase_create("per-box users");
-    tcase_set_timeout(tc, 180);
-    tcase_add_test(tc, a_box_holding_every_quota_leaves_another_box_working);
-    tcase_add_test(tc, with_one_shared_uid_a_box_breaks_another);
-    suite_add_tcase(s, tc);
+    itest_tcase(
+        s, "per-box users", 180,
+        ITEST_TESTS(a_box_holding_every_quota_leaves_another_box_working, with_one_shared_uid_a_box_breaks_another));
+    itest_tcase(
+        s, "the machine's folder", 60,
+        ITEST_TESTS(expired_leases_are_swept_held_ones_stay, a_run_folder_of_the_wrong_owner_or_mode_is_refused));
     return s;
 }

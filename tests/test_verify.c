@@ -63,10 +63,7 @@ END_TEST
 Suite *itest_suite_verify(void)
 {
     Suite *s = suite_create("verify");
-    TCase *tc = tcase_create("read-back");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, honest_policy_runs);
+    TCase *tc = itest_tcase(s, "read-back", 60, ITEST_TESTS(honest_policy_runs));
     tcase_add_loop_test(tc, tampered_box_never_starts, 0, (int)(sizeof tampers / sizeof *tampers));
-    suite_add_tcase(s, tc);
     return s;
 }

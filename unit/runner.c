@@ -2,24 +2,17 @@
 /* The unit test runner: every suite under one Check runner, in fork mode (a crash in
  * one test fails that test, not the run), each test with a timeout. */
 #include <check.h>
-#include <ftw.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../pybox/util.h"
 #include "suites.h"
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
 
 void unit_rm_tree(const char *dir)
 {
     if (dir[0] != '\0')
-        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        (void)pybox_remove_tree_at(AT_FDCWD, dir);
 }
 
 int main(void)

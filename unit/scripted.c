@@ -27,10 +27,13 @@ typedef struct {
     size_t ctl_at;  /* control bytes read up to here */
     char secret[PYBOX_GUEST_SECRET_HEX + 1];
     bool have_hello, ended_program, recorded, holding, ended;
+    bool box_gone; /* ended, its stream not (script: stream_outlives_box) */
     int status_exit, status_signal;
     bool stopped;
     pybox_buf_t q1, q2; /* stdout and stderr waiting */
     int ended_stream;   /* a second stream, at its end from the start (script: ended_stream) */
+    int stdin_apart;    /* the box's stdin, a pipe whose reader is gone (script: stdin_apart) */
+    int end_pipe[2];    /* [0] readable once the box has ended (script: end_apart) */
     bool ended_stream_seen;
 } sbox_t;
 
@@ -55,6 +58,20 @@ static void wake(sbox_t *b)
     }
 }
 
+/* The box has ended: said on its stream, or only by its end descriptor. */
+static void box_ends(sbox_t *b)
+{
+    b->ended = true;
+    if (b->end_pipe[1] < 0) {
+        wake(b);
+        return;
+    }
+    char c = 1;
+    if (write(b->end_pipe[1], &c, 1) < 0) {
+        /* already readable */
+    }
+}
+
 static void record(sbox_t *b)
 {
     if (b->recorded)
@@ -62,8 +79,7 @@ static void record(sbox_t *b)
     b->recorded = true;
     b->holding = true;
     if (b->s->no_record) {
-        b->ended = true; /* gone without a word */
-        wake(b);
+        box_ends(b); /* gone without a word */
         return;
     }
     int code = b->status_signal ? 128 + b->status_signal : b->status_exit;
@@ -107,10 +123,10 @@ static void stop(sbox_t *b)
 static void release(sbox_t *b)
 {
     b->s->releases++;
-    if (b->holding) {
-        b->ended = true;
-        wake(b);
-    }
+    if (b->holding && b->s->stream_outlives_box)
+        b->box_gone = true;
+    else if (b->holding)
+        box_ends(b);
 }
 
 static int s_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **out, pybox_error_t *err)
@@ -134,6 +150,17 @@ static int s_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **
     b->base.ops = &scripted_ops;
     b->s = s;
     b->ended_stream = -1;
+    b->stdin_apart = -1;
+    b->end_pipe[0] = b->end_pipe[1] = -1;
+    if (s->end_apart && pipe2(b->end_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+        b->end_pipe[0] = b->end_pipe[1] = -1;
+    if (s->stdin_apart) {
+        int p2[2];
+        if (pipe2(p2, O_CLOEXEC | O_NONBLOCK) == 0) {
+            close(p2[0]); /* no reader: poll says POLLERR at once, every time */
+            b->stdin_apart = p2[1];
+        }
+    }
     if (s->ended_stream) {
         int p2[2];
         if (pipe2(p2, O_CLOEXEC | O_NONBLOCK) == 0) {
@@ -200,7 +227,8 @@ static void s_io_fds(const pybox_box_t *base, int *in_fd, int out_fds[2], int *n
 {
     const sbox_t *b = (const sbox_t *)base;
     int fd = b->wake[0];
-    *in_fd = fd;
+    b->s->io_polls++;
+    *in_fd = b->stdin_apart >= 0 ? b->stdin_apart : fd;
     out_fds[0] = fd;
     out_fds[1] = -1;
     *n_out = 1;
@@ -291,6 +319,11 @@ static int s_io_read(pybox_box_t *base, pybox_output_cb cb, void *arg, pybox_err
     return b->ended ? 1 : 0;
 }
 
+static int s_end_fd(const pybox_box_t *base)
+{
+    return ((const sbox_t *)base)->end_pipe[0];
+}
+
 static int s_signal(pybox_box_t *base, int sig, pybox_error_t *err)
 {
     (void)err;
@@ -299,14 +332,17 @@ static int s_signal(pybox_box_t *base, int sig, pybox_error_t *err)
         stop(b);
     } else if (sig == PYBOX_GUEST_SIG_RELEASE) {
         release(b);
+    } else if (sig == SIGKILL && b->box_gone) {
+        box_ends(b); /* nothing left to kill; its stream ends by itself */
+        return 1;
     } else if (sig == SIGKILL) {
         b->s->kills++;
-        b->ended = true; /* everything in the box dies: no record if there was none */
+        /* everything in the box dies: no record if there was none */
         if (!b->ended_program) {
             b->status_exit = 137;
             b->status_signal = SIGKILL;
         }
-        wake(b);
+        box_ends(b);
     }
     return 0;
 }
@@ -337,12 +373,17 @@ static int s_remove(pybox_box_t *base, bool *gone, pybox_error_t *err)
     return 0;
 }
 
+static void s_after_end(const pybox_box_t *base, pybox_box_after_t *out)
+{
+    *out = ((const sbox_t *)base)->s->after;
+}
+
 static int s_running(pybox_box_t *base, bool *running, pybox_error_t *err)
 {
     sbox_t *b = (sbox_t *)base;
     if (b->s->running_unknown)
         return pybox_error_set(err, PYBOX_ERR_ENGINE, EIO, "no answer");
-    *running = !b->s->stopped_before_copy && !b->ended;
+    *running = !b->s->stopped_before_copy && !b->ended && !b->box_gone;
     return 0;
 }
 
@@ -382,6 +423,11 @@ static void s_free(pybox_box_t *base)
     close(b->wake[1]);
     if (b->ended_stream >= 0)
         close(b->ended_stream);
+    if (b->stdin_apart >= 0)
+        close(b->stdin_apart);
+    for (int i = 0; i < 2; i++)
+        if (b->end_pipe[i] >= 0)
+            close(b->end_pipe[i]);
     pybox_buf_free(&b->in);
     pybox_buf_free(&b->q1);
     pybox_buf_free(&b->q2);
@@ -398,11 +444,13 @@ static const pybox_box_ops_t scripted_ops = {
     .io_write = s_io_write,
     .io_close_write = s_io_close_write,
     .io_read = s_io_read,
+    .end_fd = s_end_fd,
     .signal = s_signal,
     .wait = s_wait,
     .running = s_running,
     .cgroup = s_cgroup,
     .remove = s_remove,
+    .after_end = s_after_end,
     .id = s_id,
     .name = s_name,
     .spec_sha256 = s_spec_sha256,

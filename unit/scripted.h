@@ -51,6 +51,19 @@ typedef struct script {
      * after its init closed it), and how often the run read what the box says. */
     bool ended_stream;
     int io_reads;
+    /* The box's stdin apart from its output (as a native box's pipes), with no reader
+     * left (as once every process of a box has ended), and how often the run asked
+     * what to poll. */
+    bool stdin_apart;
+    int io_polls;
+    /* The box's end shown by a descriptor of its own (end_fd), and its stream never
+     * ending by itself (as a native box's pipes held open by descriptors in flight). */
+    bool end_apart;
+    /* The box ends at its release, but its stream goes on until a kill is asked, which
+     * then finds the box gone (as an engine whose stream waits for pipes held open). */
+    bool stream_outlives_box;
+    /* What the backend says outlived the box's end (after_end). */
+    pybox_box_after_t after;
     /* Leftovers the backend lists, and how many were removed. */
     const pybox_leftover_t *leftovers;
     size_t n_leftovers;

@@ -7,8 +7,11 @@
 #include <string.h>
 
 #include "../pybox/bounds.h"
+#include "../pybox/cli/cli.h"
 #include "../pybox/cli/help.h"
 #include "../pybox/cli/parse.h"
+#include "../pybox/limits.h"
+#include "../pybox/mcp/config.h"
 #include "../pybox/mcp/server.h"
 #include "../pybox/prepare.h"
 #include "../pybox/run.h"
@@ -269,38 +272,40 @@ static void ceiling_says(const pybox_limits_t *o, const pybox_config_t *c, const
 
 START_TEST(ceiling_digits)
 {
-    const pybox_config_t base = {.memory_bytes = 4096LL << 20,
-                                 .pids = 1024,
-                                 .nano_cpus = 4000000000LL,
-                                 .timeout_ms = 3600000,
+    const pybox_config_t base = {.limit = {[PYBOX_LIMIT_MEMORY] = 4096LL << 20,
+                                           [PYBOX_LIMIT_PIDS] = 1024,
+                                           [PYBOX_LIMIT_CPUS] = 4000000000LL,
+                                           [PYBOX_LIMIT_TIMEOUT] = 3600000},
                                  .source = "config.json of the installation"};
-    const pybox_limits_t within = {
-        .memory_bytes = 128LL << 20, .pids = 32, .nano_cpus = 500000000LL, .timeout_ms = 2000};
+    const pybox_limits_t within = {.v = {[PYBOX_LIMIT_MEMORY] = 128LL << 20,
+                                         [PYBOX_LIMIT_PIDS] = 32,
+                                         [PYBOX_LIMIT_CPUS] = 500000000LL,
+                                         [PYBOX_LIMIT_TIMEOUT] = 2000}};
     pybox_config_t c = base;
     pybox_limits_t o = within;
-    o.timeout_ms = 3600001;
+    o.v[PYBOX_LIMIT_TIMEOUT] = 3600001;
     ceiling_says(&o, &c, "timeout 3600.001 s (asked)", "ceiling of 3600 s");
-    c.timeout_ms = 10500;
-    o.timeout_ms = 10501;
+    c.limit[PYBOX_LIMIT_TIMEOUT] = 10500;
+    o.v[PYBOX_LIMIT_TIMEOUT] = 10501;
     ceiling_says(&o, &c, "timeout 10.501 s", "ceiling of 10.5 s");
     c = base;
     o = within;
-    c.nano_cpus = 1000000000LL;
-    o.nano_cpus = 1001000000LL;
+    c.limit[PYBOX_LIMIT_CPUS] = 1000000000LL;
+    o.v[PYBOX_LIMIT_CPUS] = 1001000000LL;
     ceiling_says(&o, &c, "cpus 1.001 (asked)", "ceiling of 1 (set by");
-    c.nano_cpus = 1000000500LL; /* a ceiling from config.json need not be whole milli-CPUs */
+    c.limit[PYBOX_LIMIT_CPUS] = 1000000500LL; /* a ceiling from config.json need not be whole milli-CPUs */
     ceiling_says(&o, &c, "cpus 1.001 (asked)", "ceiling of 1.0000005 (set by");
     c = base;
     o = within;
-    c.memory_bytes = 102912LL * 1024; /* 100.5 MiB */
-    o.memory_bytes = 102913LL * 1024;
+    c.limit[PYBOX_LIMIT_MEMORY] = 102912LL * 1024; /* 100.5 MiB */
+    o.v[PYBOX_LIMIT_MEMORY] = 102913LL * 1024;
     ceiling_says(&o, &c, "memory 102913 KiB (asked)", "ceiling of 102912 KiB");
-    c.memory_bytes = (100LL << 20) + 1;
-    o.memory_bytes = 101LL << 20;
+    c.limit[PYBOX_LIMIT_MEMORY] = (100LL << 20) + 1;
+    o.v[PYBOX_LIMIT_MEMORY] = 101LL << 20;
     ceiling_says(&o, &c, "memory 101 MiB (asked)", "ceiling of 104857601 bytes");
     c = base;
     o = within;
-    o.memory_bytes = 8192LL << 20;
+    o.v[PYBOX_LIMIT_MEMORY] = 8192LL << 20;
     ceiling_says(&o, &c, "memory 8192 MiB (asked)", "ceiling of 4096 MiB");
 }
 END_TEST
@@ -331,7 +336,7 @@ static bool names_option(const char *text, const char *name)
     return false;
 }
 
-static const char *const commands[] = {"exec", "mcp", "image build", "image", "cleanup", "verify", "key"};
+static const char *const commands[] = {"exec", "mcp", "image build", "image", "cleanup", "verify", "key", "chart"};
 
 START_TEST(help_lists_every_option)
 {
@@ -373,6 +378,150 @@ START_TEST(options_looked_up)
     pybox_error_clear(&err);
     ck_assert_int_eq(pybox_cli_value("mcp", "--images", true, &err), -1);
     ck_assert_str_eq(err.msg, "--images needs a value (see `pybox help mcp`)");
+}
+END_TEST
+
+/* ---- the parsers are the table's ---- */
+
+static const char *const every_command[] = {"exec",  "mcp",     "image build", "image list", "image verify", "image rm",
+                                            "image", "cleanup", "verify",      "key",        "chart"};
+
+typedef struct {
+    int val;
+    char value[64];
+    int taken;
+} took_t;
+
+static int took(void *ctx, int val, const char *value, pybox_error_t *err)
+{
+    (void)err;
+    took_t *t = ctx;
+    t->val = val;
+    snprintf(t->value, sizeof t->value, "%s", value != NULL ? value : "(none)");
+    t->taken++;
+    return 0;
+}
+
+/* Walk "word" and up to two arguments over command's options. */
+static int walk(const char *command, const char *a1, const char *a2, took_t *t, pybox_error_t *err)
+{
+    char w[] = "word", b1[64], b2[64];
+    char *argv[] = {w, b1, b2, NULL};
+    snprintf(b1, sizeof b1, "%s", a1);
+    snprintf(b2, sizeof b2, "%s", a2 != NULL ? a2 : "");
+    memset(t, 0, sizeof *t);
+    pybox_error_clear(err);
+    return pybox_cli_walk(command, a2 != NULL ? 3 : 2, argv, took, t, err);
+}
+
+START_TEST(every_command_walks_its_table)
+{
+    for (size_t c = 0; c < sizeof every_command / sizeof *every_command; c++) {
+        const char *name = every_command[c];
+        const pybox_cli_command_t *cmd = pybox_cli_command(name);
+        ck_assert_msg(cmd != NULL && cmd->run != NULL, "no command %s", name);
+        took_t t;
+        pybox_error_t err;
+        char want[200];
+        const char *help = strncmp(name, "image", 5) == 0 ? "image" : name;
+        /* an option the table lacks */
+        ck_assert_int_eq(walk(name, "--no-such-option", NULL, &t, &err), -1);
+        snprintf(want, sizeof want, "unknown option '--no-such-option' for `pybox %s` (see `pybox help %s`)", name,
+                 help);
+        ck_assert_str_eq(err.msg, want);
+        ck_assert_int_eq(err.kind, PYBOX_ERR_USAGE);
+        ck_assert_int_eq(t.taken, 0);
+        for (const struct option *o = cmd->options; o->name != NULL; o++) {
+            char opt[64], with[80];
+            snprintf(opt, sizeof opt, "--%s", o->name);
+            snprintf(with, sizeof with, "--%s=v", o->name);
+            ck_assert_int_ne(o->val, 0); /* getopt tells a flag given a value by it */
+            for (const struct option *p = cmd->options; p < o; p++)
+                ck_assert_int_ne(p->val, o->val);
+            if (o->has_arg == required_argument) {
+                ck_assert_int_eq(walk(name, opt, NULL, &t, &err), -1);
+                snprintf(want, sizeof want, "%s needs a value (see `pybox help %s`)", opt, help);
+                ck_assert_str_eq(err.msg, want);
+                ck_assert_int_eq(walk(name, with, NULL, &t, &err), 2);
+                ck_assert_int_eq(t.taken, 1);
+                ck_assert_int_eq(t.val, o->val);
+                ck_assert_str_eq(t.value, "v");
+                ck_assert_int_eq(walk(name, opt, "w", &t, &err), 3);
+                ck_assert_str_eq(t.value, "w");
+            } else {
+                ck_assert_int_eq(walk(name, with, NULL, &t, &err), -1);
+                snprintf(want, sizeof want, "%s takes no value (see `pybox help %s`)", opt, help);
+                ck_assert_str_eq(err.msg, want);
+                ck_assert_int_eq(walk(name, opt, NULL, &t, &err), 2);
+                ck_assert_int_eq(t.val, o->val);
+            }
+        }
+        /* an argument is left for the command, after the options */
+        ck_assert_int_eq(walk(name, "arg", NULL, &t, &err), 1);
+        ck_assert_int_eq(t.taken, 0);
+    }
+    ck_assert_ptr_null(pybox_cli_command("frob"));
+}
+END_TEST
+
+START_TEST(every_command_has_help)
+{
+    char w[] = "word", h[] = "--help", x[] = "x", s[] = "-h";
+    char *with_help[] = {w, x, h, NULL}, *short_help[] = {w, s, NULL}, *none[] = {w, x, NULL};
+    ck_assert(pybox_cli_wants_help(3, with_help));
+    ck_assert(pybox_cli_wants_help(2, short_help));
+    ck_assert(!pybox_cli_wants_help(2, none));
+    for (size_t c = 0; c < sizeof every_command / sizeof *every_command; c++) {
+        if (strchr(every_command[c], ' ') != NULL)
+            continue; /* a subcommand's help is its command's */
+        char *text = help_text(every_command[c]);
+        ck_assert_msg(strstr(text, "usage: pybox ") == text, "no usage for %s", every_command[c]);
+        free(text);
+    }
+}
+END_TEST
+
+/* ---- the limits' table (limits.h) ---- */
+
+START_TEST(limits_parse_their_range)
+{
+    for (int id = 0; id < PYBOX_LIMIT_COUNT; id++) {
+        const pybox_limit_t *l = pybox_limit(id);
+        char text[PYBOX_NUM_MAX];
+        int64_t v = -1;
+        /* the minimum and the maximum as the help says them read back */
+        if (l->kind == PYBOX_LIMIT_SIZE)
+            snprintf(text, sizeof text, "%lldm", (long long)(l->min >> 20));
+        else
+            pybox_limit_fmt(id, l->min, text);
+        ck_assert_msg(pybox_limit_parse(id, text, &v) == 0 && v == l->min, "%s: %s", l->name, text);
+        ck_assert(l->min <= l->dflt && l->dflt <= l->max);
+        ck_assert(l->ceiling <= l->max);
+        ck_assert_ptr_nonnull(l->config_key);
+        for (int j = 0; j < id; j++)
+            ck_assert_str_ne(pybox_limit(j)->config_key, l->config_key);
+        ck_assert_int_eq(pybox_limit(id)->config_unit > 0, 1);
+    }
+    int64_t v = 0;
+    ck_assert_int_eq(pybox_limit_parse(PYBOX_LIMIT_TIMEOUT, "0.099", &v), -1);
+    ck_assert_int_eq(pybox_limit_parse(PYBOX_LIMIT_TIMEOUT, "3600.001", &v), -1);
+    ck_assert_int_eq(pybox_limit_parse(PYBOX_LIMIT_TIMEOUT, "3600", &v), 0);
+    ck_assert_int_eq(v, 3600000);
+    ck_assert_int_eq(pybox_limit_parse(PYBOX_LIMIT_MEMORY, "31", &v), -1);
+    ck_assert_int_eq(pybox_limit_parse(PYBOX_LIMIT_MEMORY, "1025g", &v), -1);
+    ck_assert_int_eq(pybox_limit_parse(PYBOX_LIMIT_MEMORY, "1024g", &v), 0);
+    ck_assert_int_eq(pybox_limit_parse(PYBOX_LIMIT_PIDS, "7", &v), -1);
+    ck_assert_int_eq(pybox_limit_parse(PYBOX_LIMIT_PIDS, "4194305", &v), -1);
+    ck_assert_int_eq(pybox_limit_parse(PYBOX_LIMIT_PIDS, "18446744073709551615", &v), -1);
+    ck_assert_int_eq(pybox_limit_parse(PYBOX_LIMIT_CPUS, "0.009", &v), -1);
+    ck_assert_int_eq(pybox_limit_parse(PYBOX_LIMIT_CPUS, "1024.001", &v), -1);
+    ck_assert_int_eq(pybox_limit_parse(PYBOX_LIMIT_CPUS, "0.5", &v), 0);
+    ck_assert_int_eq(v, 500000000);
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_limit_refuse(PYBOX_LIMIT_TIMEOUT, "--max-timeout", "", &err), -1);
+    ck_assert_str_eq(err.msg, "--max-timeout: give seconds from 0.1 to 3600, with at most 3 decimals");
+    /* the box's own timer runs a full margin behind */
+    ck_assert_int_eq(pybox_limit_box_timer_ms(2000), 2000 + PYBOX_BOX_TIMER_MARGIN_MS);
 }
 END_TEST
 
@@ -447,7 +596,7 @@ START_TEST(man_pages_list_every_option)
     static const struct {
         const char *command, *page;
     } where[] = {{"exec", "pybox-exec.1"}, {"mcp", "pybox-mcp.1"}, {"image build", "pybox.1"}, {"image", "pybox.1"},
-                 {"cleanup", "pybox.1"},   {"verify", "pybox.1"},  {"key", "pybox.1"}};
+                 {"cleanup", "pybox.1"},   {"verify", "pybox.1"},  {"key", "pybox.1"},         {"chart", "pybox.1"}};
     for (size_t i = 0; i < sizeof where / sizeof *where; i++) {
         char *page = man_page(where[i].page);
         const struct option *opts = pybox_cli_options(where[i].command);
@@ -487,18 +636,22 @@ START_TEST(man_pages_give_defaults_and_ceilings)
 {
     char b[16][96];
     int n = 0;
-    snprintf(b[n++], sizeof *b, "default %g, or the image's", PYBOX_DEFAULT_TIMEOUT_MS / 1000.0);
-    snprintf(b[n++], sizeof *b, "from %g to %lld, at most 3 decimals", PYBOX_TIMEOUT_MIN_MS / 1000.0,
-             (long long)(PYBOX_TIMEOUT_MAX_MS / 1000));
+    /* the limits as their table says them (limits.h) */
+    const pybox_limit_t *tm = pybox_limit(PYBOX_LIMIT_TIMEOUT), *mem = pybox_limit(PYBOX_LIMIT_MEMORY),
+                        *pids = pybox_limit(PYBOX_LIMIT_PIDS), *cpus = pybox_limit(PYBOX_LIMIT_CPUS);
+    snprintf(b[n++], sizeof *b, "default %g, or the image's", (double)tm->dflt / 1000.0);
+    snprintf(b[n++], sizeof *b, "from %g to %lld, at most 3 decimals", (double)tm->min / 1000.0,
+             (long long)(tm->max / 1000));
     snprintf(b[n++], sizeof *b, "The box's own timer is %g s longer", PYBOX_BOX_TIMER_MARGIN_MS / 1000.0);
-    snprintf(b[n++], sizeof *b, "at least %lld MiB (default %lld MiB, or the image's", PYBOX_MEMORY_MIN >> 20,
-             PYBOX_DEFAULT_MEMORY >> 20);
-    snprintf(b[n++], sizeof *b, "max_memory_mib , default %lld MiB", PYBOX_CEILING_MEMORY >> 20);
-    snprintf(b[n++], sizeof *b, "at least %d (default %d, or the image's", PYBOX_PIDS_MIN, PYBOX_DEFAULT_PIDS);
-    snprintf(b[n++], sizeof *b, "max_pids , default %d", PYBOX_CEILING_PIDS);
-    snprintf(b[n++], sizeof *b, "at least %g (default %g, or the image's", PYBOX_NANO_CPUS_MIN / 1e9,
-             PYBOX_DEFAULT_NANO_CPUS / 1e9);
-    snprintf(b[n++], sizeof *b, "max_timeout_s , default %lld", (long long)(PYBOX_TIMEOUT_MAX_MS / 1000));
+    snprintf(b[n++], sizeof *b, "at least %lld MiB (default %lld MiB, or the image's", (long long)(mem->min >> 20),
+             (long long)(mem->dflt >> 20));
+    snprintf(b[n++], sizeof *b, "%s , default %lld MiB", mem->config_key, (long long)(mem->ceiling >> 20));
+    snprintf(b[n++], sizeof *b, "at least %lld (default %lld, or the image's", (long long)pids->min,
+             (long long)pids->dflt);
+    snprintf(b[n++], sizeof *b, "%s , default %lld", pids->config_key, (long long)pids->ceiling);
+    snprintf(b[n++], sizeof *b, "at least %g (default %g, or the image's", (double)cpus->min / 1e9,
+             (double)cpus->dflt / 1e9);
+    snprintf(b[n++], sizeof *b, "%s , default %lld", tm->config_key, (long long)(tm->ceiling / 1000));
     snprintf(b[n++], sizeof *b, "%lld MiB in all (default: none)", PYBOX_INPUT_MAX >> 20);
     snprintf(b[n++], sizeof *b, "at most %d files, %lld MiB each and %lld MiB in all", PYBOX_OUT_FILES_MAX,
              PYBOX_OUT_FILE_MAX >> 20, PYBOX_OUT_TOTAL_MAX >> 20);
@@ -512,14 +665,15 @@ START_TEST(man_pages_give_defaults_and_ceilings)
     char m[4][96];
     snprintf(m[0], sizeof *m, "at most %d)", PYBOX_MCP_IMAGES_MAX);
     snprintf(m[1], sizeof *m, "At most %d calls run at once", PYBOX_MCP_CALLS_MAX);
-    snprintf(m[2], sizeof *m, "at least %lld MiB (default 512M", PYBOX_MEMORY_MIN >> 20);
-    snprintf(m[3], sizeof *m, "from %g to %lld, at most 3 decimals (default 30", PYBOX_TIMEOUT_MIN_MS / 1000.0,
-             (long long)(PYBOX_TIMEOUT_MAX_MS / 1000));
+    snprintf(m[2], sizeof *m, "at least %lld MiB (default %lldM", (long long)(mem->min >> 20),
+             (long long)(PYBOX_MCP_MAX_MEMORY >> 20));
+    snprintf(m[3], sizeof *m, "from %g to %lld, at most 3 decimals (default %g", (double)tm->min / 1000.0,
+             (long long)(tm->max / 1000), PYBOX_MCP_MAX_TIMEOUT_MS / 1000.0);
     page_says("pybox-mcp.1", (const char *const[]){m[0], m[1], m[2], m[3], NULL});
 
     char c[3][96];
-    snprintf(c[0], sizeof *c, "max_memory_mib (default %lld)", PYBOX_CEILING_MEMORY >> 20);
-    snprintf(c[1], sizeof *c, "max_pids (default %d)", PYBOX_CEILING_PIDS);
+    snprintf(c[0], sizeof *c, "%s (default %lld)", mem->config_key, (long long)(mem->ceiling >> 20));
+    snprintf(c[1], sizeof *c, "%s (default %lld)", pids->config_key, (long long)pids->ceiling);
     snprintf(c[2], sizeof *c, "leftover_expiry_s (default %d)", PYBOX_EXPIRY_S);
     page_says("pybox.1",
               (const char *const[]){c[0], c[1], c[2], "else .Cm " PYBOX_DEFAULT_BACKEND, ".It Ev PYBOX_BACKEND", NULL});
@@ -569,6 +723,9 @@ Suite *suite_cli(void)
     tcase_add_test(tc, kill_step);
     tcase_add_test(tc, help_lists_every_option);
     tcase_add_test(tc, options_looked_up);
+    tcase_add_test(tc, every_command_walks_its_table);
+    tcase_add_test(tc, every_command_has_help);
+    tcase_add_test(tc, limits_parse_their_range);
     tcase_add_test(tc, color_option);
     tcase_add_test(tc, color_choice);
     tcase_set_timeout(tc, 5);

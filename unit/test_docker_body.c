@@ -502,10 +502,11 @@ START_TEST(relaxations_named_and_held)
     static const struct {
         const char *name, *section, *key;
     } r[] = {
-        {"program-root", NULL, "Entrypoint"},     {"writable-root", "HostConfig", "ReadonlyRootfs"},
-        {"engine-caps", "HostConfig", "CapAdd"},  {"new-privileges", "HostConfig", "SecurityOpt"},
-        {"seccomp", "HostConfig", "SecurityOpt"}, {"pids", "HostConfig", "PidsLimit"},
-        {"memory", "HostConfig", "Memory"},       {"system-paths", "HostConfig", "MaskedPaths"},
+        {"program-root", NULL, "Entrypoint"},      {"writable-root", "HostConfig", "ReadonlyRootfs"},
+        {"engine-caps", "HostConfig", "CapAdd"},   {"new-privileges", "HostConfig", "SecurityOpt"},
+        {"seccomp", "HostConfig", "SecurityOpt"},  {"pids", "HostConfig", "PidsLimit"},
+        {"memory", "HostConfig", "Memory"},        {"system-paths", "HostConfig", "MaskedPaths"},
+        {"apparmor", "HostConfig", "SecurityOpt"},
     };
     ck_assert_uint_eq(pybox_policy_relax_bit("nope"), 0);
     cJSON *inspect = load_fixture();
@@ -555,6 +556,29 @@ START_TEST(relaxations_named_and_held)
     body = pybox_docker_body(&p);
     ck_assert(array_has(get(get(body, "HostConfig"), "CapAdd"), "CAP_NET_RAW"));
     ck_assert(array_has(get(get(body, "HostConfig"), "Binds"), "/run/engine.sock:" PYBOX_RELAX_SOCKET_AT));
+    cJSON_Delete(body);
+    /* One masked path left as it is, the host's pressure files: that one alone leaves
+     * MaskedPaths, it is named, and a box masking it does not pass for one that does not. */
+    fixture_policy(&p);
+    body = pybox_docker_body(&p);
+    const cJSON *masked = get(get(body, "HostConfig"), "MaskedPaths");
+    ck_assert(array_has(masked, "/proc/pressure"));
+    int all = cJSON_GetArraySize(masked);
+    cJSON_Delete(body);
+    ck_assert(pybox_policy_is_masked_path("/proc/pressure"));
+    ck_assert(!pybox_policy_is_masked_path("/proc/meminfo"));
+    p.relax_unmask = "/proc/pressure";
+    pybox_policy_relaxed(&p, list, sizeof list);
+    ck_assert_str_eq(list, "unmasked /proc/pressure");
+    body = pybox_docker_body(&p);
+    masked = get(get(body, "HostConfig"), "MaskedPaths");
+    ck_assert(!array_has(masked, "/proc/pressure"));
+    ck_assert(array_has(masked, "/proc/kcore") && array_has(masked, "/proc/timer_list"));
+    ck_assert_int_eq(cJSON_GetArraySize(masked), all - 1);
+    ck_assert(array_has(get(get(body, "HostConfig"), "ReadonlyPaths"), "/proc/sysrq-trigger"));
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_docker_verify(&p, inspect, NULL, &err), -1);
+    ck_assert_msg(strstr(err.msg, "HostConfig.MaskedPaths") != NULL, "%s", err.msg);
     cJSON_Delete(body);
     cJSON_Delete(inspect);
 }

@@ -55,7 +55,7 @@ static cJSON *record(const char *kind, const char *id, const char *started, cons
     cJSON *host = cJSON_AddObjectToObject(r, "host");
     cJSON_AddStringToObject(host, "kernel", "6.1.0");
     cJSON_AddNumberToObject(host, "cpus", 2);
-    cJSON_AddStringToObject(host, "cgroup", "v2");
+    cJSON_AddStringToObject(host, "cgroup", "v1");
     cJSON_AddStringToObject(host, "engine", "Docker/20.10");
     cJSON *runs = cJSON_AddArrayToObject(r, "runs");
     const char *names[] = {"with", "without"};
@@ -301,6 +301,44 @@ START_TEST(a_column_per_backend)
 }
 END_TEST
 
+/* The same case on a host of cgroup v1 and in a Debian guest as shipped (cgroup v2 under
+ * systemd): a column for each, the guest's after its backend's own, and each column's
+ * machine said under the table. */
+START_TEST(a_column_per_kind_of_host)
+{
+    char a[80], b[80], c[80], report[4096] = "";
+    cJSON *r1 = record("restriction", "keyring", "2026-01-01T00:00:00.000Z", "pass", "BLOCKED: here\n");
+    cJSON_AddStringToObject(r1, "backend", "native");
+    cJSON *r2 = record("restriction", "keyring", "2026-01-01T00:00:01.000Z", "pass", "BLOCKED: guest\n");
+    cJSON_AddStringToObject(r2, "backend", "native");
+    cJSON *h = cJSON_GetObjectItemCaseSensitive(r2, "host");
+    cJSON_ReplaceItemInObjectCaseSensitive(h, "cgroup", cJSON_CreateString("v2"));
+    cJSON_ReplaceItemInObjectCaseSensitive(h, "kernel", cJSON_CreateString("6.1.0-guest"));
+    cJSON_AddStringToObject(h, "cgroup_manager", "systemd");
+    cJSON *r3 = record("restriction", "keyring", "2026-01-01T00:00:02.000Z", "pass", "BLOCKED: docker\n");
+    cJSON_AddStringToObject(r3, "backend", "docker");
+    store(r1, a);
+    store(r2, b);
+    store(r3, c);
+    write_pages();
+    ck_assert_msg(check(report, sizeof report) == 0, "%s", report);
+    const char *page = slurp("restriction.md");
+    ck_assert_msg(strstr(page, "| On docker | On native | On native, cgroup v2 (systemd) |") != NULL, "%s", page);
+    const char *row = strstr(page, "| keyring |");
+    ck_assert_ptr_nonnull(row);
+    const char *end = strchr(row, '\n');
+    char *line = strndup(row, (size_t)(end - row));
+    ck_assert_msg(strstr(line, "BLOCKED: docker") < strstr(line, "BLOCKED: here") &&
+                      strstr(line, "BLOCKED: here") < strstr(line, "BLOCKED: guest"),
+                  "%s", line);
+    free(line);
+    ck_assert_msg(strstr(page, "- on native, cgroup v2 (systemd): kernel 6.1.0-guest") != NULL, "%s", page);
+    ck_assert_msg(strstr(page, "- on native: kernel 6.1.0,") != NULL, "%s", page);
+    const char *index = slurp("README.md");
+    ck_assert_msg(strstr(index, "| Restriction checks | 1 | 1 of 1 | 1 of 1 | 1 of 1 |") != NULL, "%s", index);
+}
+END_TEST
+
 START_TEST(paths_and_cells)
 {
     cJSON *j = cJSON_Parse("{\"a\":{\"b\":[{\"c\":1},{\"c\":\"x|y\\n<z>\"}]},\"n\":2.5}");
@@ -460,6 +498,73 @@ START_TEST(receipts_verified_against_the_campaigns_key)
 }
 END_TEST
 
+/* What that check is not (docs/campaign.md, "The check"): the key is the record's own, so
+ * a record whose receipt was changed and signed again with another key that the record
+ * now carries, or that names no key at all, passes. It detects corruption, not forgery. */
+START_TEST(a_record_carrying_its_own_key_detects_corruption_not_forgery)
+{
+    pybox_key_t *keys[2] = {NULL, NULL};
+    pybox_buf_t pem[2];
+    for (int i = 0; i < 2; i++) {
+        char home[128];
+        snprintf(home, sizeof home, "%s/home%d", dir, i);
+        setenv("PYBOX_HOME", home, 1);
+        pybox_state_t st;
+        pybox_error_t err = {0};
+        ck_assert_msg(pybox_state_open(&st, true, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(pybox_key_load(&st, true, &keys[i], &err), 1);
+        pybox_buf_init(&pem[i], 0);
+        ck_assert_int_eq(pybox_key_public_pem(keys[i], &pem[i], &err), 0);
+    }
+    unsetenv("PYBOX_HOME");
+    for (int variant = 0; variant < 3; variant++) {
+        cJSON *r = record("restriction", "forged", "2026-01-01T00:00:00.000Z", "pass", "BLOCKED: no\n");
+        cJSON *host = cJSON_GetObjectItemCaseSensitive(r, "host");
+        cJSON_AddStringToObject(host, "receipt_key", pem[0].data);
+        const cJSON *run;
+        pybox_error_t err = {0};
+        cJSON_ArrayForEach (run, ev_path(r, "runs"))
+            ck_assert_int_eq(pybox_sign_receipt(cJSON_GetObjectItemCaseSensitive(run, "receipt"), keys[0], &err), 0);
+        /* the receipt changed after the campaign signed it */
+        cJSON *second = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ev_path(r, "runs"), 1), "receipt");
+        cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(ev_path(second, "said"), "stdout")->child,
+                             "ESCAPED: no\n");
+        if (variant == 1) { /* signed again with another key, which the record now carries */
+            cJSON_DeleteItemFromObjectCaseSensitive(second, "signature");
+            ck_assert_int_eq(pybox_sign_receipt(second, keys[1], &err), 0);
+            cJSON_ReplaceItemInObjectCaseSensitive(host, "receipt_key", cJSON_CreateString(pem[1].data));
+            cJSON_ArrayForEach (run, ev_path(r, "runs")) {
+                cJSON *rc = cJSON_GetObjectItemCaseSensitive(run, "receipt");
+                if (rc == second)
+                    continue;
+                cJSON_DeleteItemFromObjectCaseSensitive(rc, "signature");
+                ck_assert_int_eq(pybox_sign_receipt(rc, keys[1], &err), 0);
+            }
+        } else if (variant == 2) { /* or naming no key, as records from before signing */
+            cJSON_DeleteItemFromObjectCaseSensitive(host, "receipt_key");
+        }
+        char name[80];
+        store(r, name);
+        FILE *quiet = fopen("/dev/null", "we");
+        ev_write_pages(dir, limits, quiet);
+        fclose(quiet);
+        char report[4096];
+        int bad = check(report, sizeof report);
+        if (variant == 0)
+            ck_assert_msg(bad > 0 && strstr(report, "runs.1.receipt: signature does not match"), "%s", report);
+        else
+            ck_assert_msg(bad == 0, "variant %d: %s", variant, report);
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/" EV_RECORDS "/%s", dir, name);
+        ck_assert_int_eq(unlink(path), 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        pybox_buf_free(&pem[i]);
+        pybox_key_free(keys[i]);
+    }
+}
+END_TEST
+
 Suite *suite_evidence(void)
 {
     Suite *s = suite_create("evidence");
@@ -474,10 +579,12 @@ Suite *suite_evidence(void)
     tcase_add_test(tc, deleted_page_fails);
     tcase_add_test(tc, failed_attempt_kept_and_listed);
     tcase_add_test(tc, a_column_per_backend);
+    tcase_add_test(tc, a_column_per_kind_of_host);
     tcase_add_test(tc, paths_and_cells);
     tcase_add_test(tc, not_a_record_is_a_problem);
     tcase_add_test(tc, verdict_must_follow_from_runs);
     tcase_add_test(tc, fifo_in_records_not_waited_on);
+    tcase_add_test(tc, a_record_carrying_its_own_key_detects_corruption_not_forgery);
     tcase_add_test(tc, numbers_shown_plainly);
     tcase_add_test(tc, receipts_verified_against_the_campaigns_key);
     suite_add_tcase(s, tc);

@@ -2232,7 +2232,7 @@ START_TEST(base64_strict)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         unsigned char *out = NULL;
         size_t n = 99;
-        int rc = pybox_mcp_base64_decode(cases[i].in, strlen(cases[i].in), &out, &n);
+        int rc = pybox_base64_decode(cases[i].in, strlen(cases[i].in), &out, &n);
         ck_assert_msg((rc == 0) == cases[i].ok, "'%s': %d", cases[i].in, rc);
         if (rc == 0) {
             ck_assert_uint_eq(n, cases[i].n);

@@ -21,11 +21,14 @@
 #include <unistd.h>
 
 #include "../pybox/native/cgroup.h"
+#include "../pybox/native/internal.h"
+#include "../pybox/native/native.h"
 #include "../pybox/native/parse.h"
 #include "../pybox/native/sandbox.h"
 #include "../pybox/native/seccomp.h"
 #include "../pybox/native/verify.h"
 #include "../pybox/policy.h"
+#include "../pybox/systemd.h"
 #include "suites.h"
 
 /* ---- the seccomp compiler ---- */
@@ -433,6 +436,22 @@ START_TEST(parse_cgroup_files)
     ck_assert_int_eq(q, -1);
     pybox_error_t e3 = {0};
     ck_assert_int_eq(pybox_np_cg_cpu_max("50000\n", 6, &q, &per, &e3), -1);
+    /* cgroup.procs: a process id per line; an empty list is no process. */
+    ck_assert_int_eq(pybox_np_cg_procs("", 0, &v, &err), 0);
+    ck_assert_int_eq(v, 0);
+    ck_assert_int_eq(pybox_np_cg_procs("4242\n17\n", 8, &v, &err), 0);
+    ck_assert_int_eq(v, 2);
+    ck_assert_int_eq(pybox_np_cg_procs("4242", 4, &v, &err), 0);
+    ck_assert_int_eq(v, 1);
+    static const char *const bad[] = {"\n", "0\n", "-3\n", "12 \n", "x\n", "1\n\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pybox_error_t e4 = {0};
+        ck_assert_msg(pybox_np_cg_procs(bad[i], strlen(bad[i]), &v, &e4) == -1, "taken: '%s'", bad[i]);
+    }
+    /* cgroup.events (v2): populated is one of its keys. */
+    const char events[] = "populated 0\nfrozen 0\n";
+    ck_assert_int_eq(pybox_np_cg_keyed(events, strlen(events), "populated", &v, &err), 0);
+    ck_assert_int_eq(v, 0);
 }
 END_TEST
 
@@ -481,6 +500,20 @@ static void fixture_end(void)
 
 #define LEAF "0123456789abcdef0123456789abcdef"
 
+/* The fixture as a host: with systemd as its init (a folder standing for the mark
+ * sd_booted looks for), or without. */
+static pybox_native_cg_host_t host_of(bool systemd)
+{
+    char mark[256];
+    snprintf(mark, sizeof mark, "%s/%s", fixture, systemd ? "run-systemd-system" : "no-such-mark");
+    if (systemd)
+        (void)mkdir(mark, 0755);
+    pybox_native_cg_host_t h;
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_native_cg_host(fixture, mark, &h, &err) == 0, "%s", err.msg);
+    return h;
+}
+
 START_TEST(cgroup_v2_fixture)
 {
     fixture_new();
@@ -489,13 +522,22 @@ START_TEST(cgroup_v2_fixture)
     int version = 0;
     ck_assert_int_eq(pybox_native_cg_detect(fixture, &version, &err), 0);
     ck_assert_int_eq(version, 2);
+    /* As systemd leaves the root at boot: memory and pids only. */
+    put("cgroup.subtree_control", "memory pids\n");
+    pybox_native_cg_host_t h = host_of(false);
+    ck_assert(!h.systemd);
     pybox_native_cgroup_t cg;
-    ck_assert_int_eq(pybox_native_cg_paths(fixture, 2, "pybox-inst", LEAF, &cg, &err), 0);
+    ck_assert_int_eq(pybox_native_cg_paths(&h, "pybox-inst", LEAF, &cg, &err), 0);
+    ck_assert_str_eq(cg.rel, "/pybox-inst/" LEAF);
+    ck_assert(!cg.systemd);
     pybox_native_cg_limits_t want;
     pybox_native_cg_want(128LL << 20, 32, 500000000, &want);
     ck_assert_int_eq(want.cpu_quota_us, 50000);
     ck_assert_int_eq(pybox_native_cg_make(&cg, &want, &err), 0);
     char buf[128];
+    /* Nobody else manages the tree: the controllers are enabled from the root down. */
+    get("cgroup.subtree_control", buf, sizeof buf);
+    ck_assert_str_eq(buf, "+memory +pids +cpu");
     get("pybox-inst/cgroup.subtree_control", buf, sizeof buf);
     ck_assert_str_eq(buf, "+memory +pids +cpu");
     get("pybox-inst/" LEAF "/memory.max", buf, sizeof buf);
@@ -529,6 +571,142 @@ START_TEST(cgroup_v2_fixture)
     ck_assert_int_eq(pybox_native_cg_attach(&cg, 4242, &err), 0);
     get("pybox-inst/" LEAF "/cgroup.procs", buf, sizeof buf);
     ck_assert_str_eq(buf, "4242");
+    /* The box's end as the kernel counts it: cgroup.events, "populated" 0 or 1. */
+    bool populated = false, empty = true;
+    put("pybox-inst/" LEAF "/cgroup.events", "populated 1\nfrozen 0\n");
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &err), 0);
+    ck_assert(populated);
+    ck_assert_int_eq(pybox_native_cg_wait_empty(&cg, 0, &empty, &err), 0);
+    ck_assert(!empty);
+    put("pybox-inst/" LEAF "/cgroup.events", "populated 0\nfrozen 0\n");
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &err), 0);
+    ck_assert(!populated);
+    ck_assert_int_eq(pybox_native_cg_wait_empty(&cg, 0, &empty, &err), 0);
+    ck_assert(empty);
+    /* Without the key, or with a value that is not a count, nothing is concluded. */
+    put("pybox-inst/" LEAF "/cgroup.events", "frozen 0\n");
+    pybox_error_t e4 = {0};
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &e4), -1);
+    ck_assert(populated);
+    put("pybox-inst/" LEAF "/cgroup.events", "populated yes\n");
+    pybox_error_t e5 = {0};
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &e5), -1);
+    fixture_end();
+}
+END_TEST
+
+/* A folder on the way down that takes no controllers: refused with the folder named. */
+START_TEST(cgroup_v2_enable_refused)
+{
+    fixture_new();
+    put("cgroup.controllers", "cpu memory pids\n");
+    sub("cgroup.subtree_control"); /* a folder: cannot be written */
+    pybox_native_cg_host_t h = host_of(false);
+    pybox_native_cgroup_t cg;
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_native_cg_paths(&h, "pybox-inst", LEAF, &cg, &err), 0);
+    pybox_native_cg_limits_t want;
+    pybox_native_cg_want(128LL << 20, 32, 500000000, &want);
+    ck_assert_int_eq(pybox_native_cg_make(&cg, &want, &err), -1);
+    ck_assert_msg(
+        strstr(err.msg, "cgroup v2: the memory, pids and cpu controllers cannot be enabled for the boxes in ") != NULL,
+        "%s", err.msg);
+    char p[256];
+    snprintf(p, sizeof p, "%s/pybox-inst/" LEAF, fixture);
+    ck_assert_int_eq(access(p, F_OK), -1); /* no leaf made */
+    fixture_end();
+}
+END_TEST
+
+/* v2 under systemd: the leaf sits in the box's own scope in pybox.slice; it is made only
+ * once the box's process is in that scope, and only from a scope that systemd gave the
+ * three controllers. */
+START_TEST(cgroup_v2_systemd_scope)
+{
+    fixture_new();
+    put("cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n");
+    put("cgroup.subtree_control", "memory pids\n");
+    pybox_native_cg_host_t h = host_of(true);
+    ck_assert(h.systemd);
+    pybox_native_cgroup_t cg;
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_native_cg_paths(&h, "pybox-inst", LEAF, &cg, &err), 0);
+    ck_assert(cg.systemd);
+    ck_assert_str_eq(cg.unit, "pybox-inst-" LEAF ".scope");
+    ck_assert(pybox_sd_unit_name_ok(cg.unit, ".scope"));
+    ck_assert(!pybox_sd_unit_name_ok("pybox-inst/x.scope", ".scope"));
+    ck_assert(!pybox_sd_unit_name_ok(".scope", ".scope"));
+    ck_assert(!pybox_sd_unit_name_ok("pybox.slice", ".scope"));
+    ck_assert_str_eq(cg.rel, "/pybox.slice/pybox-inst-" LEAF ".scope/box");
+    char p[512];
+    snprintf(p, sizeof p, "%s/pybox.slice/pybox-inst-" LEAF ".scope", fixture);
+    ck_assert_str_eq(cg.scope, p);
+    snprintf(p, sizeof p, "%s/pybox.slice/pybox-inst-" LEAF ".scope/box", fixture);
+    ck_assert_str_eq(cg.unified, p);
+    pybox_native_cg_limits_t want;
+    pybox_native_cg_want(128LL << 20, 32, 500000000, &want);
+    /* Nothing is made beside systemd's slices. */
+    pybox_error_t e1 = {0};
+    ck_assert_int_eq(pybox_native_cg_make(&cg, &want, &e1), -1);
+    snprintf(p, sizeof p, "%s/pybox-inst", fixture);
+    ck_assert_int_eq(access(p, F_OK), -1);
+    char buf[128];
+    get("cgroup.subtree_control", buf, sizeof buf);
+    ck_assert_str_eq(buf, "memory pids\n"); /* the root is systemd's: never written */
+    /* A scope given memory and pids only (no delegation of cpu): refused, nothing made. */
+    sub("pybox.slice");
+    sub("pybox.slice/pybox-inst-" LEAF ".scope");
+    put("pybox.slice/pybox-inst-" LEAF ".scope/cgroup.controllers", "memory pids\n");
+    bool made = true;
+    pybox_error_t e2 = {0};
+    ck_assert_int_eq(pybox_native_cg_adopt(&cg, 4242, &want, &made, &e2), -1);
+    ck_assert(!made);
+    ck_assert_msg(strstr(e2.msg, "cgroup v2 under systemd: the box's scope pybox-inst-" LEAF
+                                 ".scope was given the controllers \"memory pids\", not memory, pids and cpu") != NULL,
+                  "%s", e2.msg);
+    ck_assert_int_eq(access(cg.unified, F_OK), -1);
+    /* Delegated: the leaf made, the process moved in, then the scope passes the
+     * controllers on and the limits are written and read back. */
+    put("pybox.slice/pybox-inst-" LEAF ".scope/cgroup.controllers", "cpuset cpu io memory pids\n");
+    ck_assert_msg(pybox_native_cg_adopt(&cg, 4242, &want, &made, &err) == 0, "%s", err.msg);
+    ck_assert(made);
+    get("pybox.slice/pybox-inst-" LEAF ".scope/box/cgroup.procs", buf, sizeof buf);
+    ck_assert_str_eq(buf, "4242");
+    get("pybox.slice/pybox-inst-" LEAF ".scope/cgroup.subtree_control", buf, sizeof buf);
+    ck_assert_str_eq(buf, "+memory +pids +cpu");
+    get("pybox.slice/pybox-inst-" LEAF ".scope/box/memory.max", buf, sizeof buf);
+    ck_assert_str_eq(buf, "134217728");
+    get("pybox.slice/pybox-inst-" LEAF ".scope/box/cpu.max", buf, sizeof buf);
+    ck_assert_str_eq(buf, "50000 100000");
+    get("cgroup.subtree_control", buf, sizeof buf);
+    ck_assert_str_eq(buf, "memory pids\n");
+    /* The installation's leftovers are its scopes that still hold PyBox's leaf. */
+    sub("pybox.slice/pybox-inst-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.scope"); /* systemd's, emptied */
+    sub("pybox.slice/pybox-other-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.scope");
+    sub("pybox.slice/pybox-other-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.scope/box"); /* another installation's */
+    sub("staging");
+    char st[128];
+    snprintf(st, sizeof st, "%s/staging", fixture);
+    pybox_native_leftover_t *l = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(pybox_native_leftovers(&h, "pybox-inst", st, &l, &n, &err), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(l[0].run_id, LEAF);
+    ck_assert(l[0].cgroup && !l[0].staging);
+    /* Removed: the leaf only (the fixture's files stand for the kernel's, so they go
+     * first); the scope is systemd's. */
+    const char *files[] = {"cgroup.procs", "memory.max", "memory.swap.max", "pids.max", "cpu.max"};
+    for (size_t i = 0; i < 5; i++) {
+        char f[PATH_MAX + 32];
+        snprintf(f, sizeof f, "%s/%s", cg.unified, files[i]);
+        ck_assert_int_eq(unlink(f), 0);
+    }
+    bool gone = false;
+    ck_assert_int_eq(pybox_native_leftover_remove(&h, "pybox-inst", st, &l[0], 1500, &gone, &err), 0);
+    ck_assert(gone);
+    ck_assert_int_eq(access(cg.unified, F_OK), -1);
+    ck_assert_int_eq(access(cg.scope, F_OK), 0);
+    free(l);
     fixture_end();
 }
 END_TEST
@@ -558,7 +736,9 @@ START_TEST(cgroup_v1_fixture)
     ck_assert_int_eq(pybox_native_cg_detect(fixture, &version, &err), 0);
     ck_assert_int_eq(version, 1);
     pybox_native_cgroup_t cg;
-    ck_assert_int_eq(pybox_native_cg_paths(fixture, 1, "pybox-inst", LEAF, &cg, &err), 0);
+    pybox_native_cg_host_t h = host_of(true); /* systemd changes nothing on v1 */
+    ck_assert(!h.systemd);
+    ck_assert_int_eq(pybox_native_cg_paths(&h, "pybox-inst", LEAF, &cg, &err), 0);
     ck_assert_str_eq(cg.cpu, cg.cpuacct); /* mounted together: one folder */
     ck_assert_ptr_nonnull(strstr(cg.cpu, "/cpu,cpuacct/pybox-inst/" LEAF));
     pybox_native_cg_limits_t want;
@@ -588,6 +768,33 @@ START_TEST(cgroup_v1_fixture)
     int64_t kills;
     ck_assert_int_eq(pybox_native_cg_oom_kills(&cg, &kills, &err), 0);
     ck_assert_int_eq(kills, 1);
+    /* The box's end as the kernel counts it: v1 has no cgroup.events outside the unified
+     * mount; every controller's cgroup.procs is empty. One process in one is enough. */
+    bool populated = false, empty = false;
+    put("memory/pybox-inst/" LEAF "/cgroup.procs", "");
+    put("pids/pybox-inst/" LEAF "/cgroup.procs", "");
+    put("cpu,cpuacct/pybox-inst/" LEAF "/cgroup.procs", "");
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &err), 0);
+    ck_assert(!populated);
+    ck_assert_int_eq(pybox_native_cg_wait_empty(&cg, 0, &empty, &err), 0);
+    ck_assert(empty);
+    put("pids/pybox-inst/" LEAF "/cgroup.procs", "4242\n");
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &err), 0);
+    ck_assert(populated);
+    ck_assert_int_eq(pybox_native_cg_wait_empty(&cg, 0, &empty, &err), 0);
+    ck_assert(!empty);
+    /* A list longer than a page is processes, whatever the rest says. */
+    char many[8192];
+    size_t at = 0;
+    for (int pid = 1000; at + 8 < sizeof many; pid++)
+        at += (size_t)snprintf(many + at, sizeof many - at, "%d\n", pid);
+    put("pids/pybox-inst/" LEAF "/cgroup.procs", "");
+    put("cpu,cpuacct/pybox-inst/" LEAF "/cgroup.procs", many);
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &err), 0);
+    ck_assert(populated);
+    put("cpu,cpuacct/pybox-inst/" LEAF "/cgroup.procs", "not a pid\n");
+    pybox_error_t e4 = {0};
+    ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &e4), -1);
     fixture_end();
 }
 END_TEST
@@ -625,12 +832,13 @@ START_TEST(leftovers_by_run_id_only)
     pybox_native_leftover_t *l = NULL;
     size_t n = 0;
     pybox_error_t err = {0};
-    ck_assert_int_eq(pybox_native_leftovers(fixture, "pybox-inst", st, &l, &n, &err), 0);
+    pybox_native_cg_host_t h = host_of(false);
+    ck_assert_int_eq(pybox_native_leftovers(&h, "pybox-inst", st, &l, &n, &err), 0);
     ck_assert_uint_eq(n, 4);
     int removed = 0;
     for (size_t i = 0; i < n; i++) {
         bool gone = false;
-        ck_assert_int_eq(pybox_native_leftover_remove(fixture, "pybox-inst", st, &l[i], 1500, &gone, &err), 0);
+        ck_assert_int_eq(pybox_native_leftover_remove(&h, "pybox-inst", st, &l[i], 1500, &gone, &err), 0);
         removed += gone;
         if (strcmp(l[i].run_id, LEAF) == 0) {
             ck_assert(l[i].cgroup && !l[i].staging && gone);
@@ -682,6 +890,7 @@ static void spec_ok(pybox_native_spec_t *s)
     snprintf(root, sizeof root, "%s/root", fixture);
     snprintf(staging, sizeof staging, "%s/staging", fixture);
     memset(s, 0, sizeof *s);
+    pybox_native_spec_defaults(s);
     s->rootfs = root;
     s->mount_in = true;
     s->out_bytes = 1 << 20;
@@ -762,6 +971,9 @@ START_TEST(spec_checks)
     t = s;
     t.relax_cap = "CAP_EVERYTHING";
     spec_refused(&t, "not a capability");
+    t = s;
+    t.relax_unmask = "/proc/meminfo"; /* not one of the policy's masked paths */
+    spec_refused(&t, "relax_unmask is not one of the policy's masked paths");
     t = s;
     static const char *const bad_env[] = {"NOEQUALS", NULL};
     t.env = bad_env;
@@ -939,11 +1151,57 @@ START_TEST(verify_mounts_each_check)
 }
 END_TEST
 
+/* The init's environment is the spec's, whole and in order: one entry more, less,
+ * changed or moved is a difference. */
+START_TEST(environment_checked)
+{
+    static const char *const env[] = {"PATH=/bin", "LANG=C.UTF-8", "HOME=/tmp", NULL};
+#define T(text) text, sizeof(text) - 1 /* with its NULs, without the literal's own */
+    static const struct {
+        int diffs;         /* the differences seen */
+        const char *extra; /* relax_env */
+        const char *text;  /* /proc/<pid>/environ */
+        size_t len;
+    } cases[] = {
+        {0, NULL, T("PATH=/bin\0LANG=C.UTF-8\0HOME=/tmp\0")},
+        {0, "X=1", T("PATH=/bin\0LANG=C.UTF-8\0HOME=/tmp\0X=1\0")},
+        {1, NULL, T("PATH=/bin\0LANG=C.UTF-8\0HOME=/tmp\0X=1\0")},
+        {1, NULL, T("PATH=/bin\0LANG=C.UTF-8\0")},
+        {1, NULL, T("PATH=/bin\0LANG=C\0HOME=/tmp\0")},
+        {1, NULL, T("LANG=C.UTF-8\0PATH=/bin\0HOME=/tmp\0")},
+    };
+#undef T
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        pybox_nv_t v;
+        pybox_nv_init(&v);
+        pybox_nv_environ(&v, cases[i].text, cases[i].len, env, cases[i].extra);
+        ck_assert_msg(v.count == cases[i].diffs, "case %zu: %d differences", i, v.count);
+        ck_assert_int_eq(v.checked, 1);
+        pybox_nv_free(&v);
+    }
+}
+END_TEST
+
+/* Capabilities are named by libcap's table, in the kernel's spelling only. */
+START_TEST(capability_names)
+{
+    ck_assert_int_eq(pybox_native_cap_number("CAP_CHOWN"), 0);
+    ck_assert_int_eq(pybox_native_cap_number("CAP_KILL"), 5);
+    ck_assert_int_eq(pybox_native_cap_number("CAP_SYS_ADMIN"), 21);
+    ck_assert_int_eq(pybox_native_cap_number("CAP_CHECKPOINT_RESTORE"), 40);
+    static const char *const refused[] = {"cap_kill", "5", "CAP_CHOWN,CAP_KILL", "CAP_EVERYTHING", "", "all", "CAP_"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+        ck_assert_msg(pybox_native_cap_number(refused[i]) == -1, "%s taken", refused[i]);
+}
+END_TEST
+
 Suite *suite_native(void)
 {
     Suite *s = suite_create("native");
     TCase *tc = tcase_create("seccomp");
     tcase_add_test(tc, seccomp_profile_compiles_whole);
+    tcase_add_test(tc, capability_names);
+    tcase_add_test(tc, environment_checked);
     tcase_add_test(tc, seccomp_digest_is_stable);
     tcase_add_test(tc, seccomp_unknown_names_reported);
     tcase_add_test(tc, seccomp_strict_form);
@@ -961,6 +1219,8 @@ Suite *suite_native(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("cgroup");
     tcase_add_test(tc, cgroup_v2_fixture);
+    tcase_add_test(tc, cgroup_v2_enable_refused);
+    tcase_add_test(tc, cgroup_v2_systemd_scope);
     tcase_add_test(tc, cgroup_v2_without_controllers);
     tcase_add_test(tc, cgroup_v1_fixture);
     tcase_add_test(tc, cgroup_limits_unlimited);

@@ -11,6 +11,7 @@
 #include "../guest/proto.h"
 #include "../pybox/bounds.h"
 #include "../pybox/buf.h"
+#include "../pybox/cgroup.h"
 #include "../pybox/escape.h"
 #include "../pybox/files.h"
 #include "../pybox/receipt.h"
@@ -209,6 +210,59 @@ START_TEST(json_shape)
     ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j, "error"));
     cJSON_Delete(j);
     pybox_run_result_free(&r);
+}
+END_TEST
+
+/* The host a run was on: its kernel, its cgroup hierarchy and whether systemd manages
+ * it, in both forms; a host with neither hierarchy says null, never a version it lacks. */
+START_TEST(host_said)
+{
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_TARGET_EXIT, "", 0, "", 0);
+    set_str(r.host.kernel, sizeof r.host.kernel, "6.1.0-27-amd64");
+    r.host.version = PYBOX_CG_V2;
+    r.host.systemd = true;
+    cJSON *j = receipt_roundtrip(&r);
+    const cJSON *h = get(get(j, "seen"), "host");
+    ck_assert_str_eq(get_str(h, "kernel"), "6.1.0-27-amd64");
+    ck_assert_str_eq(get_str(h, "cgroup"), "v2");
+    ck_assert_str_eq(get_str(h, "cgroup_manager"), "systemd");
+    cJSON_Delete(j);
+    pybox_buf_t o;
+    pybox_buf_init(&o, 0);
+    ck_assert_int_eq(pybox_receipt_text(&r, 100, &o), 0);
+    ck_assert_msg(strstr(o.data, "  host       Linux 6.1.0-27-amd64, cgroup v2, managed by systemd\n") != NULL, "%s",
+                  o.data);
+    pybox_buf_free(&o);
+    r.host.version = PYBOX_CG_V1;
+    r.host.systemd = false;
+    j = receipt_roundtrip(&r);
+    h = get(get(j, "seen"), "host");
+    ck_assert_str_eq(get_str(h, "cgroup"), "v1");
+    ck_assert_str_eq(get_str(h, "cgroup_manager"), "none");
+    cJSON_Delete(j);
+    r.host.version = PYBOX_CG_NONE;
+    j = receipt_roundtrip(&r);
+    ck_assert(cJSON_IsNull(get(get(get(j, "seen"), "host"), "cgroup")));
+    cJSON_Delete(j);
+    pybox_run_result_free(&r);
+}
+END_TEST
+
+/* The host as PyBox reads it: a unified root is v2, a memory controller's folder v1, the
+ * mark sd_booted(3) looks for says systemd (fixture trees). */
+START_TEST(host_read)
+{
+    pybox_cgroup_host_t h;
+    pybox_cgroup_host(PYBOX_FIXTURES "/cgroup/v2-systemd", PYBOX_FIXTURES "/cgroup/v2-systemd/system.slice", &h);
+    ck_assert_int_eq(h.version, PYBOX_CG_V2);
+    ck_assert(h.systemd);
+    ck_assert_int_gt((int)strlen(h.kernel), 0);
+    pybox_cgroup_host(PYBOX_FIXTURES "/cgroup/v1", PYBOX_FIXTURES "/no-such-folder", &h);
+    ck_assert_int_eq(h.version, PYBOX_CG_V1);
+    ck_assert(!h.systemd);
+    pybox_cgroup_host(PYBOX_FIXTURES "/cgroup/proc", PYBOX_FIXTURES "/no-such-folder", &h);
+    ck_assert_int_eq(h.version, PYBOX_CG_NONE);
 }
 END_TEST
 
@@ -1076,6 +1130,8 @@ Suite *suite_receipt(void)
     Suite *s = suite_create("receipt");
     TCase *tc = tcase_create("json");
     tcase_add_test(tc, json_shape);
+    tcase_add_test(tc, host_said);
+    tcase_add_test(tc, host_read);
     tcase_add_test(tc, json_deadline);
     tcase_add_test(tc, json_invalid_utf8);
     tcase_add_test(tc, json_nul_bytes_not_lost);

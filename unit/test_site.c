@@ -43,7 +43,7 @@ static void store(const char *started, const char *run_id, const char *said, cha
                   "\"case\":{\"id\":\"clean-exit\",\"kind\":\"receipt\",\"title\":\"Clean <exit>\","
                   "\"claim\":\"exits | by itself\",\"program\":\"print('<b>hi</b>')\\n\","
                   "\"show\":[{\"label\":\"said\",\"path\":\"receipt.said.stdout.text\"}]},"
-                  "\"started\":\"%s\",\"finished\":\"%s\",\"host\":{\"kernel\":\"6.1\",\"cpus\":2,\"cgroup\":\"v2\","
+                  "\"started\":\"%s\",\"finished\":\"%s\",\"host\":{\"kernel\":\"6.1\",\"cpus\":2,\"cgroup\":\"v1\","
                   "\"engine\":\"Docker\"},\"runs\":[{\"name\":\"run\",\"via\":\"exec\",\"at\":\"%s\",\"ok\":true,"
                   "\"expect\":[],\"receipt\":{\"schema\":\"pybox.receipt/2\",\"run_id\":\"%s\",\"status\":"
                   "\"TARGET_EXIT_OBSERVED\",\"exit_code\":0,\"asked\":{\"image\":{\"name\":\"stdlib\"},\"limits\":"

@@ -412,9 +412,34 @@ START_TEST(config_ceiling_below_unit)
     pybox_config_t c;
     pybox_error_t err = {0};
     ck_assert_int_eq(pybox_config_parse(ok, strlen(ok), "config.json", &c, &err), 0);
-    ck_assert_int_eq(c.memory_bytes, 512 * 1024);
-    ck_assert_int_eq(c.timeout_ms, 1);
-    ck_assert_int_eq(c.nano_cpus, 250000000);
+    ck_assert_int_eq(c.limit[PYBOX_LIMIT_MEMORY], 512 * 1024);
+    ck_assert_int_eq(c.limit[PYBOX_LIMIT_TIMEOUT], 1);
+    ck_assert_int_eq(c.limit[PYBOX_LIMIT_CPUS], 250000000);
+}
+END_TEST
+
+/* A ceiling goes no higher than what a run may ask (limits.h): max_timeout_s was taken up
+ * to 24 h while no run may pass 1 h. */
+START_TEST(config_ceiling_at_most_the_limit)
+{
+    for (int id = 0; id < PYBOX_LIMIT_COUNT; id++) {
+        const pybox_limit_t *l = pybox_limit(id);
+        char text[128];
+        snprintf(text, sizeof text, "{\"%s\": %lld}", l->config_key, (long long)(l->max / l->config_unit));
+        pybox_config_t c;
+        pybox_error_t err = {0};
+        ck_assert_msg(pybox_config_parse(text, strlen(text), "config.json", &c, &err) == 0, "%s: %s", text, err.msg);
+        ck_assert_int_eq(c.limit[id], l->max);
+        snprintf(text, sizeof text, "{\"%s\": %lld}", l->config_key, (long long)(l->max / l->config_unit) + 1);
+        pybox_error_clear(&err);
+        ck_assert_msg(pybox_config_parse(text, strlen(text), "config.json", &c, &err) == -1, "taken: %s", text);
+        ck_assert_ptr_nonnull(strstr(err.msg, l->config_key));
+    }
+    const char day[] = "{\"max_timeout_s\": 86400}";
+    pybox_config_t c;
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_config_parse(day, strlen(day), "config.json", &c, &err), -1);
+    ck_assert_str_eq(err.msg, "config.json: max_timeout_s must be a positive number up to 3600 (at least 0.001)");
 }
 END_TEST
 
@@ -501,6 +526,7 @@ Suite *suite_state(void)
     tcase_add_test(tc, pins_numbers_out_of_range);
     tcase_add_test(tc, note_expiry_out_of_range);
     tcase_add_test(tc, config_ceiling_below_unit);
+    tcase_add_test(tc, config_ceiling_at_most_the_limit);
     tcase_add_test(tc, write_atomic);
     tcase_set_timeout(tc, 10);
     suite_add_tcase(s, tc);

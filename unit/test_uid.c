@@ -3,13 +3,16 @@
 #include <check.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../pybox/hooks.h"
 #include "../pybox/uid.h"
 #include "../pybox/util.h"
 #include "suites.h"
@@ -192,12 +195,161 @@ START_TEST(a_folder_others_can_change_is_refused)
 }
 END_TEST
 
+/* The folder above the leases (the run folder, /run/pybox for the machine's) is checked
+ * each time as the leases' own is: a folder of this user's that nobody else may change,
+ * never a link; one that others may only read is closed to them. */
+START_TEST(a_run_folder_others_can_change_is_refused)
+{
+    char run[64];
+    ck_assert_int_eq(pybox_fmt(run, sizeof run, "%s", dir), 0);
+    *strrchr(run, '/') = '\0';
+    pybox_error_t err = {0};
+    pybox_uid_lease_t l;
+    ck_assert_int_eq(chmod(run, 0777), 0);
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "a", 1, &l, &err), -1);
+    ck_assert_msg(strstr(err.msg, run) != NULL && strstr(err.msg, "not a folder that only") != NULL &&
+                      strstr(err.msg, "mode 0777") != NULL,
+                  "%s", err.msg);
+    ck_assert_int_eq(access(dir, F_OK), -1); /* nothing made in it */
+    ck_assert_int_eq(chmod(run, 0700), 0);
+    if (geteuid() == 0) { /* another user's: only root can make one */
+        ck_assert_int_eq(chown(run, 65534, 65534), 0);
+        pybox_error_clear(&err);
+        ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "a", 1, &l, &err), -1);
+        ck_assert_msg(strstr(err.msg, "owner 65534") != NULL, "%s", err.msg);
+        ck_assert_int_eq(chown(run, geteuid(), getegid()), 0);
+    }
+    /* 0755, as older versions made /run/pybox: taken, and closed to others */
+    ck_assert_int_eq(chmod(run, 0755), 0);
+    pybox_error_clear(&err);
+    ck_assert_msg(pybox_uid_lease_take_in(dir, BASE, 1, "a", 1, &l, &err) == 0, "%s", err.msg);
+    pybox_uid_lease_release(&l);
+    struct stat sb;
+    ck_assert_int_eq(stat(run, &sb), 0);
+    ck_assert_uint_eq(sb.st_mode & 07777, 0700);
+    ck_assert_int_eq(stat(dir, &sb), 0);
+    ck_assert_uint_eq(sb.st_mode & 07777, 0700);
+    /* a link in its place, even to a good folder */
+    char moved[80], elsewhere[80];
+    ck_assert_int_eq(pybox_fmt(moved, sizeof moved, "%s.real", run), 0);
+    ck_assert_int_eq(rename(run, moved), 0);
+    ck_assert_int_eq(symlink(moved, run), 0);
+    pybox_error_clear(&err);
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "a", 1, &l, &err), -1);
+    ck_assert_msg(strstr(err.msg, "symbolic link") != NULL, "%s", err.msg);
+    ck_assert_int_eq(unlink(run), 0);
+    ck_assert_int_eq(rename(moved, run), 0);
+    /* the leases' folder a link */
+    ck_assert_int_eq(pybox_fmt(elsewhere, sizeof elsewhere, "%s/elsewhere", run), 0);
+    ck_assert_int_eq(rename(dir, elsewhere), 0);
+    ck_assert_int_eq(symlink(elsewhere, dir), 0);
+    pybox_error_clear(&err);
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "a", 1, &l, &err), -1);
+    ck_assert_msg(strstr(err.msg, "symbolic link") != NULL, "%s", err.msg);
+    ck_assert_int_eq(unlink(dir), 0);
+    ck_assert_int_eq(rename(elsewhere, dir), 0);
+}
+END_TEST
+
+/* The machine's folder of leases: /run/pybox/uids, or under the test build's run folder. */
+START_TEST(machine_range_and_its_hook)
+{
+    const char *hook = pybox_hook_name(PYBOX_HOOK_RUN_DIR);
+    unsetenv(hook);
+    pybox_uid_range_t r;
+    char buf[PATH_MAX];
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_uid_machine(&r, buf, sizeof buf, &err), 0);
+    ck_assert_str_eq(r.dir, "/run/pybox/uids");
+    ck_assert_uint_eq(r.base, PYBOX_UID_BASE);
+    ck_assert_uint_eq(r.count, PYBOX_UID_COUNT);
+    ck_assert_int_eq(setenv(hook, "/tmp/elsewhere", 1), 0);
+    ck_assert_int_eq(pybox_uid_machine(&r, buf, sizeof buf, &err), 0);
+    ck_assert_str_eq(r.dir, "/tmp/elsewhere/uids");
+    ck_assert_int_eq(setenv(hook, "relative", 1), 0); /* not taken */
+    ck_assert_int_eq(pybox_uid_machine(&r, buf, sizeof buf, &err), 0);
+    ck_assert_str_eq(r.dir, "/run/pybox/uids");
+    unsetenv(hook);
+}
+END_TEST
+
+/* Housekeeping's sweep: a lease file goes once it is free (expired or empty) and no live
+ * run holds its lock; nothing else goes. */
+START_TEST(sweep_removes_free_leases_only)
+{
+    pybox_uid_range_t r = {.dir = dir, .base = BASE, .count = 16};
+    pybox_error_t err = {0};
+    int removed = -1;
+    /* no folder yet: nothing to do, and nothing made */
+    ck_assert_int_eq(pybox_uid_lease_sweep_in(&r, false, &removed, &err), 0);
+    ck_assert_int_eq(removed, 0);
+    ck_assert_int_eq(access(dir, F_OK), -1);
+    pybox_uid_lease_t live;
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "live", pybox_wall_s() + 100, &live, &err), 0);
+    write_lease(BASE + 1, "expired 1000\n");     /* free: goes */
+    write_lease(BASE + 2, "");                   /* free (emptied): goes */
+    write_lease(BASE + 3, "held 1000\n");        /* expired, but a live run holds its lock */
+    write_lease(BASE + 4, "kept 99999999999\n"); /* a box that may still live */
+    write_lease(BASE + 5, "garbage");            /* not a lease */
+    write_lease(BASE + 16, "outside 1000\n");    /* not of this range */
+    char path[128], target[128];
+    ck_assert_int_eq(pybox_fmt(path, sizeof path, "%s/%u", dir, BASE + 6), 0);
+    ck_assert_int_eq(pybox_fmt(target, sizeof target, "%s/%u", dir, BASE + 1), 0);
+    ck_assert_int_eq(symlink(target, path), 0); /* a link: never followed, left */
+    ck_assert_int_eq(pybox_fmt(path, sizeof path, "%s/0%u", dir, BASE + 7), 0);
+    int odd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600); /* not a uid's name */
+    ck_assert_int_ge(odd, 0);
+    ck_assert_int_eq(pybox_write_all(odd, "x 1\n", 4), 0);
+    close(odd);
+    ck_assert_int_eq(pybox_fmt(path, sizeof path, "%s/%u", dir, BASE + 3), 0);
+    int held = open(path, O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(held, 0);
+    ck_assert_int_eq(flock(held, LOCK_EX | LOCK_NB), 0);
+    /* a dry run counts and removes nothing */
+    ck_assert_msg(pybox_uid_lease_sweep_in(&r, true, &removed, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(removed, 2);
+    ck_assert_int_eq(pybox_fmt(path, sizeof path, "%s/%u", dir, BASE + 1), 0);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    ck_assert_msg(pybox_uid_lease_sweep_in(&r, false, &removed, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(removed, 2);
+    static const struct {
+        unsigned off;
+        bool there;
+    } want[] = {{0, true}, {1, false}, {2, false}, {3, true}, {4, true}, {5, true}, {16, true}, {6, true}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        ck_assert_int_eq(pybox_fmt(path, sizeof path, "%s/%u", dir, BASE + want[i].off), 0);
+        struct stat sb;
+        ck_assert_msg((lstat(path, &sb) == 0) == want[i].there, "lease %u: %s", want[i].off,
+                      want[i].there ? "removed" : "left");
+    }
+    ck_assert_int_eq(pybox_fmt(path, sizeof path, "%s/0%u", dir, BASE + 7), 0);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    /* the live run's lease is still its own: renewing it works, taking it does not */
+    ck_assert_int_eq(pybox_uid_lease_renew(&live, "live", pybox_wall_s() + 200, &err), 0);
+    pybox_uid_lease_t other;
+    ck_assert_int_eq(pybox_uid_lease_take_in(dir, BASE, 1, "other", 1, &other, &err), -1);
+    pybox_uid_lease_release(&live);
+    /* once its holder lets go, the expired one goes too */
+    close(held);
+    pybox_error_clear(&err);
+    ck_assert_msg(pybox_uid_lease_sweep_in(&r, false, &removed, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(removed, 1);
+    /* a folder others can change is refused, not swept */
+    ck_assert_int_eq(chmod(dir, 0777), 0);
+    ck_assert_int_eq(pybox_uid_lease_sweep_in(&r, false, &removed, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not a folder that only"));
+}
+END_TEST
+
 Suite *suite_uid(void)
 {
     Suite *s = suite_create("uid");
     TCase *tc = tcase_create("leases");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, live_leases_never_share_a_uid);
+    tcase_add_test(tc, a_run_folder_others_can_change_is_refused);
+    tcase_add_test(tc, machine_range_and_its_hook);
+    tcase_add_test(tc, sweep_removes_free_leases_only);
     tcase_add_test(tc, a_kept_lease_holds_until_its_expiry);
     tcase_add_test(tc, unreadable_leases_are_left_alone);
     tcase_add_test(tc, renewal_only_extends);

@@ -2,11 +2,14 @@
 /* Unit tests for the shared helpers (util.h) and the bounded byte buffer (buf.h). */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -402,6 +405,57 @@ START_TEST(buf_printf_and_steal)
 }
 END_TEST
 
+/* PyBox's one tree remover: a deep tree goes whole, a link goes without what it points
+ * to, and a file system mounted inside the tree is never entered. */
+START_TEST(remove_tree)
+{
+    char top[] = "/tmp/pybox-unit-rmXXXXXX", outside[] = "/tmp/pybox-unit-keepXXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(top));
+    ck_assert_ptr_nonnull(mkdtemp(outside));
+    int keep = openat(AT_FDCWD, outside, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ck_assert_int_ge(keep, 0);
+    close(openat(keep, "kept", O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    int d = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ck_assert_int_ge(d, 0);
+    ck_assert_int_eq(symlinkat(outside, d, "link"), 0);
+    /* 100 folders deep: past what a smaller bound (64) would enter */
+    int cur = dup(d);
+    for (int i = 0; i < 100; i++) {
+        ck_assert_int_eq(mkdirat(cur, "d", 0700), 0);
+        int next = openat(cur, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(next, 0);
+        close(cur);
+        cur = next;
+    }
+    close(openat(cur, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    close(cur);
+    ck_assert_int_eq(pybox_remove_tree_at(AT_FDCWD, top), 0);
+    ck_assert_int_eq(faccessat(AT_FDCWD, top, F_OK, AT_SYMLINK_NOFOLLOW), -1);
+    ck_assert_int_eq(faccessat(keep, "kept", F_OK, 0), 0);    /* the link's target stays */
+    ck_assert_int_eq(pybox_remove_tree_at(AT_FDCWD, top), 0); /* nothing there: done */
+    close(d);
+    /* a tmpfs mounted inside the tree (needs root, as the tests have) */
+    memcpy(top, "/tmp/pybox-unit-rmXXXXXX", sizeof top);
+    ck_assert_ptr_nonnull(mkdtemp(top));
+    char mnt[64];
+    snprintf(mnt, sizeof mnt, "%s/mnt", top);
+    ck_assert_int_eq(mkdir(mnt, 0700), 0);
+    if (mount("tmpfs", mnt, "tmpfs", 0, "size=64k") == 0) {
+        char inside[80];
+        snprintf(inside, sizeof inside, "%s/inside", mnt);
+        close(open(inside, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+        ck_assert_int_eq(pybox_remove_tree_at(AT_FDCWD, top), -1);
+        ck_assert_int_eq(errno, EXDEV);
+        ck_assert_int_eq(access(inside, F_OK), 0); /* what is mounted there is untouched */
+        ck_assert_int_eq(umount(mnt), 0);
+    }
+    ck_assert_int_eq(pybox_remove_tree_at(AT_FDCWD, top), 0);
+    ck_assert_int_eq(pybox_remove_tree_at(keep, "kept"), 0);
+    close(keep);
+    ck_assert_int_eq(rmdir(outside), 0);
+}
+END_TEST
+
 Suite *suite_util(void)
 {
     Suite *s = suite_create("util");
@@ -423,6 +477,7 @@ Suite *suite_util(void)
 
     tc = tcase_create("digest");
     tcase_add_test(tc, sha256_vectors);
+    tcase_add_test(tc, remove_tree);
     tcase_add_test(tc, hex_encoding);
     tcase_add_test(tc, random_hex_ids);
     tcase_set_timeout(tc, 5);

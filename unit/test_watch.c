@@ -14,6 +14,7 @@
 
 #include "../pybox/cgroup.h"
 #include "../pybox/docker/docker.h"
+#include "../pybox/hooks.h"
 #include "../pybox/util.h"
 #include "../pybox/watch.h"
 #include "suites.h"
@@ -32,6 +33,10 @@
 #define V1_CPU "cpu/docker/" ID
 #define V2_FS "docker/" ID
 #define V2_SD "system.slice/docker-" ID ".scope"
+/* The box's PID 1 as the engine's record gives it, in each v2 tree: its cgroup is where
+ * the kernel's list for it (proc/<pid>/cgroup) says, never where a layout guesses. */
+#define SD_PID 4646
+#define FS_PID 4444
 
 #define ALL_BITS                                                                                                       \
     (PYBOX_RD_MEM_NOW | PYBOX_RD_MEM_PEAK | PYBOX_RD_OOM_KILLS | PYBOX_RD_PIDS_NOW | PYBOX_RD_PIDS_PEAK |              \
@@ -162,17 +167,16 @@ static void remove_at(const char *root, const char *rel)
     ck_assert_msg(unlink(p) == 0, "cannot remove %s", p);
 }
 
-/* What the Docker backend does for a box: the engine's layouts by id, else the
- * kernel's own list for its PID 1; then the watcher arms at that location. */
+/* What the Docker backend does for a box (pid: its PID 1 from the engine's record, 0
+ * when there is none); then the watcher arms at that location. */
 static int locate_and_arm(pybox_watch_t *w, const char *root, const char *proc_root, const char *id, pid_t pid,
                           pybox_error_t *err)
 {
     pybox_cgroup_loc_t loc;
-    if (pybox_docker_cgroup(root, id, &loc) < 0 &&
-        (pid <= 0 || pybox_cgroup_of_pid(root, proc_root, pid, &loc, err) < 0)) {
+    if (pybox_docker_cgroup(root, proc_root, id, pid, &loc, err) < 0) {
         pybox_watch_free(w);
         pybox_watch_init(w);
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the box's cgroup was not found under %s", root);
+        return -1;
     }
     return pybox_watch_arm(w, &loc, err);
 }
@@ -306,7 +310,7 @@ END_TEST
 START_TEST(v2_systemd_driver)
 {
     pybox_watch_t w;
-    arm_ok(&w, CG "/v2-systemd", PROC, ID, 0);
+    arm_ok(&w, CG "/v2-systemd", PROC, ID, SD_PID);
     ck_assert_int_eq(w.version, PYBOX_CG_V2);
     ck_assert_str_eq(w.where, CG "/v2-systemd/" V2_SD);
     pybox_reading_t r;
@@ -319,7 +323,7 @@ END_TEST
 START_TEST(v2_cgroupfs_driver)
 {
     pybox_watch_t w;
-    arm_ok(&w, CG "/v2-cgroupfs", PROC, ID, 0);
+    arm_ok(&w, CG "/v2-cgroupfs", PROC, ID, FS_PID);
     ck_assert_int_eq(w.version, PYBOX_CG_V2);
     ck_assert_str_eq(w.where, CG "/v2-cgroupfs/" V2_FS);
     pybox_reading_t r;
@@ -346,7 +350,7 @@ START_TEST(largest_values)
     const char *root2 = copy_tree("v2-cgroupfs");
     write_at(root2, V2_FS "/cpu.stat",
              "usage_usec 9223372036854775\nnr_periods 1\nnr_throttled 1\nthrottled_usec 9223372036854775\n");
-    arm_ok(&w, root2, PROC, ID, 0);
+    arm_ok(&w, root2, PROC, ID, FS_PID);
     pybox_watch_read(&w, &r);
     ck_assert_uint_eq(r.valid, ALL_BITS);
     ck_assert_int_eq(r.cpu_ns, INT64_C(9223372036854775000));
@@ -357,14 +361,20 @@ END_TEST
 
 START_TEST(root_from_environment)
 {
-    unsetenv("PYBOX_CGROUP_ROOT");
+    /* the test hook (hooks.h), which the unit tests are built with */
+    const char *hook = pybox_hook_name(PYBOX_HOOK_CGROUP_ROOT);
+    unsetenv(hook);
     ck_assert_str_eq(pybox_cgroup_root(), "/sys/fs/cgroup");
-    ck_assert_int_eq(setenv("PYBOX_CGROUP_ROOT", CG "/v1", 1), 0);
+    ck_assert_int_eq(setenv(hook, CG "/v1", 1), 0);
     ck_assert_str_eq(pybox_cgroup_root(), CG "/v1");
     /* a relative root is not taken */
-    ck_assert_int_eq(setenv("PYBOX_CGROUP_ROOT", "cgroup/v1", 1), 0);
+    ck_assert_int_eq(setenv(hook, "cgroup/v1", 1), 0);
     ck_assert_str_eq(pybox_cgroup_root(), "/sys/fs/cgroup");
-    ck_assert_int_eq(setenv("PYBOX_CGROUP_ROOT", "", 1), 0);
+    ck_assert_int_eq(setenv(hook, "", 1), 0);
+    ck_assert_str_eq(pybox_cgroup_root(), "/sys/fs/cgroup");
+    unsetenv(hook);
+    /* the name it had before it was a test hook is nobody's */
+    ck_assert_int_eq(setenv("PYBOX_CGROUP_ROOT", CG "/v1", 1), 0);
     ck_assert_str_eq(pybox_cgroup_root(), "/sys/fs/cgroup");
     unsetenv("PYBOX_CGROUP_ROOT");
 }
@@ -425,14 +435,14 @@ START_TEST(arm_bad_id)
         pybox_watch_t w;
         pybox_error_t err = {0};
         pybox_watch_init(&w);
-        ck_assert_msg(locate_and_arm(&w, root, PROC, bad[i], 0, &err) == -1, "id '%s' accepted", bad[i]);
+        ck_assert_msg(locate_and_arm(&w, root, PROC, bad[i], FS_PID, &err) == -1, "id '%s' accepted", bad[i]);
         ck_assert_int_eq(err.kind, PYBOX_ERR_SYSTEM);
         ck_assert_int_eq(w.version, PYBOX_CG_NONE);
         ck_assert_ptr_null(w.samples);
         pybox_watch_free(&w);
     }
     pybox_watch_t w;
-    arm_ok(&w, root, PROC, "0123456789ab", 0);
+    arm_ok(&w, root, PROC, "0123456789ab", FS_PID);
     ck_assert_int_eq(w.version, PYBOX_CG_V2);
     pybox_watch_free(&w);
 }
@@ -542,7 +552,7 @@ START_TEST(free_closes_every_file)
     ck_assert_int_eq(count_open_fds(), before + 8);
     /* arming again releases the first set */
     pybox_error_t err = {0};
-    ck_assert_int_eq(locate_and_arm(&w, CG "/v2-cgroupfs", PROC, ID, 0, &err), 0);
+    ck_assert_int_eq(locate_and_arm(&w, CG "/v2-cgroupfs", PROC, ID, FS_PID, &err), 0);
     ck_assert_int_eq(w.version, PYBOX_CG_V2);
     ck_assert_int_eq(count_open_fds(), before + 7); /* v2: cpu.stat holds usage and throttling */
     int held[PYBOX_WATCH_FILES];
@@ -604,6 +614,24 @@ START_TEST(proc_fallback_v2)
     pybox_reading_t r;
     pybox_watch_read(&w, &r);
     expect_v2(&r);
+    pybox_watch_free(&w);
+}
+END_TEST
+
+/* On v2 where a box's cgroup is depends on the engine's cgroup driver and parent: it is
+ * taken from the kernel's list for the box's PID 1 only, never from a layout, even where a
+ * folder named after the box is there. */
+START_TEST(v2_never_guessed)
+{
+    pybox_watch_t w;
+    ck_assert(is_dir(CG "/v2-systemd/" V2_SD));
+    arm_fails(&w, CG "/v2-systemd", PROC, ID, 0);
+    pybox_watch_free(&w);
+    ck_assert(is_dir(CG "/v2-cgroupfs/" V2_FS));
+    arm_fails(&w, CG "/v2-cgroupfs", PROC, ID, 0);
+    pybox_watch_free(&w);
+    /* a PID 1 elsewhere is followed there */
+    arm_ok(&w, CG "/v2-cgroupfs", PROC, OTHER_ID, FS_PID);
     pybox_watch_free(&w);
 }
 END_TEST
@@ -700,7 +728,7 @@ START_TEST(missing_files_v2)
     remove_at(root, V2_SD "/memory.peak");
     remove_at(root, V2_SD "/pids.peak");
     pybox_watch_t w;
-    arm_ok(&w, root, PROC, ID, 0);
+    arm_ok(&w, root, PROC, ID, SD_PID);
     pybox_reading_t r;
     pybox_watch_read(&w, &r);
     ck_assert_uint_eq(r.valid, ALL_BITS & ~(unsigned)(PYBOX_RD_MEM_PEAK | PYBOX_RD_PIDS_PEAK));
@@ -711,7 +739,7 @@ START_TEST(missing_files_v2)
 
     /* without cpu.stat neither usage nor throttling is known */
     remove_at(root, V2_SD "/cpu.stat");
-    arm_ok(&w, root, PROC, ID, 0);
+    arm_ok(&w, root, PROC, ID, SD_PID);
     pybox_watch_read(&w, &r);
     ck_assert_uint_eq(
         r.valid, ALL_BITS & ~(unsigned)(PYBOX_RD_MEM_PEAK | PYBOX_RD_PIDS_PEAK | PYBOX_RD_CPU | PYBOX_RD_THROTTLE));
@@ -732,7 +760,7 @@ START_TEST(empty_cgroup_folder)
         remove_at(root, rel);
     }
     pybox_watch_t w;
-    arm_ok(&w, root, PROC, ID, 0);
+    arm_ok(&w, root, PROC, ID, FS_PID);
     ck_assert_int_eq(w.version, PYBOX_CG_V2);
     pybox_reading_t r;
     pybox_watch_sample(&w, w.armed_at_ms, &r);
@@ -829,7 +857,7 @@ START_TEST(malformed_content)
     const char *root = copy_tree(m->tree);
     write_at(root, m->rel, m->text);
     pybox_watch_t w;
-    arm_ok(&w, root, PROC, ID, 0);
+    arm_ok(&w, root, PROC, ID, strcmp(m->tree, "v2-cgroupfs") == 0 ? FS_PID : 0);
     pybox_reading_t r;
     pybox_watch_sample(&w, w.armed_at_ms, &r);
     ck_assert_msg(r.valid == (ALL_BITS & ~m->bad), "case %d (%s): valid 0x%x, expected 0x%x", _i, m->rel, r.valid,
@@ -856,7 +884,7 @@ START_TEST(read_failure_leaves_field_unknown)
 {
     const char *root = copy_tree("v2-systemd");
     pybox_watch_t w;
-    arm_ok(&w, root, PROC, ID, 0);
+    arm_ok(&w, root, PROC, ID, SD_PID);
     pybox_reading_t r;
     pybox_watch_read(&w, &r);
     expect_v2(&r);
@@ -945,7 +973,7 @@ END_TEST
 START_TEST(sample_times_relative_to_arming)
 {
     pybox_watch_t w;
-    arm_ok(&w, CG "/v2-systemd", PROC, ID, 0);
+    arm_ok(&w, CG "/v2-systemd", PROC, ID, SD_PID);
     const int64_t t0 = w.armed_at_ms;
     pybox_reading_t r;
     pybox_watch_sample(&w, t0 + 1234, &r);
@@ -1094,6 +1122,7 @@ Suite *suite_watch(void)
     tcase_add_test(find, root_from_environment);
     tcase_add_test(find, proc_fallback_v1_custom_parent);
     tcase_add_test(find, proc_fallback_v2);
+    tcase_add_test(find, v2_never_guessed);
     tcase_add_test(find, proc_fallback_refuses_climbing);
     suite_add_tcase(s, find);
 

@@ -3,7 +3,8 @@
 # Campaign driver, fault cases: the engine killed or frozen mid-run (a private engine), a full or read-only state directory, PyBox SIGKILLed at each phase; prints one JSON object.
 #
 # Contract (docs/campaign.md, "driver"): python3 campaign/drivers/faults.py CASE, from the
-# repository root, with PYBOX_BIN (absolute; pybox-init next to it), PYBOX_CAMPAIGN_TMP
+# repository root, with PYBOX_BIN (absolute; pybox-init next to it; the test build, for the
+# test hook PYBOX_TEST_KILL_AT, is PYBOX_TEST_BIN or pybox-test beside it), PYBOX_CAMPAIGN_TMP
 # (an empty scratch folder), PYBOX_MAIN_HOME (the main installation: its image pins and
 # root filesystem cache are read, never written), PYBOX_BACKEND (docker, the default, or
 # native: passed to every pybox command). CASE: engine-killed, engine-stalled (Docker
@@ -32,11 +33,13 @@ from urllib.parse import quote
 
 REPO = os.getcwd()
 PYBOX = os.environ.get("PYBOX_BIN", "")
+# The test build (pybox/hooks.h): the installed pybox has no test hook.
+PYBOX_TEST = os.environ.get("PYBOX_TEST_BIN") or os.path.join(os.path.dirname(PYBOX), "pybox-test")
 TMP = os.environ.get("PYBOX_CAMPAIGN_TMP", "")
 BACKEND = os.environ.get("PYBOX_BACKEND") or "docker"
 MAIN_SOCK = "/var/run/docker.sock"
 UIDS = "/run/pybox/uids"
-CGROUP_ROOT = os.environ.get("PYBOX_CGROUP_ROOT") or "/sys/fs/cgroup"
+CGROUP_ROOT = os.environ.get("PYBOX_TEST_CGROUP_ROOT") or "/sys/fs/cgroup"
 
 
 def log(*a):
@@ -183,10 +186,11 @@ def wait_until(pred, limit_s, step_s=0.05):
         time.sleep(step_s)
 
 
-def pybox(args, env, stdin=b"", timeout=120):
-    """Runs pybox; (returncode, stdout text, stderr text, seconds). -N: killed by signal N."""
+def pybox(args, env, stdin=b"", timeout=120, binary=None):
+    """Runs pybox (or binary); (returncode, stdout text, stderr text, seconds). -N: killed
+    by signal N."""
     t0 = time.monotonic()
-    p = subprocess.run([PYBOX] + args, input=stdin, env=env, capture_output=True, timeout=timeout)
+    p = subprocess.run([binary or PYBOX] + args, input=stdin, env=env, capture_output=True, timeout=timeout)
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace"), time.monotonic() - t0
 
 
@@ -266,7 +270,30 @@ class Install:
             return []
 
 
+# Where the native backend puts a box's cgroup (pybox/native/cgroup.h, pybox_native_cg_paths,
+# docs/cgroups.md): on cgroup v2 under systemd in the box's own scope in pybox.slice,
+# PyBox's leaf inside it; elsewhere under the installation's parent in each hierarchy.
+SD_SLICE = "pybox.slice"
+
+
+def under_systemd():
+    return os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers")) and os.path.isdir("/run/systemd/system")
+
+
+def is_run_id(n):
+    return len(n) == 32 and all(x in "0123456789abcdef" for x in n)
+
+
 def native_leaves(install_id):
+    if under_systemd():
+        prefix = "pybox-%s-" % install_id
+        try:
+            names = os.listdir(os.path.join(CGROUP_ROOT, SD_SLICE))
+        except OSError:
+            return []
+        return sorted("v2/%s" % n[len(prefix):-6] for n in names
+                      if n.startswith(prefix) and n.endswith(".scope") and is_run_id(n[len(prefix):-6])
+                      and os.path.isdir(os.path.join(CGROUP_ROOT, SD_SLICE, n, "box")))
     out, seen = [], set()
     for c in ("memory", "pids", "cpu", "cpuacct", "unified", ""):
         d = os.path.join(CGROUP_ROOT, c, "pybox-%s" % install_id)
@@ -278,16 +305,19 @@ def native_leaves(install_id):
         if real in seen:
             continue
         seen.add(real)
-        out += ["%s/%s" % (c or "v2", n) for n in names if len(n) == 32 and all(x in "0123456789abcdef" for x in n)]
+        out += ["%s/%s" % (c or "v2", n) for n in names if is_run_id(n)]
     return sorted(out)
 
 
 def leaf_tasks(install_id, run_id):
     """Pids still in a native box's cgroup leaf (its memory or unified folder)."""
-    for c in ("memory", "unified", ""):
-        p = os.path.join(CGROUP_ROOT, c, "pybox-%s" % install_id, run_id, "cgroup.procs")
+    if under_systemd():
+        places = [os.path.join(CGROUP_ROOT, SD_SLICE, "pybox-%s-%s.scope" % (install_id, run_id), "box")]
+    else:
+        places = [os.path.join(CGROUP_ROOT, c, "pybox-%s" % install_id, run_id) for c in ("memory", "unified", "")]
+    for d in places:
         try:
-            with open(p) as f:
+            with open(os.path.join(d, "cgroup.procs")) as f:
                 return [int(x) for x in f.read().split()]
         except OSError:
             continue
@@ -295,6 +325,7 @@ def leaf_tasks(install_id, run_id):
 
 
 def remove_native_parents(install_id):
+    # Under systemd there are none: the boxes' scopes are systemd's and go with them.
     for c in ("memory", "pids", "cpu", "cpuacct", "unified", ""):
         try:
             os.rmdir(os.path.join(CGROUP_ROOT, c, "pybox-%s" % install_id))
@@ -911,7 +942,7 @@ def killed_at_phases():
                 args = ["exec", "--json", "--backend", BACKEND, "--timeout", "1"]
                 if k % 2 == 1:
                     args += ["--output", os.path.join(outs, "%s-%d" % (phase, k))]
-                rc, out, err, _ = pybox(args, env, program)
+                rc, out, err, _ = pybox(args, env, program, binary=PYBOX_TEST)
                 new = [n[:-5] for n in set(inst.notes()) - before if n.endswith(".json")]
                 if rc != -signal.SIGKILL or out or len(new) != 1:
                     problems.append("%s: exit %s, %d bytes on stdout, %d new notes: %s" % (phase, rc, len(out), len(new),
@@ -981,6 +1012,9 @@ def killed_at_phases():
         rep2 = cleanup_json(inst, BACKEND)
         removed = [i for i in rep2.get("items", []) if i.get("run_id") in run_ids and i.get("action") == "removed"]
         wait_for_leases(run_ids, expires)
+        # The leases, expired by now and held by nobody, go with the next cleanup.
+        rep3 = cleanup_json(inst, BACKEND)
+        OBS["leases_swept"] = rep3.get("leases_removed")
         left = leftovers(inst, MAIN_SOCK, run_ids, BACKEND)
         left["output_folders"] = sorted(os.listdir(outs))
         stale = [x for x in leases(run_ids) if x[2] <= time.time()]
@@ -992,11 +1026,11 @@ def killed_at_phases():
         OBS["leftovers"] = count(left)
         OBS["expired_lease_files"] = len(stale)
         check("cleanup keeps all until the expiry, then leaves nothing",
-              not early and count(left) == 0,
-              "before the expiry: %d kept, %d removed; after it: %d removed (%s); left: %s; %d expired lease files "
-              "(free: the next run may take their uids)"
+              not early and count(left) == 0 and not stale,
+              "before the expiry: %d kept, %d removed; after it: %d removed (%s); left: %s; once the leases expired, "
+              "a cleanup removed %s expired lease files, and %d are left"
               % (OBS["cleanup_before_expiry"]["kept"], len(early), len(removed),
-                 ", ".join(OBS["cleanup_after_expiry"]["kinds"]), describe(left), len(stale)))
+                 ", ".join(OBS["cleanup_after_expiry"]["kinds"]), describe(left), OBS["leases_swept"], len(stale)))
     finally:
         # Whatever a failed check left of this installation's own goes (only its label).
         if inst.install_id:
@@ -1021,6 +1055,8 @@ def main():
         cannot_run("PYBOX_BIN must be the absolute path of an executable pybox")
     if not TMP or not os.path.isdir(TMP):
         cannot_run("PYBOX_CAMPAIGN_TMP must be an existing folder")
+    if sys.argv[1:] == ["killed-at-phases"] and not os.access(PYBOX_TEST, os.X_OK):
+        cannot_run("%s is not an executable pybox-test (the test build: make)" % PYBOX_TEST)
     if BACKEND not in ("docker", "native"):
         cannot_run("PYBOX_BACKEND=%s: give docker or native" % BACKEND)
     if os.geteuid() != 0:

@@ -47,9 +47,11 @@ def snapshot(home):
 
 
 def cgroup_parents(install_id):
+    # The installation's parents (pybox/native/cgroup.h, docs/cgroups.md); none on cgroup v2
+    # under systemd, where each box is in a scope of its own that goes with it.
     root = "/sys/fs/cgroup"
     if os.path.exists(os.path.join(root, "cgroup.controllers")):
-        return [os.path.join(root, "pybox-" + install_id)]
+        return [] if os.path.isdir("/run/systemd/system") else [os.path.join(root, "pybox-" + install_id)]
     return [os.path.join(root, c, "pybox-" + install_id) for c in ("memory", "pids", "cpu", "cpuacct")]
 
 

@@ -14,6 +14,7 @@
 #include "../escape.h"
 #include "../files.h"
 #include "../util.h"
+#include "cli.h"
 
 static void shown(char *out, size_t len, const char *arg)
 {
@@ -161,3 +162,59 @@ int pybox_cli_chart_write(const pybox_cli_chart_dest_t *dest, const cJSON *recei
     }
     return 0;
 }
+
+/* ---- the command ---- */
+
+static const struct option options[] = {
+    PYBOX_CLI_FLAG("help", 'h'),
+    PYBOX_CLI_END,
+};
+
+static int take(void *ctx, int val, const char *value, pybox_error_t *err)
+{
+    (void)ctx, (void)val, (void)value, (void)err;
+    return 0; /* --help: given before parsing (main) */
+}
+
+/* pybox chart [RECEIPT]: a receipt's kernel samples as SVG on stdout; nothing on stdout
+ * when the receipt is refused. */
+static int run(int argc, char **argv)
+{
+    pybox_error_t err = {0};
+    int first = pybox_cli_args("chart", argc, argv, NULL, &err);
+    if (first < 0)
+        return pybox_cli_fail(&err, false);
+    const char *file = first < argc ? argv[first] : "-";
+    bool from_file = strcmp(file, "-") != 0;
+    _cleanup_close_ int own = -1;
+    if (from_file) {
+        own = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        struct stat sb;
+        if (own < 0 || fstat(own, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+            char name[160];
+            shown(name, sizeof name, file);
+            return pybox_cli_failf(PYBOX_ERR_USAGE, own < 0 ? errno : 0, "%s: %s", name,
+                                   own < 0 ? "cannot be opened" : "not a regular file");
+        }
+    } else if (isatty(STDIN_FILENO)) {
+        return pybox_cli_failf(PYBOX_ERR_USAGE, 0,
+                               "standard input is a terminal: give the receipt on it (pybox chart < receipt.json) or "
+                               "name its file");
+    }
+    pybox_buf_t svg;
+    pybox_buf_init(&svg, 0);
+    if (pybox_cli_chart_fd(from_file ? own : STDIN_FILENO, from_file ? file : "standard input", &svg, &err) < 0)
+        return pybox_cli_fail(&err, false);
+    int code = 0;
+    if (pybox_write_all(STDOUT_FILENO, svg.data, svg.len) < 0) {
+        char etext[128];
+        fprintf(stderr, "pybox: error: the chart could not be written: %s\n",
+                pybox_strerror(errno, etext, sizeof etext));
+        code = PYBOX_EXIT_FAILED;
+    }
+    pybox_buf_free(&svg);
+    return code;
+}
+
+const pybox_cli_command_t pybox_cli_chart = {
+    "chart", options, false, take, 0, 1, "usage: pybox chart [RECEIPT.json] > chart.svg (see pybox help chart)", run};

@@ -10,7 +10,10 @@
 #include "../buf.h"
 #include "../error.h"
 
-/* The most a receipt given to `pybox chart` may hold. */
+/* The most a receipt given to `pybox chart` may hold. Not pybox verify's bound
+ * (PYBOX_SIGN_RECEIPT_MAX, 64 MiB), and not its reader: the chart reads with cJSON, whose
+ * memory grows with every value, where verify reads strictly with jansson; one reader
+ * and one bound for both is left to do. */
 #define PYBOX_CLI_RECEIPT_MAX (8 * 1024 * 1024)
 
 /* Read one JSON receipt from fd (at most PYBOX_CLI_RECEIPT_MAX bytes; only white space

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* The command line's help (see help.h). Numbers come from bounds.h, so the help says
- * what the code does. */
+/* The command line's help (see help.h). Numbers come from the limits' table (limits.h)
+ * and bounds.h, so the help says what the code does. */
 #include "help.h"
 
 #include <string.h>
 
 #include "../bounds.h"
 #include "../box.h"
+#include "../limits.h"
+#include "../mcp/config.h"
 #include "../mcp/http.h"
 #include "../mcp/run_python.h"
 #include "../mcp/server.h"
@@ -51,6 +53,25 @@ static void main_help(FILE *o)
             names);
 }
 
+/* A limit's default, minimum, maximum or ceiling as the help gives it (limits.h); one of
+ * a few buffers, so that several can stand in one call. */
+static const char *lim(pybox_limit_id_t id, char which)
+{
+    static char bufs[12][PYBOX_NUM_MAX];
+    static unsigned next;
+    char *out = bufs[next++ % 12];
+    const pybox_limit_t *l = pybox_limit(id);
+    switch (which) {
+    case 'd':
+        return pybox_limit_fmt(id, l->dflt, out);
+    case 'n':
+        return pybox_limit_fmt(id, l->min, out);
+    case 'x':
+        return pybox_limit_fmt(id, l->max, out);
+    }
+    return l->ceiling == 0 ? "all CPUs" : pybox_limit_fmt_config(id, l->ceiling, out);
+}
+
 static void exec_help(FILE *o)
 {
     fprintf(o,
@@ -59,13 +80,13 @@ static void exec_help(FILE *o)
             "Run the Python program given whole on standard input (at most %d bytes; never a\n"
             "terminal, never an argument) in a fresh, sealed box, and print its receipt.\n"
             "\n"
-            "  --timeout SECONDS  PyBox's deadline, counted from the box running (default %g,\n"
-            "                     or the image's; %g to %lld, at most 3 decimals); the box's own\n"
+            "  --timeout SECONDS  PyBox's deadline, counted from the box running (default %s,\n"
+            "                     or the image's; %s to %s, at most 3 decimals); the box's own\n"
             "                     timer is %g s longer\n"
             "  --memory SIZE      memory without swap: a bare number is MiB, or 512m, 1g (default\n"
-            "                     %lld MiB, or the image's; at least %lld MiB)\n"
-            "  --pids N           processes at most (default %d, or the image's; at least %d)\n"
-            "  --cpus N           CPUs (default %g, or the image's; at least %g)\n"
+            "                     %s, or the image's; at least %s)\n"
+            "  --pids N           processes at most (default %s, or the image's; at least %s)\n"
+            "  --cpus N           CPUs (default %s, or the image's; at least %s)\n"
             "  --image NAME       the pinned image to run in (default stdlib; pybox image list)\n"
             "  --input PATH       a file or folder copied read-only to /box/in/<name>; repeat it\n"
             "                     (at most 64, %lld MiB in all)\n"
@@ -83,23 +104,25 @@ static void exec_help(FILE *o)
             "  --help             this help\n"
             "\n"
             "Ceilings: every limit stays under the installation's (config.json in the state\n"
-            "folder: max_memory_mib, default %lld; max_pids, default %d; max_cpus, default all\n"
-            "CPUs; max_timeout_s, default %lld); a limit above one is refused before any box.\n"
+            "folder: %s, default %s; %s, default %s; %s, default all\n"
+            "CPUs; %s, default %s); a limit above one is refused before any box.\n"
             "Exit code: the program's own; 124 when a deadline stopped it; 125 when PyBox refused\n"
             "or failed.\n",
-            PYBOX_PROGRAM_MAX, PYBOX_DEFAULT_TIMEOUT_MS / 1000.0, PYBOX_TIMEOUT_MIN_MS / 1000.0,
-            (long long)(PYBOX_TIMEOUT_MAX_MS / 1000), PYBOX_BOX_TIMER_MARGIN_MS / 1000.0,
-            (long long)(PYBOX_DEFAULT_MEMORY >> 20), (long long)(PYBOX_MEMORY_MIN >> 20), PYBOX_DEFAULT_PIDS,
-            PYBOX_PIDS_MIN, PYBOX_DEFAULT_NANO_CPUS / 1e9, PYBOX_NANO_CPUS_MIN / 1e9,
-            (long long)(PYBOX_INPUT_MAX >> 20), PYBOX_OUT_FILES_MAX, (long long)(PYBOX_OUT_FILE_MAX >> 20),
-            (long long)(PYBOX_OUT_TOTAL_MAX >> 20), (long long)(PYBOX_CEILING_MEMORY >> 20), PYBOX_CEILING_PIDS,
-            (long long)(PYBOX_TIMEOUT_MAX_MS / 1000));
+            PYBOX_PROGRAM_MAX, lim(PYBOX_LIMIT_TIMEOUT, 'd'), lim(PYBOX_LIMIT_TIMEOUT, 'n'),
+            lim(PYBOX_LIMIT_TIMEOUT, 'x'), PYBOX_BOX_TIMER_MARGIN_MS / 1000.0, lim(PYBOX_LIMIT_MEMORY, 'd'),
+            lim(PYBOX_LIMIT_MEMORY, 'n'), lim(PYBOX_LIMIT_PIDS, 'd'), lim(PYBOX_LIMIT_PIDS, 'n'),
+            lim(PYBOX_LIMIT_CPUS, 'd'), lim(PYBOX_LIMIT_CPUS, 'n'), (long long)(PYBOX_INPUT_MAX >> 20),
+            PYBOX_OUT_FILES_MAX, (long long)(PYBOX_OUT_FILE_MAX >> 20), (long long)(PYBOX_OUT_TOTAL_MAX >> 20),
+            pybox_limit(PYBOX_LIMIT_MEMORY)->config_key, lim(PYBOX_LIMIT_MEMORY, 'c'),
+            pybox_limit(PYBOX_LIMIT_PIDS)->config_key, lim(PYBOX_LIMIT_PIDS, 'c'),
+            pybox_limit(PYBOX_LIMIT_CPUS)->config_key, pybox_limit(PYBOX_LIMIT_TIMEOUT)->config_key,
+            lim(PYBOX_LIMIT_TIMEOUT, 'c'));
 }
 
 static void mcp_help(FILE *o)
 {
-    char root_max[PYBOX_NUM_MAX], root_age[PYBOX_NUM_MAX], age_min[PYBOX_NUM_MAX], idle[PYBOX_NUM_MAX],
-        idle_min[PYBOX_NUM_MAX];
+    char root_max[PYBOX_NUM_MAX], root_age[PYBOX_NUM_MAX], age_min[PYBOX_NUM_MAX], timeout[PYBOX_NUM_MAX],
+        idle[PYBOX_NUM_MAX], idle_min[PYBOX_NUM_MAX];
     fprintf(o,
             "usage: pybox mcp [OPTION]...\n"
             "       pybox mcp --listen ADDRESS --token-file FILE [OPTION]...\n"
@@ -114,8 +137,8 @@ static void mcp_help(FILE *o)
             "\n"
             "  --images NAME,...   the images calls may use, the first the default (default stdlib;\n"
             "                      at most %d)\n"
-            "  --max-timeout SECS  the longest deadline a call may ask (default 30; %g to %lld)\n"
-            "  --max-memory SIZE   the most memory a call may ask (default 512M; at least %lld MiB)\n"
+            "  --max-timeout SECS  the longest deadline a call may ask (default %s; %s to %s)\n"
+            "  --max-memory SIZE   the most memory a call may ask (default %lldM; at least %s)\n"
             "  --files-root DIR    calls may give input files by path under DIR (default: none)\n"
             "  --output-root DIR   returned files that are not shown inline are kept under DIR and\n"
             "                      linked (default: none kept)\n"
@@ -146,8 +169,9 @@ static void mcp_help(FILE *o)
             "\n"
             "At most %d calls run at once in a session, each in its own box. The server's ceilings\n"
             "stay under the installation's (pybox help exec). docs/mcp.md.\n",
-            PYBOX_MCP_IMAGES_MAX, PYBOX_TIMEOUT_MIN_MS / 1000.0, (long long)(PYBOX_TIMEOUT_MAX_MS / 1000),
-            (long long)(PYBOX_MEMORY_MIN >> 20), (long long)(PYBOX_MCP_ENTRY_MIN / 1024),
+            PYBOX_MCP_IMAGES_MAX, pybox_limit_fmt(PYBOX_LIMIT_TIMEOUT, PYBOX_MCP_MAX_TIMEOUT_MS, timeout),
+            lim(PYBOX_LIMIT_TIMEOUT, 'n'), lim(PYBOX_LIMIT_TIMEOUT, 'x'), (long long)(PYBOX_MCP_MAX_MEMORY >> 20),
+            lim(PYBOX_LIMIT_MEMORY, 'n'), (long long)(PYBOX_MCP_ENTRY_MIN / 1024),
             pybox_fmt_size(root_max, PYBOX_MCP_OUTPUT_ROOT_MAX),
             (long long)((pybox_mcp_call_output_most() + (1 << 20) - 1) >> 20),
             pybox_fmt_age(root_age, PYBOX_MCP_OUTPUT_ROOT_AGE_S),
@@ -253,29 +277,28 @@ static void chart_help(FILE *o)
           "final reading. The receipt (pybox exec --json) comes from the named file or standard\n"
           "input; the SVG goes to standard output. A receipt that cannot be drawn is refused\n"
           "(exit 125, nothing on standard output). The same receipt always gives the same bytes.\n"
+          "\n"
+          "  --help   this help\n"
           "docs/chart.md.\n",
           o);
 }
 
 int pybox_help(FILE *out, const char *command)
 {
-    if (command == NULL || command[0] == '\0')
+    static const struct {
+        const char *command;
+        void (*help)(FILE *o);
+    } helps[] = {{"exec", exec_help},     {"mcp", mcp_help}, {"image", image_help}, {"cleanup", cleanup_help},
+                 {"verify", verify_help}, {"key", key_help}, {"chart", chart_help}};
+    if (command == NULL || command[0] == '\0') {
         main_help(out);
-    else if (strcmp(command, "exec") == 0)
-        exec_help(out);
-    else if (strcmp(command, "mcp") == 0)
-        mcp_help(out);
-    else if (strcmp(command, "image") == 0)
-        image_help(out);
-    else if (strcmp(command, "cleanup") == 0)
-        cleanup_help(out);
-    else if (strcmp(command, "verify") == 0)
-        verify_help(out);
-    else if (strcmp(command, "key") == 0)
-        key_help(out);
-    else if (strcmp(command, "chart") == 0)
-        chart_help(out);
-    else
-        return -1;
-    return 0;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof helps / sizeof *helps; i++) {
+        if (strcmp(command, helps[i].command) == 0) {
+            helps[i].help(out);
+            return 0;
+        }
+    }
+    return -1;
 }

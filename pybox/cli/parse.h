@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Command-line parsing for the front-ends, kept apart from main() so it is unit-tested.
+/* Command-line parsing for the front-ends, kept apart from main() so it is unit-tested:
+ * the commands' options (the table of cli.h) looked up, their refusals, exec's options.
  * Bad arguments are refused (PYBOX_ERR_USAGE) before anything else happens. */
 #ifndef PYBOX_CLI_PARSE_H
 #define PYBOX_CLI_PARSE_H
@@ -40,10 +41,9 @@ typedef struct pybox_exec_opts {
  * no-color.org asks of a command-line option; auto never colours a pipe or a file. */
 bool pybox_cli_use_color(pybox_color_t when, bool terminal, const char *no_color, const char *term);
 
-/* The options each command takes ("exec", "mcp", "cleanup", "verify", "key", "image
- * build", and "image" for list, verify and rm), "{NULL}"-terminated, in the order the help gives them: what
- * the parsers accept, so the help and the man pages can be checked against them. NULL
- * for another command. */
+/* The options a command of the table takes (cli.h: "exec", "image build" ...),
+ * {NULL}-terminated, in the order the help gives them: what the option walker accepts,
+ * so the help and the man pages are checked against them. NULL for another command. */
 const struct option *pybox_cli_options(const char *command);
 
 /* The option of command that arg ("--name" or "--name=value") names, or NULL. */
@@ -55,17 +55,16 @@ int pybox_cli_unknown(const char *command, const char *arg, pybox_error_t *err);
 /* Refuse an option given without the value it needs (or, when it takes none, with one). */
 int pybox_cli_value(const char *command, const char *arg, bool needs, pybox_error_t *err);
 
-/* argv[0] is "exec". */
+/* argv[0] is "exec" (pybox/cli/exec.c). */
 int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_error_t *err);
 
 /* Check the program read from stdin: not empty, not over the limit (over says the input
  * went past PYBOX_PROGRAM_MAX). */
 int pybox_cli_check_program(const char *prog, size_t len, bool over, pybox_error_t *err);
 
-/* The test hook PYBOX_TEST_KILL_AT (docs/cleanup.md): NULL or "" is no hook (*step NULL);
- * create, start, run and collect name the run's step at which pybox exec SIGKILLs
- * itself; any other value is refused. */
-#define PYBOX_TEST_KILL_ENV "PYBOX_TEST_KILL_AT"
+/* The test hook PYBOX_HOOK_KILL_AT's value (hooks.h, docs/cleanup.md): NULL or "" is no
+ * hook (*step NULL); create, start, run and collect name the run's step at which pybox
+ * exec SIGKILLs itself; any other value is refused. */
 int pybox_cli_kill_step(const char *value, const char **step, pybox_error_t *err);
 
 #endif

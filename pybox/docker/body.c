@@ -60,12 +60,15 @@ static cJSON *config_part(const pybox_policy_t *p)
     cJSON_AddStringToObject(c, "Image", p->image_id);
     cJSON_AddStringToObject(c, "User", tampered(p, "user") ? "1000:1000" : PYBOX_BOX_INIT_USER);
     if (p->relax_netns == NULL) { /* a joined network namespace brings its own name */
-        cJSON_AddStringToObject(c, "Hostname", "pybox");
+        cJSON_AddStringToObject(c, "Hostname", p->hostname);
         cJSON_AddStringToObject(c, "Domainname", "");
     }
     cJSON_AddStringToObject(c, "WorkingDir", "/tmp");
-    const char *env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp", p->relax_env};
-    cJSON_AddItemToObject(c, "Env", string_array(env, p->relax_env ? 4 : 3));
+    cJSON *env = cJSON_AddArrayToObject(c, "Env");
+    for (const char *const *e = p->env; e != NULL && *e != NULL; e++)
+        cJSON_AddItemToArray(env, cJSON_CreateString(*e));
+    if (p->relax_env != NULL)
+        cJSON_AddItemToArray(env, cJSON_CreateString(p->relax_env));
     const char *entry[] = {PYBOX_GUEST_INIT_PATH, timer, uid};
     cJSON_AddItemToObject(c, "Entrypoint", string_array(entry, 3));
     cJSON_AddItemToObject(c, "Cmd", cJSON_CreateArray());
@@ -171,15 +174,19 @@ static cJSON *host_part(const pybox_policy_t *p)
     else
         cJSON_AddItemToObject(h, "CapDrop", string_array(capdrop, 1));
     /* Only what the box's init needs to start the program as its own user and to end it. */
-    const char *capadd[] = {"CAP_KILL", "CAP_SETGID", "CAP_SETUID", p->relax_cap};
-    if (relaxed(p, PYBOX_RELAX_ENGINE_CAPS))
-        cJSON_AddItemToObject(h, "CapAdd", cJSON_CreateArray());
-    else
-        cJSON_AddItemToObject(h, "CapAdd", string_array(capadd, p->relax_cap ? 4 : 3));
-    const char *secopt[2];
+    cJSON *capadd = cJSON_AddArrayToObject(h, "CapAdd");
+    for (const char *const *cap = p->init_caps; !relaxed(p, PYBOX_RELAX_ENGINE_CAPS) && cap && *cap; cap++)
+        cJSON_AddItemToArray(capadd, cJSON_CreateString(*cap));
+    if (!relaxed(p, PYBOX_RELAX_ENGINE_CAPS) && p->relax_cap != NULL)
+        cJSON_AddItemToArray(capadd, cJSON_CreateString(p->relax_cap));
+    const char *secopt[3];
     int nsec = 0;
     if (!relaxed(p, PYBOX_RELAX_NEW_PRIVS))
         secopt[nsec++] = "no-new-privileges";
+    /* On a host with AppArmor the engine confines every box with its own profile; a check
+     * of another layer (the seccomp profile refusing mount) takes it off in both runs. */
+    if (relaxed(p, PYBOX_RELAX_APPARMOR))
+        secopt[nsec++] = "apparmor=unconfined";
     pybox_buf_t sc;
     pybox_buf_init(&sc, 0);
     pybox_buf_adds(&sc, "seccomp=");
@@ -198,10 +205,10 @@ static cJSON *host_part(const pybox_policy_t *p)
     cJSON_AddStringToObject(tmpfs, "/tmp", opts);
     cJSON_AddNumberToObject(h, "ShmSize", (double)p->shm_bytes);
     cJSON *ul = cJSON_AddArrayToObject(h, "Ulimits");
-    cJSON_AddItemToArray(ul, ulimit("nofile", p->nofile));
-    cJSON_AddItemToArray(ul, ulimit("fsize", p->fsize_bytes));
-    cJSON_AddItemToArray(ul, ulimit("core", 0));
-    cJSON_AddItemToArray(ul, ulimit("sigpending", PYBOX_SIGPENDING));
+    pybox_policy_rlimit_t rl[PYBOX_POLICY_RLIMITS];
+    pybox_policy_rlimits(p, rl);
+    for (size_t i = 0; i < PYBOX_POLICY_RLIMITS; i++)
+        cJSON_AddItemToArray(ul, ulimit(rl[i].name, rl[i].value));
     cJSON *log = cJSON_AddObjectToObject(h, "LogConfig");
     cJSON_AddStringToObject(log, "Type", "none");
     cJSON_AddObjectToObject(log, "Config");
@@ -218,7 +225,10 @@ static cJSON *host_part(const pybox_policy_t *p)
         cJSON_AddItemToObject(h, "DnsOptions", string_array(dnsopt, 1));
     }
     bool sys = relaxed(p, PYBOX_RELAX_SYSTEM_PATHS);
-    cJSON_AddItemToObject(h, "MaskedPaths", string_array(masked_paths, sys ? 0 : count(masked_paths)));
+    cJSON *masked = cJSON_AddArrayToObject(h, "MaskedPaths");
+    for (size_t i = 0; masked != NULL && masked_paths[i] != NULL; i++)
+        if (pybox_policy_masks(p, masked_paths[i]))
+            cJSON_AddItemToArray(masked, cJSON_CreateString(masked_paths[i]));
     cJSON_AddItemToObject(h, "ReadonlyPaths", string_array(readonly_paths, sys ? 0 : count(readonly_paths)));
     if (p->mount_in || p->mount_out)
         cJSON_AddItemToObject(h, "Mounts", mounts(p));

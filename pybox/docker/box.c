@@ -378,25 +378,44 @@ static int d_running(pybox_box_t *base, bool *running, pybox_error_t *err)
     return rc;
 }
 
-/* The engine's layouts first; else what the kernel lists for the box's PID 1. */
-static int d_cgroup(pybox_box_t *base, pybox_cgroup_loc_t *loc, pybox_error_t *err)
+/* The engine's answer: the box's PID 1 from its record (GET /containers/{ref}/json), then
+ * where the kernel says that process is (docker.h). */
+static int cgroup_of(pybox_engine_t *e, const char *ref, pybox_cgroup_loc_t *loc, pybox_error_t *err)
 {
-    docker_box_t *b = (docker_box_t *)base;
-    const char *root = pybox_cgroup_root();
-    if (pybox_docker_cgroup(root, b->id, loc) == 0)
-        return 0;
+    char path[160];
+    PYBOX_DOCKER_PATH(path, -1, "/containers/%s/json", ref);
     long status = 0;
     cJSON *reply = NULL;
-    if (inspect(b, &status, &reply, err) < 0)
+    if (pybox_engine_call(e, "GET", path, NULL, &status, &reply, err) < 0)
         return -1;
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "State"), "Pid");
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(reply, "Id");
     pid_t pid = status == 200 && cJSON_IsNumber(p) && p->valuedouble > 0 && p->valuedouble < 1 << 30
                     ? (pid_t)p->valuedouble
                     : 0;
+    char box_id[80] = "";
+    if (status == 200 && cJSON_IsString(id))
+        pybox_strlcpy(box_id, id->valuestring, sizeof box_id);
     cJSON_Delete(reply);
-    if (pid == 0)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the box's cgroup was not found under %s", root);
-    return pybox_cgroup_of_pid(root, "/proc", pid, loc, err);
+    if (status != 200)
+        return pybox_error_set(err, PYBOX_ERR_ENGINE, ENOENT, "the engine has no box %s (HTTP %ld)", ref, status);
+    return pybox_docker_cgroup(pybox_cgroup_root(), "/proc", box_id, pid, loc, err);
+}
+
+static int d_cgroup(pybox_box_t *base, pybox_cgroup_loc_t *loc, pybox_error_t *err)
+{
+    docker_box_t *b = (docker_box_t *)base;
+    return cgroup_of(b->engine, b->id, loc, err);
+}
+
+static int d_run_cgroup(pybox_backend_t *be, const char *run_id, pybox_cgroup_loc_t *loc, pybox_error_t *err)
+{
+    memset(loc, 0, sizeof *loc);
+    if (strlen(run_id) != 32 || strspn(run_id, "0123456789abcdef") != 32)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, EINVAL, "not a run id");
+    char name[64];
+    snprintf(name, sizeof name, "%s%s", PYBOX_DOCKER_NAME_PREFIX, run_id);
+    return cgroup_of(pybox_docker_engine(be), name, loc, err);
 }
 
 static const char *d_id(const pybox_box_t *base)
@@ -633,11 +652,13 @@ const pybox_backend_ops_t pybox_docker_backend_ops = {
     .name = "docker",
     .holder = "the engine",
     .importing = "importing into the engine:",
+    .pins_file = "images.json", /* the first backend's, named before there were others */
     .open = d_open,
     .close = d_close,
     .describe = d_describe,
     .create = d_create,
     .list_leftovers = d_list_leftovers,
     .remove_leftover = d_remove_leftover,
+    .run_cgroup = d_run_cgroup,
     .images = &pybox_docker_image_ops,
 };

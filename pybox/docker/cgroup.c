@@ -1,16 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Where the engine puts a box's cgroup (docker.h). */
+/* Where the engine put a box's cgroup (docker.h). */
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "../util.h"
 #include "docker.h"
-
-static bool is_dir(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
 
 static bool valid_id(const char *id)
 {
@@ -18,29 +13,28 @@ static bool valid_id(const char *id)
     return n >= 12 && n <= 64 && strspn(id, "0123456789abcdef") == n;
 }
 
-int pybox_docker_cgroup(const char *root, const char *id, pybox_cgroup_loc_t *loc)
+int pybox_docker_cgroup(const char *root, const char *proc_root, const char *id, pid_t pid, pybox_cgroup_loc_t *loc,
+                        pybox_error_t *err)
 {
     memset(loc, 0, sizeof *loc);
     if (!valid_id(id))
-        return -1;
-    if (pybox_cgroup_unified(root)) {
-        /* the systemd driver's scope, then the cgroupfs driver's folder */
-        if ((pybox_fmt(loc->dir[0], PATH_MAX, "%s/system.slice/docker-%s.scope", root, id) == 0 &&
-             is_dir(loc->dir[0])) ||
-            (pybox_fmt(loc->dir[0], PATH_MAX, "%s/docker/%s", root, id) == 0 && is_dir(loc->dir[0]))) {
-            loc->version = PYBOX_CG_V2;
-            return 0;
-        }
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EINVAL, "not an engine's box id");
+    if (!pybox_cgroup_unified(root)) {
+        /* v1: the engine's layouts by id first (its cgroupfs and systemd drivers) */
+        char path[PATH_MAX];
+        static const char *const parents[] = {"/docker/", "/system.slice/docker-"};
+        for (size_t i = 0; i < 2; i++)
+            if (pybox_fmt(path, sizeof path, "%s%s%s", parents[i], id, i == 1 ? ".scope" : "") == 0 &&
+                pybox_cgroup_v1_at(root, path, loc) == 0)
+                return 0;
         memset(loc, 0, sizeof *loc);
+    }
+    /* v2: where the box is depends on the engine's cgroup driver and parent; the kernel
+     * says where the box's PID 1 is. */
+    if (pid <= 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT,
+                               "the box's cgroup was not found under %s: the engine gave no process of it", root);
+    if (pybox_cgroup_of_pid(root, proc_root, pid, loc, err) < 0)
         return -1;
-    }
-    char path[PATH_MAX];
-    static const char *const parents[] = {"/docker/", "/system.slice/docker-"};
-    for (size_t i = 0; i < 2; i++) {
-        if (pybox_fmt(path, sizeof path, "%s%s%s", parents[i], id, i == 1 ? ".scope" : "") == 0 &&
-            pybox_cgroup_v1_at(root, path, loc) == 0)
-            return 0;
-    }
-    memset(loc, 0, sizeof *loc);
-    return -1;
+    return 0;
 }

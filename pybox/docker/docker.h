@@ -39,10 +39,14 @@ cJSON *pybox_docker_body(const pybox_policy_t *p);
  * PYBOX_ERR_POLICY error; returns -1 if any. */
 int pybox_docker_verify(const pybox_policy_t *p, const cJSON *inspect, int *checked, pybox_error_t *err);
 
-/* A box's cgroup under root by the engine's layouts (v2 systemd driver
- * system.slice/docker-<id>.scope, v2 cgroupfs driver docker/<id>, v1 <controller>/docker/<id>
- * or <controller>/system.slice/docker-<id>.scope). 0 when found. */
-int pybox_docker_cgroup(const char *root, const char *id, pybox_cgroup_loc_t *loc);
+/* A box's cgroup under root. On cgroup v2 from the engine's own answer only: pid is the
+ * box's PID 1 from its record (State.Pid), and the kernel's list for it
+ * (<proc_root>/<pid>/cgroup) says where it is (systemd driver:
+ * system.slice/docker-<id>.scope), never a path guessed from the id. On v1 the engine's
+ * layouts by id first (<controller>/docker/<id> or <controller>/system.slice/docker-<id>.scope),
+ * then the same list. 0 when found. */
+int pybox_docker_cgroup(const char *root, const char *proc_root, const char *id, pid_t pid, pybox_cgroup_loc_t *loc,
+                        pybox_error_t *err);
 
 /* ---- the attach stream's frames: [type(1), 0, 0, 0, length(u32 BE)] payload ---- */
 

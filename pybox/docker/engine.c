@@ -3,7 +3,6 @@
 #include "engine.h"
 
 #include <curl/curl.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "../bounds.h"
+#include "../dl.h"
 #include "../escape.h"
 #include "../util.h"
 
@@ -42,56 +42,37 @@ struct pybox_engine_stream {
  * (docs/bench.md), and a native box's run or a refusal never uses it. Each function is taken with its own declared
  * type. */
 #define PYBOX_CURL_SONAME "libcurl.so.4"
+/* called through the table below, by their own names: curl's type-checking macros of
+ * these two names (which check calls of the linked functions) would stand in the way */
+#undef curl_easy_setopt
+#undef curl_easy_getinfo
+#define CURL_FUNCS(X)                                                                                                  \
+    X(curl_global_init)                                                                                                \
+    X(curl_easy_init)                                                                                                  \
+    X(curl_easy_reset)                                                                                                 \
+    X(curl_easy_setopt)                                                                                                \
+    X(curl_easy_perform)                                                                                               \
+    X(curl_easy_getinfo)                                                                                               \
+    X(curl_easy_strerror)                                                                                              \
+    X(curl_easy_escape)                                                                                                \
+    X(curl_easy_cleanup)                                                                                               \
+    X(curl_free)                                                                                                       \
+    X(curl_slist_append)                                                                                               \
+    X(curl_slist_free_all)
 static struct {
-    __typeof__(curl_global_init) *global_init;
-    __typeof__(curl_easy_init) *easy_init;
-    __typeof__(curl_easy_reset) *easy_reset;
-    __typeof__(curl_easy_setopt) *easy_setopt;
-    __typeof__(curl_easy_perform) *easy_perform;
-    __typeof__(curl_easy_getinfo) *easy_getinfo;
-    __typeof__(curl_easy_strerror) *easy_strerror;
-    __typeof__(curl_easy_escape) *easy_escape;
-    __typeof__(curl_easy_cleanup) *easy_cleanup;
-    __typeof__(curl_free) *free;
-    __typeof__(curl_slist_append) *slist_append;
-    __typeof__(curl_slist_free_all) *slist_free_all;
+    CURL_FUNCS(PYBOX_DL_FIELD)
 } cu;
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static char curl_failure[256]; /* empty when libcurl is ready */
 
-static void *curl_sym(void *lib, const char *name)
-{
-    void *f = dlsym(lib, name);
-    if (f == NULL && curl_failure[0] == '\0')
-        snprintf(curl_failure, sizeof curl_failure, "%s has no %s", PYBOX_CURL_SONAME, name);
-    return f;
-}
-
 static void curl_init(void)
 {
-    void *lib = dlopen(PYBOX_CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        const char *why = dlerror();
-        snprintf(curl_failure, sizeof curl_failure, "%s", why != NULL ? why : PYBOX_CURL_SONAME);
+    static const char *const names[] = {CURL_FUNCS(PYBOX_DL_NAME)};
+    if (!pybox_dl_open(PYBOX_CURL_SONAME, names, sizeof names / sizeof *names, &cu, sizeof cu, curl_failure,
+                       sizeof curl_failure))
         return;
-    }
-    /* The library stays open for the process's life: its handles are used to the end. */
-    cu.global_init = (__typeof__(cu.global_init))curl_sym(lib, "curl_global_init");
-    cu.easy_init = (__typeof__(cu.easy_init))curl_sym(lib, "curl_easy_init");
-    cu.easy_reset = (__typeof__(cu.easy_reset))curl_sym(lib, "curl_easy_reset");
-    cu.easy_setopt = (__typeof__(cu.easy_setopt))curl_sym(lib, "curl_easy_setopt");
-    cu.easy_perform = (__typeof__(cu.easy_perform))curl_sym(lib, "curl_easy_perform");
-    cu.easy_getinfo = (__typeof__(cu.easy_getinfo))curl_sym(lib, "curl_easy_getinfo");
-    cu.easy_strerror = (__typeof__(cu.easy_strerror))curl_sym(lib, "curl_easy_strerror");
-    cu.easy_escape = (__typeof__(cu.easy_escape))curl_sym(lib, "curl_easy_escape");
-    cu.easy_cleanup = (__typeof__(cu.easy_cleanup))curl_sym(lib, "curl_easy_cleanup");
-    cu.free = (__typeof__(cu.free))curl_sym(lib, "curl_free");
-    cu.slist_append = (__typeof__(cu.slist_append))curl_sym(lib, "curl_slist_append");
-    cu.slist_free_all = (__typeof__(cu.slist_free_all))curl_sym(lib, "curl_slist_free_all");
-    if (curl_failure[0] != '\0')
-        return;
-    if (cu.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    if (cu.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         snprintf(curl_failure, sizeof curl_failure, "curl_global_init failed");
 }
 
@@ -181,43 +162,43 @@ static int transfer(pybox_engine_t *e, const char *method, const char *url, cons
                     pybox_error_t *err)
 {
     CURL *c = e->curl;
-    cu.easy_reset(c);
-    cu.easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
-    cu.easy_setopt(c, CURLOPT_URL, url);
-    cu.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    cu.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)PYBOX_ENGINE_CONNECT_TIMEOUT_MS);
-    cu.easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-    cu.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    cu.easy_setopt(c, CURLOPT_WRITEDATA, reply);
-    cu.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+    cu.curl_easy_reset(c);
+    cu.curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
+    cu.curl_easy_setopt(c, CURLOPT_URL, url);
+    cu.curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    cu.curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)PYBOX_ENGINE_CONNECT_TIMEOUT_MS);
+    cu.curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+    cu.curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    cu.curl_easy_setopt(c, CURLOPT_WRITEDATA, reply);
+    cu.curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
     struct curl_slist *hdrs = NULL;
     upload_src_t src = {.fd = upload_fd};
     if (upload_fd >= 0) {
-        cu.easy_setopt(c, CURLOPT_POST, 1L);
-        cu.easy_setopt(c, CURLOPT_READFUNCTION, on_upload);
-        cu.easy_setopt(c, CURLOPT_READDATA, &src);
-        hdrs = cu.slist_append(hdrs, "Transfer-Encoding: chunked");
-        hdrs = cu.slist_append(hdrs, "Expect:");
+        cu.curl_easy_setopt(c, CURLOPT_POST, 1L);
+        cu.curl_easy_setopt(c, CURLOPT_READFUNCTION, on_upload);
+        cu.curl_easy_setopt(c, CURLOPT_READDATA, &src);
+        hdrs = cu.curl_slist_append(hdrs, "Transfer-Encoding: chunked");
+        hdrs = cu.curl_slist_append(hdrs, "Expect:");
     } else if (strcmp(method, "POST") == 0 || body != NULL) {
-        cu.easy_setopt(c, CURLOPT_POST, 1L);
-        cu.easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
-        cu.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body_len : 0));
+        cu.curl_easy_setopt(c, CURLOPT_POST, 1L);
+        cu.curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
+        cu.curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body_len : 0));
         if (strcmp(method, "POST") != 0)
-            cu.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+            cu.curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
         if (body_len > 1024)
-            hdrs = cu.slist_append(hdrs, "Expect:");
+            hdrs = cu.curl_slist_append(hdrs, "Expect:");
     } else if (strcmp(method, "GET") != 0) {
-        cu.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        cu.curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     }
     if (content_type != NULL) {
         char h[128];
         snprintf(h, sizeof h, "Content-Type: %s", content_type);
-        hdrs = cu.slist_append(hdrs, h);
+        hdrs = cu.curl_slist_append(hdrs, h);
     }
     if (hdrs != NULL)
-        cu.easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-    CURLcode rc = cu.easy_perform(c);
-    cu.slist_free_all(hdrs);
+        cu.curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    CURLcode rc = cu.curl_easy_perform(c);
+    cu.curl_slist_free_all(hdrs);
     if (rc != CURLE_OK) {
         int kind_errno = 0;
         if (rc == CURLE_COULDNT_CONNECT)
@@ -228,9 +209,9 @@ static int transfer(pybox_engine_t *e, const char *method, const char *url, cons
             return pybox_error_set(err, PYBOX_ERR_PROTOCOL, EFBIG, "%s %s: the engine's reply is larger than %zu bytes",
                                    method, url, reply->max);
         return pybox_error_set(err, PYBOX_ERR_ENGINE, kind_errno, "%s %s via %s: %s", method, url, e->socket_path,
-                               cu.easy_strerror(rc));
+                               cu.curl_easy_strerror(rc));
     }
-    cu.easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    cu.curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
     return 0;
 }
 
@@ -344,11 +325,11 @@ int pybox_engine_fail(pybox_error_t *err, const char *what, long status, const c
 
 char *pybox_engine_escape(pybox_engine_t *e, const char *s)
 {
-    char *c = cu.easy_escape(e->curl, s, 0);
+    char *c = cu.curl_easy_escape(e->curl, s, 0);
     if (c == NULL)
         return NULL;
     char *r = strdup(c);
-    cu.free(c);
+    cu.curl_free(c);
     return r;
 }
 
@@ -389,18 +370,18 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
 static int ping(pybox_engine_t *e, long *status, pybox_buf_t *body, pybox_buf_t *head, pybox_error_t *err)
 {
     CURL *c = e->curl;
-    cu.easy_reset(c);
-    cu.easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
-    cu.easy_setopt(c, CURLOPT_URL, "http://localhost/_ping");
-    cu.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    cu.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, e->contact_ms);
-    cu.easy_setopt(c, CURLOPT_TIMEOUT_MS, e->contact_ms); /* the whole exchange, answer included */
-    cu.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    cu.easy_setopt(c, CURLOPT_WRITEDATA, body);
-    cu.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    cu.easy_setopt(c, CURLOPT_HEADERDATA, head);
-    cu.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
-    CURLcode rc = cu.easy_perform(c);
+    cu.curl_easy_reset(c);
+    cu.curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
+    cu.curl_easy_setopt(c, CURLOPT_URL, "http://localhost/_ping");
+    cu.curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    cu.curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, e->contact_ms);
+    cu.curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, e->contact_ms); /* the whole exchange, answer included */
+    cu.curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    cu.curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+    cu.curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    cu.curl_easy_setopt(c, CURLOPT_HEADERDATA, head);
+    cu.curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+    CURLcode rc = cu.curl_easy_perform(c);
     if (rc == CURLE_WRITE_ERROR)
         return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "GET /_ping: the engine's answer is too large");
     if (rc == CURLE_OPERATION_TIMEDOUT)
@@ -410,8 +391,8 @@ static int ping(pybox_engine_t *e, long *status, pybox_buf_t *body, pybox_buf_t 
                                e->socket_path, e->contact_ms / 1000.0, PYBOX_ENGINE_CONTACT_ENV);
     if (rc != CURLE_OK)
         return pybox_error_set(err, PYBOX_ERR_ENGINE, rc == CURLE_COULDNT_CONNECT ? ECONNREFUSED : 0,
-                               "GET /_ping via %s: %s", e->socket_path, cu.easy_strerror(rc));
-    cu.easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+                               "GET /_ping via %s: %s", e->socket_path, cu.curl_easy_strerror(rc));
+    cu.curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
     return 0;
 }
 
@@ -507,7 +488,7 @@ int pybox_engine_open(const char *docker_host, pybox_engine_t **out, pybox_error
         free(e);
         return -1;
     }
-    e->curl = cu.easy_init();
+    e->curl = cu.curl_easy_init();
     if (e->curl == NULL) {
         free(e);
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "curl_easy_init failed");
@@ -544,7 +525,7 @@ void pybox_engine_free(pybox_engine_t *e)
     if (e == NULL)
         return;
     if (e->curl)
-        cu.easy_cleanup(e->curl);
+        cu.curl_easy_cleanup(e->curl);
     free(e);
 }
 
@@ -623,23 +604,23 @@ int pybox_engine_upgrade(pybox_engine_t *e, const char *path, pybox_engine_strea
     if (s == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
     s->fd = -1;
-    s->curl = cu.easy_init();
+    s->curl = cu.curl_easy_init();
     if (s->curl == NULL) {
         free(s);
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "curl_easy_init failed");
     }
-    cu.easy_setopt(s->curl, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
-    cu.easy_setopt(s->curl, CURLOPT_URL, "http://localhost/");
-    cu.easy_setopt(s->curl, CURLOPT_CONNECT_ONLY, 1L);
-    cu.easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
-    cu.easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)PYBOX_ENGINE_CONNECT_TIMEOUT_MS);
-    CURLcode rc = cu.easy_perform(s->curl);
+    cu.curl_easy_setopt(s->curl, CURLOPT_UNIX_SOCKET_PATH, e->socket_path);
+    cu.curl_easy_setopt(s->curl, CURLOPT_URL, "http://localhost/");
+    cu.curl_easy_setopt(s->curl, CURLOPT_CONNECT_ONLY, 1L);
+    cu.curl_easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
+    cu.curl_easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)PYBOX_ENGINE_CONNECT_TIMEOUT_MS);
+    CURLcode rc = cu.curl_easy_perform(s->curl);
     curl_socket_t fd = CURL_SOCKET_BAD;
     if (rc == CURLE_OK)
-        rc = cu.easy_getinfo(s->curl, CURLINFO_ACTIVESOCKET, &fd);
+        rc = cu.curl_easy_getinfo(s->curl, CURLINFO_ACTIVESOCKET, &fd);
     if (rc != CURLE_OK || fd == CURL_SOCKET_BAD) {
         pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "connecting to %s for %s: %s", e->socket_path, path,
-                        cu.easy_strerror(rc));
+                        cu.curl_easy_strerror(rc));
         pybox_engine_stream_free(s);
         return -1;
     }
@@ -749,7 +730,7 @@ void pybox_engine_stream_free(pybox_engine_stream_t *s)
     if (s == NULL)
         return;
     if (s->curl)
-        cu.easy_cleanup(s->curl); /* closes the socket */
+        cu.curl_easy_cleanup(s->curl); /* closes the socket */
     free(s->pending);
     free(s);
 }
@@ -757,6 +738,20 @@ void pybox_engine_stream_free(pybox_engine_stream_t *s)
 int pybox_engine_stream_fd(const pybox_engine_stream_t *s)
 {
     return s->fd;
+}
+
+/* A stream's read or write that failed: EAGAIN as it is (nothing to do yet), anything
+ * else an error of the engine's stream. Returns -1, errno kept. */
+static ssize_t stream_failed(const char *what, pybox_error_t *err)
+{
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        errno = EAGAIN;
+        return -1;
+    }
+    int e = errno;
+    pybox_error_set(err, PYBOX_ERR_ENGINE, e, "%s", what);
+    errno = e;
+    return -1;
 }
 
 ssize_t pybox_engine_stream_read(pybox_engine_stream_t *s, void *buf, size_t len, pybox_error_t *err)
@@ -773,16 +768,8 @@ ssize_t pybox_engine_stream_read(pybox_engine_stream_t *s, void *buf, size_t len
         ssize_t r = recv(s->fd, buf, len, 0);
         if (r >= 0)
             return r;
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            errno = EAGAIN;
-            return -1;
-        }
-        int e = errno;
-        pybox_error_set(err, PYBOX_ERR_ENGINE, e, "reading the box's output stream");
-        errno = e;
-        return -1;
+        if (errno != EINTR)
+            return stream_failed("reading the box's output stream", err);
     }
 }
 
@@ -792,16 +779,8 @@ ssize_t pybox_engine_stream_write(pybox_engine_stream_t *s, const void *buf, siz
         ssize_t w = send(s->fd, buf, len, MSG_NOSIGNAL);
         if (w >= 0)
             return w;
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            errno = EAGAIN;
-            return -1;
-        }
-        int e = errno;
-        pybox_error_set(err, PYBOX_ERR_ENGINE, e, "writing the program to the box");
-        errno = e;
-        return -1;
+        if (errno != EINTR)
+            return stream_failed("writing the program to the box", err);
     }
 }
 

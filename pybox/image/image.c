@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Image build, import and pinning (see image.h). */
 #include "image.h"
+
 #include "../archive_api.h"
 
 #include <dirent.h>
@@ -17,6 +18,7 @@
 #include "../../guest/proto.h"
 #include "../buf.h"
 #include "../escape.h"
+#include "../limits.h"
 #include "../util.h"
 #include "../version.h"
 #include "wheels.h"
@@ -264,12 +266,7 @@ static int fingerprint(const pybox_image_paths_t *paths, const char *dir, bool f
     /* What PyBox itself adds to every image (compose): a change of it is a new image. */
     if (rc == 0 && full)
         EVP_DigestUpdate(md, PYBOX_COMPOSE_LAYOUT, sizeof PYBOX_COMPOSE_LAYOUT - 1);
-    unsigned char dig[32];
-    unsigned int dl = 0;
-    EVP_DigestFinal_ex(md, dig, &dl);
-    EVP_MD_CTX_free(md);
-    if (rc == 0)
-        pybox_hex(dig, 32, out);
+    pybox_digest_done(md, rc == 0 ? out : NULL);
     return rc;
 }
 
@@ -312,25 +309,11 @@ static int read_policy(const char *dir, pybox_pin_t *pin, pybox_error_t *err)
         }
         if (n <= 0)
             continue;
-        int64_t v;
-        bool ok = n == 2;
-        if (ok && strcmp(key, "memory_mib") == 0) {
-            uint64_t u;
-            ok = pybox_parse_u64(val, &u) == 0 && u >= 32 && u <= (1 << 20);
-            pin->memory_bytes = (int64_t)u * 1024 * 1024;
-        } else if (ok && strcmp(key, "pids") == 0) {
-            uint64_t u;
-            ok = pybox_parse_u64(val, &u) == 0 && u >= PYBOX_PIDS_MIN && u <= 1000000;
-            pin->pids = (int64_t)u;
-        } else if (ok && strcmp(key, "cpus") == 0) {
-            ok = pybox_parse_seconds_ms(val, &v) == 0 && v >= 10 && v <= 1024 * 1000;
-            pin->nano_cpus = v * 1000000;
-        } else if (ok && strcmp(key, "timeout_s") == 0) {
-            ok = pybox_parse_seconds_ms(val, &v) == 0 && v >= PYBOX_TIMEOUT_MIN_MS && v <= PYBOX_TIMEOUT_MAX_MS;
-            pin->timeout_ms = v;
-        } else {
-            ok = false;
-        }
+        /* each a limit's recipe_key (limits.h), in the limit's own parser */
+        int64_t *to[PYBOX_LIMIT_RUN] = {&pin->memory_bytes, &pin->pids, &pin->nano_cpus, &pin->timeout_ms};
+        bool ok = false;
+        for (int id = 0; n == 2 && !ok && id < PYBOX_LIMIT_RUN; id++)
+            ok = strcmp(key, pybox_limit(id)->recipe_key) == 0 && pybox_limit_parse(id, val, to[id]) == 0;
         if (!ok)
             rc = pybox_error_set(err, PYBOX_ERR_USAGE, 0,
                                  "%s line %d: expected memory_mib, pids, cpus or timeout_s "
@@ -374,21 +357,7 @@ static int run_script(const char *script, const char *recipe, const char *out, p
 
 static int add_file(struct archive *w, const char *name, const void *data, size_t len, mode_t mode)
 {
-    struct archive_entry *e = archive_entry_new();
-    if (e == NULL)
-        return -1;
-    archive_entry_set_pathname(e, name);
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, mode);
-    archive_entry_set_size(e, (la_int64_t)len);
-    archive_entry_set_uid(e, 0);
-    archive_entry_set_gid(e, 0);
-    archive_entry_set_mtime(e, 0, 0);
-    int rc = archive_write_header(w, e);
-    if (rc == ARCHIVE_OK && len > 0 && archive_write_data(w, data, len) != (la_ssize_t)len)
-        rc = ARCHIVE_FATAL;
-    archive_entry_free(e);
-    return rc == ARCHIVE_OK ? 0 : -1;
+    return pybox_image_tar_entry(w, name, AE_IFREG, mode, (int64_t)len, data);
 }
 
 /* The base rootfs tar, plus /pybox/init and /pybox/manifest.json, into out_fd. */
@@ -400,14 +369,8 @@ typedef struct {
 
 static int names_add(names_t *s, const char *path)
 {
-    if (s->n == s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 4096;
-        char **nv = realloc(s->v, ncap * sizeof *nv);
-        if (nv == NULL)
-            return -1;
-        s->v = nv;
-        s->cap = ncap;
-    }
+    if (pybox_grow(&s->v, &s->cap, s->n, sizeof *s->v, 4096) < 0)
+        return -1;
     size_t len = strlen(path);
     while (len > 1 && path[len - 1] == '/')
         len--;

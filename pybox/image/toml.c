@@ -12,6 +12,7 @@
 
 #include "../buf.h"
 #include "../escape.h"
+#include "../util.h"
 
 #define TOML_DEPTH_MAX 32
 #define TOML_KEYS_MAX 4096 /* per table: lookups are linear */
@@ -44,17 +45,6 @@ static void skip(reader_t *r, bool nl)
             break;
         }
     }
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 static int put_utf8(pybox_buf_t *b, unsigned cp)
@@ -117,7 +107,7 @@ static int read_string(reader_t *r, pybox_buf_t *out)
                 int digits = e == 'u' ? 4 : 8;
                 unsigned cp = 0;
                 for (int i = 0; i < digits; i++) {
-                    int h = r->p < r->end ? hexval(*r->p) : -1;
+                    int h = r->p < r->end ? pybox_hex_value(*r->p) : -1;
                     if (h < 0)
                         return fail(r, "a bad \\u escape");
                     cp = cp * 16 + (unsigned)h;

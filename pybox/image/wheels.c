@@ -100,14 +100,11 @@ static const char *str_of(const cJSON *o, const char *key)
 int pybox_lock_check(const char *lock_path, const char *wheels_dir, pybox_lock_t *lock, pybox_error_t *err)
 {
     memset(lock, 0, sizeof *lock);
-    _cleanup_close_ int fd = open(lock_path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "--lock %s", lock_path);
     _cleanup_free_ char *text = NULL;
     size_t len = 0;
     bool over = false;
-    if (pybox_read_bounded(fd, LOCK_MAX, &text, &len, &over, err) < 0)
-        return -1;
+    if (pybox_read_file(lock_path, 0, LOCK_MAX, &text, &len, &over, err) < 0)
+        return err->kind != PYBOX_ERR_NONE ? -1 : pybox_error_set(err, PYBOX_ERR_USAGE, errno, "--lock %s", lock_path);
     if (over)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--lock %s: larger than %d bytes", lock_path, LOCK_MAX);
     return pybox_lock_check_text(text, len, lock_path, wheels_dir, lock, err);
@@ -238,14 +235,8 @@ static bool pathset_has(const pathset_t *s, const char *p)
 
 static int pathset_add(pathset_t *s, const char *p)
 {
-    if (s->n == s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 64;
-        char **np = realloc(s->paths, ncap * sizeof *np);
-        if (np == NULL)
-            return -1;
-        s->paths = np;
-        s->cap = ncap;
-    }
+    if (pybox_grow(&s->paths, &s->cap, s->n, sizeof *s->paths, 64) < 0)
+        return -1;
     s->paths[s->n] = strdup(p);
     return s->paths[s->n] ? (int)(s->n++, 0) : -1;
 }
@@ -257,7 +248,7 @@ static void pathset_free(pathset_t *s)
     free(s->paths);
 }
 
-static int write_entry(struct archive *w, const char *path, mode_t type, mode_t perm, int64_t size)
+int pybox_image_tar_entry(struct archive *w, const char *path, mode_t type, mode_t perm, int64_t size, const void *data)
 {
     struct archive_entry *e = archive_entry_new();
     if (e == NULL)
@@ -270,6 +261,8 @@ static int write_entry(struct archive *w, const char *path, mode_t type, mode_t 
     archive_entry_set_gid(e, 0);
     archive_entry_set_mtime(e, 0, 0);
     int rc = archive_write_header(w, e);
+    if (rc == ARCHIVE_OK && data != NULL && size > 0 && archive_write_data(w, data, (size_t)size) != (la_ssize_t)size)
+        rc = ARCHIVE_FATAL;
     archive_entry_free(e);
     return rc == ARCHIVE_OK ? 0 : -1;
 }
@@ -288,7 +281,7 @@ static int parents(struct archive *w, pathset_t *dirs, const pathset_t *files, c
                 return 1;
             char d[2050];
             snprintf(d, sizeof d, "%s/", buf);
-            if (write_entry(w, d, AE_IFDIR, 0755, 0) < 0 || pathset_add(dirs, buf) < 0)
+            if (pybox_image_tar_entry(w, d, AE_IFDIR, 0755, 0, NULL) < 0 || pathset_add(dirs, buf) < 0)
                 return -1;
         }
         *s = '/';
@@ -400,7 +393,8 @@ int pybox_wheels_unpack(struct archive *w, const pybox_lock_t *lock, const char 
                                      x->file);
                 break;
             }
-            if (pr < 0 || pathset_add(&files, dest) < 0 || write_entry(w, dest, AE_IFREG, perm, esize) < 0) {
+            if (pr < 0 || pathset_add(&files, dest) < 0 ||
+                pybox_image_tar_entry(w, dest, AE_IFREG, perm, esize, NULL) < 0) {
                 rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "writing the image: %s",
                                      archive_error_string(w) ? archive_error_string(w) : "out of memory");
                 break;

@@ -47,4 +47,9 @@ int pybox_wheels_unpack(struct archive *w, const pybox_lock_t *lock, const char 
                         const char *bin, pybox_path_exists_fn exists, void *arg, const pybox_out_t *progress,
                         pybox_error_t *err);
 
+/* One entry of an image's tar, root's with time 0: a folder or a file's header of size
+ * bytes, followed by those bytes when data is not NULL (else the caller writes them). */
+int pybox_image_tar_entry(struct archive *w, const char *path, mode_t type, mode_t perm, int64_t size,
+                          const void *data);
+
 #endif

@@ -12,7 +12,6 @@
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -34,6 +33,7 @@
 #include <unistd.h>
 
 #include "../buf.h"
+#include "../dl.h"
 #include "../escape.h"
 #include "../util.h"
 
@@ -42,50 +42,32 @@
 /* The name Debian's libmicrohttpd12 gives the library (its ABI). */
 #define MHD_SONAME "libmicrohttpd.so.12"
 
+#define MHD_FUNCS(X)                                                                                                   \
+    X(MHD_start_daemon)                                                                                                \
+    X(MHD_stop_daemon)                                                                                                 \
+    X(MHD_quiesce_daemon)                                                                                              \
+    X(MHD_lookup_connection_value)                                                                                     \
+    X(MHD_get_connection_values)                                                                                       \
+    X(MHD_get_connection_info)                                                                                         \
+    X(MHD_create_response_from_buffer)                                                                                 \
+    X(MHD_create_response_from_callback)                                                                               \
+    X(MHD_add_response_header)                                                                                         \
+    X(MHD_queue_response)                                                                                              \
+    X(MHD_destroy_response)                                                                                            \
+    X(MHD_suspend_connection)                                                                                          \
+    X(MHD_resume_connection)
+
 static struct {
-    __typeof__(MHD_start_daemon) *start_daemon;
-    __typeof__(MHD_stop_daemon) *stop_daemon;
-    __typeof__(MHD_quiesce_daemon) *quiesce_daemon;
-    __typeof__(MHD_lookup_connection_value) *lookup_connection_value;
-    __typeof__(MHD_get_connection_values) *get_connection_values;
-    __typeof__(MHD_get_connection_info) *get_connection_info;
-    __typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
-    __typeof__(MHD_create_response_from_callback) *create_response_from_callback;
-    __typeof__(MHD_add_response_header) *add_response_header;
-    __typeof__(MHD_queue_response) *queue_response;
-    __typeof__(MHD_destroy_response) *destroy_response;
-    __typeof__(MHD_suspend_connection) *suspend_connection;
-    __typeof__(MHD_resume_connection) *resume_connection;
+    MHD_FUNCS(PYBOX_DL_FIELD)
 } mhd;
 
 static int mhd_open(pybox_error_t *err)
 {
-    void *lib = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        const char *why = dlerror();
+    static const char *const names[] = {MHD_FUNCS(PYBOX_DL_NAME)};
+    char why[256];
+    if (!pybox_dl_open(MHD_SONAME, names, sizeof names / sizeof *names, &mhd, sizeof mhd, why, sizeof why))
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0,
-                               "--listen needs GNU libmicrohttpd (Debian's libmicrohttpd12): %s",
-                               why != NULL ? why : MHD_SONAME);
-    }
-    void *f;
-#define TAKE(member, name)                                                                                             \
-    if ((f = dlsym(lib, #name)) == NULL)                                                                               \
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "%s has no %s", MHD_SONAME, #name);                           \
-    mhd.member = (__typeof__(mhd.member))f;
-    TAKE(start_daemon, MHD_start_daemon)
-    TAKE(stop_daemon, MHD_stop_daemon)
-    TAKE(quiesce_daemon, MHD_quiesce_daemon)
-    TAKE(lookup_connection_value, MHD_lookup_connection_value)
-    TAKE(get_connection_values, MHD_get_connection_values)
-    TAKE(get_connection_info, MHD_get_connection_info)
-    TAKE(create_response_from_buffer, MHD_create_response_from_buffer)
-    TAKE(create_response_from_callback, MHD_create_response_from_callback)
-    TAKE(add_response_header, MHD_add_response_header)
-    TAKE(queue_response, MHD_queue_response)
-    TAKE(destroy_response, MHD_destroy_response)
-    TAKE(suspend_connection, MHD_suspend_connection)
-    TAKE(resume_connection, MHD_resume_connection)
-#undef TAKE
+                               "--listen needs GNU libmicrohttpd (Debian's libmicrohttpd12): %s", why);
     return 0; /* the library stays open for the process's life */
 }
 
@@ -366,7 +348,7 @@ static void wake_locked(exchange_t *ex)
         return;
     ex->suspended = false;
     epoll_ctl(ex->hs->epfd, EPOLL_CTL_DEL, ex->cx->fd, NULL);
-    mhd.resume_connection(ex->conn);
+    mhd.MHD_resume_connection(ex->conn);
 }
 
 /* Suspend the exchange's connection (from its handler or reader, with the lock held) and
@@ -380,7 +362,7 @@ static void suspend_locked(exchange_t *ex)
         return;
     }
     ex->suspended = true;
-    mhd.suspend_connection(ex->conn);
+    mhd.MHD_suspend_connection(ex->conn);
 }
 
 static bool sink_send(pybox_mcp_sink_t *k, const char *text, size_t len, bool reply)
@@ -453,17 +435,17 @@ static enum MHD_Result queue(exchange_t *ex, unsigned status, const char *body, 
                              const char *const *headers)
 {
     struct MHD_Response *r =
-        mhd.create_response_from_buffer(len, (void *)(uintptr_t)(body ? body : ""), MHD_RESPMEM_MUST_COPY);
+        mhd.MHD_create_response_from_buffer(len, (void *)(uintptr_t)(body ? body : ""), MHD_RESPMEM_MUST_COPY);
     if (r == NULL)
         return MHD_NO;
     if (type != NULL) {
-        mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-        mhd.add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+        mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     }
     for (size_t i = 0; headers != NULL && headers[i] != NULL; i += 2)
-        mhd.add_response_header(r, headers[i], headers[i + 1]);
-    enum MHD_Result rc = mhd.queue_response(ex->conn, status, r);
-    mhd.destroy_response(r);
+        mhd.MHD_add_response_header(r, headers[i], headers[i + 1]);
+    enum MHD_Result rc = mhd.MHD_queue_response(ex->conn, status, r);
+    mhd.MHD_destroy_response(r);
     return rc;
 }
 
@@ -557,17 +539,17 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
 
 static enum MHD_Result queue_stream(exchange_t *ex, const char *session_id)
 {
-    struct MHD_Response *r = mhd.create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_stream, ex, NULL);
+    struct MHD_Response *r = mhd.MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_stream, ex, NULL);
     if (r == NULL)
         return MHD_NO;
-    mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-    mhd.add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, no-transform");
-    mhd.add_response_header(r, "X-Accel-Buffering", "no"); /* nginx: pass events on at once */
+    mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache, no-transform");
+    mhd.MHD_add_response_header(r, "X-Accel-Buffering", "no"); /* nginx: pass events on at once */
     if (session_id != NULL)
-        mhd.add_response_header(r, "Mcp-Session-Id", session_id);
+        mhd.MHD_add_response_header(r, "Mcp-Session-Id", session_id);
     ex->keepalive_ms = pybox_now_ms() + PYBOX_MCP_HTTP_KEEPALIVE_S * 1000;
-    enum MHD_Result rc = mhd.queue_response(ex->conn, MHD_HTTP_OK, r);
-    mhd.destroy_response(r);
+    enum MHD_Result rc = mhd.MHD_queue_response(ex->conn, MHD_HTTP_OK, r);
+    mhd.MHD_destroy_response(r);
     return rc;
 }
 
@@ -616,7 +598,7 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
 
 static const char *header(struct MHD_Connection *c, const char *name)
 {
-    return mhd.lookup_connection_value(c, MHD_HEADER_KIND, name);
+    return mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
 /* Judge the head: refused (a response queued), or let on to its body. */
@@ -635,7 +617,7 @@ static enum MHD_Result judge_head(exchange_t *ex, const char *url, const char *m
     /* One way to read the body only: a request that could be read two ways (as a proxy in
      * front read it and as this server would) is refused, and its connection closed. */
     framing_t f = {0, 0};
-    mhd.get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+    mhd.MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
     const char *te = header(c, MHD_HTTP_HEADER_TRANSFER_ENCODING);
     const char *cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (f.transfer_encoding > 0 && f.content_length > 0)
@@ -840,7 +822,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     http_t *hs = cls;
     exchange_t *ex = *con_cls;
     if (ex == NULL) { /* the head */
-        const union MHD_ConnectionInfo *ci = mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        const union MHD_ConnectionInfo *ci = mhd.MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         conn_t *cx = ci != NULL ? ci->socket_context : NULL;
         ex = calloc(1, sizeof *ex);
         if (ex == NULL || cx == NULL) {
@@ -938,7 +920,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 {
     http_t *hs = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *ci = mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ci = mhd.MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         conn_t *cx = calloc(1, sizeof *cx);
         if (cx == NULL || ci == NULL) {
             free(cx);
@@ -1206,7 +1188,7 @@ int pybox_mcp_http_serve(const pybox_mcp_http_config_t *hc, int signal_fd, const
         return -1;
     }
     unsigned limit = (unsigned)hc->tokens.n * hc->max_connections + PYBOX_MCP_HTTP_SPARE_CONNECTIONS;
-    hs->d = mhd.start_daemon(
+    hs->d = mhd.MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
         on_request, hs, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, hs->listen_fd,
         MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)PYBOX_MCP_HTTP_IDLE_S,
@@ -1261,7 +1243,7 @@ int pybox_mcp_http_serve(const pybox_mcp_http_config_t *hc, int signal_fd, const
             pthread_mutex_unlock(&hs->mu);
             if (first) {
                 /* no new connection from now on */
-                int lfd = mhd.quiesce_daemon(hs->d);
+                int lfd = mhd.MHD_quiesce_daemon(hs->d);
                 if (lfd >= 0)
                     close(lfd);
                 if (hc->listen.family == AF_UNIX)
@@ -1309,7 +1291,7 @@ int pybox_mcp_http_serve(const pybox_mcp_http_config_t *hc, int signal_fd, const
         session_end_locked(s, "the server stops");
     }
     pthread_mutex_unlock(&hs->mu);
-    mhd.stop_daemon(hs->d);
+    mhd.MHD_stop_daemon(hs->d);
     /* The calls' last references: each call's worker lets its exchange go once its box is
      * removed (they were cancelled above, or had ended). */
     pthread_mutex_lock(&hs->mu);

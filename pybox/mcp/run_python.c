@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
@@ -88,13 +87,9 @@ static int64_t tree_charge(int dfd, const char *name, int depth)
     int64_t sum = entry_charge(&sb);
     if (!S_ISDIR(sb.st_mode) || depth > 64)
         return sum;
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (d == NULL) {
-        if (fd >= 0)
-            close(fd);
+    DIR *d = pybox_dir_open(openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (d == NULL)
         return sum;
-    }
     struct dirent *de;
     while ((de = readdir(d)) != NULL)
         if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
@@ -112,15 +107,9 @@ int pybox_mcp_output_root_tidy(const char *root, int64_t max_age_s, int64_t now,
 {
     *used = 0;
     *removed = 0;
-    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (d == NULL) {
-        int en = errno;
-        if (fd >= 0)
-            close(fd);
-        errno = en;
+    DIR *d = pybox_dir_open(open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (d == NULL)
         return -1;
-    }
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         struct stat sb;
@@ -157,59 +146,6 @@ int pybox_mcp_file_uri(pybox_buf_t *out, const char *path)
         if ((plain ? pybox_buf_append(out, p, 1) : pybox_buf_append(out, enc, 3)) < 0)
             return -1;
     }
-    return 0;
-}
-
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-int pybox_mcp_base64_decode(const char *s, size_t len, unsigned char **out, size_t *n)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    if (len % 4 != 0)
-        return -1;
-    size_t pad = len >= 1 && u[len - 1] == '=' ? (len >= 2 && u[len - 2] == '=' ? 2 : 1) : 0;
-    unsigned char *bin = malloc(len / 4 * 3 + 1);
-    if (bin == NULL)
-        return -1;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 4) {
-        bool last = i + 4 == len;
-        size_t digits = last ? 4 - pad : 4;
-        uint32_t v = 0;
-        for (size_t j = 0; j < 4; j++) {
-            int d = j < digits ? b64_value(u[i + j]) : 0;
-            if (d < 0) { /* whitespace, '=' inside, another alphabet */
-                free(bin);
-                return -1;
-            }
-            v = v << 6 | (uint32_t)d;
-        }
-        /* the bits the padding leaves unused must be zero (one encoding per byte string) */
-        if ((pad == 1 && last && (v & 0xff) != 0) || (pad == 2 && last && (v & 0xffff) != 0)) {
-            free(bin);
-            return -1;
-        }
-        bin[o++] = (unsigned char)(v >> 16);
-        if (digits > 2)
-            bin[o++] = (unsigned char)(v >> 8);
-        if (digits > 3)
-            bin[o++] = (unsigned char)v;
-    }
-    *out = bin;
-    *n = o;
     return 0;
 }
 
@@ -258,20 +194,6 @@ static cJSON *refuse_inputs(const char *root, const char *msg)
     cJSON *r = pybox_mcp_error_result(pybox_buf_ok(&b) ? (b.data ? b.data : "") : "the inputs were refused");
     pybox_buf_free(&b);
     return r;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void rm_tree(const char *dir)
-{
-    if (dir[0] != '\0')
-        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static cJSON *refuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -573,10 +495,10 @@ cJSON *pybox_mcp_run_python_describe(const pybox_mcp_config_t *cfg)
     for (size_t i = 0; i < cfg->n_images; i++)
         cJSON_AddItemToArray(en, cJSON_CreateString(cfg->images[i]));
     cJSON *to = prop(props, "timeout_s", "number", "Deadline in seconds (set by the server: at most the maximum).");
-    cJSON_AddNumberToObject(to, "minimum", PYBOX_TIMEOUT_MIN_MS / 1000.0);
+    cJSON_AddNumberToObject(to, "minimum", (double)pybox_limit(PYBOX_LIMIT_TIMEOUT)->min / 1000.0);
     cJSON_AddNumberToObject(to, "maximum", (double)cfg->max_timeout_ms / 1000.0);
     cJSON *mem = prop(props, "memory_mib", "integer", "Memory limit in MiB (without swap).");
-    cJSON_AddNumberToObject(mem, "minimum", (double)(PYBOX_MEMORY_MIN >> 20));
+    cJSON_AddNumberToObject(mem, "minimum", (double)(pybox_limit(PYBOX_LIMIT_MEMORY)->min >> 20));
     cJSON_AddNumberToObject(mem, "maximum", (double)(cfg->max_memory_bytes >> 20));
     cJSON *files = prop(props, "files", "array",
                         "Input files, put read-only at /box/in/<name>: inline text (content), inline bytes "
@@ -649,9 +571,9 @@ static cJSON *check_args(const pybox_mcp_config_t *cfg, const cJSON *args, call_
     char asked[PYBOX_NUM_MAX], most[PYBOX_NUM_MAX], least[PYBOX_NUM_MAX];
     if (timeout != NULL) {
         pybox_fmt_fixed(most, cfg->max_timeout_ms, 3);
-        pybox_fmt_fixed(least, PYBOX_TIMEOUT_MIN_MS, 3);
-        if (!cJSON_IsNumber(timeout) || !isfinite(timeout->valuedouble) ||
-            timeout->valuedouble * 1000 < PYBOX_TIMEOUT_MIN_MS)
+        int64_t min_ms = pybox_limit(PYBOX_LIMIT_TIMEOUT)->min;
+        pybox_fmt_fixed(least, min_ms, 3);
+        if (!cJSON_IsNumber(timeout) || !isfinite(timeout->valuedouble) || timeout->valuedouble * 1000 < (double)min_ms)
             return refuse("timeout_s: give seconds from %s up to %s (set by the server)", least, most);
         if (timeout->valuedouble * 1000 > (double)cfg->max_timeout_ms)
             return refuse("timeout_s: %s s is above the maximum of %s s (set by the server)",
@@ -660,7 +582,8 @@ static cJSON *check_args(const pybox_mcp_config_t *cfg, const cJSON *args, call_
     }
     if (memory != NULL) {
         double mib = cJSON_IsNumber(memory) ? memory->valuedouble : NAN;
-        long long max_mib = (long long)(cfg->max_memory_bytes >> 20), min_mib = PYBOX_MEMORY_MIN >> 20;
+        long long max_mib = (long long)(cfg->max_memory_bytes >> 20),
+                  min_mib = pybox_limit(PYBOX_LIMIT_MEMORY)->min >> 20;
         if (isfinite(mib) && mib != floor(mib))
             return refuse("memory_mib: %s is not a whole number of MiB (give one from %lld up to %lld; set by the "
                           "server)",
@@ -728,7 +651,7 @@ static cJSON *take_file(const pybox_mcp_config_t *cfg, const cJSON *f, scratch_t
         } else {
             _cleanup_free_ unsigned char *bin = NULL;
             size_t n = 0;
-            if (pybox_mcp_base64_decode(b64->valuestring, strlen(b64->valuestring), &bin, &n) < 0)
+            if (pybox_base64_decode(b64->valuestring, strlen(b64->valuestring), &bin, &n) < 0)
                 return refuse("files: content_base64 of '%s' is not base64 (RFC 4648: standard alphabet, "
                               "no whitespace, padded to a multiple of 4)",
                               shown(quoted, sizeof quoted, name->valuestring));
@@ -786,8 +709,8 @@ static cJSON *take_files(const pybox_mcp_config_t *cfg, const pybox_state_t *st,
     if (st != NULL) {
         /* its note expires as a run's leftovers do; while the server lives it holds it */
         if (pybox_state_config(st, &c, &err) < 0 ||
-            pybox_journal_scratch_open(st, pybox_wall_s() + c.expiry_s, &sc->note, sc->work, sizeof sc->work, &err) <
-                0) {
+            pybox_journal_scratch_open(st, pybox_wall_s() + c.limit[PYBOX_LIMIT_EXPIRY], &sc->note, sc->work,
+                                       sizeof sc->work, &err) < 0) {
             sc->work[0] = '\0';
             return refuse("the server could not make a private folder: %s", err.msg);
         }
@@ -855,7 +778,10 @@ static cJSON *result_of(const pybox_mcp_config_t *cfg, pybox_run_result_t *res, 
     if (res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP)
         cJSON_AddBoolToObject(result, "isError", 1);
     cJSON *receipt = pybox_receipt_json(res);
-    pybox_sign_installation(receipt, &rd->st); /* verifiable as it comes: pybox verify */
+    /* verifiable as it comes (pybox verify); the key is read for each call, not kept by
+     * the server: one replaced while it serves (removed, then made anew) signs the next
+     * receipt, and reading a key file is small beside a run */
+    pybox_sign_installation(receipt, &rd->st);
     if (receipt != NULL)
         cJSON_AddItemToObject(result, "structuredContent", receipt);
     /* the core removes this folder if the call is cancelled before its result goes out */
@@ -869,8 +795,8 @@ static void scratch_free(scratch_t *sc)
     /* inline inputs, and the output when this server keeps none */
     if (sc->st != NULL)
         pybox_journal_scratch_close(sc->st, &sc->note);
-    else
-        rm_tree(sc->work);
+    else if (sc->work[0] != '\0')
+        (void)pybox_remove_tree_at(AT_FDCWD, sc->work);
     if (sc->reserved > 0) {
         pthread_mutex_lock(&root_lock);
         root_reserved -= sc->reserved;

@@ -45,11 +45,6 @@ int pybox_mcp_output_root_tidy(const char *root, int64_t max_age_s, int64_t now,
  * '/' percent-encoded ('%' included), so the URI decodes exactly to the path. */
 int pybox_mcp_file_uri(pybox_buf_t *out, const char *path);
 
-/* Strict base64 (RFC 4648: standard alphabet, no whitespace, length a multiple of 4,
- * '=' only as the final padding, unused bits zero). Returns 0 with *out (caller frees)
- * and *n, or -1. */
-int pybox_mcp_base64_decode(const char *s, size_t len, unsigned char **out, size_t *n);
-
 /* A {path} input: rel must be relative with no empty, "." or ".." component; then it is
  * resolved under root and must stay there. Returns 0 with the resolved path in out, or -1
  * (the same for every refused path, whatever exists outside). */

@@ -191,17 +191,6 @@ static const char *skip_value(const char *p, const char *end)
     return p;
 }
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Whether the string text [p, q) (quotes included) says key (ASCII), escapes decoded as
  * cJSON decodes them ("\u0069d" is "id"). */
 static bool string_says(const char *p, const char *q, const char *key)
@@ -219,7 +208,7 @@ static bool string_says(const char *p, const char *q, const char *key)
             if (e == 'u' && q - p >= 4) {
                 c = 0;
                 for (int i = 0; i < 4; i++) {
-                    int d = hex_digit(*p++);
+                    int d = pybox_hex_value(*p++);
                     if (d < 0)
                         return false;
                     c = c << 4 | (unsigned)d;

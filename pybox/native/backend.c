@@ -28,13 +28,15 @@ typedef struct native_box {
     pybox_native_box_t *nb;
     pybox_native_spec_t spec; /* its strings live below */
     char rootfs[PATH_MAX];
-    char parent[96];
+    char parent[PYBOX_NATIVE_CG_PARENT_MAX];
     char name[33];
     char env_entry[256];
-    const char *env[7];
+    char env_host[80];
+    const char *env[12];
     char box_name[PYBOX_NAME_MAX];
     char spec_sha256[65];
     bool out_eof, err_eof;
+    unsigned held_at_end; /* PYBOX_HELD_* of a pipe not at its end when the box's end was seen */
 } native_box_t;
 
 static const pybox_box_ops_t native_box_ops;
@@ -64,11 +66,31 @@ static void spec_digest(const pybox_native_spec_t *s, char out[65])
     pybox_buf_addf(&b, " bind=%s cap=%s socket=%s netns=%d seccomp=%s", s->relax_bind ? s->relax_bind : "",
                    s->relax_cap ? s->relax_cap : "", s->relax_socket ? s->relax_socket : "", (int)s->relax_netns_pid,
                    pybox_policy_seccomp_sha256());
+    if (s->relax_unmask != NULL) /* only then: the digest of every other spec stays as it was */
+        pybox_buf_addf(&b, " unmask=%s", s->relax_unmask);
     if (pybox_buf_ok(&b))
         pybox_sha256_hex(b.data, b.len, out);
     else
         out[0] = '\0';
     pybox_buf_free(&b);
+}
+
+void pybox_native_spec_defaults(pybox_native_spec_t *s)
+{
+    pybox_policy_t p;
+    pybox_policy_defaults(&p);
+    s->tmp_bytes = p.tmp_bytes;
+    s->shm_bytes = p.shm_bytes;
+    s->timer_ms = p.box_timer_ms;
+    s->memory_bytes = p.memory_bytes;
+    s->pids = p.pids;
+    s->nano_cpus = p.nano_cpus;
+    s->nofile = p.nofile;
+    s->fsize_bytes = p.fsize_bytes;
+    s->sigpending = p.sigpending;
+    s->core_bytes = p.core_bytes;
+    s->hostname = p.hostname; /* static, as the policy's are */
+    s->init_caps = p.init_caps;
 }
 
 static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t *b, pybox_error_t *err)
@@ -77,7 +99,7 @@ static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t
     memset(s, 0, sizeof *s);
     if (pybox_native_image_root(be, p->image_id, b->rootfs, sizeof b->rootfs, err) < 0)
         return -1;
-    if (pybox_fmt(b->parent, sizeof b->parent, "pybox-%s", p->install_id) < 0 ||
+    if (pybox_native_cg_parent(p->install_id, b->parent, err) < 0 ||
         pybox_strlcpy(b->name, p->run_id, sizeof b->name) < 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the box's names");
     s->rootfs = b->rootfs;
@@ -93,17 +115,22 @@ static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t
     s->nano_cpus = p->nano_cpus;
     s->nofile = p->nofile;
     s->fsize_bytes = p->fsize_bytes;
-    s->sigpending = PYBOX_SIGPENDING;
+    s->sigpending = p->sigpending;
+    s->core_bytes = p->core_bytes;
+    s->hostname = p->hostname;
+    s->init_caps = p->init_caps;
     s->cgroup_root = pybox_cgroup_root();
     s->cgroup_parent = b->parent;
     s->name = b->name;
     s->staging = be->staging;
     s->expires = p->expires;
     size_t n = 0;
-    b->env[n++] = "PATH=/usr/local/bin:/usr/bin:/bin";
-    b->env[n++] = "LANG=C.UTF-8";
-    b->env[n++] = "HOME=/tmp";
-    b->env[n++] = "HOSTNAME=pybox"; /* as the engine sets it for a box of that name */
+    for (const char *const *e = p->env; e != NULL && *e != NULL && n + 3 < sizeof b->env / sizeof *b->env; e++)
+        b->env[n++] = *e;
+    /* as an engine sets it for a box of that name */
+    if (pybox_fmt(b->env_host, sizeof b->env_host, "HOSTNAME=%s", p->hostname) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the box's hostname");
+    b->env[n++] = b->env_host;
     if (p->relax_env != NULL) {
         if (pybox_strlcpy(b->env_entry, p->relax_env, sizeof b->env_entry) < 0)
             return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "a relaxed environment entry");
@@ -116,6 +143,7 @@ static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t
     s->relax_env = NULL; /* already in env */
     s->relax_cap = p->relax_cap;
     s->relax_socket = p->relax_socket;
+    s->relax_unmask = p->relax_unmask;
     if (p->relax_netns != NULL && pybox_native_netns_pid(be, p->relax_netns, &s->relax_netns_pid, err) < 0)
         return -1;
     return 0;
@@ -228,11 +256,12 @@ static int n_io_close_write(pybox_box_t *base, pybox_error_t *err)
     return 0;
 }
 
-/* Drain one pipe: 1 at its end, 0 when nothing more is ready, -1 on failure. */
-static int drain(int fd, int stream, pybox_output_cb cb, void *arg, pybox_error_t *err)
+/* Drain one pipe: 1 at its end, 0 when nothing more is ready, -1 on failure. At most
+ * rounds reads of 64 KiB, so one busy stream cannot keep the run from the others. */
+static int drain(int fd, int stream, int rounds_max, pybox_output_cb cb, void *arg, pybox_error_t *err)
 {
     char chunk[65536];
-    for (int rounds = 0; rounds < 16; rounds++) {
+    for (int rounds = 0; rounds < rounds_max; rounds++) {
         ssize_t r = read(fd, chunk, sizeof chunk);
         if (r < 0 && errno == EINTR)
             continue;
@@ -249,23 +278,42 @@ static int drain(int fd, int stream, pybox_output_cb cb, void *arg, pybox_error_
     return 0;
 }
 
+/* Whole pipes: a pipe holds at most 1 MiB unless root raised the host's pipe-max-size,
+ * and once the box has ended nothing writes to it any more. */
+#define DRAIN_ENDED_ROUNDS 1024
+
 static int n_io_read(pybox_box_t *base, pybox_output_cb cb, void *arg, pybox_error_t *err)
 {
     native_box_t *b = (native_box_t *)base;
+    /* Asked before reading: once init has ended, so has every process of the box (init is
+     * its PID namespace's PID 1), no process can write to its pipes any more, and what
+     * they hold is all the box said. Their end may come later, or never without the
+     * kernel's collector: a descriptor in flight in a unix socket holds a write end. */
+    bool ended = pybox_native_ended(b->nb);
+    int rounds = ended ? DRAIN_ENDED_ROUNDS : 16;
     /* stderr first, as the engine's stream is read: the record ends stdout */
     if (!b->err_eof) {
-        int r = drain(pybox_native_stderr(b->nb), 2, cb, arg, err);
+        int r = drain(pybox_native_stderr(b->nb), 2, rounds, cb, arg, err);
         if (r < 0)
             return -1;
-        b->err_eof = r == 1;
+        b->err_eof = r == 1 || ended;
+        if (ended && r != 1)
+            b->held_at_end |= PYBOX_HELD_STDERR;
     }
     if (!b->out_eof) {
-        int r = drain(pybox_native_stdout(b->nb), 1, cb, arg, err);
+        int r = drain(pybox_native_stdout(b->nb), 1, rounds, cb, arg, err);
         if (r < 0)
             return -1;
-        b->out_eof = r == 1;
+        b->out_eof = r == 1 || ended;
+        if (ended && r != 1)
+            b->held_at_end |= PYBOX_HELD_STDOUT;
     }
     return b->out_eof && b->err_eof ? 1 : 0;
+}
+
+static int n_end_fd(const pybox_box_t *base)
+{
+    return pybox_native_pidfd(((const native_box_t *)base)->nb);
 }
 
 static int n_signal(pybox_box_t *base, int sig, pybox_error_t *err)
@@ -296,6 +344,23 @@ static int n_running(pybox_box_t *base, bool *running, pybox_error_t *err)
     return 0;
 }
 
+/* The watcher's location of a box's cgroup folders. */
+static int native_loc(const pybox_native_cgroup_t *cg, pybox_cgroup_loc_t *loc)
+{
+    memset(loc, 0, sizeof *loc);
+    if (cg->version == 2) {
+        loc->version = PYBOX_CG_V2;
+        pybox_strlcpy(loc->dir[0], cg->unified, PATH_MAX);
+    } else {
+        loc->version = PYBOX_CG_V1;
+        pybox_strlcpy(loc->dir[PYBOX_CG_MEMORY], cg->memory, PATH_MAX);
+        pybox_strlcpy(loc->dir[PYBOX_CG_PIDS], cg->pids, PATH_MAX);
+        pybox_strlcpy(loc->dir[PYBOX_CG_CPUACCT], cg->cpuacct, PATH_MAX);
+        pybox_strlcpy(loc->dir[PYBOX_CG_CPU], cg->cpu, PATH_MAX);
+    }
+    return 0;
+}
+
 static int n_cgroup(pybox_box_t *base, pybox_cgroup_loc_t *loc, pybox_error_t *err)
 {
     native_box_t *b = (native_box_t *)base;
@@ -303,22 +368,45 @@ static int n_cgroup(pybox_box_t *base, pybox_cgroup_loc_t *loc, pybox_error_t *e
     memset(loc, 0, sizeof *loc);
     if (pybox_native_cgroup(b->nb, &cg) < 0)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the box's cgroup is not known");
-    if (cg.version == 2) {
-        loc->version = PYBOX_CG_V2;
-        pybox_strlcpy(loc->dir[0], cg.unified, PATH_MAX);
-    } else {
-        loc->version = PYBOX_CG_V1;
-        pybox_strlcpy(loc->dir[PYBOX_CG_MEMORY], cg.memory, PATH_MAX);
-        pybox_strlcpy(loc->dir[PYBOX_CG_PIDS], cg.pids, PATH_MAX);
-        pybox_strlcpy(loc->dir[PYBOX_CG_CPUACCT], cg.cpuacct, PATH_MAX);
-        pybox_strlcpy(loc->dir[PYBOX_CG_CPU], cg.cpu, PATH_MAX);
-    }
-    return 0;
+    return native_loc(&cg, loc);
+}
+
+static void n_held(pybox_box_t *base)
+{
+    pybox_native_held(((native_box_t *)base)->nb);
 }
 
 static int n_remove(pybox_box_t *base, bool *gone, pybox_error_t *err)
 {
     return pybox_native_remove(((native_box_t *)base)->nb, gone, err);
+}
+
+static void n_after_end(const pybox_box_t *base, pybox_box_after_t *out)
+{
+    const native_box_t *b = (const native_box_t *)base;
+    pybox_native_after_t a;
+    pybox_native_after(b->nb, &a);
+    static const struct {
+        unsigned native, box;
+    } bits[] = {{PYBOX_NATIVE_HELD_STDIN, PYBOX_HELD_STDIN},
+                {PYBOX_NATIVE_HELD_STDOUT, PYBOX_HELD_STDOUT},
+                {PYBOX_NATIVE_HELD_STDERR, PYBOX_HELD_STDERR},
+                {PYBOX_NATIVE_HELD_MOUNT_NS, PYBOX_HELD_MOUNT_NS}};
+    memset(out, 0, sizeof *out);
+    out->looked = a.looked;
+    for (size_t i = 0; i < sizeof bits / sizeof *bits; i++) {
+        if (a.held & bits[i].native)
+            out->held |= bits[i].box;
+        if (a.still & bits[i].native)
+            out->still |= bits[i].box;
+    }
+    /* Seen the moment the box's end was (the removal looks a little later, when another
+     * process's close of a unix socket may have had the collector release them). */
+    if (a.looked)
+        out->held |= b->held_at_end;
+    out->mount_ns_known = a.mount_ns_known;
+    out->collector = a.collector;
+    out->collect_ms = a.collect_ms;
 }
 
 static const char *n_id(const pybox_box_t *base)
@@ -355,11 +443,14 @@ static const pybox_box_ops_t native_box_ops = {
     .io_write = n_io_write,
     .io_close_write = n_io_close_write,
     .io_read = n_io_read,
+    .end_fd = n_end_fd,
     .signal = n_signal,
     .wait = n_wait,
     .running = n_running,
     .cgroup = n_cgroup,
+    .held = n_held,
     .remove = n_remove,
+    .after_end = n_after_end,
     .id = n_id,
     .name = n_name,
     .spec_sha256 = n_spec_sha256,
@@ -374,12 +465,12 @@ static int n_list_leftovers(pybox_backend_t *base, const char *install_id, pybox
     native_backend_t *be = nbe(base);
     *out = NULL;
     *n = 0;
-    char parent[96];
-    if (pybox_fmt(parent, sizeof parent, "pybox-%s", install_id) < 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the installation's id");
+    char parent[PYBOX_NATIVE_CG_PARENT_MAX];
+    if (pybox_native_cg_parent(install_id, parent, err) < 0)
+        return -1;
     pybox_native_leftover_t *nl = NULL;
     size_t nn = 0;
-    if (pybox_native_leftovers(pybox_cgroup_root(), parent, be->staging, &nl, &nn, err) < 0)
+    if (pybox_native_leftovers(&be->cg_host, parent, be->staging, &nl, &nn, err) < 0)
         return -1;
     /* And the image folders no pin of this installation names (left by a rebuild while a
      * box was there, or by an import cut short). */
@@ -433,9 +524,6 @@ static int n_remove_leftover(pybox_backend_t *base, const pybox_leftover_t *l, b
     *gone = false;
     if (strcmp(l->kind, "image") == 0)
         return native_remove_unpinned(be, l->id, gone, err);
-    char parent[96];
-    if (pybox_fmt(parent, sizeof parent, "pybox-%s", be->install_id) < 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the installation's id");
     pybox_native_leftover_t nl;
     memset(&nl, 0, sizeof nl);
     memcpy(nl.run_id, l->run_id, sizeof nl.run_id);
@@ -443,7 +531,34 @@ static int n_remove_leftover(pybox_backend_t *base, const pybox_leftover_t *l, b
     nl.cgroup = strstr(l->state, "cgroup") != NULL;
     nl.staging = strstr(l->state, "staging") != NULL;
     /* leftovers.c decided it has expired; the sandbox checks again against now */
-    return pybox_native_leftover_remove(pybox_cgroup_root(), parent, be->staging, &nl, pybox_wall_s(), gone, err);
+    return pybox_native_leftover_remove(&be->cg_host, be->cg_parent, be->staging, &nl, pybox_wall_s(), gone, err);
+}
+
+static int n_run_cgroup(pybox_backend_t *base, const char *run_id, pybox_cgroup_loc_t *loc, pybox_error_t *err)
+{
+    native_backend_t *be = nbe(base);
+    memset(loc, 0, sizeof *loc);
+    pybox_native_cgroup_t cg;
+    if (!pybox_native_is_run_id(run_id))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, EINVAL, "not a run id");
+    if (pybox_native_cg_paths(&be->cg_host, be->cg_parent, run_id, &cg, err) < 0)
+        return -1;
+    return native_loc(&cg, loc);
+}
+
+static int n_forget(pybox_backend_t *base, const char *install_id, pybox_error_t *err)
+{
+    native_backend_t *be = nbe(base);
+    char parent[PYBOX_NATIVE_CG_PARENT_MAX], dirs[5][PATH_MAX];
+    if (be->cg_host.systemd)
+        return 0; /* each box's scope is systemd's, gone with the box */
+    if (pybox_native_cg_parent(install_id, parent, err) < 0 ||
+        pybox_native_cg_holders(&be->cg_host, parent, dirs, err) < 0)
+        return -1;
+    for (size_t i = 0; i < 5; i++)
+        if (dirs[i][0] != '\0' && rmdir(dirs[i]) < 0 && errno != ENOENT && errno != EBUSY && errno != ENOTEMPTY)
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "rmdir(%s)", dirs[i]);
+    return 0;
 }
 
 /* ---- the backend ---- */
@@ -466,20 +581,15 @@ static int n_open(const pybox_state_t *st, pybox_backend_t **out, pybox_error_t 
         free(be);
         return -1;
     }
-    int version = 0;
-    if (pybox_native_cg_detect(pybox_cgroup_root(), &version, err) < 0) {
+    if (pybox_native_cg_parent(be->install_id, be->cg_parent, err) < 0 ||
+        pybox_native_cg_host(pybox_cgroup_root(), NULL, &be->cg_host, err) < 0) {
         free(be);
         return -1;
     }
-    char kernel[64] = "";
-    FILE *f = fopen("/proc/sys/kernel/osrelease", "re");
-    if (f != NULL) {
-        if (fgets(kernel, sizeof kernel, f) == NULL)
-            kernel[0] = '\0';
-        kernel[strcspn(kernel, "\n")] = '\0';
-        fclose(f);
-    }
-    snprintf(be->describe, sizeof be->describe, "Linux %s, cgroup v%d, no daemon", kernel, version);
+    pybox_cgroup_host_t host;
+    pybox_cgroup_host(NULL, NULL, &host);
+    snprintf(be->describe, sizeof be->describe, "Linux %s, cgroup v%d%s, no daemon", host.kernel, be->cg_host.version,
+             be->cg_host.systemd ? " (a scope per box from systemd)" : "");
     *out = &be->base;
     return 0;
 }
@@ -498,11 +608,16 @@ const pybox_backend_ops_t pybox_native_backend_ops = {
     .name = "native",
     .holder = "the native backend",
     .importing = "unpacking into a root filesystem folder:",
+    .pins_file = "images-native.json",
+    .lent_images = "native/roots",
+    .borrowed_images = "native/borrowed-roots",
     .open = n_open,
     .close = n_close,
     .describe = n_describe,
     .create = n_create,
     .list_leftovers = n_list_leftovers,
     .remove_leftover = n_remove_leftover,
+    .run_cgroup = n_run_cgroup,
+    .forget = n_forget,
     .images = &pybox_native_image_ops,
 };

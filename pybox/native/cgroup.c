@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "../buf.h"
+#include "../cgroup.h"
 #include "../escape.h"
+#include "../systemd.h"
 #include "../util.h"
 #include "parse.h"
 
@@ -108,16 +110,37 @@ static int v1_dir(const char *root, const char *ctrl, const char *rel, char *out
     return pybox_fmt(out, len, "%s/%s/%s", root, ctrl, rel);
 }
 
-int pybox_native_cg_paths(const char *root, int version, const char *parent, const char *name,
+int pybox_native_cg_host(const char *root, const char *sd_mark, pybox_native_cg_host_t *h, pybox_error_t *err)
+{
+    memset(h, 0, sizeof *h);
+    if (pybox_strlcpy(h->root, root, sizeof h->root) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup root");
+    if (pybox_native_cg_detect(root, &h->version, err) < 0)
+        return -1;
+    h->systemd = h->version == 2 && pybox_sd_booted(sd_mark);
+    return 0;
+}
+
+int pybox_native_cg_paths(const pybox_native_cg_host_t *h, const char *parent, const char *name,
                           pybox_native_cgroup_t *out, pybox_error_t *err)
 {
     memset(out, 0, sizeof *out);
-    out->version = version;
+    out->version = h->version;
+    const char *root = h->root;
     char rel[PATH_MAX];
-    if (pybox_fmt(rel, sizeof rel, "%s/%s", parent, name) < 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
     int rc = 0;
-    if (version == 2) {
+    if (h->systemd) {
+        out->systemd = true;
+        rc |= pybox_fmt(out->unit, sizeof out->unit, "%s-%s.scope", parent, name);
+        rc |= pybox_fmt(out->scope, sizeof out->scope, "%s/%s/%s", root, PYBOX_SD_SLICE, out->unit);
+        rc |= pybox_fmt(out->rel, sizeof out->rel, "/%s/%s/%s", PYBOX_SD_SLICE, out->unit, PYBOX_NATIVE_CG_SCOPE_LEAF);
+        rc |= pybox_fmt(out->unified, sizeof out->unified, "%s%s", root, out->rel);
+        if (rc == 0 && !pybox_sd_unit_name_ok(out->unit, ".scope"))
+            return pybox_error_set(err, PYBOX_ERR_USAGE, EINVAL, "not a scope's name: %s", out->unit);
+    } else if (pybox_fmt(rel, sizeof rel, "%s/%s", parent, name) < 0 ||
+               pybox_fmt(out->rel, sizeof out->rel, "/%s", rel) < 0) {
+        rc = -1;
+    } else if (h->version == 2) {
         rc = pybox_fmt(out->unified, sizeof out->unified, "%s/%s", root, rel);
     } else {
         rc |= v1_dir(root, "memory", rel, out->memory, sizeof out->memory);
@@ -127,6 +150,48 @@ int pybox_native_cg_paths(const char *root, int version, const char *parent, con
     }
     if (rc != 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+    return 0;
+}
+
+int pybox_native_cg_parent(const char *install_id, char out[PYBOX_NATIVE_CG_PARENT_MAX], pybox_error_t *err)
+{
+    if (pybox_fmt(out, PYBOX_NATIVE_CG_PARENT_MAX, "pybox-%s", install_id) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the installation's id");
+    return 0;
+}
+
+int pybox_native_box_cgroup(const char *install_id, const char *run_id, pybox_native_cgroup_t *out, pybox_error_t *err)
+{
+    pybox_native_cg_host_t h;
+    char parent[PYBOX_NATIVE_CG_PARENT_MAX];
+    if (pybox_native_cg_parent(install_id, parent, err) < 0 ||
+        pybox_native_cg_host(pybox_cgroup_root(), NULL, &h, err) < 0)
+        return -1;
+    return pybox_native_cg_paths(&h, parent, run_id, out, err);
+}
+
+int pybox_native_cg_holders(const pybox_native_cg_host_t *h, const char *parent, char dirs[5][PATH_MAX],
+                            pybox_error_t *err)
+{
+    for (size_t i = 0; i < 5; i++)
+        dirs[i][0] = '\0';
+    /* The paths of a leaf named by a run id, cut back to the folder it is in (under
+     * systemd, its scope's). */
+    pybox_native_cgroup_t cg;
+    if (pybox_native_cg_paths(h, parent, "00000000000000000000000000000000", &cg, err) < 0)
+        return -1;
+    const char *d[] = {cg.memory, cg.pids, cg.cpu, cg.cpuacct, cg.systemd ? cg.scope : cg.unified};
+    for (size_t i = 0; i < 5; i++) {
+        if (d[i][0] == '\0')
+            continue;
+        pybox_strlcpy(dirs[i], d[i], PATH_MAX);
+        char *slash = strrchr(dirs[i], '/');
+        if (slash != NULL)
+            *slash = '\0';
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(dirs[j], dirs[i]) == 0)
+                dirs[i][0] = '\0'; /* cpu and cpuacct mounted together */
+    }
     return 0;
 }
 
@@ -219,24 +284,56 @@ static int mkdir_p_parent(const char *leaf, pybox_error_t *err)
     return 0;
 }
 
-static int v2_enable(const char *leaf, pybox_error_t *err)
+#define V2_CONTROLLERS "+memory +pids +cpu"
+
+/* The controllers enabled in dir's cgroup.subtree_control, if it lacks one. Enabling what
+ * is enabled already changes nothing: no lock is needed between boxes. */
+static int v2_enable_in(const char *dir, pybox_error_t *err)
 {
-    char parent[PATH_MAX];
-    if (pybox_strlcpy(parent, leaf, sizeof parent) < 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
-    char *slash = strrchr(parent, '/');
-    if (slash == NULL)
-        return 0;
-    *slash = '\0';
-    /* Enabling what is enabled already changes nothing: no lock needed between boxes. */
     char p[PATH_MAX], buf[512];
-    if (pybox_fmt(p, sizeof p, "%s/cgroup.subtree_control", parent) < 0)
+    if (pybox_fmt(p, sizeof p, "%s/cgroup.subtree_control", dir) < 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
     pybox_error_t ignored = {0};
     if (pybox_native_read_small(p, buf, sizeof buf, NULL, &ignored) == 0 && has_word(buf, "memory") &&
         has_word(buf, "pids") && has_word(buf, "cpu"))
         return 0;
-    return write_file(parent, "cgroup.subtree_control", "+memory +pids +cpu", err);
+    if (write_file(dir, "cgroup.subtree_control", V2_CONTROLLERS, err) < 0) {
+        char shown[PATH_MAX];
+        pybox_escape_short(shown, sizeof shown, dir, 300);
+        pybox_error_prefix(
+            err, "cgroup v2: the memory, pids and cpu controllers cannot be enabled for the boxes in %s%s", shown,
+            err != NULL && err->errnum == EBUSY ? " (processes sit in it, and a cgroup with processes "
+                                                  "gives no controller to its children)"
+                                                : "");
+        return -1;
+    }
+    return 0;
+}
+
+/* Not under systemd, nobody else manages the tree: every folder from the root down to the
+ * leaf's parent passes the controllers on. */
+static int v2_enable_down(const char *root_dir, const char *leaf, pybox_error_t *err)
+{
+    size_t rl = strlen(root_dir);
+    if (strncmp(leaf, root_dir, rl) != 0 || leaf[rl] != '/')
+        return pybox_error_set(err, PYBOX_ERR_USAGE, EINVAL, "the leaf is not under the cgroup root");
+    char dir[PATH_MAX];
+    if (pybox_strlcpy(dir, leaf, sizeof dir) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+    const char *last = strrchr(dir, '/');
+    size_t end = (size_t)(last - dir);
+    for (size_t at = rl;;) {
+        char keep = dir[at];
+        dir[at] = '\0';
+        int rc = v2_enable_in(dir, err);
+        dir[at] = keep;
+        if (rc < 0)
+            return -1;
+        if (at >= end)
+            return 0;
+        const char *next = strchr(dir + at + 1, '/');
+        at = next != NULL ? (size_t)(next - dir) : end;
+    }
 }
 
 int pybox_native_cg_read(const pybox_native_cgroup_t *cg, pybox_native_cg_limits_t *got, pybox_error_t *err)
@@ -350,14 +447,29 @@ static int write_limits(const pybox_native_cgroup_t *cg, const pybox_native_cg_l
                : 0;
 }
 
+/* The cgroup root of a v2 leaf: its folder without the path the kernel names it by. */
+static const char *root_of(const pybox_native_cgroup_t *cg, char root[PATH_MAX])
+{
+    size_t n = strlen(cg->unified), r = strlen(cg->rel);
+    root[0] = '\0';
+    if (r < n && strcmp(cg->unified + n - r, cg->rel) == 0) {
+        memcpy(root, cg->unified, n - r);
+        root[n - r] = '\0';
+    }
+    return root;
+}
+
 int pybox_native_cg_make(const pybox_native_cgroup_t *cg, const pybox_native_cg_limits_t *want, pybox_error_t *err)
 {
+    if (cg->systemd)
+        return pybox_error_set(err, PYBOX_ERR_STATE, EINVAL, "a box's cgroup under systemd is made in its scope");
     const char *d[4];
     size_t n = dirs_of(cg, d);
     size_t made = 0;
+    char root[PATH_MAX];
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        if (mkdir_p_parent(d[i], err) < 0 || (cg->version == 2 && v2_enable(d[i], err) < 0)) {
+        if (mkdir_p_parent(d[i], err) < 0 || (cg->version == 2 && v2_enable_down(root_of(cg, root), d[i], err) < 0)) {
             rc = -1;
             break;
         }
@@ -373,6 +485,37 @@ int pybox_native_cg_make(const pybox_native_cgroup_t *cg, const pybox_native_cg_
         for (size_t i = 0; i < made; i++)
             (void)rmdir(d[i]);
     return rc;
+}
+
+int pybox_native_cg_adopt(const pybox_native_cgroup_t *cg, pid_t pid, const pybox_native_cg_limits_t *want, bool *made,
+                          pybox_error_t *err)
+{
+    *made = false;
+    if (!cg->systemd || cg->version != 2)
+        return pybox_error_set(err, PYBOX_ERR_STATE, EINVAL, "only a box under systemd is adopted from its scope");
+    /* What systemd gave the scope: the controllers it delegates, enabled up its chain. */
+    char p[PATH_MAX], buf[512];
+    if (pybox_fmt(p, sizeof p, "%s/cgroup.controllers", cg->scope) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+    if (pybox_native_read_small(p, buf, sizeof buf, NULL, err) < 0)
+        return -1;
+    if (!has_word(buf, "memory") || !has_word(buf, "pids") || !has_word(buf, "cpu")) {
+        buf[strcspn(buf, "\n")] = '\0';
+        char shown[300];
+        pybox_escape_short(shown, sizeof shown, buf, 200);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT,
+                               "cgroup v2 under systemd: the box's scope %s was given the controllers \"%s\", not "
+                               "memory, pids and cpu",
+                               cg->unit, shown);
+    }
+    if (mkdir(cg->unified, 0755) < 0)
+        return sys_fail(err, errno, "mkdir", cg->unified);
+    *made = true;
+    /* Out of the scope first: only then may the scope pass its controllers on. */
+    if (pybox_native_cg_attach(cg, pid, err) < 0 || v2_enable_in(cg->scope, err) < 0 ||
+        write_limits(cg, want, err) < 0 || pybox_native_cg_check(cg, want, NULL, err) < 0)
+        return -1;
+    return 0;
 }
 
 int pybox_native_cg_attach(const pybox_native_cgroup_t *cg, pid_t pid, pybox_error_t *err)
@@ -398,6 +541,67 @@ int pybox_native_cg_oom_kills(const pybox_native_cgroup_t *cg, int64_t *kills, p
     if (pybox_native_read_small(p, buf, sizeof buf, &n, err) < 0)
         return -1;
     return pybox_np_cg_keyed(buf, n, "oom_kill", kills, err);
+}
+
+int pybox_native_cg_populated(const pybox_native_cgroup_t *cg, bool *populated, pybox_error_t *err)
+{
+    char p[PATH_MAX], buf[4096];
+    size_t n;
+    *populated = true;
+    if (cg->version == 2) {
+        int64_t v;
+        if (pybox_fmt(p, sizeof p, "%s/cgroup.events", cg->unified) < 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+        if (pybox_native_read_small(p, buf, sizeof buf, &n, err) < 0 ||
+            pybox_np_cg_keyed(buf, n, "populated", &v, err) < 0)
+            return -1;
+        *populated = v != 0;
+        return 0;
+    }
+    /* v1 has cgroup.events only on the unified mount: each controller's list of the
+     * leaf's processes, all empty (a task is in every hierarchy at once; each is asked). */
+    const char *d[4];
+    size_t nd = dirs_of(cg, d);
+    for (size_t i = 0; i < nd; i++) {
+        if (pybox_fmt(p, sizeof p, "%s/cgroup.procs", d[i]) < 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+        pybox_error_t rerr = {0};
+        if (pybox_native_read_small(p, buf, sizeof buf, &n, &rerr) < 0) {
+            if (rerr.kind == PYBOX_ERR_PROTOCOL) /* longer than a page: processes, surely */
+                return 0;
+            *err = rerr;
+            return -1;
+        }
+        int64_t count;
+        if (pybox_np_cg_procs(buf, n, &count, err) < 0)
+            return -1;
+        if (count > 0)
+            return 0;
+    }
+    *populated = false;
+    return 0;
+}
+
+int pybox_native_cg_wait_empty(const pybox_native_cgroup_t *cg, int64_t timeout_ms, bool *empty, pybox_error_t *err)
+{
+    int64_t deadline = pybox_now_ms() + timeout_ms;
+    long pause_us = 100;
+    *empty = false;
+    for (;;) {
+        bool populated;
+        if (pybox_native_cg_populated(cg, &populated, err) < 0)
+            return -1;
+        if (!populated) {
+            *empty = true;
+            return 0;
+        }
+        if (pybox_now_ms() >= deadline)
+            return 0;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = pause_us * 1000};
+        nanosleep(&ts, NULL);
+        if (pause_us < 20000)
+            pause_us *= 2;
+    }
 }
 
 int pybox_native_cg_remove(const pybox_native_cgroup_t *cg, int64_t timeout_ms, bool *gone, pybox_error_t *err)

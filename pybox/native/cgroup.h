@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* A native box's cgroup: a leaf per box under the installation's parent, on cgroup v1
- * (one folder per controller: memory with swap accounting, pids, cpu, cpuacct) or v2
- * (one folder, controllers enabled in the parent). Limits are written, then read back and
- * compared; the leaf is removed after the box. Works on any folder tree laid out like the
- * kernel's (tests use fixture trees). Contract: docs/native.md. */
+/* A native box's cgroup: a leaf per box, placed as the host allows (docs/cgroups.md): on
+ * cgroup v1 under the installation's parent in each controller's hierarchy (memory with
+ * swap accounting, pids, cpu, cpuacct); on v2 without systemd under the installation's
+ * parent, the controllers enabled from the root down; on v2 under systemd inside a
+ * transient scope of its own that systemd delegates (systemd.h). Limits are written, then
+ * read back and compared; the leaf is removed after the box. Works on any folder tree laid
+ * out like the kernel's (tests use fixture trees). Contract: docs/native.md. */
 #ifndef PYBOX_NATIVE_CGROUP_H
 #define PYBOX_NATIVE_CGROUP_H
 
@@ -14,6 +16,17 @@
 
 #include "../error.h"
 
+/* How this host takes a box's cgroup. */
+typedef struct pybox_native_cg_host {
+    char root[PATH_MAX]; /* the cgroup root: /sys/fs/cgroup, or a fixture tree */
+    int version;         /* 1 or 2 */
+    bool systemd;        /* v2 with systemd as the init: a scope per box, asked of systemd */
+} pybox_native_cg_host_t;
+
+/* The leaf's name inside a box's scope (v2 under systemd): the scope is systemd's, the
+ * leaf PyBox's (no process may sit in a cgroup whose controllers are enabled below it). */
+#define PYBOX_NATIVE_CG_SCOPE_LEAF "box"
+
 /* The box's cgroup folders. v1: one per controller; v2: unified only. */
 typedef struct pybox_native_cgroup {
     int version; /* 1 or 2 */
@@ -22,6 +35,11 @@ typedef struct pybox_native_cgroup {
     char cpu[PATH_MAX];
     char cpuacct[PATH_MAX]; /* v1: may equal cpu when mounted together */
     char unified[PATH_MAX]; /* v2 */
+    char rel[PATH_MAX];     /* the leaf as /proc/<pid>/cgroup names it: "/<parent>/<name>", or
+                               "/pybox.slice/<parent>-<name>.scope/box" */
+    bool systemd;           /* in a scope of systemd's: */
+    char scope[PATH_MAX];   /* its folder (the leaf's parent) */
+    char unit[128];         /* its unit: "<parent>-<name>.scope" */
 } pybox_native_cgroup_t;
 
 /* The limits as written (and as read back). -1: no limit. */
@@ -40,17 +58,48 @@ typedef struct pybox_native_cg_limits {
 /* Which hierarchy root holds: 2 when root/cgroup.controllers lists memory, pids and cpu;
  * 1 when root has memory (with memory.memsw.*), pids and cpu folders; else an error. */
 int pybox_native_cg_detect(const char *root, int *version, pybox_error_t *err);
+/* The same, and whether systemd is the init (the folder sd_mark is there; NULL: the real
+ * mark, systemd.h), which counts on v2 only. */
+int pybox_native_cg_host(const char *root, const char *sd_mark, pybox_native_cg_host_t *h, pybox_error_t *err);
 
-/* The folders of parent/name under root (nothing is made). */
-int pybox_native_cg_paths(const char *root, int version, const char *parent, const char *name,
+/* The name an installation's cgroups go by: "pybox-<install id>" (its parent folder, or
+ * what its boxes' scopes' names start with). */
+#define PYBOX_NATIVE_CG_PARENT_MAX 48
+int pybox_native_cg_parent(const char *install_id, char out[PYBOX_NATIVE_CG_PARENT_MAX], pybox_error_t *err);
+
+/* Where box run_id of installation install_id has (or would have) its cgroup on this
+ * host: the cgroup root pybox_cgroup_root(), systemd as the host has it. What tests and
+ * tools ask instead of spelling the layout again. */
+int pybox_native_box_cgroup(const char *install_id, const char *run_id, pybox_native_cgroup_t *out, pybox_error_t *err);
+
+/* The one definition of where box `name` (its run id) of the installation whose cgroups
+ * are named `parent` ("pybox-<install id>") has its cgroup on host h (nothing is made):
+ *   v1                  <root>/<controller>/<parent>/<name>
+ *   v2 without systemd  <root>/<parent>/<name>
+ *   v2 under systemd    <root>/pybox.slice/<parent>-<name>.scope/box */
+int pybox_native_cg_paths(const pybox_native_cg_host_t *h, const char *parent, const char *name,
                           pybox_native_cgroup_t *out, pybox_error_t *err);
 
 /* The limits that a spec's memory, pids and CPUs (1e-9 CPUs; 0: none) give. */
 void pybox_native_cg_want(int64_t memory_bytes, int64_t pids, int64_t nano_cpus, pybox_native_cg_limits_t *out);
 
-/* Make the parent (once; v2: its controllers enabled) and the leaf (refused if it already
- * exists), write the limits, read them back and compare. On failure the leaf is removed. */
+/* The folders that hold the installation's leaves on host h, each once ("" for the
+ * rest): its parent in each v1 hierarchy, or on v2; under systemd, the slice its boxes'
+ * scopes are in (systemd's, shared by every installation: never removed by PyBox). */
+int pybox_native_cg_holders(const pybox_native_cg_host_t *h, const char *parent, char dirs[5][PATH_MAX],
+                            pybox_error_t *err);
+
+/* Not under systemd: make the parent (once; v2: the controllers enabled in every folder
+ * from the root down to it) and the leaf (refused if it already exists), write the limits,
+ * read them back and compare. On failure the leaf is removed. */
 int pybox_native_cg_make(const pybox_native_cgroup_t *cg, const pybox_native_cg_limits_t *want, pybox_error_t *err);
+
+/* Under systemd, once pid is in the box's scope: the scope must have the memory, pids
+ * and cpu controllers; make the leaf (*made then), move pid into it, enable the
+ * controllers in the scope (now empty), write the limits, read them back and compare.
+ * On failure the leaf is left for pybox_native_cg_remove (pid may be in it). */
+int pybox_native_cg_adopt(const pybox_native_cgroup_t *cg, pid_t pid, const pybox_native_cg_limits_t *want, bool *made,
+                          pybox_error_t *err);
 
 /* Read the limits back; compare with want: every difference listed (PYBOX_ERR_POLICY).
  * *checked is increased by the settings compared. */
@@ -63,6 +112,14 @@ int pybox_native_cg_attach(const pybox_native_cgroup_t *cg, pid_t pid, pybox_err
 
 /* OOM kills counted in the leaf (v1 memory.oom_control, v2 memory.events). */
 int pybox_native_cg_oom_kills(const pybox_native_cgroup_t *cg, int64_t *kills, pybox_error_t *err);
+
+/* Whether the kernel still counts a process in the leaf: v2 its cgroup.events says
+ * "populated 1"; v1 (no cgroup.events outside the unified mount) a controller's
+ * cgroup.procs lists one. */
+int pybox_native_cg_populated(const pybox_native_cgroup_t *cg, bool *populated, pybox_error_t *err);
+/* Wait (at most timeout_ms) until the leaf is not populated: *empty when it is not. A
+ * process that is ending still counts until the kernel has released it. */
+int pybox_native_cg_wait_empty(const pybox_native_cgroup_t *cg, int64_t timeout_ms, bool *empty, pybox_error_t *err);
 
 /* Remove the leaf's folders, retrying while the kernel still lists tasks in them, for
  * at most timeout_ms. *gone when none is left. */

@@ -66,12 +66,13 @@ int pybox_native_drive(pybox_native_box_t *b, const char *program, size_t len, i
             r->killed = true;
             (void)pybox_native_signal(b, SIGKILL, err);
         }
-        struct pollfd p[3] = {
+        struct pollfd p[4] = {
             {.fd = out_end ? -1 : pybox_native_stdout(b), .events = POLLIN},
             {.fd = err_end ? -1 : pybox_native_stderr(b), .events = POLLIN},
             {.fd = (infd >= 0 && off < in.len) ? infd : -1, .events = POLLOUT},
+            {.fd = pybox_native_pidfd(b), .events = POLLIN},
         };
-        int pr = poll(p, 3, 50);
+        int pr = poll(p, 4, 50);
         if (pr < 0 && errno != EINTR) {
             pybox_buf_free(&in);
             return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "poll");
@@ -83,14 +84,18 @@ int pybox_native_drive(pybox_native_box_t *b, const char *program, size_t len, i
             else if (w < 0 && errno != EAGAIN && errno != EINTR)
                 off = in.len;
         }
-        if (p[0].revents)
-            out_end = drain(pybox_native_stdout(b), &r->out) == 1;
-        if (p[1].revents)
-            err_end = drain(pybox_native_stderr(b), &r->err) == 1;
+        /* Asked before reading: once init has ended, what the pipes hold is all the box
+         * said, whether or not they reach their end (a write end may be held in flight). */
+        bool ended = (p[3].revents & POLLIN) && pybox_native_ended(b);
+        if (p[0].revents || ended)
+            out_end = drain(pybox_native_stdout(b), &r->out) == 1 || ended;
+        if (p[1].revents || ended)
+            err_end = drain(pybox_native_stderr(b), &r->err) == 1 || ended;
         if (!r->rec.seen) {
             pybox_error_t ignored = {0};
             if (pybox_done_record_find(&r->out, secret, &r->rec, &ignored) == 1) {
                 r->rec.seen = true;
+                pybox_native_held(b);
                 if (held != NULL)
                     held(b, arg);
             }

@@ -116,13 +116,9 @@ static int hash_dir(EVP_MD_CTX *md, int dfd, const char *rel, int depth, pybox_e
 {
     if (depth > TREE_DEPTH_MAX)
         return pybox_error_set(err, PYBOX_ERR_STATE, ELOOP, "an image tree deeper than %d", TREE_DEPTH_MAX);
-    int copy = dup(dfd);
-    DIR *d = copy >= 0 ? fdopendir(copy) : NULL;
-    if (d == NULL) {
-        if (copy >= 0)
-            close(copy);
+    DIR *d = pybox_dir_open(dup(dfd));
+    if (d == NULL)
         return pybox_error_set(err, PYBOX_ERR_STATE, errno, "reading the image folder %s", rel);
-    }
     char **names = NULL;
     size_t n = 0, cap = 0;
     struct dirent *de;
@@ -219,12 +215,7 @@ int pybox_native_tree_sha256(const char *dir, char out[65], pybox_error_t *err)
     EVP_DigestInit_ex(md, EVP_sha256(), NULL);
     EVP_DigestUpdate(md, "pybox-tree/1\n", 13);
     int rc = hash_dir(md, dfd, ".", 0, err);
-    unsigned char dig[32];
-    unsigned int dl = 0;
-    EVP_DigestFinal_ex(md, dig, &dl);
-    EVP_MD_CTX_free(md);
-    if (rc == 0)
-        pybox_hex(dig, 32, out);
+    pybox_digest_done(md, rc == 0 ? out : NULL);
     return rc;
 }
 
@@ -489,12 +480,9 @@ static int ni_remove(pybox_backend_t *base, const pybox_pin_t *pin, pybox_image_
         return 0;
     }
     /* A box of this installation may have it as its root: never pulled from under one. */
-    char parent[96];
     pybox_native_leftover_t *boxes = NULL;
     size_t nb = 0;
-    if (pybox_fmt(parent, sizeof parent, "pybox-%s", be->install_id) < 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the installation's id");
-    if (pybox_native_leftovers(pybox_cgroup_root(), parent, be->staging, &boxes, &nb, err) < 0)
+    if (pybox_native_leftovers(&be->cg_host, be->cg_parent, be->staging, &boxes, &nb, err) < 0)
         return -1;
     free(boxes);
     if (nb > 0) {
@@ -623,12 +611,9 @@ int native_remove_unpinned(native_backend_t *be, const char *name, bool *gone, p
     free(pins);
     if (named)
         return pybox_error_set(err, PYBOX_ERR_STATE, 0, "a pin names it again");
-    char parent[96];
     pybox_native_leftover_t *boxes = NULL;
     size_t nb = 0;
-    if (pybox_fmt(parent, sizeof parent, "pybox-%s", be->install_id) < 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the installation's id");
-    if (pybox_native_leftovers(pybox_cgroup_root(), parent, be->staging, &boxes, &nb, err) < 0)
+    if (pybox_native_leftovers(&be->cg_host, be->cg_parent, be->staging, &boxes, &nb, err) < 0)
         return -1;
     free(boxes);
     if (nb > 0)

@@ -12,7 +12,6 @@
 #include "sandbox.h"
 
 /* Capability bits of the box's init (and of the relaxations). */
-#define PYBOX_NATIVE_INIT_CAPS ((1ULL << 5) | (1ULL << 6) | (1ULL << 7)) /* KILL, SETGID, SETUID */
 
 /* Every rlimit a box's init is given, by resource number (RLIMIT_CPU ... RLIMIT_RTTIME):
  * nothing of PyBox's own process is left to chance. */
@@ -38,6 +37,8 @@ struct pybox_native_box {
     pybox_native_end_t end;
     pybox_native_cgroup_t cg;
     bool cg_made;
+    int64_t held_oom_kills; /* read while held (pybox_native_held); -1 none */
+    pybox_native_times_t times;
     char staging[PATH_MAX]; /* <staging>/<name>: ours, removed with the box */
     bool staging_made;
     char in_dir[PATH_MAX]; /* bound at /box/in ("" none) */
@@ -55,13 +56,18 @@ struct pybox_native_box {
     const char *proc_ro[PYBOX_NATIVE_PROC_MASK_MAX];
     size_t n_proc_ro;
     char filter_sha256[65];
+    /* After the box's end. */
+    uint64_t mntns_id; /* its mount namespace (0: this kernel cannot say) */
+    bool collect;      /* have the kernel's collector run (a test may relax it) */
+    pybox_native_after_t after;
 };
 
 /* The uid the program runs as: spec->uid, or what a relaxation says. */
 uint32_t pybox_native_program_uid(const pybox_native_spec_t *s);
 /* init's capabilities for a spec (the three, the engine's defaults, plus relax_cap). */
 int pybox_native_caps(const pybox_native_spec_t *s, uint64_t *caps, pybox_error_t *err);
-/* A capability by name ("CAP_NET_RAW"); -1 unknown. */
+/* A capability by name ("CAP_NET_RAW"), from libcap's table (caps.c); -1 unknown, or
+ * libcap (Debian's libcap2) cannot be opened. */
 int pybox_native_cap_number(const char *name);
 /* The rlimits of a box (soft = hard): the spec's nofile, fsize and sigpending, core 0,
  * nice and rtprio 0 (no raising of its priority, no realtime scheduling, which a CPU quota

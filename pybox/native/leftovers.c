@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* What native boxes of an installation left behind: cgroup leaves under its parent and
- * staging folders, found by run-id names only, removed after their expiry (see sandbox.h).
- * No mount is ever left: every mount of a box lives in its own mount namespace. */
+/* What native boxes of an installation left behind: cgroup leaves under its parent (under
+ * systemd: in their scopes) and staging folders, found by run-id names only, removed
+ * after their expiry (see sandbox.h). Every mount of a box lives in its own mount
+ * namespace, which ends with the box's last process unless a descriptor left in flight
+ * in a unix socket holds it (a handle of the namespace, a file of one of its mounts): the
+ * kernel's collector ends those, and the removal of a leftover box has it run, as its box
+ * ended with no PyBox to see it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../bounds.h"
 #include "../util.h"
 #include "cgroup.h"
 #include "internal.h"
@@ -82,7 +87,22 @@ static int64_t read_expiry(const char *dir)
     return best;
 }
 
-static int scan(const char *dir, bool staging, list_t *l, pybox_error_t *err)
+/* A scope's name "<parent>-<id>.scope" (v2 under systemd): the id, or NULL. */
+static const char *id_of_scope(const char *name, const char *parent, char id[33])
+{
+    size_t pl = strlen(parent), n = strlen(name);
+    if (n != pl + 1 + 32 + 6 || strncmp(name, parent, pl) != 0 || name[pl] != '-' ||
+        strcmp(name + n - 6, ".scope") != 0)
+        return NULL;
+    memcpy(id, name + pl + 1, 32);
+    id[32] = '\0';
+    return pybox_native_is_run_id(id) ? id : NULL;
+}
+
+/* kind: 's' staging folders, 'c' leaves under the parent, 'u' scopes of the parent's boxes
+ * (those with PyBox's leaf still in them: the scope itself is systemd's, which removes it
+ * once nothing runs in it). */
+static int scan(const char *dir, char kind, const char *parent, list_t *l, pybox_error_t *err)
 {
     DIR *d = opendir(dir);
     if (d == NULL)
@@ -91,16 +111,21 @@ static int scan(const char *dir, bool staging, list_t *l, pybox_error_t *err)
     int rc = 0;
     while ((e = readdir(d)) != NULL) {
         char id[33];
-        if (e->d_type != DT_DIR || id_of(e->d_name, id) == NULL)
+        if (e->d_type != DT_DIR || (kind == 'u' ? id_of_scope(e->d_name, parent, id) : id_of(e->d_name, id)) == NULL)
             continue;
+        char p[PATH_MAX];
+        if (kind == 'u') {
+            struct stat sb;
+            if (pybox_fmt(p, sizeof p, "%s/%s/%s", dir, e->d_name, PYBOX_NATIVE_CG_SCOPE_LEAF) < 0 || stat(p, &sb) < 0)
+                continue;
+        }
         pybox_native_leftover_t *x = find_or_add(l, id);
         if (x == NULL) {
             rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "listing leftovers");
             break;
         }
-        if (staging) {
+        if (kind == 's') {
             x->staging = true;
-            char p[PATH_MAX];
             if (pybox_fmt(p, sizeof p, "%s/%s", dir, e->d_name) == 0) {
                 int64_t ex = read_expiry(p);
                 if (ex > x->expires)
@@ -114,39 +139,21 @@ static int scan(const char *dir, bool staging, list_t *l, pybox_error_t *err)
     return rc;
 }
 
-static int parent_dirs(const char *root, const char *parent, pybox_native_cgroup_t *cg, pybox_error_t *err)
-{
-    int version;
-    if (pybox_native_cg_detect(root, &version, err) < 0)
-        return -1;
-    /* The paths of a leaf named "x", cut back to the parent. */
-    if (pybox_native_cg_paths(root, version, parent, "x", cg, err) < 0)
-        return -1;
-    char *d[] = {cg->memory, cg->pids, cg->cpu, cg->cpuacct, cg->unified};
-    for (size_t i = 0; i < 5; i++) {
-        size_t n = strlen(d[i]);
-        if (n >= 2)
-            d[i][n - 2] = '\0';
-    }
-    return 0;
-}
-
-int pybox_native_leftovers(const char *cgroup_root, const char *cgroup_parent, const char *staging,
+int pybox_native_leftovers(const pybox_native_cg_host_t *h, const char *cgroup_parent, const char *staging,
                            pybox_native_leftover_t **out, size_t *n, pybox_error_t *err)
 {
     *out = NULL;
     *n = 0;
     list_t l = {0};
-    pybox_native_cgroup_t cg;
-    if (parent_dirs(cgroup_root, cgroup_parent, &cg, err) < 0)
+    char dirs[5][PATH_MAX];
+    if (pybox_native_cg_holders(h, cgroup_parent, dirs, err) < 0)
         return -1;
-    const char *dirs[] = {cg.memory, cg.pids, cg.cpu, cg.cpuacct, cg.unified};
     for (size_t i = 0; i < 5; i++)
-        if (dirs[i][0] != '\0' && scan(dirs[i], false, &l, err) < 0) {
+        if (dirs[i][0] != '\0' && scan(dirs[i], h->systemd ? 'u' : 'c', cgroup_parent, &l, err) < 0) {
             free(l.v);
             return -1;
         }
-    if (scan(staging, true, &l, err) < 0) {
+    if (scan(staging, 's', NULL, &l, err) < 0) {
         free(l.v);
         return -1;
     }
@@ -155,7 +162,7 @@ int pybox_native_leftovers(const char *cgroup_root, const char *cgroup_parent, c
     return 0;
 }
 
-int pybox_native_leftover_remove(const char *cgroup_root, const char *cgroup_parent, const char *staging,
+int pybox_native_leftover_remove(const pybox_native_cg_host_t *h, const char *cgroup_parent, const char *staging,
                                  const pybox_native_leftover_t *l, int64_t now, bool *gone, pybox_error_t *err)
 {
     *gone = false;
@@ -166,10 +173,8 @@ int pybox_native_leftover_remove(const char *cgroup_root, const char *cgroup_par
      * last), and the kernel refuses its removal while any process is in it. */
     if (l->staging && (l->expires == 0 || now <= l->expires))
         return 0;
-    int version;
     pybox_native_cgroup_t cg;
-    if (pybox_native_cg_detect(cgroup_root, &version, err) < 0 ||
-        pybox_native_cg_paths(cgroup_root, version, cgroup_parent, l->run_id, &cg, err) < 0)
+    if (pybox_native_cg_paths(h, cgroup_parent, l->run_id, &cg, err) < 0)
         return -1;
     bool cg_gone = false;
     pybox_error_t cerr = {0};
@@ -186,6 +191,11 @@ int pybox_native_leftover_remove(const char *cgroup_root, const char *cgroup_par
         return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "staging path");
     if (pybox_native_rm_tree(p, err) < 0 || pybox_native_rm_tree(q, err) < 0)
         return -1;
+    if (l->cgroup) {
+        bool done;
+        pybox_error_t ignored = {0};
+        (void)pybox_native_collect(PYBOX_COLLECT_MS, &done, &ignored);
+    }
     *gone = cg_gone;
     return 0;
 }

@@ -14,15 +14,18 @@
 #include "../box.h"
 #include "../error.h"
 #include "../state.h"
+#include "cgroup.h"
 
 typedef struct native_backend {
     pybox_backend_t base;
     pybox_state_t st;
     char install_id[33];
-    char staging[PATH_MAX];  /* <state>/native/staging: each box's folder, by run id */
-    char roots[PATH_MAX];    /* <state>/native/roots: the images' root filesystems, by digest */
-    char borrowed[PATH_MAX]; /* <state>/native/borrowed-roots: another installation's roots, linked
-                                (tests, the campaign; state.h), or "" */
+    char staging[PATH_MAX];         /* <state>/native/staging: each box's folder, by run id */
+    char roots[PATH_MAX];           /* <state>/native/roots: the images' root filesystems, by digest */
+    char borrowed[PATH_MAX];        /* <state>/native/borrowed-roots: another installation's roots, linked
+                                       (tests, the campaign; state.h), or "" */
+    char cg_parent[48];             /* the installation's cgroups' name (cgroup.h) */
+    pybox_native_cg_host_t cg_host; /* how this host takes a box's cgroup */
     char describe[160];
 } native_backend_t;
 
@@ -45,6 +48,12 @@ int pybox_native_tree_sha256(const char *dir, char out[65], pybox_error_t *err);
 int native_unpinned_images(native_backend_t *be, char (**names)[72], int64_t **mtimes, size_t *n, pybox_error_t *err);
 /* Remove one of them, unless a box of the installation is there or a pin names it now. */
 int native_remove_unpinned(native_backend_t *be, const char *name, bool *gone, pybox_error_t *err);
+
+/* A spec's limits, rlimits, hostname and init capabilities as the default policy's
+ * (pybox_policy_defaults): what a box made without the run flow (the tests, native-try)
+ * starts from. */
+struct pybox_native_spec;
+void pybox_native_spec_defaults(struct pybox_native_spec *s);
 
 /* A relaxed test box joins another process's network namespace: "pid:<n>". */
 int pybox_native_netns_pid(native_backend_t *be, const char *what, pid_t *pid, pybox_error_t *err);

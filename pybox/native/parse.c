@@ -529,6 +529,20 @@ int pybox_np_cg_keyed(const char *text, size_t len, const char *key, int64_t *ou
     return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "cgroup file: no line for %s", key);
 }
 
+int pybox_np_cg_procs(const char *text, size_t len, int64_t *count, pybox_error_t *err)
+{
+    const char *cur = text, *end = text + len, *p, *le;
+    int64_t n = 0, pid;
+    while (next_line(&cur, end, &p, &le)) {
+        const char *q = dec(p, le, &pid);
+        if (q == NULL || q != le || pid <= 0)
+            return malformed(err, "cgroup.procs");
+        n++;
+    }
+    *count = n;
+    return 0;
+}
+
 int pybox_np_cg_cpu_max(const char *text, size_t len, int64_t *quota, int64_t *period, pybox_error_t *err)
 {
     len = trim(text, len);

@@ -108,6 +108,8 @@ int pybox_np_idmap_is_identity(const char *text, size_t len, pybox_error_t *err)
 int pybox_np_cg_number(const char *text, size_t len, int64_t *out, pybox_error_t *err);
 /* "key value" lines (memory.events, memory.oom_control, pids.events): the value of key. */
 int pybox_np_cg_keyed(const char *text, size_t len, const char *key, int64_t *out, pybox_error_t *err);
+/* cgroup.procs: one process id (above 0) per line; *count of them (an empty file: 0). */
+int pybox_np_cg_procs(const char *text, size_t len, int64_t *count, pybox_error_t *err);
 /* cpu.max: "<quota|max> <period>"; quota -1 for max. */
 int pybox_np_cg_cpu_max(const char *text, size_t len, int64_t *quota, int64_t *period, pybox_error_t *err);
 

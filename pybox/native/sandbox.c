@@ -34,8 +34,10 @@
 #include "../escape.h"
 #include "../files.h"
 #include "../policy.h"
+#include "../systemd.h"
 #include "../util.h"
 #include "internal.h"
+#include "parse.h"
 #include "seccomp.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -63,61 +65,17 @@ uint32_t pybox_native_program_uid(const pybox_native_spec_t *s)
     return s->uid;
 }
 
-static const char *const cap_names[] = {
-    "CAP_CHOWN",
-    "CAP_DAC_OVERRIDE",
-    "CAP_DAC_READ_SEARCH",
-    "CAP_FOWNER",
-    "CAP_FSETID",
-    "CAP_KILL",
-    "CAP_SETGID",
-    "CAP_SETUID",
-    "CAP_SETPCAP",
-    "CAP_LINUX_IMMUTABLE",
-    "CAP_NET_BIND_SERVICE",
-    "CAP_NET_BROADCAST",
-    "CAP_NET_ADMIN",
-    "CAP_NET_RAW",
-    "CAP_IPC_LOCK",
-    "CAP_IPC_OWNER",
-    "CAP_SYS_MODULE",
-    "CAP_SYS_RAWIO",
-    "CAP_SYS_CHROOT",
-    "CAP_SYS_PTRACE",
-    "CAP_SYS_PACCT",
-    "CAP_SYS_ADMIN",
-    "CAP_SYS_BOOT",
-    "CAP_SYS_NICE",
-    "CAP_SYS_RESOURCE",
-    "CAP_SYS_TIME",
-    "CAP_SYS_TTY_CONFIG",
-    "CAP_MKNOD",
-    "CAP_LEASE",
-    "CAP_AUDIT_WRITE",
-    "CAP_AUDIT_CONTROL",
-    "CAP_SETFCAP",
-    "CAP_MAC_OVERRIDE",
-    "CAP_MAC_ADMIN",
-    "CAP_SYSLOG",
-    "CAP_WAKE_ALARM",
-    "CAP_BLOCK_SUSPEND",
-    "CAP_AUDIT_READ",
-    "CAP_PERFMON",
-    "CAP_BPF",
-    "CAP_CHECKPOINT_RESTORE",
-};
-
-int pybox_native_cap_number(const char *name)
-{
-    for (size_t i = 0; i < sizeof cap_names / sizeof *cap_names; i++)
-        if (strcmp(name, cap_names[i]) == 0)
-            return (int)i;
-    return -1;
-}
-
 int pybox_native_caps(const pybox_native_spec_t *s, uint64_t *caps, pybox_error_t *err)
 {
-    uint64_t c = PYBOX_NATIVE_INIT_CAPS;
+    uint64_t c = 0;
+    for (const char *const *name = s->init_caps; name != NULL && *name != NULL; name++) {
+        int n = pybox_native_cap_number(*name);
+        if (n < 0)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "native box: an init capability is not one libcap (libcap.so.2) knows: %.40s",
+                                   *name);
+        c |= 1ULL << n;
+    }
     if (s->relax & PYBOX_RELAX_ENGINE_CAPS) {
         /* The engine's default set, which a box gets when nothing is dropped. */
         static const char *const engine[] = {
@@ -125,8 +83,12 @@ int pybox_native_caps(const pybox_native_spec_t *s, uint64_t *caps, pybox_error_
             "CAP_MKNOD",   "CAP_NET_RAW",      "CAP_SETGID",           "CAP_SETUID",
             "CAP_SETFCAP", "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
             "CAP_KILL",    "CAP_AUDIT_WRITE"};
-        for (size_t i = 0; i < sizeof engine / sizeof *engine; i++)
-            c |= 1ULL << pybox_native_cap_number(engine[i]);
+        for (size_t i = 0; i < sizeof engine / sizeof *engine; i++) {
+            int n = pybox_native_cap_number(engine[i]);
+            if (n < 0)
+                return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "%s: not known to libcap (libcap.so.2)", engine[i]);
+            c |= 1ULL << n;
+        }
     }
     if (s->relax_cap != NULL) {
         int n = pybox_native_cap_number(s->relax_cap);
@@ -196,6 +158,8 @@ void pybox_native_rlimits(const pybox_native_spec_t *s, struct rlimit out[PYBOX_
             v = (rlim_t)s->fsize_bytes;
         else if (r == RLIMIT_SIGPENDING)
             v = (rlim_t)s->sigpending;
+        else if (r == RLIMIT_CORE)
+            v = (rlim_t)s->core_bytes;
         out[r] = (struct rlimit){v, v};
     }
 }
@@ -294,13 +258,14 @@ int pybox_native_spec_check(const pybox_native_spec_t *s, pybox_error_t *err)
         range(err, "nofile", s->nofile, 16, 1 << 20) < 0 ||
         range(err, "fsize_bytes", s->fsize_bytes, 4096, 1LL << 50) < 0 ||
         range(err, "sigpending", s->sigpending, 0, 1 << 20) < 0 ||
-        range(err, "nano_cpus", s->nano_cpus, PYBOX_NANO_CPUS_MIN, 1024LL * 1000000000) < 0 ||
+        range(err, "core_bytes", s->core_bytes, 0, 1LL << 40) < 0 ||
+        range(err, "nano_cpus", s->nano_cpus, PYBOX_NANO_CPUS_MIN, PYBOX_NANO_CPUS_MAX) < 0 ||
         range(err, "expires", s->expires, 1, INT64_MAX / 2) < 0)
         return -1;
     if (!(s->relax & PYBOX_RELAX_MEMORY) &&
-        range(err, "memory_bytes", s->memory_bytes, PYBOX_MEMORY_MIN, 1LL << 40) < 0)
+        range(err, "memory_bytes", s->memory_bytes, PYBOX_MEMORY_MIN, PYBOX_MEMORY_MAX) < 0)
         return -1;
-    if (!(s->relax & PYBOX_RELAX_PIDS) && range(err, "pids", s->pids, PYBOX_PIDS_MIN, 1 << 22) < 0)
+    if (!(s->relax & PYBOX_RELAX_PIDS) && range(err, "pids", s->pids, PYBOX_PIDS_MIN, PYBOX_PIDS_MAX) < 0)
         return -1;
     if (s->out_bytes > 0 && s->memory_bytes > 0 && !(s->relax & PYBOX_RELAX_MEMORY) && s->out_bytes > s->memory_bytes)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: out_bytes is larger than the memory limit");
@@ -312,6 +277,11 @@ int pybox_native_spec_check(const pybox_native_spec_t *s, pybox_error_t *err)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: the environment is missing or too long");
     if (s->relax_env != NULL && strchr(s->relax_env, '=') == NULL)
         return usage(err, "relax_env is not NAME=value", s->relax_env);
+    if (s->relax_unmask != NULL && !pybox_policy_is_masked_path(s->relax_unmask))
+        return usage(err, "relax_unmask is not one of the policy's masked paths", s->relax_unmask);
+    if (s->hostname == NULL || s->hostname[0] == '\0' || strlen(s->hostname) > 64 || s->init_caps == NULL)
+        return usage(err, "the hostname (1 to 64 bytes) and the init's capabilities are the policy's to give",
+                     s->hostname);
     uint64_t caps;
     if (pybox_native_caps(s, &caps, err) < 0)
         return -1;
@@ -348,6 +318,7 @@ typedef struct plan {
     uint64_t caps;
     int last_cap;
     bool setns_net;
+    const char *hostname;
     int netns_fd;
     bool unshare_cgroup; /* v1: a cgroup namespace made after the move into the leaf */
     /* v1 (or v2 without CLONE_INTO_CGROUP): the files the child writes "0" into to move
@@ -355,6 +326,12 @@ typedef struct plan {
      * where a pid written by the parent waits for an RCU grace period (0 to 16 ms). */
     const char *attach[4];
     size_t n_attach;
+    /* v2 under systemd: the child makes its mounts and the rest of its set-up while systemd
+     * puts it in its scope and PyBox moves it into its leaf with the limits in place, then
+     * waits for a byte on go_r before its cgroup namespace, its privileges dropped and the
+     * exec; the end of the pipe without a byte (PyBox gone or failing) ends it. go_w is the
+     * parent's end, closed in the child. */
+    int go_r, go_w;
     struct rlimit rl[PYBOX_NATIVE_RLIMITS];
     char *argv[4];
     char *envp[72];
@@ -411,15 +388,17 @@ static int add_ro_bind(plan_t *p, const char *src, const char *dst, unsigned lon
 #define proc_masked pybox_policy_masked_paths
 #define proc_readonly pybox_policy_readonly_paths
 
-/* Which of the policy's /proc paths this kernel has (the box's /proc is the same kernel's). */
-static void proc_paths(pybox_native_box_t *b, bool relaxed)
+/* Which of the policy's /proc paths this kernel has (the box's /proc is the same kernel's),
+ * but those a test relaxed: all of them, or the one relax_unmask names. */
+static void proc_paths(pybox_native_box_t *b, const pybox_native_spec_t *s)
 {
     b->n_proc_files = b->n_proc_dirs = b->n_proc_ro = 0;
-    if (relaxed)
+    if (s->relax & PYBOX_RELAX_SYSTEM_PATHS)
         return;
     struct stat sb;
     for (size_t i = 0; proc_masked[i] != NULL; i++) {
-        if (strncmp(proc_masked[i], "/proc/", 6) != 0 || lstat(proc_masked[i], &sb) < 0)
+        if (strncmp(proc_masked[i], "/proc/", 6) != 0 || lstat(proc_masked[i], &sb) < 0 ||
+            (s->relax_unmask != NULL && strcmp(s->relax_unmask, proc_masked[i]) == 0))
             continue;
         if (S_ISDIR(sb.st_mode))
             b->proc_dirs[b->n_proc_dirs++] = proc_masked[i];
@@ -553,7 +532,8 @@ static int plan_make(plan_t *p, const pybox_native_spec_t *s, pybox_native_box_t
 {
     memset(p, 0, sizeof *p);
     p->netns_fd = -1;
-    proc_paths(b, (s->relax & PYBOX_RELAX_SYSTEM_PATHS) != 0);
+    proc_paths(b, s);
+    p->go_r = p->go_w = -1;
     if (plan_mounts(p, s, b, err) < 0)
         return -1;
     if (!(s->relax & PYBOX_RELAX_SECCOMP)) {
@@ -564,6 +544,9 @@ static int plan_make(plan_t *p, const pybox_native_spec_t *s, pybox_native_box_t
     }
     p->no_new_privs = !(s->relax & PYBOX_RELAX_NEW_PRIVS);
     p->caps = b->caps;
+    p->hostname = str(p, err, "%s", s->hostname);
+    if (p->hostname == NULL)
+        return -1;
     if ((p->last_cap = read_last_cap(err)) < 0)
         return -1;
     pybox_native_rlimits(s, b->rlimits);
@@ -617,7 +600,7 @@ static const char *step_name(int step)
     case STEP_PIVOT:
         return "pivot_root into the root filesystem";
     case STEP_HOSTNAME:
-        return "sethostname(pybox)";
+        return "sethostname";
     case STEP_LOOPBACK:
         return "bringing the loopback interface up";
     case STEP_RLIMIT:
@@ -709,6 +692,8 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
         syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, 0 /* IOPRIO_CLASS_NONE: from the nice value */) < 0 ||
         syscall(SYS_personality, 0 /* PER_LINUX */) < 0)
         child_fail(report_w, STEP_SCHED, errno);
+    if (p->go_r >= 0)
+        close(p->go_w);
     /* Into the leaf first, before anything is charged to PyBox's own cgroup. */
     for (size_t i = 0; i < p->n_attach; i++) {
         int fd = open(p->attach[i], O_WRONLY | O_CLOEXEC);
@@ -716,7 +701,7 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
             child_fail(report_w, STEP_ATTACH, errno);
         close(fd);
     }
-    if (p->unshare_cgroup && unshare(CLONE_NEWCGROUP) < 0)
+    if (p->unshare_cgroup && p->go_r < 0 && unshare(CLONE_NEWCGROUP) < 0)
         child_fail(report_w, STEP_CGROUPNS, errno);
     if (setsid() < 0)
         child_fail(report_w, STEP_SESSION, errno);
@@ -753,7 +738,7 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
         child_fail(report_w, STEP_OOM, errno);
     close(oom);
     if (!p->setns_net) {
-        if (sethostname("pybox", 5) < 0 || setdomainname("", 0) < 0)
+        if (sethostname(p->hostname, strlen(p->hostname)) < 0 || setdomainname("", 0) < 0)
             child_fail(report_w, STEP_HOSTNAME, errno);
         /* Like the engine's "none" network: loopback only, and up. */
         int sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -764,7 +749,7 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
         if (sk < 0 || ioctl(sk, SIOCSIFFLAGS, &ifr) < 0)
             child_fail(report_w, STEP_LOOPBACK, errno);
         close(sk);
-    } else if (sethostname("pybox", 5) < 0) {
+    } else if (sethostname(p->hostname, strlen(p->hostname)) < 0) {
         child_fail(report_w, STEP_HOSTNAME, errno);
     }
     /* A new, empty session keyring: the one inherited is PyBox's, and a process possesses
@@ -772,6 +757,21 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
      * would have been the program's with only the seccomp filter between. */
     if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0)
         child_fail(report_w, STEP_KEYRING, errno);
+    /* v2 under systemd: the set-up above ran while systemd made the box's scope; now
+     * PyBox has moved this process into its leaf, with the limits in place, and the cgroup
+     * namespace is rooted there. Nothing of the program's can run before. */
+    if (p->go_r >= 0) {
+        char go;
+        ssize_t r;
+        do
+            r = read(p->go_r, &go, 1);
+        while (r < 0 && errno == EINTR);
+        if (r != 1)
+            _exit(127);
+        close(p->go_r);
+        if (unshare(CLONE_NEWCGROUP) < 0)
+            child_fail(report_w, STEP_CGROUPNS, errno);
+    }
     /* No supplementary group of PyBox's stays with init. */
     if (syscall(SYS_setgroups, 0, NULL) < 0) /* raw: glibc would wait for threads the child does not have */
         child_fail(report_w, STEP_CAPS, errno);
@@ -924,6 +924,77 @@ static int make_staging(const pybox_native_spec_t *s, pybox_native_box_t *b, pyb
     return 0;
 }
 
+/* The child's start report: 0 at its end without a word (exec'd, or the child died on
+ * the way), -1 with the step that failed. */
+static int read_report(const plan_t *p, int fd, pybox_error_t *err)
+{
+    report_t r;
+    ssize_t got;
+    do
+        got = read(fd, &r, sizeof r);
+    while (got < 0 && errno == EINTR);
+    if (got == (ssize_t)sizeof r && r.step == STEP_RLIMIT) {
+        int res = r.detail >= 0 && r.detail < PYBOX_NATIVE_RLIMITS ? r.detail : 0;
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, r.errnum, "native box: setrlimit(%s, %llu)%s",
+                               pybox_native_rlimit_name(res), (unsigned long long)p->rl[res].rlim_max,
+                               r.errnum == EPERM ? ": above PyBox's own hard limit (raising it takes CAP_SYS_RESOURCE)"
+                                                 : "");
+    }
+    if (got == (ssize_t)sizeof r) {
+        const char *what = r.step >= 0 && (size_t)r.step < p->n_ops ? p->ops[r.step].what : step_name(r.step);
+        const char *kind =
+            r.step >= 0 && (size_t)r.step < p->n_ops ? (p->ops[r.step].kind == OP_MOUNT ? "mount" : "making") : "";
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, r.errnum, "native box: %s%s%s", kind, kind[0] ? " " : "", what);
+    }
+    if (got != 0)
+        return sys_fail(err, got < 0 ? errno : EPROTO, "read", "the box's start report");
+    return 0;
+}
+
+/* v2 under systemd: systemd puts the box's parked first process in the box's own scope
+ * (Delegate=yes), which the kernel then names as its cgroup; PyBox makes its leaf in the
+ * scope, moves the process in and writes the limits (cgroup.h). */
+static int into_scope(pybox_native_box_t *b, pybox_sd_t *sd, const pybox_native_cg_limits_t *want, pybox_error_t *err)
+{
+    char desc[160];
+    snprintf(desc, sizeof desc, "PyBox box %s", b->cg.unit);
+    pybox_sd_scope_t sc = {.unit = b->cg.unit, .slice = PYBOX_SD_SLICE, .description = desc, .pid = b->pid};
+    double t0 = pybox_now_s();
+    int rc =
+        pybox_sd_scope_request(sd, &sc, err) < 0 || pybox_sd_scope_wait(sd, PYBOX_SD_JOB_TIMEOUT_MS, err) < 0 ? -1 : 0;
+    double t1 = pybox_now_s();
+    b->times.sd_scope_ms = (t1 - t0) * 1000.0;
+    if (rc < 0) {
+        pybox_error_prefix(err, "cgroup v2 under systemd: PyBox asks systemd for each box's cgroup and makes "
+                                "none where systemd does not expect one");
+        return -1;
+    }
+    /* The kernel's word for where the process is, not a guess from the unit's name. */
+    char p[64], text[4096], where[PATH_MAX], want_scope[PATH_MAX];
+    size_t n;
+    snprintf(p, sizeof p, "/proc/%d/cgroup", (int)b->pid);
+    if (pybox_native_read_small(p, text, sizeof text, &n, err) < 0 ||
+        pybox_np_cgroup_parse(text, n, NULL, where, sizeof where, err) < 0)
+        return -1;
+    size_t rl = strlen(b->cg.rel), ll = strlen("/" PYBOX_NATIVE_CG_SCOPE_LEAF);
+    if (rl <= ll || rl - ll >= sizeof want_scope)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
+    memcpy(want_scope, b->cg.rel, rl - ll);
+    want_scope[rl - ll] = '\0';
+    if (strcmp(where, want_scope) != 0) {
+        char shown[PATH_MAX];
+        pybox_escape_short(shown, sizeof shown, where, 300);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0,
+                               "cgroup v2 under systemd: the box's first process is in %s, not in its scope %s", shown,
+                               want_scope);
+    }
+    bool made = false;
+    rc = pybox_native_cg_adopt(&b->cg, b->pid, want, &made, err);
+    b->cg_made = made;
+    b->times.sd_leaf_ms = (pybox_now_s() - t1) * 1000.0;
+    return rc;
+}
+
 static pid_t clone_box(uint64_t flags, int cgroup_fd, int *pidfd)
 {
     struct clone_args ca;
@@ -971,12 +1042,15 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     b->pidfd = b->in_w = b->out_r = b->err_r = -1;
     b->program_uid = pybox_native_program_uid(s);
     b->end.oom_kills = -1;
+    b->collect = (s->relax & PYBOX_RELAX_IN_FLIGHT) == 0;
+    b->held_oom_kills = -1;
     snprintf(b->argv[0], sizeof b->argv[0], "%s", PYBOX_GUEST_INIT_PATH);
     snprintf(b->argv[1], sizeof b->argv[1], "%s%lld", PYBOX_GUEST_TIMER_FLAG, (long long)s->timer_ms);
     snprintf(b->argv[2], sizeof b->argv[2], "%s%u", PYBOX_GUEST_UID_FLAG, b->program_uid);
     plan_t *p = NULL;
     int rep[2] = {-1, -1}, in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
-    int cgfd = -1;
+    int cgfd = -1, go[2] = {-1, -1};
+    pybox_sd_t *sd = NULL;
     if (pybox_native_caps(s, &b->caps, err) < 0)
         goto fail;
     p = malloc(sizeof *p);
@@ -989,15 +1063,34 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
         goto fail;
     if (plan_make(p, s, b, err) < 0)
         goto fail;
-    int version;
+    pybox_native_cg_host_t host;
     pybox_native_cg_limits_t want;
     pybox_native_cg_want((s->relax & PYBOX_RELAX_MEMORY) ? 0 : s->memory_bytes,
                          (s->relax & PYBOX_RELAX_PIDS) ? 0 : s->pids, s->nano_cpus, &want);
-    if (pybox_native_cg_detect(s->cgroup_root, &version, err) < 0 ||
-        pybox_native_cg_paths(s->cgroup_root, version, s->cgroup_parent, s->name, &b->cg, err) < 0 ||
-        pybox_native_cg_make(&b->cg, &want, err) < 0)
+    if (pybox_native_cg_host(s->cgroup_root, NULL, &host, err) < 0 ||
+        pybox_native_cg_paths(&host, s->cgroup_parent, s->name, &b->cg, err) < 0)
         goto fail;
-    b->cg_made = true;
+    if (host.systemd) {
+        /* The scope is asked for once the box's first process exists; the connection is
+         * made first, so a host where it cannot be had refuses before anything runs. */
+        double t = pybox_now_s();
+        int rc = pybox_sd_open(PYBOX_SD_SYSTEM, &sd, err);
+        b->times.sd_connect_ms = (pybox_now_s() - t) * 1000.0;
+        if (rc < 0) {
+            pybox_error_prefix(err, "cgroup v2 under systemd: PyBox asks systemd for each box's cgroup and makes "
+                                    "none where systemd does not expect one");
+            goto fail;
+        }
+        if (pipe_high(go, err) < 0)
+            goto fail;
+        p->go_r = go[0];
+        p->go_w = go[1];
+        p->unshare_cgroup = true;
+    } else {
+        if (pybox_native_cg_make(&b->cg, &want, err) < 0)
+            goto fail;
+        b->cg_made = true;
+    }
     if (s->relax_netns_pid > 0) {
         char ns[64];
         snprintf(ns, sizeof ns, "/proc/%d/ns/net", (int)s->relax_netns_pid);
@@ -1011,7 +1104,7 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     if (pipe_high(rep, err) < 0 || pipe_high(in_p, err) < 0 || pipe_high(out_p, err) < 0 || pipe_high(err_p, err) < 0)
         goto fail;
     uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (p->setns_net ? 0 : CLONE_NEWNET);
-    if (version == 2) {
+    if (host.version == 2 && !host.systemd) {
         cgfd = open(b->cg.unified, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (cgfd < 0) {
             sys_fail(err, errno, "open", b->cg.unified);
@@ -1019,26 +1112,28 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
         }
     }
     /* v2: born in the leaf, with its cgroup namespace rooted there. v1 (or a v2 folder
-     * that takes no CLONE_INTO_CGROUP): moved in by the parent, then the namespace. */
+     * that takes no CLONE_INTO_CGROUP): moved in by the parent, then the namespace. v2
+     * under systemd: parked until it is in its leaf (below), then the namespace. */
     pid_t pid = -1;
     if (cgfd >= 0)
         pid = clone_box(flags | CLONE_NEWCGROUP, cgfd, &b->pidfd);
-    if (pid < 0) {
+    if (pid < 0 && !host.systemd) {
         p->unshare_cgroup = true;
         const char *d[4] = {b->cg.memory, b->cg.pids, b->cg.cpu, b->cg.cpuacct};
         size_t nd = 4;
-        if (version == 2) {
+        if (host.version == 2) {
             d[0] = b->cg.unified;
             nd = 1;
         } else if (strcmp(b->cg.cpu, b->cg.cpuacct) == 0) {
             nd = 3;
         }
         for (size_t i = 0; i < nd; i++)
-            if ((p->attach[p->n_attach++] = str(p, err, "%s/%s", d[i], version == 2 ? "cgroup.procs" : "tasks")) ==
+            if ((p->attach[p->n_attach++] = str(p, err, "%s/%s", d[i], host.version == 2 ? "cgroup.procs" : "tasks")) ==
                 NULL)
                 goto fail;
-        pid = clone_box(flags, -1, &b->pidfd);
     }
+    if (pid < 0)
+        pid = clone_box(flags, -1, &b->pidfd);
     if (pid < 0) {
         sys_fail(err, errno, "clone3", "the box's namespaces");
         goto fail;
@@ -1051,29 +1146,27 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     close_fd(&in_p[0]);
     close_fd(&out_p[1]);
     close_fd(&err_p[1]);
-    report_t r;
-    ssize_t got;
-    do
-        got = read(rep[0], &r, sizeof r);
-    while (got < 0 && errno == EINTR);
-    if (got == (ssize_t)sizeof r && r.step == STEP_RLIMIT) {
-        int res = r.detail >= 0 && r.detail < PYBOX_NATIVE_RLIMITS ? r.detail : 0;
-        pybox_error_set(err, PYBOX_ERR_SYSTEM, r.errnum, "native box: setrlimit(%s, %llu)%s",
-                        pybox_native_rlimit_name(res), (unsigned long long)p->rl[res].rlim_max,
-                        r.errnum == EPERM ? ": above PyBox's own hard limit (raising it takes CAP_SYS_RESOURCE)" : "");
-        goto fail;
+    if (host.systemd) {
+        close_fd(&go[0]);
+        if (into_scope(b, sd, &want, err) < 0) {
+            /* A child that failed its set-up meanwhile is the first cause: said so. */
+            struct pollfd pf = {.fd = rep[0], .events = POLLIN};
+            pybox_error_t cerr = {0};
+            if (poll(&pf, 1, 0) == 1 && read_report(p, rep[0], &cerr) < 0 && err != NULL) {
+                *err = cerr;
+            }
+            goto fail;
+        }
+        ssize_t w;
+        do
+            w = write(go[1], "g", 1);
+        while (w < 0 && errno == EINTR);
+        close_fd(&go[1]);
+        pybox_sd_close(sd);
+        sd = NULL;
     }
-    if (got == (ssize_t)sizeof r) {
-        const char *what = r.step >= 0 && (size_t)r.step < p->n_ops ? p->ops[r.step].what : step_name(r.step);
-        const char *kind =
-            r.step >= 0 && (size_t)r.step < p->n_ops ? (p->ops[r.step].kind == OP_MOUNT ? "mount" : "making") : "";
-        pybox_error_set(err, PYBOX_ERR_SYSTEM, r.errnum, "native box: %s%s%s", kind, kind[0] ? " " : "", what);
+    if (read_report(p, rep[0], err) < 0)
         goto fail;
-    }
-    if (got != 0) {
-        sys_fail(err, got < 0 ? errno : EPROTO, "read", "the box's start report");
-        goto fail;
-    }
     /* End of the report without a word: exec'd, unless the child died on the way. */
     siginfo_t si;
     memset(&si, 0, sizeof si);
@@ -1083,6 +1176,9 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
         goto fail;
     }
     close_fd(&rep[0]);
+    /* What lets the box's mount namespace be looked up after its end, when nothing of it
+     * should be left (init waits for its hello: nothing of the program runs yet). */
+    b->mntns_id = pybox_native_mntns_id(pid);
     b->in_w = in_p[1];
     b->out_r = out_p[0];
     b->err_r = err_p[0];
@@ -1096,7 +1192,9 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     return 0;
 
 fail:
+    pybox_sd_close(sd);
     for (int i = 0; i < 2; i++) {
+        close_fd(&go[i]);
         close_fd(&rep[i]);
         close_fd(&in_p[i]);
         close_fd(&out_p[i]);
@@ -1115,9 +1213,19 @@ fail:
 
 /* ---- the running box ---- */
 
+void pybox_native_times(const pybox_native_box_t *b, pybox_native_times_t *out)
+{
+    *out = b->times;
+}
+
 pid_t pybox_native_pid(const pybox_native_box_t *b)
 {
     return b->pid;
+}
+
+int pybox_native_pidfd(const pybox_native_box_t *b)
+{
+    return b->pidfd;
 }
 
 int pybox_native_stdin(const pybox_native_box_t *b)
@@ -1176,6 +1284,16 @@ static void record_end(pybox_native_box_t *b, const siginfo_t *si)
     pybox_error_t ignored = {0};
     if (b->cg_made && pybox_native_cg_oom_kills(&b->cg, &k, &ignored) == 0)
         b->end.oom_kills = k;
+    else
+        b->end.oom_kills = b->held_oom_kills;
+}
+
+void pybox_native_held(pybox_native_box_t *b)
+{
+    int64_t k;
+    pybox_error_t ignored = {0};
+    if (b->cg_made && !b->reaped && pybox_native_cg_oom_kills(&b->cg, &k, &ignored) == 0)
+        b->held_oom_kills = k;
 }
 
 int pybox_native_wait(pybox_native_box_t *b, int64_t timeout_ms, pybox_native_end_t *end, pybox_error_t *err)
@@ -1219,6 +1337,53 @@ bool pybox_native_running(pybox_native_box_t *b)
     return si.si_pid == 0;
 }
 
+bool pybox_native_ended(pybox_native_box_t *b)
+{
+    if (b->reaped)
+        return true;
+    if (b->pidfd < 0)
+        return false;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    return waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid != 0;
+}
+
+/* What is held of the box now: its pipes' other ends (a pipe's reader sees POLLHUP once
+ * no writer is left, its writer POLLERR once no reader is), its mount namespace. */
+static unsigned held_now(const pybox_native_box_t *b, bool *ns_known)
+{
+    unsigned held = 0;
+    struct pollfd p[3] = {{.fd = b->in_w, .events = 0}, {.fd = b->out_r, .events = 0}, {.fd = b->err_r, .events = 0}};
+    static const unsigned bit[3] = {PYBOX_NATIVE_HELD_STDIN, PYBOX_NATIVE_HELD_STDOUT, PYBOX_NATIVE_HELD_STDERR};
+    if (poll(p, 3, 0) >= 0)
+        for (int i = 0; i < 3; i++)
+            if (p[i].fd >= 0 && !(p[i].revents & (i == 0 ? POLLERR : POLLHUP)))
+                held |= bit[i];
+    int ns = pybox_native_mntns_exists(b->mntns_id);
+    *ns_known = ns >= 0;
+    if (ns == 1)
+        held |= PYBOX_NATIVE_HELD_MOUNT_NS;
+    return held;
+}
+
+/* Once the collector's pass was seen: what it freed goes as the kernel releases it,
+ * moments after (its files are closed by a kernel work queue); at most this long. */
+#define SETTLE_MS 200
+
+static void settle(pybox_native_box_t *b)
+{
+    pybox_native_after_t *a = &b->after;
+    bool known;
+    int64_t deadline = pybox_now_ms() + SETTLE_MS;
+    long pause_us = 100;
+    while ((a->still = held_now(b, &known) & a->held) != 0 && pybox_now_ms() < deadline) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = pause_us * 1000};
+        nanosleep(&ts, NULL);
+        if (pause_us < 10000)
+            pause_us *= 2;
+    }
+}
+
 int pybox_native_remove(pybox_native_box_t *b, bool *gone, pybox_error_t *err)
 {
     *gone = false;
@@ -1230,6 +1395,33 @@ int pybox_native_remove(pybox_native_box_t *b, bool *gone, pybox_error_t *err)
         pybox_native_end_t end;
         if (pybox_native_wait(b, 5000, &end, err) < 0 || end.timed_out)
             rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "native box: its init did not end after SIGKILL");
+    }
+    /* The kernel's end of the box: init reaped (PID 1 of its namespace, whose end is every
+     * process's end), then its cgroup counting no process. */
+    bool empty = !b->cg_made;
+    if (b->cg_made && rc == 0) {
+        if (pybox_native_cg_wait_empty(&b->cg, PYBOX_NATIVE_EMPTY_MS, &empty, err) < 0)
+            rc = -1;
+        else if (!empty)
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, EBUSY,
+                                 "native box: its cgroup still counts a process %d ms after its init was reaped",
+                                 PYBOX_NATIVE_EMPTY_MS);
+    }
+    /* What outlived it, then the kernel's collector: started before the leaf and the
+     * staging folder are removed, its pass seen after (a few ms on a kernel work queue). */
+    pybox_native_collect_t col = {.end_r = -1};
+    bool collecting = false;
+    if (rc == 0 && b->reaped && !b->after.looked) {
+        pybox_native_after_t *a = &b->after;
+        a->looked = true;
+        a->held = held_now(b, &a->mount_ns_known);
+        a->still = a->held;
+        a->collector = -1;
+        if (b->collect) {
+            pybox_error_t cerr = {0};
+            collecting = pybox_native_collect_start(&col, &cerr) == 0;
+            a->collector = 0;
+        }
     }
     bool cg_gone = !b->cg_made;
     if (b->cg_made && rc == 0) {
@@ -1247,8 +1439,23 @@ int pybox_native_remove(pybox_native_box_t *b, bool *gone, pybox_error_t *err)
             b->staging_made = false;
         }
     }
-    *gone = rc == 0 && (b->reaped || b->pid < 0) && cg_gone && st_gone;
+    if (collecting) {
+        bool done = false;
+        pybox_error_t cerr = {0};
+        (void)pybox_native_collect_wait(&col, col.started_ms + PYBOX_COLLECT_MS, &done, &cerr);
+        b->after.collect_ms = (double)(pybox_now_ms() - col.started_ms);
+        b->after.collector = done ? 1 : 0;
+        if (done)
+            settle(b);
+    }
+    pybox_native_collect_end(&col);
+    *gone = rc == 0 && (b->reaped || b->pid < 0) && empty && cg_gone && st_gone;
     return rc;
+}
+
+void pybox_native_after(const pybox_native_box_t *b, pybox_native_after_t *out)
+{
+    *out = b->after;
 }
 
 void pybox_native_free(pybox_native_box_t *b)
@@ -1262,38 +1469,7 @@ void pybox_native_free(pybox_native_box_t *b)
     free(b);
 }
 
-/* ---- removing a tree without following links ---- */
-
-static int rm_at(int dfd, const char *name, int depth, pybox_error_t *err)
-{
-    if (depth > 256)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ELOOP, "removing a tree deeper than 256");
-    if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-        return 0;
-    if (errno != EISDIR && errno != EPERM)
-        return sys_fail(err, errno, "unlinkat", name);
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return sys_fail(err, errno, "openat", name);
-    DIR *d = fdopendir(fd);
-    if (d == NULL) {
-        close(fd);
-        return sys_fail(err, errno, "fdopendir", name);
-    }
-    int rc = 0;
-    struct dirent *e;
-    while (rc == 0 && (e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        rc = rm_at(dirfd(d), e->d_name, depth + 1, err);
-    }
-    closedir(d);
-    if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-        rc = sys_fail(err, errno, "rmdir", name);
-    return rc;
-}
-
 int pybox_native_rm_tree(const char *path, pybox_error_t *err)
 {
-    return rm_at(AT_FDCWD, path, 0, err);
+    return pybox_remove_tree_at(AT_FDCWD, path) == 0 ? 0 : sys_fail(err, errno, "removing", path);
 }

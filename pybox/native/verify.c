@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "../../guest/proto.h"
@@ -139,6 +142,70 @@ static void check_status(pybox_nv_t *v, pybox_native_box_t *b, const pybox_nativ
     pybox_nv_status(v, &st, caps, !(s->relax & PYBOX_RELAX_NEW_PRIVS), !(s->relax & PYBOX_RELAX_SECCOMP));
 }
 
+void pybox_nv_environ(pybox_nv_t *v, const char *text, size_t len, const char *const *env, const char *extra)
+{
+    pybox_buf_t want, got;
+    pybox_buf_init(&want, 0);
+    pybox_buf_init(&got, 0);
+    for (const char *const *e = env; e != NULL && *e != NULL; e++)
+        pybox_buf_addf(&want, "%s%s", want.len ? " " : "", *e);
+    if (extra != NULL)
+        pybox_buf_addf(&want, "%s%s", want.len ? " " : "", extra);
+    for (size_t i = 0; i < len; i += strnlen(text + i, len - i) + 1)
+        pybox_buf_addf(&got, "%s%.*s", got.len ? " " : "", (int)strnlen(text + i, len - i), text + i);
+    v->checked++;
+    if (!pybox_buf_ok(&want) || !pybox_buf_ok(&got) ||
+        strcmp(want.data ? want.data : "", got.data ? got.data : "") != 0)
+        pybox_nv_differ(v, "environment", want.data ? want.data : "", got.data ? got.data : "");
+    pybox_buf_free(&want);
+    pybox_buf_free(&got);
+}
+
+static void check_environ(pybox_nv_t *v, pybox_native_box_t *b, const pybox_native_spec_t *s, pybox_error_t *err)
+{
+    _cleanup_free_ char *t = NULL;
+    size_t n;
+    if (read_proc(b->pid, "environ", &t, &n, err) == 0)
+        pybox_nv_environ(v, t, n, s->env, s->relax_env);
+}
+
+/* The box's hostname, as its UTS namespace holds it: read by a thread of its own that
+ * joins that namespace (setns acts on the calling thread alone) and ends with it. */
+typedef struct {
+    int fd;
+    char name[sizeof((struct utsname *)0)->nodename + 1];
+    int e;
+} uts_read_t;
+
+static void *read_uts(void *arg)
+{
+    uts_read_t *r = arg;
+    struct utsname u;
+    if (setns(r->fd, CLONE_NEWUTS) < 0 || uname(&u) < 0)
+        r->e = errno;
+    else
+        snprintf(r->name, sizeof r->name, "%s", u.nodename);
+    return NULL;
+}
+
+static void check_hostname(pybox_nv_t *v, pybox_native_box_t *b, const pybox_native_spec_t *s, pybox_error_t *err)
+{
+    char ns[64];
+    snprintf(ns, sizeof ns, "/proc/%d/ns/uts", (int)b->pid);
+    uts_read_t r = {.fd = open(ns, O_RDONLY | O_CLOEXEC)};
+    pthread_t t;
+    int rc = r.fd < 0 ? errno : pthread_create(&t, NULL, read_uts, &r);
+    if (rc == 0)
+        pthread_join(t, NULL);
+    if (r.fd >= 0)
+        close(r.fd);
+    if (rc != 0 || r.e != 0) {
+        pybox_error_set(err, PYBOX_ERR_SYSTEM, rc != 0 ? rc : r.e, "reading the box's hostname (%s)", ns);
+        return;
+    }
+    pybox_nv_expect_str(v, "hostname", s->hostname, r.name);
+}
+
 static void check_namespaces(pybox_nv_t *v, pybox_native_box_t *b, const pybox_native_spec_t *s)
 {
     static const char *const ns[] = {"mnt", "pid", "net", "ipc", "uts", "cgroup", "user"};
@@ -192,7 +259,7 @@ static void check_limits(pybox_nv_t *v, pybox_native_box_t *b, const pybox_nativ
     want[RLIMIT_NOFILE].rlim_cur = want[RLIMIT_NOFILE].rlim_max = (rlim_t)s->nofile;
     want[RLIMIT_FSIZE].rlim_cur = want[RLIMIT_FSIZE].rlim_max = (rlim_t)s->fsize_bytes;
     want[RLIMIT_SIGPENDING].rlim_cur = want[RLIMIT_SIGPENDING].rlim_max = (rlim_t)s->sigpending;
-    want[RLIMIT_CORE].rlim_cur = want[RLIMIT_CORE].rlim_max = 0;
+    want[RLIMIT_CORE].rlim_cur = want[RLIMIT_CORE].rlim_max = (rlim_t)s->core_bytes;
     for (int r = 0; r < PYBOX_NATIVE_RLIMITS; r++) {
         int64_t soft = -2, hard = -2;
         const char *name = pybox_native_rlimit_line(r);
@@ -314,8 +381,7 @@ static void check_cgroups(pybox_nv_t *v, pybox_native_box_t *b, const pybox_nati
     if (read_proc(b->pid, "cgroup", &t, &n, err) < 0)
         return;
     char path[PATH_MAX], where[64];
-    char wantp[PATH_MAX];
-    snprintf(wantp, sizeof wantp, "/%s/%s", s->cgroup_parent, s->name);
+    const char *wantp = b->cg.rel; /* where cgroup.h placed the leaf on this host */
     const char *v1[] = {"memory", "pids", "cpu", "cpuacct"};
     const char *const *ctrl = b->cg.version == 2 ? (const char *const[]){NULL} : v1;
     size_t nc = b->cg.version == 2 ? 1 : 4;
@@ -513,6 +579,8 @@ int pybox_native_verify(pybox_native_box_t *b, const pybox_native_spec_t *s, int
     pybox_nv_init(&v);
     pybox_error_t rerr = {0};
     check_status(&v, b, s, &rerr);
+    check_environ(&v, b, s, &rerr);
+    check_hostname(&v, b, s, &rerr);
     check_namespaces(&v, b, s);
     check_idmaps(&v, b, &rerr);
     check_limits(&v, b, s, &rerr);

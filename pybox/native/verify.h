@@ -27,6 +27,10 @@ void pybox_nv_expect_str(pybox_nv_t *v, const char *where, const char *want, con
  * bounding), none inheritable or ambient, no_new_privs and a seccomp filter as asked. */
 void pybox_nv_status(pybox_nv_t *v, const pybox_np_status_t *st, uint64_t caps, bool nnp, bool seccomp);
 
+/* init's environment as /proc/<pid>/environ gives it (NUL-separated): exactly env
+ * (NULL-ended) and then extra (NULL: none), in that order. */
+void pybox_nv_environ(pybox_nv_t *v, const char *text, size_t len, const char *const *env, const char *extra);
+
 /* One expected mount. */
 typedef struct want_mount {
     const char *point;

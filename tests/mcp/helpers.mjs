@@ -45,21 +45,34 @@ export function engine(path) {
 const installFilter = (extra = {}) =>
   encodeURIComponent(JSON.stringify({ label: [`pybox.install=${INSTALL}`], ...extra }));
 
-// The native backend's folders of this installation: the cgroup parent (v2, or v1's
-// memory controller) and the staging folder; each box is a folder named by its run id.
+// The native backend's folders of this installation (pybox/native/cgroup.h,
+// docs/cgroups.md): the cgroup parent (v2, or v1's memory controller), or on v2 under
+// systemd pybox.slice, where each box has a scope "pybox-<install>-<run>.scope"; and the
+// staging folder. Each box is a folder named by its run id (or its scope).
 const RUN_ID = /^[0-9a-f]{32}$/;
+const underSystemd = () => fs.existsSync('/sys/fs/cgroup/cgroup.controllers') && fs.existsSync('/run/systemd/system');
 function nativeFolders() {
   const root = '/sys/fs/cgroup';
   const v2 = fs.existsSync(`${root}/cgroup.controllers`);
-  return [v2 ? `${root}/pybox-${INSTALL}` : `${root}/memory/pybox-${INSTALL}`,
-    `${process.env.PYBOX_HOME}/native/staging`];
+  const cg = underSystemd() ? `${root}/pybox.slice` : v2 ? `${root}/pybox-${INSTALL}` : `${root}/memory/pybox-${INSTALL}`;
+  return [cg, `${process.env.PYBOX_HOME}/native/staging`];
+}
+const scopePrefix = () => `pybox-${INSTALL}-`;
+function runIdOf(name) {
+  if (RUN_ID.test(name)) return name;
+  const p = scopePrefix();
+  if (name.startsWith(p) && name.endsWith('.scope') && RUN_ID.test(name.slice(p.length, -6))) return name.slice(p.length, -6);
+  return null;
 }
 function nativeBoxes() {
   const ids = new Set();
   for (const dir of nativeFolders()) {
     let names = [];
     try { names = fs.readdirSync(dir); } catch { names = []; }
-    for (const n of names) if (RUN_ID.test(n)) ids.add(n);
+    for (const n of names) {
+      const id = runIdOf(n);
+      if (id && (!n.endsWith('.scope') || fs.existsSync(`${dir}/${n}/box`))) ids.add(id);
+    }
   }
   return [...ids].map((id) => ({ Id: id, Names: [`/pybox-${id}`] }));
 }
@@ -76,7 +89,9 @@ export const volumes = async () => BACKEND === 'native' ? []
 export async function createdBetween(since, until) {
   if (BACKEND === 'native') {
     const changed = [];
-    for (const dir of nativeFolders()) {
+    // pybox.slice (under systemd) holds every installation's boxes: only the staging
+    // folder is this installation's alone there.
+    for (const dir of nativeFolders().slice(underSystemd() ? 1 : 0)) {
       let st = null;
       try { st = fs.statSync(dir); } catch { st = null; }
       const t = st ? st.mtimeMs / 1000 : 0;

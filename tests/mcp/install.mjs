@@ -86,14 +86,28 @@ export function ensureStdlib(bin, env, backend, repo) {
     { env: { ...env, PYBOX_IMAGES: path.join(repo, 'images') }, stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
-const cgroupRoot = () => process.env.PYBOX_CGROUP_ROOT || '/sys/fs/cgroup';
+const cgroupRoot = () => process.env.PYBOX_TEST_CGROUP_ROOT || '/sys/fs/cgroup';
 const ls = (d) => { try { return fs.readdirSync(d); } catch { return []; } };
 const isRunId = (n) => /^[0-9a-f]{32}$/.test(n);
+
+// On cgroup v2 under systemd each native box is in a scope of its own in pybox.slice,
+// "pybox-<install>-<run>.scope", PyBox's leaf "box" inside it (pybox/native/cgroup.h,
+// docs/cgroups.md); elsewhere a leaf per box under the installation's parent.
+const underSystemd = () => fs.existsSync(path.join(cgroupRoot(), 'cgroup.controllers'))
+  && fs.existsSync('/run/systemd/system');
 
 // Native cgroup leaves of an installation: [{controller, run}] (v1 controllers and v2).
 export function nativeLeaves(installId) {
   const root = cgroupRoot();
   const out = [];
+  if (underSystemd()) {
+    const prefix = `pybox-${installId}-`;
+    for (const n of ls(path.join(root, 'pybox.slice'))) {
+      const run = n.startsWith(prefix) && n.endsWith('.scope') ? n.slice(prefix.length, -6) : '';
+      if (isRunId(run) && fs.existsSync(path.join(root, 'pybox.slice', n, 'box'))) out.push({ controller: 'v2', run });
+    }
+    return out;
+  }
   const parents = ['memory', 'pids', 'cpu', 'cpuacct', 'cpu,cpuacct', 'unified', '']
     .map((c) => [c || 'v2', path.join(root, c, `pybox-${installId}`)]);
   const seen = new Set();
@@ -107,9 +121,11 @@ export function nativeLeaves(installId) {
   return out;
 }
 
-// The installation's native cgroup parents (folders PyBox made once and keeps).
+// The installation's native cgroup parents (folders PyBox made once and keeps; none under
+// systemd).
 export function nativeParents(installId) {
   const root = cgroupRoot();
+  if (underSystemd()) return [];
   return ['memory', 'pids', 'cpu', 'cpuacct', 'cpu,cpuacct', 'unified', '']
     .map((c) => path.join(root, c, `pybox-${installId}`)).filter((d) => fs.existsSync(d));
 }

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
-import { PYBOX, serverEnv, RawServer, boxes, waitNoBoxes } from './helpers.mjs';
+import { BACKEND, PYBOX, serverEnv, RawServer, boxes, waitNoBoxes } from './helpers.mjs';
 
 const call = (id, args, token) => ({ jsonrpc: '2.0', id, method: 'tools/call',
   params: { name: 'run_python', arguments: args, ...(token !== undefined ? { _meta: { progressToken: token } } : {}) } });
@@ -97,6 +97,52 @@ test('stdin closed while boxes run: every box removed, the server exits', async 
   assert.ok(ex.ms < 15000, 'long before the programs would have ended');
   assert.deepEqual(await boxes(), [], 'no box left once the server has exited');
   assert.equal(s.messages.filter((m) => m.id === 21 || m.id === 22).length, 0);
+});
+
+// A program that leaves its stdout and stderr in flight in a cycle of unix sockets, then
+// exits 0: its pipes outlive its box until the kernel's collector runs. Every call is
+// answered with the program's own verdict, seen at its box's end, and its slot is free
+// again: sixteen at once (every slot), then one more is taken.
+test('calls whose programs left their output in flight are answered at their boxes\' end, freeing their slots', async (t) => {
+  const s = new RawServer(['--images', 'stdlib']);
+  await s.initialize();
+  const code = [
+    'import array, socket',
+    'def send(s, fds):',
+    "    s.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', fds))])",
+    'a, b = socket.socketpair()',
+    'c, d = socket.socketpair()',
+    'send(a, [1, 2])',
+    'send(c, [a.fileno(), b.fileno()])',
+    'send(a, [c.fileno(), d.fileno()])',
+    "print('bye', flush=True)",
+  ].join('\n');
+  const ids = [...Array(16).keys()].map((i) => `held-${i}`);
+  for (const id of ids) s.send(call(id, { code, timeout_s: 10 }));
+  // A failed assertion must not leave the server (and its boxes) to the runner's time
+  // limit: its stdin closed, it removes every box and exits.
+  t.after(() => s.proc.stdin.end());
+  for (const id of ids) {
+    const r = await s.reply(id);
+    assert.equal(r.error, undefined, `${id}: ${JSON.stringify(r.error)}`);
+    const receipt = r.result.structuredContent;
+    assert.equal(receipt.status, 'TARGET_EXIT_OBSERVED', `${id}: ${JSON.stringify(receipt.error)}`);
+    assert.equal(receipt.exit_code, 0);
+    assert.equal(receipt.said.stdout.text, 'bye\n');
+    assert.equal(receipt.seen.box_killed_through_backend, false);
+    if (BACKEND === 'native') {
+      // Held when seen (another call's pass of the collector may have come first).
+      for (const h of receipt.seen.box.after_end.held) assert.ok(['stdout', 'stderr'].includes(h), h);
+      assert.deepEqual(receipt.seen.box.after_end.still_held, []);
+      assert.equal(receipt.seen.box.after_end.collector, 'ran');
+    }
+  }
+  s.send(call('after', { code: "print('next')" }));
+  const next = await s.reply('after');
+  assert.equal(next.error, undefined, `no slot was free: ${JSON.stringify(next.error)}`);
+  assert.equal(next.result.structuredContent.said.stdout.text, 'next\n');
+  assert.equal((await s.close()).code, 0);
+  assert.deepEqual(await boxes(), []);
 });
 
 test('a signal ends the server as stdin closing does', async () => {

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* What the evidence pages (evidence.h) and the site (site.h) both read a record with: a
+ * value by its path, a value as a table cell, a generated page. Below both, so neither
+ * includes the other's header for these. */
+#ifndef PYBOX_CAMPAIGN_PAGE_H
+#define PYBOX_CAMPAIGN_PAGE_H
+
+#include <cjson/cJSON.h>
+
+#include "../pybox/buf.h"
+
+#define EV_RECORDS "records"
+
+/* A value inside a JSON document by a dotted path ("receipt.seen.box.removed");
+ * a segment of digits indexes an array. NULL when absent. */
+const cJSON *ev_path(const cJSON *j, const char *path);
+
+/* Text as a Markdown table cell: escaped, on one line, cut at a bound. Appends to b. */
+void ev_cell_text(pybox_buf_t *b, const char *s);
+
+/* A value as table text: strings escaped for a Markdown cell, numbers plainly, absent
+ * values as an em dash. Appends to b. */
+void ev_cell(pybox_buf_t *b, const cJSON *v);
+
+/* One generated page. */
+typedef struct {
+    char name[64];
+    pybox_buf_t text;
+} ev_page_t;
+
+#endif

@@ -1,0 +1,157 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# make vm-check's part inside the guest (scripts/vm-check.sh runs it there through
+# scripts/vm.sh, as root, from the shared source folder): PyBox installed from its
+# Debian package with apt (offline: the guest has what it depends on), the images set up
+# from the host's cached root filesystems, then on the native backend and on the docker
+# backend (Debian's docker.io with its own default cgroup driver): the integration
+# suites (the mcp suite drives the installed pybox mcp with the official SDK client) and
+# the campaign's restriction and crash cases; then nothing of PyBox's may be left. Each step's output is
+# kept in RESULTS/<step>.log; RESULTS/summary says each step's verdict and time.
+#   tests/vm-guest.sh BUILD_DIR RESULTS_DIR
+set -u
+build=$1
+results=$2
+mkdir -p "$results"
+: >"$results/summary"
+failed=0
+# Which backends, steps and suites (space-separated): all by default; make campaign
+# runs the campaign step alone, and one part can be reproduced by hand.
+backends=${PYBOX_VM_BACKENDS:-native docker}
+steps=${PYBOX_VM_STEPS:-integration campaign}
+
+# The integration suites run on a backend: PYBOX_VM_SUITES_<BACKEND>, else every one.
+suites() {
+    case "$1" in
+    native) echo "${PYBOX_VM_SUITES_NATIVE:-exec refuse isolation verify crash kernel files images mcp uids chart sign native}" ;;
+    docker) echo "${PYBOX_VM_SUITES_DOCKER:-exec refuse isolation verify crash kernel files images mcp uids chart sign lifecycle}" ;;
+    esac
+}
+
+say() {
+    echo "vm-check: $*"
+    echo "$*" >>"$results/summary"
+}
+
+# step NAME COMMAND...: runs it with its output in RESULTS/NAME.log; on failure prints
+# the log's end, so a failure says which test and with what.
+step() {
+    name=$1
+    shift
+    start=$(date +%s)
+    echo "vm-check: $name ..."
+    if "$@" >"$results/$name.log" 2>&1; then
+        say "ok $name ($(($(date +%s) - start)) s)"
+    else
+        rc=$?
+        failed=$((failed + 1))
+        say "FAIL $name (exit $rc, $(($(date +%s) - start)) s; log $results/$name.log)"
+        grep -E '^[^:]+:[0-9]+:[EF]:|FAIL|not ok|Error' "$results/$name.log" | head -40
+        tail -25 "$results/$name.log"
+    fi
+}
+
+host_facts() {
+    echo "kernel: $(uname -r)"
+    echo "cmdline: $(cat /proc/cmdline)"
+    echo "pid 1: $(cat /proc/1/comm)"
+    echo "cgroup filesystem: $(stat -fc %T /sys/fs/cgroup)"
+    echo "root controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+    echo "root subtree_control: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
+    # A host as shipped: systemd as PID 1 and the unified hierarchy only, which Debian's
+    # kernel command line did not have to ask for.
+    [ "$(cat /proc/1/comm)" = systemd ] && [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] &&
+        ! grep -q cgroup /proc/cmdline
+}
+
+install_package() {
+    set -- "$build"/pybox_*_"$(dpkg --print-architecture)".deb
+    DEBIAN_FRONTEND=noninteractive apt-get install -y "./$1" && pybox --version
+}
+
+# The images, made on the host (scripts/vm-check.sh), on the second disk: the
+# installation and the engine's data root, mounted where a host keeps them.
+images() {
+    mkdir -p /srv/pybox-images /var/lib/pybox /var/lib/docker &&
+        mount /dev/vdb /srv/pybox-images &&
+        mount --bind /srv/pybox-images/pybox /var/lib/pybox &&
+        mount --bind /srv/pybox-images/docker /var/lib/docker &&
+        pybox key --init && pybox image list --backend native
+}
+
+engine() {
+    systemctl start docker.service || return 1
+    pybox image list --backend docker || return 1
+    i=0
+    until curl -sf --unix-socket /var/run/docker.sock http://localhost/_ping >/dev/null; do
+        i=$((i + 1))
+        [ $i -lt 120 ] || return 1
+        sleep 1
+    done
+    docker info --format 'engine {{.ServerVersion}}, cgroup driver {{.CgroupDriver}}, cgroup v{{.CgroupVersion}}'
+}
+
+# One program through the installed pybox, its receipt in the log: the first thing to
+# read when a suite fails.
+hello() {
+    echo 'print("hello from the guest")' | pybox exec --backend "$1"
+}
+
+# One integration suite (tests/main.c) on one backend, in an installation of its own.
+integration() {
+    PYBOX_BACKEND=$1 PYBOX_BIN=/usr/bin/pybox PYBOX_TEST_BIN="$(pwd)/$build/pybox-test" CK_RUN_SUITE=$2 \
+        CK_VERBOSITY=verbose "$build/itest"
+}
+
+# The campaign's cases whose verdicts must be the same on such a host as on cgroup v1:
+# the restriction checks (each both ways), crash safety, an OOM kill of a child, refused
+# forks, the memory and process limits, CPU throttling. Into PYBOX_VM_CAMPAIGN_OUT (make
+# campaign: the evidence, where each record says its host) or a scratch folder.
+campaign() {
+    backend=$1
+    out=${PYBOX_VM_CAMPAIGN_OUT:-$results/campaign-$backend}
+    [ -n "${PYBOX_VM_CAMPAIGN_OUT:-}" ] || rm -rf "$out"
+    PYBOX_TEST_BIN="$(pwd)/$build/pybox-test" "$build/pybox-campaign" run --backend "$backend" \
+        --pybox /usr/bin/pybox --out "$out" --limits campaign/limits.md \
+        campaign/cases/restriction-*.json campaign/cases/crash-*.json campaign/cases/receipt-oom-child.json \
+        campaign/cases/receipt-pids-refusals.json campaign/cases/resource-memory-oom.json \
+        campaign/cases/resource-pids-16.json campaign/cases/resource-cpu-half.json &&
+        "$build/pybox-campaign" check "$out" campaign/limits.md
+}
+
+# Nothing of PyBox's left: no box process, no cgroup, no engine container of a test.
+nothing_left() {
+    left=0
+    if pgrep -x pybox-init >/dev/null || pgrep -x pybox >/dev/null; then
+        pgrep -a -x 'pybox(-init)?'
+        left=1
+    fi
+    found=$(find /sys/fs/cgroup -type d -name 'pybox*' ! -name pybox-vm-job.service 2>/dev/null)
+    if [ -n "$found" ]; then
+        echo "cgroups left: $found"
+        left=1
+    fi
+    if systemctl is-active -q docker.service; then
+        n=$(docker ps -aq --filter label=pybox.install | wc -l)
+        [ "$n" = 0 ] || { echo "$n containers left"; left=1; }
+    fi
+    return $left
+}
+
+step host-facts host_facts
+step install install_package
+step images images
+for b in $backends; do
+    [ "$b" = docker ] && step engine engine
+    step "hello-$b" hello "$b"
+    case " $steps " in *" integration "*)
+        for suite in $(suites "$b"); do
+            step "integration-$b-$suite" integration "$b" "$suite"
+        done
+        ;;
+    esac
+    case " $steps " in *" campaign "*) step "campaign-$b" campaign "$b" ;; esac
+done
+step nothing-left nothing_left
+say "$failed failed"
+[ "$failed" = 0 ]
