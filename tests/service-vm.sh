@@ -16,25 +16,18 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 scratch=$(mktemp -d /var/tmp/pybox-service-vm.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT INT TERM
 chmod 755 "$scratch"
-mkdir "$scratch/bin" "$scratch/lib"
+mkdir "$scratch/bin"
 cp "$build/pybox" "$build/pybox-init" "$scratch/bin/"
 sed 's|@bindir@|/usr/bin|g' "$here/systemd/pybox-mcp.service" >"$scratch/pybox-mcp.service"
 PYBOX_HOME="$scratch/home" "$build/pybox" image build stdlib --backend native >"$scratch/image.log" 2>&1 ||
     { tail -20 "$scratch/image.log"; exit 1; }
 tar -cf "$scratch/home.tar" -C "$scratch/home" .
-# A guest disk made before the package list named libmicrohttpd12 gets it from here.
-lib=/usr/lib/x86_64-linux-gnu/libmicrohttpd.so.12
-cp -L "$lib" $(ldd "$lib" | awk '/=>/ {print $3}') "$scratch/lib/"
 cat >"$scratch/job.sh" <<'JOB'
 set -u
 here=$(pwd)
 step() { echo "== $*"; }
 fail() { echo "FAIL: $*"; journalctl -u pybox-mcp --no-pager -o cat | tail -30; exit 1; }
 step "guest: $(uname -r), $(systemctl --version | head -1), $(stat -fc %T /sys/fs/cgroup)"
-if ! ldconfig -p | grep -q libmicrohttpd.so.12; then
-    for l in "$here"/lib/*; do [ -e "/lib/x86_64-linux-gnu/$(basename "$l")" ] || cp "$l" /usr/local/lib/; done
-    ldconfig
-fi
 install -m 0755 "$here/bin/pybox" /usr/bin/pybox
 install -D -m 0755 "$here/bin/pybox-init" /usr/libexec/pybox/pybox-init
 mkdir -p /var/lib/pybox && tar -xf "$here/home.tar" -C /var/lib/pybox
@@ -65,13 +58,15 @@ status /tmp/r2.json
 step "systemctl stop with a call in progress: the drain lets it finish"
 call '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"import time\ntime.sleep(3)\nprint(\"drained\")","timeout_s":10}}}' >/tmp/r3.json &
 c=$!
-# once its box runs (its cgroup leaf, named by its run id, exists)
+# once its box runs (systemd has the transient scope PyBox asked for it, docs/cgroups.md)
 for _ in $(seq 1 300); do
-    ls -d /sys/fs/cgroup/pybox-*/*[0-9a-f][0-9a-f][0-9a-f][0-9a-f] >/dev/null 2>&1 && break
+    [ -n "$(systemctl list-units --type=scope --state=running --no-legend 'pybox-*.scope')" ] && break
     sleep 0.1
 done
+[ -n "$(systemctl list-units --type=scope --state=running --no-legend 'pybox-*.scope')" ] || fail "no box's scope"
 systemctl stop pybox-mcp
 wait $c
+[ -z "$(systemctl list-units --type=scope --all --no-legend 'pybox-*.scope')" ] || fail "a box's scope is left"
 status /tmp/r3.json
 [ "$(status /tmp/r3.json)" = "TARGET_EXIT_OBSERVED 'drained\\n'" ] || fail "the drained call"
 [ "$(systemctl show pybox-mcp -p ExecMainStatus --value)" = 0 ] || fail "exit status"

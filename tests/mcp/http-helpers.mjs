@@ -181,6 +181,7 @@ export function sameParts(result) {
     delete rc.asked.policy.sha256; // of the exact specification, which names the run and its user
     delete rc.seen.box.id;
     delete rc.seen.box.name;
+    if (rc.seen.box.after_end) delete rc.seen.box.after_end.collector_ms; // how long the kernel's collector took
     delete rc.seen.kernel;
     delete rc.seen.timings_ms;
     if (rc.seen.files) delete rc.seen.files.folder; // each server's own output root
