@@ -35,6 +35,7 @@
 #include "../buf.h"
 #include "../dl.h"
 #include "../escape.h"
+#include "../hooks.h"
 #include "../util.h"
 
 /* ---- libmicrohttpd, opened when the server starts ---- */
@@ -1005,20 +1006,45 @@ static int listen_socket(const pybox_mcp_http_config_t *hc, char *shown, size_t 
         if (l->family == AF_INET6)
             setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
     }
-    if (bind(fd, (const struct sockaddr *)&l->addr, l->addr_len) < 0) {
-        int en = errno;
+    /* A unix socket is made 0660 by bind itself: its mode is never set by its path after,
+     * which whoever may write its folder could have pointed elsewhere meanwhile (a link
+     * to a file of root's: chmod follows it). No other thread runs yet. */
+    mode_t old_umask = l->family == AF_UNIX ? umask(0117) : 0;
+    int bound = bind(fd, (const struct sockaddr *)&l->addr, l->addr_len);
+    int bind_errno = errno;
+    if (l->family == AF_UNIX)
+        umask(old_umask);
+    if (bound < 0) {
         close(fd);
-        return pybox_error_set(err, PYBOX_ERR_USAGE, en, "--listen: bind");
+        return pybox_error_set(err, PYBOX_ERR_USAGE, bind_errno, "--listen: bind");
     }
     if (l->family == AF_UNIX) {
-        /* Before listen(): nobody can connect before the mode and group are set. */
+        const char *fifo = pybox_hook(PYBOX_HOOK_LISTEN_BOUND);
+        if (fifo != NULL) {
+            int h = open(fifo, O_RDONLY | O_CLOEXEC);
+            char byte;
+            if (h >= 0 && read(h, &byte, 1) < 0)
+                byte = 0;
+            if (h >= 0)
+                close(h);
+        }
+        /* Before listen(): nobody can connect before the group is set. Its group is set
+         * without following a link, and what is at the path must then still be a socket
+         * of the server's, or the server does not start. */
         gid_t gid = hc->socket_group_set ? hc->socket_gid : getegid();
-        if (chown(l->path, (uid_t)-1, gid) < 0 || chmod(l->path, 0660) < 0) {
+        struct stat sb;
+        if (fchownat(AT_FDCWD, l->path, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) < 0) {
             int en = errno;
-            unlink(l->path);
             close(fd);
-            return pybox_error_set(err, PYBOX_ERR_SYSTEM, en, "--listen: setting %s to 0660 and group %u", l->path,
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, en, "--listen: setting %s to group %u", l->path,
                                    (unsigned)gid);
+        }
+        if (lstat(l->path, &sb) < 0 || !S_ISSOCK(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & 0777) != 0660) {
+            close(fd);
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "--listen: %s was replaced while the server made it (whoever may write its folder "
+                                   "can do that: give a folder only the server writes)",
+                                   l->path);
         }
     }
     if (listen(fd, 128) < 0) {

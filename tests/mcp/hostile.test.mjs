@@ -9,8 +9,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
-import { boxes } from './helpers.mjs';
-import { HttpServer, connect, request, postHeaders, initialize, rawExchange, PROTOCOL } from './http-helpers.mjs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn, execFileSync } from 'node:child_process';
+import { boxes, serverEnv } from './helpers.mjs';
+import { HttpServer, connect, request, postHeaders, initialize, rawExchange, tokenFolder, PROTOCOL } from './http-helpers.mjs';
 
 const PING = '{"jsonrpc":"2.0","id":1,"method":"ping"}';
 const fds = (pid) => fs.readdirSync(`/proc/${pid}/fd`).length;
@@ -21,6 +24,7 @@ async function stillServing(server) {
   const { client } = await connect(server);
   try {
     const r = await client.callTool({ name: 'run_python', arguments: { code: 'print("serving")' } });
+    assert.ok(r.structuredContent, JSON.stringify(r.content));
     assert.equal(r.structuredContent.said.stdout.text, 'serving\n');
   } finally {
     await client.close();
@@ -326,5 +330,56 @@ test('requests that break the protocol: each its status and reason, the server s
     await stillServing(server);
   } finally {
     await server.close();
+  }
+});
+
+// Whoever may write the socket's folder can replace the socket by a link between its
+// bind and the setting of its group (the test build waits there, PYBOX_TEST_LISTEN_BOUND):
+// a server that set the mode or group by the path would follow the link to the file
+// behind it (root's /etc/shadow, run as root) and hand it to the socket's group.
+test('a unix socket replaced by a link while the server makes it: the file behind the link keeps its mode and group, the server does not start', async () => {
+  const bin = process.env.PYBOX_TEST_BIN;
+  assert.ok(bin, 'PYBOX_TEST_BIN (the test build) is set by the integration tests');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pybox-http-link-'));
+  const folder = tokenFolder();
+  try {
+    const victim = path.join(dir, 'victim');
+    fs.writeFileSync(victim, 'secret\n', { mode: 0o600 });
+    const before = fs.statSync(victim);
+    const fifo = path.join(dir, 'bound');
+    execFileSync('mkfifo', [fifo]);
+    const sock = path.join(dir, 'mcp.sock');
+    const group = before.gid === 65534 ? 0 : 65534;
+    const proc = spawn(bin, ['mcp', '--listen', `unix:${sock}`, '--token-file', folder.file, '--socket-group', String(group)],
+      { env: { ...serverEnv, PYBOX_TEST_LISTEN_BOUND: fifo }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    proc.stderr.on('data', (d) => { stderr += d.toString('utf8'); });
+    const exited = new Promise((resolve) => proc.on('exit', (code) => resolve(code)));
+    // The socket is bound and the server waits on the FIFO.
+    const t0 = performance.now();
+    while (!fs.existsSync(sock)) {
+      assert.ok(performance.now() - t0 < 20000, `no socket was bound: ${stderr}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    fs.renameSync(sock, `${sock}.moved`);
+    fs.symlinkSync(victim, sock);
+    fs.writeFileSync(fifo, 'x');
+    // It stops, or (had it followed the link) serves: then it is stopped here.
+    const serving = new Promise((resolve) => {
+      const t = setInterval(() => { if (/listening on/.test(stderr)) { clearInterval(t); resolve(); } }, 20);
+      exited.then(() => clearInterval(t));
+    });
+    await Promise.race([exited, serving]);
+    if (proc.exitCode === null) proc.kill('SIGINT');
+    const code = await exited;
+    const after = fs.statSync(victim);
+    assert.equal(after.mode & 0o7777, 0o600, 'the mode of the file behind the link is unchanged');
+    assert.equal(after.gid, before.gid, 'its group is unchanged');
+    assert.equal(code, 125, stderr);
+    assert.match(stderr, /was replaced while the server made it/);
+    assert.equal(fs.statSync(`${sock}.moved`).mode & 0o777, 0o660, 'the socket was bound with its mode');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(folder.dir, { recursive: true, force: true });
   }
 });
