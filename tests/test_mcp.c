@@ -87,7 +87,8 @@ START_TEST(ceilings_shown_exactly)
 }
 END_TEST
 
-/* Run one file of tests/mcp with Node's test runner; its report goes to the log. */
+/* Run one file of tests/mcp with Node's test runner; its report goes to the log.
+ * ITEST_NODE_PATTERN, when set, runs only the tests whose names match it. */
 static void node_tests(const char *file)
 {
     struct stat sb;
@@ -103,7 +104,11 @@ static void node_tests(const char *file)
         putenv(id);
         if (chdir("tests/mcp") < 0)
             _exit(127);
-        execlp("node", "node", "--test", file, (char *)NULL);
+        const char *pattern = getenv("ITEST_NODE_PATTERN");
+        if (pattern != NULL && pattern[0] != '\0')
+            execlp("node", "node", "--test", "--test-name-pattern", pattern, file, (char *)NULL);
+        else
+            execlp("node", "node", "--test", file, (char *)NULL);
         _exit(127);
     }
     int status = 0;

@@ -26,6 +26,7 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1214,6 +1215,14 @@ int pybox_mcp_http_serve(const pybox_mcp_http_config_t *hc, int signal_fd, const
         return -1;
     }
     unsigned limit = (unsigned)hc->tokens.n * hc->max_connections + PYBOX_MCP_HTTP_SPARE_CONNECTIONS;
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+        rlim_t room = nofile.rlim_cur > 2 * PYBOX_MCP_HTTP_FD_RESERVE
+                          ? (nofile.rlim_cur - PYBOX_MCP_HTTP_FD_RESERVE) / 2
+                          : PYBOX_MCP_HTTP_FD_RESERVE / 2;
+        if (limit > room)
+            limit = (unsigned)room;
+    }
     hs->d = mhd.MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
         on_request, hs, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, hs->listen_fd,
@@ -1231,9 +1240,10 @@ int pybox_mcp_http_serve(const pybox_mcp_http_config_t *hc, int signal_fd, const
         free(hs);
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "libmicrohttpd could not start serving on %s", where);
     }
-    logf_("listening on %s, endpoint %s (%zu token%s; per token at most %u connections, %u sessions, %u calls)", where,
-          PYBOX_MCP_HTTP_PATH, hc->tokens.n, hc->tokens.n == 1 ? "" : "s", hc->max_connections, hc->max_sessions,
-          hc->max_calls);
+    logf_("listening on %s, endpoint %s (%zu token%s; per token at most %u connections, %u sessions, %u calls; at "
+          "most %u connections in all)",
+          where, PYBOX_MCP_HTTP_PATH, hc->tokens.n, hc->tokens.n == 1 ? "" : "s", hc->max_connections, hc->max_sessions,
+          hc->max_calls, limit);
     int64_t flush_until = -1; /* once the calls have ended while stopping: the answers' last moment */
     bool cancel_all = false;
     for (;;) {

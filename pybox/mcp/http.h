@@ -34,6 +34,11 @@
 #define PYBOX_MCP_HTTP_CONN_MEMORY (64 * 1024)
 /* Connections beyond the tokens' own, for requests not yet authenticated. */
 #define PYBOX_MCP_HTTP_SPARE_CONNECTIONS 64
+/* Connections take at most half the descriptors the server may open (RLIMIT_NOFILE's
+ * soft limit) beyond these: the other half is the calls' (their boxes' pipes, process
+ * handles, files), so a flood of connections, authenticated or not, never leaves a call
+ * without descriptors. */
+#define PYBOX_MCP_HTTP_FD_RESERVE 64
 /* Per token, by default, and at most (--max-connections, --max-sessions, --max-calls). */
 #define PYBOX_MCP_HTTP_CONNECTIONS 64
 #define PYBOX_MCP_HTTP_SESSIONS 16

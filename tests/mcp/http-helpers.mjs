@@ -27,13 +27,15 @@ export function tokenFolder(names = ['alice', 'bob']) {
 
 // pybox mcp --listen, started and waited for until it says where it listens.
 export class HttpServer {
-  static async start({ listen = '127.0.0.1:0', args = [], names, env = {}, folder } = {}) {
+  // under: a command that runs the server (prlimit with its options, say).
+  static async start({ listen = '127.0.0.1:0', args = [], names, env = {}, folder, under = [] } = {}) {
     const s = new HttpServer();
     s.folder = folder ?? tokenFolder(names);
     s.tokens = s.folder.tokens;
     s.stderr = '';
     s.waiters = [];
-    s.proc = spawn(PYBOX, ['mcp', '--listen', listen, '--token-file', s.folder.file, ...args],
+    const argv = [PYBOX, 'mcp', '--listen', listen, '--token-file', s.folder.file, ...args];
+    s.proc = spawn(under.length > 0 ? under[0] : PYBOX, [...under.slice(1), ...argv].slice(under.length > 0 ? 0 : 1),
       { env: { ...serverEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     s.stdout = '';
     s.proc.stdout.on('data', (d) => { s.stdout += d.toString('utf8'); });
@@ -109,12 +111,12 @@ export async function connect(server, { token = 'alice', headers = {}, name = 'p
 // Errors the SDK client reports about itself while it closes (its streams aborted).
 export const closing = (e) => /AbortError|aborted/.test(String(e?.message ?? e));
 
-// One HTTP request with exactly these headers and body, on a connection of its own; the
-// status, headers and body as they came. socketPath: a unix socket instead.
-export function request(server, { method = 'POST', path: p = '/mcp', headers = {}, body, limitMs = 60000, signal } = {}) {
+// One HTTP request with exactly these headers and body, on a connection of its own (or
+// agent's); the status, headers and body as they came. socketPath: a unix socket instead.
+export function request(server, { method = 'POST', path: p = '/mcp', headers = {}, body, limitMs = 60000, signal, agent = false } = {}) {
   return new Promise((resolve, reject) => {
     const req = http.request({
-      host: server.host, port: server.port, socketPath: server.socketPath, method, path: p, headers, agent: false, signal,
+      host: server.host, port: server.port, socketPath: server.socketPath, method, path: p, headers, agent, signal,
     }, (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
