@@ -41,7 +41,7 @@ endif
 # The core library and its backends and images (every folder of pybox/ but the
 # front-ends); the front-ends: the MCP server and the command line.
 LIB_SRC := $(wildcard pybox/*.c) $(filter-out pybox/mcp/% pybox/cli/%,$(wildcard pybox/*/*.c))
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/pybox/seccomp_blob.o
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/pybox/seccomp_blob.o $(BUILD)/obj/pybox/image/bootstrap_blob.o
 FRONT_SRC := $(wildcard pybox/mcp/*.c) $(filter-out pybox/cli/main.c,$(wildcard pybox/cli/*.c))
 FRONT_OBJ := $(FRONT_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC := $(wildcard unit/*.c)
@@ -61,6 +61,10 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/pybox/seccomp_blob.o: pybox/seccomp_blob.S pybox/seccomp.json
 	@mkdir -p $(dir $@)
 	$(CC) -c -DPYBOX_SECCOMP_FILE='"$(CURDIR)/pybox/seccomp.json"' $< -o $@
+
+$(BUILD)/obj/pybox/image/bootstrap_blob.o: pybox/image/bootstrap_blob.S guest/bootstrap.py
+	@mkdir -p $(dir $@)
+	$(CC) -c -DPYBOX_BOOTSTRAP_FILE='"$(CURDIR)/guest/bootstrap.py"' $< -o $@
 
 # The terminal escaper's code point tables (pybox/escape.c), generated from the Unicode
 # Character Database that Debian's unicode-data package installs.
@@ -117,12 +121,12 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -DPYBOX_SOURCE='"$(CURDIR)"' -c $< -o $@
 
 CAMPAIGN_OBJ := $(BUILD)/obj/campaign/campaign.o $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/page.o \
-    $(BUILD)/obj/campaign/site.o
+    $(BUILD)/obj/campaign/site.o $(BUILD)/obj/campaign/inspect.o
 $(BUILD)/pybox-campaign: $(CAMPAIGN_OBJ) $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
 # The native sandbox's try and measuring tool (docs/native.md).
-$(BUILD)/native-try: $(BUILD)/obj/campaign/native_try.o $(BUILD)/libpybox.a
+$(BUILD)/native-try: $(BUILD)/obj/tests/tools/native_try.o $(BUILD)/libpybox.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -lpthread -o $@
 
 $(BUILD)/pybox-bench: campaign/bench.c $(BUILD)/libpybox.a
@@ -148,7 +152,7 @@ unit: $(BUILD)/unit-tests
 # pybox mcp --listen.
 INTEGRATION_PACKAGES := python3-jsonschema nginx-light openssl
 ITEST_BINS = PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox PYBOX_TEST_BIN=$(CURDIR)/$(BUILD)/pybox-test
-integration: $(BUILD)/itest $(BUILD)/pybox $(BUILD)/pybox-test
+integration: $(BUILD)/itest $(BUILD)/pybox $(BUILD)/pybox-test $(BUILD)/pybox-campaign
 	scripts/need-packages.sh integration $(INTEGRATION_PACKAGES)
 	PYBOX_BACKEND=docker $(ITEST_BINS) $(BUILD)/itest
 	PYBOX_BACKEND=native $(ITEST_BINS) $(BUILD)/itest
@@ -162,7 +166,6 @@ bench: setup $(BUILD)/pybox-bench
 	scripts/bench.sh $(BUILD)/pybox
 
 demo:
-	scripts/setup.sh
 	scripts/demo.sh $(BUILD)/pybox
 
 # The evidence campaign (docs/campaign.md): every case in campaign/cases, records and
@@ -209,10 +212,11 @@ soak: mcp-clients
 # without a report. Each summary goes to build-san/leak-check-BACKEND-TRANSPORT.json.
 LEAK_BACKENDS ?= docker native
 LEAK_TRANSPORTS ?= stdio http
-leak-check: mcp-clients
+leak-check: mcp-clients $(BUILD)/pybox-campaign
 	$(MAKE) SANITIZE=address,undefined build-san/pybox build-san/pybox-init
 	for b in $(LEAK_BACKENDS); do for t in $(LEAK_TRANSPORTS); do \
-	    PYBOX_BACKEND=$$b LEAK_TRANSPORT=$$t PYBOX_BIN=$(CURDIR)/build-san/pybox node tests/mcp/leak-check.mjs \
+	    PYBOX_BACKEND=$$b LEAK_TRANSPORT=$$t PYBOX_BIN=$(CURDIR)/build-san/pybox \
+	        PYBOX_CAMPAIGN_BIN=$(CURDIR)/$(BUILD)/pybox-campaign node tests/mcp/leak-check.mjs \
 	        >build-san/leak-check-$$b-$$t.json || exit 1; \
 	done; done
 
@@ -232,7 +236,7 @@ schema: $(BUILD)/pybox
 site-check: $(BUILD)/pybox-campaign $(BUILD)/pybox
 	scripts/site-check.sh $(BUILD)
 
-FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h pybox/*/*.c pybox/*/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h campaign/*.c campaign/*.h fuzz/*.c fuzz/*.h)
+FORMAT_FILES := $(wildcard pybox/*.c pybox/*.h pybox/*/*.c pybox/*/*.h guest/*.c guest/*.h unit/*.c unit/*.h tests/*.c tests/*.h tests/*/*.c campaign/*.c campaign/*.h fuzz/*.c fuzz/*.h)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:
@@ -296,11 +300,14 @@ deb-test: deb
 # PyBox on a Debian host as shipped (systemd, cgroup v2), in a guest booted with qemu
 # (scripts/vm.sh; KVM when it works here, software emulation otherwise): the package
 # installed there with apt, the integration suites, the campaign's restriction and crash
-# cases and the MCP SDK client on both backends (scripts/vm-check.sh, tests/vm-guest.sh).
+# cases and the MCP SDK client on both backends, and a watcher whose v2 reader lies caught
+# (scripts/vm-check.sh, tests/vm-guest.sh).
 VM_PACKAGES := qemu-system-x86 qemu-utils e2fsprogs
 vm-check: setup mcp-clients
 	scripts/need-packages.sh vm-check $(VM_PACKAGES)
 	$(MAKE) all $(BUILD)/itest $(BUILD)/pybox-campaign deb
+	$(MAKE) BROKEN=v2-reader BUILD=build-broken-v2-reader build-broken-v2-reader/pybox \
+	    build-broken-v2-reader/pybox-test build-broken-v2-reader/itest
 	scripts/vm-check.sh $(BUILD)
 
 # The bash completion (completion/pybox.bash) against the built pybox, in a private
@@ -319,7 +326,8 @@ FUZZ_BUILD := build-fuzz
 FUZZ_TARGETS := $(sort $(filter-out common,$(basename $(notdir $(wildcard fuzz/*.c)))))
 FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -Wno-format-nonliteral -fno-omit-frame-pointer -fsanitize=address,undefined \
              -fno-sanitize-recover=all -MMD -MP $(PKG_CFLAGS)
-FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/pybox/seccomp_blob.o
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/pybox/seccomp_blob.o \
+    $(FUZZ_BUILD)/obj/pybox/image/bootstrap_blob.o
 FUZZ_FRONT_OBJ := $(FRONT_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz-%)
 # clang and its fuzzing runtime, installed for the fuzz targets only (not every set-up).
@@ -338,6 +346,9 @@ $(FUZZ_BUILD)/obj/fuzz/%.o: fuzz/%.c | fuzz-tools
 $(FUZZ_BUILD)/obj/pybox/seccomp_blob.o: pybox/seccomp_blob.S pybox/seccomp.json | fuzz-tools
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -c -DPYBOX_SECCOMP_FILE='"$(CURDIR)/pybox/seccomp.json"' $< -o $@
+$(FUZZ_BUILD)/obj/pybox/image/bootstrap_blob.o: pybox/image/bootstrap_blob.S guest/bootstrap.py | fuzz-tools
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -c -DPYBOX_BOOTSTRAP_FILE='"$(CURDIR)/guest/bootstrap.py"' $< -o $@
 $(FUZZ_BUILD)/obj/pybox/escape.o: $(BUILD)/gen/unicode_tables.h
 $(FUZZ_BUILD)/obj/pybox/escape.o: FUZZ_FLAGS += -I$(BUILD)/gen
 $(FUZZ_BUILD)/obj/fuzz/escape.o: $(BUILD)/gen/unicode_tables.h

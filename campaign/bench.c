@@ -305,6 +305,66 @@ static void goal(goal_t *g, size_t *n, bool judged, const char *name, bool met, 
     va_end(ap);
 }
 
+/* ---- pybox mcp through the official SDK client (tests/mcp/bench-driver.mjs) ---- */
+
+#define MCP_DRIVER "tests/mcp/bench-driver.mjs"
+
+typedef struct {
+    bool present;
+    char why_not[256];
+    cJSON *figures; /* {"<image>": {"cold_ms", "warm_ms", "warm_calls", "calls", "ratio", "failed"}} */
+} mcp_lane_t;
+
+/* A warm server's calls beside a cold server's, on the native backend when it is present
+ * (the default backend otherwise), through Node and the SDK client the tests install. */
+static void mcp_measure(mcp_lane_t *m, const char *bin, int runs, bool native)
+{
+    memset(m, 0, sizeof *m);
+    struct stat sb;
+    if (stat(MCP_DRIVER, &sb) < 0 || stat("tests/mcp/node_modules/@modelcontextprotocol/sdk", &sb) < 0 ||
+        !on_path("node")) {
+        snprintf(m->why_not, sizeof m->why_not, "the MCP clients are not installed (make mcp-clients) or no node");
+        return;
+    }
+    if (native)
+        setenv("PYBOX_BACKEND", "native", 1);
+    char n[16];
+    snprintf(n, sizeof n, "%d", runs);
+    const char *const argv[] = {"node", MCP_DRIVER, bin, n, NULL};
+    pybox_buf_t out;
+    pybox_buf_init(&out, 1 << 20);
+    double secs = 0;
+    int rc = run(argv, "", &out, &secs);
+    if (native)
+        unsetenv("PYBOX_BACKEND");
+    m->figures = rc == 0 ? cJSON_ParseWithLength(out.data ? out.data : "", out.len) : NULL;
+    pybox_buf_free(&out);
+    if (!cJSON_IsObject(m->figures)) {
+        snprintf(m->why_not, sizeof m->why_not, "the SDK client's driver failed (exit %d)", rc);
+        cJSON_Delete(m->figures);
+        m->figures = NULL;
+        return;
+    }
+    m->present = true;
+}
+
+/* One image's warm-to-cold goal. */
+static void mcp_goal(goal_t *g, size_t *ng, bool judge, const mcp_lane_t *m, const char *image, const char *name,
+                     double most)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(m->figures, image);
+    double cold = num_at(x, "cold_ms", NULL, NULL), warm = num_at(x, "warm_ms", NULL, NULL);
+    double wc = num_at(x, "warm_calls", NULL, NULL), calls = num_at(x, "calls", NULL, NULL);
+    double failed = num_at(x, "failed", NULL, NULL);
+    if (!m->present || cold <= 0 || warm <= 0) {
+        goal(g, ng, false, name, false, "not measured: %s", m->present ? "no figures for the image" : m->why_not);
+        return;
+    }
+    goal(g, ng, judge, name, warm <= most * cold && failed == 0,
+         "median %.1f ms warm vs %.1f ms cold: %.3fx (%.0f of %.0f calls started warm, %.0f failed)", warm, cold,
+         warm / cold, wc, calls, failed);
+}
+
 int main(int argc, char **argv)
 {
     bool json = false, judge = false;
@@ -469,6 +529,10 @@ int main(int argc, char **argv)
             if (lanes[b].present)
                 lane_data_once(&lanes[b]);
 
+    /* 4. pybox mcp: a call on a server with a warm box beside the same on a cold one. */
+    mcp_lane_t mcp;
+    mcp_measure(&mcp, bin, runs, nat->present);
+
     /* The figures. */
     double mn = median(nat->wall, nat->n), md = median(dock->wall, dock->n);
     double mb = median(tb, nb), mdr = median(tdr, ndr);
@@ -478,7 +542,7 @@ int main(int argc, char **argv)
     double data_nw = median(nat->data_wall, nat->n_data), data_dw = median(dock->data_wall, dock->n_data);
     double rate4 = w4 > 0 ? 64 / w4 : 0, rateb4 = wb4 > 0 ? 64 / wb4 : 0;
 
-    goal_t g[8];
+    goal_t g[16];
     size_t ng = 0;
     if (nat->present && have_bwrap)
         goal(g, &ng, judge, "native complete run <= 1.3x bare bwrap --unshare-all", mn <= 1.3 * mb,
@@ -508,6 +572,30 @@ int main(int argc, char **argv)
             goal(g, &ng, false, "data image: import numpy, pandas, matplotlib.pyplot <= 0.9 s at 0.5 CPU", false,
                  "not measured: the data image is not built for the native backend (or its runs failed: %d)",
                  nat->bad_data);
+    }
+    mcp_goal(g, &ng, judge, &mcp, "stdlib", "pybox mcp print(1): a warm call <= 0.25x a cold server's (SDK client)",
+             0.25);
+    mcp_goal(g, &ng, judge, &mcp, "data",
+             "pybox mcp data image import pandas: a warm call <= 0.05x a cold server's (SDK client)", 0.05);
+    {
+        const cJSON *se = cJSON_GetObjectItemCaseSensitive(mcp.figures, "session");
+        double over = num_at(se, "print_overhead_ms", NULL, NULL), ratio = num_at(se, "df_ratio", NULL, NULL);
+        double sfail = num_at(se, "failed", NULL, NULL);
+        const char *n1 = "pybox mcp session: a print(1) call <= 2 ms beyond the program's own time (SDK client)";
+        const char *n2 = "pybox mcp session: a call reading an earlier call's DataFrame <= 1.3x the line's own time";
+        if (mcp.present && se != NULL && over > 0) {
+            goal(g, &ng, judge, n1, over <= 2.0 && sfail == 0,
+                 "median %.1f ms from request to response beyond the box init's count of the call, %.0f failed", over,
+                 sfail);
+            goal(g, &ng, judge, n2, ratio > 0 && ratio <= 1.3 && sfail == 0,
+                 "median %.1f ms a call vs %.1f ms the groupby line itself in the session's interpreter: %.2fx",
+                 num_at(se, "df_call_ms", NULL, NULL), num_at(se, "df_line_ms", NULL, NULL), ratio);
+        } else {
+            goal(g, &ng, false, n1, false, "not measured: %s",
+                 mcp.present ? "the session's calls failed" : mcp.why_not);
+            goal(g, &ng, false, n2, false, "not measured: %s",
+                 mcp.present ? "the session's calls failed" : mcp.why_not);
+        }
     }
     int missed = 0;
     for (size_t i = 0; i < ng; i++)
@@ -554,6 +642,10 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(o, "bwrap_four_at_once_runs_per_s", rateb4);
         cJSON_AddNumberToObject(o, "native_200_at_16_failed", f16);
         cJSON_AddNumberToObject(o, "native_200_at_16_s", w16);
+        if (mcp.present)
+            cJSON_AddItemToObject(o, "mcp_warm_vs_cold", cJSON_Duplicate(mcp.figures, true));
+        else
+            cJSON_AddStringToObject(o, "mcp_warm_vs_cold_not_measured", mcp.why_not);
         cJSON *checks = cJSON_AddArrayToObject(r, "checks");
         cJSON *c0 = cJSON_CreateObject();
         cJSON_AddStringToObject(c0, "name", "every run completed with its receipt");
@@ -624,6 +716,10 @@ int main(int argc, char **argv)
             printf("Data image, `import numpy, pandas, matplotlib.pyplot` at 0.5 CPU: the program's own time %.3f s "
                    "native, %.3f s docker; complete runs %.3f s and %.3f s.\n\n",
                    data_n, data_d, data_nw, data_dw);
+        if (mcp.present)
+            printf("pybox mcp (%s backend), the official SDK client's request to its response, interleaved: a server "
+                   "with --warm 1 beside one with --warm 0; the figures are in the goals below.\n\n",
+                   nat->present ? "native" : "default");
         printf("| goal | measured | %s |\n|---|---|---|\n", judge ? "met" : "judged");
         for (size_t i = 0; i < ng; i++)
             printf("| %s | %s | %s |\n", g[i].name, g[i].detail,
@@ -651,6 +747,7 @@ int main(int argc, char **argv)
     }
     for (int b = 0; b < 2; b++)
         lane_free(&lanes[b]);
+    cJSON_Delete(mcp.figures);
     free(tb);
     free(tdr);
     if (failures > 0)

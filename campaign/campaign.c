@@ -46,6 +46,7 @@
 #include "../pybox/util.h"
 #include "../pybox/version.h"
 #include "evidence.h"
+#include "inspect.h"
 
 typedef struct {
     const char *bin;          /* the pybox binary */
@@ -276,28 +277,6 @@ static cJSON *engine_get(camp_t *c, const char *path, long *status)
     return reply;
 }
 
-/* This campaign's boxes in the engine (optionally only running ones), the listener left out. */
-static cJSON *our_boxes(camp_t *c, bool running)
-{
-    char filter[256], path[1024];
-    snprintf(filter, sizeof filter, "{\"label\":[\"%s=%s\"]%s}", PYBOX_LABEL_INSTALL, c->st.install_id,
-             running ? ",\"status\":[\"running\"]" : "");
-    char *esc = pybox_engine_escape(c->e, filter);
-    snprintf(path, sizeof path, "/containers/json?all=1&filters=%s", esc ? esc : "");
-    free(esc);
-    long status;
-    cJSON *list = engine_get(c, path, &status);
-    cJSON *keep = cJSON_CreateArray();
-    const cJSON *b;
-    cJSON_ArrayForEach (b, list) {
-        const char *id = jstr(b, "Id");
-        if (id && strcmp(id, c->listener) != 0)
-            cJSON_AddItemToArray(keep, cJSON_Duplicate(b, 1));
-    }
-    cJSON_Delete(list);
-    return keep;
-}
-
 static void remove_box(camp_t *c, const char *id)
 {
     char path[200];
@@ -395,11 +374,11 @@ static void native_staging(const camp_t *c, char staging[PATH_MAX])
         staging[0] = '\0';
 }
 
-/* The native backend of the campaign's installation, asked through the box interface: its
- * boxes' cgroups wherever this host places them (docs/cgroups.md). */
-static pybox_backend_t *native_backend(const camp_t *c)
+/* A backend of the campaign's installation, asked through the box interface: its boxes'
+ * cgroups wherever this host places them (docs/cgroups.md). */
+static pybox_backend_t *backend_of(const camp_t *c, const char *name)
 {
-    const pybox_backend_ops_t *ops = pybox_backend_find("native");
+    const pybox_backend_ops_t *ops = pybox_backend_find(name);
     pybox_backend_t *be = NULL;
     pybox_error_t err = {0};
     if (ops == NULL || ops->open(&c->st, &be, &err) < 0)
@@ -407,12 +386,12 @@ static pybox_backend_t *native_backend(const camp_t *c)
     return be;
 }
 
-/* The campaign's native boxes the kernel or the staging folder still has, as the
- * backend's own leftovers listing finds them. *out is malloc'd. */
-static size_t native_boxes(const camp_t *c, pybox_leftover_t **out)
+/* The campaign's boxes a backend still has, as its own leftovers listing finds them (the
+ * network-namespace fixture's box left out). *out is malloc'd. */
+static size_t boxes_of(const camp_t *c, const char *name, pybox_leftover_t **out)
 {
     *out = NULL;
-    pybox_backend_t *be = native_backend(c);
+    pybox_backend_t *be = backend_of(c, name);
     size_t n = 0;
     pybox_error_t err = {0};
     if (be != NULL && be->ops->list_leftovers(be, c->st.install_id, out, &n, &err) < 0)
@@ -420,18 +399,19 @@ static size_t native_boxes(const camp_t *c, pybox_leftover_t **out)
     pybox_backend_close(be);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (strcmp((*out)[i].kind, "box") == 0)
+        if (strcmp((*out)[i].kind, "box") == 0 && strcmp((*out)[i].id, c->listener) != 0)
             (*out)[k++] = (*out)[i];
     return k;
 }
 
-/* The processes of a native box (host pids, from its cgroup), at most max. */
-static int native_pids(const camp_t *c, const char *run, pid_t *pids, int max)
+/* The processes of a run's box (host pids, from its cgroup where its backend places it),
+ * at most max. */
+static int box_pids(const camp_t *c, const char *name, const char *run, pid_t *pids, int max)
 {
     char path[PATH_MAX + 64];
     pybox_cgroup_loc_t loc;
     pybox_error_t err = {0};
-    pybox_backend_t *be = native_backend(c);
+    pybox_backend_t *be = backend_of(c, name);
     int rc = be != NULL ? be->ops->run_cgroup(be, run, &loc, &err) : -1;
     pybox_backend_close(be);
     if (rc < 0 || pybox_fmt(path, sizeof path, "%s/cgroup.procs", loc.dir[PYBOX_CG_MEMORY]) < 0)
@@ -451,16 +431,18 @@ static int native_pids(const camp_t *c, const char *run, pid_t *pids, int max)
     return n;
 }
 
-/* The first native box of the campaign that runs something; id gets its run id. */
-static bool native_running(const camp_t *c, char *id, size_t len)
+/* The first box of the case's backend that runs something: id gets its id in the backend,
+ * run its run id. */
+static bool running_box(camp_t *c, char *id, char *run, size_t len)
 {
     pybox_leftover_t *v = NULL;
-    size_t n = native_boxes(c, &v);
+    size_t n = boxes_of(c, c->backend, &v);
     bool found = false;
     for (size_t i = 0; i < n && !found; i++) {
         pid_t pid;
-        if (native_pids(c, v[i].run_id, &pid, 1) == 1) {
-            snprintf(id, len, "%s", v[i].run_id);
+        if (v[i].run_id[0] && box_pids(c, c->backend, v[i].run_id, &pid, 1) == 1) {
+            snprintf(id, len, "%s", v[i].id);
+            snprintf(run, len, "%s", v[i].run_id);
             found = true;
         }
     }
@@ -468,11 +450,12 @@ static bool native_running(const camp_t *c, char *id, size_t len)
     return found;
 }
 
-/* Whether a native box runs a process whose command line holds marker. */
-static bool native_shows(const camp_t *c, const char *run, const char *marker)
+/* Whether a run's box (on the case's backend) runs a process whose command line holds
+ * marker, as the kernel shows it. */
+static bool box_shows(const camp_t *c, const char *run, const char *marker)
 {
     pid_t pids[256];
-    int n = native_pids(c, run, pids, 256);
+    int n = box_pids(c, c->backend, run, pids, 256);
     for (int i = 0; i < n; i++) {
         char path[64], cmd[4096];
         snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pids[i]);
@@ -491,11 +474,11 @@ static bool native_shows(const camp_t *c, const char *run, const char *marker)
     return false;
 }
 
-/* Native boxes of the campaign the kernel or the staging folder still has (by run id). */
-static int native_left(const camp_t *c)
+/* The campaign's boxes a backend still has (by its leftovers listing). */
+static int boxes_left_on(const camp_t *c, const char *name)
 {
     pybox_leftover_t *v = NULL;
-    size_t n = native_boxes(c, &v);
+    size_t n = boxes_of(c, name, &v);
     free(v);
     return (int)n;
 }
@@ -504,7 +487,7 @@ static int native_left(const camp_t *c)
  * what still runs in them killed first (they are the campaign's own boxes). */
 static int native_sweep(camp_t *c)
 {
-    int left = native_left(c);
+    int left = boxes_left_on(c, "native");
     if (left == 0 && c->native_listener <= 0)
         return 0;
     const pybox_backend_ops_t *ops = pybox_backend_find("native");
@@ -519,7 +502,7 @@ static int native_sweep(camp_t *c)
     if (ops->list_leftovers(be, c->st.install_id, &v, &n, &err) == 0) {
         for (size_t i = 0; i < n; i++) {
             pid_t pids[256];
-            int np = native_pids(c, v[i].run_id, pids, 256);
+            int np = box_pids(c, "native", v[i].run_id, pids, 256);
             for (int k = 0; k < np; k++)
                 kill(pids[k], SIGKILL);
             pybox_leftover_t l = v[i];
@@ -588,28 +571,9 @@ static int native_listener(camp_t *c, pybox_error_t *err)
 
 /* ---- boxes of the campaign, whichever backend made them ---- */
 
-/* The first running box's id (engine id, or native run id). */
-static bool running_box(camp_t *c, char *id, size_t len)
-{
-    if (is_native(c))
-        return native_running(c, id, len);
-    cJSON *run = our_boxes(c, true);
-    const cJSON *b = cJSON_GetArrayItem(run, 0);
-    bool found = b && jstr(b, "Id");
-    if (found)
-        snprintf(id, len, "%s", jstr(b, "Id"));
-    cJSON_Delete(run);
-    return found;
-}
-
 static int boxes_left(camp_t *c)
 {
-    if (is_native(c))
-        return native_left(c);
-    cJSON *left = our_boxes(c, false);
-    int n = cJSON_GetArraySize(left);
-    cJSON_Delete(left);
-    return n;
+    return boxes_left_on(c, c->backend);
 }
 
 /* ---- one run of a case ---- */
@@ -766,22 +730,6 @@ static void *hold_main(void *arg)
     return NULL;
 }
 
-/* Whether the running box's process list shows a command line with marker. */
-static bool box_shows(camp_t *c, const char *id, const char *marker)
-{
-    if (is_native(c))
-        return native_shows(c, id, marker);
-    char path[200];
-    snprintf(path, sizeof path, "/containers/%s/top?ps_args=-eo%%20pid,args", id);
-    long status;
-    cJSON *top = engine_get(c, path, &status);
-    char *t = top ? cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(top, "Processes")) : NULL;
-    bool seen = t && strstr(t, marker);
-    free(t);
-    cJSON_Delete(top);
-    return seen;
-}
-
 /* The holder (`hold_file`) runs through the library in a box of its own, with the same
  * relaxations as the measured run; once its process list shows `hold_marker` (it holds
  * what it came to hold), the run's own program runs in a second box beside it. Then the
@@ -830,12 +778,12 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
         return;
     }
     /* Polled, as the engine has no event for "a process started in a box". */
-    char id[80] = "";
+    char id[PYBOX_ID_MAX] = "", run[PYBOX_ID_MAX] = "";
     bool held = false;
     while (!held && !interrupted && pybox_now_s() - t0 < 60) {
-        if (!id[0] && !running_box(c, id, sizeof id))
+        if (!id[0] && !running_box(c, id, run, sizeof id))
             id[0] = '\0';
-        held = id[0] && box_shows(c, id, marker);
+        held = id[0] && box_shows(c, run, marker);
         if (!held) {
             struct timespec ts = {0, 20 * 1000 * 1000};
             nanosleep(&ts, NULL);
@@ -1100,11 +1048,11 @@ static void native_crash_end(camp_t *c, const char *run, int sig, cJSON *obs)
     native_staging(c, staging);
     if (sig != SIGKILL) {
         /* PyBox was asked to stop: the box must already be gone. */
-        cJSON_AddBoolToObject(obs, "box_gone", native_left(c) == 0);
+        cJSON_AddBoolToObject(obs, "box_gone", boxes_left_on(c, "native") == 0);
         return;
     }
     pid_t init = 0;
-    native_pids(c, run, &init, 1); /* the box's PID 1 is the first the cgroup lists */
+    box_pids(c, "native", run, &init, 1); /* the box's PID 1 is the first the cgroup lists */
     struct statx sx;
     double born = 0;
     if (pybox_fmt(leaf, sizeof leaf, "%s/%s", staging, run) == 0 && statx(AT_FDCWD, leaf, 0, STATX_BTIME, &sx) == 0 &&
@@ -1139,7 +1087,7 @@ static void native_crash_end(camp_t *c, const char *run, int sig, cJSON *obs)
         cJSON_AddNumberToObject(obs, "box_ran_s", ended - born);
     /* The leftover is this campaign's: removed here, as cleanup would after expiry. */
     native_sweep(c);
-    cJSON_AddBoolToObject(obs, "leftover_removed", native_left(c) == 0);
+    cJSON_AddBoolToObject(obs, "leftover_removed", boxes_left_on(c, "native") == 0);
 }
 
 /* pybox exec started, then signalled (SIGKILL unless the case says otherwise) while the
@@ -1176,23 +1124,12 @@ static void crash_run(camp_t *c, const cJSON *spec, const char *program, cJSON *
     close(in[1]);
     /* The box running, then the program in it: polled, as the engine has no event for
      * "a process started in a box". */
-    char id[80] = "";
+    char id[PYBOX_ID_MAX] = "", run[PYBOX_ID_MAX] = "";
     bool program_seen = false;
     while (pybox_now_s() - t0 < 30 && !program_seen) {
-        if (!id[0] && !running_box(c, id, sizeof id))
+        if (!id[0] && !running_box(c, id, run, sizeof id))
             id[0] = '\0';
-        if (id[0] && is_native(c)) {
-            program_seen = native_shows(c, id, "python3");
-        } else if (id[0]) {
-            char path[200];
-            snprintf(path, sizeof path, "/containers/%s/top?ps_args=-eo%%20pid,args", id);
-            long status;
-            cJSON *top = engine_get(c, path, &status);
-            char *t = top ? cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(top, "Processes")) : NULL;
-            program_seen = t && strstr(t, "python3");
-            free(t);
-            cJSON_Delete(top);
-        }
+        program_seen = id[0] && box_shows(c, run, "python3");
         if (!program_seen) {
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
@@ -1224,7 +1161,7 @@ static void crash_run(camp_t *c, const cJSON *spec, const char *program, cJSON *
         return;
     }
     if (is_native(c)) {
-        native_crash_end(c, id, sig, obs);
+        native_crash_end(c, run, sig, obs);
         cJSON_AddNumberToObject(rec, "wall_s", pybox_now_s() - t0);
         return;
     }
@@ -1316,7 +1253,12 @@ static void driver_run(camp_t *c, const cJSON *spec, const char *scratch, cJSON 
     snprintf(e1, sizeof e1, "PYBOX_BIN=%s", c->bin);
     snprintf(e2, sizeof e2, "PYBOX_CAMPAIGN_TMP=%s", scratch);
     snprintf(e3, sizeof e3, "PYBOX_MAIN_HOME=%s", c->main_home);
-    const char *env[] = {e1, e2, e3, NULL};
+    /* this very tool, for a driver's pybox-campaign inspect */
+    char self[PATH_MAX] = "", e4[PATH_MAX + 32];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[sl > 0 ? sl : 0] = '\0';
+    snprintf(e4, sizeof e4, "PYBOX_CAMPAIGN_BIN=%s", self);
+    const char *env[] = {e1, e2, e3, e4, NULL};
     proc_t p;
     if (argc == 0) {
         cJSON_AddStringToObject(rec, "error", "the case names no driver");
@@ -1691,7 +1633,8 @@ static int usage(void)
     fprintf(stderr,
             "usage: pybox-campaign run --pybox BIN --out DIR --limits FILE [--fast] [--backend NAME] CASE.json...\n"
             "       pybox-campaign pages DIR LIMITS.md\n"
-            "       pybox-campaign check DIR LIMITS.md\n");
+            "       pybox-campaign check DIR LIMITS.md\n"
+            "       pybox-campaign inspect --home DIR [--backend NAME]... --json\n");
     return 2;
 }
 
@@ -1714,6 +1657,8 @@ int main(int argc, char **argv)
             say("%s: every record matches its SHA-256 and every page is what the records render to", argv[2]);
         return 0;
     }
+    if (strcmp(argv[1], "inspect") == 0)
+        return camp_inspect_main(argc - 2, argv + 2);
     if (strcmp(argv[1], "run") != 0)
         return usage();
     camp_t c = {0};

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Fuzz target: the program's stdout as the sink keeps it, and the guest init's done record
- * looked for at its very end. The first byte chooses the sink's cap and how the rest is
- * cut into reads. The record is found only whole, only last, only with this run's secret
- * (the dictionary has it), and what the program said is the rest. */
+/* Fuzz target: the program's stdout as the sink keeps it, and the guest init's records
+ * looked for at its very end: the done record, a warm box's ready record and a session's
+ * call record, each with the report before it. The first byte chooses the sink's cap and
+ * how the rest is cut into reads. A record is found only whole, only last (a call record:
+ * or just before the done record), only with this run's secret (the dictionary has it),
+ * its report within the bytes before it; and what the program said is the rest. */
 #include <stdio.h>
 #include <string.h>
 
@@ -48,6 +50,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                        rec.term >= 0 && rec.term <= 64,
                    "a record out of range");
         record_len = rec.length;
+    }
+    pybox_ready_record_t ready;
+    memset(&ready, 0, sizeof ready);
+    int got = pybox_ready_record_find(&s, SECRET, &ready, &err);
+    FUZZ_CHECK(got >= -1 && got <= 1, "ready found %d", got);
+    if (got == 1) {
+        FUZZ_CHECK(ready.said <= PYBOX_GUEST_SAID_MAX && ready.said + ready.length <= len,
+                   "a ready record of %llu bytes after %llu said, in %zu", (unsigned long long)ready.length,
+                   (unsigned long long)ready.said, len);
+        FUZZ_CHECK(memcmp(ready.report, p + len - ready.length - ready.said, (size_t)ready.said) == 0,
+                   "the ready report is not the bytes before the record");
+        FUZZ_CHECK(memcmp(p + len - ready.length, PYBOX_GUEST_READY SECRET " ", strlen(PYBOX_GUEST_READY SECRET " ")) ==
+                       0,
+                   "the ready record found does not start with its marker");
+    }
+    pybox_call_record_t call;
+    memset(&call, 0, sizeof call);
+    got = pybox_call_record_find(&s, SECRET, &call, &err);
+    FUZZ_CHECK(got >= -1 && got <= 1, "call found %d", got);
+    if (got == 1) {
+        uint64_t tail = call.length + call.after;
+        FUZZ_CHECK(call.said <= PYBOX_GUEST_SAID_MAX && call.said + tail <= len && call.after <= PYBOX_GUEST_RECORD_MAX,
+                   "a call record of %llu bytes", (unsigned long long)call.length);
+        FUZZ_CHECK(call.after == 0 || found == 1, "a call record before a done record that is not one");
+        FUZZ_CHECK(memcmp(call.report, p + len - tail - call.said, (size_t)call.said) == 0,
+                   "the call report is not the bytes before the record");
+        FUZZ_CHECK(memcmp(p + len - tail, PYBOX_GUEST_CALL SECRET " ", strlen(PYBOX_GUEST_CALL SECRET " ")) == 0,
+                   "the call record found does not start with its marker");
     }
     pybox_said_t said;
     pybox_sink_said(&s, record_len, &said);

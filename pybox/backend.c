@@ -7,6 +7,9 @@
 #include "escape.h"
 #include "util.h"
 
+/* The default's one copy, so that a choice can tell it was not asked for. */
+static const char default_backend[] = PYBOX_DEFAULT_BACKEND;
+
 extern const pybox_backend_ops_t pybox_docker_backend_ops;
 extern const pybox_backend_ops_t pybox_native_backend_ops;
 
@@ -87,7 +90,16 @@ int pybox_backend_open_for(const pybox_state_t *st, const char *name, pybox_back
     pybox_config_t c;
     if ((name == NULL || name[0] == '\0') && pybox_state_config(st, &c, err) < 0)
         return -1;
-    return pybox_backend_open(pybox_backend_choose(name && name[0] ? NULL : &c, name), st, out, err);
+    const char *chosen = pybox_backend_choose(name && name[0] ? NULL : &c, name);
+    if (pybox_backend_open(chosen, st, out, err) == 0)
+        return 0;
+    /* Nobody asked for it: say which backend that was and how to ask for the other. */
+    if (chosen == default_backend)
+        pybox_error_prefix(err,
+                           "the default backend, %s, cannot run here (--backend %s, PYBOX_BACKEND=%s or "
+                           "\"backend\": \"%s\" in config.json chooses the other)",
+                           PYBOX_DEFAULT_BACKEND, PYBOX_OTHER_BACKEND, PYBOX_OTHER_BACKEND, PYBOX_OTHER_BACKEND);
+    return -1;
 }
 
 const char *pybox_backend_choose(const pybox_config_t *c, const char *asked)
@@ -100,5 +112,5 @@ const char *pybox_backend_choose(const pybox_config_t *c, const char *asked)
         return env;
     if (c != NULL && c->backend[0] != '\0')
         return c->backend;
-    return PYBOX_DEFAULT_BACKEND;
+    return default_backend;
 }

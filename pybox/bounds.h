@@ -39,6 +39,12 @@
 #define PYBOX_STOP_GRACE_MS 1000
 /* After release, how long the box may take to end before it is killed. */
 #define PYBOX_RELEASE_GRACE_MS 2000
+/* A box made before its program (a warm box, a session's): how long its interpreter may
+ * take to start and import the image's preload before the box is given up; and, after a
+ * session's call record, how long what init relayed of the call's stderr may take to
+ * come. */
+#define PYBOX_READY_MAX_MS 60000
+#define PYBOX_CALL_TAIL_MS 1000
 /* After a native box's end: how long a pass of the kernel's collector of descriptors in
  * flight may take to be seen (since Linux 6.10 it runs on a kernel work queue: a few ms,
  * tens on a loaded host), and how long the box's cgroup may still count its ending

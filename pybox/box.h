@@ -195,6 +195,10 @@ typedef struct pybox_backend_ops {
      * left (the native backend's cgroup parents; nothing under systemd); what still holds
      * a box stays. */
     int (*forget)(pybox_backend_t *be, const char *install_id, pybox_error_t *err);
+    /* Optional (NULL: it keeps nothing beside its boxes): what forget would remove that
+     * exists now, as the host names it (a cgroup parent's path), at most max. */
+    int (*kept)(pybox_backend_t *be, const char *install_id, char (*out)[PATH_MAX], size_t max, size_t *n,
+                pybox_error_t *err);
     const pybox_image_ops_t *images;
 } pybox_backend_ops_t;
 
@@ -208,9 +212,11 @@ const pybox_backend_ops_t *pybox_backend_find(const char *name);
 const pybox_backend_ops_t *pybox_backend_nth(size_t i);
 /* The names of all backends, comma-separated (for messages). */
 void pybox_backend_names(char *out, size_t len);
-/* The backend an installation uses unless asked otherwise: config.json's "backend",
- * else PYBOX_DEFAULT_BACKEND. */
-#define PYBOX_DEFAULT_BACKEND "docker"
+/* The backend an installation uses unless asked otherwise (--backend, PYBOX_BACKEND,
+ * config.json's "backend"): native, which needs no daemon and is the fastest
+ * (README, "Backends"); its refusal names the other, which needs a Docker engine. */
+#define PYBOX_DEFAULT_BACKEND "native"
+#define PYBOX_OTHER_BACKEND "docker"
 /* Open a backend by name (NULL: the default); an unknown name is a usage error listing
  * the known ones. */
 int pybox_backend_open(const char *name, const pybox_state_t *st, pybox_backend_t **out, pybox_error_t *err);

@@ -34,12 +34,16 @@ typedef struct pybox_policy {
     int64_t nano_cpus;    /* CPU limit in 1e-9 CPUs */
     int64_t timeout_ms;   /* the host's deadline */
     int64_t box_timer_ms; /* the guest init's own timer (deadline + margin) */
-    int64_t tmp_bytes;    /* size of the noexec tmpfs /tmp */
-    int64_t shm_bytes;    /* size of /dev/shm */
-    int64_t nofile;       /* open files */
-    int64_t fsize_bytes;  /* largest file the program may write */
-    int64_t core_bytes;   /* core dumps (0: none) */
-    int64_t sigpending;   /* signals queued to the box's user at once (its own, uid.h) */
+    /* A box made before its program (guest/proto.h): how long it waits for the program
+     * (a session: for its next call), and a session's whole life; 0 and 0: a cold box. */
+    int64_t box_wait_ms;
+    int64_t box_life_ms;
+    int64_t tmp_bytes;   /* size of the noexec tmpfs /tmp */
+    int64_t shm_bytes;   /* size of /dev/shm */
+    int64_t nofile;      /* open files */
+    int64_t fsize_bytes; /* largest file the program may write */
+    int64_t core_bytes;  /* core dumps (0: none) */
+    int64_t sigpending;  /* signals queued to the box's user at once (its own, uid.h) */
     /* What the box's init starts with, each backend's to set and check: its environment
      * (NULL-ended; the backend adds HOSTNAME=<hostname> as an engine does), the box's
      * hostname, and the capabilities the init keeps to start the program as its own user

@@ -108,6 +108,14 @@ static int files(const pybox_request_t *rq, pybox_ready_t *rd, pybox_error_t *er
     return 0;
 }
 
+int pybox_prepare_files(const pybox_request_t *rq, pybox_ready_t *rd, pybox_error_t *err)
+{
+    if (files(rq, rd, err) < 0)
+        return -1;
+    rd->failed = PYBOX_PREP_OK;
+    return 0;
+}
+
 int pybox_prepare(const pybox_request_t *rq, pybox_ready_t *rd, pybox_error_t *err)
 {
     pybox_limits_t l;
@@ -139,6 +147,7 @@ int pybox_prepare(const pybox_request_t *rq, pybox_ready_t *rd, pybox_error_t *e
         .hook = rq->hook,
         .tick = rq->tick,
         .hook_arg = rq->hook_arg,
+        .why_cold = rq->why_cold,
     };
     pybox_policy_t *p = &run->policy;
     pybox_policy_defaults(p);

@@ -40,6 +40,7 @@ typedef struct pybox_request {
     void (*hook)(const char *step, const char *run_id, void *arg);
     void (*tick)(double elapsed_ms, const pybox_reading_t *r, void *arg);
     void *hook_arg;
+    const char *why_cold; /* for the receipt: why the program starts cold (run.h) */
 } pybox_request_t;
 
 /* Where a preparation failed, for front-ends that word the refusal their own way. */
@@ -70,6 +71,10 @@ typedef struct pybox_ready {
 void pybox_ready_init(pybox_ready_t *rd);
 /* rd: initialised with pybox_ready_init; freed with pybox_ready_free either way. */
 int pybox_prepare(const pybox_request_t *rq, pybox_ready_t *rd, pybox_error_t *err);
+/* Only the files of a request (its inputs packed, its output folder checked), for a
+ * program that goes to a box made before it (ahead.h): rd gets them (rd->failed says
+ * where it failed); nothing else is opened. */
+int pybox_prepare_files(const pybox_request_t *rq, pybox_ready_t *rd, pybox_error_t *err);
 /* Run it (pybox_run); the result says which backend ran it. */
 int pybox_ready_run(pybox_ready_t *rd, pybox_run_result_t *res);
 void pybox_ready_free(pybox_ready_t *rd);

@@ -230,6 +230,106 @@ static cJSON *kernel_json(const pybox_run_result_t *res)
     return k;
 }
 
+/* seen.start: cold, or what was ready before the program and what counts from its
+ * arrival (docs/receipt.md). */
+static const char *start_word(pybox_start_t k)
+{
+    return k == PYBOX_START_WARM ? "warm" : k == PYBOX_START_SESSION ? "session" : "cold";
+}
+
+/* A comma-separated list of names as a JSON array. */
+static cJSON *names_json(const char *list)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (const char *p = list; *p != '\0';) {
+        size_t n = strcspn(p, ",");
+        char name[256];
+        if (n > 0 && n < sizeof name) {
+            memcpy(name, p, n);
+            name[n] = '\0';
+            cJSON_AddItemToArray(a, cJSON_CreateString(name));
+        }
+        p += n + (p[n] == ',');
+    }
+    return a;
+}
+
+static cJSON *start_json(const pybox_run_result_t *res, bool *ok)
+{
+    const pybox_start_info_t *st = &res->start;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "kind", start_word(st->kind));
+    if (st->kind == PYBOX_START_COLD) {
+        char *why = escaped(st->why_cold);
+        cJSON_AddStringToObject(o, "why_cold", got_text(why, ok));
+        free(why);
+        return o;
+    }
+    cJSON_AddStringToObject(o, "box_made_at", st->made_at);
+    cJSON *bt = cJSON_AddObjectToObject(o, "box_timings_ms");
+    cJSON_AddNumberToObject(bt, "create", ms1(st->create_ms));
+    cJSON_AddNumberToObject(bt, "verify", ms1(st->verify_ms));
+    cJSON_AddNumberToObject(bt, "attach", ms1(st->attach_ms));
+    cJSON_AddNumberToObject(bt, "start", ms1(st->start_ms));
+    cJSON_AddNumberToObject(bt, "arm", ms1(st->arm_ms));
+    cJSON_AddNumberToObject(bt, "ready", ms1(st->ready_ms));
+    cJSON_AddNumberToObject(o, "waited_ms", ms1(st->waited_ms));
+    cJSON_AddNumberToObject(o, "init_ready_ms", (double)st->ready.ready_ms);
+    cJSON *pre = cJSON_AddObjectToObject(o, "preload");
+    cJSON_AddStringToObject(pre, "said_by",
+                            "PyBox's bootstrap in the box, before any program existed (the image's own modules ran "
+                            "in it)");
+    cJSON_AddItemToObject(pre, "modules", names_json(st->preload));
+    cJSON_AddItemToObject(pre, "imported", names_json(st->imported));
+    if (st->failed[0])
+        cJSON_AddStringToObject(pre, "failed", st->failed);
+    else
+        cJSON_AddNullToObject(pre, "failed");
+    cJSON_AddNumberToObject(pre, "ms", st->preload_ms);
+    cJSON_AddNumberToObject(pre, "output_bytes", (double)st->preload_output_bytes);
+    if (st->kind == PYBOX_START_SESSION) {
+        cJSON *se = cJSON_AddObjectToObject(o, "session");
+        cJSON_AddStringToObject(se, "id", st->session_id);
+        cJSON_AddNumberToObject(se, "call", st->call);
+        char state[96];
+        if (st->call == 0)
+            snprintf(state, sizeof state, "the session's own receipt: every call it was handed");
+        else if (st->call == 1)
+            snprintf(state, sizeof state, "none: the session's first call");
+        else
+            snprintf(state, sizeof state, "state from calls 1..%u of this session", st->call - 1);
+        cJSON_AddStringToObject(se, "state", state);
+        cJSON_AddBoolToObject(se, "goes_on", st->session_goes_on);
+        if (st->call > 0 && st->call_init_ms >= 0)
+            cJSON_AddNumberToObject(se, "init_call_ms", (double)st->call_init_ms);
+    }
+    const pybox_watch_t *w = &res->watch;
+    if (!st->at_arrival_taken) {
+        cJSON_AddNullToObject(o, "at_arrival");
+        return o;
+    }
+    const pybox_reading_t *a = &st->at_arrival;
+    cJSON_AddItemToObject(o, "at_arrival", reading_json(a, true, -1));
+    /* What the program itself used: the kernel's counters at the end less those at its
+     * arrival; its memory peak only when the box's peak rose after it came. */
+    const pybox_reading_t *f = res->final_taken ? &res->final : (w->have_last ? &w->last : NULL);
+    cJSON *since = cJSON_AddObjectToObject(o, "since_arrival");
+    bool both_cpu = f != NULL && (f->valid & a->valid & PYBOX_RD_CPU);
+    num_or_null(since, "cpu_ns", both_cpu ? f : NULL, PYBOX_RD_CPU, both_cpu ? f->cpu_ns - a->cpu_ns : 0);
+    bool both_oom = f != NULL && (f->valid & a->valid & PYBOX_RD_OOM_KILLS);
+    num_or_null(since, "oom_kills", both_oom ? f : NULL, PYBOX_RD_OOM_KILLS,
+                both_oom ? f->oom_kills - a->oom_kills : 0);
+    bool both_ref = f != NULL && (f->valid & a->valid & PYBOX_RD_PIDS_REFUSED);
+    num_or_null(since, "pids_refused", both_ref ? f : NULL, PYBOX_RD_PIDS_REFUSED,
+                both_ref ? f->pids_refused - a->pids_refused : 0);
+    bool peaks = f != NULL && (f->valid & a->valid & PYBOX_RD_MEM_PEAK);
+    if (peaks && f->mem_peak > a->mem_peak)
+        cJSON_AddNumberToObject(since, "memory_peak_bytes", (double)f->mem_peak);
+    else
+        cJSON_AddNullToObject(since, "memory_peak_bytes");
+    return o;
+}
+
 static double ms1(double v)
 {
     return (double)(long long)(v * 10.0 + 0.5) / 10.0;
@@ -372,9 +472,14 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
         cJSON_AddNumberToObject(ir, "program_ms", (double)d->program_ms);
         cJSON_AddNumberToObject(ir, "other_processes_reaped", d->reaped);
         cJSON_AddNumberToObject(ir, "stopped_from_outside_by_signal", d->term);
+        if (res->start.kind != PYBOX_START_COLD) {
+            cJSON_AddStringToObject(ir, "end", d->end);
+            cJSON_AddNumberToObject(ir, "calls", d->calls);
+        }
     } else {
         cJSON_AddNullToObject(seen, "init_record");
     }
+    cJSON_AddItemToObject(seen, "start", start_json(res, &ok));
     cJSON_AddItemToObject(seen, "kernel", kernel_json(res));
     cJSON_AddItemToObject(seen, "files", files_json(res, &ok));
     cJSON *oom = cJSON_AddObjectToObject(seen, "oom");
@@ -408,6 +513,10 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     cJSON_AddStringToObject(said, "trust", "untrusted: written by the program");
     cJSON_AddItemToObject(said, "stdout", said_json(&res->said_out, &ok));
     cJSON_AddItemToObject(said, "stderr", said_json(&res->said_err, &ok));
+    if (res->start.kind == PYBOX_START_SESSION && res->start.call > 0)
+        /* The session's interpreter ran the agent's code: its report of the call (the
+         * exception, the last expression's value) is the program's word, escaped. */
+        cJSON_AddStringToObject(said, "session_report", res->start.call_report);
 
     cJSON *unk = cJSON_AddArrayToObject(r, "unknown");
     for (int i = 0; i < res->n_unknown; i++)
@@ -676,10 +785,37 @@ static void kernel_text(pybox_buf_t *o, const pybox_run_result_t *res, int colum
 
 /* The status word's colour: green for an end the program made itself, yellow for a
  * clock that stopped it, red for the rest. */
+static void start_text(pybox_buf_t *o, const pybox_run_result_t *res, int columns)
+{
+    const pybox_start_info_t *st = &res->start;
+    if (st->kind == PYBOX_START_COLD) {
+        char *why = escaped(st->why_cold);
+        chosen_line(o, columns, "  %-10s cold: %s", "start", need(o, why));
+        free(why);
+        return;
+    }
+    pybox_buf_addf(o, "  %-10s %s: box made and verified %s, ready after %.0f ms, waited %.0f ms\n", "start",
+                   start_word(st->kind), st->made_at, st->ready_ms, st->waited_ms);
+    char *imported = escaped(st->imported[0] ? st->imported : "nothing");
+    chosen_line(o, columns, "  %-10s preload (said by PyBox's bootstrap before the program): %s, %.0f ms", "",
+                need(o, imported), st->preload_ms);
+    free(imported);
+    if (st->at_arrival_taken && (st->at_arrival.valid & PYBOX_RD_CPU) && (st->at_arrival.valid & PYBOX_RD_MEM_NOW))
+        pybox_buf_addf(o, "  %-10s at the program's arrival: memory %.1f MiB, CPU %.3f s (counted apart)\n", "",
+                       (double)st->at_arrival.mem_now / 1048576.0, (double)st->at_arrival.cpu_ns / 1e9);
+    if (st->kind == PYBOX_START_SESSION && st->call > 0)
+        pybox_buf_addf(o, "  %-10s session %s, call %u: %s\n", "", st->session_id, st->call,
+                       st->call > 1 ? "state from the session's earlier calls" : "the session's first call");
+    else if (st->kind == PYBOX_START_SESSION)
+        pybox_buf_addf(o, "  %-10s session %s: the session's own receipt\n", "", st->session_id);
+}
+
 static const char *status_sgr(pybox_end_t end)
 {
     switch (end) {
     case PYBOX_END_TARGET_EXIT:
+    case PYBOX_END_SESSION_CALL:
+    case PYBOX_END_SESSION_CLOSED:
         return "\x1b[1;32m";
     case PYBOX_END_SUPERVISOR_KILL:
     case PYBOX_END_BOX_TIMER_KILL:
@@ -741,6 +877,14 @@ int pybox_receipt_text_styled(const pybox_run_result_t *res, const pybox_receipt
         break;
     case PYBOX_END_EXTERNAL_STOP:
         pybox_buf_addf(o, "  %-10s the box was stopped from outside PyBox (signal %d)\n", "", res->record.term);
+        break;
+    case PYBOX_END_SESSION_CLOSED:
+        pybox_buf_addf(o, "  %-10s session %s was closed on request after %u call%s; its box's init ended it\n", "",
+                       res->start.session_id, d->calls, d->calls == 1 ? "" : "s");
+        break;
+    case PYBOX_END_SESSION_CALL:
+        pybox_buf_addf(o, "  %-10s call %u of session %s ended; its interpreter still runs and the box is kept\n", "",
+                       res->start.call, res->start.session_id);
         break;
     case PYBOX_END_CANCELLED:
     case PYBOX_END_PYBOX_ERROR:
@@ -812,6 +956,7 @@ int pybox_receipt_text_styled(const pybox_run_result_t *res, const pybox_receipt
     } else {
         pybox_buf_addf(o, "  %-10s no record\n", "box init");
     }
+    start_text(o, res, columns);
     kernel_text(o, res, columns);
     files_text(o, res, columns);
     pybox_buf_addf(o, "  %-10s PyBox deadline: %s; box timer: %s\n", "clocks",

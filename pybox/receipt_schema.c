@@ -70,6 +70,8 @@ static const char *const status_words[] = {"NOT_RUN",
                                            "EXTERNAL_STOP_OBSERVED",
                                            "PYBOX_ERROR",
                                            "CANCELLED",
+                                           "SESSION_CALL_ENDED",
+                                           "SESSION_CLOSED_OBSERVED",
                                            NULL};
 static const char *const refusal_words[] = {"REFUSED", "PYBOX_ERROR", NULL};
 static const char *const clock_words[] = {"none", "host_deadline", "box_timer", NULL};
@@ -162,14 +164,17 @@ static const node_t backend_record_m[] = {M("exit_code", T_INT, "the box's exit 
                                           M("finished_at", T_STR, NULL),
                                           OPT("error", T_STR, "the backend's own error for the box"),
                                           END};
-static const node_t init_record_m[] = {M("exit_code", T_INT, NULL),
-                                       M("signal", T_INT, NULL),
-                                       M("box_timer_fired", T_BOOL, NULL),
-                                       M("stopped_on_request", T_BOOL, NULL),
-                                       M("program_ms", T_INT, NULL),
-                                       M("other_processes_reaped", T_INT, NULL),
-                                       M("stopped_from_outside_by_signal", T_INT, NULL),
-                                       END};
+static const node_t init_record_m[] = {
+    M("exit_code", T_INT, NULL),
+    M("signal", T_INT, NULL),
+    M("box_timer_fired", T_BOOL, NULL),
+    M("stopped_on_request", T_BOOL, NULL),
+    M("program_ms", T_INT, NULL),
+    M("other_processes_reaped", T_INT, NULL),
+    M("stopped_from_outside_by_signal", T_INT, NULL),
+    OPT("end", T_STR, "a box made ahead: how it ended, the init's word (docs/guest-protocol.md)"),
+    OPT("calls", T_INT, "a box made ahead: the programs or calls it was handed"),
+    END};
 static const node_t cgroup_m[] = {
     {"version", T_STR, false, NULL, NULL, cg_words, NULL, NULL}, M("path", T_STR, NULL), END};
 static const node_t reading_m[] = {M("taken", T_BOOL, "true: the final reading, taken while the box was held"),
@@ -224,6 +229,50 @@ static const node_t timings_m[] = {M("before", T_NUM, NULL),
                                    M("remove", T_NUM, NULL),
                                    M("total", T_NUM, "from PyBox's own start to the receipt"),
                                    END};
+static const char *const start_words[] = {"cold", "warm", "session", NULL};
+static const node_t box_timings_m[] = {M("create", T_NUM, NULL),
+                                       M("verify", T_NUM, NULL),
+                                       M("attach", T_NUM, NULL),
+                                       M("start", T_NUM, NULL),
+                                       M("arm", T_NUM, NULL),
+                                       M("ready", T_NUM, "from the box's start to its init's ready record"),
+                                       END};
+static const node_t preload_m[] = {
+    M("said_by", T_STR, "who said it, and when: before any program existed"),
+    ARR("modules", &string_item, "what the image's preload names (/pybox/preload)"),
+    ARR("imported", &string_item, "what the bootstrap said it imported"),
+    M("failed", T_STR | T_NULL, "the module that failed to import, and why (a box whose preload failed is never used)"),
+    M("ms", T_NUM, "the imports' time, as the bootstrap measured it"),
+    M("output_bytes", T_INT, "what the imports printed (kept from the program's streams)"),
+    END};
+static const node_t since_arrival_m[] = {
+    M("cpu_ns", T_INT | T_NULL, "the box's CPU time at the end less that at the program's arrival"),
+    M("oom_kills", T_INT | T_NULL, NULL), M("pids_refused", T_INT | T_NULL, NULL),
+    M("memory_peak_bytes", T_INT | T_NULL,
+      "the box's memory peak, when it rose after the program's arrival (null: it did not pass the peak before)"),
+    END};
+static const node_t session_m[] = {
+    M("id", T_STR, "the session's id, made by PyBox"),
+    M("call", T_INT, "the call's number in the session (0: the session's own receipt)"),
+    M("state", T_STR, "what of the session the call saw: state from its earlier calls"),
+    M("goes_on", T_BOOL, "the interpreter still runs after this call, and the box is kept for the next"),
+    OPT("init_call_ms", T_INT, "the box's init: from the call's arrival to its end"),
+    END};
+static const node_t start_m[] = {
+    WORDS("kind", start_words,
+          "cold: the interpreter started once the program came; warm: the box was made, verified and its "
+          "interpreter started before the program arrived"),
+    OPT("why_cold", T_STR, "why this start was cold"),
+    OPT("box_made_at", T_STR, "when the box was made (UTC)"),
+    OPT_OBJ("box_timings_ms", T_OBJ, box_timings_m, "the box's own phases, before the program"),
+    OPT("waited_ms", T_NUM, "from the box's ready record to the program's arrival"),
+    OPT("init_ready_ms", T_INT, "the box's init: from the interpreter's start to its report"),
+    OPT_OBJ("preload", T_OBJ, preload_m, NULL),
+    OPT_OBJ("at_arrival", T_OBJ | T_NULL, reading_m, "the kernel's counters when the program was handed over"),
+    OPT_OBJ("session", T_OBJ, session_m, "a session's box: which session, which call, whose state it saw"),
+    OPT_OBJ("since_arrival", T_OBJ, since_arrival_m,
+            "the program's own share: the final counters less those at its arrival"),
+    END};
 static const node_t host_m[] = {
     M("kernel", T_STR, "the kernel's release (uname -r)"),
     {"cgroup", T_STR | T_NULL, false, NULL, NULL, cg_words, NULL,
@@ -238,6 +287,7 @@ static const node_t seen_m[] = {
     OBJ("box", T_OBJ, box_m, NULL),
     OBJ("backend_record", T_OBJ | T_NULL, backend_record_m, "the backend's account of the box's end"),
     OBJ("init_record", T_OBJ | T_NULL, init_record_m, "the box's PID 1's account, authenticated"),
+    OBJ("start", T_OBJ, start_m, "cold or warm, and what was ready before the program"),
     OBJ("kernel", T_OBJ, kernel_m, "read from the box's cgroup on the host"),
     OBJ("files", T_OBJ, files_m, NULL),
     OBJ("oom", T_OBJ, oom_m, NULL),
@@ -258,6 +308,9 @@ static const node_t stream_m[] = {M("total_bytes", T_INT, "every byte the progra
 static const node_t said_m[] = {{"trust", T_STR, false, NULL, NULL, NULL, "untrusted: written by the program", NULL},
                                 OBJ("stdout", T_OBJ, stream_m, NULL),
                                 OBJ("stderr", T_OBJ, stream_m, NULL),
+                                OPT("session_report", T_STR,
+                                    "a session's call: the interpreter's report of it (JSON: the exception, the last "
+                                    "expression's value), escaped; it ran with the agent's code"),
                                 END};
 static const node_t error_m[] = {
     {"kind", T_STR, false, NULL, NULL, error_words, NULL, NULL}, M("message", T_STR, NULL), END};

@@ -29,6 +29,8 @@ typedef enum {
     PYBOX_END_EXTERNAL_STOP,   /* something outside PyBox stopped the box (e.g. the engine shutting down) */
     PYBOX_END_PYBOX_ERROR,     /* PyBox failed; see error */
     PYBOX_END_CANCELLED,       /* the caller cancelled the run; the box was removed */
+    PYBOX_END_SESSION_CALL,    /* a session's call ended and its interpreter still runs: the box is kept */
+    PYBOX_END_SESSION_CLOSED,  /* a session's end was asked and its init ended it */
 } pybox_end_t;
 
 /* Steps of a run, in order, as given to the request's hook. */
@@ -38,6 +40,40 @@ typedef enum {
 #define PYBOX_STEP_RUNNING "running"   /* the whole program reached the box */
 #define PYBOX_STEP_ENDED "ended"       /* the program's end is seen; the box is held for the final reading */
 #define PYBOX_STEP_REMOVING "removing" /* about to remove the box */
+
+/* How a box met its program (docs/receipt.md, seen.start). */
+typedef enum {
+    PYBOX_START_COLD = 0, /* the interpreter started once the program came (pybox exec; no warm box) */
+    PYBOX_START_WARM,     /* made ahead: its interpreter started, the image's preload imported, before the program */
+    PYBOX_START_SESSION,  /* a session's box: one interpreter for every call */
+} pybox_start_t;
+
+typedef struct pybox_start_info {
+    pybox_start_t kind;
+    char why_cold[200]; /* a cold start: why (no warm box was ready, pybox exec, ...) */
+    /* warm and session: the box made before its program */
+    char made_at[40];                                         /* when it was made (UTC) */
+    double create_ms, verify_ms, attach_ms, start_ms, arm_ms; /* its own phases, before the program */
+    double ready_ms;            /* from its start to its init's ready record, as PyBox saw it */
+    double waited_ms;           /* from the ready record to the program's arrival */
+    pybox_ready_record_t ready; /* init's ready record and the bootstrap's report */
+    /* The bootstrap's report, read (said before any program existed, by PyBox's bootstrap
+     * running the image's own modules) */
+    bool report_read;
+    char preload[512], imported[512]; /* module names, comma-separated */
+    char failed[1024];                /* "" when none failed */
+    double preload_ms;
+    int64_t preload_output_bytes;
+    /* the kernel's counters of the box's cgroup at the program's arrival */
+    pybox_reading_t at_arrival;
+    bool at_arrival_taken;
+    /* session: which session and which of its calls (0: the session's own receipt) */
+    char session_id[33];
+    unsigned call;
+    bool session_goes_on;                           /* the interpreter still runs after this call */
+    char call_report[2 * PYBOX_GUEST_SAID_MAX + 1]; /* the interpreter's report of the call (untrusted), escaped */
+    int64_t call_init_ms;                           /* init's count from the call's arrival to its end (-1: none) */
+} pybox_start_info_t;
 
 typedef struct pybox_run_request {
     const char *program;
@@ -67,6 +103,8 @@ typedef struct pybox_run_request {
      * (the MCP server's progress). Only reads; never changes the run. */
     void (*tick)(double elapsed_ms, const pybox_reading_t *r, void *arg);
     void *hook_arg; /* given to hook and tick */
+    /* A cold start's reason, for the receipt (NULL: "no warm box was asked for"). */
+    const char *why_cold;
 } pybox_run_request_t;
 
 typedef struct pybox_timings {
@@ -96,6 +134,7 @@ typedef struct pybox_run_result {
     bool created, verified, started;
     int checked;                /* settings compared in the read-back */
     pybox_done_record_t record; /* the box init's account (authenticated by the secret) */
+    pybox_start_info_t start;   /* cold or warm, and what was ready before the program */
     bool have_exit;
     pybox_box_end_t exit; /* the backend's account of the box's end */
     bool deadline_fired;  /* the host's deadline passed while the program ran */

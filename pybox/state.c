@@ -205,6 +205,10 @@ static int lock_pins(const pybox_state_t *st, int how, pybox_error_t *err)
     if (pybox_state_path(st, "images.lock", path, sizeof path, err) < 0)
         return -1;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    /* A reader of a state folder on a read-only mount, where no one can change the pins
+     * and the lock file may not exist: the folder itself is locked in its stead. */
+    if (fd < 0 && errno == EROFS && how == LOCK_SH)
+        fd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, errno, "open(%s)", path);
     while (flock(fd, how) < 0) {

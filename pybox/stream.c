@@ -50,21 +50,32 @@ void pybox_sink_said(const pybox_sink_t *s, uint64_t record_len, pybox_said_t *o
     out->data = s->head.data ? s->head.data : "";
 }
 
-/* One "name=digits" field, followed by exactly one space, or by the newline when last. */
-static int parse_field(const char **p, const char *name, int64_t max, bool last, int64_t *out)
+/* One "name=digits" field (or "name=word" of lowercase letters when words is set),
+ * followed by exactly one space, or by the newline when last. */
+static int parse_field(const char **p, const char *name, int64_t max, bool last, int64_t *out, char *word,
+                       size_t word_len)
 {
     size_t n = strlen(name);
     if (strncmp(*p, name, n) != 0 || (*p)[n] != '=')
         return -1;
     const char *q = *p + n + 1;
     int64_t v = 0;
-    int digits = 0;
-    while (*q >= '0' && *q <= '9') {
-        v = v * 10 + (*q - '0');
-        if (v > max)
-            return -1;
-        q++;
-        digits++;
+    size_t digits = 0;
+    if (word != NULL) {
+        while (*q >= 'a' && *q <= 'z') {
+            if (digits + 1 >= word_len)
+                return -1;
+            word[digits++] = *q++;
+        }
+        word[digits] = '\0';
+    } else {
+        while (*q >= '0' && *q <= '9') {
+            v = v * 10 + (*q - '0');
+            if (v > max)
+                return -1;
+            q++;
+            digits++;
+        }
     }
     if (digits == 0 || *q != (last ? '\n' : ' '))
         return -1;
@@ -73,35 +84,51 @@ static int parse_field(const char **p, const char *name, int64_t max, bool last,
     return 0;
 }
 
-int pybox_done_record_find(const pybox_sink_t *out, const char *secret, pybox_done_record_t *rec, pybox_error_t *err)
+/* The line of a record of this kind (prefix, then the secret) that ends exactly at
+ * `end` bytes into the sink's tail (its newline the last byte before it): 1 with its text
+ * copied into line (NUL-ended) and the bytes past the marker at *fields, or 0. */
+static int record_line(const pybox_sink_t *out, size_t end, const char *prefix, const char *secret,
+                       char line[PYBOX_GUEST_RECORD_MAX + 1], const char **fields, size_t *len)
 {
-    if (out->tail_len == 0 || out->tail[out->tail_len - 1] != '\n')
+    if (end == 0 || out->tail[end - 1] != '\n')
         return 0;
-    char marker[sizeof(PYBOX_GUEST_DONE) + PYBOX_GUEST_SECRET_HEX + 2];
-    int mlen = snprintf(marker, sizeof marker, "%s%s ", PYBOX_GUEST_DONE, secret);
+    char marker[32 + PYBOX_GUEST_SECRET_HEX + 2];
+    int mlen = snprintf(marker, sizeof marker, "%s%s ", prefix, secret);
     if (mlen <= 0 || (size_t)mlen >= sizeof marker)
         return 0;
-    /* The record is the last line: search backwards for the marker. */
-    const char *found = NULL;
-    for (size_t i = out->tail_len; i-- > 0;) {
-        if (out->tail_len - i >= (size_t)mlen && memcmp(out->tail + i, marker, (size_t)mlen) == 0) {
-            found = out->tail + i;
-            break;
+    /* The record is the last line before end: the marker, nearest first, with no newline
+     * between it and end but the last. */
+    size_t lo = end > PYBOX_GUEST_RECORD_MAX ? end - PYBOX_GUEST_RECORD_MAX : 0;
+    for (size_t i = end - 1; i-- > lo;) {
+        if (out->tail[i] == '\n' && i != end - 1)
+            return 0;
+        if (end - i >= (size_t)mlen && memcmp(out->tail + i, marker, (size_t)mlen) == 0) {
+            *len = end - i;
+            memcpy(line, out->tail + i, *len);
+            line[*len] = '\0';
+            *fields = line + mlen;
+            return 1;
         }
     }
-    if (found == NULL)
-        return 0;
-    char line[PYBOX_GUEST_RECORD_MAX + 1];
-    size_t len = (size_t)(out->tail + out->tail_len - found);
-    memcpy(line, found, len);
-    line[len] = '\0';
-    const char *p = line + mlen;
-    int64_t v[7];
-    static const char *const names[] = {"exit", "signal", "timer", "stopped", "program_ms", "reaped", "term"};
-    static const int64_t maxes[] = {255, 128, 1, 1, PYBOX_GUEST_TIMER_MAX_MS, 1 << 30, 64};
-    for (int i = 0; i < 7; i++) {
-        if (parse_field(&p, names[i], maxes[i], i == 6, &v[i]) < 0)
-            return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "the guest init's done record is malformed");
+    return 0;
+}
+
+static int malformed(pybox_error_t *err, const char *what)
+{
+    return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "the guest init's %s record is malformed", what);
+}
+
+/* The done record's fields from p (past its marker); its line is len bytes. */
+static int done_fields(const char *p, const char *line, size_t len, pybox_done_record_t *rec, pybox_error_t *err)
+{
+    int64_t v[9];
+    static const char *const names[] = {"exit",   "signal", "timer", "stopped", "program_ms",
+                                        "reaped", "term",   "calls", "end"};
+    static const int64_t maxes[] = {255, 128, 1, 1, PYBOX_GUEST_TIMER_MAX_MS, 1 << 30, 64, 1 << 30, 0};
+    char word[sizeof rec->end];
+    for (int i = 0; i < 9; i++) {
+        if (parse_field(&p, names[i], maxes[i], i == 8, &v[i], i == 8 ? word : NULL, sizeof word) < 0)
+            return malformed(err, "done");
     }
     /* A whole record with more bytes after it is not the record at the very end. */
     if (p + 1 != line + len)
@@ -114,6 +141,89 @@ int pybox_done_record_find(const pybox_sink_t *out, const char *secret, pybox_do
     rec->program_ms = v[4];
     rec->reaped = (unsigned)v[5];
     rec->term = (int)v[6];
+    rec->calls = (unsigned)v[7];
+    memcpy(rec->end, word, sizeof rec->end);
     rec->length = len;
+    return 1;
+}
+
+int pybox_done_record_find(const pybox_sink_t *out, const char *secret, pybox_done_record_t *rec, pybox_error_t *err)
+{
+    char line[PYBOX_GUEST_RECORD_MAX + 1];
+    const char *p;
+    size_t len;
+    if (!record_line(out, out->tail_len, PYBOX_GUEST_DONE, secret, line, &p, &len))
+        return 0;
+    return done_fields(p, line, len, rec, err);
+}
+
+/* The said bytes just before a record whose line starts `before` bytes into the tail. */
+static int said_copy(const pybox_sink_t *out, size_t before, uint64_t said, char *dst, pybox_error_t *err,
+                     const char *what)
+{
+    if (said > PYBOX_GUEST_SAID_MAX || said > before || said > out->total)
+        return malformed(err, what);
+    memcpy(dst, out->tail + before - said, (size_t)said);
+    dst[said] = '\0';
+    return 0;
+}
+
+int pybox_ready_record_find(const pybox_sink_t *out, const char *secret, pybox_ready_record_t *rec, pybox_error_t *err)
+{
+    char line[PYBOX_GUEST_RECORD_MAX + 1];
+    const char *p;
+    size_t len;
+    if (!record_line(out, out->tail_len, PYBOX_GUEST_READY, secret, line, &p, &len))
+        return 0;
+    int64_t ms, said;
+    if (parse_field(&p, "ready_ms", PYBOX_GUEST_TIMER_MAX_MS, false, &ms, NULL, 0) < 0 ||
+        parse_field(&p, "said", PYBOX_GUEST_SAID_MAX, true, &said, NULL, 0) < 0)
+        return malformed(err, "ready");
+    if (p + 1 != line + len)
+        return 0;
+    if (said_copy(out, out->tail_len - len, (uint64_t)said, rec->report, err, "ready") < 0)
+        return -1;
+    rec->seen = true;
+    rec->ready_ms = ms;
+    rec->said = (uint64_t)said;
+    rec->length = len;
+    return 1;
+}
+
+int pybox_call_record_find(const pybox_sink_t *out, const char *secret, pybox_call_record_t *rec, pybox_error_t *err)
+{
+    char line[PYBOX_GUEST_RECORD_MAX + 1], done_line[PYBOX_GUEST_RECORD_MAX + 1];
+    const char *p;
+    size_t len, end = out->tail_len, after = 0;
+    /* When the call ended the session, the done record follows its call record. */
+    const char *dp;
+    size_t dlen;
+    if (record_line(out, end, PYBOX_GUEST_DONE, secret, done_line, &dp, &dlen)) {
+        after = dlen;
+        end -= dlen;
+    }
+    if (!record_line(out, end, PYBOX_GUEST_CALL, secret, line, &p, &len))
+        return 0;
+    int64_t v[6];
+    static const char *const names[] = {"call", "out", "err", "said", "call_ms", "alive"};
+    static const int64_t maxes[] = {
+        1 << 30, INT64_MAX / 2, INT64_MAX / 2, PYBOX_GUEST_SAID_MAX, PYBOX_GUEST_TIMER_MAX_MS, 1};
+    for (int i = 0; i < 6; i++) {
+        if (parse_field(&p, names[i], maxes[i], i == 5, &v[i], NULL, 0) < 0)
+            return malformed(err, "call");
+    }
+    if (p + 1 != line + len)
+        return 0;
+    if (said_copy(out, end - len, (uint64_t)v[3], rec->report, err, "call") < 0)
+        return -1;
+    rec->seen = true;
+    rec->call = (unsigned)v[0];
+    rec->out = (uint64_t)v[1];
+    rec->err = (uint64_t)v[2];
+    rec->said = (uint64_t)v[3];
+    rec->call_ms = v[4];
+    rec->alive = v[5] != 0;
+    rec->length = len;
+    rec->after = after;
     return 1;
 }

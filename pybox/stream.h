@@ -15,7 +15,9 @@
 
 /* ---- one output stream, capped ---- */
 
-#define PYBOX_SINK_TAIL PYBOX_GUEST_RECORD_MAX
+/* The last bytes kept of a stream: enough for the records at its end and the report
+ * that comes before one (guest/proto.h). */
+#define PYBOX_SINK_TAIL (PYBOX_GUEST_SAID_MAX + 2 * PYBOX_GUEST_RECORD_MAX)
 
 typedef struct pybox_sink {
     size_t cap;       /* bytes kept for the receipt */
@@ -50,6 +52,8 @@ typedef struct pybox_done_record {
     int64_t program_ms;
     unsigned reaped; /* other processes killed and reaped at the end */
     int term;        /* termination signal from outside the box, forwarded to the program; 0 if none */
+    unsigned calls;  /* programs or calls the box was handed */
+    char end[12];    /* how the box ended, init's word (guest/proto.h: program, timer, closed ...) */
     uint64_t length; /* bytes of the record at the end of stdout */
 } pybox_done_record_t;
 
@@ -57,5 +61,37 @@ typedef struct pybox_done_record {
  * sink. Returns 1 and fills rec if found, 0 if not (yet), -1 if one is there but is
  * malformed. */
 int pybox_done_record_find(const pybox_sink_t *out, const char *secret, pybox_done_record_t *rec, pybox_error_t *err);
+
+/* The ready record of a box made before its program: its interpreter started and its
+ * preload done, with the bootstrap's report (said before any program existed) just
+ * before it. */
+typedef struct pybox_ready_record {
+    bool seen;
+    int64_t ready_ms;                      /* init's count from the interpreter's start to its report */
+    uint64_t said;                         /* bytes of the report before the record */
+    uint64_t length;                       /* bytes of the record */
+    char report[PYBOX_GUEST_SAID_MAX + 1]; /* the report, NUL-ended (it may hold NULs: said counts) */
+} pybox_ready_record_t;
+
+/* A session's call record, with the interpreter's report of the call (untrusted) just
+ * before it. */
+typedef struct pybox_call_record {
+    bool seen;
+    unsigned call;
+    uint64_t out, err; /* bytes init relayed for the call on each stream */
+    uint64_t said;     /* bytes of the report before the record */
+    int64_t call_ms;
+    bool alive;      /* the interpreter still runs and the session goes on */
+    uint64_t length; /* bytes of the record */
+    uint64_t after;  /* bytes after it at the end of stdout (the done record, when not alive) */
+    char report[PYBOX_GUEST_SAID_MAX + 1];
+} pybox_call_record_t;
+
+/* The ready record at the very end of stdout (1), none yet (0), or a malformed one (-1).
+ * Its report is copied out of the sink's tail. */
+int pybox_ready_record_find(const pybox_sink_t *out, const char *secret, pybox_ready_record_t *rec, pybox_error_t *err);
+/* The call record at the very end of stdout, or just before a done record there (1),
+ * none yet (0), or a malformed one (-1). */
+int pybox_call_record_find(const pybox_sink_t *out, const char *secret, pybox_call_record_t *rec, pybox_error_t *err);
 
 #endif

@@ -339,9 +339,11 @@ static int sweep_one(int dfd, const char *name, bool dry_run)
     return unlinkat(dfd, name, 0) == 0 ? 1 : 0;
 }
 
-int pybox_uid_lease_sweep_in(const pybox_uid_range_t *r, bool dry_run, int *removed, pybox_error_t *err)
+/* Call fn for each lease file of the range (by name: a uid of the range); stops at the
+ * first fn that returns <0. No folder: none. */
+static int each_lease(const pybox_uid_range_t *r, int (*fn)(int dfd, const char *name, uid_t uid, void *arg), void *arg,
+                      pybox_error_t *err)
 {
-    *removed = 0;
     _cleanup_close_ int dfd = -1;
     int rc = open_leases(r->dir, false, &dfd, err);
     if (rc <= 0)
@@ -355,15 +357,91 @@ int pybox_uid_lease_sweep_in(const pybox_uid_range_t *r, bool dry_run, int *remo
         return pybox_error_set(err, PYBOX_ERR_STATE, e, "opendir(%s)", r->dir);
     }
     struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
+    rc = 0;
+    while (rc >= 0 && (de = readdir(d)) != NULL) {
         const char *n = de->d_name;
         if (n[0] < '1' || n[0] > '9' || strspn(n, "0123456789") != strlen(n) || strlen(n) > 10)
             continue;
         unsigned long long uid = strtoull(n, NULL, 10);
         if (uid < r->base || uid - r->base >= r->count)
             continue; /* not a lease of this range */
-        *removed += sweep_one(dfd, n, dry_run);
+        rc = fn(dfd, n, (uid_t)uid, arg);
     }
     closedir(d);
+    return rc < 0 ? pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "listing leases") : 0;
+}
+
+typedef struct {
+    bool dry_run;
+    int removed;
+} sweep_arg_t;
+
+static int sweep_each(int dfd, const char *name, uid_t uid, void *arg)
+{
+    (void)uid;
+    sweep_arg_t *a = arg;
+    a->removed += sweep_one(dfd, name, a->dry_run);
+    return 0;
+}
+
+int pybox_uid_lease_sweep_in(const pybox_uid_range_t *r, bool dry_run, int *removed, pybox_error_t *err)
+{
+    sweep_arg_t a = {.dry_run = dry_run, .removed = 0};
+    int rc = each_lease(r, sweep_each, &a, err);
+    *removed = a.removed;
+    return rc;
+}
+
+/* One lease file as it is, read and lock-tested without taking it. 1 when it is one. */
+static int look_one(int dfd, const char *name, pybox_uid_lease_info_t *out)
+{
+    _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+        return 0;
+    memset(out, 0, sizeof *out);
+    out->expires = lease_expiry(fd);
+    char text[LEASE_TEXT_MAX + 1];
+    ssize_t n = pread(fd, text, LEASE_TEXT_MAX, 0);
+    text[n > 0 ? n : 0] = '\0';
+    if (out->expires >= 0)
+        snprintf(out->run_id, sizeof out->run_id, "%.*s", (int)strcspn(text, " \n"), text);
+    /* A shared lock is refused only while a run holds its exclusive one. */
+    out->locked = flock(fd, LOCK_SH | LOCK_NB) < 0;
+    return 1;
+}
+
+typedef struct {
+    pybox_uid_lease_info_t *v;
+    size_t n, cap;
+} list_arg_t;
+
+static int list_each(int dfd, const char *name, uid_t uid, void *arg)
+{
+    list_arg_t *a = arg;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 16;
+        pybox_uid_lease_info_t *v = realloc(a->v, cap * sizeof *v);
+        if (v == NULL)
+            return -1;
+        a->v = v;
+        a->cap = cap;
+    }
+    if (look_one(dfd, name, &a->v[a->n]) == 1)
+        a->v[a->n++].uid = uid;
+    return 0;
+}
+
+int pybox_uid_lease_list_in(const pybox_uid_range_t *r, pybox_uid_lease_info_t **out, size_t *n, pybox_error_t *err)
+{
+    list_arg_t a = {0};
+    *out = NULL;
+    *n = 0;
+    if (each_lease(r, list_each, &a, err) < 0) {
+        free(a.v);
+        return -1;
+    }
+    *out = a.v;
+    *n = a.n;
     return 0;
 }

@@ -75,4 +75,16 @@ void pybox_uid_lease_keep(pybox_uid_lease_t *l);
  * for every installation: a free lease is free for all of them. */
 int pybox_uid_lease_sweep_in(const pybox_uid_range_t *r, bool dry_run, int *removed, pybox_error_t *err);
 
+/* A lease file as it is now, for those who look (pybox-campaign inspect): its uid, the
+ * run it names and its expiry (an empty file: "" and 0; text that is no lease: -1), and
+ * whether a live run holds it (locked). */
+typedef struct pybox_uid_lease_info {
+    uid_t uid;
+    char run_id[33];
+    int64_t expires;
+    bool locked;
+} pybox_uid_lease_info_t;
+/* The lease files of a range; *out malloc'd. No folder: none. */
+int pybox_uid_lease_list_in(const pybox_uid_range_t *r, pybox_uid_lease_info_t **out, size_t *n, pybox_error_t *err);
+
 #endif

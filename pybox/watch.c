@@ -284,6 +284,15 @@ void pybox_watch_sample(pybox_watch_t *w, int64_t now_ms, pybox_reading_t *r)
     s->cpu_ns = (r->valid & PYBOX_RD_CPU) ? r->cpu_ns : -1;
 }
 
+void pybox_watch_restart(pybox_watch_t *w, int64_t now_ms)
+{
+    w->n_samples = 0;
+    w->armed_at_ms = now_ms;
+    w->interval_ms = PYBOX_WATCH_INTERVAL_MS;
+    w->next_ms = now_ms;
+    w->pids_seen_max = -1;
+}
+
 int64_t pybox_watch_tick(pybox_watch_t *w, int64_t now_ms)
 {
     if (w->version == PYBOX_CG_NONE)

@@ -96,5 +96,8 @@ void pybox_watch_parse(pybox_cg_version_t version, const char *const text[PYBOX_
 int64_t pybox_watch_tick(pybox_watch_t *w, int64_t now_ms);
 /* Take a sample now (e.g. at the end). */
 void pybox_watch_sample(pybox_watch_t *w, int64_t now_ms, pybox_reading_t *r);
+/* Start the samples over from now (a box made before its program: its samples count from
+ * the program's arrival); the counters stay open. */
+void pybox_watch_restart(pybox_watch_t *w, int64_t now_ms);
 
 #endif

@@ -19,7 +19,9 @@ pidf=$dir/dockerd.pid
 # The processes of this engine: any whose command line names DIR.
 procs() {
     for p in /proc/[0-9]*; do
-        tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$dir/" && echo "${p#/proc/}"
+        # (a process may end between the listing and the read: the shell's own word
+        # of it silenced too)
+        { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -qF -- "$dir/" && echo "${p#/proc/}"
     done
     return 0
 }

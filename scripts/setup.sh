@@ -1,15 +1,21 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Set PyBox up from nothing on Debian 12 (as root): packages, the build, the pinned stdlib
-# and data images for each backend named (default: the default backend) and the
-# installation's receipt key; the container engine only when the docker backend is
-# named. Idempotent: a second run only checks, and is quick.
-#   scripts/setup.sh [docker] [native]
+# Set PyBox up from nothing on Debian 12 (as root): packages, the build, the pinned images
+# for each backend named (default: the default backend, native) and the installation's
+# receipt key; the container engine only when the docker backend is named. Images: the
+# stdlib and data images, or only those --images names (make demo: what the default
+# needs, stdlib). Idempotent: a second run only checks, and is quick.
+#   scripts/setup.sh [--images "stdlib data"] [docker] [native]
 set -eu
 cd "$(dirname "$0")/.."
 
+images="stdlib data"
+if [ "${1:-}" = --images ]; then
+    images=${2:?setup: --images needs a list of image names}
+    shift 2
+fi
 backends="$*"
-[ -n "$backends" ] || backends=docker
+[ -n "$backends" ] || backends=$(sed -n 's/^#define PYBOX_DEFAULT_BACKEND "\(.*\)"$/\1/p' pybox/box.h)
 for b in $backends; do
     case "$b" in
     docker | native) ;;
@@ -58,7 +64,8 @@ fi
 case " $backends " in *" docker "*) scripts/engine-start.sh ;; esac
 make -s all
 for b in $backends; do
-    build/pybox image build stdlib --backend "$b"
-    build/pybox image build data --backend "$b"
+    for image in $images; do
+        build/pybox image build "$image" --backend "$b"
+    done
 done
 build/pybox key --init >/dev/null

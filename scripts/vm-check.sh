@@ -8,7 +8,7 @@
 # The guest has no network, and under software emulation unpacking an image costs
 # minutes: the images are made here, as folders the guest takes as they are, on a second
 # disk (/dev/vdb): an installation (/var/lib/pybox) with the stdlib and data images
-# pinned for both backends, built by this build's pybox from this machine's cached root
+# pinned for both backends, built by the packaged pybox from this machine's cached root
 # filesystems (nothing is downloaded), and the data root of a private engine
 # (/var/lib/docker) the docker images were imported into, which the guest's own engine
 # then serves. Results and logs come back in BUILD_DIR/vm-check/results; the guest
@@ -36,7 +36,7 @@ stage=$out/images
 engine=$out/engine
 cleanup() {
     scripts/engine-private.sh stop "$engine" || true
-    rm -rf "$stage" "$engine" "$out/images.img"
+    rm -rf "$stage" "$engine" "$out/images.img" "$out/package"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -46,22 +46,26 @@ chmod 0700 "$stage/pybox" "$stage/pybox/cache"
 start=$(date +%s)
 
 # The installation the guest takes: the cached root filesystems lent (hard links), the
-# images built from them for both backends, then the cache dropped again.
+# images built from them for both backends by the packaged pybox itself (unpacked here:
+# its recipes and guest init are the ones the guest's pybox checks its images against),
+# the cache kept (a custom image is built on the stdlib image's root filesystem).
+pkg=$out/package
+dpkg-deb -x "$build/pybox_${version}_$(dpkg --print-architecture).deb" "$pkg"
 for f in "$state"/cache/base-*.tar "$state"/cache/base-*.tar.packages; do
     ln -f "$f" "$stage/pybox/cache/" 2>/dev/null || cp "$f" "$stage/pybox/cache/"
 done
 export PYBOX_HOME="$stage/pybox"
 for image in stdlib data; do
-    "$build/pybox" image build "$image" --backend native
+    "$pkg/usr/bin/pybox" image build "$image" --backend native
 done
 DOCKER_HOST=$(scripts/engine-private.sh start "$engine")
 export DOCKER_HOST
 for image in stdlib data; do
-    "$build/pybox" image build "$image" --backend docker
+    "$pkg/usr/bin/pybox" image build "$image" --backend docker
 done
 scripts/engine-private.sh stop "$engine"
 unset DOCKER_HOST PYBOX_HOME
-rm -rf "$stage/pybox/cache" "$stage/pybox/runs"
+rm -rf "$stage/pybox/runs" "$pkg"
 # The engine's data root as the guest's engine will find it.
 mv "$engine/data"/* "$stage/docker/"
 mkfs.ext4 -q -F -L pybox-images -d "$stage" "$out/images.img" 16G >/dev/null

@@ -42,7 +42,8 @@ void itest_pybox(const char *program, size_t len, const char *const *args, const
  * test hook: PYBOX_TEST_BIN, else pybox-test beside PYBOX_BIN. */
 void itest_pybox_test(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r);
 const char *itest_test_bin(void);
-/* Shorthand: pybox exec --json [extra args] < program. */
+/* Shorthand: pybox exec --json [extra args] < program, with --timeout ITEST_ROOMY_S
+ * unless extra names a deadline. */
 void itest_exec(const char *program, const char *const *extra, itest_run_t *r);
 void itest_run_free(itest_run_t *r);
 
@@ -110,6 +111,13 @@ int itest_box_wait_running(double since, char *id, const char *what, double time
 void itest_box_signal(const char *id, const char *sig);
 /* Wait (bounded) until that box no longer runs anything. */
 int itest_box_wait_ended(const char *id, double timeout_s);
+
+/* A deadline with room for Python's start on a slow machine (an emulated guest: about a
+ * second of CPU at half a CPU), for the cases that are not about the deadline. */
+#define ITEST_ROOMY_S 10
+#define ITEST_WORD_(x) #x
+#define ITEST_WORD(x) ITEST_WORD_(x)
+#define ITEST_ROOMY_TIMEOUT_S ITEST_WORD(ITEST_ROOMY_S) /* as --timeout takes it */
 
 /* Run a program through the library, in the tests' installation, after adjust (may be
  * NULL) changed the policy; the box must be gone afterwards. Returns pybox_run's value. */

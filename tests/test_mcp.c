@@ -40,6 +40,12 @@ START_TEST(startup_refusals)
     refused((const char *[]){"mcp", "--output-root", "/etc/hostname", NULL}, "is not an existing folder");
     refused((const char *[]){"mcp", "--verbose", NULL}, "unknown option");
     refused((const char *[]){"mcp", "--images", NULL}, "needs a value");
+    refused((const char *[]){"mcp", "--sessions", "17", NULL},
+            "--sessions: give how many sessions may be live at once");
+    refused((const char *[]){"mcp", "--session-ttl", "5", NULL}, "--session-ttl: give seconds from 10 to 86400");
+    refused((const char *[]){"mcp", "--session-idle", "1", NULL}, "--session-idle: give seconds from 5 to 86400");
+    refused((const char *[]){"mcp", "--warm", "9", NULL}, "--warm: give how many boxes to keep waiting per image");
+    refused((const char *[]){"mcp", "--warm-wait", "1", NULL}, "--warm-wait: give seconds from 10 to 3600");
 }
 END_TEST
 
@@ -124,6 +130,12 @@ START_TEST(sdk_client)
 }
 END_TEST
 
+START_TEST(sessions)
+{
+    node_tests("session.test.mjs");
+}
+END_TEST
+
 START_TEST(wire)
 {
     node_tests("raw.test.mjs");
@@ -157,7 +169,7 @@ END_TEST
 Suite *itest_suite_mcp(void)
 {
     Suite *s = suite_create("mcp");
-    itest_tcase(s, "mcp", 600, ITEST_TESTS(startup_refusals, sdk_client, wire, inspector_cli));
+    itest_tcase(s, "mcp", 600, ITEST_TESTS(startup_refusals, sdk_client, sessions, wire, inspector_cli));
     itest_tcase(s, "http", 900, ITEST_TESTS(http_sdk_client, http_hostile, http_behind_nginx));
     itest_tcase(s, "ceilings", 120, ITEST_TESTS(ceilings_shown_exactly));
     return s;

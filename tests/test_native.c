@@ -885,7 +885,8 @@ START_TEST(killed_host_box_ends_by_its_timer)
         pid_t pid = pybox_native_pid(b);
         const char *prog = "import time\ntime.sleep(60)\n";
         char hello[160];
-        int n = snprintf(hello, sizeof hello, "PYBOX3 %064d %zu\n", 0, strlen(prog));
+        int n = snprintf(hello, sizeof hello, "%s%064d\n%c%zu\n", PYBOX_GUEST_HELLO, 0, PYBOX_GUEST_CTL_PROGRAM,
+                         strlen(prog));
         if (write(pybox_native_stdin(b), hello, (size_t)n) != n ||
             write(pybox_native_stdin(b), prog, strlen(prog)) != (ssize_t)strlen(prog) ||
             write(p[1], &pid, sizeof pid) != sizeof pid)

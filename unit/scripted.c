@@ -83,9 +83,11 @@ static void record(sbox_t *b)
         return;
     }
     int code = b->status_signal ? 128 + b->status_signal : b->status_exit;
-    pybox_buf_addf(&b->q1, "%s%s exit=%d signal=%d timer=%d stopped=%d program_ms=%d reaped=%u term=%d\n",
+    const char *end = b->s->timer ? "timer" : b->stopped ? "stopped" : b->s->term ? "term" : "program";
+    pybox_buf_addf(&b->q1,
+                   "%s%s exit=%d signal=%d timer=%d stopped=%d program_ms=%d reaped=%u term=%d calls=1 end=%s\n",
                    PYBOX_GUEST_DONE, b->secret, code, b->status_signal, b->s->timer ? 1 : 0, b->stopped ? 1 : 0, 5,
-                   b->s->reaped, b->s->term);
+                   b->s->reaped, b->s->term, end);
     wake(b);
 }
 
@@ -236,7 +238,8 @@ static void s_io_fds(const pybox_box_t *base, int *in_fd, int out_fds[2], int *n
         out_fds[(*n_out)++] = b->ended_stream;
 }
 
-/* The init's side of the box's stdin: hello, program, control bytes. */
+/* The init's side of the box's stdin: hello, the program's command and bytes, control
+ * bytes. */
 static void take_input(sbox_t *b)
 {
     if (!b->have_hello) {
@@ -246,9 +249,13 @@ static void take_input(sbox_t *b)
         size_t hl = strlen(PYBOX_GUEST_HELLO);
         if (b->in.len < hl + PYBOX_GUEST_SECRET_HEX || memcmp(b->in.data, PYBOX_GUEST_HELLO, hl) != 0)
             return;
+        const char *p = nl + 1;
+        const char *nl2 = memchr(p, '\n', b->in.len - (size_t)(p - b->in.data));
+        if (nl2 == NULL || *p != PYBOX_GUEST_CTL_PROGRAM)
+            return;
         memcpy(b->secret, b->in.data + hl, PYBOX_GUEST_SECRET_HEX);
-        b->program_len = strtoul(b->in.data + hl + PYBOX_GUEST_SECRET_HEX + 1, NULL, 10);
-        b->body_at = (size_t)(nl - b->in.data) + 1;
+        b->program_len = strtoul(p + 1, NULL, 10);
+        b->body_at = (size_t)(nl2 - b->in.data) + 1;
         b->ctl_at = b->body_at + b->program_len;
         b->have_hello = true;
     }

@@ -110,6 +110,15 @@ static cJSON *strings(const char *a, const char *b)
     return arr;
 }
 
+/* The init's four arguments. */
+static cJSON *init_args(const char *timer, const char *uid, const char *wait, const char *life)
+{
+    cJSON *arr = strings(timer, uid);
+    cJSON_AddItemToArray(arr, cJSON_CreateString(wait));
+    cJSON_AddItemToArray(arr, cJSON_CreateString(life));
+    return arr;
+}
+
 /* Verify a mutated read-back: it must fail as a policy error that names the setting,
  * with exactly that one difference. */
 static void expect_caught(cJSON *inspect, const char *field, const char *what)
@@ -198,10 +207,12 @@ START_TEST(body_contents)
     ck_assert(cJSON_IsTrue(get(body, "NetworkDisabled")));
     ck_assert(cJSON_IsFalse(get(body, "Tty")));
     const cJSON *entry = get(body, "Entrypoint");
-    ck_assert_int_eq(cJSON_GetArraySize(entry), 3);
+    ck_assert_int_eq(cJSON_GetArraySize(entry), 5);
     ck_assert_str_eq(cJSON_GetArrayItem(entry, 0)->valuestring, "/pybox/init");
     ck_assert_str_eq(cJSON_GetArrayItem(entry, 1)->valuestring, "--timer-ms=4500");
     ck_assert_str_eq(cJSON_GetArrayItem(entry, 2)->valuestring, "--program-uid=200077");
+    ck_assert_str_eq(cJSON_GetArrayItem(entry, 3)->valuestring, "--wait-ms=0");
+    ck_assert_str_eq(cJSON_GetArrayItem(entry, 4)->valuestring, "--life-ms=0");
     const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(body, "Cmd");
     ck_assert(cmd == NULL || cJSON_GetArraySize(cmd) == 0); /* nothing the image could add */
     const cJSON *labels = get(body, "Labels");
@@ -537,7 +548,7 @@ START_TEST(relaxations_named_and_held)
     p.relax = PYBOX_RELAX_PROGRAM_ROOT;
     cJSON *body = pybox_docker_body(&p);
     const cJSON *entry = get(body, "Entrypoint");
-    ck_assert_int_eq(cJSON_GetArraySize(entry), 3);
+    ck_assert_int_eq(cJSON_GetArraySize(entry), 5);
     ck_assert_str_eq(cJSON_GetArrayItem(entry, 2)->valuestring, "--program-uid=0");
     cJSON_Delete(body);
     fixture_policy(&p);
@@ -732,12 +743,22 @@ START_TEST(verify_catches_each_mutation)
     expect_caught(j, "Args", "timer changed");
 
     j = load_fixture();
-    set_item(j, NULL, "Args", strings("--timer-ms=3000", "--program-uid=65534"));
+    set_item(j, NULL, "Args", init_args("--timer-ms=3000", "--program-uid=65534", "--wait-ms=0", "--life-ms=0"));
     expect_caught(j, "Args", "the program's user changed");
 
     j = load_fixture();
-    set_item(j, NULL, "Args", strings("--timer-ms=3000", "--program-uid=0"));
+    set_item(j, NULL, "Args", init_args("--timer-ms=3000", "--program-uid=0", "--wait-ms=0", "--life-ms=0"));
     expect_caught(j, "Args", "the program left root");
+
+    /* a cold box made to wait for a program, or to live as a session */
+    j = load_fixture();
+    set_item(j, NULL, "Args", init_args("--timer-ms=3000", "--program-uid=200123", "--wait-ms=600000", "--life-ms=0"));
+    expect_caught(j, "Args", "a wait added");
+
+    j = load_fixture();
+    set_item(j, NULL, "Args",
+             init_args("--timer-ms=3000", "--program-uid=200123", "--wait-ms=0", "--life-ms=86400000"));
+    expect_caught(j, "Args", "a session's life added");
 
     j = load_fixture();
     set_item(j, NULL, "Args", strings("--timer-ms=3000", NULL));

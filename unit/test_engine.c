@@ -1489,6 +1489,7 @@ static char *image_rm(char *tag, size_t tag_len)
     pybox_pin_t pin;
     memset(&pin, 0, sizeof pin);
     snprintf(pin.name, sizeof pin.name, "x");
+    snprintf(pin.backend, sizeof pin.backend, "docker");
     snprintf(pin.id, sizeof pin.id, "%s", RM_ID);
     pybox_sha256_hex("x", 1, pin.recipe_sha256);
     ck_assert_int_eq(pybox_pin_set(&st, &pin, &err), 0);

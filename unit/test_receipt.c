@@ -57,8 +57,10 @@ static void make_result(pybox_run_result_t *r, pybox_end_t end, const char *out,
     char rec[PYBOX_GUEST_RECORD_MAX + 1];
     int code = end == PYBOX_END_TARGET_EXIT ? 3 : 137;
     ck_assert_int_eq(
-        pybox_fmt(rec, sizeof rec, "%s%s exit=%d signal=%d timer=0 stopped=%d program_ms=42 reaped=0 term=0\n",
-                  PYBOX_GUEST_DONE, secret, code, code == 137 ? 9 : 0, end == PYBOX_END_SUPERVISOR_KILL ? 1 : 0),
+        pybox_fmt(rec, sizeof rec,
+                  "%s%s exit=%d signal=%d timer=0 stopped=%d program_ms=42 reaped=0 term=0 calls=1 end=%s\n",
+                  PYBOX_GUEST_DONE, secret, code, code == 137 ? 9 : 0, end == PYBOX_END_SUPERVISOR_KILL ? 1 : 0,
+                  end == PYBOX_END_SUPERVISOR_KILL ? "stopped" : "program"),
         0);
 
     pybox_sink_init(&r->out, PYBOX_OUTPUT_CAP);

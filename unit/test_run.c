@@ -288,7 +288,7 @@ START_TEST(exit_codes_that_disagree_are_noted)
     request(&req, 2000);
     ck_assert_int_eq(run(&s, &req), 0);
     ck_assert_int_eq(res.exit_code, 5); /* the engine's */
-    ck_assert(has_unknown("the box's init saw exit 2, the engine recorded 5"));
+    ck_assert(has_unknown("the box's init saw exit 2, the backend recorded 5"));
 }
 END_TEST
 

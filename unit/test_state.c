@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../pybox/box.h"
 #include "../pybox/journal.h"
 #include "../pybox/state.h"
 #include "../pybox/util.h"
@@ -270,6 +271,12 @@ static pybox_pin_t make_pin(const char *name, const char *id, int64_t size)
     return p;
 }
 
+/* The pins file of the backend a pin with none named goes to. */
+static const char *default_pins(void)
+{
+    return pybox_backend_find(PYBOX_DEFAULT_BACKEND)->pins_file;
+}
+
 START_TEST(pins_round_trip)
 {
     pybox_state_t st;
@@ -326,7 +333,7 @@ START_TEST(pins_round_trip)
     ck_assert_int_eq(err.kind, PYBOX_ERR_NONE);
 
     char path[PATH_MAX];
-    ck_assert_int_eq(pybox_state_path(&st, "images.json", path, sizeof path, &err), 0);
+    ck_assert_int_eq(pybox_state_path(&st, default_pins(), path, sizeof path, &err), 0);
     ck_assert_uint_eq(mode_of(path), 0600);
     expect_no_temporaries(st.dir);
 }
@@ -338,7 +345,7 @@ START_TEST(pins_corrupt_file)
     open_state(&st);
     pybox_error_t err = {0};
     char path[PATH_MAX];
-    ck_assert_int_eq(pybox_state_path(&st, "images.json", path, sizeof path, &err), 0);
+    ck_assert_int_eq(pybox_state_path(&st, default_pins(), path, sizeof path, &err), 0);
     write_text(path, "[1, 2, 3]");
     pybox_pin_t got;
     ck_assert_int_eq(pybox_pin_get(&st, NULL, "stdlib", &got, &err), -1);

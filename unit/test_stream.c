@@ -409,7 +409,8 @@ static size_t record(char *out, size_t len, const char *secret, const char *fiel
     return strlen(out);
 }
 
-static const char good_fields[] = "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0";
+static const char good_fields[] =
+    "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 calls=1 end=program";
 
 static int find_in(const char *data, size_t len, const char *secret, pybox_done_record_t *rec, pybox_error_t *err)
 {
@@ -421,6 +422,123 @@ static int find_in(const char *data, size_t len, const char *secret, pybox_done_
     pybox_sink_free(&s);
     return r;
 }
+
+/* The bytes of one stream, as init would write them, into a sink. */
+static void sink_of(pybox_sink_t *s, const char *const *parts)
+{
+    pybox_sink_init(s, PYBOX_OUTPUT_CAP);
+    for (const char *const *p = parts; *p != NULL; p++)
+        ck_assert_int_eq(pybox_sink_add(s, *p, strlen(*p)), 0);
+}
+
+START_TEST(ready_record_with_its_report)
+{
+    char secret[65], rec[PYBOX_GUEST_RECORD_MAX + 1];
+    make_secret(secret);
+    const char report[] =
+        "{\"preload\":[\"numpy\"],\"imported\":[\"numpy\"],\"failed\":null,\"ms\":3,\"output_bytes\":0}";
+    ck_assert_int_eq(
+        pybox_fmt(rec, sizeof rec, "%s%s ready_ms=812 said=%zu\n", PYBOX_GUEST_READY, secret, sizeof report - 1), 0);
+    const char *parts[] = {report, rec, NULL};
+    pybox_sink_t s;
+    sink_of(&s, parts);
+    pybox_ready_record_t r;
+    memset(&r, 0, sizeof r);
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_ready_record_find(&s, secret, &r, &err), 1);
+    ck_assert_int_eq(r.ready_ms, 812);
+    ck_assert_uint_eq(r.said, sizeof report - 1);
+    ck_assert_str_eq(r.report, report);
+    ck_assert_uint_eq(r.length, strlen(rec));
+    /* another secret, or bytes after it: not the record */
+    char other[65];
+    make_secret(other);
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(pybox_ready_record_find(&s, other, &r, &err), 0);
+    ck_assert_int_eq(pybox_sink_add(&s, "x\n", 2), 0);
+    ck_assert_int_eq(pybox_ready_record_find(&s, secret, &r, &err), 0);
+    pybox_sink_free(&s);
+    /* a report said longer than what came before it is a broken record */
+    ck_assert_int_eq(pybox_fmt(rec, sizeof rec, "%s%s ready_ms=1 said=2000\n", PYBOX_GUEST_READY, secret), 0);
+    const char *short_parts[] = {"{}", rec, NULL};
+    sink_of(&s, short_parts);
+    ck_assert_int_eq(pybox_ready_record_find(&s, secret, &r, &err), -1);
+    ck_assert_int_eq(err.kind, PYBOX_ERR_PROTOCOL);
+    pybox_sink_free(&s);
+}
+END_TEST
+
+START_TEST(call_record_alone_and_before_done)
+{
+    char secret[65], call[PYBOX_GUEST_RECORD_MAX + 1], done[PYBOX_GUEST_RECORD_MAX + 1];
+    make_secret(secret);
+    const char report[] = "{\"call\":2,\"exception\":null,\"value\":\"3\"}";
+    ck_assert_int_eq(pybox_fmt(call, sizeof call, "%s%s call=2 out=6 err=4 said=%zu call_ms=9 alive=1\n",
+                               PYBOX_GUEST_CALL, secret, sizeof report - 1),
+                     0);
+    const char *parts[] = {"hello\n", report, call, NULL};
+    pybox_sink_t s;
+    sink_of(&s, parts);
+    pybox_call_record_t c;
+    memset(&c, 0, sizeof c);
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_call_record_find(&s, secret, &c, &err), 1);
+    ck_assert_uint_eq(c.call, 2);
+    ck_assert_uint_eq(c.out, 6);
+    ck_assert_uint_eq(c.err, 4);
+    ck_assert(c.alive);
+    ck_assert_uint_eq(c.after, 0);
+    ck_assert_str_eq(c.report, report);
+    pybox_said_t said;
+    pybox_sink_said(&s, c.said + c.length, &said);
+    ck_assert_uint_eq(said.total, 6);
+    ck_assert_int_eq(memcmp(said.data, "hello\n", 6), 0);
+    pybox_sink_free(&s);
+    /* the call that ended its session: the done record follows its call record */
+    ck_assert_int_eq(
+        pybox_fmt(call, sizeof call, "%s%s call=3 out=0 err=0 said=0 call_ms=2000 alive=0\n", PYBOX_GUEST_CALL, secret),
+        0);
+    ck_assert_int_eq(pybox_fmt(done, sizeof done,
+                               "%s%s exit=137 signal=9 timer=0 stopped=1 program_ms=5000 reaped=0 term=0 calls=3 "
+                               "end=stopped\n",
+                               PYBOX_GUEST_DONE, secret),
+                     0);
+    const char *ended[] = {call, done, NULL};
+    sink_of(&s, ended);
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(pybox_call_record_find(&s, secret, &c, &err), 1);
+    ck_assert(!c.alive);
+    ck_assert_uint_eq(c.after, strlen(done));
+    pybox_done_record_t d;
+    memset(&d, 0, sizeof d);
+    ck_assert_int_eq(pybox_done_record_find(&s, secret, &d, &err), 1);
+    ck_assert_uint_eq(d.calls, 3);
+    ck_assert_str_eq(d.end, "stopped");
+    pybox_sink_free(&s);
+}
+END_TEST
+
+START_TEST(call_record_forged_by_the_program)
+{
+    /* A program that prints a call record, even one with the right shape, does not end
+     * its call: it cannot know the secret. */
+    char secret[65], forged_secret[65], line[PYBOX_GUEST_RECORD_MAX + 1];
+    make_secret(secret);
+    make_secret(forged_secret);
+    ck_assert_int_eq(pybox_fmt(line, sizeof line, "%s%s call=1 out=0 err=0 said=0 call_ms=1 alive=1\n",
+                               PYBOX_GUEST_CALL, forged_secret),
+                     0);
+    const char *parts[] = {"x\n", line, NULL};
+    pybox_sink_t s;
+    sink_of(&s, parts);
+    pybox_call_record_t c;
+    memset(&c, 0, sizeof c);
+    pybox_error_t err = {0};
+    ck_assert_int_eq(pybox_call_record_find(&s, secret, &c, &err), 0);
+    ck_assert(!c.seen);
+    pybox_sink_free(&s);
+}
+END_TEST
 
 START_TEST(record_found)
 {
@@ -455,8 +573,9 @@ START_TEST(record_found)
     pybox_sink_free(&s);
 
     /* the record alone, and limits at their edges */
-    rlen = record(rec_text, sizeof rec_text, secret,
-                  "exit=255 signal=128 timer=1 stopped=0 program_ms=86400000 reaped=1073741824 term=64");
+    rlen = record(
+        rec_text, sizeof rec_text, secret,
+        "exit=255 signal=128 timer=1 stopped=0 program_ms=86400000 reaped=1073741824 term=64 calls=1 end=program");
     ck_assert_int_eq(find_in(rec_text, rlen, secret, &rec, &err), 1);
     ck_assert_int_eq(rec.exit_code, 255);
     ck_assert_int_eq(rec.signal, 128);
@@ -571,25 +690,34 @@ END_TEST
 START_TEST(record_malformed)
 {
     static const char *const bad[] = {
-        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234",                     /* a field missing */
-        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 x=1", /* one too many */
-        "signal=0 exit=3 timer=0 stopped=1 program_ms=1234 reaped=2 term=0",     /* out of order */
-        "exit= signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0",      /* empty value */
-        "exit=-1 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0",    /* sign */
-        "exit=3x signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0",    /* trailing garbage */
-        "exit=3  signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0",    /* double space */
-        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 ",    /* trailing space */
-        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0\r",   /* CR before the newline */
-        "EXIT=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0",     /* wrong name */
-        "",                                                                      /* nothing */
+        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234", /* a field missing */
+        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 calls=1 end=program x=1", /* one too many */
+        "signal=0 exit=3 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 calls=1 end=program",     /* out of order */
+        "exit= signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 calls=1 end=program",      /* empty value */
+        "exit=-1 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 calls=1 end=program",    /* sign */
+        "exit=3x signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 calls=1 end=program", /* trailing garbage */
+        "exit=3  signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 calls=1 end=program", /* double space */
+        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 calls=1 end=program ", /* trailing space */
+        "exit=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 calls=1 end=program\r", /* CR before the
+                                                                                                      newline */
+        "EXIT=3 signal=0 timer=0 stopped=1 program_ms=1234 reaped=2 term=0 calls=1 end=program",   /* wrong name */
+        "",                                                                                        /* nothing */
         /* values out of range */
-        "exit=256 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0",
-        "exit=0 signal=129 timer=0 stopped=0 program_ms=1 reaped=0 term=0",
-        "exit=0 signal=0 timer=2 stopped=0 program_ms=1 reaped=0 term=0",
-        "exit=0 signal=0 timer=0 stopped=2 program_ms=1 reaped=0 term=0",
-        "exit=0 signal=0 timer=0 stopped=0 program_ms=86400001 reaped=0 term=0",
-        "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=1073741825 term=0",
-        "exit=99999999999999999999999 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0",
+        "exit=256 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0 calls=1 end=program",
+        "exit=0 signal=129 timer=0 stopped=0 program_ms=1 reaped=0 term=0 calls=1 end=program",
+        "exit=0 signal=0 timer=2 stopped=0 program_ms=1 reaped=0 term=0 calls=1 end=program",
+        "exit=0 signal=0 timer=0 stopped=2 program_ms=1 reaped=0 term=0 calls=1 end=program",
+        "exit=0 signal=0 timer=0 stopped=0 program_ms=86400001 reaped=0 term=0 calls=1 end=program",
+        "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=1073741825 term=0 calls=1 end=program",
+        "exit=99999999999999999999999 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0 calls=1 end=program",
+        /* the fields of protocol 4 */
+        "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0",                    /* v3's record */
+        "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0 calls=1 end=",       /* no word */
+        "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0 calls=1 end=Closed", /* not lowercase */
+        "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0 calls=1 end=program1",
+        "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0 calls=1 end=abcdefghijklmnop", /* too long */
+        "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0 calls=-1 end=program",
+        "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0 end=program calls=1",
     };
     char secret[65], rec_text[PYBOX_GUEST_RECORD_MAX + 1];
     make_secret(secret);
@@ -610,10 +738,10 @@ START_TEST(record_forged_then_real)
     make_secret(secret);
     make_secret(forged_secret);
     char forged[PYBOX_GUEST_RECORD_MAX + 1], real[PYBOX_GUEST_RECORD_MAX + 1];
-    size_t flen =
-        record(forged, sizeof forged, forged_secret, "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0");
-    size_t rlen =
-        record(real, sizeof real, secret, "exit=137 signal=9 timer=1 stopped=0 program_ms=3000 reaped=4 term=0");
+    size_t flen = record(forged, sizeof forged, forged_secret,
+                         "exit=0 signal=0 timer=0 stopped=0 program_ms=1 reaped=0 term=0 calls=1 end=program");
+    size_t rlen = record(real, sizeof real, secret,
+                         "exit=137 signal=9 timer=1 stopped=0 program_ms=3000 reaped=4 term=0 calls=1 end=program");
     pybox_sink_t s;
     pybox_sink_init(&s, PYBOX_OUTPUT_CAP);
     ck_assert_int_eq(pybox_sink_add(&s, "hi\n", 3), 0);
@@ -713,6 +841,9 @@ Suite *suite_stream(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("record");
+    tcase_add_test(tc, ready_record_with_its_report);
+    tcase_add_test(tc, call_record_alone_and_before_done);
+    tcase_add_test(tc, call_record_forged_by_the_program);
     tcase_add_test(tc, record_found);
     tcase_add_test(tc, record_split_across_adds);
     tcase_add_test(tc, record_other_secret);

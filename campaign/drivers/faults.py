@@ -17,7 +17,6 @@
 # and the state directory cases run in a mount namespace of their own, so their tmpfs
 # goes with the process.
 import datetime
-import fcntl
 import http.client
 import json
 import os
@@ -38,8 +37,9 @@ PYBOX_TEST = os.environ.get("PYBOX_TEST_BIN") or os.path.join(os.path.dirname(PY
 TMP = os.environ.get("PYBOX_CAMPAIGN_TMP", "")
 BACKEND = os.environ.get("PYBOX_BACKEND") or "docker"
 MAIN_SOCK = "/var/run/docker.sock"
-UIDS = "/run/pybox/uids"
-CGROUP_ROOT = os.environ.get("PYBOX_TEST_CGROUP_ROOT") or "/sys/fs/cgroup"
+# What an installation has (boxes, volumes, cgroups, staging folders, notes, leases), as
+# its backends and the kernel say (docs/campaign.md): no layout of a backend is spelled here.
+PYBOX_CAMPAIGN = os.environ.get("PYBOX_CAMPAIGN_BIN") or os.path.join(os.path.dirname(PYBOX), "pybox-campaign")
 
 
 def log(*a):
@@ -270,126 +270,78 @@ class Install:
             return []
 
 
-# Where the native backend puts a box's cgroup (pybox/native/cgroup.h, pybox_native_cg_paths,
-# docs/cgroups.md): on cgroup v2 under systemd in the box's own scope in pybox.slice,
-# PyBox's leaf inside it; elsewhere under the installation's parent in each hierarchy.
-SD_SLICE = "pybox.slice"
+def inspect(env, backends):
+    """pybox-campaign inspect of the installation env names, on these backends; raises
+    when a backend cannot say."""
+    args = [PYBOX_CAMPAIGN, "inspect", "--home", env["PYBOX_HOME"], "--json"]
+    for b in backends:
+        args += ["--backend", b]
+    r = subprocess.run(args, env=env, capture_output=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError("pybox-campaign inspect: exit %d: %s" % (r.returncode, r.stderr.decode(errors="replace")[-300:]))
+    return json.loads(r.stdout)
 
 
-def under_systemd():
-    return os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers")) and os.path.isdir("/run/systemd/system")
+def items(j, backend, kind):
+    return [x for x in j["backends"].get(backend, {}).get("items", []) if x["kind"] == kind]
 
 
-def is_run_id(n):
-    return len(n) == 32 and all(x in "0123456789abcdef" for x in n)
+def leaf_tasks(env, run_id):
+    """Pids still in a native box's cgroup, where the backend places it."""
+    return [p for b in items(inspect(env, ["native"]), "native", "box") if b["run_id"] == run_id for p in b["procs"]]
 
 
-def native_leaves(install_id):
-    if under_systemd():
-        prefix = "pybox-%s-" % install_id
+def native_parents(env):
+    """The installation's native cgroup parents (none under systemd), as the backend keeps them."""
+    try:
+        return inspect(env, ["native"])["backends"]["native"]["kept"]
+    except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
+        log("the native cgroup parents: %s" % e)
+        return []
+
+
+def remove_parents(paths):
+    for p in paths:
         try:
-            names = os.listdir(os.path.join(CGROUP_ROOT, SD_SLICE))
-        except OSError:
-            return []
-        return sorted("v2/%s" % n[len(prefix):-6] for n in names
-                      if n.startswith(prefix) and n.endswith(".scope") and is_run_id(n[len(prefix):-6])
-                      and os.path.isdir(os.path.join(CGROUP_ROOT, SD_SLICE, n, "box")))
-    out, seen = [], set()
-    for c in ("memory", "pids", "cpu", "cpuacct", "unified", ""):
-        d = os.path.join(CGROUP_ROOT, c, "pybox-%s" % install_id)
-        try:
-            real = os.path.realpath(d)
-            names = os.listdir(d)
-        except OSError:
-            continue
-        if real in seen:
-            continue
-        seen.add(real)
-        out += ["%s/%s" % (c or "v2", n) for n in names if is_run_id(n)]
-    return sorted(out)
-
-
-def leaf_tasks(install_id, run_id):
-    """Pids still in a native box's cgroup leaf (its memory or unified folder)."""
-    if under_systemd():
-        places = [os.path.join(CGROUP_ROOT, SD_SLICE, "pybox-%s-%s.scope" % (install_id, run_id), "box")]
-    else:
-        places = [os.path.join(CGROUP_ROOT, c, "pybox-%s" % install_id, run_id) for c in ("memory", "unified", "")]
-    for d in places:
-        try:
-            with open(os.path.join(d, "cgroup.procs")) as f:
-                return [int(x) for x in f.read().split()]
-        except OSError:
-            continue
-    return []
-
-
-def remove_native_parents(install_id):
-    # Under systemd there are none: the boxes' scopes are systemd's and go with them.
-    for c in ("memory", "pids", "cpu", "cpuacct", "unified", ""):
-        try:
-            os.rmdir(os.path.join(CGROUP_ROOT, c, "pybox-%s" % install_id))
+            os.rmdir(p)
         except OSError:
             pass
 
 
-def leases(run_ids):
-    """Lease files naming these runs: [(uid, run, expires)]."""
-    out = []
-    try:
-        names = os.listdir(UIDS)
-    except OSError:
-        return out
-    for n in names:
-        try:
-            with open(os.path.join(UIDS, n)) as f:
-                run, _, exp = f.read().strip().partition(" ")
-        except OSError:
-            continue
-        if run in run_ids:
-            out.append((n, run, int(exp or 0)))
-    return out
+def leases(env, run_ids):
+    """Lease files naming these runs: [(uid, run, expires, locked)]."""
+    return [(str(x["uid"]), x["run_id"], x["expires"], x["locked"]) for x in inspect(env, [])["leases"]
+            if x["run_id"] in run_ids]
 
 
 def leftovers(inst, sock, run_ids, backend):
     """What the installation still has: boxes and volumes (Docker), cgroup leaves and
     staging folders (native), notes, and leases that still hold a uid (locked or not
-    expired; an expired lease file is free: the next run may take its uid)."""
+    expired; an expired lease file is free: the next run may take its uid). sock: the
+    engine the installation's environment names (DOCKER_HOST), asked through it."""
     now = time.time()
-    held = [x for x in leases(run_ids) if x[2] > now or lease_locked(x[0])]
-    left = {"notes": inst.notes(), "leases_held": ["%s:%s" % (u, r) for u, r, _ in held]}
+    j = inspect(inst.env, [backend])
+    held = [x for x in j["leases"] if x["run_id"] in run_ids and (x["expires"] > now or x["locked"])]
+    left = {"notes": inst.notes(), "leases_held": ["%s:%s" % (x["uid"], x["run_id"]) for x in held]}
     if backend == "docker":
-        left["boxes"] = [b["Id"][:12] for b in boxes_of(sock, inst.install_id)]
-        left["volumes"] = [v["Name"][:12] for v in volumes_of(sock, inst.install_id)]
+        left["boxes"] = [b["id"][:12] for b in items(j, "docker", "box")]
+        left["volumes"] = [v["id"][:12] for v in items(j, "docker", "volume")]
     else:
-        left["cgroup_leaves"] = native_leaves(inst.install_id)
-        left["staging"] = inst.staging()
+        boxes = items(j, "native", "box")
+        left["cgroup_leaves"] = sorted(d for b in boxes for d in b["cgroup"])
+        left["staging"] = sorted(b["run_id"] for b in boxes if "staging" in b["state"])
     return left
 
 
-def wait_for_leases(run_ids, note_expires):
+def wait_for_leases(env, run_ids, note_expires):
     """A uid's lease outlives the run's note by design: renewed just before the start, it
     covers the start call's own bound (docs/policy.md), so a box an engine starts late
     never runs without its uid. Its end is its own expiry, waited for here (at most two
     minutes), not something cleanup removes."""
-    lease_end = max([x[2] for x in leases(run_ids)] + [0])
+    lease_end = max([x[2] for x in leases(env, run_ids)] + [0])
     if lease_end > time.time():
         OBS["leases_expire_after_note_s"] = round(lease_end - note_expires, 1)
         wait_for_wall(min(lease_end + 1, time.time() + 120))
-
-
-def lease_locked(uid):
-    try:
-        fd = os.open(os.path.join(UIDS, uid), os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
 
 
 def count(left):
@@ -650,7 +602,7 @@ def engine_killed():
         kept = "kept" in actions(rep, "box") and inst.notes()
         wait_for_wall(expires + 1)
         rep2 = cleanup_json(inst, "docker")
-        wait_for_leases({run_id}, expires)
+        wait_for_leases(inst.env, {run_id}, expires)
         left = leftovers(inst, eng.sock, {run_id}, "docker")
         OBS["cleanup_after_expiry"] = {"removed": rep2.get("removed"), "kept": rep2.get("kept")}
         OBS["left"] = left
@@ -878,7 +830,7 @@ def state_dir(kind):
         made = events(MAIN_SOCK, t0, t1, install_id) if BACKEND == "docker" else []
         left = leftovers(inst, MAIN_SOCK, {run_id}, BACKEND)
         left["notes"] = [n for n in inst.notes() if n not in notes_before]
-        left["leases_any"] = ["%s:%s" % (u, r) for u, r, _ in leases({run_id})] if run_id else []
+        left["leases_any"] = ["%s:%s" % (u, r) for u, r, _, _ in leases(inst.env, {run_id})] if run_id else []
         if BACKEND == "docker":
             left["engine_events"] = [e.get("Action") for e in made]
         OBS["left"] = left
@@ -888,15 +840,16 @@ def state_dir(kind):
                if BACKEND == "docker" else "no cgroup leaf, no staging folder, no note, no uid lease")
               if count(left) == 0 else describe(left))
     finally:
+        # The cgroup parents of both installations, asked while the state folder is there.
+        parents = native_parents(src.env) if src.install_id else []
+        if BACKEND == "native":
+            parents += native_parents(dict(src.env, PYBOX_HOME=state))
         subprocess.run(["umount", "-R", state], capture_output=True)
         with open("/proc/self/mountinfo") as f:
             still = [line.split()[4] for line in f if line.split()[4].startswith(state)]
         OBS["unmounted"] = not still
         check("the state directory unmounted", not still, "tmpfs gone" if not still else "still mounted: %s" % still)
-        if src.install_id:
-            remove_native_parents(src.install_id)
-        if BACKEND == "native":
-            remove_native_parents(install_id)
+        remove_parents(parents)
 
 
 def state_full():
@@ -990,7 +943,7 @@ def killed_at_phases():
                 problems.append("someone stopped boxes: %d kill or stop events" % len(stops))
         else:
             for phase, r in runs:
-                ended = wait_until(lambda: not leaf_tasks(inst.install_id, r), 30, 0.05)
+                ended = wait_until(lambda: not leaf_tasks(inst.env, r), 30, 0.05)
                 by_phase[phase]["left_as"]["ended" if ended else "running"] = by_phase[phase]["left_as"].get(
                     "ended" if ended else "running", 0) + 1
                 by_phase[phase]["ended_by_itself"] += ended
@@ -1011,13 +964,13 @@ def killed_at_phases():
         wait_for_wall(expires + 1)
         rep2 = cleanup_json(inst, BACKEND)
         removed = [i for i in rep2.get("items", []) if i.get("run_id") in run_ids and i.get("action") == "removed"]
-        wait_for_leases(run_ids, expires)
+        wait_for_leases(inst.env, run_ids, expires)
         # The leases, expired by now and held by nobody, go with the next cleanup.
         rep3 = cleanup_json(inst, BACKEND)
         OBS["leases_swept"] = rep3.get("leases_removed")
         left = leftovers(inst, MAIN_SOCK, run_ids, BACKEND)
         left["output_folders"] = sorted(os.listdir(outs))
-        stale = [x for x in leases(run_ids) if x[2] <= time.time()]
+        stale = [x for x in leases(inst.env, run_ids) if x[2] <= time.time()]
         OBS["cleanup_after_expiry"] = {"removed": len(removed),
                                        "kinds": sorted(set(i.get("what") for i in removed))}
         OBS["kept_before_expiry"] = OBS["cleanup_before_expiry"]["kept"]
@@ -1041,7 +994,7 @@ def killed_at_phases():
                     api(MAIN_SOCK, "DELETE", "/volumes/%s?force=1" % v["Name"], timeout=60)
             except (OSError, RuntimeError) as e:
                 log("removing what is left: %s" % e)
-            remove_native_parents(inst.install_id)
+            remove_parents(native_parents(inst.env))
         OBS["total_s"] = round(time.time() - t0, 1)
 
 

@@ -46,13 +46,17 @@ def snapshot(home):
     return entries
 
 
-def cgroup_parents(install_id):
-    # The installation's parents (pybox/native/cgroup.h, docs/cgroups.md); none on cgroup v2
-    # under systemd, where each box is in a scope of its own that goes with it.
-    root = "/sys/fs/cgroup"
-    if os.path.exists(os.path.join(root, "cgroup.controllers")):
-        return [] if os.path.isdir("/run/systemd/system") else [os.path.join(root, "pybox-" + install_id)]
-    return [os.path.join(root, c, "pybox-" + install_id) for c in ("memory", "pids", "cpu", "cpuacct")]
+def inspect(env):
+    """What the installation has now on the native backend, as the backend and the kernel
+    say (pybox-campaign inspect, docs/campaign.md): its boxes and its cgroup parents (none
+    on cgroup v2 under systemd, where each box is in a scope of its own that goes with it)."""
+    binp = os.environ.get("PYBOX_CAMPAIGN_BIN") or os.path.join(os.path.dirname(os.environ["PYBOX_BIN"]),
+                                                                 "pybox-campaign")
+    p = subprocess.run([binp, "inspect", "--home", env["PYBOX_HOME"], "--backend", "native", "--json"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    if p.returncode != 0:
+        raise RuntimeError("pybox-campaign inspect: exit %d: %s" % (p.returncode, p.stderr.decode("utf-8", "replace")))
+    return json.loads(p.stdout)["backends"]["native"]
 
 
 def pybox(args, env, stdin=b"", log_to=None):
@@ -149,9 +153,16 @@ def main():
     rc_clean, out, err, _ = pybox(["cleanup", "--backend", "native"], env)
     roots = os.path.join(home, "native", "roots")
     roots_left = sorted(n for n in os.listdir(roots) if not n.startswith(".")) if os.path.isdir(roots) else []
-    # The installation's cgroup parents: removing one that still holds a box fails.
+    # The installation's cgroup parents: removing one that still holds a box fails. Asked
+    # before the folder goes (the backend finds the installation by it).
+    try:
+        native = inspect(env)
+        boxes_left = [b["run_id"] for b in native["items"] if b["kind"] == "box"]
+        parents = native["kept"]
+    except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
+        boxes_left, parents = ["not known: %s" % e], []
     parents_left = []
-    for p in cgroup_parents(install_id) if install_id else []:
+    for p in parents:
         if os.path.isdir(p):
             try:
                 os.rmdir(p)
@@ -160,8 +171,9 @@ def main():
     subprocess.run(["rm", "-rf", "--one-file-system", home], check=False)
     OBS["teardown_s"] = round(time.monotonic() - t_down, 1)
     OBS["teardown"] = {"images_removed": removed, "cleanup_exit": rc_clean, "root_folders_left": roots_left,
-                       "cgroup_parents_left": parents_left, "state_folder_left": os.path.exists(home)}
-    gone = not roots_left and not parents_left and not os.path.exists(home) and install_id != ""
+                       "cgroup_parents_left": parents_left, "boxes_left": boxes_left,
+                       "state_folder_left": os.path.exists(home)}
+    gone = not roots_left and not parents_left and not boxes_left and not os.path.exists(home) and install_id != ""
     check("installation and its images deleted", gone,
           "images removed (%s), no root filesystem folder, no box left in its cgroups, its folder deleted" %
           ", ".join(removed) if gone else "left: %s" % json.dumps(OBS["teardown"]))

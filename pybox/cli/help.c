@@ -122,63 +122,91 @@ static void exec_help(FILE *o)
 static void mcp_help(FILE *o)
 {
     char root_max[PYBOX_NUM_MAX], root_age[PYBOX_NUM_MAX], age_min[PYBOX_NUM_MAX], timeout[PYBOX_NUM_MAX],
-        idle[PYBOX_NUM_MAX], idle_min[PYBOX_NUM_MAX];
-    fprintf(o,
-            "usage: pybox mcp [OPTION]...\n"
-            "       pybox mcp --listen ADDRESS --token-file FILE [OPTION]...\n"
-            "\n"
-            "Serve the run_python tool over the Model Context Protocol on stdin/stdout (revision\n" PYBOX_MCP_PROTOCOL
-            ", " PYBOX_MCP_PROTOCOL_OLD " also), or with --listen over Streamable HTTP at\n"
-            "ADDRESS" PYBOX_MCP_HTTP_PATH ". The agent chooses the program, its image, limits and files;\n"
-            "these options are the ceilings it cannot pass (refused \"(set by the server)\" before\n"
-            "any box). Logs go to stderr. On stdio, closing stdin or SIGTERM cancels every call\n"
-            "in progress, removes its box and exits; over HTTP, SIGTERM drains (calls in progress\n"
-            "finish, nothing new is taken), SIGINT cancels them all.\n"
-            "\n"
-            "  --images NAME,...   the images calls may use, the first the default (default stdlib;\n"
-            "                      at most %d)\n"
-            "  --max-timeout SECS  the longest deadline a call may ask (default %s; %s to %s)\n"
-            "  --max-memory SIZE   the most memory a call may ask (default %lldM; at least %s)\n"
-            "  --files-root DIR    calls may give input files by path under DIR (default: none)\n"
-            "  --output-root DIR   returned files that are not shown inline are kept under DIR and\n"
-            "                      linked (default: none kept)\n"
-            "  --output-root-max SIZE  the most the call folders under --output-root may hold\n"
-            "                      together, each file and folder counted as at least %lld KiB; a call\n"
-            "                      that could pass it is refused (default %s; at least %lld MiB)\n"
-            "  --output-root-age AGE  a call folder under --output-root older than AGE is removed\n"
-            "                      by the server (default %s; in s, m, h or d; at least %s)\n"
-            "  --backend NAME      the backend that builds the boxes (default: PYBOX_BACKEND, then\n"
-            "                      config.json's, else " PYBOX_DEFAULT_BACKEND ")\n"
-            "  --help              this help\n"
-            "\n"
-            "Over HTTP (every request needs a bearer token of FILE; docs/mcp.md, \"Over HTTP\"):\n"
-            "  --listen ADDRESS    127.0.0.1:PORT, [::1]:PORT, PORT (on 127.0.0.1; 0: any free port),\n"
-            "                      another IP address with a port (needs --listen-public), or\n"
-            "                      unix:/path (a socket of mode 0660)\n"
-            "  --listen-public     allow an address other than loopback (put TLS in front)\n"
-            "  --token-file FILE   lines of NAME TOKEN (%d to %d characters); the file the server's\n"
-            "                      own, 0600; required with --listen\n"
-            "  --socket-group GROUP  the unix socket's group (default: the server's)\n"
-            "  --allow-origins ORIGIN,...  the browser origins allowed (default: none; requests\n"
-            "                      without an Origin header, as non-browser clients send, pass)\n"
-            "  --max-connections N  connections with a request in progress, per token (default %d)\n"
-            "  --max-sessions N    sessions open at once, per token (default %d)\n"
-            "  --max-calls N       calls in progress at once, per token (default %d; 1 to %d each)\n"
-            "  --session-idle AGE  a session with nothing in progress for AGE ends (default %s;\n"
-            "                      at least %s)\n"
-            "\n"
-            "At most %d calls run at once in a session, each in its own box. The server's ceilings\n"
-            "stay under the installation's (pybox help exec). docs/mcp.md.\n",
-            PYBOX_MCP_IMAGES_MAX, pybox_limit_fmt(PYBOX_LIMIT_TIMEOUT, PYBOX_MCP_MAX_TIMEOUT_MS, timeout),
-            lim(PYBOX_LIMIT_TIMEOUT, 'n'), lim(PYBOX_LIMIT_TIMEOUT, 'x'), (long long)(PYBOX_MCP_MAX_MEMORY >> 20),
-            lim(PYBOX_LIMIT_MEMORY, 'n'), (long long)(PYBOX_MCP_ENTRY_MIN / 1024),
-            pybox_fmt_size(root_max, PYBOX_MCP_OUTPUT_ROOT_MAX),
-            (long long)((pybox_mcp_call_output_most() + (1 << 20) - 1) >> 20),
-            pybox_fmt_age(root_age, PYBOX_MCP_OUTPUT_ROOT_AGE_S),
-            pybox_fmt_age(age_min, PYBOX_MCP_OUTPUT_ROOT_AGE_MIN_S), PYBOX_MCP_TOKEN_MIN, PYBOX_MCP_TOKEN_MAX,
-            PYBOX_MCP_HTTP_CONNECTIONS, PYBOX_MCP_HTTP_SESSIONS, PYBOX_MCP_HTTP_CALLS, PYBOX_MCP_HTTP_PER_TOKEN_MAX,
-            pybox_fmt_age(idle, PYBOX_MCP_HTTP_SESSION_IDLE_S),
-            pybox_fmt_age(idle_min, PYBOX_MCP_HTTP_SESSION_IDLE_MIN_S), PYBOX_MCP_CALLS_MAX);
+        wait[PYBOX_NUM_MAX], wait_min[PYBOX_NUM_MAX], wait_max[PYBOX_NUM_MAX], margin[PYBOX_NUM_MAX],
+        ttl[PYBOX_NUM_MAX], ttl_min[PYBOX_NUM_MAX], ttl_max[PYBOX_NUM_MAX], idle[PYBOX_NUM_MAX],
+        idle_min[PYBOX_NUM_MAX], hidle[PYBOX_NUM_MAX], hidle_min[PYBOX_NUM_MAX];
+    fprintf(
+        o,
+        "usage: pybox mcp [OPTION]...\n"
+        "       pybox mcp --listen ADDRESS --token-file FILE [OPTION]...\n"
+        "\n"
+        "Serve the run_python tool over the Model Context Protocol on stdin/stdout (revision\n" PYBOX_MCP_PROTOCOL
+        ", " PYBOX_MCP_PROTOCOL_OLD " also), or with --listen over Streamable HTTP at\n"
+        "ADDRESS" PYBOX_MCP_HTTP_PATH ". The agent chooses the program, its image, limits and files;\n"
+        "these options are the ceilings it cannot pass (refused \"(set by the server)\" before\n"
+        "any box). Logs go to stderr. On stdio, closing stdin or SIGTERM cancels every call\n"
+        "in progress, removes its box and exits; over HTTP, SIGTERM drains (calls in progress\n"
+        "finish, nothing new is taken), SIGINT cancels them all.\n"
+        "\n"
+        "  --images NAME,...   the images calls may use, the first the default (default stdlib;\n"
+        "                      at most %d)\n"
+        "  --max-timeout SECS  the longest deadline a call may ask (default %s; %s to %s)\n"
+        "  --max-memory SIZE   the most memory a call may ask (default %lldM; at least %s)\n"
+        "  --files-root DIR    calls may give input files by path under DIR (default: none)\n"
+        "  --output-root DIR   returned files that are not shown inline are kept under DIR and\n"
+        "                      linked (default: none kept)\n"
+        "  --output-root-max SIZE  the most the call folders under --output-root may hold\n"
+        "                      together, each file and folder counted as at least %lld KiB; a call\n"
+        "                      that could pass it is refused (default %s; at least %lld MiB)\n"
+        "  --output-root-age AGE  a call folder under --output-root older than AGE is removed\n"
+        "                      by the server (default %s; in s, m, h or d; at least %s)\n"
+        "  --backend NAME      the backend that builds the boxes (default: PYBOX_BACKEND, then\n"
+        "                      config.json's, else " PYBOX_DEFAULT_BACKEND ")\n"
+        "  --warm N            boxes kept waiting per image, made, verified, their interpreter\n"
+        "                      started and the image's preload imported, each for one call\n"
+        "                      (default %d; 0 to %d; 0: every call starts cold)\n"
+        "  --warm-wait SECS    the longest a box waits before it is replaced (default %s; %s\n"
+        "                      to %s); its own init ends it %s s later if the server is gone\n"
+        "  --sessions N        sessions live at once at most (default %d; 0 to %d; 0: the\n"
+        "                      session tools are not offered)\n"
+        "  --session-ttl SECS  the longest lifetime session_open may ask, and its default\n"
+        "                      (default %s; %s to %s)\n"
+        "  --session-idle SECS a session with no call for this long ends (default %s; at\n"
+        "                      least %s)\n"
+        "  --help              this help\n"
+        "\n"
+        "Over HTTP (every request needs a bearer token of FILE; docs/mcp.md, \"Over HTTP\"):\n"
+        "  --listen ADDRESS    127.0.0.1:PORT, [::1]:PORT, PORT (on 127.0.0.1; 0: any free port),\n"
+        "                      another IP address with a port (needs --listen-public), or\n"
+        "                      unix:/path (a socket of mode 0660)\n"
+        "  --listen-public     allow an address other than loopback (put TLS in front)\n"
+        "  --token-file FILE   lines of NAME TOKEN (%d to %d characters); the file the server's\n"
+        "                      own, 0600; required with --listen\n"
+        "  --socket-group GROUP  the unix socket's group (default: the server's)\n"
+        "  --allow-origins ORIGIN,...  the browser origins allowed (default: none; requests\n"
+        "                      without an Origin header, as non-browser clients send, pass)\n"
+        "  --max-connections N  connections with a request in progress, per token (default %d)\n"
+        "  --max-sessions N    MCP sessions (Mcp-Session-Id) open at once, per token (default %d)\n"
+        "  --max-calls N       calls in progress at once, per token (default %d; 1 to %d each)\n"
+        "  --http-session-idle AGE  an MCP session with nothing in progress for AGE ends\n"
+        "                      (default %s; at least %s)\n"
+        "\n"
+        "At most %d calls run at once, each in its own box. The server's ceilings stay under\n"
+        "the installation's (pybox help exec).\n"
+        "Resident boxes: --warm boxes per image of --images wait at all times (with the\n"
+        "defaults, one per image), each holding memory within its image's limit (capped\n"
+        "by --max-memory) from its start; a call takes one and the next is made at once.\n"
+        "Sessions (session_open, run_python with session_id, session_close): at most\n"
+        "--sessions boxes, each within the memory its session_open asked (capped by\n"
+        "--max-memory) until session_close, its idle limit, its lifetime, a call that ends\n"
+        "its interpreter, or the server's end.\n"
+        "docs/mcp.md.\n",
+        PYBOX_MCP_IMAGES_MAX, pybox_limit_fmt(PYBOX_LIMIT_TIMEOUT, PYBOX_MCP_MAX_TIMEOUT_MS, timeout),
+        lim(PYBOX_LIMIT_TIMEOUT, 'n'), lim(PYBOX_LIMIT_TIMEOUT, 'x'), (long long)(PYBOX_MCP_MAX_MEMORY >> 20),
+        lim(PYBOX_LIMIT_MEMORY, 'n'), (long long)(PYBOX_MCP_ENTRY_MIN / 1024),
+        pybox_fmt_size(root_max, PYBOX_MCP_OUTPUT_ROOT_MAX),
+        (long long)((pybox_mcp_call_output_most() + (1 << 20) - 1) >> 20),
+        pybox_fmt_age(root_age, PYBOX_MCP_OUTPUT_ROOT_AGE_S), pybox_fmt_age(age_min, PYBOX_MCP_OUTPUT_ROOT_AGE_MIN_S),
+        PYBOX_MCP_WARM, PYBOX_MCP_WARM_MAX, pybox_fmt_fixed(wait, PYBOX_MCP_WARM_WAIT_MS, 3),
+        pybox_fmt_fixed(wait_min, PYBOX_MCP_WARM_WAIT_MIN_MS, 3),
+        pybox_fmt_fixed(wait_max, PYBOX_MCP_WARM_WAIT_MAX_MS, 3), pybox_fmt_fixed(margin, PYBOX_MCP_WARM_MARGIN_MS, 3),
+        PYBOX_MCP_SESSIONS, PYBOX_MCP_SESSIONS_MAX, pybox_fmt_fixed(ttl, PYBOX_MCP_SESSION_TTL_MS, 3),
+        pybox_fmt_fixed(ttl_min, PYBOX_MCP_SESSION_TTL_MIN_MS, 3),
+        pybox_fmt_fixed(ttl_max, PYBOX_MCP_SESSION_TTL_MAX_MS, 3), pybox_fmt_fixed(idle, PYBOX_MCP_SESSION_IDLE_MS, 3),
+        pybox_fmt_fixed(idle_min, PYBOX_MCP_SESSION_IDLE_MIN_MS, 3), PYBOX_MCP_TOKEN_MIN, PYBOX_MCP_TOKEN_MAX,
+        PYBOX_MCP_HTTP_CONNECTIONS, PYBOX_MCP_HTTP_SESSIONS, PYBOX_MCP_HTTP_CALLS, PYBOX_MCP_HTTP_PER_TOKEN_MAX,
+        pybox_fmt_age(hidle, PYBOX_MCP_HTTP_SESSION_IDLE_S),
+        pybox_fmt_age(hidle_min, PYBOX_MCP_HTTP_SESSION_IDLE_MIN_S), PYBOX_MCP_CALLS_MAX);
 }
 
 static void image_help(FILE *o)

@@ -11,7 +11,9 @@
 
 #include "../mcp/config.h"
 #include "../mcp/http.h"
+#include "../mcp/pool.h"
 #include "../mcp/run_python.h"
+#include "../mcp/sessions.h"
 #include "../util.h"
 #include "cli.h"
 #include "parse.h"
@@ -58,17 +60,47 @@ static int run(int argc, char **argv)
     fprintf(stderr, "pybox mcp: serving run_python on %s (images %s; at most %s s and %s per call)\n",
             a.listen ? "HTTP" : "stdio", imgs.data ? imgs.data : "", pybox_fmt_fixed(most_s, cfg->max_timeout_ms, 3),
             pybox_fmt_size(most_m, cfg->max_memory_bytes));
+    if (cfg->warm > 0) {
+        char wait[PYBOX_NUM_MAX];
+        fprintf(stderr,
+                "pybox mcp: keeping %d warm box%s per image waiting (%zu resident at most, each within its image's "
+                "memory limit), each replaced after %s s\n",
+                cfg->warm, cfg->warm == 1 ? "" : "es", (size_t)cfg->warm * cfg->n_images,
+                pybox_fmt_fixed(wait, cfg->warm_wait_ms, 3));
+    }
+    if (cfg->sessions > 0) {
+        char ttl[PYBOX_NUM_MAX], idle[PYBOX_NUM_MAX];
+        fprintf(stderr,
+                "pybox mcp: sessions on request (session_open): at most %d live at once, each within the memory it "
+                "asked, ending at session_close, after %s s idle, at its lifetime (at most %s s) or with the "
+                "client\n",
+                cfg->sessions, pybox_fmt_fixed(idle, cfg->session_idle_ms, 3),
+                pybox_fmt_fixed(ttl, cfg->session_ttl_ms, 3));
+    }
     pybox_buf_free(&imgs);
+    /* The warm boxes are made from now on, while the client connects. */
+    pybox_mcp_ctx_t ctx = {.st = &st, .pool = NULL, .sessions = NULL};
+    if (pybox_mcp_pool_start(cfg, &ctx.pool, &err) < 0 || pybox_mcp_sessions_start(cfg, &ctx.sessions, &err) < 0) {
+        pybox_mcp_pool_stop(ctx.pool);
+        pybox_mcp_args_clear(&a);
+        close(sfd);
+        return pybox_cli_fail(&err, false);
+    }
+    const pybox_mcp_tool_t tools[] = {pybox_mcp_run_python_tool, pybox_mcp_session_open_tool,
+                                      pybox_mcp_session_close_tool};
+    size_t n_tools = cfg->sessions > 0 ? 3 : 1;
     int rc;
     if (a.listen) {
-        rc = pybox_mcp_http_serve(&a.http, sfd, cfg, &pybox_mcp_run_python_tool, 1, &st, &err);
+        rc = pybox_mcp_http_serve(&a.http, sfd, cfg, tools, n_tools, &ctx, &err);
         pybox_mcp_args_clear(&a);
-        if (rc < 0) {
-            close(sfd);
-            return pybox_cli_fail(&err, false);
-        }
     } else {
-        rc = pybox_mcp_serve(STDIN_FILENO, STDOUT_FILENO, sfd, cfg, &pybox_mcp_run_python_tool, 1, &st);
+        rc = pybox_mcp_serve(STDIN_FILENO, STDOUT_FILENO, sfd, cfg, tools, n_tools, &ctx);
+    }
+    pybox_mcp_sessions_stop(ctx.sessions); /* every session's box is removed */
+    pybox_mcp_pool_stop(ctx.pool);         /* every box that waits is removed */
+    if (rc < 0 && a.listen) {
+        close(sfd);
+        return pybox_cli_fail(&err, false);
     }
     close(sfd);
     return rc < 0 ? 125 : 0;

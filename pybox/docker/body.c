@@ -51,9 +51,8 @@ static int tampered(const pybox_policy_t *p, const char *what)
 static cJSON *config_part(const pybox_policy_t *p)
 {
     cJSON *c = cJSON_CreateObject();
-    char timer[64], uid[64];
-    snprintf(timer, sizeof timer, "%s%lld", PYBOX_GUEST_TIMER_FLAG, (long long)p->box_timer_ms);
-    snprintf(uid, sizeof uid, "%s%u", PYBOX_GUEST_UID_FLAG, pybox_policy_program_uid(p));
+    char args[PYBOX_GUEST_ARGC][PYBOX_GUEST_ARG_MAX];
+    pybox_guest_argv(args, p->box_timer_ms, pybox_policy_program_uid(p), p->box_wait_ms, p->box_life_ms);
     char expires[32];
     snprintf(expires, sizeof expires, "%lld", (long long)p->expires);
 
@@ -69,8 +68,10 @@ static cJSON *config_part(const pybox_policy_t *p)
         cJSON_AddItemToArray(env, cJSON_CreateString(*e));
     if (p->relax_env != NULL)
         cJSON_AddItemToArray(env, cJSON_CreateString(p->relax_env));
-    const char *entry[] = {PYBOX_GUEST_INIT_PATH, timer, uid};
-    cJSON_AddItemToObject(c, "Entrypoint", string_array(entry, 3));
+    const char *entry[PYBOX_GUEST_ARGC];
+    for (int i = 0; i < PYBOX_GUEST_ARGC; i++)
+        entry[i] = args[i];
+    cJSON_AddItemToObject(c, "Entrypoint", string_array(entry, PYBOX_GUEST_ARGC));
     cJSON_AddItemToObject(c, "Cmd", cJSON_CreateArray());
     if (p->relax_netns == NULL) /* the engine reports it only when true */
         cJSON_AddBoolToObject(c, "NetworkDisabled", 1);

@@ -232,7 +232,12 @@ static int hash_tree(EVP_MD_CTX *md, const char *dir, const char *rel, int depth
  * so images that share it share the cached root filesystem; the full one covers
  * everything, the guest init included. */
 /* The folders and files compose() adds, named so that the fingerprint changes with them. */
-#define PYBOX_COMPOSE_LAYOUT "compose/2: /pybox/{init,manifest.json} /box/{in,out} /run /host /etc/{hostname,hosts}\n"
+#define PYBOX_COMPOSE_LAYOUT                                                                                           \
+    "compose/3: /pybox/{init,bootstrap.py,preload,manifest.json} /box/{in,out} /run /host /etc/{hostname,hosts}\n"
+
+/* The interpreter bootstrap, linked in (bootstrap_blob.S). */
+extern const char pybox_bootstrap_src[];
+extern const char pybox_bootstrap_src_end[];
 
 static int fingerprint(const pybox_image_paths_t *paths, const char *dir, bool full, char out[65], pybox_error_t *err)
 {
@@ -263,11 +268,81 @@ static int fingerprint(const pybox_image_paths_t *paths, const char *dir, bool f
         rc = hash_file(md, script, err);
     if (rc == 0 && full)
         rc = hash_file(md, paths->init, err);
+    if (rc == 0 && full)
+        EVP_DigestUpdate(md, pybox_bootstrap_src, (size_t)(pybox_bootstrap_src_end - pybox_bootstrap_src));
     /* What PyBox itself adds to every image (compose): a change of it is a new image. */
     if (rc == 0 && full)
         EVP_DigestUpdate(md, PYBOX_COMPOSE_LAYOUT, sizeof PYBOX_COMPOSE_LAYOUT - 1);
     pybox_digest_done(md, rc == 0 ? out : NULL);
     return rc;
+}
+
+/* ---- the recipe's preload: modules a warm box imports before its program ---- */
+
+int pybox_image_preload_check(const char *text, size_t len, char *why, size_t why_len)
+{
+    int lineno = 0;
+    for (size_t i = 0; i < len;) {
+        const char *nl = memchr(text + i, '\n', len - i);
+        size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
+        lineno++;
+        const char *l = text + i;
+        size_t k = 0, end = n;
+        const char *hash = memchr(l, '#', n);
+        if (hash != NULL)
+            end = (size_t)(hash - l);
+        while (k < end && (l[k] == ' ' || l[k] == '\t' || l[k] == '\r'))
+            k++;
+        while (end > k && (l[end - 1] == ' ' || l[end - 1] == '\t' || l[end - 1] == '\r'))
+            end--;
+        /* a dotted module name: parts of [A-Za-z_][A-Za-z0-9_]*, nothing else on the line */
+        bool ok = true, part_start = true;
+        for (size_t j = k; j < end && ok; j++) {
+            char c = l[j];
+            bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+            if (c == '.') {
+                ok = !part_start;
+                part_start = true;
+            } else if (alpha || (!part_start && c >= '0' && c <= '9')) {
+                part_start = false;
+            } else {
+                ok = false;
+            }
+        }
+        if (!ok || (end > k && part_start)) {
+            snprintf(why, why_len, "line %d is not one module name (a dotted Python name, '#' comments)", lineno);
+            return -1;
+        }
+        i += n + (nl != NULL);
+    }
+    return 0;
+}
+
+/* The recipe's preload file (images/README.md), checked; "" when it has none. */
+static int read_preload(const char *dir, char **out, pybox_error_t *err)
+{
+    char path[PATH_MAX];
+    if (pybox_fmt(path, sizeof path, "%s/preload", dir) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "recipe path");
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && errno == ENOENT) {
+        *out = strdup("");
+        return *out ? 0 : pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "preload");
+    }
+    if (fd < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "open(%s)", path);
+    size_t len = 0;
+    bool over = false;
+    if (pybox_read_bounded(fd, PYBOX_IMAGE_PRELOAD_MAX, out, &len, &over, err) < 0)
+        return -1;
+    char why[128];
+    if (over || memchr(*out, '\0', len) != NULL || pybox_image_preload_check(*out, len, why, sizeof why) < 0) {
+        free(*out);
+        *out = NULL;
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: %s", path,
+                               over ? "larger than the most a preload list may be" : why);
+    }
+    return 0;
 }
 
 /* ---- the recipe's policy: defaults of runs in the image ---- */
@@ -409,8 +484,9 @@ static int add_dir(struct archive *w, const char *path)
     return r;
 }
 
-static int compose(const char *base, int out_fd, const char *init_path, const char *manifest, const pybox_lock_t *lock,
-                   const char *wheels_dir, const char *pyver, const pybox_out_t *progress, pybox_error_t *err)
+static int compose(const char *base, int out_fd, const char *init_path, const char *manifest, const char *preload,
+                   const pybox_lock_t *lock, const char *wheels_dir, const char *pyver, const pybox_out_t *progress,
+                   pybox_error_t *err)
 {
     names_t names = {0};
     bool had_run = false, had_host = false;
@@ -529,6 +605,9 @@ static int compose(const char *base, int out_fd, const char *init_path, const ch
     if (dh != ARCHIVE_OK || add_file(w, "./etc/hostname", hostname, sizeof hostname - 1, 0644) < 0 ||
         add_file(w, "./etc/hosts", hosts, sizeof hosts - 1, 0644) < 0 ||
         add_file(w, "." PYBOX_GUEST_INIT_PATH, init, init_len, 0555) < 0 ||
+        add_file(w, "." PYBOX_GUEST_BOOTSTRAP, pybox_bootstrap_src,
+                 (size_t)(pybox_bootstrap_src_end - pybox_bootstrap_src), 0444) < 0 ||
+        add_file(w, "." PYBOX_GUEST_PRELOAD, preload, strlen(preload), 0444) < 0 ||
         add_file(w, "./pybox/manifest.json", manifest, strlen(manifest), 0444) < 0) {
         pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "writing the image tar: %s", archive_error_string(w));
         goto done;
@@ -672,6 +751,11 @@ int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_
     } else {
         progress_line(progress, t0, "root filesystem cached:", name);
     }
+    _cleanup_free_ char *preload = NULL;
+    if (read_preload(rdir, &preload, err) < 0) {
+        pybox_lock_free(&lock);
+        return -1;
+    }
     _cleanup_free_ char *manifest = manifest_json(name, full_fp, pkgs, custom, has_lock ? &lock : NULL);
     if (manifest == NULL) {
         pybox_lock_free(&lock);
@@ -688,7 +772,7 @@ int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_
         has_lock ? "adding the wheels, the guest init and the manifest:" : "adding the guest init and manifest:", name);
     char pyver[48];
     python_version(pkgs, pyver, sizeof pyver);
-    int crc = compose(base, fd, paths->init, manifest, has_lock ? &lock : NULL, wheelsd, pyver, progress, err);
+    int crc = compose(base, fd, paths->init, manifest, preload, has_lock ? &lock : NULL, wheelsd, pyver, progress, err);
     pybox_lock_free(&lock);
     if (crc < 0)
         return -1;

@@ -35,6 +35,12 @@ int pybox_image_paths_find(const char *exe_dir, const char *images_env, const ch
 int pybox_image_paths_default(pybox_image_paths_t *paths, pybox_error_t *err);
 
 /* The pinned image for name, confirmed to exist in the engine under that exact ID. */
+/* An image's preload list (its recipe's `preload`, /pybox/preload in the image): one
+ * module name a line, '#' comments, blank lines; at most PYBOX_IMAGE_PRELOAD_MAX bytes.
+ * 0 when text is such a list, else -1 with why (the first line that is not). */
+#define PYBOX_IMAGE_PRELOAD_MAX 8192
+int pybox_image_preload_check(const char *text, size_t len, char *why, size_t why_len);
+
 int pybox_image_resolve(const pybox_state_t *st, pybox_backend_t *be, const char *name, pybox_pin_t *pin,
                         pybox_error_t *err);
 

@@ -27,6 +27,11 @@ enum {
     OPT_OUTPUT_ROOT_MAX,
     OPT_OUTPUT_ROOT_AGE,
     OPT_BACKEND,
+    OPT_WARM,
+    OPT_WARM_WAIT,
+    OPT_SESSIONS,
+    OPT_SESSION_TTL,
+    OPT_SESSION_IDLE,
     OPT_LISTEN,
     OPT_LISTEN_PUBLIC,
     OPT_TOKEN_FILE,
@@ -35,7 +40,7 @@ enum {
     OPT_MAX_CONNECTIONS,
     OPT_MAX_SESSIONS,
     OPT_MAX_CALLS,
-    OPT_SESSION_IDLE,
+    OPT_HTTP_SESSION_IDLE,
     OPT_HELP,
 };
 
@@ -48,6 +53,11 @@ const struct option pybox_mcp_options[] = {
     {"output-root-max", required_argument, NULL, OPT_OUTPUT_ROOT_MAX},
     {"output-root-age", required_argument, NULL, OPT_OUTPUT_ROOT_AGE},
     {"backend", required_argument, NULL, OPT_BACKEND},
+    {"warm", required_argument, NULL, OPT_WARM},
+    {"warm-wait", required_argument, NULL, OPT_WARM_WAIT},
+    {"sessions", required_argument, NULL, OPT_SESSIONS},
+    {"session-ttl", required_argument, NULL, OPT_SESSION_TTL},
+    {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
     {"listen", required_argument, NULL, OPT_LISTEN},
     {"listen-public", no_argument, NULL, OPT_LISTEN_PUBLIC},
     {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
@@ -56,7 +66,7 @@ const struct option pybox_mcp_options[] = {
     {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
     {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
-    {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
+    {"http-session-idle", required_argument, NULL, OPT_HTTP_SESSION_IDLE},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -69,6 +79,11 @@ void pybox_mcp_args_init(pybox_mcp_args_t *a)
     a->cfg.max_memory_bytes = PYBOX_MCP_MAX_MEMORY;
     a->cfg.output_root_max = PYBOX_MCP_OUTPUT_ROOT_MAX;
     a->cfg.output_root_age_s = PYBOX_MCP_OUTPUT_ROOT_AGE_S;
+    a->cfg.warm = PYBOX_MCP_WARM;
+    a->cfg.warm_wait_ms = PYBOX_MCP_WARM_WAIT_MS;
+    a->cfg.sessions = PYBOX_MCP_SESSIONS;
+    a->cfg.session_ttl_ms = PYBOX_MCP_SESSION_TTL_MS;
+    a->cfg.session_idle_ms = PYBOX_MCP_SESSION_IDLE_MS;
     pybox_mcp_http_defaults(&a->http);
 }
 
@@ -147,10 +162,10 @@ static int http_option(pybox_mcp_args_t *a, int val, const char *v, pybox_error_
         return per_token("--max-sessions", v, &hc->max_sessions, err);
     case OPT_MAX_CALLS:
         return per_token("--max-calls", v, &hc->max_calls, err);
-    case OPT_SESSION_IDLE:
+    case OPT_HTTP_SESSION_IDLE:
         if (pybox_parse_age(v, &hc->session_idle_s) < 0 || hc->session_idle_s < PYBOX_MCP_HTTP_SESSION_IDLE_MIN_S)
             return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                                   "--session-idle: give a time of at least %lld s, in s, m, h or d (e.g. 1h)",
+                                   "--http-session-idle: give a time of at least %lld s, in s, m, h or d (e.g. 1h)",
                                    PYBOX_MCP_HTTP_SESSION_IDLE_MIN_S);
         return 0;
     }
@@ -195,6 +210,42 @@ int pybox_mcp_args_take(void *ctx, int val, const char *v, pybox_error_t *err)
             return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
                                    "--output-root-age: give a time of at least %lld s, in s, m, h or d (e.g. 7d)",
                                    PYBOX_MCP_OUTPUT_ROOT_AGE_MIN_S);
+        return 0;
+    case OPT_WARM: {
+        uint64_t n;
+        if (pybox_parse_u64(v, &n) < 0 || n > PYBOX_MCP_WARM_MAX)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "--warm: give how many boxes to keep waiting per image, from 0 (none) to %d",
+                                   PYBOX_MCP_WARM_MAX);
+        cfg->warm = (int)n;
+        return 0;
+    }
+    case OPT_WARM_WAIT:
+        if (pybox_parse_seconds_ms(v, &cfg->warm_wait_ms) < 0 || cfg->warm_wait_ms < PYBOX_MCP_WARM_WAIT_MIN_MS ||
+            cfg->warm_wait_ms > PYBOX_MCP_WARM_WAIT_MAX_MS)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--warm-wait: give seconds from %lld to %lld",
+                                   PYBOX_MCP_WARM_WAIT_MIN_MS / 1000, PYBOX_MCP_WARM_WAIT_MAX_MS / 1000);
+        return 0;
+    case OPT_SESSIONS: {
+        uint64_t n;
+        if (pybox_parse_u64(v, &n) < 0 || n > PYBOX_MCP_SESSIONS_MAX)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "--sessions: give how many sessions may be live at once, from 0 (none) to %d",
+                                   PYBOX_MCP_SESSIONS_MAX);
+        cfg->sessions = (int)n;
+        return 0;
+    }
+    case OPT_SESSION_TTL:
+        if (pybox_parse_seconds_ms(v, &cfg->session_ttl_ms) < 0 || cfg->session_ttl_ms < PYBOX_MCP_SESSION_TTL_MIN_MS ||
+            cfg->session_ttl_ms > PYBOX_MCP_SESSION_TTL_MAX_MS)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--session-ttl: give seconds from %lld to %lld",
+                                   PYBOX_MCP_SESSION_TTL_MIN_MS / 1000, PYBOX_MCP_SESSION_TTL_MAX_MS / 1000);
+        return 0;
+    case OPT_SESSION_IDLE:
+        if (pybox_parse_seconds_ms(v, &cfg->session_idle_ms) < 0 ||
+            cfg->session_idle_ms < PYBOX_MCP_SESSION_IDLE_MIN_MS || cfg->session_idle_ms > PYBOX_MCP_SESSION_TTL_MAX_MS)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--session-idle: give seconds from %lld to %lld",
+                                   PYBOX_MCP_SESSION_IDLE_MIN_MS / 1000, PYBOX_MCP_SESSION_TTL_MAX_MS / 1000);
         return 0;
     case OPT_FILES_ROOT:
         return mcp_dir("--files-root", v, false, cfg->files_root, err);

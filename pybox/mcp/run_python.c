@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../buf.h"
@@ -27,8 +28,10 @@
 #include "../sign.h"
 #include "../state.h"
 #include "../util.h"
+#include "pool.h"
 #include "run_python.h"
 #include "server.h"
+#include "sessions.h"
 
 #define INLINE_TEXT_MAX (256 * 1024)
 #define INLINE_IMAGE_MAX (4 * 1024 * 1024)
@@ -219,7 +222,8 @@ static void allowed_list(const pybox_mcp_config_t *cfg, char *out, size_t len)
     }
 }
 
-static const char *const known_args[] = {"code", "image", "timeout_s", "memory_mib", "files", "return_files", NULL};
+static const char *const known_args[] = {"code",  "image",        "timeout_s",  "memory_mib",
+                                         "files", "return_files", "session_id", NULL};
 static const char *const known_file_keys[] = {"name", "content", "content_base64", "path", NULL};
 
 /* The first key of o not in known (NULL-terminated), or NULL. */
@@ -511,6 +515,10 @@ cJSON *pybox_mcp_run_python_describe(const pybox_mcp_config_t *cfg)
     prop(ip, "content_base64", "string", "The file's bytes, base64-encoded.");
     prop(ip, "path", "string", "A file or folder under the server's files root.");
     prop(props, "return_files", "boolean", "Return what the program leaves in /box/out.");
+    if (cfg->sessions > 0)
+        prop(props, "session_id", "string",
+             "Run in the session session_open made: its one interpreter, the globals and files its earlier calls "
+             "left (not with image, memory_mib, files or return_files).");
     cJSON *req = cJSON_AddArrayToObject(in, "required");
     cJSON_AddItemToArray(req, cJSON_CreateString("code"));
     cJSON_AddBoolToObject(in, "additionalProperties", 0);
@@ -529,33 +537,20 @@ typedef struct {
     int64_t timeout_ms, memory_bytes; /* 0: not asked */
     const cJSON *files;
     bool return_files;
+    const char *session_id; /* NULL: a fresh box */
 } call_args_t;
 
 /* The arguments, checked against the server's ceilings before anything else: NULL when
  * they pass, else the refusal. Numbers are compared as the doubles they came as, before
  * any conversion (a huge value must not wrap into a small one); values are shown with
  * every digit they need, maxima with all of theirs. */
-static cJSON *check_args(const pybox_mcp_config_t *cfg, const cJSON *args, call_args_t *a)
+/* The box's own arguments (image, timeout_s, memory_mib), checked against the server's
+ * ceilings: NULL when they pass, else the refusal. */
+static cJSON *check_box_args(const pybox_mcp_config_t *cfg, const cJSON *args, call_args_t *a)
 {
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(args, "code");
     const cJSON *image = cJSON_GetObjectItemCaseSensitive(args, "image");
     const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(args, "timeout_s");
     const cJSON *memory = cJSON_GetObjectItemCaseSensitive(args, "memory_mib");
-    const cJSON *files = cJSON_GetObjectItemCaseSensitive(args, "files");
-    const cJSON *ret = cJSON_GetObjectItemCaseSensitive(args, "return_files");
-    memset(a, 0, sizeof *a);
-    const char *unknown = unknown_key(args, known_args);
-    char quoted[SHOWN_MAX * 4 + 8];
-    if (unknown != NULL)
-        return refuse("unknown argument '%s' (run_python takes: code, image, timeout_s, memory_mib, files, "
-                      "return_files)",
-                      shown(quoted, sizeof quoted, unknown));
-    if (!cJSON_IsString(code) || code->valuestring[0] == '\0')
-        return refuse("code: give the Python program as a non-empty string");
-    a->code = code->valuestring;
-    a->code_len = strlen(code->valuestring);
-    if (a->code_len > PYBOX_PROGRAM_MAX)
-        return refuse("code: the program is larger than %d bytes (set by the server)", PYBOX_PROGRAM_MAX);
     a->image = cfg->images[0];
     if (image != NULL) {
         bool ok = false;
@@ -595,6 +590,50 @@ static cJSON *check_args(const pybox_mcp_config_t *cfg, const cJSON *args, call_
             return refuse("memory_mib: %s is above the maximum of %lld MiB (set by the server)",
                           pybox_fmt_double(asked, mib), max_mib);
         a->memory_bytes = (int64_t)memory->valuedouble * 1024 * 1024;
+    }
+    return NULL;
+}
+
+/* A session's id as the server makes them: 32 lowercase hex digits. */
+static bool session_id_valid(const cJSON *id)
+{
+    return cJSON_IsString(id) && strlen(id->valuestring) == 32 && strspn(id->valuestring, "0123456789abcdef") == 32;
+}
+
+static cJSON *check_args(const pybox_mcp_config_t *cfg, const cJSON *args, call_args_t *a)
+{
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(args, "code");
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(args, "files");
+    const cJSON *ret = cJSON_GetObjectItemCaseSensitive(args, "return_files");
+    const cJSON *session = cJSON_GetObjectItemCaseSensitive(args, "session_id");
+    memset(a, 0, sizeof *a);
+    const char *unknown = unknown_key(args, known_args);
+    char quoted[SHOWN_MAX * 4 + 8];
+    if (unknown != NULL)
+        return refuse("unknown argument '%s' (run_python takes: code, image, timeout_s, memory_mib, files, "
+                      "return_files, session_id)",
+                      shown(quoted, sizeof quoted, unknown));
+    if (!cJSON_IsString(code) || code->valuestring[0] == '\0')
+        return refuse("code: give the Python program as a non-empty string");
+    a->code = code->valuestring;
+    a->code_len = strlen(code->valuestring);
+    if (a->code_len > PYBOX_PROGRAM_MAX)
+        return refuse("code: the program is larger than %d bytes (set by the server)", PYBOX_PROGRAM_MAX);
+    cJSON *refusal = check_box_args(cfg, args, a);
+    if (refusal != NULL)
+        return refusal;
+    if (session != NULL) {
+        if (!session_id_valid(session))
+            return refuse("session_id: give the id session_open returned (32 hex digits)");
+        /* A session's box has its image and limits from session_open; its files stay
+         * with each call's fresh box. */
+        static const char *const not_in_session[] = {"image", "memory_mib", "files", "return_files"};
+        for (size_t i = 0; i < sizeof not_in_session / sizeof *not_in_session; i++)
+            if (cJSON_GetObjectItemCaseSensitive(args, not_in_session[i]) != NULL)
+                return refuse("%s: not taken with session_id (a session's image and memory are session_open's; "
+                              "files go with calls without a session)",
+                              not_in_session[i]);
+        a->session_id = session->valuestring;
     }
     if (files != NULL && (!cJSON_IsArray(files) || cJSON_GetArraySize(files) > FILES_MAX))
         return refuse("files: give an array of at most %d files", FILES_MAX);
@@ -757,11 +796,11 @@ static cJSON *refuse_prepared(const pybox_mcp_config_t *cfg, const pybox_ready_t
 
 /* The call's result: the summary, the files, the receipt; or NULL when cancelled. */
 static cJSON *result_of(const pybox_mcp_config_t *cfg, pybox_run_result_t *res, const scratch_t *sc,
-                        const pybox_ready_t *rd)
+                        const pybox_state_t *st, const pybox_output_spec_t *output)
 {
     if (res->end == PYBOX_END_CANCELLED) {
         /* cancelled: nothing is sent, and nothing of it kept */
-        if (sc->kept && !rd->output.existed && pybox_mcp_discard_kept(cfg->output_root, rd->output.base) < 0 &&
+        if (sc->kept && !output->existed && pybox_mcp_discard_kept(cfg->output_root, output->base) < 0 &&
             errno != ENOENT) {
             char e[128];
             pybox_log("removing the files of a cancelled call: %s", pybox_strerror(errno, e, sizeof e));
@@ -781,12 +820,12 @@ static cJSON *result_of(const pybox_mcp_config_t *cfg, pybox_run_result_t *res, 
     /* verifiable as it comes (pybox verify); the key is read for each call, not kept by
      * the server: one replaced while it serves (removed, then made anew) signs the next
      * receipt, and reading a key file is small beside a run */
-    pybox_sign_installation(receipt, &rd->st);
+    pybox_sign_installation(receipt, st);
     if (receipt != NULL)
         cJSON_AddItemToObject(result, "structuredContent", receipt);
     /* the core removes this folder if the call is cancelled before its result goes out */
-    if (sc->kept && !rd->output.existed)
-        cJSON_AddStringToObject(result, PYBOX_MCP_KEPT_KEY, rd->output.base);
+    if (sc->kept && !output->existed)
+        cJSON_AddStringToObject(result, PYBOX_MCP_KEPT_KEY, output->base);
     return result;
 }
 
@@ -814,13 +853,325 @@ cJSON *pybox_mcp_run_python_check(const pybox_mcp_config_t *cfg, const cJSON *ar
     return take_files(cfg, NULL, &a, &sc);
 }
 
+/* The call's program in a box made for its image before it came (pool.h): its files go
+ * there with it. The box is removed after it, or, when the files are refused, unused. */
+static cJSON *run_warm(const pybox_mcp_config_t *cfg, const call_args_t *a, const pybox_request_t *rq,
+                       const scratch_t *sc, pybox_mcp_warm_t *warm, bool *used, char *why_cold, size_t why_len)
+{
+    pybox_error_t err = {0};
+    _cleanup_(pybox_ready_free) pybox_ready_t frd;
+    pybox_ready_init(&frd);
+    if (pybox_prepare_files(rq, &frd, &err) < 0) {
+        pybox_mcp_warm_free(warm); /* never used: removed */
+        *used = true;
+        return refuse_prepared(cfg, &frd, &err);
+    }
+    pybox_run_request_t rr = warm->rd.run;
+    rr.program = a->code;
+    rr.program_len = a->code_len;
+    rr.inputs = sc->n_paths > 0 ? &frd.inputs : NULL;
+    rr.output = a->return_files ? &frd.output : NULL;
+    rr.policy.timeout_ms = a->timeout_ms;
+    rr.started_s = rq->started_s;
+    rr.cancellable = true;
+    rr.cancel_fd = rq->cancel_fd;
+    rr.hook = rq->hook;
+    rr.tick = rq->tick;
+    rr.hook_arg = rq->hook_arg;
+    ((hook_ctx_t *)rq->hook_arg)->timeout_ms = rr.policy.timeout_ms;
+    pybox_ahead_t *box = warm->box;
+    warm->box = NULL;
+    _cleanup_(pybox_run_result_free) pybox_run_result_t res;
+    pybox_ahead_run(box, &rr, &res);
+    if (res.record.seen && res.record.calls == 0 && res.end != PYBOX_END_CANCELLED) {
+        /* The box ended after it was taken and before its init handed the program on
+         * (its init's record says it was never given one): the program never ran, so it
+         * runs in a box made for it now, and its receipt says why. */
+        pybox_log("warm box of %s not used: it ended as its program came (its init says: %s, exit %d)", a->image,
+                  res.record.end, res.record.exit_code);
+        snprintf(why_cold, why_len, "the warm box taken for it ended before its program reached it (its init says: %s)",
+                 res.record.end);
+        pybox_mcp_warm_free(warm);
+        return NULL;
+    }
+    cJSON *result = result_of(cfg, &res, sc, &warm->rd.st, &frd.output);
+    pybox_mcp_warm_free(warm);
+    *used = true;
+    return result;
+}
+
+/* The call's program in a box made for it now. */
+static cJSON *run_cold(const pybox_mcp_config_t *cfg, const pybox_request_t *rq, const scratch_t *sc)
+{
+    pybox_error_t err = {0};
+    _cleanup_(pybox_ready_free) pybox_ready_t rd;
+    pybox_ready_init(&rd);
+    if (pybox_prepare(rq, &rd, &err) < 0)
+        return refuse_prepared(cfg, &rd, &err);
+    /* the deadline as resolved (asked, the image's, or PyBox's), for the progress */
+    ((hook_ctx_t *)rq->hook_arg)->timeout_ms = rd.run.policy.timeout_ms;
+    _cleanup_(pybox_run_result_free) pybox_run_result_t res;
+    pybox_ready_run(&rd, &res);
+    return result_of(cfg, &res, sc, &rd.st, &rd.output);
+}
+
+/* ---- sessions (sessions.h) ---- */
+
+/* One call in a session's box: its result, whose receipt names the session and the call;
+ * when the call ended the session, the session's end is in it too. */
+static cJSON *run_in_session(const pybox_mcp_ctx_t *ctx, const pybox_mcp_config_t *cfg, const call_args_t *a,
+                             const pybox_state_t *st, double started, int cancel_fd, hook_ctx_t *hook)
+{
+    pybox_mcp_sessions_t *ss = ctx != NULL ? ctx->sessions : NULL;
+    char why[320];
+    pybox_mcp_warm_t *w = pybox_mcp_sessions_take(ss, a->session_id, why, sizeof why);
+    if (w == NULL)
+        return refuse("session_id: %s", why);
+    int64_t most = pybox_ahead_policy(w->box)->timeout_ms;
+    if (a->timeout_ms > most) {
+        pybox_mcp_sessions_give_back(ss, a->session_id, w, NULL);
+        char asked[PYBOX_NUM_MAX], m[PYBOX_NUM_MAX];
+        return refuse("timeout_s: %s s is above the %s s of this session (session_open's timeout_s)",
+                      pybox_fmt_fixed(asked, a->timeout_ms, 3), pybox_fmt_fixed(m, most, 3));
+    }
+    pybox_run_request_t rr = w->rd.run;
+    rr.program = a->code;
+    rr.program_len = a->code_len;
+    rr.policy.timeout_ms = a->timeout_ms;
+    rr.started_s = started;
+    rr.cancellable = true;
+    rr.cancel_fd = cancel_fd;
+    rr.hook = on_step;
+    rr.tick = on_tick;
+    rr.hook_arg = hook;
+    hook->timeout_ms = rr.policy.timeout_ms;
+    bool ended = false;
+    _cleanup_(pybox_run_result_free) pybox_run_result_t res;
+    pybox_ahead_call(w->box, &rr, &res, &ended);
+    if (ended) {
+        char how[200];
+        snprintf(how, sizeof how, "its call %u ended it (%s)", res.start.call, pybox_end_word(res.end));
+        w->box = NULL; /* freed by the call */
+        pybox_mcp_sessions_give_back(ss, a->session_id, NULL, how);
+        pybox_mcp_warm_free(w);
+    } else {
+        pybox_mcp_sessions_give_back(ss, a->session_id, w, NULL);
+    }
+    scratch_t sc = {.n_paths = 0};
+    return result_of(cfg, &res, &sc, st, NULL);
+}
+
+static const char *const known_open_args[] = {"image", "timeout_s", "memory_mib", "ttl_s", NULL};
+
+static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON *args, int cancel_fd,
+                           pybox_mcp_progress_fn progress, void *progress_ctx)
+{
+    (void)cancel_fd;
+    (void)progress;
+    (void)progress_ctx;
+    const pybox_mcp_ctx_t *ctx = arg;
+    pybox_mcp_sessions_t *ss = ctx != NULL ? ctx->sessions : NULL;
+    call_args_t a;
+    memset(&a, 0, sizeof a);
+    char quoted[SHOWN_MAX * 4 + 8];
+    const char *unknown = unknown_key(args, known_open_args);
+    if (unknown != NULL)
+        return refuse("unknown argument '%s' (session_open takes: image, timeout_s, memory_mib, ttl_s)",
+                      shown(quoted, sizeof quoted, unknown));
+    cJSON *refusal = check_box_args(cfg, args, &a);
+    if (refusal != NULL)
+        return refusal;
+    int64_t ttl_ms = cfg->session_ttl_ms;
+    const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(args, "ttl_s");
+    if (ttl != NULL) {
+        char most[PYBOX_NUM_MAX];
+        pybox_fmt_fixed(most, cfg->session_ttl_ms, 3);
+        if (!cJSON_IsNumber(ttl) || !isfinite(ttl->valuedouble) || ttl->valuedouble < 1 ||
+            ttl->valuedouble * 1000 > (double)cfg->session_ttl_ms)
+            return refuse("ttl_s: give seconds from 1 up to %s (set by the server)", most);
+        ttl_ms = (int64_t)(ttl->valuedouble * 1000);
+    }
+    char why[320];
+    if (pybox_mcp_sessions_reserve(ss, why, sizeof why) < 0)
+        return refuse("%s", why);
+    pybox_error_t err = {0};
+    pybox_mcp_warm_t *w = calloc(1, sizeof *w);
+    if (w == NULL) {
+        pybox_mcp_sessions_unreserve(ss);
+        return refuse("out of memory");
+    }
+    pybox_ready_init(&w->rd);
+    pybox_request_t rq = {
+        .program = "",
+        .image = a.image,
+        .backend = cfg->backend,
+        .timeout_ms = a.timeout_ms,
+        .memory_bytes = a.memory_bytes,
+        .cap_timeout_ms = cfg->max_timeout_ms,
+        .cap_memory_bytes = cfg->max_memory_bytes,
+    };
+    if (pybox_prepare(&rq, &w->rd, &err) < 0) {
+        cJSON *r = refuse_prepared(cfg, &w->rd, &err);
+        pybox_mcp_warm_free(w);
+        pybox_mcp_sessions_unreserve(ss);
+        return r;
+    }
+    /* The init's own clocks: the idle limit and the lifetime, each with a margin after the
+     * server's, so the server ends the session first while it lives. */
+    w->rd.run.policy.box_wait_ms = cfg->session_idle_ms + PYBOX_MCP_WARM_MARGIN_MS;
+    w->rd.run.policy.box_life_ms = ttl_ms + PYBOX_MCP_WARM_MARGIN_MS;
+    if (pybox_ahead_open(w->rd.be, &w->rd.run, &w->box, &err) < 0) {
+        pybox_mcp_warm_free(w);
+        pybox_mcp_sessions_unreserve(ss);
+        return refuse("the session's box could not be made ready: %s", err.msg);
+    }
+    char id[33];
+    if (pybox_mcp_sessions_add(ss, w, ttl_ms, cfg->session_idle_ms, id, &err) < 0) {
+        pybox_mcp_warm_free(w);
+        return refuse("the session could not be kept: %s", err.msg);
+    }
+    /* Read under no lock: the session is not yet known to the agent, so no call uses it. */
+    const pybox_run_result_t *seen = pybox_ahead_seen(w->box);
+    const pybox_policy_t *p = &seen->policy;
+    char ends[40], t[PYBOX_NUM_MAX], l[PYBOX_NUM_MAX], i[PYBOX_NUM_MAX];
+    time_t end_s = (time_t)(pybox_wall_s() + ttl_ms / 1000);
+    struct tm tmv;
+    strftime(ends, sizeof ends, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&end_s, &tmv));
+    cJSON *result = cJSON_CreateObject();
+    cJSON *content = cJSON_AddArrayToObject(result, "content");
+    char text[2048];
+    snprintf(text, sizeof text,
+             "session %s opened: image %s, one interpreter for every call given this session_id (state kept "
+             "between them); each call at most %s s, %lld MiB for the session; it ends at session_close, after "
+             "%s s with no call, at %s (its lifetime, %s s), at a call that ends its interpreter (a deadline, an "
+             "out-of-memory kill, a crash), or when this connection ends. Box %s made and verified %s; preload "
+             "(said by PyBox's bootstrap): %s.",
+             id, a.image, pybox_fmt_fixed(t, p->timeout_ms, 3), (long long)(p->memory_bytes >> 20),
+             pybox_fmt_fixed(i, cfg->session_idle_ms, 3), ends, pybox_fmt_fixed(l, ttl_ms, 3), seen->box_id,
+             seen->start.made_at, seen->start.imported[0] ? seen->start.imported : "nothing");
+    add_text(content, text);
+    cJSON *sc = cJSON_AddObjectToObject(result, "structuredContent");
+    cJSON_AddStringToObject(sc, "session_id", id);
+    cJSON_AddStringToObject(sc, "image", a.image);
+    cJSON_AddNumberToObject(sc, "timeout_s", (double)p->timeout_ms / 1000.0);
+    cJSON_AddNumberToObject(sc, "memory_mib", (double)(p->memory_bytes >> 20));
+    cJSON_AddNumberToObject(sc, "ttl_s", (double)ttl_ms / 1000.0);
+    cJSON_AddNumberToObject(sc, "idle_s", (double)cfg->session_idle_ms / 1000.0);
+    cJSON_AddStringToObject(sc, "ends_at", ends);
+    cJSON_AddStringToObject(sc, "box_id", seen->box_id);
+    cJSON_AddStringToObject(sc, "box_made_at", seen->start.made_at);
+    cJSON_AddBoolToObject(sc, "box_verified", seen->verified);
+    cJSON_AddStringToObject(sc, "preload_imported", seen->start.imported);
+    return result;
+}
+
+static cJSON *session_close(void *arg, const pybox_mcp_config_t *cfg, const cJSON *args, int cancel_fd,
+                            pybox_mcp_progress_fn progress, void *progress_ctx)
+{
+    (void)cancel_fd;
+    (void)progress;
+    (void)progress_ctx;
+    const pybox_mcp_ctx_t *ctx = arg;
+    pybox_mcp_sessions_t *ss = ctx != NULL ? ctx->sessions : NULL;
+    static const char *const known[] = {"session_id", NULL};
+    char quoted[SHOWN_MAX * 4 + 8];
+    const char *unknown = unknown_key(args, known);
+    if (unknown != NULL)
+        return refuse("unknown argument '%s' (session_close takes: session_id)", shown(quoted, sizeof quoted, unknown));
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(args, "session_id");
+    if (!session_id_valid(id))
+        return refuse("session_id: give the id session_open returned (32 hex digits)");
+    char why[320];
+    pybox_mcp_warm_t *w = pybox_mcp_sessions_take(ss, id->valuestring, why, sizeof why);
+    if (w == NULL)
+        return refuse("session_id: %s", why);
+    _cleanup_(pybox_run_result_free) pybox_run_result_t res;
+    pybox_ahead_close(w->box, &res);
+    w->box = NULL;
+    pybox_mcp_sessions_give_back(ss, id->valuestring, NULL, "closed by session_close");
+    pybox_mcp_warm_free(w);
+    scratch_t sc = {.n_paths = 0};
+    return result_of(cfg, &res, &sc, ctx != NULL ? ctx->st : NULL, NULL);
+}
+
+static cJSON *session_open_describe(const pybox_mcp_config_t *cfg)
+{
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "name", "session_open");
+    cJSON_AddStringToObject(t, "title", "Open a Python session in one sealed box");
+    char desc[1024], most[PYBOX_NUM_MAX], idle[PYBOX_NUM_MAX];
+    snprintf(desc, sizeof desc,
+             "Opens a session: one sealed box whose one interpreter runs every run_python call given its "
+             "session_id, in the same globals (variables, imports, /tmp and /box/out last for the session). "
+             "Only when state between calls is needed: without it every call gets a fresh box. Returns the "
+             "session_id. A session ends at session_close, after %s s with no call, at its lifetime (ttl_s, at "
+             "most %s s), at a call that ends its interpreter, or with this connection. At most %d live at once "
+             "(set by the server).",
+             pybox_fmt_fixed(idle, cfg->session_idle_ms, 3), pybox_fmt_fixed(most, cfg->session_ttl_ms, 3),
+             cfg->sessions);
+    cJSON_AddStringToObject(t, "description", desc);
+    cJSON *in = cJSON_AddObjectToObject(t, "inputSchema");
+    cJSON_AddStringToObject(in, "type", "object");
+    cJSON *props = cJSON_AddObjectToObject(in, "properties");
+    cJSON *img = prop(props, "image", "string", "The image of the session's box (the first is the default).");
+    cJSON *en = cJSON_AddArrayToObject(img, "enum");
+    for (size_t i = 0; i < cfg->n_images; i++)
+        cJSON_AddItemToArray(en, cJSON_CreateString(cfg->images[i]));
+    cJSON *to = prop(props, "timeout_s", "number", "The longest deadline any call of the session may have.");
+    cJSON_AddNumberToObject(to, "minimum", (double)pybox_limit(PYBOX_LIMIT_TIMEOUT)->min / 1000.0);
+    cJSON_AddNumberToObject(to, "maximum", (double)cfg->max_timeout_ms / 1000.0);
+    cJSON *mem = prop(props, "memory_mib", "integer", "The session's memory limit in MiB (without swap).");
+    cJSON_AddNumberToObject(mem, "minimum", (double)(pybox_limit(PYBOX_LIMIT_MEMORY)->min >> 20));
+    cJSON_AddNumberToObject(mem, "maximum", (double)(cfg->max_memory_bytes >> 20));
+    cJSON *ttl = prop(props, "ttl_s", "number", "The session's lifetime in seconds (set by the server: at most).");
+    cJSON_AddNumberToObject(ttl, "minimum", 1);
+    cJSON_AddNumberToObject(ttl, "maximum", (double)cfg->session_ttl_ms / 1000.0);
+    cJSON_AddBoolToObject(in, "additionalProperties", 0);
+    return t;
+}
+
+static cJSON *session_close_describe(const pybox_mcp_config_t *cfg)
+{
+    (void)cfg;
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "name", "session_close");
+    cJSON_AddStringToObject(t, "title", "Close a Python session");
+    cJSON_AddStringToObject(t, "description",
+                            "Ends a session: every process in its box is killed and the box removed. Returns the "
+                            "session's receipt: its box, its calls, its totals from the kernel.");
+    cJSON *in = cJSON_AddObjectToObject(t, "inputSchema");
+    cJSON_AddStringToObject(in, "type", "object");
+    cJSON *props = cJSON_AddObjectToObject(in, "properties");
+    prop(props, "session_id", "string", "The id session_open returned.");
+    cJSON *req = cJSON_AddArrayToObject(in, "required");
+    cJSON_AddItemToArray(req, cJSON_CreateString("session_id"));
+    cJSON_AddBoolToObject(in, "additionalProperties", 0);
+    cJSON_AddItemToObject(t, "outputSchema", pybox_receipt_run_schema(false));
+    return t;
+}
+
+const pybox_mcp_tool_t pybox_mcp_session_open_tool = {
+    .name = "session_open",
+    .describe = session_open_describe,
+    .call = session_open,
+    .drop = NULL,
+};
+
+const pybox_mcp_tool_t pybox_mcp_session_close_tool = {
+    .name = "session_close",
+    .describe = session_close_describe,
+    .call = session_close,
+    .drop = NULL,
+};
+
 cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSON *args, int cancel_fd,
                             pybox_mcp_progress_fn progress, void *progress_ctx)
 {
     double started = pybox_now_s(); /* the call's phases all count from here */
     /* The installation the server serves (the core opens it again itself, as PYBOX_HOME
      * names it); without one, the one PYBOX_HOME names. The call's scratch goes there. */
-    const pybox_state_t *st = arg;
+    const pybox_mcp_ctx_t *ctx = arg;
+    const pybox_state_t *st = ctx != NULL ? ctx->st : NULL;
     pybox_state_t own;
     call_args_t a;
     cJSON *refusal = check_args(cfg, args, &a);
@@ -832,11 +1183,14 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
             return refuse("%s", err.msg);
         st = &own;
     }
+    hook_ctx_t hook = {.progress = progress, .ctx = progress_ctx, .n = 0, .next_tick_ms = PYBOX_MCP_PROGRESS_MS};
+    if (a.session_id != NULL)
+        return run_in_session(ctx, cfg, &a, st, started, cancel_fd, &hook);
     _cleanup_(scratch_free) scratch_t sc = {.n_paths = 0};
     refusal = take_files(cfg, st, &a, &sc);
     if (refusal != NULL)
         return refusal;
-    hook_ctx_t hook = {.progress = progress, .ctx = progress_ctx, .n = 0, .next_tick_ms = PYBOX_MCP_PROGRESS_MS};
+    char why_cold[512];
     pybox_request_t rq = {
         .program = a.code,
         .program_len = a.code_len,
@@ -857,16 +1211,14 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
         .hook = on_step,
         .tick = on_tick,
         .hook_arg = &hook,
+        .why_cold = why_cold,
     };
-    pybox_error_t err = {0};
-    _cleanup_(pybox_ready_free) pybox_ready_t rd;
-    pybox_ready_init(&rd);
-    if (pybox_prepare(&rq, &rd, &err) < 0)
-        return refuse_prepared(cfg, &rd, &err);
-    hook.timeout_ms = rd.run.policy.timeout_ms; /* as resolved: asked, the image's, or PyBox's */
-    _cleanup_(pybox_run_result_free) pybox_run_result_t res;
-    pybox_ready_run(&rd, &res);
-    cJSON *result = result_of(cfg, &res, &sc, &rd);
+    pybox_mcp_warm_t *warm = pybox_mcp_pool_take(ctx != NULL ? ctx->pool : NULL, a.image, a.timeout_ms, a.memory_bytes,
+                                                 why_cold, sizeof why_cold);
+    bool used = false;
+    cJSON *result = warm != NULL ? run_warm(cfg, &a, &rq, &sc, warm, &used, why_cold, sizeof why_cold) : NULL;
+    if (!used)
+        result = run_cold(cfg, &rq, &sc);
     if (result != NULL && progress)
         progress(progress_ctx, 6, 6, "done");
     return result;

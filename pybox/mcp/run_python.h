@@ -10,10 +10,23 @@
 
 #include "../buf.h"
 #include "../run.h"
+#include "../state.h"
 #include "server.h"
 
-/* The tool (its call's arg: the installation, const pybox_state_t *). */
+/* What the server's tools share (their calls' arg; NULL: the installation PYBOX_HOME
+ * names, no warm box). */
+typedef struct pybox_mcp_pool pybox_mcp_pool_t;
+typedef struct pybox_mcp_sessions pybox_mcp_sessions_t;
+typedef struct pybox_mcp_ctx {
+    const pybox_state_t *st;        /* the installation */
+    pybox_mcp_pool_t *pool;         /* the warm boxes (pool.h), or NULL */
+    pybox_mcp_sessions_t *sessions; /* the sessions (sessions.h), or NULL */
+} pybox_mcp_ctx_t;
+
+/* The tools: run_python, and the session tools (served when the server keeps sessions). */
 extern const pybox_mcp_tool_t pybox_mcp_run_python_tool;
+extern const pybox_mcp_tool_t pybox_mcp_session_open_tool;
+extern const pybox_mcp_tool_t pybox_mcp_session_close_tool;
 
 /* Its tools/list entry, and one call. */
 cJSON *pybox_mcp_run_python_describe(const pybox_mcp_config_t *cfg);

@@ -61,6 +61,29 @@ _Static_assert(PYBOX_MCP_DEPTH_MAX < CJSON_NESTING_LIMIT, "the server's bound mu
 #define PYBOX_MCP_OUTPUT_ROOT_MAX (1024LL * 1024 * 1024)
 #define PYBOX_MCP_OUTPUT_ROOT_AGE_S (24LL * 3600)
 #define PYBOX_MCP_OUTPUT_ROOT_AGE_MIN_S 60LL
+/* Warm boxes (--warm, --warm-wait; docs/mcp.md): how many the server keeps waiting per
+ * image it offers, made, verified, their interpreter started and the image's preload
+ * imported, each for one call; and how long one may wait before it is replaced (its own
+ * init ends it PYBOX_MCP_WARM_MARGIN_MS later, should the server be gone). */
+#define PYBOX_MCP_WARM 1
+#define PYBOX_MCP_WARM_MAX 8
+#define PYBOX_MCP_WARM_WAIT_MS (300LL * 1000)
+#define PYBOX_MCP_WARM_WAIT_MIN_MS (10LL * 1000)
+#define PYBOX_MCP_WARM_WAIT_MAX_MS (3600LL * 1000)
+#define PYBOX_MCP_WARM_MARGIN_MS (10LL * 1000)
+/* A call that finds no box waiting but one being made waits for it at most this long. */
+#define PYBOX_MCP_WARM_TAKE_WAIT_MAX_MS 10000
+/* Sessions (--sessions, --session-ttl, --session-idle; docs/mcp.md): how many may be live
+ * at once (0: the session tools are not offered), the longest lifetime session_open may
+ * ask (and its default), and how long a session waits for its next call. The box's own
+ * init ends it PYBOX_MCP_WARM_MARGIN_MS after either, should the server be gone. */
+#define PYBOX_MCP_SESSIONS 2
+#define PYBOX_MCP_SESSIONS_MAX 16
+#define PYBOX_MCP_SESSION_TTL_MS (1800LL * 1000)
+#define PYBOX_MCP_SESSION_TTL_MIN_MS (10LL * 1000)
+#define PYBOX_MCP_SESSION_TTL_MAX_MS (24LL * 3600 * 1000)
+#define PYBOX_MCP_SESSION_IDLE_MS (300LL * 1000)
+#define PYBOX_MCP_SESSION_IDLE_MIN_MS (5LL * 1000)
 
 typedef struct pybox_mcp_config {
     char images[PYBOX_MCP_IMAGES_MAX][PYBOX_NAME_MAX]; /* allowed images, first is the default */
@@ -73,6 +96,11 @@ typedef struct pybox_mcp_config {
     int64_t output_root_age_s;  /* a call folder older than this goes; 0 = PYBOX_MCP_OUTPUT_ROOT_AGE_S */
     size_t out_queue_max;       /* bytes queued for stdout at most; 0 = PYBOX_MCP_OUT_QUEUE_MAX */
     char backend[32];           /* --backend ("" = the installation's) */
+    int warm;                   /* warm boxes kept per image (0: none) */
+    int64_t warm_wait_ms;       /* the longest one waits before it is replaced */
+    int sessions;               /* sessions live at once at most (0: none) */
+    int64_t session_ttl_ms;     /* the longest lifetime a session may have */
+    int64_t session_idle_ms;    /* how long a session waits for its next call */
 } pybox_mcp_config_t;
 
 /* Report progress of a call (only when the client asked for it). */

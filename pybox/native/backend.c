@@ -68,6 +68,8 @@ static void spec_digest(const pybox_native_spec_t *s, char out[65])
                    pybox_policy_seccomp_sha256());
     if (s->relax_unmask != NULL) /* only then: the digest of every other spec stays as it was */
         pybox_buf_addf(&b, " unmask=%s", s->relax_unmask);
+    if (s->wait_ms > 0) /* a box made before its program (the same: a cold box's stays as it was) */
+        pybox_buf_addf(&b, " wait=%lld life=%lld", (long long)s->wait_ms, (long long)s->life_ms);
     if (pybox_buf_ok(&b))
         pybox_sha256_hex(b.data, b.len, out);
     else
@@ -110,6 +112,8 @@ static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t
     s->shm_bytes = p->shm_bytes;
     s->uid = p->program_uid; /* the run's own; a relaxation (program root, a shared uid) is the sandbox's */
     s->timer_ms = p->box_timer_ms;
+    s->wait_ms = p->box_wait_ms;
+    s->life_ms = p->box_life_ms;
     s->memory_bytes = (p->relax & PYBOX_RELAX_MEMORY) ? 0 : p->memory_bytes;
     s->pids = (p->relax & PYBOX_RELAX_PIDS) ? 0 : p->pids;
     s->nano_cpus = p->nano_cpus;
@@ -546,14 +550,39 @@ static int n_run_cgroup(pybox_backend_t *base, const char *run_id, pybox_cgroup_
     return native_loc(&cg, loc);
 }
 
-static int n_forget(pybox_backend_t *base, const char *install_id, pybox_error_t *err)
+/* The installation's cgroup parents, one per hierarchy ("" for none); none under systemd,
+ * where each box's scope is systemd's, gone with the box. */
+static int n_parents(const native_backend_t *be, const char *install_id, char dirs[5][PATH_MAX], pybox_error_t *err)
 {
-    native_backend_t *be = nbe(base);
-    char parent[PYBOX_NATIVE_CG_PARENT_MAX], dirs[5][PATH_MAX];
+    char parent[PYBOX_NATIVE_CG_PARENT_MAX];
+    memset(dirs, 0, 5 * sizeof dirs[0]);
     if (be->cg_host.systemd)
-        return 0; /* each box's scope is systemd's, gone with the box */
+        return 0;
     if (pybox_native_cg_parent(install_id, parent, err) < 0 ||
         pybox_native_cg_holders(&be->cg_host, parent, dirs, err) < 0)
+        return -1;
+    return 0;
+}
+
+static int n_kept(pybox_backend_t *base, const char *install_id, char (*out)[PATH_MAX], size_t max, size_t *n,
+                  pybox_error_t *err)
+{
+    char dirs[5][PATH_MAX];
+    *n = 0;
+    if (n_parents(nbe(base), install_id, dirs, err) < 0)
+        return -1;
+    for (size_t i = 0; i < 5 && *n < max; i++) {
+        struct stat sb;
+        if (dirs[i][0] != '\0' && stat(dirs[i], &sb) == 0)
+            memcpy(out[(*n)++], dirs[i], PATH_MAX);
+    }
+    return 0;
+}
+
+static int n_forget(pybox_backend_t *base, const char *install_id, pybox_error_t *err)
+{
+    char dirs[5][PATH_MAX];
+    if (n_parents(nbe(base), install_id, dirs, err) < 0)
         return -1;
     for (size_t i = 0; i < 5; i++)
         if (dirs[i][0] != '\0' && rmdir(dirs[i]) < 0 && errno != ENOENT && errno != EBUSY && errno != ENOTEMPTY)
@@ -619,5 +648,6 @@ const pybox_backend_ops_t pybox_native_backend_ops = {
     .remove_leftover = n_remove_leftover,
     .run_cgroup = n_run_cgroup,
     .forget = n_forget,
+    .kept = n_kept,
     .images = &pybox_native_image_ops,
 };

@@ -552,8 +552,20 @@ int pybox_native_cg_populated(const pybox_native_cgroup_t *cg, bool *populated, 
         int64_t v;
         if (pybox_fmt(p, sizeof p, "%s/cgroup.events", cg->unified) < 0)
             return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup path");
-        if (pybox_native_read_small(p, buf, sizeof buf, &n, err) < 0 ||
-            pybox_np_cg_keyed(buf, n, "populated", &v, err) < 0)
+        pybox_error_t rerr = {0};
+        struct stat sb;
+        if (pybox_native_read_small(p, buf, sizeof buf, &n, &rerr) < 0) {
+            /* The leaf is gone: under systemd its scope is stopped and trimmed the moment
+             * the box's last process ends. The kernel removes only a cgroup that holds no
+             * process (rmdir says EBUSY otherwise), so its absence is its emptiness. */
+            if (rerr.errnum == ENOENT && lstat(cg->unified, &sb) < 0 && errno == ENOENT) {
+                *populated = false;
+                return 0;
+            }
+            *err = rerr;
+            return -1;
+        }
+        if (pybox_np_cg_keyed(buf, n, "populated", &v, err) < 0)
             return -1;
         *populated = v != 0;
         return 0;

@@ -44,7 +44,7 @@ int pybox_native_drive(pybox_native_box_t *b, const char *program, size_t len, i
     if (pybox_random_hex(PYBOX_GUEST_SECRET_HEX / 2, secret, err) < 0)
         return -1;
     char hello[PYBOX_GUEST_HELLO_MAX];
-    int hl = snprintf(hello, sizeof hello, "%s%s %zu\n", PYBOX_GUEST_HELLO, secret, len);
+    int hl = snprintf(hello, sizeof hello, "%s%s\n%c%zu\n", PYBOX_GUEST_HELLO, secret, PYBOX_GUEST_CTL_PROGRAM, len);
     pybox_buf_t in;
     pybox_buf_init(&in, 0);
     if (pybox_buf_append(&in, hello, (size_t)hl) < 0 || pybox_buf_append(&in, program, len) < 0) {

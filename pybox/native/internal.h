@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "../../guest/proto.h"
 #include "sandbox.h"
 
 /* Capability bits of the box's init (and of the relaxations). */
@@ -47,7 +48,7 @@ struct pybox_native_box {
     uint64_t caps;                               /* init's capabilities (permitted, effective, bounding) */
     struct rlimit rlimits[PYBOX_NATIVE_RLIMITS]; /* soft = hard, as given to init */
     /* What verify compares init with. */
-    char argv[3][64];
+    char argv[PYBOX_GUEST_ARGC][PYBOX_GUEST_ARG_MAX];
     /* The masked and read-only /proc paths this kernel has. */
     const char *proc_files[PYBOX_NATIVE_PROC_MASK_MAX];
     size_t n_proc_files;

@@ -249,6 +249,8 @@ int pybox_native_spec_check(const pybox_native_spec_t *s, pybox_error_t *err)
     if (!clean_abs(s->staging) || stat(s->staging, &sb) < 0 || !S_ISDIR(sb.st_mode))
         return usage(err, "the staging folder is not a clean absolute path of a folder", s->staging);
     if (range(err, "timer_ms", s->timer_ms, 1, PYBOX_GUEST_TIMER_MAX_MS) < 0 ||
+        range(err, "wait_ms", s->wait_ms, 0, PYBOX_GUEST_TIMER_MAX_MS) < 0 ||
+        range(err, "life_ms", s->life_ms, 0, PYBOX_GUEST_TIMER_MAX_MS) < 0 || (s->life_ms > 0 && s->wait_ms == 0) ||
         /* a relaxed box runs as root or the shared uid: its own is not used then */
         ((s->relax & (PYBOX_RELAX_PROGRAM_ROOT | PYBOX_RELAX_SHARED_UID)) == 0 &&
          range(err, "uid", s->uid, 1, PYBOX_GUEST_UID_MAX) < 0) ||
@@ -333,7 +335,7 @@ typedef struct plan {
      * parent's end, closed in the child. */
     int go_r, go_w;
     struct rlimit rl[PYBOX_NATIVE_RLIMITS];
-    char *argv[4];
+    char *argv[PYBOX_GUEST_ARGC + 1];
     char *envp[72];
 } plan_t;
 
@@ -551,7 +553,7 @@ static int plan_make(plan_t *p, const pybox_native_spec_t *s, pybox_native_box_t
         return -1;
     pybox_native_rlimits(s, b->rlimits);
     memcpy(p->rl, b->rlimits, sizeof p->rl);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < PYBOX_GUEST_ARGC; i++)
         p->argv[i] = b->argv[i];
     size_t ne = 0;
     for (const char *const *e = s->env; *e != NULL; e++)
@@ -1044,9 +1046,7 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     b->end.oom_kills = -1;
     b->collect = (s->relax & PYBOX_RELAX_IN_FLIGHT) == 0;
     b->held_oom_kills = -1;
-    snprintf(b->argv[0], sizeof b->argv[0], "%s", PYBOX_GUEST_INIT_PATH);
-    snprintf(b->argv[1], sizeof b->argv[1], "%s%lld", PYBOX_GUEST_TIMER_FLAG, (long long)s->timer_ms);
-    snprintf(b->argv[2], sizeof b->argv[2], "%s%u", PYBOX_GUEST_UID_FLAG, b->program_uid);
+    pybox_guest_argv(b->argv, s->timer_ms, b->program_uid, s->wait_ms, s->life_ms);
     plan_t *p = NULL;
     int rep[2] = {-1, -1}, in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
     int cgfd = -1, go[2] = {-1, -1};

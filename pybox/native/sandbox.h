@@ -31,6 +31,7 @@ typedef struct pybox_native_spec {
     int64_t shm_bytes;                       /* the same at /dev/shm */
     uint32_t uid;                            /* the program's uid = gid (init's --program-uid), unless relaxed */
     int64_t timer_ms;                        /* init's --timer-ms */
+    int64_t wait_ms, life_ms;                /* init's --wait-ms and --life-ms (0: a cold box) */
     int64_t memory_bytes, pids, nano_cpus;   /* cgroup limits (memory: swap equal, i.e. none) */
     int64_t nofile, fsize_bytes, sigpending; /* rlimits (soft = hard) */
     int64_t core_bytes;                      /* the core rlimit */

@@ -319,9 +319,14 @@ static void check_exe(pybox_nv_t *v, pybox_native_box_t *b, const pybox_native_s
     size_t len;
     if (read_proc(b->pid, "cmdline", &t, &len, err) < 0)
         return;
-    char want[256];
-    int wl = snprintf(want, sizeof want, "%s%c%s%lld%c%s%u%c", PYBOX_GUEST_INIT_PATH, 0, PYBOX_GUEST_TIMER_FLAG,
-                      (long long)s->timer_ms, 0, PYBOX_GUEST_UID_FLAG, pybox_native_program_uid(s), 0);
+    char want[PYBOX_GUEST_ARGC * PYBOX_GUEST_ARG_MAX], args[PYBOX_GUEST_ARGC][PYBOX_GUEST_ARG_MAX];
+    pybox_guest_argv(args, s->timer_ms, pybox_native_program_uid(s), s->wait_ms, s->life_ms);
+    int wl = 0;
+    for (int i = 0; i < PYBOX_GUEST_ARGC; i++) {
+        size_t al = strlen(args[i]) + 1; /* with its NUL, as /proc/<pid>/cmdline has it */
+        memcpy(want + wl, args[i], al);
+        wl += (int)al;
+    }
     v->checked++;
     if (wl < 0 || (size_t)wl != len || memcmp(want, t, len) != 0) {
         for (size_t i = 0; i < len; i++)

@@ -51,7 +51,7 @@ const FILES_ROOT = path.join(TMP, 'files');
 const OUTPUT_ROOT = path.join(TMP, 'out');
 fs.mkdirSync(FILES_ROOT, { recursive: true });
 fs.mkdirSync(OUTPUT_ROOT, { recursive: true });
-const SERVER_ARGS = ['mcp', '--images', 'stdlib,data', '--max-timeout', '30',
+const SERVER_ARGS = ['mcp', '--images', 'stdlib,data', '--warm', '0', '--max-timeout', '30',
   '--files-root', FILES_ROOT, '--output-root', OUTPUT_ROOT];
 
 process.on('unhandledRejection', (e) => log('unhandled rejection (ignored):', e?.message ?? e));
@@ -74,8 +74,8 @@ function withTimeout(promise, limitMs, what) {
 }
 
 // The engine, with a deadline on every question.
-const engineIds = async () => (await withTimeout(boxes(), 5000, 'engine (containers)')).map((b) => b.Id);
-const volumeNames = async () => (await withTimeout(volumes(), 5000, 'engine (volumes)')).map((v) => v.Name);
+const engineIds = async () => (await withTimeout(boxes(), 5000, 'engine (containers)')).map((b) => b.id);
+const volumeNames = async () => (await withTimeout(volumes(), 5000, 'engine (volumes)')).map((v) => v.id);
 // This installation's containers that were not there before (ids in pre).
 const newBoxes = async (pre) => (await engineIds()).filter((id) => !pre.has(id));
 const newVolumes = async (pre) => (await volumeNames()).filter((n) => !pre.has(n));

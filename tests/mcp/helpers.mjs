@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Shared by the MCP client tests: the pybox binary and installation the integration
-// harness set up (tests/test_mcp.c), the engine asked directly, and a raw line client.
+// harness set up (tests/test_mcp.c), the installation's boxes as pybox-campaign inspect says (the engine's event log asked directly), and a raw line client.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import assert from 'node:assert/strict';
+import { inspect } from './install.mjs';
 
 export const PYBOX = process.env.PYBOX_BIN;
 export const INSTALL = process.env.PYBOX_TEST_INSTALL_ID;
@@ -16,72 +17,32 @@ assert.ok(PYBOX && process.env.PYBOX_HOME && INSTALL,
 export const serverEnv = { PYBOX_HOME: process.env.PYBOX_HOME, PATH: process.env.PATH };
 if (process.env.DOCKER_HOST) serverEnv.DOCKER_HOST = process.env.DOCKER_HOST;
 // The backend the tests run on (as pybox reads it): docker, or native (boxes PyBox makes
-// itself: asked of the kernel's cgroup folders and the installation's staging folder).
+// itself). Its boxes are asked of pybox-campaign inspect, which asks the backend.
+// The server is always told which, so that it never falls back to its own default.
 export const BACKEND = process.env.PYBOX_BACKEND || 'docker';
-if (process.env.PYBOX_BACKEND) serverEnv.PYBOX_BACKEND = process.env.PYBOX_BACKEND;
+serverEnv.PYBOX_BACKEND = BACKEND;
 
 function socketPath() {
   const h = process.env.DOCKER_HOST;
   return h && h.startsWith('unix://') ? h.slice(7) : '/var/run/docker.sock';
 }
 
-// GET on the engine's API, parsed.
-export function engine(path) {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath: socketPath(), path, method: 'GET' }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        const body = Buffer.concat(chunks).toString('utf8');
-        if (res.statusCode !== 200) reject(new Error(`engine ${path}: ${res.statusCode} ${body}`));
-        else resolve(JSON.parse(body));
-      });
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 const installFilter = (extra = {}) =>
   encodeURIComponent(JSON.stringify({ label: [`pybox.install=${INSTALL}`], ...extra }));
 
-// The native backend's folders of this installation (pybox/native/cgroup.h,
-// docs/cgroups.md): the cgroup parent (v2, or v1's memory controller), or on v2 under
-// systemd pybox.slice, where each box has a scope "pybox-<install>-<run>.scope"; and the
-// staging folder. Each box is a folder named by its run id (or its scope).
-const RUN_ID = /^[0-9a-f]{32}$/;
-const underSystemd = () => fs.existsSync('/sys/fs/cgroup/cgroup.controllers') && fs.existsSync('/run/systemd/system');
+// The native backend's folders whose modification time says a box was made: its cgroup
+// parents (none under systemd, where pybox.slice is every installation's) as the backend
+// keeps them, and the installation's staging folder.
 function nativeFolders() {
-  const root = '/sys/fs/cgroup';
-  const v2 = fs.existsSync(`${root}/cgroup.controllers`);
-  const cg = underSystemd() ? `${root}/pybox.slice` : v2 ? `${root}/pybox-${INSTALL}` : `${root}/memory/pybox-${INSTALL}`;
-  return [cg, `${process.env.PYBOX_HOME}/native/staging`];
-}
-const scopePrefix = () => `pybox-${INSTALL}-`;
-function runIdOf(name) {
-  if (RUN_ID.test(name)) return name;
-  const p = scopePrefix();
-  if (name.startsWith(p) && name.endsWith('.scope') && RUN_ID.test(name.slice(p.length, -6))) return name.slice(p.length, -6);
-  return null;
-}
-function nativeBoxes() {
-  const ids = new Set();
-  for (const dir of nativeFolders()) {
-    let names = [];
-    try { names = fs.readdirSync(dir); } catch { names = []; }
-    for (const n of names) {
-      const id = runIdOf(n);
-      if (id && (!n.endsWith('.scope') || fs.existsSync(`${dir}/${n}/box`))) ids.add(id);
-    }
-  }
-  return [...ids].map((id) => ({ Id: id, Names: [`/pybox-${id}`] }));
+  return [...inspect(process.env.PYBOX_HOME, ['native']).backends.native.kept,
+    `${process.env.PYBOX_HOME}/native/staging`];
 }
 
-// This installation's boxes (any state) and volumes.
-export const boxes = async () => BACKEND === 'native' ? nativeBoxes()
-  : engine(`/containers/json?all=1&filters=${installFilter()}`);
-export const volumes = async () => BACKEND === 'native' ? []
-  : (await engine(`/volumes?filters=${installFilter()}`)).Volumes || [];
+// This installation's boxes (any state) and volumes, as its backend lists them: { id,
+// name, run_id, running, cgroup, procs } (pybox-campaign inspect).
+const items = (kind) => inspect(process.env.PYBOX_HOME, [BACKEND]).backends[BACKEND].items.filter((x) => x.kind === kind);
+export const boxes = async () => items('box');
+export const volumes = async () => items('volume');
 
 // Boxes of this installation the engine created between two times (unix seconds). The
 // native backend keeps no event log: a box made (or removed) meanwhile changes its
@@ -89,9 +50,7 @@ export const volumes = async () => BACKEND === 'native' ? []
 export async function createdBetween(since, until) {
   if (BACKEND === 'native') {
     const changed = [];
-    // pybox.slice (under systemd) holds every installation's boxes: only the staging
-    // folder is this installation's alone there.
-    for (const dir of nativeFolders().slice(underSystemd() ? 1 : 0)) {
+    for (const dir of nativeFolders()) {
       let st = null;
       try { st = fs.statSync(dir); } catch { st = null; }
       const t = st ? st.mtimeMs / 1000 : 0;
@@ -113,23 +72,28 @@ export async function createdBetween(since, until) {
   return text.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l));
 }
 
-// Ask the engine until none of this installation's boxes is left; returns the time it
+// Ask until none of this installation's boxes is left; returns the time it
 // took (ms). Fails after limitMs.
 export async function waitNoBoxes(limitMs) {
   const t0 = performance.now();
   for (;;) {
     const left = await boxes();
     if (left.length === 0) return performance.now() - t0;
-    if (performance.now() - t0 > limitMs) assert.fail(`boxes still there after ${limitMs} ms: ${left.map((b) => b.Names).join(' ')}`);
+    if (performance.now() - t0 > limitMs) assert.fail(`boxes still there after ${limitMs} ms: ${left.map((b) => b.name).join(' ')}`);
     await new Promise((r) => setImmediate(r));
   }
 }
+
+// A server's arguments with --warm 0 unless they name --warm: the tests that count the
+// boxes a call builds (none for a refusal, one per call) run a server that keeps none
+// waiting; the warm boxes have tests of their own.
+export const coldUnlessAsked = (args) => args.some((a) => a.startsWith('--warm')) ? args : [...args, '--warm', '0'];
 
 // A raw client: one message per line, every line kept as it came (bytes), so tests can
 // see exactly what reached stdout.
 export class RawServer {
   constructor(args = []) {
-    this.proc = spawn(PYBOX, ['mcp', ...args], { env: serverEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.proc = spawn(PYBOX, ['mcp', ...coldUnlessAsked(args)], { env: serverEnv, stdio: ['pipe', 'pipe', 'pipe'] });
     this.raw = [];
     this.messages = [];
     this.waiters = [];

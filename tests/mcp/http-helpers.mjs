@@ -34,7 +34,8 @@ export class HttpServer {
     s.tokens = s.folder.tokens;
     s.stderr = '';
     s.waiters = [];
-    const argv = [PYBOX, 'mcp', '--listen', listen, '--token-file', s.folder.file, ...args];
+    // no warm boxes unless asked: the tests count the boxes a call makes
+    const argv = [PYBOX, 'mcp', '--listen', listen, '--token-file', s.folder.file, '--warm', '0', ...args];
     s.proc = spawn(under.length > 0 ? under[0] : PYBOX, [...under.slice(1), ...argv].slice(under.length > 0 ? 0 : 1),
       { env: { ...serverEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     s.stdout = '';

@@ -54,7 +54,7 @@ test('the SDK client gets the same results and receipts over HTTP as over stdio'
   const outHttp = path.join(dir, 'out-http');
   for (const d of [filesRoot, outStdio, outHttp]) fs.mkdirSync(d);
   fs.writeFileSync(path.join(filesRoot, 'shared.txt'), 'from the files root\n');
-  const common = ['--images', 'stdlib', '--max-timeout', '30', '--files-root', filesRoot];
+  const common = ['--images', 'stdlib', '--warm', '0', '--max-timeout', '30', '--files-root', filesRoot];
   const stdioClient = new Client({ name: 'pybox-tests', version: '1.0.0' });
   await stdioClient.connect(new StdioClientTransport({ command: PYBOX, args: ['mcp', ...common, '--output-root', outStdio],
     env: serverEnv, stderr: 'pipe' }));

@@ -12,7 +12,7 @@ const require = createRequire(import.meta.url);
 const cli = path.join(path.dirname(require.resolve('@modelcontextprotocol/inspector/package.json')), 'cli', 'build', 'cli.js');
 const envArgs = Object.entries(serverEnv).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
 
-function inspector(args, target = [...envArgs, PYBOX, 'mcp', '--images', 'stdlib']) {
+function inspector(args, target = [...envArgs, PYBOX, 'mcp', '--images', 'stdlib', '--warm', '0']) {
   return new Promise((resolve, reject) => {
     execFile(process.execPath, [cli, '--cli', ...target, ...args],
       { timeout: 120000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
@@ -24,7 +24,7 @@ function inspector(args, target = [...envArgs, PYBOX, 'mcp', '--images', 'stdlib
 
 test('the Inspector lists the tool', async () => {
   const out = await inspector(['--method', 'tools/list']);
-  assert.deepEqual(out.tools.map((t) => t.name), ['run_python']);
+  assert.deepEqual(out.tools.map((t) => t.name), ['run_python', 'session_open', 'session_close']);
   assert.equal(out.tools[0].inputSchema.required[0], 'code');
   assert.equal(out.tools[0].outputSchema.properties.schema.const, 'pybox.receipt/2');
 });

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-// For the leak check and the soak: a throwaway PyBox installation, the engine asked directly, and what an installation's runs left behind on either backend.
+// For the leak check and the soak: a throwaway PyBox installation, and what an installation's runs left behind on either backend, as pybox-campaign inspect says.
 //
 // What a run leaves while it is alive (pybox/journal.c, pybox/uid.c, docs/cleanup.md):
-// its note under <home>/runs/; its uid's lease in /run/pybox/uids/<uid> ("<run id>
-// <expires>"); with Docker, its box and volume (label pybox.install) and the box's cgroup;
-// with the native backend, its cgroup leaf pybox-<install id>/<run id> in each
-// controller and its staging folder <home>/native/staging/<run id>.
+// its note; its uid's lease; with Docker, its box and volume (label pybox.install) and
+// the box's cgroup; with the native backend, its cgroup leaf (or scope) and its staging
+// folder. pybox-campaign inspect (docs/campaign.md) asks each backend and the kernel for
+// them: no layout is spelled here.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -30,15 +30,21 @@ function request(method, p, limitMs = 10000) {
   });
 }
 
-export async function engine(p) {
-  const r = await request('GET', p);
-  if (r.status !== 200) throw new Error(`engine GET ${p}: ${r.status} ${r.body.slice(0, 200)}`);
-  return JSON.parse(r.body);
-}
+// The pybox-campaign beside the pybox under test (or PYBOX_CAMPAIGN_BIN).
+export const campaignBin = () => process.env.PYBOX_CAMPAIGN_BIN
+  || path.join(path.dirname(process.env.PYBOX_BIN || 'pybox'), 'pybox-campaign');
 
-const filter = (installId) => encodeURIComponent(JSON.stringify({ label: [`pybox.install=${installId}`] }));
-export const dockerBoxes = (installId) => engine(`/containers/json?all=1&filters=${filter(installId)}`);
-export const dockerVolumes = async (installId) => (await engine(`/volumes?filters=${filter(installId)}`)).Volumes || [];
+// What the installation in home has now, on these backends (pybox-campaign inspect
+// --json): { installation, backends: { name: { items, kept } }, notes, leases }. Throws
+// when a backend cannot say.
+export function inspect(home, backends) {
+  const args = ['inspect', '--home', home, '--json'];
+  for (const b of backends) args.push('--backend', b);
+  return JSON.parse(execFileSync(campaignBin(), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+}
+const itemsOf = (j, backend, kind) => ((j.backends[backend] || {}).items || []).filter((x) => x.kind === kind);
+export const dockerBoxes = async (home) => itemsOf(inspect(home, ['docker']), 'docker', 'box');
+export const dockerVolumes = async (home) => itemsOf(inspect(home, ['docker']), 'docker', 'volume');
 
 export function installIdOf(home) {
   const id = fs.readFileSync(path.join(home, 'install-id'), 'utf8').trim(); // pybox/state.c
@@ -86,79 +92,29 @@ export function ensureStdlib(bin, env, backend, repo) {
     { env: { ...env, PYBOX_IMAGES: path.join(repo, 'images') }, stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
-const cgroupRoot = () => process.env.PYBOX_TEST_CGROUP_ROOT || '/sys/fs/cgroup';
-const ls = (d) => { try { return fs.readdirSync(d); } catch { return []; } };
-const isRunId = (n) => /^[0-9a-f]{32}$/.test(n);
-
-// On cgroup v2 under systemd each native box is in a scope of its own in pybox.slice,
-// "pybox-<install>-<run>.scope", PyBox's leaf "box" inside it (pybox/native/cgroup.h,
-// docs/cgroups.md); elsewhere a leaf per box under the installation's parent.
-const underSystemd = () => fs.existsSync(path.join(cgroupRoot(), 'cgroup.controllers'))
-  && fs.existsSync('/run/systemd/system');
-
-// Native cgroup leaves of an installation: [{controller, run}] (v1 controllers and v2).
-export function nativeLeaves(installId) {
-  const root = cgroupRoot();
-  const out = [];
-  if (underSystemd()) {
-    const prefix = `pybox-${installId}-`;
-    for (const n of ls(path.join(root, 'pybox.slice'))) {
-      const run = n.startsWith(prefix) && n.endsWith('.scope') ? n.slice(prefix.length, -6) : '';
-      if (isRunId(run) && fs.existsSync(path.join(root, 'pybox.slice', n, 'box'))) out.push({ controller: 'v2', run });
-    }
-    return out;
-  }
-  const parents = ['memory', 'pids', 'cpu', 'cpuacct', 'cpu,cpuacct', 'unified', '']
-    .map((c) => [c || 'v2', path.join(root, c, `pybox-${installId}`)]);
-  const seen = new Set();
-  for (const [c, dir] of parents) {
-    let real;
-    try { real = fs.realpathSync(dir); } catch { continue; }
-    if (seen.has(real)) continue;
-    seen.add(real);
-    for (const n of ls(dir)) if (isRunId(n)) out.push({ controller: c, run: n });
-  }
-  return out;
-}
-
 // The installation's native cgroup parents (folders PyBox made once and keeps; none under
-// systemd).
-export function nativeParents(installId) {
-  const root = cgroupRoot();
-  if (underSystemd()) return [];
-  return ['memory', 'pids', 'cpu', 'cpuacct', 'cpu,cpuacct', 'unified', '']
-    .map((c) => path.join(root, c, `pybox-${installId}`)).filter((d) => fs.existsSync(d));
-}
-
-// Lease files naming one of runIds: [{uid, run, expires}].
-export function leasesOf(runIds) {
-  const dir = '/run/pybox/uids';
-  const out = [];
-  for (const n of ls(dir)) {
-    let text = '';
-    try { text = fs.readFileSync(path.join(dir, n), 'utf8'); } catch { continue; }
-    const [run, exp] = text.trim().split(' ');
-    if (runIds.has(run)) out.push({ uid: n, run, expires: Number(exp) });
-  }
-  return out;
+// systemd), as the backend says (its kept).
+export function nativeParents(home) {
+  return inspect(home, ['native']).backends.native.kept;
 }
 
 // Everything of the installation that is there now: ids and names by kind. Docker boxes
 // and volumes only when the backend is docker (or always: both backends may be in use).
-export async function snapshot({ home, installId, runIds = new Set(), docker = true }) {
-  const s = {
-    boxes: [], volumes: [], docker_cgroups: [],
-    notes: ls(path.join(home, 'runs')),
-    native_leaves: nativeLeaves(installId).map((l) => `${l.controller}/${l.run}`),
-    native_staging: ls(path.join(home, 'native', 'staging')),
-    leases: leasesOf(runIds).map((l) => `${l.uid}:${l.run}`),
+export async function snapshot({ home, runIds = new Set(), docker = true }) {
+  const j = inspect(home, docker ? ['native', 'docker'] : ['native']);
+  const native = itemsOf(j, 'native', 'box');
+  return {
+    boxes: docker ? itemsOf(j, 'docker', 'box').map((b) => b.id) : [],
+    volumes: docker ? itemsOf(j, 'docker', 'volume').map((v) => v.id) : [],
+    docker_cgroups: [],
+    notes: j.notes.map((n) => n.run_id),
+    native_leaves: native.flatMap((b) => b.cgroup),
+    native_staging: native.filter((b) => b.state.includes('staging')).map((b) => b.run_id),
+    leases: j.leases.filter((l) => runIds.has(l.run_id)).map((l) => `${l.uid}:${l.run_id}`),
   };
-  if (docker) {
-    s.boxes = (await dockerBoxes(installId)).map((b) => b.Id);
-    s.volumes = (await dockerVolumes(installId)).map((v) => v.Name);
-  }
-  return s;
 }
+
+const cgroupRoot = () => process.env.PYBOX_TEST_CGROUP_ROOT || '/sys/fs/cgroup';
 
 // Docker cgroup folders of these box ids still on the host (v1 and v2 layouts).
 export function dockerCgroupsOf(boxIds) {
@@ -187,10 +143,10 @@ export function added(before, after) {
 
 // Remove what the installation has in the engine (only ever its own label), its native
 // cgroup parents (empty by now) and its folder.
-export async function removeInstall(home, installId) {
-  for (const b of await dockerBoxes(installId).catch(() => [])) await request('DELETE', `/containers/${b.Id}?force=1&v=1`);
-  for (const v of await dockerVolumes(installId).catch(() => [])) await request('DELETE', `/volumes/${v.Name}?force=1`);
-  for (const d of nativeParents(installId)) {
+export async function removeInstall(home) {
+  for (const b of await dockerBoxes(home).catch(() => [])) await request('DELETE', `/containers/${b.id}?force=1&v=1`);
+  for (const v of await dockerVolumes(home).catch(() => [])) await request('DELETE', `/volumes/${v.id}?force=1`);
+  for (const d of nativeParents(home)) {
     try { fs.rmdirSync(d); } catch { /* a leaf is still there: it is reported as left */ }
   }
   fs.rmSync(home, { recursive: true, force: true });

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
-import { BACKEND, PYBOX, serverEnv, RawServer, boxes, waitNoBoxes } from './helpers.mjs';
+import { BACKEND, INSTALL, PYBOX, serverEnv, RawServer, boxes, waitNoBoxes } from './helpers.mjs';
 
 const call = (id, args, token) => ({ jsonrpc: '2.0', id, method: 'tools/call',
   params: { name: 'run_python', arguments: args, ...(token !== undefined ? { _meta: { progressToken: token } } : {}) } });
@@ -190,8 +190,8 @@ async function killedMidCall() {
 
 // pybox cleanup until none of this installation's boxes is left (a killed run's box is
 // removed once it has expired: its timer, and the tests' short expiry), bounded.
-function cleanupUntilNoBoxes() {
-  const end = Date.now() + 40000;
+function cleanupUntilNoBoxes(limitMs = 40000) {
+  const end = Date.now() + limitMs;
   for (;;) {
     const r = spawnSync(PYBOX, ['cleanup'], { env: serverEnv, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
@@ -365,4 +365,81 @@ test('non-ASCII names: UTF-8 ones go in, inline and by {path}; a name that is no
     assert.equal((await s.close()).code, 0);
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+// Until this installation has at least n boxes (a warm server's waiting ones), bounded.
+async function untilBoxes(n, limitMs) {
+  const t0 = Date.now();
+  for (;;) {
+    const b = await boxes();
+    if (b.length >= n) return b;
+    assert.ok(Date.now() - t0 < limitMs, `${b.length} boxes after ${limitMs} ms, awaited ${n}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('a warm server ended by a signal while its box waits and a warm call runs: exit 0, nothing left', async () => {
+  const s = new RawServer(['--images', 'stdlib', '--warm', '1', '--max-timeout', '30']);
+  await s.initialize();
+  await untilBoxes(1, 20000);
+  s.send(call(41, { code: 'import time\ntime.sleep(20)\n', timeout_s: 30 }, 'w'));
+  await s.next((m) => m.method === 'notifications/progress' && m.params.message === 'running');
+  await untilBoxes(2, 20000); // the call's box, and the next one made for the next call
+  s.proc.kill('SIGTERM');
+  const ex = await s.exited;
+  assert.equal(ex.code, 0, s.stderr);
+  assert.deepEqual(await boxes(), []);
+  s.proc.stdin.destroy();
+});
+
+test('a warm server SIGKILLed while its box waits: the box ends by its own timer and pybox cleanup removes it', async () => {
+  const s = new RawServer(['--images', 'stdlib', '--warm', '1', '--warm-wait', '10', '--max-timeout', '1']);
+  await s.initialize();
+  const [box] = await untilBoxes(1, 20000);
+  s.proc.kill('SIGKILL');
+  assert.equal((await s.exited).sig, 'SIGKILL');
+  assert.deepEqual((await boxes()).map((b) => b.id), [box.id], 'the waiting box outlived its server');
+  // Its expiry: the box's clocks (the first timer, the wait, the program's timer) and the margin.
+  cleanupUntilNoBoxes(90000);
+  await waitNoBoxes(40000);
+  s.proc.stdin.destroy();
+});
+
+// The processes of a box, where its backend says its cgroup is (pybox-campaign inspect).
+async function boxProcs(id) {
+  return ((await boxes()).find((b) => b.id === id)?.procs ?? []).map(Number);
+}
+
+test('a warm box tampered with while it waits (its interpreter killed from outside) is never used: the call gets another box and the log says why', { skip: BACKEND !== 'native' && 'reads a native box\'s cgroup' }, async () => {
+  const s = new RawServer(['--images', 'stdlib', '--warm', '1']);
+  try {
+    await s.initialize();
+    const [box] = await untilBoxes(1, 20000);
+    // The box's interpreter once it is ready and waits: its bootstrap has said so and
+    // closed its channel (descriptor 3) before it reads the program; bounded.
+    let py = [];
+    for (const t0 = Date.now(); py.length === 0 && Date.now() - t0 < 20000; await new Promise((r) => setTimeout(r, 20))) {
+      py = (await boxProcs(box.id)).filter((p) => {
+        try {
+          return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('bootstrap.py') && !fs.existsSync(`/proc/${p}/fd/3`);
+        } catch { return false; }
+      });
+    }
+    assert.equal(py.length, 1, `the waiting box's interpreter: ${py}`);
+    process.kill(py[0], 'SIGKILL');
+    // The server looks after its waiting boxes each second: it sees this one ended. (A
+    // call that takes a box in the instant its interpreter dies finds the death in its
+    // own receipt, as any program killed from outside.)
+    for (const t0 = Date.now(); !/warm box of stdlib not used/.test(s.stderr); await new Promise((r) => setTimeout(r, 20)))
+      assert.ok(Date.now() - t0 < 20000, `no word of the tampered box: ${s.stderr}`);
+    s.send(call(51, { code: 'print(1)' }));
+    const r = (await s.reply(51)).result.structuredContent;
+    assert.equal(r.status, 'TARGET_EXIT_OBSERVED', JSON.stringify(r.error));
+    assert.equal(r.said.stdout.text, '1\n');
+    assert.notEqual(r.seen.box.id, box.id, 'the tampered box served the call');
+    assert.match(s.stderr, /warm box of stdlib not used: it ended while it waited \(its init says: program, exit 137\)/);
+  } finally {
+    assert.equal((await s.close()).code, 0);
+  }
+  await waitNoBoxes(20000);
 });

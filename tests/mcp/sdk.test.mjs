@@ -8,10 +8,11 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { PYBOX, serverEnv, boxes, volumes, waitNoBoxes, createdBetween } from './helpers.mjs';
+import { PYBOX, serverEnv, boxes, volumes, waitNoBoxes, createdBetween, coldUnlessAsked } from './helpers.mjs';
 
 async function connect(args) {
-  const transport = new StdioClientTransport({ command: PYBOX, args: ['mcp', ...args], env: serverEnv, stderr: 'pipe' });
+  const transport = new StdioClientTransport({ command: PYBOX, args: ['mcp', ...coldUnlessAsked(args)], env: serverEnv,
+    stderr: 'pipe' });
   const client = new Client({ name: 'pybox-tests', version: '1.0.0' });
   const errors = [];
   client.onerror = (e) => errors.push(e);
@@ -35,7 +36,7 @@ test('data image: a CSV in, a result file and a chart back, the receipt valid ag
     assert.equal(client.getServerVersion().name, 'pybox');
     assert.ok(client.getServerCapabilities().tools, 'the server offers tools');
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name), ['run_python']);
+    assert.deepEqual(tools.map((t) => t.name), ['run_python', 'session_open', 'session_close']);
     const tool = tools[0];
     assert.match(tool.description, /nothing persists between calls/);
     assert.deepEqual(tool.inputSchema.properties.image.enum, ['stdlib', 'data']);
@@ -243,5 +244,83 @@ test('8 calls at once: each its own box and its own correct receipt; nothing lef
     assert.deepEqual(errors, []);
   } finally {
     await client.close();
+  }
+});
+
+// The server's end, as a client ends it: stdin closed; then nothing of its boxes is left.
+async function closeAndCount(client) {
+  await client.close();
+  return waitNoBoxes(20000);
+}
+
+test('warm boxes: 50 calls of print(1) and 50 of a pandas import, each its own box made ahead with what its preload imported said, nothing left after the server ends', async () => {
+  const { client, errors } = await connect(['--images', 'stdlib,data', '--warm', '1', '--max-timeout', '30']);
+  let closed = false;
+  try {
+    const runs = [
+      { image: 'stdlib', code: 'print(1)', out: '1\n', preload: [] },
+      { image: 'data', code: 'import pandas; print(pandas.__version__)', out: /^\d+\.\d+/, preload: ['numpy', 'pandas'] },
+    ];
+    for (const run of runs) {
+      const ids = new Set();
+      let lastUid = null;
+      for (let i = 0; i < 50; i++) {
+        const res = await client.callTool({ name: 'run_python', arguments: { code: run.code, image: run.image } },
+          undefined, { timeout: 120000 });
+        const r = res.structuredContent;
+        assert.equal(r.status, 'TARGET_EXIT_OBSERVED', text(res));
+        if (typeof run.out === 'string') assert.equal(r.said.stdout.text, run.out);
+        else assert.match(r.said.stdout.text, run.out);
+        const st = r.seen.start;
+        // Each call of a warm server finds its box ready: made, verified, its preload said.
+        assert.equal(st.kind, 'warm', `call ${i} of ${run.image} started cold: ${st.why_cold}`);
+        assert.equal(r.seen.box.verified, true);
+        assert.ok(Date.parse(st.box_made_at) <= Date.parse(r.asked.at), 'the box was made before the program came');
+        assert.ok(st.waited_ms >= 0);
+        assert.equal(st.preload.failed, null);
+        for (const m of run.preload) assert.ok(st.preload.imported.includes(m), `${m} not said imported: ${st.preload.imported}`);
+        assert.deepEqual(st.preload.imported, st.preload.modules);
+        // What counts from the program's arrival: its CPU, beside the box's whole.
+        assert.ok(st.at_arrival && st.at_arrival.taken, 'the counters at the program\'s arrival');
+        assert.ok(st.since_arrival.cpu_ns >= 0 && st.since_arrival.cpu_ns <= r.seen.kernel.final.cpu_ns);
+        assert.equal(r.seen.box.confirmed_gone, true);
+        // A box of its own: never one an earlier call had; never the user of the box that
+        // waited beside it while it ran.
+        assert.ok(!ids.has(r.seen.box.id), `box ${r.seen.box.id} served twice`);
+        ids.add(r.seen.box.id);
+        assert.equal(r.asked.policy.user_of_its_own, true);
+        assert.notEqual(r.asked.policy.program_uid, lastUid, 'two boxes alive at once with one user');
+        lastUid = r.asked.policy.program_uid;
+      }
+      assert.equal(ids.size, 50);
+    }
+    assert.deepEqual(errors, []);
+    closed = true;
+    const ms = await closeAndCount(client);
+    console.log(`# every box gone ${ms.toFixed(0)} ms after the server ended`);
+    assert.deepEqual(await volumes(), []);
+  } finally {
+    if (!closed) await client.close();
+  }
+});
+
+test('a warm server: a call asking other limits than its boxes starts cold and says why; --warm 0 keeps none', async () => {
+  const { client } = await connect(['--images', 'stdlib', '--warm', '1', '--max-memory', '512M']);
+  try {
+    const res = await client.callTool({ name: 'run_python', arguments: { code: 'print(2)', memory_mib: 256 } });
+    const st = res.structuredContent.seen.start;
+    assert.equal(st.kind, 'cold');
+    assert.match(st.why_cold, /asked for 256 MiB of memory; the warm boxes of stdlib have 128 MiB/);
+  } finally {
+    await client.close();
+  }
+  const cold = await connect(['--images', 'stdlib', '--warm', '0']);
+  try {
+    const res = await cold.client.callTool({ name: 'run_python', arguments: { code: 'print(3)' } });
+    assert.equal(res.structuredContent.seen.start.kind, 'cold');
+    assert.match(res.structuredContent.seen.start.why_cold, /keeps no warm box \(--warm 0\)/);
+    assert.deepEqual(await boxes(), [], 'no box waits on a server that keeps none');
+  } finally {
+    await cold.client.close();
   }
 });

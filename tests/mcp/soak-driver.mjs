@@ -72,7 +72,7 @@ const runIds = new Set();
 const boxIds = new Set();
 const docker = BACKEND === 'docker';
 const before = await snapshot({ home: HOME, installId: INSTALL, docker });
-const parentsBefore = new Set(nativeParents(INSTALL));
+const parentsBefore = new Set(nativeParents(HOME));
 
 // ---- part 1: pybox exec ----
 
@@ -211,7 +211,7 @@ const tap = (m) => {
     stray.push(JSON.stringify(m).slice(0, 120));
   }
 };
-const serverArgs = ['--backend', BACKEND, '--images', 'stdlib', '--max-timeout', '10'];
+const serverArgs = ['--backend', BACKEND, '--images', 'stdlib', '--warm', '0', '--max-timeout', '10'];
 // The server: on stdio, the transport's own process; over HTTP, pybox mcp --listen on
 // loopback with a token file of its own (http-helpers.mjs reads the installation from the
 // environment), each message a POST of its own.
@@ -410,7 +410,7 @@ check('nothing left', left.total + cg.length === 0,
     : `left: ${JSON.stringify({ ...left.by_kind, docker_cgroups: cg }).slice(0, 400)}`);
 // The installation's native cgroup parents that these runs made (PyBox makes one when a
 // box needs it and keeps it): removed when empty, as the rest of what the runs made.
-for (const d of nativeParents(INSTALL)) {
+for (const d of nativeParents(HOME)) {
   if (parentsBefore.has(d)) continue;
   try { fs.rmdirSync(d); } catch (e) { log(`${d}: ${e.code}`); }
 }

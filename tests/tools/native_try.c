@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../pybox/bounds.h"
-#include "../pybox/native/drive.h"
-#include "../pybox/native/native.h"
-#include "../pybox/native/sandbox.h"
-#include "../pybox/util.h"
+#include "../../pybox/bounds.h"
+#include "../../pybox/native/drive.h"
+#include "../../pybox/native/native.h"
+#include "../../pybox/native/sandbox.h"
+#include "../../pybox/util.h"
 
 static const char *rootfs, *staging = "/var/tmp/pybox-native-staging", *parent = "pybox-native-try";
 static char *program;

@@ -1,0 +1,308 @@
+# SPDX-License-Identifier: MIT
+"""PyBox's interpreter bootstrap: /pybox/bootstrap.py in every image (read-only), started
+by the box's init, never by the program, as
+
+    /usr/bin/python3 -I -u /pybox/bootstrap.py warm|session
+
+before any program exists. It imports the image's preload (/pybox/preload: one module a
+line, '#' comments), with what those imports print kept apart, and says so on its channel
+to init (descriptor 3, a unix SOCK_SEQPACKET socket): "ready " and a JSON report. Then:
+
+warm     the program comes on stdin, whole, as a cold box's does; it runs as the main
+         module from "<stdin>", as `python3 -I -u -` runs it, and this process ends as
+         that one would (its status is what init sees).
+session  each call comes on the channel: "call K" with three descriptors (the call's
+         program, stdout and stderr pipes); the code runs in the session's one main
+         module, the value of a last expression is reported rather than printed, and
+         "done K " and a JSON report go back. Everything this process says after a
+         call's code ran is the agent's word as much as PyBox's: the host quotes it as
+         untrusted.
+
+Contract: docs/guest-protocol.md."""
+import os
+import sys
+
+CHANNEL = 3
+PRELOAD = "/pybox/preload"
+SAID_MAX = 2048
+TEXT_MAX = 900
+
+
+def _json_str(s):
+    """A JSON string of s: ASCII only, without the json module (the program's
+    sys.modules stays as a cold start leaves it)."""
+    s = s.encode("ascii", "backslashreplace").decode("ascii")
+    out = ['"']
+    for ch in s:
+        if ch == '"' or ch == "\\":
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ch == "\x7f":
+            out.append("\\u%04x" % ord(ch))
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _json(obj):
+    if obj is None:
+        return "null"
+    if obj is True:
+        return "true"
+    if obj is False:
+        return "false"
+    if isinstance(obj, (int, float)):
+        return repr(obj)
+    if isinstance(obj, str):
+        return _json_str(obj)
+    if isinstance(obj, (list, tuple)):
+        return "[" + ",".join(_json(x) for x in obj) + "]"
+    return "{" + ",".join(_json_str(k) + ":" + _json(v) for k, v in obj.items()) + "}"
+
+
+def _cut(s):
+    return s if len(s) <= TEXT_MAX else s[:TEXT_MAX] + "..."
+
+
+def _preload_names():
+    try:
+        with open(PRELOAD, "rb") as f:
+            text = f.read(8192)
+    except OSError:
+        return []
+    names = []
+    for line in text.decode("ascii", "replace").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and all(part.isidentifier() for part in line.split(".")):
+            names.append(line)
+    return names
+
+
+def _preload():
+    """Import the image's preload; what the imports print goes to a memory file, counted,
+    never to the box's streams."""
+    import time
+
+    names = _preload_names()
+    report = {"preload": names, "imported": [], "failed": None, "ms": 0, "output_bytes": 0}
+    if not names:
+        return report
+    saved = os.dup(1), os.dup(2)
+    cap = os.memfd_create("pybox-preload", os.MFD_CLOEXEC)
+    os.dup2(cap, 1)
+    os.dup2(cap, 2)
+    t0 = time.monotonic()
+    try:
+        for name in names:
+            try:
+                __import__(name)
+            except BaseException as e:  # a preload that fails is reported, never used
+                report["failed"] = _cut("%s: %s: %s" % (name, type(e).__name__, e))
+                break
+            report["imported"].append(name)
+    finally:
+        for f in (sys.stdout, sys.stderr):
+            try:
+                f.flush()
+            except Exception:
+                pass
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+    report["ms"] = round((time.monotonic() - t0) * 1000.0, 1)
+    report["output_bytes"] = os.fstat(cap).st_size
+    os.close(cap)
+    return report
+
+
+def _report_exception(e):
+    """The traceback as the interpreter prints it for the main module: without this
+    file's own frame."""
+    tb = e.__traceback__
+    if tb is not None and tb.tb_frame.f_code.co_filename == _report_exception.__code__.co_filename:
+        e = e.with_traceback(tb.tb_next)
+    sys.excepthook(type(e), e, e.__traceback__)
+
+
+def _fresh_main():
+    """A main module as `python3 -I -u -` gives the program one."""
+    main = type(sys)("__main__")
+    main.__dict__.update(
+        __file__="<stdin>",
+        __cached__=None,
+        __loader__=sys.modules["_frozen_importlib"].BuiltinImporter,
+        __spec__=None,
+        __annotations__={},
+        __builtins__=sys.modules["builtins"],
+        __package__=None,
+    )
+    sys.modules["__main__"] = main
+    sys.argv[:] = ["-"]
+    return main
+
+
+def _exit_code(e):
+    """The status an uncaught SystemExit gives, as the interpreter would (its message on
+    stderr)."""
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except Exception:
+        pass
+    return 1
+
+
+def _finish(main, code):
+    """The program's end as the interpreter's own starts it: its threads joined, its
+    atexit functions run, then what its globals still hold dropped (a file it left open
+    there is flushed and closed), the standard streams flushed. The interpreter then ends
+    without tearing down the modules the image preloaded, which costs the data image a
+    third of a second of CPU and tells the program nothing."""
+    import atexit
+
+    try:
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            threading._shutdown()
+    except BaseException as e:
+        _report_exception(e)
+    atexit._run_exitfuncs()
+    main.__dict__.clear()
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+    os._exit(code)
+
+
+def warm():
+    report = _preload()
+    os.write(CHANNEL, b"ready " + _json(report).encode("ascii")[:SAID_MAX])
+    os.close(CHANNEL)
+    if report["failed"] is not None:
+        os._exit(3)  # never used: the host removes the box
+    src = sys.stdin.buffer.read()
+    main = _fresh_main()
+    try:
+        code = compile(src, "<stdin>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as e:
+        sys.excepthook(type(e), e, None)
+        _finish(main, 1)
+    del src
+    status = 0
+    try:
+        exec(code, main.__dict__)
+    except SystemExit as e:
+        status = _exit_code(e)
+    except BaseException as e:
+        _report_exception(e)
+        status = 1
+    del code
+    _finish(main, status)
+
+
+def _recv_call(sock):
+    import _socket
+
+    data, anc, _flags, _addr = sock.recvmsg(64, _socket.CMSG_SPACE(3 * 4))
+    fds = []
+    for level, kind, blob in anc:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            for i in range(0, len(blob) - len(blob) % 4, 4):
+                fds.append(int.from_bytes(blob[i : i + 4], sys.byteorder))
+    return data, fds
+
+
+def _read_all(fd):
+    parts = []
+    while True:
+        b = os.read(fd, 1 << 16)
+        if not b:
+            return b"".join(parts)
+        parts.append(b)
+
+
+def _run_call(src, k, ns):
+    import ast
+    import linecache
+
+    name = "<call %d>" % k
+    report = {"call": k, "exception": None, "value": None}
+    try:
+        tree = compile(src, name, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        text = src.decode("utf-8", "replace")
+        linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+        code = compile(tree, name, "exec", dont_inherit=True)
+        tail = compile(last, name, "eval", dont_inherit=True) if last is not None else None
+    except (SyntaxError, ValueError) as e:
+        sys.excepthook(type(e), e, None)
+        report["exception"] = _cut("%s: %s" % (type(e).__name__, e))
+        return report
+    try:
+        exec(code, ns)
+        if tail is not None:
+            value = eval(tail, ns)
+            if value is not None:
+                ns["_"] = value
+                report["value"] = _cut(repr(value))
+    except BaseException as e:  # the session goes on; SystemExit too
+        _report_exception(e)
+        report["exception"] = _cut("%s: %s" % (type(e).__name__, e))
+    return report
+
+
+def session():
+    import _socket
+
+    report = _preload()
+    sock = _socket.socket(fileno=CHANNEL)
+    sock.send(b"ready " + _json(report).encode("ascii")[:SAID_MAX])
+    ns = _fresh_main().__dict__
+    del ns["__file__"]
+    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    while True:
+        data, fds = _recv_call(sock)
+        if not data:
+            os._exit(0)  # init is gone
+        if not data.startswith(b"call ") or len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            continue
+        k = int(data[5:])
+        prog, out, err = fds
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        os.close(out)
+        os.close(err)
+        src = _read_all(prog)
+        os.close(prog)
+        report = _run_call(src, k, ns)
+        del src
+        for f in (sys.stdout, sys.stderr):
+            try:
+                f.flush()
+            except Exception:
+                pass
+        # The call's pipes are let go before it is said done: what prints later goes
+        # nowhere the host reads as this call's.
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        sock.send(b"done %d " % k + _json(report).encode("ascii")[:SAID_MAX])
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["warm"]:
+        warm()
+    elif sys.argv[1:] == ["session"]:
+        session()
+    else:
+        sys.exit(2)

@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/* The MCP server's sessions (see sessions.h): a table under one lock, and a thread that
+ * ends the sessions past their idle limit or lifetime. A session's box is never touched
+ * under the lock: it is taken out (busy) first. */
+#include "sessions.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../log.h"
+#include "../util.h"
+
+#define SESSIONS_CHECK_MS 250
+#define SESSIONS_ENDED_KEPT 32 /* ended ids remembered, so a call names why its session is gone */
+
+typedef struct sess {
+    char id[33];
+    pybox_mcp_warm_t *w; /* NULL while busy */
+    bool busy;
+    int64_t ends_ms; /* its lifetime's end (pybox_now_ms) */
+    int64_t idle_ms;
+    int64_t last_ms; /* its last call's end, or its opening */
+} sess_t;
+
+struct pybox_mcp_sessions {
+    const pybox_mcp_config_t *cfg;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stopping;
+    sess_t *s[PYBOX_MCP_SESSIONS_MAX];
+    int reserved; /* places taken by sessions being opened */
+    struct {
+        char id[33];
+        char why[160];
+    } ended[SESSIONS_ENDED_KEPT];
+    int ended_next;
+    pthread_t thread;
+    bool started;
+};
+
+static int live_locked(const pybox_mcp_sessions_t *ss)
+{
+    int n = 0;
+    for (int i = 0; i < PYBOX_MCP_SESSIONS_MAX; i++)
+        n += ss->s[i] != NULL;
+    return n;
+}
+
+static void remember_locked(pybox_mcp_sessions_t *ss, const char *id, const char *why)
+{
+    int k = ss->ended_next++ % SESSIONS_ENDED_KEPT;
+    pybox_strlcpy(ss->ended[k].id, id, sizeof ss->ended[k].id);
+    pybox_strlcpy(ss->ended[k].why, why, sizeof ss->ended[k].why);
+}
+
+/* End a session that is no longer in the table: its box closed and removed, its own
+ * receipt's verdict logged (the agent did not ask for it: it ended by its limits). */
+static void end_unasked(const char *id, pybox_mcp_warm_t *w, const char *why)
+{
+    pybox_run_result_t res;
+    pybox_ahead_t *box = w->box;
+    w->box = NULL;
+    pybox_ahead_close(box, &res);
+    pybox_log("session %s ended (%s): %s, box %s", id, why, pybox_end_word(res.end),
+              res.gone ? "removed and confirmed gone" : "NOT confirmed gone");
+    pybox_run_result_free(&res);
+    pybox_mcp_warm_free(w);
+}
+
+static void *sessions_main(void *arg)
+{
+    pybox_mcp_sessions_t *ss = arg;
+    pthread_mutex_lock(&ss->mu);
+    while (!ss->stopping) {
+        int64_t now = pybox_now_ms();
+        sess_t *gone = NULL;
+        char why[160] = "";
+        for (int i = 0; i < PYBOX_MCP_SESSIONS_MAX && gone == NULL; i++) {
+            sess_t *s = ss->s[i];
+            if (s == NULL || s->busy)
+                continue;
+            if (now >= s->ends_ms)
+                snprintf(why, sizeof why, "its lifetime ran out");
+            else if (now - s->last_ms >= s->idle_ms)
+                snprintf(why, sizeof why, "no call came for %lld s, its idle limit", (long long)(s->idle_ms / 1000));
+            else
+                continue;
+            gone = s;
+            ss->s[i] = NULL;
+            remember_locked(ss, s->id, why);
+        }
+        if (gone != NULL) {
+            pthread_mutex_unlock(&ss->mu);
+            end_unasked(gone->id, gone->w, why);
+            free(gone);
+            pthread_mutex_lock(&ss->mu);
+            pthread_cond_broadcast(&ss->cv);
+            continue;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += SESSIONS_CHECK_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&ss->cv, &ss->mu, &until);
+    }
+    pthread_mutex_unlock(&ss->mu);
+    return NULL;
+}
+
+int pybox_mcp_sessions_start(const pybox_mcp_config_t *cfg, pybox_mcp_sessions_t **out, pybox_error_t *err)
+{
+    *out = NULL;
+    if (cfg->sessions <= 0)
+        return 0;
+    pybox_mcp_sessions_t *ss = calloc(1, sizeof *ss);
+    if (ss == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "the sessions' table");
+    ss->cfg = cfg;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ss->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&ss->mu, NULL);
+    if (pthread_create(&ss->thread, NULL, sessions_main, ss) != 0) {
+        pybox_mcp_sessions_stop(ss);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, EAGAIN, "the sessions' thread");
+    }
+    ss->started = true;
+    *out = ss;
+    return 0;
+}
+
+int pybox_mcp_sessions_reserve(pybox_mcp_sessions_t *ss, char *why, size_t len)
+{
+    if (ss == NULL) {
+        snprintf(why, len, "this server keeps no sessions (--sessions 0, set by the server)");
+        return -1;
+    }
+    pthread_mutex_lock(&ss->mu);
+    int live = live_locked(ss);
+    bool room = !ss->stopping && live + ss->reserved < ss->cfg->sessions;
+    if (room)
+        ss->reserved++;
+    pthread_mutex_unlock(&ss->mu);
+    if (!room)
+        snprintf(why, len,
+                 "%d session%s live or opening, the most this server keeps (set by the server); close one with "
+                 "session_close",
+                 live + ss->reserved, live + ss->reserved == 1 ? " is" : "s are");
+    return room ? 0 : -1;
+}
+
+void pybox_mcp_sessions_unreserve(pybox_mcp_sessions_t *ss)
+{
+    pthread_mutex_lock(&ss->mu);
+    ss->reserved--;
+    pthread_mutex_unlock(&ss->mu);
+}
+
+int pybox_mcp_sessions_add(pybox_mcp_sessions_t *ss, pybox_mcp_warm_t *w, int64_t ttl_ms, int64_t idle_ms, char id[33],
+                           pybox_error_t *err)
+{
+    sess_t *s = calloc(1, sizeof *s);
+    if (s == NULL || pybox_random_hex(16, s->id, err) < 0) {
+        free(s);
+        pybox_mcp_sessions_unreserve(ss);
+        return err->kind != PYBOX_ERR_NONE ? -1 : pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "a session");
+    }
+    s->w = w;
+    s->idle_ms = idle_ms;
+    s->last_ms = pybox_now_ms();
+    s->ends_ms = s->last_ms + ttl_ms;
+    pybox_ahead_set_session(w->box, s->id);
+    memcpy(id, s->id, 33);
+    pthread_mutex_lock(&ss->mu);
+    ss->reserved--;
+    for (int i = 0; i < PYBOX_MCP_SESSIONS_MAX; i++)
+        if (ss->s[i] == NULL) {
+            ss->s[i] = s;
+            s = NULL;
+            break;
+        }
+    pthread_mutex_unlock(&ss->mu);
+    if (s != NULL) { /* cannot happen: the place was reserved */
+        free(s);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOSPC, "no place for the session");
+    }
+    return 0;
+}
+
+static sess_t *find_locked(pybox_mcp_sessions_t *ss, const char *id, int *at)
+{
+    for (int i = 0; i < PYBOX_MCP_SESSIONS_MAX; i++)
+        if (ss->s[i] != NULL && strcmp(ss->s[i]->id, id) == 0) {
+            if (at != NULL)
+                *at = i;
+            return ss->s[i];
+        }
+    return NULL;
+}
+
+pybox_mcp_warm_t *pybox_mcp_sessions_take(pybox_mcp_sessions_t *ss, const char *id, char *why, size_t len)
+{
+    if (ss == NULL) {
+        snprintf(why, len, "this server keeps no sessions (--sessions 0, set by the server)");
+        return NULL;
+    }
+    pybox_mcp_warm_t *w = NULL;
+    pthread_mutex_lock(&ss->mu);
+    sess_t *s = find_locked(ss, id, NULL);
+    if (s != NULL && !s->busy && !ss->stopping) {
+        s->busy = true;
+        w = s->w;
+        s->w = NULL;
+    } else if (s != NULL) {
+        snprintf(why, len, "a call runs in session %s now: a session takes one call at a time", id);
+    } else {
+        snprintf(why, len, "no live session of this server has that id");
+        for (int i = 0; i < SESSIONS_ENDED_KEPT; i++)
+            if (ss->ended[i].id[0] != '\0' && strcmp(ss->ended[i].id, id) == 0)
+                snprintf(why, len, "session %s has ended: %s", id, ss->ended[i].why);
+    }
+    pthread_mutex_unlock(&ss->mu);
+    return w;
+}
+
+void pybox_mcp_sessions_give_back(pybox_mcp_sessions_t *ss, const char *id, pybox_mcp_warm_t *w, const char *how)
+{
+    pthread_mutex_lock(&ss->mu);
+    int at = -1;
+    sess_t *s = find_locked(ss, id, &at);
+    if (s != NULL && w != NULL) {
+        s->w = w;
+        s->busy = false;
+        s->last_ms = pybox_now_ms();
+        w = NULL;
+    } else if (s != NULL) {
+        ss->s[at] = NULL;
+        remember_locked(ss, id, how);
+        free(s);
+    }
+    pthread_cond_broadcast(&ss->cv);
+    pthread_mutex_unlock(&ss->mu);
+    if (w != NULL) /* cannot happen: a taken session stays in the table */
+        end_unasked(id, w, "its table entry was gone");
+}
+
+bool pybox_mcp_sessions_limits(pybox_mcp_sessions_t *ss, const char *id, int64_t *ends_ms, int64_t *idle_ms)
+{
+    pthread_mutex_lock(&ss->mu);
+    sess_t *s = find_locked(ss, id, NULL);
+    if (s != NULL) {
+        *ends_ms = s->ends_ms;
+        *idle_ms = s->idle_ms;
+    }
+    pthread_mutex_unlock(&ss->mu);
+    return s != NULL;
+}
+
+void pybox_mcp_sessions_stop(pybox_mcp_sessions_t *ss)
+{
+    if (ss == NULL)
+        return;
+    pthread_mutex_lock(&ss->mu);
+    ss->stopping = true;
+    pthread_cond_broadcast(&ss->cv);
+    pthread_mutex_unlock(&ss->mu);
+    if (ss->started)
+        pthread_join(ss->thread, NULL);
+    /* The server's calls have all ended (pybox_mcp_serve waits for them): none is busy. */
+    for (int i = 0; i < PYBOX_MCP_SESSIONS_MAX; i++) {
+        sess_t *s = ss->s[i];
+        if (s == NULL)
+            continue;
+        ss->s[i] = NULL;
+        if (s->w != NULL)
+            end_unasked(s->id, s->w, "the server ended");
+        free(s);
+    }
+    pthread_cond_destroy(&ss->cv);
+    pthread_mutex_destroy(&ss->mu);
+    free(ss);
+}
