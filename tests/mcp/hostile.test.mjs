@@ -387,16 +387,18 @@ test('a unix socket replaced by a link while the server makes it: the file behin
 
 // Descriptors are shared by connections and calls: a flood of connections (here 300 that
 // send nothing, against a server allowed 200 descriptors and 4 tokens' worth of
-// connections) takes at most half of them, and a call made meanwhile on a connection of
-// before gets its receipt. Connections taking them all left the call none (EMFILE).
+// connections; the hard limit above a box's own 256) takes at most half of them, and a
+// call made meanwhile on a connection of before gets its receipt. Connections taking them
+// all left the call none (EMFILE).
 test('a flood of connections cannot take the descriptors calls need: a call made meanwhile gets its receipt', async () => {
-  const server = await HttpServer.start({ names: ['alice', 'bob', 'carol', 'dave'], under: ['prlimit', '--nofile=200:200'] });
+  const server = await HttpServer.start({ names: ['alice', 'bob', 'carol', 'dave'], under: ['prlimit', '--nofile=200:4096'] });
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const flood = [];
   try {
     const session = await initialize(server);
     const ping = await request(server, { agent, headers: postHeaders(server, { session }), body: PING });
     assert.equal(ping.status, 200, ping.text);
+    const base = fds(server.proc.pid);
     for (let i = 0; i < 300; i++) {
       flood.push(await new Promise((resolve) => {
         const s = net.connect(server.port, server.host);
@@ -404,19 +406,21 @@ test('a flood of connections cannot take the descriptors calls need: a call made
         s.on('error', () => resolve(s));
       }));
     }
-    // One more, with a whole request: at its limit the server closes it unanswered, having
-    // taken (or closed) every connection before it; one left waiting is given up after 20 s.
-    const probe = await rawExchange(server, `POST /mcp HTTP/1.1\r\nHost: ${server.host}\r\nAuthorization: ${server.auth()}\r\n` +
-      `Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: ${session}\r\n` +
-      `Content-Length: ${PING.length}\r\n\r\n${PING}`, { limitMs: 20000 });
+    // The server has taken what it will of them (libmicrohttpd leaves the rest waiting in
+    // the kernel's queue): its descriptors have grown by at least 60.
+    const t0 = performance.now();
+    while (fds(server.proc.pid) < base + 60) {
+      assert.ok(performance.now() - t0 < 20000, `the server took ${fds(server.proc.pid) - base} of the connections`);
+      await new Promise((res) => setTimeout(res, 50));
+    }
     const r = await request(server, { agent, headers: postHeaders(server, { session }), body: JSON.stringify({ jsonrpc: '2.0',
       id: 2, method: 'tools/call', params: { name: 'run_python', arguments: { code: 'print("still")', timeout_s: 20 } } }) });
     assert.equal(r.status, 200, r.text);
     const result = JSON.parse(r.text).result;
     assert.ok(result?.structuredContent, r.text);
-    assert.equal(result.structuredContent.said.stdout.text, 'still\n');
+    assert.equal(result.structuredContent.said.stdout.text, 'still\n', JSON.stringify(result.content).slice(0, 2000));
     assert.match(server.stderr, /at most 68 connections in all/);
-    assert.deepEqual(probe, { text: '', closedByServer: true }, 'a connection past the limit is closed unanswered');
+    assert.ok(fds(server.proc.pid) <= base + 68, 'no more connections than the limit were taken');
   } finally {
     for (const s of flood) s.destroy();
     agent.destroy();

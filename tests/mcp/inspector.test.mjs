@@ -41,7 +41,7 @@ test('the Inspector over HTTP: tools listed and run_python called with the beare
   try {
     const target = [server.url, '--transport', 'http', '--header', `Authorization: ${server.auth()}`];
     const list = await inspector(['--method', 'tools/list'], target);
-    assert.deepEqual(list.tools.map((t) => t.name), ['run_python']);
+    assert.deepEqual(list.tools.map((t) => t.name), ['run_python', 'session_open', 'session_close']);
     const out = await inspector(['--method', 'tools/call', '--tool-name', 'run_python', '--tool-arg', 'code=print(6*7)'], target);
     assert.equal(out.structuredContent.said.stdout.text, '42\n');
     await server.line(/call token=alice session=\w+ status=TARGET_EXIT_OBSERVED run=[0-9a-f]{32} /);

@@ -117,7 +117,7 @@ test('through nginx with TLS (docs/nginx-pybox-mcp.conf): the SDK client, progre
       p.stderr.on('data', (d) => { se += d; });
       p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(so)) : reject(new Error(`client ${code}: ${se}\n${server.stderr}`))));
     });
-    assert.deepEqual(out.tools, ['run_python']);
+    assert.deepEqual(out.tools, ['run_python', 'session_open', 'session_close']);
     assert.deepEqual(out.first, { status: 'TARGET_EXIT_OBSERVED', stdout: '42\n' });
     assert.equal(out.slow.stdout, 'slow\n');
     // Progress came through as it happened: the first reading a second or more before the result.
