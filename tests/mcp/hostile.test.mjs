@@ -421,13 +421,12 @@ test('a flood of connections cannot take the descriptors calls need: a call made
     assert.equal(result.structuredContent.said.stdout.text, 'still\n', JSON.stringify(result.content).slice(0, 2000));
     assert.match(server.stderr, /at most 68 connections in all/);
     assert.ok(fds(server.proc.pid) <= base + 68, 'no more connections than the limit were taken');
+    for (const s of flood) s.destroy();
+    agent.destroy();
+    await stillServing(server);
   } finally {
     for (const s of flood) s.destroy();
     agent.destroy();
-  }
-  try {
-    await stillServing(server);
-  } finally {
     await server.close();
   }
   assert.deepEqual(await boxes(), []);
