@@ -557,8 +557,9 @@ int pybox_native_cg_populated(const pybox_native_cgroup_t *cg, bool *populated, 
         if (pybox_native_read_small(p, buf, sizeof buf, &n, &rerr) < 0) {
             /* The leaf is gone: under systemd its scope is stopped and trimmed the moment
              * the box's last process ends. The kernel removes only a cgroup that holds no
-             * process (rmdir says EBUSY otherwise), so its absence is its emptiness. */
-            if (rerr.errnum == ENOENT && lstat(cg->unified, &sb) < 0 && errno == ENOENT) {
+             * process (rmdir says EBUSY otherwise), so its absence is its emptiness; one
+             * being removed still has its folder, its files answering ENODEV. */
+            if (rerr.errnum == ENODEV || (rerr.errnum == ENOENT && lstat(cg->unified, &sb) < 0 && errno == ENOENT)) {
                 *populated = false;
                 return 0;
             }
