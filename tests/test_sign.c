@@ -251,11 +251,11 @@ START_TEST(a_key_that_cannot_be_read_leaves_the_receipt_unsigned)
     itest_run_free(&v);
     snprintf(path, sizeof path, "%s/receipt-key.pem", home);
     ck_assert_int_eq(chmod(path, 0640), 0);
-    const char *args[] = {"exec", "--json", NULL};
+    const char *args[] = {"exec", "--json", "--timeout", ITEST_ROOMY_TIMEOUT_S, NULL};
     itest_run_t r;
     itest_pybox("print('kept')\nraise SystemExit(3)\n", 35, args, env, &r);
     /* the run's receipt and exit code, whole; unsigned, saying why */
-    ck_assert_int_eq(r.status, 3);
+    ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
     ck_assert_ptr_nonnull(r.receipt);
     ck_assert_str_eq(itest_str(r.receipt, "said.stdout.text"), "kept\n");
     ck_assert_ptr_null(itest_get(r.receipt, "signature"));
