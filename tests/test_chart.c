@@ -59,7 +59,7 @@ START_TEST(exec_chart_is_the_printed_receipts)
 {
     char chart[128];
     snprintf(chart, sizeof chart, "%s/run.svg", dir);
-    const char *extra[] = {"--chart", chart, "--timeout", ITEST_ROOMY_TIMEOUT_S, NULL};
+    const char *extra[] = {"--chart", chart, NULL};
     itest_run_t r;
     itest_exec("b = bytearray(40 * 1024 * 1024)\nimport time\ntime.sleep(0.3)\nprint(len(b))\n", extra, &r);
     ck_assert_int_eq(r.status, 0);

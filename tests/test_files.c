@@ -400,7 +400,7 @@ START_TEST(long_case_clash_receipt_is_utf8)
 {
     char out[PATH_MAX];
     path_in(out, "out");
-    const char *args[] = {"--output", out, "--timeout", ITEST_ROOMY_TIMEOUT_S, NULL};
+    const char *args[] = {"--output", out, NULL};
     itest_run_t r;
     itest_exec("n = 'a' * 99 + '\\u00e9'\n"
                "open('/box/out/' + n, 'w').write('x')\n"

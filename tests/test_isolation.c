@@ -165,7 +165,7 @@ START_TEST(program_cannot_reach_the_init)
                "    except OSError as e:\n        print(name, 'denied', e.errno)\n"
                "print('uid of 1:', open('/proc/1/status').read().split('Uid:')[1].split()[0])\n"
                "import socket\nprint('localhost', sorted({a[4][0] for a in socket.getaddrinfo('localhost', 80)}))\n",
-               (const char *[]){"--timeout", ITEST_ROOMY_TIMEOUT_S, NULL}, &r);
+               NULL, &r);
     ck_assert_int_eq(r.status, 0);
     const char *out = itest_str(r.receipt, "said.stdout.text");
     ck_assert_msg(strstr(out, "DONE") == NULL, "the program reached the init: %s", out);

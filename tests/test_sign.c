@@ -285,8 +285,7 @@ static void add_receipt(cJSON *all, cJSON *r)
 static void add_exec(cJSON *all, const char *program, const char *const *extra, int want_status)
 {
     itest_run_t r;
-    /* not about the deadline unless it says so: room for a slow start */
-    itest_exec(program, extra ? extra : (const char *[]){"--timeout", ITEST_ROOMY_TIMEOUT_S, NULL}, &r);
+    itest_exec(program, extra, &r);
     ck_assert_msg(r.status == want_status, "exit %d, not %d: %s", r.status, want_status, r.err);
     add_receipt(all, cJSON_Duplicate(r.receipt, 1));
     itest_run_free(&r);
