@@ -68,7 +68,16 @@ typedef struct {
     char backends[4][16];
     int nbackends;
     pid_t native_listener; /* a process of the campaign's in a network namespace of its own */
+    double time_scale;     /* every deadline the campaign gives, times this (run --time-scale) */
 } camp_t;
+
+/* A deadline of the campaign's, in seconds, on this machine: a slower one (a guest under
+ * software emulation) is given --time-scale, and each case's deadlines and waits, named or
+ * the default, grow by it; the records say so (host.time_scale). */
+static double scaled(const camp_t *c, double seconds)
+{
+    return seconds * c->time_scale;
+}
 
 static bool is_native(const camp_t *c)
 {
@@ -668,7 +677,7 @@ static int lib_prepare(camp_t *c, const cJSON *cs, const cJSON *spec, const char
         .memory_bytes = (int64_t)(jnum(lim, "memory_mib", (double)PYBOX_DEFAULT_MEMORY / 1048576) * 1048576),
         .pids = (int64_t)jnum(lim, "pids", PYBOX_DEFAULT_PIDS),
         .nano_cpus = (int64_t)(jnum(lim, "cpus", (double)PYBOX_DEFAULT_NANO_CPUS / 1e9) * 1e9),
-        .timeout_ms = (int64_t)(jnum(lim, "timeout_s", PYBOX_DEFAULT_TIMEOUT_MS / 1000.0) * 1000),
+        .timeout_ms = (int64_t)(scaled(c, jnum(lim, "timeout_s", PYBOX_DEFAULT_TIMEOUT_MS / 1000.0)) * 1000),
         .output = output,
         .relax = early,
     };
@@ -764,7 +773,7 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
         }
         return;
     }
-    pybox_policy_set_timeout(&h.rd.run.policy, (int64_t)(jnum(spec, "hold_timeout_s", 60) * 1000));
+    pybox_policy_set_timeout(&h.rd.run.policy, (int64_t)(scaled(c, jnum(spec, "hold_timeout_s", 60)) * 1000));
     h.rd.run.cancellable = true;
     h.rd.run.cancel_fd = cancel[0];
     double t0 = pybox_now_s();
@@ -780,7 +789,7 @@ static void pair_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *
     /* Polled, as the engine has no event for "a process started in a box". */
     char id[PYBOX_ID_MAX] = "", run[PYBOX_ID_MAX] = "";
     bool held = false;
-    while (!held && !interrupted && pybox_now_s() - t0 < 60) {
+    while (!held && !interrupted && pybox_now_s() - t0 < scaled(c, 60)) {
         if (!id[0] && !running_box(c, id, run, sizeof id))
             id[0] = '\0';
         held = id[0] && box_shows(c, run, marker);
@@ -947,9 +956,29 @@ static void exec_run(camp_t *c, const cJSON *spec, const char *program, const ch
     int argc = 3;
     cJSON *args = subst_json(c, scratch, cJSON_GetObjectItemCaseSensitive(spec, "args"));
     const cJSON *a;
-    cJSON_ArrayForEach (a, args)
-        if (cJSON_IsString(a) && argc < 62)
-            argv[argc++] = a->valuestring;
+    /* The run's deadline, named or PyBox's default, grown by the campaign's time scale. */
+    char deadline[32] = "";
+    bool named = false;
+    const char *prev = "";
+    cJSON_ArrayForEach (a, args) {
+        if (!cJSON_IsString(a) || argc >= 60)
+            continue;
+        const char *v = a->valuestring;
+        if (strcmp(prev, "--timeout") == 0 && !named) {
+            named = true;
+            if (c->time_scale != 1) {
+                snprintf(deadline, sizeof deadline, "%g", scaled(c, strtod(v, NULL)));
+                v = deadline;
+            }
+        }
+        argv[argc++] = v;
+        prev = a->valuestring;
+    }
+    if (!named && c->time_scale != 1) {
+        snprintf(deadline, sizeof deadline, "%g", scaled(c, PYBOX_DEFAULT_TIMEOUT_MS / 1000.0));
+        argv[argc++] = "--timeout";
+        argv[argc++] = deadline;
+    }
     argv[argc] = NULL;
     cJSON_AddItemToObject(rec, "argv", cJSON_Duplicate(args, 1));
     /* Input files the run needs, written into its scratch folder first. */
@@ -993,7 +1022,7 @@ static void exec_run(camp_t *c, const cJSON *spec, const char *program, const ch
             close(fd);
     }
     proc_t p;
-    proc_run(argv, NULL, program, strlen(program), jnum(spec, "timeout_s", 120), &p);
+    proc_run(argv, NULL, program, strlen(program), scaled(c, jnum(spec, "timeout_s", 120)), &p);
     cJSON_AddNumberToObject(rec, "wall_s", p.wall_s);
     cJSON_AddNumberToObject(rec, "exit_code", p.exit_code);
     cJSON *r = p.out.len ? cJSON_ParseWithLength(p.out.data, p.out.len) : NULL;
@@ -1063,7 +1092,7 @@ static void native_crash_end(camp_t *c, const char *run, int sig, cJSON *obs)
     bool reaped = false;
     double t0 = pybox_now_s();
     /* Bounded: the box timer ends it within seconds. */
-    while (init > 0 && !reaped && pybox_now_s() - t0 < 30) {
+    while (init > 0 && !reaped && pybox_now_s() - t0 < scaled(c, 30)) {
         if (waitid(P_PID, (id_t)init, &si, WEXITED | WNOHANG) == 0 && si.si_pid == init)
             reaped = true;
         else if (errno == ECHILD && si.si_pid == 0 && kill(init, 0) < 0)
@@ -1126,7 +1155,7 @@ static void crash_run(camp_t *c, const cJSON *spec, const char *program, cJSON *
      * "a process started in a box". */
     char id[PYBOX_ID_MAX] = "", run[PYBOX_ID_MAX] = "";
     bool program_seen = false;
-    while (pybox_now_s() - t0 < 30 && !program_seen) {
+    while (pybox_now_s() - t0 < scaled(c, 30) && !program_seen) {
         if (!id[0] && !running_box(c, id, run, sizeof id))
             id[0] = '\0';
         program_seen = id[0] && box_shows(c, run, "python3");
@@ -1265,7 +1294,7 @@ static void driver_run(camp_t *c, const cJSON *spec, const char *scratch, cJSON 
         cJSON_Delete(cmd);
         return;
     }
-    proc_run(argv, env, "", 0, jnum(spec, "timeout_s", 900), &p);
+    proc_run(argv, env, "", 0, scaled(c, jnum(spec, "timeout_s", 900)), &p);
     cJSON_AddNumberToObject(rec, "wall_s", p.wall_s);
     cJSON_AddNumberToObject(rec, "exit_code", p.exit_code);
     cJSON *obs = p.out.len ? cJSON_ParseWithLength(p.out.data, p.out.len) : NULL;
@@ -1543,6 +1572,8 @@ static int setup(camp_t *c)
     struct utsname u;
     uname(&u);
     cJSON_AddStringToObject(c->host, "kernel", u.release);
+    if (c->time_scale != 1)
+        cJSON_AddNumberToObject(c->host, "time_scale", c->time_scale);
     cJSON_AddStringToObject(c->host, "machine", u.machine);
     cJSON_AddNumberToObject(c->host, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
     long mem_pages = sysconf(_SC_PHYS_PAGES);
@@ -1630,11 +1661,11 @@ static char *slurp_or_die(const char *path)
 
 static int usage(void)
 {
-    fprintf(stderr,
-            "usage: pybox-campaign run --pybox BIN --out DIR --limits FILE [--fast] [--backend NAME] CASE.json...\n"
-            "       pybox-campaign pages DIR LIMITS.md\n"
-            "       pybox-campaign check DIR LIMITS.md\n"
-            "       pybox-campaign inspect --home DIR [--backend NAME]... --json\n");
+    fprintf(stderr, "usage: pybox-campaign run --pybox BIN --out DIR --limits FILE [--fast] [--backend NAME]\n"
+                    "           [--time-scale K] CASE.json...\n"
+                    "       pybox-campaign pages DIR LIMITS.md\n"
+                    "       pybox-campaign check DIR LIMITS.md\n"
+                    "       pybox-campaign inspect --home DIR [--backend NAME]... --json\n");
     return 2;
 }
 
@@ -1661,7 +1692,7 @@ int main(int argc, char **argv)
         return camp_inspect_main(argc - 2, argv + 2);
     if (strcmp(argv[1], "run") != 0)
         return usage();
-    camp_t c = {0};
+    camp_t c = {.time_scale = 1};
     const char *limits_path = NULL;
     bool fast = false;
     int i = 2;
@@ -1674,7 +1705,14 @@ int main(int argc, char **argv)
             c.out = argv[++i];
         else if (strcmp(argv[i], "--limits") == 0 && i + 1 < argc)
             limits_path = argv[++i];
-        else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+        else if (strcmp(argv[i], "--time-scale") == 0 && i + 1 < argc) {
+            char *end = NULL;
+            c.time_scale = strtod(argv[++i], &end);
+            if (end == argv[i] || *end != '\0' || !(c.time_scale >= 1 && c.time_scale <= 100)) {
+                say("--time-scale: '%s' is not a number from 1 to 100", argv[i]);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
             /* repeatable, or comma-separated: the backends to run every case on */
             char *list = argv[++i], *save = NULL;
             for (char *t = strtok_r(list, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
