@@ -638,6 +638,13 @@ static void host_line(pybox_buf_t *b, const rec_t *r)
     ev_cell(b, ev_path(r->j, "host.cpus"));
     pybox_buf_adds(b, " CPUs, cgroup ");
     ev_cell(b, ev_path(r->j, "host.cgroup"));
+    /* A slower machine's runs had their deadlines grown (pybox-campaign run --time-scale). */
+    const cJSON *scale = ev_path(r->j, "host.time_scale");
+    if (cJSON_IsNumber(scale)) {
+        pybox_buf_adds(b, ", every deadline ");
+        ev_cell(b, scale);
+        pybox_buf_adds(b, " times the case's (a slower machine)");
+    }
     const cJSON *bk = ev_path(r->j, "host.backends");
     if (!cJSON_IsObject(bk)) {
         pybox_buf_adds(b, ", ");

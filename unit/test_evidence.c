@@ -315,6 +315,7 @@ START_TEST(a_column_per_kind_of_host)
     cJSON_ReplaceItemInObjectCaseSensitive(h, "cgroup", cJSON_CreateString("v2"));
     cJSON_ReplaceItemInObjectCaseSensitive(h, "kernel", cJSON_CreateString("6.1.0-guest"));
     cJSON_AddStringToObject(h, "cgroup_manager", "systemd");
+    cJSON_AddNumberToObject(h, "time_scale", 10);
     cJSON *r3 = record("restriction", "keyring", "2026-01-01T00:00:02.000Z", "pass", "BLOCKED: docker\n");
     cJSON_AddStringToObject(r3, "backend", "docker");
     store(r1, a);
@@ -333,7 +334,12 @@ START_TEST(a_column_per_kind_of_host)
                   "%s", line);
     free(line);
     ck_assert_msg(strstr(page, "- on native, cgroup v2 (systemd): kernel 6.1.0-guest") != NULL, "%s", page);
+    ck_assert_msg(strstr(page, "cgroup v2, every deadline 10 times the case's (a slower machine)") != NULL, "%s", page);
     ck_assert_msg(strstr(page, "- on native: kernel 6.1.0,") != NULL, "%s", page);
+    const char *v1 = strstr(page, "- on native: kernel 6.1.0,");
+    char *v1_line = strndup(v1, (size_t)(strchr(v1, '\n') - v1));
+    ck_assert_msg(strstr(v1_line, "every deadline") == NULL, "%s", v1_line);
+    free(v1_line);
     const char *index = slurp("README.md");
     ck_assert_msg(strstr(index, "| Restriction checks | 1 | 1 of 1 | 1 of 1 | 1 of 1 |") != NULL, "%s", index);
 }
