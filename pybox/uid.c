@@ -89,30 +89,40 @@ static int open_leases(const char *dir, bool create, int *out, pybox_error_t *er
     return own_folder(run, base + 1, dir, create, out, err);
 }
 
-/* Subordinate ranges ("name:start:count" lines) that other tools hand to user
- * namespaces: a box's uid must not be one a rootless container of a user maps to. */
+int pybox_subid_line(const char *line, char *owner, size_t owner_len, uint64_t *start, uint64_t *count)
+{
+    const char *a = strchr(line, ':');
+    const char *b = a ? strchr(a + 1, ':') : NULL;
+    if (b == NULL || a == line || (size_t)(a - line) >= owner_len)
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long s = strtoull(a + 1, &end, 10);
+    if (errno != 0 || end != b || a[1] < '0' || a[1] > '9')
+        return -1;
+    unsigned long long n = strtoull(b + 1, &end, 10);
+    if (errno != 0 || b[1] < '0' || b[1] > '9' || (*end != '\0' && *end != '\n') || n == 0 || s > UINT32_MAX ||
+        n > (unsigned long long)UINT32_MAX + 1 - s)
+        return -1;
+    memcpy(owner, line, (size_t)(a - line));
+    owner[a - line] = '\0';
+    *start = s;
+    *count = n;
+    return 0;
+}
+
+/* Subordinate ranges that other tools hand to user namespaces: a box's uid must not be
+ * one a rootless container of a user maps to. */
 static bool in_subordinate(const char *file, uid_t uid)
 {
     FILE *f = fopen(file, "re");
     if (f == NULL)
         return false;
-    char line[512];
+    char line[512], owner[256];
+    uint64_t start, n;
     bool hit = false;
-    while (!hit && fgets(line, sizeof line, f) != NULL) {
-        char *a = strchr(line, ':');
-        char *b = a ? strchr(a + 1, ':') : NULL;
-        if (b == NULL)
-            continue;
-        char *end;
-        errno = 0;
-        unsigned long long start = strtoull(a + 1, &end, 10);
-        if (errno != 0 || end != b)
-            continue;
-        unsigned long long n = strtoull(b + 1, &end, 10);
-        if (errno != 0 || end == b + 1)
-            continue;
-        hit = (unsigned long long)uid >= start && (unsigned long long)uid - start < n;
-    }
+    while (!hit && fgets(line, sizeof line, f) != NULL)
+        hit = pybox_subid_line(line, owner, sizeof owner, &start, &n) == 0 && uid >= start && uid - start < n;
     fclose(f);
     return hit;
 }

@@ -75,4 +75,9 @@ void pybox_uid_lease_keep(pybox_uid_lease_t *l);
  * for every installation: a free lease is free for all of them. */
 int pybox_uid_lease_sweep_in(const pybox_uid_range_t *r, bool dry_run, int *removed, pybox_error_t *err);
 
+/* One line of /etc/subuid or /etc/subgid, "owner:start:count" (owner a user's name or
+ * uid): 0 with its parts (a range of at least one id, all within 32 bits), -1 for
+ * anything else (a comment, a malformed or empty range, an owner longer than owner_len). */
+int pybox_subid_line(const char *line, char *owner, size_t owner_len, uint64_t *start, uint64_t *count);
+
 #endif

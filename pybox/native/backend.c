@@ -21,6 +21,7 @@
 #include "../escape.h"
 #include "../util.h"
 #include "native.h"
+#include "rootless.h"
 #include "sandbox.h"
 
 typedef struct native_box {
@@ -568,6 +569,11 @@ static int n_open(const pybox_state_t *st, pybox_backend_t **out, pybox_error_t 
     *out = NULL;
     if (st == NULL)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "the native backend needs an installation");
+    /* An ordinary user's boxes need what rootless.h lists: all of it, or no box. */
+    pybox_rootless_t rl;
+    pybox_rootless_host_t rh = {.root = "", .uid = geteuid(), .gid = getegid()};
+    if (geteuid() != 0 && pybox_rootless_probe(&rh, &rl, err) < 0)
+        return -1;
     if (geteuid() != 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, EPERM,
                                "the native backend makes namespaces, cgroups and mounts: run it as root");
