@@ -44,7 +44,8 @@ struct pybox_native_box {
     char in_dir[PATH_MAX]; /* bound at /box/in ("" none) */
     bool own_in;           /* in_dir is <staging>/<name>/in */
     uint32_t program_uid;
-    uint64_t caps;                               /* init's capabilities (permitted, effective, bounding) */
+    bool rootless; /* in a user namespace of its own, run by an ordinary user (rootless.h) */
+    uint64_t caps; /* init's capabilities (permitted, effective, bounding) */
     struct rlimit rlimits[PYBOX_NATIVE_RLIMITS]; /* soft = hard, as given to init */
     /* What verify compares init with. */
     char argv[3][64];

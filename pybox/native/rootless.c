@@ -38,22 +38,6 @@ static void read_line(const char *root, const char *rel, char *out, size_t len)
     pybox_strlcpy(out, text, len);
 }
 
-/* The first range of the user (by name or by uid) in a subordinate id file. */
-static bool find_range(const char *path, const char *user, uid_t uid, uint64_t *start, uint64_t *count)
-{
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
-        return false;
-    char line[512], owner[256], num[16];
-    snprintf(num, sizeof num, "%u", (unsigned)uid);
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f) != NULL)
-        found = pybox_subid_line(line, owner, sizeof owner, start, count) == 0 &&
-                ((user[0] != '\0' && strcmp(owner, user) == 0) || strcmp(owner, num) == 0);
-    fclose(f);
-    return found;
-}
-
 /* A helper newuidmap or newgidmap: a root-owned executable that is set-user-ID or has
  * file capabilities (some distributions give it cap_setuid instead). NULL when it is
  * fit, else what is wrong with it. */
@@ -222,7 +206,7 @@ int pybox_rootless_probe(const pybox_rootless_host_t *h, pybox_rootless_t *r, py
     uint64_t *starts[] = {&r->subuid_start, &r->subgid_start}, *counts[] = {&r->subuid_count, &r->subgid_count};
     for (size_t i = 0; i < 2; i++) {
         if (pybox_fmt(path, sizeof path, "%s%s", h->root, files[i]) == 0 &&
-            find_range(path, r->user, r->uid, starts[i], counts[i]))
+            pybox_subid_find(path, r->user, r->uid, starts[i], counts[i]))
             continue;
         if (r->user[0] != '\0')
             reason(&b, &n,
@@ -262,12 +246,5 @@ int pybox_rootless_probe(const pybox_rootless_host_t *h, pybox_rootless_t *r, py
 
 void pybox_rootless_box_ids(const pybox_rootless_t *r, uid_t *uid_base, gid_t *gid_base, uint32_t *count)
 {
-    uint64_t c = r->subuid_count < r->subgid_count ? r->subuid_count : r->subgid_count;
-    uint64_t half = c >= 2 ? c / 2 : 0;
-    uint64_t take = c - half;
-    if (take > 65536)
-        take = 65536;
-    *uid_base = (uid_t)(r->subuid_start + half);
-    *gid_base = (gid_t)(r->subgid_start + half);
-    *count = (uint32_t)take;
+    pybox_uid_user_half(r->subuid_start, r->subuid_count, r->subgid_start, r->subgid_count, uid_base, gid_base, count);
 }
