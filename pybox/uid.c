@@ -142,6 +142,28 @@ int pybox_subid_find(const char *file, const char *user, uid_t uid, uint64_t *st
     return found;
 }
 
+int pybox_subid_overlap(const char *file, const char *user, uid_t uid, uint64_t start, uint64_t count, char *other,
+                        size_t other_len)
+{
+    FILE *f = fopen(file, "re");
+    if (f == NULL)
+        return 0;
+    char line[512], owner[256], num[16];
+    snprintf(num, sizeof num, "%u", (unsigned)uid);
+    uint64_t s, n;
+    int hit = 0;
+    while (!hit && fgets(line, sizeof line, f) != NULL) {
+        if (pybox_subid_line(line, owner, sizeof owner, &s, &n) < 0 || strcmp(owner, num) == 0 ||
+            (user[0] != '\0' && strcmp(owner, user) == 0))
+            continue;
+        hit = s < start + count && start < s + n;
+        if (hit)
+            pybox_strlcpy(other, owner, other_len);
+    }
+    fclose(f);
+    return hit;
+}
+
 void pybox_uid_user_half(uint64_t uid_start, uint64_t uid_count, uint64_t gid_start, uint64_t gid_count,
                          uid_t *uid_base, gid_t *gid_base, uint32_t *count)
 {

@@ -84,6 +84,11 @@ int pybox_uid_lease_sweep_in(const pybox_uid_range_t *r, bool dry_run, int *remo
  * /etc/subuid or /etc/subgid): 1 found, 0 not. */
 int pybox_subid_find(const char *file, const char *user, uid_t uid, uint64_t *start, uint64_t *count);
 
+/* Whether another owner's range in that file overlaps [start, start + count): 1 with
+ * its owner in other, 0 not. Two users sharing ids would share their boxes' ids. */
+int pybox_subid_overlap(const char *file, const char *user, uid_t uid, uint64_t start, uint64_t count, char *other,
+                        size_t other_len);
+
 /* The ids a user's boxes lease from: the upper half of the user's subordinate ranges
  * (rootless containers of the same user map their ordinary ids from the start of the
  * range), at most PYBOX_UID_COUNT; *uid_base with *count uids, and a box's gid is its uid

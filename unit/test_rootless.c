@@ -227,6 +227,21 @@ START_TEST(no_subgid_range)
 }
 END_TEST
 
+START_TEST(shared_range)
+{
+    /* another user's range reaching into this one's: their boxes could share an id */
+    put("/etc/subuid", "someone:100000:65537\ntester:165536:65536\n", 0644);
+    refused("/etc/subuid gives ids of tester's range to someone too", "usermod --del-subuids");
+    put("/etc/subuid", "someone:100000:65536\ntester:165536:65536\nother:231071:10\n", 0644);
+    refused("/etc/subuid gives ids of tester's range to other too", "--add-subuids");
+    /* touching is not sharing */
+    put("/etc/subuid", "someone:100000:65536\ntester:165536:65536\nother:231072:10\n", 0644);
+    pybox_rootless_t r;
+    pybox_error_t err = {0};
+    ck_assert_msg(probe(&r, &err) == 0, "%s", err.msg);
+}
+END_TEST
+
 START_TEST(subuid_by_number)
 {
     put("/etc/subuid", "4242:300000:1000\n", 0644);
@@ -308,6 +323,7 @@ Suite *suite_rootless(void)
     tcase_add_test(tc, no_subuid_range);
     tcase_add_test(tc, no_subgid_range);
     tcase_add_test(tc, subuid_by_number);
+    tcase_add_test(tc, shared_range);
     tcase_add_test(tc, every_reason_at_once);
     tcase_add_test(tc, subid_lines);
     suite_add_tcase(s, tc);

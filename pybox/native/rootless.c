@@ -205,9 +205,16 @@ int pybox_rootless_probe(const pybox_rootless_host_t *h, pybox_rootless_t *r, py
     static const char *const files[] = {"/etc/subuid", "/etc/subgid"};
     uint64_t *starts[] = {&r->subuid_start, &r->subgid_start}, *counts[] = {&r->subuid_count, &r->subgid_count};
     for (size_t i = 0; i < 2; i++) {
+        char other[64];
         if (pybox_fmt(path, sizeof path, "%s%s", h->root, files[i]) == 0 &&
-            pybox_subid_find(path, r->user, r->uid, starts[i], counts[i]))
+            pybox_subid_find(path, r->user, r->uid, starts[i], counts[i])) {
+            if (pybox_subid_overlap(path, r->user, r->uid, *starts[i], *counts[i], other, sizeof other))
+                reason(&b, &n,
+                       "%s gives ids of %s's range to %s too (a box's id must be no one else's); fix: give each "
+                       "user ids of their own (usermod --del-sub%cids, --add-sub%cids)",
+                       files[i], r->user[0] ? r->user : "this user", other, i == 0 ? 'u' : 'g', i == 0 ? 'u' : 'g');
             continue;
+        }
         if (r->user[0] != '\0')
             reason(&b, &n,
                    "%s has no range for %s (a box runs as an id of it, never as the user); fix: usermod "
