@@ -61,10 +61,84 @@ set_up() {
 
 set_up || { say "FAIL set-up"; exit 1; }
 
+# PYBOX_VM_ROOTLESS_SUITES: integration suites (tests/main.c) to run as the user first,
+# each in an installation of its own borrowing the user's images; with
+# PYBOX_VM_ROOTLESS_ONLY=suites nothing else runs.
+suites() {
+    for suite in $PYBOX_VM_ROOTLESS_SUITES; do
+        t=$(date +%s)
+        log=$(as_user "PYBOX_BACKEND=native PYBOX_BIN=$build/pybox PYBOX_TEST_BIN=$build/pybox-test \
+            CK_RUN_SUITE=$suite CK_VERBOSITY=verbose $build/itest" 2>&1)
+        rc=$?
+        if [ "$rc" = 0 ]; then
+            say "ok suite-$suite ($(($(date +%s) - t)) s): $(printf '%s\n' "$log" | grep -E '^[0-9]+%: Checks')"
+        else
+            failed=$((failed + 1))
+            say "FAIL suite-$suite (exit $rc, $(($(date +%s) - t)) s)"
+            printf '%s\n' "$log" | grep -E ':[EF]:|^[0-9]+%: Checks' | cut -c1-400 | head -40
+        fi
+    done
+}
+
+# PYBOX_VM_ROOT_SUITES: the same suites as root, in a root installation on the second disk
+# built from the same tar: what fails there too is not the rootless path's.
+root_suites() {
+    export PYBOX_HOME=$data/root-state
+    mkdir -p "$PYBOX_HOME" && chmod 0700 "$PYBOX_HOME"
+    "$build/pybox" image build stdlib --backend native --rootfs "$data/base.tar" >/dev/null 2>&1 ||
+        { failed=$((failed + 1)); say "FAIL root image"; }
+    for suite in $PYBOX_VM_ROOT_SUITES; do
+        t=$(date +%s)
+        log=$(PYBOX_BACKEND=native PYBOX_BIN=$build/pybox PYBOX_TEST_BIN=$build/pybox-test CK_RUN_SUITE=$suite \
+            CK_VERBOSITY=verbose "$build/itest" 2>&1)
+        rc=$?
+        say "as root: suite-$suite exit $rc ($(($(date +%s) - t)) s): $(printf '%s\n' "$log" | grep -E '^[0-9]+%: Checks')"
+        printf '%s\n' "$log" | grep -E ':[EF]:' | cut -c1-300 | head -20
+    done
+    unset PYBOX_HOME
+}
+
+# PYBOX_VM_ROOTLESS_BENCH=N: N runs of print(1) as root and N as the user, interleaved;
+# the medians of their wall times and the ratio (docs/rootless.md).
+bench() {
+    export PYBOX_HOME=$data/root-state
+    mkdir -p "$PYBOX_HOME" && chmod 0700 "$PYBOX_HOME"
+    "$build/pybox" image build stdlib --backend native --rootfs "$data/base.tar" >/dev/null 2>&1
+    : >/tmp/bench-root
+    : >/tmp/bench-user
+    i=0
+    while [ $i -lt "$PYBOX_VM_ROOTLESS_BENCH" ]; do
+        a=$(date +%s%N)
+        echo 'print(1)' | "$build/pybox" exec --backend native --timeout 20 >/dev/null 2>&1
+        b=$(date +%s%N)
+        echo $(((b - a) / 1000000)) >>/tmp/bench-root
+        as_user "a=\$(date +%s%N); echo 'print(1)' | pybox exec --backend native --timeout 20 >/dev/null 2>&1;
+            b=\$(date +%s%N); echo \$(((b - a) / 1000000))" >>/tmp/bench-user
+        i=$((i + 1))
+    done
+    unset PYBOX_HOME
+    python3 - /tmp/bench-root /tmp/bench-user <<'PY'
+import statistics, sys
+r = [int(x) for x in open(sys.argv[1]) if x.strip()]
+u = [int(x) for x in open(sys.argv[2]) if x.strip()]
+mr, mu = statistics.median(r), statistics.median(u)
+print("vm-rootless: bench: %d runs each, median root %.0f ms, rootless %.0f ms, ratio %.2f (goal <= 1.2)" % (len(r), mr, mu, mu / mr))
+PY
+}
+
 start=$(date +%s)
 check image-build 0 "pinned|up to date" \
     "pybox image build stdlib --backend native --rootfs $data/base.tar"
 say "the image: $(($(date +%s) - start)) s"
+[ -n "${PYBOX_VM_ROOTLESS_SUITES:-}" ] && suites
+[ -n "${PYBOX_VM_ROOT_SUITES:-}" ] && root_suites
+[ -n "${PYBOX_VM_ROOTLESS_BENCH:-}" ] && bench
+if [ "${PYBOX_VM_ROOTLESS_ONLY:-}" = suites ]; then
+    say "$failed failed"
+    umount "$data"
+    [ "$failed" = 0 ]
+    exit
+fi
 
 # A run as the user: rootless, with the box's own id and the kernel's readings.
 check hello 0 "rootless: as user $user" "echo 'print(1)' | pybox exec --backend native --timeout 20"
@@ -80,19 +154,30 @@ check refused-forks 0 '"pids_refused": ?[1-9]|"refused_forks": ?[1-9]' "printf '
  pybox exec --backend native --pids 32 --timeout 20 --json"
 check deadline 124 'deadline' "echo 'while True: pass' | pybox exec --backend native --timeout 2"
 
+# Links where the user's installation and leases are: never followed into another's.
+check symlinked-state 125 "belongs to another user" "mkdir -p \$HOME/xs && ln -sfn /root \$HOME/xs/pybox &&
+ echo 'print(1)' | XDG_STATE_HOME=\$HOME/xs pybox exec --backend native --timeout 20; rc=\$?; rm -rf \$HOME/xs; exit \$rc"
+check symlinked-leases 125 "is not a folder \\(a symbolic link\\)" "mv \$XDG_RUNTIME_DIR/pybox \$XDG_RUNTIME_DIR/pybox.real;
+ mkdir -p /tmp/elsewhere && ln -s /tmp/elsewhere \$XDG_RUNTIME_DIR/pybox;
+ echo 'print(1)' | pybox exec --backend native --timeout 20; rc=\$?;
+ rm \$XDG_RUNTIME_DIR/pybox; mv \$XDG_RUNTIME_DIR/pybox.real \$XDG_RUNTIME_DIR/pybox; rm -rf /tmp/elsewhere; exit \$rc"
+
 # Files in and out: /box/in the user's staging, /box/out packed from inside the box's
 # user namespace (the program's, mode 0700, which the user cannot read from outside).
 check files 0 "^out:hello rootless$" "d=\$(mktemp -d); echo 'hello rootless' >\$d/in.txt;
  echo 'open(\"/box/out/o.txt\", \"w\").write(\"out:\" + open(\"/box/in/in.txt\").read())' |
  pybox exec --backend native --timeout 20 --input \$d/in.txt --output \$d/out >/dev/null && cat \$d/out/o.txt; rm -rf \$d"
 
+# The user's leftovers, theirs alone: cleanup sees their installation only.
+check cleanup 0 "." "pybox cleanup --backend native --dry-run; pybox cleanup --backend native"
+
 # Every way out to the user, tried from inside (tests/rootless/hostile.py): none may
 # work, and every one must have been tried.
 out=$(as_user "sleep 300 & p=\$!; echo secret >\$HOME/secret;
- { echo \"USER_PID = \$p; USER_FILE = '\$HOME/secret'; USER_UID = \$(id -u)\"; cat tests/rootless/hostile.py; } |
+ { echo \"USER_PID = \$p; USER_FILE = '\$HOME/secret'; USER_UID = \$(id -u); STAGING = '$data/state/pybox/native/staging'\"; cat tests/rootless/hostile.py; } |
  pybox exec --backend native --timeout 30; kill \$p" 2>&1)
 tried=$(printf '%s\n' "$out" | grep -c '^  | *blocked ')
-if printf '%s\n' "$out" | grep -q 'ESCAPED' || [ "$tried" -lt 13 ]; then
+if printf '%s\n' "$out" | grep -q 'ESCAPED' || [ "$tried" -lt 14 ]; then
     failed=$((failed + 1))
     say "FAIL hostile ($tried blocked)"
     printf '%s\n' "$out" | tail -50
@@ -104,12 +189,13 @@ fi
 # The same probes with the box taken away (the user's own python3, as the user): the
 # probes must see the escapes a box stops, or they prove nothing.
 out=$(as_user "sleep 300 & p=\$!; echo secret >\$HOME/secret;
- { echo \"USER_PID = \$p; USER_FILE = '\$HOME/secret'; USER_UID = \$(id -u)\"; cat tests/rootless/hostile.py; } |
+ { echo \"USER_PID = \$p; USER_FILE = '\$HOME/secret'; USER_UID = \$(id -u); STAGING = '$data/state/pybox/native/staging'\"; cat tests/rootless/hostile.py; } |
  python3 -; kill \$p" 2>&1)
 seen=$(printf '%s\n' "$out" | grep -c '^ESCAPED ')
 if printf '%s\n' "$out" | grep -q "^ESCAPED signal the user's process" &&
     printf '%s\n' "$out" | grep -q "^ESCAPED read the user's file" &&
-    printf '%s\n' "$out" | grep -q "^ESCAPED run as the user"; then
+    printf '%s\n' "$out" | grep -q "^ESCAPED run as the user" &&
+    printf '%s\n' "$out" | grep -q "^ESCAPED other boxes' staging"; then
     say "ok hostile-without-box ($seen escapes seen)"
 else
     failed=$((failed + 1))

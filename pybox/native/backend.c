@@ -186,7 +186,7 @@ static int n_create(pybox_backend_t *base, const pybox_policy_t *p, pybox_box_t 
         else if (strcmp(p->tamper, "readonly") == 0)
             applied.relax |= PYBOX_RELAX_WRITABLE_ROOT;
         else if (strcmp(p->tamper, "user") == 0)
-            applied.uid = 1000;
+            applied.uid = be->rootless ? applied.uid + 1 : 1000; /* rootless: still of the user's range */
         else if (strcmp(p->tamper, "capdrop") == 0)
             applied.relax_cap = "CAP_SYS_ADMIN";
     }

@@ -45,6 +45,7 @@ struct pybox_native_box {
     bool own_in;           /* in_dir is <staging>/<name>/in */
     uint32_t program_uid;
     bool rootless; /* in a user namespace of its own, run by an ordinary user (rootless.h) */
+    int userns_fd; /* rootless: that namespace, held until the box is freed (-1: none) */
     uint64_t caps; /* init's capabilities (permitted, effective, bounding) */
     struct rlimit rlimits[PYBOX_NATIVE_RLIMITS]; /* soft = hard, as given to init */
     /* What verify compares init with. */

@@ -1129,7 +1129,7 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     if (b == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
     b->pid = -1;
-    b->pidfd = b->in_w = b->out_r = b->err_r = -1;
+    b->pidfd = b->in_w = b->out_r = b->err_r = b->userns_fd = -1;
     b->program_uid = pybox_native_program_uid(s);
     b->rootless = s->rootless;
     b->end.oom_kills = -1;
@@ -1258,6 +1258,15 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
             w = write(map[1], "m", 1);
         while (w < 0 && errno == EINTR);
         close_fd(&map[1]);
+        /* Held for the removal: what the program left in the staging folder (a writable
+         * root's upper layer) is its uid's, which the user may remove only from there. */
+        char ns[64];
+        snprintf(ns, sizeof ns, "/proc/%d/ns/user", (int)pid);
+        b->userns_fd = open(ns, O_RDONLY | O_CLOEXEC);
+        if (b->userns_fd < 0) {
+            sys_fail(err, errno, "open", ns);
+            goto fail;
+        }
     }
     if (host.systemd) {
         close_fd(&go[0]);
@@ -1498,6 +1507,27 @@ static void settle(pybox_native_box_t *b)
     }
 }
 
+/* Rootless: the staging folder removed by a child in the box's user namespace, where the
+ * user has every capability over the box's ids (the program's files of a writable root
+ * are its uid's, in folders the user could not change from outside). */
+static int rm_tree_in_userns(int userns_fd, const char *path, pybox_error_t *err)
+{
+    pid_t c = fork();
+    if (c < 0)
+        return sys_fail(err, errno, "fork", "removing the box's staging folder");
+    if (c == 0) {
+        if (setns(userns_fd, CLONE_NEWUSER) < 0)
+            _exit(0x7f & errno);
+        _exit(pybox_remove_tree_at(AT_FDCWD, path) == 0 ? 0 : (0x7f & errno) ? (0x7f & errno) : EIO);
+    }
+    int st = 0;
+    while (waitpid(c, &st, 0) < 0)
+        if (errno != EINTR)
+            return sys_fail(err, errno, "waitpid", "removing the box's staging folder");
+    int e = WIFEXITED(st) ? WEXITSTATUS(st) : EINTR;
+    return e == 0 ? 0 : sys_fail(err, e, "removing (in the box's user namespace)", path);
+}
+
 int pybox_native_remove(pybox_native_box_t *b, bool *gone, pybox_error_t *err)
 {
     *gone = false;
@@ -1546,7 +1576,8 @@ int pybox_native_remove(pybox_native_box_t *b, bool *gone, pybox_error_t *err)
     }
     bool st_gone = !b->staging_made;
     if (b->staging_made && rc == 0) {
-        if (pybox_native_rm_tree(b->staging, err) < 0) {
+        if ((b->userns_fd >= 0 ? rm_tree_in_userns(b->userns_fd, b->staging, err)
+                               : pybox_native_rm_tree(b->staging, err)) < 0) {
             rc = -1;
         } else {
             st_gone = true;
@@ -1577,6 +1608,7 @@ void pybox_native_free(pybox_native_box_t *b)
     if (b == NULL)
         return;
     close_fd(&b->pidfd);
+    close_fd(&b->userns_fd);
     close_fd(&b->in_w);
     close_fd(&b->out_r);
     close_fd(&b->err_r);

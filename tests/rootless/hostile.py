@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # Run in a rootless native box by tests/vm-rootless.sh: every way out to the user who runs
 # PyBox, tried. Prints "blocked NAME" or "ESCAPED NAME: how" for each; the test wants no
-# ESCAPED. argv is not available (the program comes on stdin): the user's pid and a file
-# of the user's are in the first line of the program, set by the test.
+# ESCAPED. argv is not available (the program comes on stdin): the user's pid, uid, a file
+# of the user's and the user's staging folder of boxes are in the program's first line,
+# set by the test.
 import ctypes, errno, os, signal, socket
 
 def tried(name, fn):
@@ -36,12 +37,24 @@ def _bus():
     s = socket.socket(socket.AF_UNIX)
     s.connect("/run/user/%d/bus" % USER_UID)
 
+# who the box is: its own id, never the user's
+def ids():
+    u = os.getuid()
+    maps = open("/proc/self/uid_map").read().split()
+    outside = [int(maps[i + 1]) for i in range(0, len(maps), 3) if int(maps[i]) == u]
+    if u == 0 or outside == [USER_UID]:
+        return "runs as uid %d, which is the user's %s" % (u, outside)
+    print("box uid", u, "outside", outside, "map", " ".join(maps))
+    return None
+tried("run as the user", ids)
 # the user's own process: no such pid here, and no signal could reach it
 tried("signal the user's process", lambda: (os.kill(USER_PID, signal.SIGTERM), "signalled")[1])
 tried("signal every pid", lambda: ", ".join(str(p) for p in range(2, 4096) if _kill(p)) or None)
 # the user's files
 tried("read the user's file", lambda: open(USER_FILE).read() and "read it")
 tried("the user's session bus", lambda: (_bus(), "connected")[1])
+# other boxes: their staging folders (their /box/in) are in the user's installation
+tried("other boxes' staging", lambda: "listed %d" % len(os.listdir(STAGING)))
 # the box's own root and init
 tried("write the image", lambda: (open("/usr/lib/os-release", "a").write("x"), "written")[1])
 tried("read init's memory", lambda: (open("/proc/1/mem", "rb").read(1), "read")[1])
@@ -53,14 +66,4 @@ tried("a nested user namespace", lambda: (call(libc.unshare, CLONE_NEWUSER), "un
 tried("a mount namespace", lambda: (call(libc.unshare, CLONE_NEWNS), "unshared")[1])
 tried("mount a tmpfs", lambda: (call(libc.mount, b"t", b"/tmp", b"tmpfs", 0, None), "mounted")[1])
 tried("setns into init's", lambda: (call(libc.setns, os.open("/proc/1/ns/user", os.O_RDONLY), 0), "joined")[1])
-# who the box is: its own id, never the user's
-def ids():
-    u = os.getuid()
-    maps = open("/proc/self/uid_map").read().split()
-    outside = [int(maps[i + 1]) for i in range(0, len(maps), 3) if int(maps[i]) == u]
-    if u == 0 or outside == [USER_UID]:
-        return "runs as uid %d, which is the user's %s" % (u, outside)
-    print("box uid", u, "outside", outside, "map", " ".join(maps))
-    return None
-tried("run as the user", ids)
 
