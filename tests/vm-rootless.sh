@@ -171,6 +171,22 @@ check files 0 "^out:hello rootless$" "d=\$(mktemp -d); echo 'hello rootless' >\$
 # The user's leftovers, theirs alone: cleanup sees their installation only.
 check cleanup 0 "." "pybox cleanup --backend native --dry-run; pybox cleanup --backend native"
 
+# pybox mcp as the user, as a desktop client starts it: the official SDK client spawning
+# it with the user's environment (tests/mcp/rootless-driver.mjs).
+if [ -d "$src/tests/mcp/node_modules/@modelcontextprotocol/sdk" ]; then
+    out=$(as_user "node tests/mcp/rootless-driver.mjs $build/pybox" 2>&1)
+    rc=$?
+    printf '%s\n' "$out" | grep -E '^(ok|FAIL) mcp-' | sed 's/^/vm-rootless: /'
+    if [ "$rc" != 0 ]; then
+        failed=$((failed + 1))
+        say "FAIL mcp (exit $rc)"
+        printf '%s\n' "$out" | grep -v '^ok mcp-' | tail -30
+    fi
+else
+    failed=$((failed + 1))
+    say "FAIL mcp: the MCP clients are not installed (make mcp-clients)"
+fi
+
 # Every way out to the user, tried from inside (tests/rootless/hostile.py): none may
 # work, and every one must have been tried.
 out=$(as_user "sleep 300 & p=\$!; echo secret >\$HOME/secret;

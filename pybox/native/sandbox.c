@@ -747,7 +747,7 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
     if (dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
         child_fail(report_w, STEP_STDIO, errno);
     umask(0);
-    if (p->setns_net && setns(p->netns_fd, CLONE_NEWNET) < 0)
+    if (p->setns_net && p->netns_fd >= 0 && setns(p->netns_fd, CLONE_NEWNET) < 0)
         child_fail(report_w, STEP_NETNS, errno);
     /* Nothing mounted here may reach the host's mount namespace. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -1201,6 +1201,18 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
             goto fail;
         }
         p->setns_net = true;
+        /* Rootless, the box's own user namespace gives it no right over another's network
+         * namespace: it may only stay in PyBox's own (made without one of its own). */
+        struct stat there, here;
+        if (s->rootless) {
+            if (fstat(p->netns_fd, &there) < 0 || stat("/proc/self/ns/net", &here) < 0 || there.st_ino != here.st_ino ||
+                there.st_dev != here.st_dev) {
+                pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                "rootless box: a relaxed box may share only PyBox's own network namespace");
+                goto fail;
+            }
+            close_fd(&p->netns_fd);
+        }
     }
     if (pipe_high(rep, err) < 0 || pipe_high(in_p, err) < 0 || pipe_high(out_p, err) < 0 || pipe_high(err_p, err) < 0)
         goto fail;

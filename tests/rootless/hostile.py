@@ -41,7 +41,8 @@ def _bus():
 def ids():
     u = os.getuid()
     maps = open("/proc/self/uid_map").read().split()
-    outside = [int(maps[i + 1]) for i in range(0, len(maps), 3) if int(maps[i]) == u]
+    lines = [[int(x) for x in maps[i:i + 3]] for i in range(0, len(maps), 3)]
+    outside = [out + u - inside for inside, out, n in lines if inside <= u < inside + n]
     if u == 0 or outside == [USER_UID]:
         return "runs as uid %d, which is the user's %s" % (u, outside)
     print("box uid", u, "outside", outside, "map", " ".join(maps))
