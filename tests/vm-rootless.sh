@@ -130,6 +130,11 @@ start=$(date +%s)
 check image-build 0 "pinned|up to date" \
     "pybox image build stdlib --backend native --rootfs $data/base.tar"
 say "the image: $(($(date +%s) - start)) s"
+# The data image too, when its tar is on the disk (the MCP suite runs in it).
+if [ -f "$data/data.tar" ]; then
+    chmod 0644 "$data/data.tar" "$data/data.tar.packages"
+    check image-build-data 0 "pinned|up to date" "pybox image build data --backend native --rootfs $data/data.tar"
+fi
 [ -n "${PYBOX_VM_ROOTLESS_SUITES:-}" ] && suites
 [ -n "${PYBOX_VM_ROOT_SUITES:-}" ] && root_suites
 [ -n "${PYBOX_VM_ROOTLESS_BENCH:-}" ] && bench

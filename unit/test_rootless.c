@@ -7,10 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../pybox/native/internal.h"
+#include "../pybox/native/native.h"
 #include "../pybox/native/rootless.h"
+#include "../pybox/policy.h"
 #include "../pybox/uid.h"
 #include "../pybox/util.h"
 #include "suites.h"
@@ -304,6 +308,29 @@ START_TEST(subid_lines)
 }
 END_TEST
 
+/* A rootless box's share of the user's message queue bytes, which every box of the user
+ * and the user's own processes count against (rootless.h); the relaxation takes it away. */
+START_TEST(msgqueue_share)
+{
+    pybox_native_spec_t s;
+    memset(&s, 0, sizeof s);
+    pybox_native_spec_defaults(&s);
+    struct rlimit rl[PYBOX_NATIVE_RLIMITS], own;
+    ck_assert_int_eq(getrlimit(RLIMIT_MSGQUEUE, &own), 0);
+    pybox_native_rlimits(&s, rl);
+    rlim_t as_root = rl[RLIMIT_MSGQUEUE].rlim_max;
+    s.rootless = true;
+    pybox_native_rlimits(&s, rl);
+    ck_assert_uint_le(rl[RLIMIT_MSGQUEUE].rlim_max, PYBOX_ROOTLESS_MSGQUEUE_BYTES);
+    ck_assert_uint_eq(rl[RLIMIT_MSGQUEUE].rlim_cur, rl[RLIMIT_MSGQUEUE].rlim_max);
+    if (own.rlim_max > PYBOX_ROOTLESS_MSGQUEUE_BYTES)
+        ck_assert_uint_lt(rl[RLIMIT_MSGQUEUE].rlim_max, as_root);
+    s.relax = PYBOX_RELAX_SHARED_UID;
+    pybox_native_rlimits(&s, rl);
+    ck_assert_uint_eq(rl[RLIMIT_MSGQUEUE].rlim_max, as_root);
+}
+END_TEST
+
 Suite *suite_rootless(void)
 {
     Suite *s = suite_create("rootless");
@@ -324,6 +351,7 @@ Suite *suite_rootless(void)
     tcase_add_test(tc, no_subgid_range);
     tcase_add_test(tc, subuid_by_number);
     tcase_add_test(tc, shared_range);
+    tcase_add_test(tc, msgqueue_share);
     tcase_add_test(tc, every_reason_at_once);
     tcase_add_test(tc, subid_lines);
     suite_add_tcase(s, tc);

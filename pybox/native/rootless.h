@@ -27,6 +27,17 @@
 /* The drop-in that delegates the controllers to every user's manager. */
 #define PYBOX_DELEGATE_DROPIN "/etc/systemd/system/user@.service.d/delegate.conf"
 
+/* A rootless box's share of the user's own kernel quotas. The kernel counts what a
+ * process in a user namespace takes against every namespace up to the user's own (its
+ * counts are hierarchical), so the boxes of one user share that user's inotify instances
+ * and watches and message queue bytes with each other and with the user's own
+ * processes: each box gets a part, so that one box cannot take them all (set in the
+ * box's user namespace, /proc/sys/user, and as its RLIMIT_MSGQUEUE). The test-only
+ * relaxation shared-uid removes them. */
+#define PYBOX_ROOTLESS_INOTIFY_INSTANCES 16
+#define PYBOX_ROOTLESS_INOTIFY_WATCHES 8192
+#define PYBOX_ROOTLESS_MSGQUEUE_BYTES 102400
+
 /* Who runs PyBox, and what the host gives them. */
 typedef struct pybox_rootless {
     uid_t uid;

@@ -42,6 +42,9 @@
 #include "rootless.h"
 #include "seccomp.h"
 
+#define NUMBER_TEXT_(n) #n
+#define NUMBER_TEXT(n) NUMBER_TEXT_(n)
+
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
@@ -62,8 +65,8 @@ uint32_t pybox_native_program_uid(const pybox_native_spec_t *s)
 {
     if (s->relax & PYBOX_RELAX_PROGRAM_ROOT)
         return 0;
-    if (s->relax & PYBOX_RELAX_SHARED_UID)
-        return PYBOX_SHARED_UID;
+    if (s->relax & PYBOX_RELAX_SHARED_UID) /* rootless: the user's quotas are shared anyway (rootless.h) */
+        return s->rootless ? s->uid : PYBOX_SHARED_UID;
     return s->uid;
 }
 
@@ -149,7 +152,7 @@ void pybox_native_rlimits(const pybox_native_spec_t *s, struct rlimit out[PYBOX_
         if (r == RLIMIT_STACK || r == RLIMIT_MEMLOCK)
             ceiling = 8ULL << 20;
         else if (r == RLIMIT_MSGQUEUE)
-            ceiling = 819200;
+            ceiling = s->rootless && !(s->relax & PYBOX_RELAX_SHARED_UID) ? PYBOX_ROOTLESS_MSGQUEUE_BYTES : 819200;
         else if (r == RLIMIT_NICE || r == RLIMIT_RTPRIO || r == RLIMIT_CORE)
             ceiling = 0;
         if (ceiling != RLIM_INFINITY && (v == RLIM_INFINITY || v > ceiling))
@@ -337,6 +340,7 @@ typedef struct plan {
     /* Rootless: the child waits for a byte on map_r before anything else, until its uid
      * and gid maps are written (by newuidmap and newgidmap, run by the parent). */
     int map_r, map_w;
+    bool userns_caps; /* rootless: the box's share of the user's quotas (rootless.h) */
     struct rlimit rl[PYBOX_NATIVE_RLIMITS];
     char *argv[4];
     char *envp[72];
@@ -605,6 +609,7 @@ enum {
     STEP_SCHED = -16,
     STEP_OOM = -17,
     STEP_KEYRING = -18,
+    STEP_USERNS_LIMITS = -19,
 };
 
 static const char *step_name(int step)
@@ -642,6 +647,8 @@ static const char *step_name(int step)
         return "the default scheduling, nice value, I/O priority and personality";
     case STEP_OOM:
         return "writing /proc/self/oom_score_adj";
+    case STEP_USERNS_LIMITS:
+        return "the user namespace's limits (/proc/sys/user)";
     case STEP_KEYRING:
         return "keyctl(KEYCTL_JOIN_SESSION_KEYRING)";
     default:
@@ -722,6 +729,17 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
         if (r != 1)
             _exit(127);
         close(p->map_r);
+        /* Its user namespace's own limits: written here, read by the writer's namespace. */
+        static const struct {
+            const char *file, *value;
+        } caps[] = {{"/proc/sys/user/max_inotify_instances", NUMBER_TEXT(PYBOX_ROOTLESS_INOTIFY_INSTANCES)},
+                    {"/proc/sys/user/max_inotify_watches", NUMBER_TEXT(PYBOX_ROOTLESS_INOTIFY_WATCHES)}};
+        for (size_t i = 0; p->userns_caps && i < sizeof caps / sizeof *caps; i++) {
+            int fd = open(caps[i].file, O_WRONLY | O_CLOEXEC);
+            if (fd < 0 || write(fd, caps[i].value, strlen(caps[i].value)) < 0)
+                child_fail(report_w, STEP_USERNS_LIMITS, errno);
+            close(fd);
+        }
     }
     /* Into the leaf first, before anything is charged to PyBox's own cgroup. */
     for (size_t i = 0; i < p->n_attach; i++) {
@@ -1037,7 +1055,7 @@ static int write_map(const char *helper, pid_t pid, uint32_t user_id, uint32_t i
     snprintf(a[2], sizeof a[2], "%u", inner);
     snprintf(a[3], sizeof a[3], "%u", outer);
     snprintf(a[4], sizeof a[4], "%s", "1");
-    char *argv[] = {(char *)helper, a[0], (char *)"0", a[1], a[4], a[2], a[3], a[4], NULL};
+    char *argv[] = {(char *)helper, a[0], (char *)"0", a[1], a[4], inner ? a[2] : NULL, a[3], a[4], NULL};
     char *envp[] = {NULL};
     int ep[2];
     if (pipe2(ep, O_CLOEXEC) < 0)
@@ -1170,6 +1188,7 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
             goto fail;
         p->map_r = map[0];
         p->map_w = map[1];
+        p->userns_caps = !(s->relax & PYBOX_RELAX_SHARED_UID);
     }
     if (host.systemd) {
         /* The scope is asked for once the box's first process exists; the connection is
@@ -1264,7 +1283,7 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
         close_fd(&map[0]);
         if (write_map(PYBOX_NEWUIDMAP, pid, s->user_uid, b->program_uid, b->program_uid, err) < 0 ||
             write_map(PYBOX_NEWGIDMAP, pid, s->user_gid, b->program_uid, s->box_gid, err) < 0)
-            goto fail;
+            goto fail; /* (a program relaxed to root is the box's root: one line each) */
         ssize_t w;
         do
             w = write(map[1], "m", 1);

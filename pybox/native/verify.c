@@ -25,6 +25,7 @@
 #include "../util.h"
 #include "internal.h"
 #include "parse.h"
+#include "rootless.h"
 #include "verify.h"
 
 #define PROC_TEXT_MAX (256 * 1024)
@@ -206,9 +207,18 @@ static int read_uts_rootless(pid_t pid, char *out, size_t len)
         e = errno;
     if (c == 0) {
         struct utsname u;
-        char answer[sizeof u.nodename + 1];
+        char answer[sizeof u.nodename + 64], inst[24] = "", watches[24] = "";
         int r = setns(ufd, CLONE_NEWUSER) < 0 || setns(tfd, CLONE_NEWUTS) < 0 || uname(&u) < 0 ? errno : 0;
-        size_t n = r == 0 ? (size_t)snprintf(answer, sizeof answer, "%s", u.nodename) : 0;
+        /* and the namespace's own limits, as the box's processes are held to them */
+        size_t k = 0;
+        pybox_error_t ignored = {0};
+        if (r == 0) {
+            (void)pybox_native_read_small("/proc/sys/user/max_inotify_instances", inst, sizeof inst, &k, &ignored);
+            inst[strcspn(inst, "\n")] = '\0';
+            (void)pybox_native_read_small("/proc/sys/user/max_inotify_watches", watches, sizeof watches, &k, &ignored);
+            watches[strcspn(watches, "\n")] = '\0';
+        }
+        size_t n = r == 0 ? (size_t)snprintf(answer, sizeof answer, "%s\n%s\n%s", u.nodename, inst, watches) : 0;
         _exit(r == 0 && pybox_write_all(p[1], answer, n) == 0 ? 0 : (r & 0x7f) ? (r & 0x7f) : 1);
     }
     if (ufd >= 0)
@@ -238,13 +248,29 @@ static int read_uts_rootless(pid_t pid, char *out, size_t len)
 static void check_hostname(pybox_nv_t *v, pybox_native_box_t *b, const pybox_native_spec_t *s, pybox_error_t *err)
 {
     if (s->rootless) {
-        char name[sizeof((struct utsname *)0)->nodename + 1];
+        char name[sizeof((struct utsname *)0)->nodename + 64];
         int e = read_uts_rootless(b->pid, name, sizeof name);
         if (e != 0) {
             pybox_error_set(err, PYBOX_ERR_SYSTEM, e, "reading the box's hostname (in its user namespace)");
             return;
         }
+        char *inst = strchr(name, '\n');
+        char *watches = inst ? strchr(inst + 1, '\n') : NULL;
+        if (inst == NULL || watches == NULL) {
+            pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "reading the box's hostname and limits: malformed answer");
+            return;
+        }
+        *inst++ = '\0';
+        *watches++ = '\0';
         pybox_nv_expect_str(v, "hostname", s->hostname, name);
+        /* its share of the user's quotas (rootless.h), unless a test relaxed it */
+        if (!(s->relax & PYBOX_RELAX_SHARED_UID)) {
+            char want[24];
+            snprintf(want, sizeof want, "%d", PYBOX_ROOTLESS_INOTIFY_INSTANCES);
+            pybox_nv_expect_str(v, "user namespace's max_inotify_instances", want, inst);
+            snprintf(want, sizeof want, "%d", PYBOX_ROOTLESS_INOTIFY_WATCHES);
+            pybox_nv_expect_str(v, "user namespace's max_inotify_watches", want, watches);
+        }
         return;
     }
     char ns[64];
@@ -300,7 +326,8 @@ static void check_idmaps(pybox_nv_t *v, pybox_native_box_t *b, const pybox_nativ
         if (read_proc(b->pid, maps[i], &t, &n, err) < 0)
             return;
         const int64_t want[2][3] = {{0, i == 0 ? s->user_uid : s->user_gid, 1}, {prog, i == 0 ? prog : s->box_gid, 1}};
-        int id = s->rootless ? pybox_np_idmap_is(t, n, want, 2, err) : pybox_np_idmap_is_identity(t, n, err);
+        int id =
+            s->rootless ? pybox_np_idmap_is(t, n, want, prog == 0 ? 1 : 2, err) : pybox_np_idmap_is_identity(t, n, err);
         char shown[96];
         if (s->rootless)
             snprintf(shown, sizeof shown, "0 %lld 1 and %lld %lld 1", (long long)want[0][1], (long long)want[1][0],
