@@ -60,7 +60,8 @@ START_TEST(a_box_holding_every_quota_leaves_another_box_working)
     itest_exec(probe("quota_victim.py"), vargs, &v);
     ck_assert_msg(v.receipt != NULL, "no receipt: %s", v.err);
     const char *said = itest_str(v.receipt, "said.stdout.text");
-    ck_assert_msg(said && strstr(said, "BLOCKED: every operation worked"), "the victim box: %s", said);
+    ck_assert_msg(said && strstr(said, "BLOCKED: every operation worked"), "the victim box (%s, exit %d): %s",
+                  itest_str(v.receipt, "status"), v.status, said);
     double vuid = itest_num(v.receipt, "asked.policy.program_uid");
 
     /* The holder is stopped from outside; PyBox removes its box. */
@@ -119,7 +120,8 @@ START_TEST(with_one_shared_uid_a_box_breaks_another)
     int64_t timeout = 10000;
     ck_assert_int_eq(itest_lib_run(probe("quota_victim.py"), shared_uid, &timeout, &res), 0);
     const char *said = itest_said(&res);
-    ck_assert_msg(strstr(said, "ESCAPED: the other box's quota broke"), "the victim: %s", said);
+    ck_assert_msg(strstr(said, "ESCAPED: the other box's quota broke"), "the victim (end %d, exit %d: %s): %s",
+                  (int)res.end, res.exit_code, res.error.msg, said);
     /* Each quota the holder took is one the victim then lacked. */
     ck_assert_msg(strstr(said, "\"inotify_init\": \"FAILED"), "%s", said);
     ck_assert_msg(strstr(said, "\"mq_open\": \"FAILED"), "%s", said);
