@@ -187,8 +187,10 @@ int pybox_uid_user_range(pybox_uid_range_t *r, gid_t *gid_base, char *buf, size_
     if (!pybox_subid_find("/etc/subuid", name, geteuid(), &us, &uc) ||
         !pybox_subid_find("/etc/subgid", name, geteuid(), &gs, &gc))
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "uid %u has no subordinate range in /etc/subuid and /etc/subgid for its boxes",
-                               (unsigned)geteuid());
+                               "uid %u has no subordinate range in /etc/subuid and /etc/subgid for its boxes "
+                               "(a box runs as an id of it, never as the user); fix: usermod --add-subuids "
+                               "100000-165535 --add-subgids 100000-165535 %s (any 65536 ids of no other user)",
+                               (unsigned)geteuid(), name[0] ? name : "USER");
     const char *rt = getenv("XDG_RUNTIME_DIR");
     if (rt == NULL || rt[0] != '/')
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
