@@ -286,8 +286,8 @@ deb-test: deb
 # PyBox on a Debian host as shipped (systemd, cgroup v2), in a guest booted with qemu
 # (scripts/vm.sh; KVM when it works here, software emulation otherwise): the package
 # installed there with apt, the integration suites, the campaign's restriction and crash
-# cases and the MCP SDK client on both backends, and a watcher whose v2 reader lies caught
-# (scripts/vm-check.sh, tests/vm-guest.sh).
+# cases and the MCP SDK client on both backends, a watcher whose v2 reader lies caught,
+# and rootless boxes as an ordinary user (scripts/vm-check.sh, tests/vm-guest.sh).
 VM_PACKAGES := qemu-system-x86 qemu-utils e2fsprogs
 vm-check: setup mcp-clients
 	scripts/need-packages.sh vm-check $(VM_PACKAGES)

@@ -1583,6 +1583,9 @@ static int setup(camp_t *c)
     const char *cgv = pybox_cgroup_version_word(ch.version);
     cJSON_AddStringToObject(c->host, "cgroup", cgv ? cgv : "none");
     cJSON_AddStringToObject(c->host, "cgroup_manager", pybox_cgroup_manager_word(&ch));
+    /* Run by an ordinary user: the native backend's boxes are rootless (docs/rootless.md),
+     * the pages give them columns of their own. */
+    cJSON_AddBoolToObject(c->host, "rootless", geteuid() != 0);
     cJSON_AddStringToObject(c->host, "engine", pybox_engine_version(c->e));
     long status;
     cJSON *ver = engine_get(c, "/version", &status);

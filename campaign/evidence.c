@@ -153,16 +153,20 @@ static int backend_cmp(const char *a, const char *b)
 /* A record's column: its backend alone on a host of cgroup v1 (the machines the campaign
  * first ran on), else the backend and the kind of host (the campaign's cases run in a
  * Debian guest as shipped: cgroup v2 under systemd), so each kind of host has columns of
- * its own beside the others. */
+ * its own beside the others; a campaign run by an ordinary user (host.rootless) has its
+ * own again: the native backend's boxes rootless, the engine's made for a user. */
 static void column_of(rec_t *r)
 {
     const char *cg = str_at(r->j, "host.cgroup"), *mgr = str_at(r->j, "host.cgroup_manager");
+    const char *user = "";
+    if (cJSON_IsTrue(ev_path(r->j, "host.rootless")))
+        user = strcmp(r->backend, "native") == 0 ? ", rootless" : ", as an ordinary user";
     if (cg == NULL || strcmp(cg, "v2") != 0) {
-        snprintf(r->column, sizeof r->column, "%s", r->backend);
+        snprintf(r->column, sizeof r->column, "%s%s", r->backend, user);
         return;
     }
     bool systemd = mgr != NULL && strcmp(mgr, "systemd") == 0;
-    snprintf(r->column, sizeof r->column, "%s, cgroup v2%s", r->backend, systemd ? " (systemd)" : "");
+    snprintf(r->column, sizeof r->column, "%s, cgroup v2%s%s", r->backend, systemd ? " (systemd)" : "", user);
 }
 
 /* Columns: by backend, then a backend's own host first. */

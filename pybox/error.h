@@ -19,7 +19,7 @@ typedef enum {
     PYBOX_ERR_STATE,    /* the installation's state is missing or unusable */
 } pybox_error_kind_t;
 
-#define PYBOX_ERROR_MSG_MAX 1024
+#define PYBOX_ERROR_MSG_MAX 2048
 
 /* PyBox's own exit codes beside the program's (docs/receipt.md): a deadline stopped the
  * program (like timeout(1)); PyBox refused or failed (like docker run). */

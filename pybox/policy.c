@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "../guest/proto.h"
 #include "buf.h"
@@ -144,7 +145,8 @@ unsigned pybox_policy_program_uid(const pybox_policy_t *p)
 {
     if (pybox_policy_relaxed_in(p, PYBOX_RELAX_PROGRAM_ROOT))
         return 0;
-    if (pybox_policy_relaxed_in(p, PYBOX_RELAX_SHARED_UID))
+    /* (an ordinary user's box keeps its own id: its relaxation shares the user's quotas) */
+    if (pybox_policy_relaxed_in(p, PYBOX_RELAX_SHARED_UID) && geteuid() == 0)
         return PYBOX_SHARED_UID;
     return p->program_uid;
 }

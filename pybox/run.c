@@ -531,7 +531,9 @@ int pybox_flow_begin(run_t *r)
     p->expires = pybox_wall_s() + (life_s > min_life ? life_s : min_life);
     /* The program's own user, leased until the box is confirmed gone (or, should this
      * process die first, until the box's expiry, when it has certainly ended). */
-    if ((p->relax & (PYBOX_RELAX_SHARED_UID | PYBOX_RELAX_PROGRAM_ROOT)) == 0) {
+    /* (An ordinary user's box always has one: its ids are mapped from the user's range,
+     * and the shared-uid relaxation takes away its share of the user's quotas instead.) */
+    if ((p->relax & PYBOX_RELAX_PROGRAM_ROOT) == 0 && ((p->relax & PYBOX_RELAX_SHARED_UID) == 0 || geteuid() != 0)) {
         const pybox_uid_range_t *u = req->uids;
         if ((u != NULL
                  ? pybox_uid_lease_take_in(u->dir, u->base, u->count, res->run_id, p->expires, &r->lease, &res->error)

@@ -125,7 +125,7 @@ typedef struct pybox_run_result {
     /* seen */
     char box_id[PYBOX_ID_MAX];
     char backend[16];         /* the backend's name ("docker") */
-    char engine[160];         /* the backend's own description, with its version */
+    char engine[320];         /* the backend's own description, with its version */
     pybox_cgroup_host_t host; /* the host it ran on: kernel, cgroup version and manager */
     bool created, verified, started;
     int checked;                /* settings compared in the read-back */

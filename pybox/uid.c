@@ -89,36 +89,123 @@ static int open_leases(const char *dir, bool create, int *out, pybox_error_t *er
     return own_folder(run, base + 1, dir, create, out, err);
 }
 
-/* Subordinate ranges ("name:start:count" lines) that other tools hand to user
- * namespaces: a box's uid must not be one a rootless container of a user maps to. */
+int pybox_subid_line(const char *line, char *owner, size_t owner_len, uint64_t *start, uint64_t *count)
+{
+    const char *a = strchr(line, ':');
+    const char *b = a ? strchr(a + 1, ':') : NULL;
+    if (b == NULL || a == line || (size_t)(a - line) >= owner_len)
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long s = strtoull(a + 1, &end, 10);
+    if (errno != 0 || end != b || a[1] < '0' || a[1] > '9')
+        return -1;
+    unsigned long long n = strtoull(b + 1, &end, 10);
+    if (errno != 0 || b[1] < '0' || b[1] > '9' || (*end != '\0' && *end != '\n') || n == 0 || s > UINT32_MAX ||
+        n > (unsigned long long)UINT32_MAX + 1 - s)
+        return -1;
+    memcpy(owner, line, (size_t)(a - line));
+    owner[a - line] = '\0';
+    *start = s;
+    *count = n;
+    return 0;
+}
+
+/* Subordinate ranges that other tools hand to user namespaces: a box's uid must not be
+ * one a rootless container of a user maps to. */
 static bool in_subordinate(const char *file, uid_t uid)
 {
     FILE *f = fopen(file, "re");
     if (f == NULL)
         return false;
-    char line[512];
+    char line[512], owner[256];
+    uint64_t start, n;
     bool hit = false;
+    while (!hit && fgets(line, sizeof line, f) != NULL)
+        hit = pybox_subid_line(line, owner, sizeof owner, &start, &n) == 0 && uid >= start && uid - start < n;
+    fclose(f);
+    return hit;
+}
+
+int pybox_subid_find(const char *file, const char *user, uid_t uid, uint64_t *start, uint64_t *count)
+{
+    FILE *f = fopen(file, "re");
+    if (f == NULL)
+        return 0;
+    char line[512], owner[256], num[16];
+    snprintf(num, sizeof num, "%u", (unsigned)uid);
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f) != NULL)
+        found = pybox_subid_line(line, owner, sizeof owner, start, count) == 0 &&
+                ((user[0] != '\0' && strcmp(owner, user) == 0) || strcmp(owner, num) == 0);
+    fclose(f);
+    return found;
+}
+
+int pybox_subid_overlap(const char *file, const char *user, uid_t uid, uint64_t start, uint64_t count, char *other,
+                        size_t other_len)
+{
+    FILE *f = fopen(file, "re");
+    if (f == NULL)
+        return 0;
+    char line[512], owner[256], num[16];
+    snprintf(num, sizeof num, "%u", (unsigned)uid);
+    uint64_t s, n;
+    int hit = 0;
     while (!hit && fgets(line, sizeof line, f) != NULL) {
-        char *a = strchr(line, ':');
-        char *b = a ? strchr(a + 1, ':') : NULL;
-        if (b == NULL)
+        if (pybox_subid_line(line, owner, sizeof owner, &s, &n) < 0 || strcmp(owner, num) == 0 ||
+            (user[0] != '\0' && strcmp(owner, user) == 0))
             continue;
-        char *end;
-        errno = 0;
-        unsigned long long start = strtoull(a + 1, &end, 10);
-        if (errno != 0 || end != b)
-            continue;
-        unsigned long long n = strtoull(b + 1, &end, 10);
-        if (errno != 0 || end == b + 1)
-            continue;
-        hit = (unsigned long long)uid >= start && (unsigned long long)uid - start < n;
+        hit = s < start + count && start < s + n;
+        if (hit)
+            pybox_strlcpy(other, owner, other_len);
     }
     fclose(f);
     return hit;
 }
 
-/* A uid (and gid) that the host uses for something else is never leased. */
-static bool host_uses(uid_t uid)
+void pybox_uid_user_half(uint64_t uid_start, uint64_t uid_count, uint64_t gid_start, uint64_t gid_count,
+                         uid_t *uid_base, gid_t *gid_base, uint32_t *count)
+{
+    uint64_t c = uid_count < gid_count ? uid_count : gid_count;
+    uint64_t half = c / 2;
+    uint64_t take = c - half;
+    if (take > PYBOX_UID_COUNT)
+        take = PYBOX_UID_COUNT;
+    *uid_base = (uid_t)(uid_start + half);
+    *gid_base = (gid_t)(gid_start + half);
+    *count = (uint32_t)take;
+}
+
+int pybox_uid_user_range(pybox_uid_range_t *r, gid_t *gid_base, char *buf, size_t len, pybox_error_t *err)
+{
+    char pwbuf[4096], name[256] = "";
+    struct passwd pw, *pwp = NULL;
+    if (getpwuid_r(geteuid(), &pw, pwbuf, sizeof pwbuf, &pwp) == 0 && pwp != NULL)
+        pybox_strlcpy(name, pwp->pw_name, sizeof name);
+    uint64_t us, uc, gs, gc;
+    if (!pybox_subid_find("/etc/subuid", name, geteuid(), &us, &uc) ||
+        !pybox_subid_find("/etc/subgid", name, geteuid(), &gs, &gc))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "uid %u has no subordinate range in /etc/subuid and /etc/subgid for its boxes "
+                               "(a box runs as an id of it, never as the user); fix: usermod --add-subuids "
+                               "100000-165535 --add-subgids 100000-165535 %s (any 65536 ids of no other user)",
+                               (unsigned)geteuid(), name[0] ? name : "USER");
+    const char *rt = getenv("XDG_RUNTIME_DIR");
+    if (rt == NULL || rt[0] != '/')
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "XDG_RUNTIME_DIR is not set: an ordinary user's boxes lease their ids there");
+    if (pybox_fmt(buf, len, "%s/pybox/%s", rt, PYBOX_UID_LEASES_IN) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "the folder of per-box users under %s", rt);
+    r->dir = buf;
+    r->own = true;
+    pybox_uid_user_half(us, uc, gs, gc, &r->base, gid_base, &r->count);
+    return 0;
+}
+
+/* A uid (and gid) that the host uses for something else is never leased: a user's or
+ * a group's, or (own: false) one of a subordinate range. */
+static bool host_uses(uid_t uid, bool own)
 {
     char buf[4096];
     struct passwd pw, *pwp = NULL;
@@ -127,7 +214,7 @@ static bool host_uses(uid_t uid)
         return true;
     if (getgrgid_r((gid_t)uid, &gr, buf, sizeof buf, &grp) == 0 && grp != NULL)
         return true;
-    return in_subordinate("/etc/subuid", uid) || in_subordinate("/etc/subgid", uid);
+    return !own && (in_subordinate("/etc/subuid", uid) || in_subordinate("/etc/subgid", uid));
 }
 
 /* The lease's expiry, or 0 for a free (empty) lease; -1 when the text is not a lease. */
@@ -213,8 +300,8 @@ static void lease_path(const pybox_uid_lease_t *l, char *out, size_t len)
         out[0] = '\0';
 }
 
-int pybox_uid_lease_take_in(const char *dir, uid_t base, uint32_t count, const char *run_id, int64_t expires,
-                            pybox_uid_lease_t *out, pybox_error_t *err)
+static int take_in(const char *dir, uid_t base, uint32_t count, bool own, const char *run_id, int64_t expires,
+                   pybox_uid_lease_t *out, pybox_error_t *err)
 {
     out->uid = 0;
     out->fd = -1;
@@ -231,7 +318,7 @@ int pybox_uid_lease_take_in(const char *dir, uid_t base, uint32_t count, const c
     uint32_t by_host = 0;
     for (uint32_t i = 0; i < count; i++) {
         uid_t uid = base + (start + i) % count;
-        if (host_uses(uid)) {
+        if (host_uses(uid, own)) {
             by_host++;
             continue;
         }
@@ -267,8 +354,19 @@ int pybox_uid_lease_take_in(const char *dir, uid_t base, uint32_t count, const c
 #undef HOST_USES
 }
 
+int pybox_uid_lease_take_in(const char *dir, uid_t base, uint32_t count, const char *run_id, int64_t expires,
+                            pybox_uid_lease_t *out, pybox_error_t *err)
+{
+    return take_in(dir, base, count, false, run_id, expires, out, err);
+}
+
 int pybox_uid_machine(pybox_uid_range_t *r, char *buf, size_t len, pybox_error_t *err)
 {
+    r->own = false;
+    if (geteuid() != 0) {
+        gid_t gid_base;
+        return pybox_uid_user_range(r, &gid_base, buf, len, err);
+    }
     const char *run = pybox_hook(PYBOX_HOOK_RUN_DIR);
     if (run == NULL || run[0] != '/')
         run = PYBOX_RUN_DIR;
@@ -288,7 +386,7 @@ int pybox_uid_lease_take(const char *run_id, int64_t expires, pybox_uid_lease_t 
     char dir[PATH_MAX];
     if (pybox_uid_machine(&r, dir, sizeof dir, err) < 0)
         return -1;
-    return pybox_uid_lease_take_in(r.dir, r.base, r.count, run_id, expires, out, err);
+    return take_in(r.dir, r.base, r.count, r.own, run_id, expires, out, err);
 }
 
 void pybox_uid_lease_release(pybox_uid_lease_t *l)

@@ -41,11 +41,16 @@ typedef struct pybox_uid_range {
     const char *dir;
     uid_t base;
     uint32_t count;
+    bool own; /* the running user's own subordinate range: only the host's users and groups are
+                 left out (no other subordinate range can overlap it) */
 } pybox_uid_range_t;
 
 /* The machine's range: PYBOX_UID_BASE, PYBOX_UID_COUNT and the leases in
  * PYBOX_RUN_DIR/PYBOX_UID_LEASES_IN, or in the test build under the run folder the hook
- * PYBOX_HOOK_RUN_DIR names (hooks.h). r->dir points into buf. */
+ * PYBOX_HOOK_RUN_DIR names (hooks.h). r->dir points into buf. For an ordinary user (no
+ * root), their own: the boxes' half of their subordinate range (pybox_uid_user_range),
+ * the leases in $XDG_RUNTIME_DIR/pybox/uids (their own tmpfs, cleared with their last
+ * session or a reboot, as their boxes are). */
 int pybox_uid_machine(pybox_uid_range_t *r, char *buf, size_t len, pybox_error_t *err);
 
 /* Lease a uid for a run: one that no live lease holds (another process's lock, or a
@@ -86,5 +91,29 @@ typedef struct pybox_uid_lease_info {
 } pybox_uid_lease_info_t;
 /* The lease files of a range; *out malloc'd. No folder: none. */
 int pybox_uid_lease_list_in(const pybox_uid_range_t *r, pybox_uid_lease_info_t **out, size_t *n, pybox_error_t *err);
+/* The running user's first range (by name or uid) in a subordinate id file (root:
+ * /etc/subuid or /etc/subgid): 1 found, 0 not. */
+int pybox_subid_find(const char *file, const char *user, uid_t uid, uint64_t *start, uint64_t *count);
+
+/* Whether another owner's range in that file overlaps [start, start + count): 1 with
+ * its owner in other, 0 not. Two users sharing ids would share their boxes' ids. */
+int pybox_subid_overlap(const char *file, const char *user, uid_t uid, uint64_t start, uint64_t count, char *other,
+                        size_t other_len);
+
+/* The ids a user's boxes lease from: the upper half of the user's subordinate ranges
+ * (rootless containers of the same user map their ordinary ids from the start of the
+ * range), at most PYBOX_UID_COUNT; *uid_base with *count uids, and a box's gid is its uid
+ * - uid_base + gid_base. */
+void pybox_uid_user_half(uint64_t uid_start, uint64_t uid_count, uint64_t gid_start, uint64_t gid_count,
+                         uid_t *uid_base, gid_t *gid_base, uint32_t *count);
+
+/* The running ordinary user's range and its gid base, from /etc/subuid and /etc/subgid;
+ * refused when they have none. */
+int pybox_uid_user_range(pybox_uid_range_t *r, gid_t *gid_base, char *buf, size_t len, pybox_error_t *err);
+
+/* One line of /etc/subuid or /etc/subgid, "owner:start:count" (owner a user's name or
+ * uid): 0 with its parts (a range of at least one id, all within 32 bits), -1 for
+ * anything else (a comment, a malformed or empty range, an owner longer than owner_len). */
+int pybox_subid_line(const char *line, char *owner, size_t owner_len, uint64_t *start, uint64_t *count);
 
 #endif

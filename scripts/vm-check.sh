@@ -3,7 +3,8 @@
 # make vm-check: PyBox on a Debian host as shipped (systemd, cgroup v2), in a guest booted
 # by scripts/vm.sh: its Debian package installed there with apt, then every integration
 # suite, the campaign's restriction and crash cases and the MCP SDK client, on the native
-# and the docker backend, as root (tests/vm-guest.sh).
+# and the docker backend, as root, then rootless boxes as an ordinary user
+# (tests/vm-guest.sh).
 #
 # The guest has no network, and under software emulation unpacking an image costs
 # minutes: the images are made here, as folders the guest takes as they are, on a second
@@ -14,7 +15,7 @@
 # then serves. Results and logs come back in BUILD_DIR/vm-check/results; the guest
 # powers off; the whole run is bounded (PYBOX_VM_TIMEOUT seconds, default 2700), and
 # what this script made here is removed at its end. PYBOX_VM_BACKENDS, PYBOX_VM_STEPS
-# (integration, campaign), PYBOX_VM_SUITES_NATIVE and _DOCKER choose a part (the
+# (integration, campaign, rootless), PYBOX_VM_SUITES_NATIVE and _DOCKER choose a part (the
 # default is all); PYBOX_VM_CAMPAIGN_OUT puts the campaign's records in that folder
 # (make campaign: the evidence) instead of the results.
 #   scripts/vm-check.sh BUILD_DIR

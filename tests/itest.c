@@ -611,6 +611,15 @@ static void native_procs_path(const char *run, char *out, size_t len)
     pybox_backend_close(be);
 }
 
+bool itest_needs_root(const char *test)
+{
+    if (geteuid() == 0)
+        return false;
+    printf("%s: makes a mount namespace or another user of its own, which needs root: not run as uid %u\n", test,
+           (unsigned)geteuid());
+    return true;
+}
+
 int itest_run_left(const char *run_id)
 {
     if (itest_native())

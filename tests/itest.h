@@ -47,6 +47,11 @@ const char *itest_test_bin(void);
 void itest_exec(const char *program, const char *const *extra, itest_run_t *r);
 void itest_run_free(itest_run_t *r);
 
+/* A test that makes the host's state itself (a mount namespace of its own, another
+ * user) needs root: run by an ordinary user (rootless), it says so on stdout and is not
+ * run (true). */
+bool itest_needs_root(const char *test);
+
 /* Start pybox in the background with program on stdin; returns its pid. */
 pid_t itest_spawn(const char *program, const char *const *args);
 

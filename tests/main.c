@@ -82,6 +82,7 @@ int main(void)
     srunner_add_suite(sr, itest_suite_sign());
     if (native) {
         srunner_add_suite(sr, itest_suite_native());
+        srunner_add_suite(sr, itest_suite_rootless());
         /* What only a cgroup v2 host under systemd has: the boxes' scopes. */
         pybox_cgroup_host_t host;
         pybox_cgroup_host(NULL, NULL, &host);

@@ -22,5 +22,6 @@ Suite *itest_suite_sign(void);
 Suite *itest_suite_chart(void);
 Suite *itest_suite_engine_down(void);
 Suite *itest_suite_systemd(void);
+Suite *itest_suite_rootless(void);
 
 #endif

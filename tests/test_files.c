@@ -671,6 +671,8 @@ static bool unknown_has(const cJSON *receipt, const char *needle)
  * written at all (a PyBox failure, exit 125, said under unknown), and nothing is left. */
 START_TEST(full_state_dir_no_output_without_its_trail)
 {
+    if (itest_needs_root("full_state_dir_no_output_without_its_trail"))
+        return;
     full_state_dir(1); /* room for the run note, none for the trail */
     char out[PATH_MAX], env_home[128];
     path_in(out, "out");
@@ -706,6 +708,8 @@ END_TEST
 /* No room even for the run note: refused before any box. */
 START_TEST(full_state_dir_no_box_without_its_note)
 {
+    if (itest_needs_root("full_state_dir_no_box_without_its_note"))
+        return;
     full_state_dir(0);
     char out[PATH_MAX], env_home[128];
     path_in(out, "out");
@@ -769,6 +773,8 @@ static int as_other_user(int what, const char *dir)
  * lists. */
 START_TEST(output_folder_squatted_or_open_to_all)
 {
+    if (itest_needs_root("output_folder_squatted_or_open_to_all"))
+        return;
     ck_assert_int_eq(chmod(work, 0755), 0); /* the other user can reach the shared folder */
     char shared[PATH_MAX], squat[PATH_MAX + 8], mine[PATH_MAX + 8];
     path_in(shared, "shared");

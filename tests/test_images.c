@@ -257,7 +257,8 @@ static void native_swapped_pin_is_refused(void)
 START_TEST(retagged_pin_is_refused)
 {
     if (itest_native()) {
-        native_swapped_pin_is_refused();
+        if (!itest_needs_root("retagged_pin_is_refused"))
+            native_swapped_pin_is_refused();
         return;
     }
     pybox_engine_t *e = itest_engine();

@@ -16,9 +16,10 @@ mkdir -p "$results"
 : >"$results/summary"
 failed=0
 # Which backends, steps and suites (space-separated): all by default; make campaign
-# runs the campaign step alone, and one part can be reproduced by hand.
+# runs the campaign step alone, and one part can be reproduced by hand. The rootless step
+# runs once, whatever the backends.
 backends=${PYBOX_VM_BACKENDS:-native docker}
-steps=${PYBOX_VM_STEPS:-integration campaign}
+steps=${PYBOX_VM_STEPS:-integration campaign rootless}
 
 # The integration suites run on a backend: PYBOX_VM_SUITES_<BACKEND>, else every one.
 suites() {
@@ -151,6 +152,26 @@ broken_reader() {
     return $missed
 }
 
+# The installed pybox as an ordinary user (tests/vm-rootless.sh, its short part): a login
+# session's own systemd, the user's installation on the second disk with root's cached
+# root filesystems lent (hard links, read-only to the user), its stdlib image built from
+# them without root; a run whose receipt says rootless with the box's own id, an OOM kill
+# of a child, refused forks and a deadline as root's boxes have them; each refusal (no
+# subordinate range, user namespaces off, no newuidmap, cpu not delegated) for real.
+rootless() {
+    d=/srv/pybox-images/rootless
+    rm -rf "$d" && mkdir -p "$d/state/pybox/cache" || return 1
+    ln /srv/pybox-images/pybox/cache/base-* "$d/state/pybox/cache/" || return 1
+    id -u tester >/dev/null 2>&1 || useradd -m -s /bin/sh tester || return 1
+    chown tester: "$d/state/pybox" "$d/state/pybox/cache" && chmod 0700 "$d/state/pybox" "$d/state/pybox/cache" &&
+        PYBOX_VM_USER=tester PYBOX_VM_ROOTLESS_DATA=$d PYBOX_VM_ROOTLESS_ONLY=receipts PYBOX_VM_ROOTLESS_BIN_DIR=/usr/bin \
+            sh tests/vm-rootless.sh "$build"
+    rc=$?
+    loginctl disable-linger tester
+    rm -rf "$d"
+    return $rc
+}
+
 # Nothing of PyBox's left: no box process, no cgroup, no engine container of a test.
 nothing_left() {
     left=0
@@ -189,6 +210,7 @@ for b in $backends; do
     case " $steps " in *" campaign "*) step "campaign-$b" campaign "$b" ;; esac
     case "$b: $steps " in "native: "*" integration "* | "native: integration "*) step broken-v2-reader broken_reader ;; esac
 done
+case " $steps " in *" rootless "*) step rootless rootless ;; esac
 step nothing-left nothing_left
 say "$failed failed"
 [ "$failed" = 0 ]

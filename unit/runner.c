@@ -39,6 +39,7 @@ int main(void)
     srunner_add_suite(sr, suite_chart());
     srunner_add_suite(sr, suite_site());
     srunner_add_suite(sr, suite_image());
+    srunner_add_suite(sr, suite_rootless());
     srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -31,5 +31,6 @@ Suite *suite_sign(void);
 Suite *suite_chart(void);
 Suite *suite_site(void);
 Suite *suite_image(void);
+Suite *suite_rootless(void);
 
 #endif

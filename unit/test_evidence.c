@@ -345,6 +345,49 @@ START_TEST(a_column_per_kind_of_host)
 }
 END_TEST
 
+/* The same case run in the guest as root and as an ordinary user (host.rootless): the
+ * user's runs have a column of their own, on the native backend said rootless, beside
+ * root's; a record that says false, or nothing, is root's. */
+START_TEST(a_column_for_rootless_runs)
+{
+    char a[80], b[80], c[80], d[80], report[4096] = "";
+    cJSON *r[4];
+    static const char *const said[] = {"BLOCKED: root\n", "BLOCKED: user\n", "BLOCKED: old\n", "BLOCKED: engine\n"};
+    for (int i = 0; i < 4; i++) {
+        char at[32];
+        snprintf(at, sizeof at, "2026-01-01T00:00:0%d.000Z", i);
+        r[i] = record("restriction", "keyring", at, "pass", said[i]);
+        cJSON_AddStringToObject(r[i], "backend", i == 3 ? "docker" : "native");
+        cJSON *h = cJSON_GetObjectItemCaseSensitive(r[i], "host");
+        cJSON_ReplaceItemInObjectCaseSensitive(h, "cgroup", cJSON_CreateString("v2"));
+        cJSON_AddStringToObject(h, "cgroup_manager", "systemd");
+        if (i != 2)
+            cJSON_AddBoolToObject(h, "rootless", i != 0);
+    }
+    store(r[0], a);
+    store(r[1], b);
+    store(r[2], c);
+    store(r[3], d);
+    write_pages();
+    ck_assert_msg(check(report, sizeof report) == 0, "%s", report);
+    const char *page = slurp("restriction.md");
+    ck_assert_msg(strstr(page,
+                         "| On docker, cgroup v2 (systemd), as an ordinary user | On native, cgroup v2 (systemd) | "
+                         "On native, cgroup v2 (systemd), rootless |") != NULL,
+                  "%s", page);
+    const char *row = strstr(page, "| keyring |");
+    ck_assert_ptr_nonnull(row);
+    const char *end = strchr(row, '\n');
+    char *line = strndup(row, (size_t)(end - row));
+    /* root's column holds the latest of root's records (the one that says nothing) */
+    ck_assert_msg(strstr(line, "BLOCKED: engine") < strstr(line, "BLOCKED: old") &&
+                      strstr(line, "BLOCKED: old") < strstr(line, "BLOCKED: user") &&
+                      strstr(line, "BLOCKED: root") == NULL,
+                  "%s", line);
+    free(line);
+}
+END_TEST
+
 START_TEST(paths_and_cells)
 {
     cJSON *j = cJSON_Parse("{\"a\":{\"b\":[{\"c\":1},{\"c\":\"x|y\\n<z>\"}]},\"n\":2.5}");
@@ -586,6 +629,7 @@ Suite *suite_evidence(void)
     tcase_add_test(tc, failed_attempt_kept_and_listed);
     tcase_add_test(tc, a_column_per_backend);
     tcase_add_test(tc, a_column_per_kind_of_host);
+    tcase_add_test(tc, a_column_for_rootless_runs);
     tcase_add_test(tc, paths_and_cells);
     tcase_add_test(tc, not_a_record_is_a_problem);
     tcase_add_test(tc, verdict_must_follow_from_runs);

@@ -404,6 +404,19 @@ START_TEST(parse_idmap)
     ck_assert_int_eq(pybox_np_idmap_is_identity(two, strlen(two), &err), 0);
     ck_assert_int_eq(pybox_np_idmap_is_identity("", 0, &err), 0);
     ck_assert_int_eq(pybox_np_idmap_is_identity("0 0\n", 4, &err), -1);
+    /* a rootless box's: the user as root, the program's id its own, in either order */
+    const int64_t want[2][3] = {{0, 1000, 1}, {198304, 198304, 1}};
+    const char rl[] = "         0       1000          1\n    198304     198304          1\n";
+    ck_assert_int_eq(pybox_np_idmap_is(rl, strlen(rl), want, 2, &err), 1);
+    const char swapped[] = "198304 198304 1\n0 1000 1\n";
+    ck_assert_int_eq(pybox_np_idmap_is(swapped, strlen(swapped), want, 2, &err), 1);
+    const char more[] = "0 1000 1\n198304 198304 1\n1 100000 65536\n";
+    ck_assert_int_eq(pybox_np_idmap_is(more, strlen(more), want, 2, &err), 0);
+    const char wider[] = "0 1000 1\n198304 198304 2\n";
+    ck_assert_int_eq(pybox_np_idmap_is(wider, strlen(wider), want, 2, &err), 0);
+    const char twice[] = "0 1000 1\n0 1000 1\n";
+    ck_assert_int_eq(pybox_np_idmap_is(twice, strlen(twice), want, 2, &err), 0);
+    ck_assert_int_eq(pybox_np_idmap_is(id, strlen(id), want, 2, &err), 0);
 }
 END_TEST
 
@@ -591,6 +604,14 @@ START_TEST(cgroup_v2_fixture)
     put("pybox-inst/" LEAF "/cgroup.events", "populated yes\n");
     pybox_error_t e5 = {0};
     ck_assert_int_eq(pybox_native_cg_populated(&cg, &populated, &e5), -1);
+    /* A leaf that is gone (systemd removed its scope as it emptied) holds nothing. */
+    pybox_native_cgroup_t gone_cg = cg;
+    ck_assert_int_eq(pybox_fmt(gone_cg.unified, sizeof gone_cg.unified, "%s/no-such-leaf", cg.unified), 0);
+    populated = true;
+    ck_assert_int_eq(pybox_native_cg_populated(&gone_cg, &populated, &err), 0);
+    ck_assert(!populated);
+    ck_assert_int_eq(pybox_native_cg_wait_empty(&gone_cg, 0, &empty, &err), 0);
+    ck_assert(empty);
     fixture_end();
 }
 END_TEST
@@ -994,7 +1015,7 @@ START_TEST(verify_status_each_check)
     ck_assert_int_eq(pybox_np_status_parse(status_fixture, strlen(status_fixture), &good, &err), 0);
     pybox_nv_t v;
     pybox_nv_init(&v);
-    pybox_nv_status(&v, &good, 0xe0, true, true);
+    pybox_nv_status(&v, &good, 0, 0, 0xe0, true, true);
     ck_assert_int_eq(v.count, 0);
     ck_assert_int_gt(v.checked, 15);
     pybox_nv_free(&v);
@@ -1027,7 +1048,7 @@ START_TEST(verify_status_each_check)
             memcpy((char *)&st + bad[i].off, &x, sizeof x);
         }
         pybox_nv_init(&v);
-        pybox_nv_status(&v, &st, 0xe0, true, true);
+        pybox_nv_status(&v, &st, 0, 0, 0xe0, true, true);
         ck_assert_msg(v.count == 1, "%s: %d differences", bad[i].name, v.count);
         ck_assert_msg(strstr(v.diffs.data, bad[i].name) != NULL, "%s not in %s", bad[i].name, v.diffs.data);
         pybox_nv_free(&v);
@@ -1036,7 +1057,7 @@ START_TEST(verify_status_each_check)
     pybox_np_status_t none;
     ck_assert_int_eq(pybox_np_status_parse("Name:\tx\n", 8, &none, &err), 0);
     pybox_nv_init(&v);
-    pybox_nv_status(&v, &none, 0xe0, true, true);
+    pybox_nv_status(&v, &none, 0, 0, 0xe0, true, true);
     ck_assert_int_gt(v.count, 5);
     pybox_nv_free(&v);
 }

@@ -10,18 +10,15 @@
 #include "cli.h"
 #include "help.h"
 
-static const struct option build_options[] = {PYBOX_CLI_FLAG("force", 'f'),
-                                              PYBOX_CLI_VALUE("lock", 'l'),
-                                              PYBOX_CLI_VALUE("wheels", 'w'),
-                                              PYBOX_CLI_VALUE("debian", 'd'),
-                                              PYBOX_CLI_VALUE("backend", 'b'),
-                                              PYBOX_CLI_FLAG("help", 'h'),
-                                              PYBOX_CLI_END};
+static const struct option build_options[] = {PYBOX_CLI_FLAG("force", 'f'),    PYBOX_CLI_VALUE("lock", 'l'),
+                                              PYBOX_CLI_VALUE("wheels", 'w'),  PYBOX_CLI_VALUE("debian", 'd'),
+                                              PYBOX_CLI_VALUE("backend", 'b'), PYBOX_CLI_VALUE("rootfs", 'r'),
+                                              PYBOX_CLI_FLAG("help", 'h'),     PYBOX_CLI_END};
 /* list, verify and rm take no option but --backend */
 static const struct option options[] = {PYBOX_CLI_VALUE("backend", 'b'), PYBOX_CLI_FLAG("help", 'h'), PYBOX_CLI_END};
 
 typedef struct {
-    const char *backend, *lock, *wheels, *debian;
+    const char *backend, *lock, *wheels, *debian, *rootfs;
     bool force;
     pybox_state_t st;
     pybox_backend_t *be;
@@ -32,7 +29,11 @@ static int take(void *ctx, int val, const char *value, pybox_error_t *err)
     (void)err;
     args_t *a = ctx;
     a->force |= val == 'f';
-    const char **to = val == 'b' ? &a->backend : val == 'l' ? &a->lock : val == 'w' ? &a->wheels : &a->debian;
+    const char **to = val == 'b'   ? &a->backend
+                      : val == 'l' ? &a->lock
+                      : val == 'w' ? &a->wheels
+                      : val == 'r' ? &a->rootfs
+                                   : &a->debian;
     if (value != NULL)
         *to = value;
     return 0;
@@ -65,10 +66,14 @@ static int build(int argc, char **argv)
     }
     bool built = false;
     const pybox_out_t progress = {pybox_out_file, stderr};
+    if (a.rootfs != NULL && (a.lock || a.wheels || a.debian)) {
+        pybox_backend_close(a.be);
+        return pybox_cli_failf(PYBOX_ERR_USAGE, 0, "--rootfs builds a recipe of images/, not a custom one");
+    }
     int rc =
         a.lock || a.wheels || a.debian
             ? pybox_image_build_custom(&a.st, a.be, &paths, argv[first], a.lock, a.wheels, a.debian, &progress, &err)
-            : pybox_image_build(&a.st, a.be, &paths, argv[first], a.force, &progress, &built, &err);
+            : pybox_image_build(&a.st, a.be, &paths, argv[first], a.force, a.rootfs, &progress, &built, &err);
     pybox_backend_close(a.be);
     return rc < 0 ? pybox_cli_fail(&err, false) : 0;
 }

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Images in the Docker engine: imported from a root filesystem tar, pinned by the ID the
- * engine gave them, named pybox-<name>:<fingerprint>, removed never forced (box.h). */
+ * engine gave them, named pybox-<name>:<fingerprint> (an ordinary user's: -u<uid> after
+ * it), removed never forced (box.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../archive_api.h"
 #include "../bounds.h"
@@ -13,10 +15,26 @@
 #include "../util.h"
 #include "docker.h"
 
-/* The engine's name for a pinned image: pybox-<name>:<first 12 of the fingerprint>. */
+/* The engine's name for a pinned image, repository and tag: pybox-<name> and the first 12
+ * of the fingerprint, for an ordinary user (a member of the docker group, with an
+ * installation of their own) followed by -u<uid>. The engine's names are shared by all
+ * who reach it: a user's build would otherwise take root's name (an import is a new ID),
+ * and root's installation would refuse its own image as tampered with; and the reverse. */
+static void repo_tag_of(const char *name, const char *fingerprint, char *repo, size_t rlen, char *tag, size_t tlen)
+{
+    /* (each fits: a name is at most PYBOX_NAME_MAX) */
+    (void)pybox_fmt(repo, rlen, "pybox-%s", name);
+    if (geteuid() == 0)
+        (void)pybox_fmt(tag, tlen, "%.12s", fingerprint);
+    else
+        (void)pybox_fmt(tag, tlen, "%.12s-u%u", fingerprint, (unsigned)geteuid());
+}
+
 static void tag_of(const pybox_pin_t *pin, char *out, size_t len)
 {
-    snprintf(out, len, "pybox-%s:%.12s", pin->name, pin->recipe_sha256);
+    char repo[PYBOX_NAME_MAX + 8], tag[32];
+    repo_tag_of(pin->name, pin->recipe_sha256, repo, sizeof repo, tag, sizeof tag);
+    (void)pybox_fmt(out, len, "%s:%s", repo, tag);
 }
 
 /* Where the engine's name for the image points now: 1 the pinned ID, 0 nowhere (the
@@ -170,9 +188,9 @@ static int d_import(pybox_backend_t *be, int tar_fd, const pybox_pin_t *pin, cha
                     pybox_error_t *err)
 {
     pybox_engine_t *e = pybox_docker_engine(be);
-    char path[256];
-    if (pybox_fmt(path, sizeof path, "/images/create?fromSrc=-&repo=pybox-%s&tag=%.12s", pin->name,
-                  pin->recipe_sha256) < 0)
+    char path[256], repo[PYBOX_NAME_MAX + 8], tag[32];
+    repo_tag_of(pin->name, pin->recipe_sha256, repo, sizeof repo, tag, sizeof tag);
+    if (pybox_fmt(path, sizeof path, "/images/create?fromSrc=-&repo=%s&tag=%s", repo, tag) < 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "image name");
     pybox_buf_t reply;
     pybox_buf_init(&reply, PYBOX_ENGINE_REPLY_MAX);

@@ -683,13 +683,37 @@ static char *manifest_json(const char *name, const char *recipe_sha, const char 
     return t;
 }
 
+/* A root filesystem tar given with --rootfs: a regular file, with the package list
+ * images/build-rootfs.sh writes beside it. */
+static int rootfs_given(const char *rootfs, char *pkgs, size_t len, pybox_error_t *err)
+{
+    struct stat sb;
+    if (rootfs[0] != '/')
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--rootfs %s: give the tar's absolute path", rootfs);
+    if (stat(rootfs, &sb) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "--rootfs %s", rootfs);
+    if (!S_ISREG(sb.st_mode))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--rootfs %s: not a file", rootfs);
+    if (pybox_fmt(pkgs, len, "%s.packages", rootfs) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "--rootfs %s", rootfs);
+    if (stat(pkgs, &sb) < 0 || !S_ISREG(sb.st_mode))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "--rootfs %s: %s is missing (images/build-rootfs.sh writes the tar's package list "
+                               "beside it, and the image's manifest names them)",
+                               rootfs, pkgs);
+    return 0;
+}
+
 int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths, const char *name,
-                      bool force, const pybox_out_t *progress, bool *built, pybox_error_t *err)
+                      bool force, const char *rootfs, const pybox_out_t *progress, bool *built, pybox_error_t *err)
 {
     double t0 = pybox_now_s();
     *built = false;
     if (!pybox_name_valid(name))
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "image name: use lowercase letters, digits, '-' and '_'");
+    char given_pkgs[PATH_MAX];
+    if (rootfs != NULL && rootfs_given(rootfs, given_pkgs, sizeof given_pkgs, err) < 0)
+        return -1;
     char rdir[PATH_MAX], base_fp[65], full_fp[65];
     bool custom = false;
     if (recipe_dir(st, paths, name, rdir, sizeof rdir, &custom, err) < 0 ||
@@ -726,7 +750,14 @@ int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_
     if (pybox_fmt(base, sizeof base, "%s/base-%.16s.tar", cache, base_fp) < 0 ||
         pybox_fmt(pkgs, sizeof pkgs, "%s.packages", base) < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "cache path");
-    if (faccessat(AT_FDCWD, base, R_OK, AT_EACCESS) != 0 || faccessat(AT_FDCWD, pkgs, R_OK, AT_EACCESS) != 0) {
+    if (rootfs != NULL) {
+        /* Given: the tar a build elsewhere made (a root build keeps one in its cache). */
+        if (pybox_strlcpy(base, rootfs, sizeof base) < 0 || pybox_strlcpy(pkgs, given_pkgs, sizeof pkgs) < 0) {
+            pybox_lock_free(&lock);
+            return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "--rootfs");
+        }
+        progress_line(progress, t0, "root filesystem given:", base);
+    } else if (faccessat(AT_FDCWD, base, R_OK, AT_EACCESS) != 0 || faccessat(AT_FDCWD, pkgs, R_OK, AT_EACCESS) != 0) {
         char rnd[9];
         if (pybox_random_hex(4, rnd, err) < 0)
             return -1;
@@ -1063,5 +1094,5 @@ int pybox_image_build_custom(const pybox_state_t *st, pybox_backend_t *be, const
     if (had_old)
         remove_recipe(old);
     bool built = false;
-    return pybox_image_build(st, be, paths, name, true, progress, &built, err);
+    return pybox_image_build(st, be, paths, name, true, NULL, progress, &built, err);
 }

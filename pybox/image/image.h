@@ -45,9 +45,12 @@ int pybox_image_resolve(const pybox_state_t *st, pybox_backend_t *be, const char
                         pybox_error_t *err);
 
 /* Build (or confirm up to date) and pin. Progress lines go to progress (may be NULL).
- * *built tells whether anything was built. */
+ * *built tells whether anything was built. rootfs (NULL: built from Debian's packages,
+ * or taken from the installation's cache) names a root filesystem tar as
+ * images/build-rootfs.sh writes it, with its package list beside it (FILE.packages):
+ * the image is made from it with no network and no root. */
 int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_image_paths_t *paths, const char *name,
-                      bool force, const pybox_out_t *progress, bool *built, pybox_error_t *err);
+                      bool force, const char *rootfs, const pybox_out_t *progress, bool *built, pybox_error_t *err);
 
 /* Make a custom recipe in the state directory, then build it: from a uv lock file and a
  * folder of wheels (checked against the lock before anything is made), or from a list of

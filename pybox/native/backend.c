@@ -21,6 +21,7 @@
 #include "../escape.h"
 #include "../util.h"
 #include "native.h"
+#include "rootless.h"
 #include "sandbox.h"
 
 typedef struct native_box {
@@ -70,6 +71,8 @@ static void spec_digest(const pybox_native_spec_t *s, char out[65])
         pybox_buf_addf(&b, " unmask=%s", s->relax_unmask);
     if (s->wait_ms > 0) /* a box made before its program (the same: a cold box's stays as it was) */
         pybox_buf_addf(&b, " wait=%lld life=%lld", (long long)s->wait_ms, (long long)s->life_ms);
+    if (s->rootless) /* the same */
+        pybox_buf_addf(&b, " rootless=%u:%u:%u", s->user_uid, s->user_gid, s->box_gid);
     if (pybox_buf_ok(&b))
         pybox_sha256_hex(b.data, b.len, out);
     else
@@ -111,6 +114,13 @@ static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t
     s->tmp_bytes = p->tmp_bytes;
     s->shm_bytes = p->shm_bytes;
     s->uid = p->program_uid; /* the run's own; a relaxation (program root, a shared uid) is the sandbox's */
+    if (be->rootless) {
+        /* its uid leased from the user's range (uid.h), its gid the same place in theirs */
+        s->rootless = true;
+        s->user_uid = be->user_uid;
+        s->user_gid = be->user_gid;
+        s->box_gid = p->program_uid - be->box_uid_base + be->box_gid_base;
+    }
     s->timer_ms = p->box_timer_ms;
     s->wait_ms = p->box_wait_ms;
     s->life_ms = p->box_life_ms;
@@ -180,7 +190,7 @@ static int n_create(pybox_backend_t *base, const pybox_policy_t *p, pybox_box_t 
         else if (strcmp(p->tamper, "readonly") == 0)
             applied.relax |= PYBOX_RELAX_WRITABLE_ROOT;
         else if (strcmp(p->tamper, "user") == 0)
-            applied.uid = 1000;
+            applied.uid = be->rootless ? applied.uid + 1 : 1000; /* rootless: still of the user's range */
         else if (strcmp(p->tamper, "capdrop") == 0)
             applied.relax_cap = "CAP_SYS_ADMIN";
     }
@@ -597,15 +607,24 @@ static int n_open(const pybox_state_t *st, pybox_backend_t **out, pybox_error_t 
     *out = NULL;
     if (st == NULL)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "the native backend needs an installation");
-    if (geteuid() != 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, EPERM,
-                               "the native backend makes namespaces, cgroups and mounts: run it as root");
+    /* An ordinary user's boxes need what rootless.h lists: all of it, or no box. */
+    pybox_rootless_t rl;
+    pybox_rootless_host_t rh = {.root = "", .uid = geteuid(), .gid = getegid()};
+    if (geteuid() != 0 && pybox_rootless_probe(&rh, &rl, err) < 0)
+        return -1;
     native_backend_t *be = calloc(1, sizeof *be);
     if (be == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
     be->base.ops = &pybox_native_backend_ops;
     be->st = *st;
     pybox_strlcpy(be->install_id, st->install_id, sizeof be->install_id);
+    if (geteuid() != 0) {
+        uint32_t count;
+        be->rootless = true;
+        be->user_uid = rl.uid;
+        be->user_gid = rl.gid;
+        pybox_rootless_box_ids(&rl, &be->box_uid_base, &be->box_gid_base, &count);
+    }
     if (pybox_native_dirs(be, err) < 0) {
         free(be);
         return -1;
@@ -617,8 +636,14 @@ static int n_open(const pybox_state_t *st, pybox_backend_t **out, pybox_error_t 
     }
     pybox_cgroup_host_t host;
     pybox_cgroup_host(NULL, NULL, &host);
-    snprintf(be->describe, sizeof be->describe, "Linux %s, cgroup v%d%s, no daemon", host.kernel, be->cg_host.version,
-             be->cg_host.systemd ? " (a scope per box from systemd)" : "");
+    if (be->rootless)
+        snprintf(be->describe, sizeof be->describe,
+                 "Linux %s, cgroup v%d (a scope per box from the user's systemd), no daemon, rootless: as user %s "
+                 "(uid %u), the box's user from its subordinate range",
+                 host.kernel, be->cg_host.version, rl.user[0] ? rl.user : "(no name)", (unsigned)rl.uid);
+    else
+        snprintf(be->describe, sizeof be->describe, "Linux %s, cgroup v%d%s, no daemon", host.kernel,
+                 be->cg_host.version, be->cg_host.systemd ? " (a scope per box from systemd)" : "");
     *out = &be->base;
     return 0;
 }

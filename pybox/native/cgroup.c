@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A native box's cgroup, v1 and v2 (see cgroup.h). */
 #include "cgroup.h"
+#include "rootless.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -118,6 +119,11 @@ int pybox_native_cg_host(const char *root, const char *sd_mark, pybox_native_cg_
     if (pybox_native_cg_detect(root, &h->version, err) < 0)
         return -1;
     h->systemd = h->version == 2 && pybox_sd_booted(sd_mark);
+    /* An ordinary user's boxes are scopes of the user's own systemd. */
+    if (h->systemd && geteuid() != 0 &&
+        pybox_fmt(h->manager, sizeof h->manager, PYBOX_USER_MANAGER_CGROUP, (unsigned)geteuid(), (unsigned)geteuid()) <
+            0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "the user's manager's cgroup");
     return 0;
 }
 
@@ -132,8 +138,10 @@ int pybox_native_cg_paths(const pybox_native_cg_host_t *h, const char *parent, c
     if (h->systemd) {
         out->systemd = true;
         rc |= pybox_fmt(out->unit, sizeof out->unit, "%s-%s.scope", parent, name);
-        rc |= pybox_fmt(out->scope, sizeof out->scope, "%s/%s/%s", root, PYBOX_SD_SLICE, out->unit);
-        rc |= pybox_fmt(out->rel, sizeof out->rel, "/%s/%s/%s", PYBOX_SD_SLICE, out->unit, PYBOX_NATIVE_CG_SCOPE_LEAF);
+        const char *m = h->manager, *sep = h->manager[0] ? "/" : "";
+        rc |= pybox_fmt(out->scope, sizeof out->scope, "%s/%s%s%s/%s", root, m, sep, PYBOX_SD_SLICE, out->unit);
+        rc |= pybox_fmt(out->rel, sizeof out->rel, "/%s%s%s/%s/%s", m, sep, PYBOX_SD_SLICE, out->unit,
+                        PYBOX_NATIVE_CG_SCOPE_LEAF);
         rc |= pybox_fmt(out->unified, sizeof out->unified, "%s%s", root, out->rel);
         if (rc == 0 && !pybox_sd_unit_name_ok(out->unit, ".scope"))
             return pybox_error_set(err, PYBOX_ERR_USAGE, EINVAL, "not a scope's name: %s", out->unit);

@@ -21,6 +21,8 @@ typedef struct pybox_native_cg_host {
     char root[PATH_MAX]; /* the cgroup root: /sys/fs/cgroup, or a fixture tree */
     int version;         /* 1 or 2 */
     bool systemd;        /* v2 with systemd as the init: a scope per box, asked of systemd */
+    char manager[96];    /* under systemd, whose: "" the system's (root), else the folder of the running
+                            user's own manager (rootless.h), under which its scopes are */
 } pybox_native_cg_host_t;
 
 /* The leaf's name inside a box's scope (v2 under systemd): the scope is systemd's, the

@@ -6,12 +6,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sched.h>
 #include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../archive_api.h"
@@ -73,9 +75,10 @@ int pybox_native_put_files(pybox_native_box_t *b, const void *tar, size_t len, p
     /* Owners and modes as packed (root, read-only); no links. Names are checked here and
      * then made absolute under in/, so libarchive's own refusal of absolute names cannot
      * be used; its checks of ".." and of links on the way stay. */
-    archive_write_disk_set_options(w, ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
-                                          ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-                                          ARCHIVE_EXTRACT_NO_OVERWRITE);
+    /* Rootless: the user's own, which is root in the box. */
+    archive_write_disk_set_options(w, (geteuid() == 0 ? ARCHIVE_EXTRACT_OWNER : 0) | ARCHIVE_EXTRACT_PERM |
+                                          ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+                                          ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_NO_OVERWRITE);
     if (archive_read_open_memory(r, tar, len) != ARCHIVE_OK)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "native box: the input archive: %s", archive_error_string(r));
     struct archive_entry *e;
@@ -348,7 +351,7 @@ static int walk(packer_t *k, int dfd, const char *prefix, int depth, pybox_error
     return rc;
 }
 
-int pybox_native_get_files(pybox_native_box_t *b, size_t max, pybox_buf_t *out, pybox_error_t *err)
+static int get_files_here(pybox_native_box_t *b, size_t max, pybox_buf_t *out, pybox_error_t *err)
 {
     pybox_buf_init(out, max);
     if (b->reaped || b->pid <= 0)
@@ -396,5 +399,97 @@ int pybox_native_get_files(pybox_native_box_t *b, size_t max, pybox_buf_t *out, 
         }
         pybox_buf_free(out);
     }
+    return rc;
+}
+
+/* What a rootless box's /box/out holds is the program's (its uid from the user's
+ * subordinate range, mode 0700), which the user may not read from outside: a child of
+ * PyBox's joins the box's user namespace (where the user, its owner, has every
+ * capability, over the ids mapped there and no others) and packs it there, with the
+ * same walk; the archive and any error come back on a pipe. */
+typedef struct {
+    int rc, kind, errnum;
+    uint32_t msg_len;
+    uint64_t data_len;
+} packed_head_t;
+
+static int read_full(int fd, void *buf, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = read(fd, (char *)buf + got, len - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+int pybox_native_get_files(pybox_native_box_t *b, size_t max, pybox_buf_t *out, pybox_error_t *err)
+{
+    if (!b->rootless)
+        return get_files_here(b, max, out, err);
+    pybox_buf_init(out, max);
+    if (b->reaped || b->pid <= 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, 0, "native box: not running, /box/out is gone");
+    char ns[64];
+    snprintf(ns, sizeof ns, "/proc/%d/ns/user", (int)b->pid);
+    _cleanup_close_ int nsfd = open(ns, O_RDONLY | O_CLOEXEC);
+    if (nsfd < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "open(%s)", ns);
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "pipe2");
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(p[0]);
+        close(p[1]);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, e, "fork");
+    }
+    if (pid == 0) {
+        close(p[0]);
+        pybox_buf_t data;
+        pybox_error_t cerr = {0};
+        packed_head_t h = {0};
+        if (setns(nsfd, CLONE_NEWUSER) < 0)
+            h.rc = pybox_error_set(&cerr, PYBOX_ERR_SYSTEM, errno, "joining the box's user namespace (%s)", ns);
+        else
+            h.rc = get_files_here(b, max, &data, &cerr);
+        h.kind = (int)cerr.kind;
+        h.errnum = cerr.errnum;
+        h.msg_len = h.rc < 0 ? (uint32_t)strlen(cerr.msg) : 0;
+        h.data_len = h.rc < 0 ? 0 : data.len;
+        if (pybox_write_all(p[1], &h, sizeof h) < 0 || pybox_write_all(p[1], cerr.msg, h.msg_len) < 0 ||
+            (h.data_len > 0 && pybox_write_all(p[1], data.data, data.len) < 0))
+            _exit(1);
+        _exit(0);
+    }
+    close(p[1]);
+    packed_head_t h;
+    char msg[PYBOX_ERROR_MSG_MAX];
+    int rc = 0;
+    if (read_full(p[0], &h, sizeof h) < 0 || h.msg_len >= sizeof msg || h.data_len > max ||
+        read_full(p[0], msg, h.msg_len) < 0) {
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, EPROTO, "native box: packing /box/out in its user namespace");
+    } else if (h.rc < 0) {
+        msg[h.msg_len] = '\0';
+        rc = pybox_error_set(err, h.kind > 0 ? (pybox_error_kind_t)h.kind : PYBOX_ERR_SYSTEM, h.errnum, "%s", msg);
+    } else {
+        _cleanup_free_ char *data = h.data_len > 0 ? malloc(h.data_len) : NULL;
+        if (h.data_len > 0 && (data == NULL || read_full(p[0], data, h.data_len) < 0))
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, data == NULL ? ENOMEM : EPROTO,
+                                 "native box: the packed /box/out");
+        else if (h.data_len > 0 && pybox_buf_append(out, data, h.data_len) < 0)
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "native box: the packed /box/out");
+    }
+    close(p[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (rc < 0)
+        pybox_buf_free(out);
     return rc;
 }

@@ -235,9 +235,11 @@ static int unpack_here(int tar_fd, char *msg, size_t len)
     archive_read_support_format_tar(a);
     /* Owners, modes and times as the image has them; never through a link, never out of
      * the folder. */
-    archive_write_disk_set_options(w, ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
-                                          ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-                                          ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
+    /* An ordinary user's image is theirs throughout: their uid is the box's root (rootless.h). */
+    archive_write_disk_set_options(w, (geteuid() == 0 ? ARCHIVE_EXTRACT_OWNER : 0) | ARCHIVE_EXTRACT_PERM |
+                                          ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_XATTR |
+                                          ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+                                          ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
     int rc = 0;
     if (archive_read_open_fd(a, tar_fd, 65536) != ARCHIVE_OK) {
         snprintf(msg, len, "reading the image: %s", archive_error_string(a));
@@ -255,6 +257,11 @@ static int unpack_here(int tar_fd, char *msg, size_t len)
             rc = -1;
             break;
         }
+        /* An ordinary user may make no device node; a box's /dev is its own tmpfs, which
+         * hides the image's anyway (rootless.h). */
+        mode_t type = archive_entry_filetype(e);
+        if (geteuid() != 0 && (type == AE_IFCHR || type == AE_IFBLK))
+            continue;
         if (archive_write_header(w, e) < ARCHIVE_WARN) {
             snprintf(msg, len, "unpacking the image (%.200s): %s", name, archive_error_string(w));
             rc = -1;
@@ -398,8 +405,9 @@ static int ni_resolve(pybox_backend_t *base, const pybox_pin_t *pin, pybox_error
     if (pybox_native_image_root(be, pin->id, root, sizeof root, err) < 0)
         return -1;
     struct stat sb;
-    /* The folder the pin names, root's and not writable by others; its init there. */
-    if (lstat(root, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != 0 || (sb.st_mode & 0022) != 0 ||
+    /* The folder the pin names, root's (an ordinary user's own: the box's root is that
+     * user) and not writable by others; its init there. */
+    if (lstat(root, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & 0022) != 0 ||
         pybox_fmt(init, sizeof init, "%s/pybox/init", root) < 0 || lstat(init, &sb) < 0 || !S_ISREG(sb.st_mode))
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
                                "image '%s' is pinned to %s, whose root filesystem is not there as built: rebuild it "

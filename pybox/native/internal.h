@@ -45,7 +45,9 @@ struct pybox_native_box {
     char in_dir[PATH_MAX]; /* bound at /box/in ("" none) */
     bool own_in;           /* in_dir is <staging>/<name>/in */
     uint32_t program_uid;
-    uint64_t caps;                               /* init's capabilities (permitted, effective, bounding) */
+    bool rootless; /* in a user namespace of its own, run by an ordinary user (rootless.h) */
+    int userns_fd; /* rootless: that namespace, held until the box is freed (-1: none) */
+    uint64_t caps; /* init's capabilities (permitted, effective, bounding) */
     struct rlimit rlimits[PYBOX_NATIVE_RLIMITS]; /* soft = hard, as given to init */
     /* What verify compares init with. */
     char argv[PYBOX_GUEST_ARGC][PYBOX_GUEST_ARG_MAX];

@@ -20,13 +20,16 @@ typedef struct native_backend {
     pybox_backend_t base;
     pybox_state_t st;
     char install_id[33];
-    char staging[PATH_MAX];         /* <state>/native/staging: each box's folder, by run id */
-    char roots[PATH_MAX];           /* <state>/native/roots: the images' root filesystems, by digest */
-    char borrowed[PATH_MAX];        /* <state>/native/borrowed-roots: another installation's roots, linked
-                                       (tests, the campaign; state.h), or "" */
-    char cg_parent[48];             /* the installation's cgroups' name (cgroup.h) */
-    pybox_native_cg_host_t cg_host; /* how this host takes a box's cgroup */
-    char describe[160];
+    char staging[PATH_MAX];              /* <state>/native/staging: each box's folder, by run id */
+    char roots[PATH_MAX];                /* <state>/native/roots: the images' root filesystems, by digest */
+    char borrowed[PATH_MAX];             /* <state>/native/borrowed-roots: another installation's roots, linked
+                                            (tests, the campaign; state.h), or "" */
+    char cg_parent[48];                  /* the installation's cgroups' name (cgroup.h) */
+    pybox_native_cg_host_t cg_host;      /* how this host takes a box's cgroup */
+    bool rootless;                       /* run by an ordinary user (rootless.h): */
+    uint32_t user_uid, user_gid;         /* who, the root of every box */
+    uint32_t box_uid_base, box_gid_base; /* a box's gid is its uid - box_uid_base + box_gid_base */
+    char describe[320];
 } native_backend_t;
 
 extern const pybox_backend_ops_t pybox_native_backend_ops;

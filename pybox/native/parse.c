@@ -472,10 +472,11 @@ int pybox_np_cgroup_parse(const char *text, size_t len, const char *controller, 
 
 /* ---- id maps ---- */
 
-int pybox_np_idmap_is_identity(const char *text, size_t len, pybox_error_t *err)
+int pybox_np_idmap_is(const char *text, size_t len, const int64_t (*want)[3], size_t n, pybox_error_t *err)
 {
     const char *cur = text, *end = text + len, *p, *le;
-    int lines = 0, identity = 0;
+    size_t lines = 0;
+    bool seen[PYBOX_NP_IDMAP_MAX] = {false}, all = n <= PYBOX_NP_IDMAP_MAX;
     while (next_line(&cur, end, &p, &le)) {
         int64_t v[3];
         const char *q = p;
@@ -487,9 +488,19 @@ int pybox_np_idmap_is_identity(const char *text, size_t len, pybox_error_t *err)
         if (skip_blank(q, le) != le)
             return malformed(err, "/proc/<pid>/uid_map");
         lines++;
-        identity = v[0] == 0 && v[1] == 0 && v[2] == 4294967295LL;
+        bool found = false;
+        for (size_t k = 0; all && k < n && !found; k++)
+            if (!seen[k] && want[k][0] == v[0] && want[k][1] == v[1] && want[k][2] == v[2])
+                found = seen[k] = true;
+        all = all && found;
     }
-    return lines == 1 && identity ? 1 : 0;
+    return all && lines == n ? 1 : 0;
+}
+
+int pybox_np_idmap_is_identity(const char *text, size_t len, pybox_error_t *err)
+{
+    static const int64_t identity[1][3] = {{0, 0, 4294967295LL}};
+    return pybox_np_idmap_is(text, len, identity, 1, err);
 }
 
 /* ---- cgroup files ---- */

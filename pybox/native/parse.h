@@ -101,6 +101,9 @@ int pybox_np_cgroup_parse(const char *text, size_t len, const char *controller, 
 /* True (1) when the map is exactly the initial namespace's "0 0 4294967295", 0 when it
  * is anything else well-formed, -1 when malformed. */
 int pybox_np_idmap_is_identity(const char *text, size_t len, pybox_error_t *err);
+/* The same for a map of exactly these n lines ("inside outside count"), in any order. */
+#define PYBOX_NP_IDMAP_MAX 4
+int pybox_np_idmap_is(const char *text, size_t len, const int64_t (*want)[3], size_t n, pybox_error_t *err);
 
 /* ---- cgroup files ---- */
 

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,11 @@
 #include "../util.h"
 #include "internal.h"
 #include "parse.h"
+#include "rootless.h"
 #include "seccomp.h"
+
+#define NUMBER_TEXT_(n) #n
+#define NUMBER_TEXT(n) NUMBER_TEXT_(n)
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -60,8 +65,8 @@ uint32_t pybox_native_program_uid(const pybox_native_spec_t *s)
 {
     if (s->relax & PYBOX_RELAX_PROGRAM_ROOT)
         return 0;
-    if (s->relax & PYBOX_RELAX_SHARED_UID)
-        return PYBOX_SHARED_UID;
+    if (s->relax & PYBOX_RELAX_SHARED_UID) /* rootless: the user's quotas are shared anyway (rootless.h) */
+        return s->rootless ? s->uid : PYBOX_SHARED_UID;
     return s->uid;
 }
 
@@ -147,7 +152,7 @@ void pybox_native_rlimits(const pybox_native_spec_t *s, struct rlimit out[PYBOX_
         if (r == RLIMIT_STACK || r == RLIMIT_MEMLOCK)
             ceiling = 8ULL << 20;
         else if (r == RLIMIT_MSGQUEUE)
-            ceiling = 819200;
+            ceiling = s->rootless && !(s->relax & PYBOX_RELAX_SHARED_UID) ? PYBOX_ROOTLESS_MSGQUEUE_BYTES : 819200;
         else if (r == RLIMIT_NICE || r == RLIMIT_RTPRIO || r == RLIMIT_CORE)
             ceiling = 0;
         if (ceiling != RLIM_INFINITY && (v == RLIM_INFINITY || v > ceiling))
@@ -334,6 +339,10 @@ typedef struct plan {
      * exec; the end of the pipe without a byte (PyBox gone or failing) ends it. go_w is the
      * parent's end, closed in the child. */
     int go_r, go_w;
+    /* Rootless: the child waits for a byte on map_r before anything else, until its uid
+     * and gid maps are written (by newuidmap and newgidmap, run by the parent). */
+    int map_r, map_w;
+    bool userns_caps; /* rootless: the box's share of the user's quotas (rootless.h) */
     struct rlimit rl[PYBOX_NATIVE_RLIMITS];
     char *argv[PYBOX_GUEST_ARGC + 1];
     char *envp[72];
@@ -447,7 +456,14 @@ static int plan_mounts(plan_t *p, const pybox_native_spec_t *s, pybox_native_box
         unsigned maj, min;
     } nodes[] = {
         {"/dev/null", 1, 3}, {"/dev/zero", 1, 5}, {"/dev/full", 1, 7}, {"/dev/random", 1, 8}, {"/dev/urandom", 1, 9}};
-    for (size_t i = 0; i < sizeof nodes / sizeof *nodes; i++)
+    /* A user namespace may make no device node: the host's are bound instead (rootless). */
+    for (size_t i = 0; s->rootless && i < sizeof nodes / sizeof *nodes; i++)
+        if (add(p, (op_t){.kind = OP_CREATE, .dst = AT(nodes[i].name), .mode = 0666, .what = nodes[i].name}, err) < 0 ||
+            add_mount(p, nodes[i].name, AT(nodes[i].name), NULL, MS_BIND, NULL, nodes[i].name, err) < 0 ||
+            add_mount(p, NULL, AT(nodes[i].name), NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NOEXEC, NULL,
+                      nodes[i].name, err) < 0)
+            return -1;
+    for (size_t i = 0; !s->rootless && i < sizeof nodes / sizeof *nodes; i++)
         if (add(p,
                 (op_t){.kind = OP_MKNOD,
                        .dst = AT(nodes[i].name),
@@ -473,8 +489,12 @@ static int plan_mounts(plan_t *p, const pybox_native_spec_t *s, pybox_native_box
                   err) < 0)
         return -1;
     const char *devnull = AT("/dev/null");
+    /* Rootless, the box's /dev/null is a bind of the host's, writable: each mask made
+     * read-only itself, as a bind of the read-only /dev is. */
     for (size_t i = 0; i < b->n_proc_files; i++)
-        if (add_mount(p, devnull, AT(b->proc_files[i]), NULL, MS_BIND, NULL, b->proc_files[i], err) < 0)
+        if (s->rootless
+                ? add_ro_bind(p, devnull, AT(b->proc_files[i]), MS_NOSUID | MS_NOEXEC, b->proc_files[i], err) < 0
+                : add_mount(p, devnull, AT(b->proc_files[i]), NULL, MS_BIND, NULL, b->proc_files[i], err) < 0)
             return -1;
     for (size_t i = 0; i < b->n_proc_dirs; i++)
         if (add_mount(p, "tmpfs", AT(b->proc_dirs[i]), "tmpfs", MS_RDONLY | NOSUID_NODEV_NOEXEC, MASK_OPTS,
@@ -540,6 +560,7 @@ static int plan_make(plan_t *p, const pybox_native_spec_t *s, pybox_native_box_t
     p->netns_fd = -1;
     proc_paths(b, s);
     p->go_r = p->go_w = -1;
+    p->map_r = p->map_w = -1;
     if (plan_mounts(p, s, b, err) < 0)
         return -1;
     if (!(s->relax & PYBOX_RELAX_SECCOMP)) {
@@ -594,6 +615,7 @@ enum {
     STEP_SCHED = -16,
     STEP_OOM = -17,
     STEP_KEYRING = -18,
+    STEP_USERNS_LIMITS = -19,
 };
 
 static const char *step_name(int step)
@@ -631,6 +653,8 @@ static const char *step_name(int step)
         return "the default scheduling, nice value, I/O priority and personality";
     case STEP_OOM:
         return "writing /proc/self/oom_score_adj";
+    case STEP_USERNS_LIMITS:
+        return "the user namespace's limits (/proc/sys/user)";
     case STEP_KEYRING:
         return "keyctl(KEYCTL_JOIN_SESSION_KEYRING)";
     default:
@@ -700,6 +724,29 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
         child_fail(report_w, STEP_SCHED, errno);
     if (p->go_r >= 0)
         close(p->go_w);
+    /* Rootless: nothing below works until this user namespace's ids are mapped. */
+    if (p->map_r >= 0) {
+        close(p->map_w);
+        char mapped;
+        ssize_t r;
+        do
+            r = read(p->map_r, &mapped, 1);
+        while (r < 0 && errno == EINTR);
+        if (r != 1)
+            _exit(127);
+        close(p->map_r);
+        /* Its user namespace's own limits: written here, read by the writer's namespace. */
+        static const struct {
+            const char *file, *value;
+        } caps[] = {{"/proc/sys/user/max_inotify_instances", NUMBER_TEXT(PYBOX_ROOTLESS_INOTIFY_INSTANCES)},
+                    {"/proc/sys/user/max_inotify_watches", NUMBER_TEXT(PYBOX_ROOTLESS_INOTIFY_WATCHES)}};
+        for (size_t i = 0; p->userns_caps && i < sizeof caps / sizeof *caps; i++) {
+            int fd = open(caps[i].file, O_WRONLY | O_CLOEXEC);
+            if (fd < 0 || write(fd, caps[i].value, strlen(caps[i].value)) < 0)
+                child_fail(report_w, STEP_USERNS_LIMITS, errno);
+            close(fd);
+        }
+    }
     /* Into the leaf first, before anything is charged to PyBox's own cgroup. */
     for (size_t i = 0; i < p->n_attach; i++) {
         int fd = open(p->attach[i], O_WRONLY | O_CLOEXEC);
@@ -724,7 +771,7 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
     if (dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
         child_fail(report_w, STEP_STDIO, errno);
     umask(0);
-    if (p->setns_net && setns(p->netns_fd, CLONE_NEWNET) < 0)
+    if (p->setns_net && p->netns_fd >= 0 && setns(p->netns_fd, CLONE_NEWNET) < 0)
         child_fail(report_w, STEP_NETNS, errno);
     /* Nothing mounted here may reach the host's mount namespace. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -1001,6 +1048,67 @@ static int into_scope(pybox_native_box_t *b, pybox_sd_t *sd, const pybox_native_
     return rc;
 }
 
+/* Rootless: one of shadow's set-user-ID helpers (newuidmap or newgidmap) writes the
+ * child's map: its root the user, the program's id its own from the user's subordinate
+ * range (the helper checks both against /etc/subuid or /etc/subgid). Run by its fixed
+ * path, with no environment, its words kept for the error. */
+static int write_map(const char *helper, pid_t pid, uint32_t user_id, uint32_t inner, uint32_t outer,
+                     pybox_error_t *err)
+{
+    char a[5][16];
+    snprintf(a[0], sizeof a[0], "%d", (int)pid);
+    snprintf(a[1], sizeof a[1], "%u", user_id);
+    snprintf(a[2], sizeof a[2], "%u", inner);
+    snprintf(a[3], sizeof a[3], "%u", outer);
+    snprintf(a[4], sizeof a[4], "%s", "1");
+    char *argv[] = {(char *)helper, a[0], (char *)"0", a[1], a[4], inner ? a[2] : NULL, a[3], a[4], NULL};
+    char *envp[] = {NULL};
+    int ep[2];
+    if (pipe2(ep, O_CLOEXEC) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "pipe2");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, ep[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, ep[1], 2);
+    pid_t h;
+    int rc = posix_spawn(&h, helper, &fa, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    close(ep[1]);
+    if (rc != 0) {
+        close(ep[0]);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, rc, "rootless box: running %s", helper);
+    }
+    char said[512];
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(ep[0], said + n, sizeof said - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        if (n == sizeof said - 1)
+            break;
+    }
+    close(ep[0]);
+    said[n] = '\0';
+    while (n > 0 && said[n - 1] == '\n')
+        said[--n] = '\0';
+    int st = 0;
+    while (waitpid(h, &st, 0) < 0)
+        if (errno != EINTR)
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "waitpid(%s)", helper);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        char shown[600];
+        pybox_escape_short(shown, sizeof shown, said, 400);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "rootless box: %s %s 0 %s 1 %s %s 1 failed (%s %d): %s",
+                               helper, a[0], a[1], a[2], a[3], WIFEXITED(st) ? "exit" : "signal",
+                               WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), shown[0] ? shown : "it said nothing");
+    }
+    return 0;
+}
+
 static pid_t clone_box(uint64_t flags, int cgroup_fd, int *pidfd)
 {
     struct clone_args ca;
@@ -1045,15 +1153,16 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     if (b == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "calloc");
     b->pid = -1;
-    b->pidfd = b->in_w = b->out_r = b->err_r = -1;
+    b->pidfd = b->in_w = b->out_r = b->err_r = b->userns_fd = -1;
     b->program_uid = pybox_native_program_uid(s);
+    b->rootless = s->rootless;
     b->end.oom_kills = -1;
     b->collect = (s->relax & PYBOX_RELAX_IN_FLIGHT) == 0;
     b->held_oom_kills = -1;
     pybox_guest_argv(b->argv, s->timer_ms, b->program_uid, s->wait_ms, s->life_ms);
     plan_t *p = NULL;
     int rep[2] = {-1, -1}, in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
-    int cgfd = -1, go[2] = {-1, -1};
+    int cgfd = -1, go[2] = {-1, -1}, map[2] = {-1, -1};
     pybox_sd_t *sd = NULL;
     if (pybox_native_caps(s, &b->caps, err) < 0)
         goto fail;
@@ -1074,11 +1183,22 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     if (pybox_native_cg_host(s->cgroup_root, NULL, &host, err) < 0 ||
         pybox_native_cg_paths(&host, s->cgroup_parent, s->name, &b->cg, err) < 0)
         goto fail;
+    if (s->rootless && (!host.systemd || host.manager[0] == '\0')) {
+        pybox_error_set(err, PYBOX_ERR_USAGE, 0, "rootless box: only a user's own systemd gives it a cgroup");
+        goto fail;
+    }
+    if (s->rootless) {
+        if (pipe_high(map, err) < 0)
+            goto fail;
+        p->map_r = map[0];
+        p->map_w = map[1];
+        p->userns_caps = !(s->relax & PYBOX_RELAX_SHARED_UID);
+    }
     if (host.systemd) {
         /* The scope is asked for once the box's first process exists; the connection is
          * made first, so a host where it cannot be had refuses before anything runs. */
         double t = pybox_now_s();
-        int rc = pybox_sd_open(PYBOX_SD_SYSTEM, &sd, err);
+        int rc = pybox_sd_open(host.manager[0] ? PYBOX_SD_USER : PYBOX_SD_SYSTEM, &sd, err);
         b->times.sd_connect_ms = (pybox_now_s() - t) * 1000.0;
         if (rc < 0) {
             pybox_error_prefix(err, "cgroup v2 under systemd: PyBox asks systemd for each box's cgroup and makes "
@@ -1104,10 +1224,23 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
             goto fail;
         }
         p->setns_net = true;
+        /* Rootless, the box's own user namespace gives it no right over another's network
+         * namespace: it may only stay in PyBox's own (made without one of its own). */
+        struct stat there, here;
+        if (s->rootless) {
+            if (fstat(p->netns_fd, &there) < 0 || stat("/proc/self/ns/net", &here) < 0 || there.st_ino != here.st_ino ||
+                there.st_dev != here.st_dev) {
+                pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                "rootless box: a relaxed box may share only PyBox's own network namespace");
+                goto fail;
+            }
+            close_fd(&p->netns_fd);
+        }
     }
     if (pipe_high(rep, err) < 0 || pipe_high(in_p, err) < 0 || pipe_high(out_p, err) < 0 || pipe_high(err_p, err) < 0)
         goto fail;
-    uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (p->setns_net ? 0 : CLONE_NEWNET);
+    uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (p->setns_net ? 0 : CLONE_NEWNET) |
+                     (s->rootless ? CLONE_NEWUSER : 0);
     if (host.version == 2 && !host.systemd) {
         cgfd = open(b->cg.unified, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (cgfd < 0) {
@@ -1150,6 +1283,26 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
     close_fd(&in_p[0]);
     close_fd(&out_p[1]);
     close_fd(&err_p[1]);
+    if (s->rootless) {
+        close_fd(&map[0]);
+        if (write_map(PYBOX_NEWUIDMAP, pid, s->user_uid, b->program_uid, b->program_uid, err) < 0 ||
+            write_map(PYBOX_NEWGIDMAP, pid, s->user_gid, b->program_uid, s->box_gid, err) < 0)
+            goto fail; /* (a program relaxed to root is the box's root: one line each) */
+        ssize_t w;
+        do
+            w = write(map[1], "m", 1);
+        while (w < 0 && errno == EINTR);
+        close_fd(&map[1]);
+        /* Held for the removal: what the program left in the staging folder (a writable
+         * root's upper layer) is its uid's, which the user may remove only from there. */
+        char ns[64];
+        snprintf(ns, sizeof ns, "/proc/%d/ns/user", (int)pid);
+        b->userns_fd = open(ns, O_RDONLY | O_CLOEXEC);
+        if (b->userns_fd < 0) {
+            sys_fail(err, errno, "open", ns);
+            goto fail;
+        }
+    }
     if (host.systemd) {
         close_fd(&go[0]);
         if (into_scope(b, sd, &want, err) < 0) {
@@ -1199,6 +1352,7 @@ fail:
     pybox_sd_close(sd);
     for (int i = 0; i < 2; i++) {
         close_fd(&go[i]);
+        close_fd(&map[i]);
         close_fd(&rep[i]);
         close_fd(&in_p[i]);
         close_fd(&out_p[i]);
@@ -1388,6 +1542,27 @@ static void settle(pybox_native_box_t *b)
     }
 }
 
+/* Rootless: the staging folder removed by a child in the box's user namespace, where the
+ * user has every capability over the box's ids (the program's files of a writable root
+ * are its uid's, in folders the user could not change from outside). */
+static int rm_tree_in_userns(int userns_fd, const char *path, pybox_error_t *err)
+{
+    pid_t c = fork();
+    if (c < 0)
+        return sys_fail(err, errno, "fork", "removing the box's staging folder");
+    if (c == 0) {
+        if (setns(userns_fd, CLONE_NEWUSER) < 0)
+            _exit(0x7f & errno);
+        _exit(pybox_remove_tree_at(AT_FDCWD, path) == 0 ? 0 : (0x7f & errno) ? (0x7f & errno) : EIO);
+    }
+    int st = 0;
+    while (waitpid(c, &st, 0) < 0)
+        if (errno != EINTR)
+            return sys_fail(err, errno, "waitpid", "removing the box's staging folder");
+    int e = WIFEXITED(st) ? WEXITSTATUS(st) : EINTR;
+    return e == 0 ? 0 : sys_fail(err, e, "removing (in the box's user namespace)", path);
+}
+
 int pybox_native_remove(pybox_native_box_t *b, bool *gone, pybox_error_t *err)
 {
     *gone = false;
@@ -1436,7 +1611,8 @@ int pybox_native_remove(pybox_native_box_t *b, bool *gone, pybox_error_t *err)
     }
     bool st_gone = !b->staging_made;
     if (b->staging_made && rc == 0) {
-        if (pybox_native_rm_tree(b->staging, err) < 0) {
+        if ((b->userns_fd >= 0 ? rm_tree_in_userns(b->userns_fd, b->staging, err)
+                               : pybox_native_rm_tree(b->staging, err)) < 0) {
             rc = -1;
         } else {
             st_gone = true;
@@ -1467,6 +1643,7 @@ void pybox_native_free(pybox_native_box_t *b)
     if (b == NULL)
         return;
     close_fd(&b->pidfd);
+    close_fd(&b->userns_fd);
     close_fd(&b->in_w);
     close_fd(&b->out_r);
     close_fd(&b->err_r);

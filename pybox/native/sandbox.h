@@ -44,6 +44,14 @@ typedef struct pybox_native_spec {
     const char *const *env;                  /* init's environment, NULL-terminated (PATH, LANG, HOME) */
     const char *hostname;                    /* the box's (policy.h) */
     const char *const *init_caps;            /* init's capabilities by name, NULL-terminated (policy.h) */
+    /* An ordinary user's box (rootless.h): a user namespace of its own, mapped by newuidmap
+     * and newgidmap, whose root is the user (user_uid, user_gid: the owner of the root
+     * filesystem folder) and where the program's uid (uid, from the user's subordinate
+     * range) is itself and its gid (= uid inside) is box_gid outside; the box's scope
+     * comes from the user's own systemd. false: PyBox runs as root, in its own user
+     * namespace. */
+    bool rootless;
+    uint32_t user_uid, user_gid, box_gid;
     /* Testing only, never from a command line: one protection removed on purpose, each
      * made natively and expected by the verifier (the PYBOX_RELAX_* bits of policy.h). */
     unsigned relax;

@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../guest/proto.h"
@@ -24,6 +25,7 @@
 #include "../util.h"
 #include "internal.h"
 #include "parse.h"
+#include "rootless.h"
 #include "verify.h"
 
 #define PROC_TEXT_MAX (256 * 1024)
@@ -100,15 +102,16 @@ static int read_proc(pid_t pid, const char *file, char **text, size_t *len, pybo
     return 0;
 }
 
-void pybox_nv_status(pybox_nv_t *v, const pybox_np_status_t *st, uint64_t caps, bool nnp, bool seccomp)
+void pybox_nv_status(pybox_nv_t *v, const pybox_np_status_t *st, uint32_t uid, uint32_t gid, uint64_t caps, bool nnp,
+                     bool seccomp)
 {
     static const char *const idn[] = {"real", "effective", "saved", "filesystem"};
     for (int i = 0; i < 4; i++) {
         char w[48];
         snprintf(w, sizeof w, "init's %s uid", idn[i]);
-        pybox_nv_expect_int(v, w, 0, (st->have & PYBOX_NP_ST_UID) ? st->uid[i] : -1);
+        pybox_nv_expect_int(v, w, uid, (st->have & PYBOX_NP_ST_UID) ? st->uid[i] : -1);
         snprintf(w, sizeof w, "init's %s gid", idn[i]);
-        pybox_nv_expect_int(v, w, 0, (st->have & PYBOX_NP_ST_GID) ? st->gid[i] : -1);
+        pybox_nv_expect_int(v, w, gid, (st->have & PYBOX_NP_ST_GID) ? st->gid[i] : -1);
     }
     pybox_nv_expect_int(v, "init's supplementary groups", 0, (st->have & PYBOX_NP_ST_GROUPS) ? st->ngroups : -1);
     const unsigned need = PYBOX_NP_ST_CAPINH | PYBOX_NP_ST_CAPPRM | PYBOX_NP_ST_CAPEFF | PYBOX_NP_ST_CAPBND |
@@ -139,7 +142,8 @@ static void check_status(pybox_nv_t *v, pybox_native_box_t *b, const pybox_nativ
     uint64_t caps;
     if (pybox_native_caps(s, &caps, err) < 0)
         return;
-    pybox_nv_status(v, &st, caps, !(s->relax & PYBOX_RELAX_NEW_PRIVS), !(s->relax & PYBOX_RELAX_SECCOMP));
+    pybox_nv_status(v, &st, s->rootless ? s->user_uid : 0, s->rootless ? s->user_gid : 0, caps,
+                    !(s->relax & PYBOX_RELAX_NEW_PRIVS), !(s->relax & PYBOX_RELAX_SECCOMP));
 }
 
 void pybox_nv_environ(pybox_nv_t *v, const char *text, size_t len, const char *const *env, const char *extra)
@@ -188,8 +192,87 @@ static void *read_uts(void *arg)
     return NULL;
 }
 
+/* Rootless: joining the box's UTS namespace takes CAP_SYS_ADMIN in PyBox's own user
+ * namespace too, which an ordinary user has not; a child joins the box's user namespace
+ * first (the user owns it: every capability there) and reads it, its answer on a pipe. */
+static int read_uts_rootless(pid_t pid, char *out, size_t len)
+{
+    char un[64], uts[64];
+    snprintf(un, sizeof un, "/proc/%d/ns/user", (int)pid);
+    snprintf(uts, sizeof uts, "/proc/%d/ns/uts", (int)pid);
+    int ufd = open(un, O_RDONLY | O_CLOEXEC), tfd = open(uts, O_RDONLY | O_CLOEXEC), p[2] = {-1, -1};
+    int e = ufd < 0 || tfd < 0 ? errno : pipe2(p, O_CLOEXEC) < 0 ? errno : 0;
+    pid_t c = e == 0 ? fork() : -1;
+    if (e == 0 && c < 0)
+        e = errno;
+    if (c == 0) {
+        struct utsname u;
+        char answer[sizeof u.nodename + 64], inst[24] = "", watches[24] = "";
+        int r = setns(ufd, CLONE_NEWUSER) < 0 || setns(tfd, CLONE_NEWUTS) < 0 || uname(&u) < 0 ? errno : 0;
+        /* and the namespace's own limits, as the box's processes are held to them */
+        size_t k = 0;
+        pybox_error_t ignored = {0};
+        if (r == 0) {
+            (void)pybox_native_read_small("/proc/sys/user/max_inotify_instances", inst, sizeof inst, &k, &ignored);
+            inst[strcspn(inst, "\n")] = '\0';
+            (void)pybox_native_read_small("/proc/sys/user/max_inotify_watches", watches, sizeof watches, &k, &ignored);
+            watches[strcspn(watches, "\n")] = '\0';
+        }
+        size_t n = r == 0 ? (size_t)snprintf(answer, sizeof answer, "%s\n%s\n%s", u.nodename, inst, watches) : 0;
+        _exit(r == 0 && pybox_write_all(p[1], answer, n) == 0 ? 0 : (r & 0x7f) ? (r & 0x7f) : 1);
+    }
+    if (ufd >= 0)
+        close(ufd);
+    if (tfd >= 0)
+        close(tfd);
+    if (c > 0) {
+        close(p[1]);
+        p[1] = -1;
+        size_t n = 0;
+        ssize_t r;
+        while (n + 1 < len && ((r = read(p[0], out + n, len - 1 - n)) > 0 || (r < 0 && errno == EINTR)))
+            n += r > 0 ? (size_t)r : 0;
+        out[n] = '\0';
+        int st = 0;
+        while (waitpid(c, &st, 0) < 0 && errno == EINTR) {
+        }
+        e = WIFEXITED(st) ? WEXITSTATUS(st) : EINTR;
+    }
+    if (p[0] >= 0)
+        close(p[0]);
+    if (p[1] >= 0)
+        close(p[1]);
+    return e;
+}
+
 static void check_hostname(pybox_nv_t *v, pybox_native_box_t *b, const pybox_native_spec_t *s, pybox_error_t *err)
 {
+    if (s->rootless) {
+        char name[sizeof((struct utsname *)0)->nodename + 64];
+        int e = read_uts_rootless(b->pid, name, sizeof name);
+        if (e != 0) {
+            pybox_error_set(err, PYBOX_ERR_SYSTEM, e, "reading the box's hostname (in its user namespace)");
+            return;
+        }
+        char *inst = strchr(name, '\n');
+        char *watches = inst ? strchr(inst + 1, '\n') : NULL;
+        if (inst == NULL || watches == NULL) {
+            pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "reading the box's hostname and limits: malformed answer");
+            return;
+        }
+        *inst++ = '\0';
+        *watches++ = '\0';
+        pybox_nv_expect_str(v, "hostname", s->hostname, name);
+        /* its share of the user's quotas (rootless.h), unless a test relaxed it */
+        if (!(s->relax & PYBOX_RELAX_SHARED_UID)) {
+            char want[24];
+            snprintf(want, sizeof want, "%d", PYBOX_ROOTLESS_INOTIFY_INSTANCES);
+            pybox_nv_expect_str(v, "user namespace's max_inotify_instances", want, inst);
+            snprintf(want, sizeof want, "%d", PYBOX_ROOTLESS_INOTIFY_WATCHES);
+            pybox_nv_expect_str(v, "user namespace's max_inotify_watches", want, watches);
+        }
+        return;
+    }
     char ns[64];
     snprintf(ns, sizeof ns, "/proc/%d/ns/uts", (int)b->pid);
     uts_read_t r = {.fd = open(ns, O_RDONLY | O_CLOEXEC)};
@@ -225,24 +308,35 @@ static void check_namespaces(pybox_nv_t *v, pybox_native_box_t *b, const pybox_n
             continue;
         }
         bool same = strcmp(theirs, mine) == 0;
-        bool want_same = strcmp(ns[i], "user") == 0 || joined;
+        bool want_same = (strcmp(ns[i], "user") == 0 && !s->rootless) || joined;
         if (same != want_same)
             pybox_nv_differ(v, where, want_same ? mine : "its own", theirs);
     }
 }
 
-static void check_idmaps(pybox_nv_t *v, pybox_native_box_t *b, pybox_error_t *err)
+/* Root: the initial namespace's identity. Rootless: the box's root is the user, the
+ * program's id its own from the user's subordinate range, and nothing else. */
+static void check_idmaps(pybox_nv_t *v, pybox_native_box_t *b, const pybox_native_spec_t *s, pybox_error_t *err)
 {
     static const char *const maps[] = {"uid_map", "gid_map"};
+    uint32_t prog = pybox_native_program_uid(s);
     for (int i = 0; i < 2; i++) {
         _cleanup_free_ char *t = NULL;
         size_t n;
         if (read_proc(b->pid, maps[i], &t, &n, err) < 0)
             return;
-        int id = pybox_np_idmap_is_identity(t, n, err);
+        const int64_t want[2][3] = {{0, i == 0 ? s->user_uid : s->user_gid, 1}, {prog, i == 0 ? prog : s->box_gid, 1}};
+        int id =
+            s->rootless ? pybox_np_idmap_is(t, n, want, prog == 0 ? 1 : 2, err) : pybox_np_idmap_is_identity(t, n, err);
+        char shown[96];
+        if (s->rootless)
+            snprintf(shown, sizeof shown, "0 %lld 1 and %lld %lld 1", (long long)want[0][1], (long long)want[1][0],
+                     (long long)want[1][1]);
+        else
+            snprintf(shown, sizeof shown, "0 0 4294967295");
         v->checked++;
         if (id != 1)
-            pybox_nv_differ(v, maps[i], "0 0 4294967295", t);
+            pybox_nv_differ(v, maps[i], shown, t);
     }
 }
 
@@ -441,10 +535,17 @@ static void flag_text(unsigned f, char *out, size_t len)
 
 void pybox_nv_mounts(pybox_nv_t *v, const pybox_np_mount_t *m, size_t n, want_mount_t *w, size_t nw)
 {
+    /* The box's /dev/null: a node of its /dev, or (rootless) a bind of the host's. */
     unsigned dev_major = 0, dev_minor = 0;
-    bool have_dev = false;
+    bool have_dev = false, null_bound = false;
+    const char *null_root = "/null";
     for (size_t i = 0; i < n; i++)
-        if (strcmp(m[i].point, "/dev") == 0 && strcmp(m[i].fstype, "tmpfs") == 0) {
+        if (strcmp(m[i].point, "/dev/null") == 0 && !null_bound) {
+            dev_major = m[i].major;
+            dev_minor = m[i].minor;
+            null_root = m[i].root;
+            have_dev = null_bound = true;
+        } else if (strcmp(m[i].point, "/dev") == 0 && strcmp(m[i].fstype, "tmpfs") == 0 && !null_bound) {
             dev_major = m[i].major;
             dev_minor = m[i].minor;
             have_dev = true;
@@ -499,7 +600,7 @@ void pybox_nv_mounts(pybox_nv_t *v, const pybox_np_mount_t *m, size_t n, want_mo
         }
         if (x->from_dev) {
             v->checked++;
-            if (!have_dev || m[i].major != dev_major || m[i].minor != dev_minor || strcmp(m[i].root, "/null") != 0)
+            if (!have_dev || m[i].major != dev_major || m[i].minor != dev_minor || strcmp(m[i].root, null_root) != 0)
                 pybox_nv_differ(v, where, "the box's /dev/null", m[i].root);
         }
     }
@@ -533,6 +634,8 @@ static void check_mounts(pybox_nv_t *v, pybox_native_box_t *b, const pybox_nativ
     tmpfs_size(s->tmp_bytes, tmp, sizeof tmp);
     tmpfs_size(s->out_bytes, out, sizeof out);
     snprintf(uid, sizeof uid, "%u", pybox_native_program_uid(s));
+    char box_gid[16];
+    snprintf(box_gid, sizeof box_gid, "%u", s->box_gid);
     int root_suid = (s->relax & PYBOX_RELAX_NEW_PRIVS) ? 0 : NOSUID; /* sandbox.c: refused twice */
     if (s->relax & PYBOX_RELAX_WRITABLE_ROOT)
         w[nw++] = (want_mount_t){.point = "/", .fstype = "overlay", .flags = root_suid | NODEV};
@@ -543,7 +646,11 @@ static void check_mounts(pybox_nv_t *v, pybox_native_box_t *b, const pybox_nativ
         (want_mount_t){.point = "/dev", .fstype = "tmpfs", .flags = RO | NOSUID | NOEXEC, .size = "64k", .mode = "755"};
     w[nw++] = (want_mount_t){
         .point = "/dev/shm", .fstype = "tmpfs", .flags = NOSUID | NODEV | NOEXEC, .size = shm, .mode = "1777"};
-    /* /dev/null, bound from the read-only /dev, keeps /dev's flags. */
+    /* Rootless: the host's nodes bound, writable, never set-user-ID nor executable. */
+    static const char *const nodes[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
+    for (size_t i = 0; s->rootless && i < sizeof nodes / sizeof *nodes; i++)
+        w[nw++] = (want_mount_t){.point = nodes[i], .flags = NOSUID | NOEXEC, .bind_of = nodes[i]};
+    /* /dev/null, bound from the read-only /dev, keeps /dev's flags (rootless: made so). */
     for (size_t i = 0; i < b->n_proc_files; i++)
         w[nw++] = (want_mount_t){.point = b->proc_files[i], .flags = RO | NOSUID | NOEXEC, .from_dev = true};
     for (size_t i = 0; i < b->n_proc_dirs; i++)
@@ -564,7 +671,7 @@ static void check_mounts(pybox_nv_t *v, pybox_native_box_t *b, const pybox_nativ
                                  .size = out,
                                  .mode = "700",
                                  .uid = uid,
-                                 .gid = uid};
+                                 .gid = s->rootless ? box_gid : uid};
     if (s->relax_bind != NULL)
         w[nw++] = (want_mount_t){.point = "/host", .flags = RO | NOSUID | NODEV, .bind_of = s->relax_bind};
     if (s->relax_socket != NULL) {
@@ -588,7 +695,7 @@ int pybox_native_verify(pybox_native_box_t *b, const pybox_native_spec_t *s, int
     check_environ(&v, b, s, &rerr);
     check_hostname(&v, b, s, &rerr);
     check_namespaces(&v, b, s);
-    check_idmaps(&v, b, &rerr);
+    check_idmaps(&v, b, s, &rerr);
     check_limits(&v, b, s, &rerr);
     check_process(&v, b, &rerr);
     check_exe(&v, b, s, &rerr);

@@ -25,7 +25,9 @@ void pybox_nv_expect_str(pybox_nv_t *v, const char *where, const char *want, con
 
 /* init's status: uid/gid 0, no groups, exactly these capabilities (permitted, effective,
  * bounding), none inheritable or ambient, no_new_privs and a seccomp filter as asked. */
-void pybox_nv_status(pybox_nv_t *v, const pybox_np_status_t *st, uint64_t caps, bool nnp, bool seccomp);
+/* init's uid and gid as PyBox sees them: 0 (root) or, rootless, the user's own. */
+void pybox_nv_status(pybox_nv_t *v, const pybox_np_status_t *st, uint32_t uid, uint32_t gid, uint64_t caps, bool nnp,
+                     bool seccomp);
 
 /* init's environment as /proc/<pid>/environ gives it (NUL-separated): exactly env
  * (NULL-ended) and then extra (NULL: none), in that order. */
