@@ -224,8 +224,8 @@ test('what an earlier call started cannot write into a later call\'s output once
     // A child process holding call 1's stdout keeps writing after call 1 ended.
     const r1 = await call(client, { session_id: id, code: [
       'import subprocess',
+      'print("one", flush=True)',
       'subprocess.Popen(["sh", "-c", "while true; do echo LEAK-FROM-CALL-1; sleep 0.05; done"])',
-      'print("one")',
     ].join('\n') });
     assert.equal(r1.structuredContent.said.stdout.text.split('\n')[0], 'one');
     const r2 = await call(client, { session_id: id, code: 'import time\ntime.sleep(0.5)\nprint("two")' });
