@@ -115,3 +115,22 @@ void ev_cell(pybox_buf_t *b, const cJSON *v)
         free(t);
     }
 }
+
+ev_page_t *ev_page_add(ev_page_t **pages, size_t *n, const char *name)
+{
+    ev_page_t *nv = realloc(*pages, (*n + 1) * sizeof **pages);
+    if (nv == NULL)
+        abort();
+    *pages = nv;
+    ev_page_t *p = &nv[(*n)++];
+    snprintf(p->name, sizeof p->name, "%s", name);
+    pybox_buf_init(&p->text, 0);
+    return p;
+}
+
+void ev_pages_free(ev_page_t *pages, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        pybox_buf_free(&pages[i].text);
+    free(pages);
+}

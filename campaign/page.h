@@ -28,4 +28,10 @@ typedef struct {
     pybox_buf_t text;
 } ev_page_t;
 
+/* A new empty page named name at the end of *pages (which may move). */
+ev_page_t *ev_page_add(ev_page_t **pages, size_t *n, const char *name);
+
+/* The pages and their texts. */
+void ev_pages_free(ev_page_t *pages, size_t n);
+
 #endif

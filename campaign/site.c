@@ -442,18 +442,6 @@ static void foot(pybox_buf_t *b)
                       "checked by <code>make evidence-check</code>.</footer>\n</main>\n</body>\n</html>\n");
 }
 
-static ev_page_t *page_new(ev_page_t **pages, size_t *n, const char *name)
-{
-    ev_page_t *nv = realloc(*pages, (*n + 1) * sizeof **pages);
-    if (nv == NULL)
-        abort();
-    *pages = nv;
-    ev_page_t *p = &nv[(*n)++];
-    snprintf(p->name, sizeof p->name, "%s", name);
-    pybox_buf_init(&p->text, 0);
-    return p;
-}
-
 /* ---- a run, step by step ---- */
 
 static bool is_run_id(const char *s)
@@ -868,15 +856,15 @@ int ev_site_render(const ev_site_rec_t *recs, size_t n_recs, ev_page_t **pages, 
         walk = walk_any;
     md_ctx_t ctx = {.recs = recs, .n_recs = n_recs, .run_pages = (const char *const *)run_pages};
 
-    ev_page_t *css = page_new(pages, n, EV_SITE "/style.css");
+    ev_page_t *css = ev_page_add(pages, n, EV_SITE "/style.css");
     pybox_buf_adds(&css->text, style_css);
     for (size_t i = 0; i < n_md; i++) {
         char name[64];
-        /* named before page_new, which may move the pages */
+        /* named before ev_page_add, which may move the pages */
         bool is_index = strcmp((*pages)[i].name, "README.md") == 0;
         snprintf(name, sizeof name, EV_SITE "/%.*s.html", is_index ? 5 : (int)(strlen((*pages)[i].name) - 3),
                  is_index ? "index" : (*pages)[i].name);
-        ev_page_t *pg = page_new(pages, n, name);
+        ev_page_t *pg = ev_page_add(pages, n, name);
         const ev_page_t *md = &(*pages)[i];
         const char *text = md->text.data ? md->text.data : "";
         size_t tl = strncmp(text, "# ", 2) == 0 ? strcspn(text + 2, "\n") : 0;
@@ -906,7 +894,7 @@ int ev_site_render(const ev_site_rec_t *recs, size_t n_recs, ev_page_t **pages, 
             char name[64], label[96];
             snprintf(name, sizeof name, EV_SITE_RUNS "/%s.html", id);
             run_label(label, recs[i].j, run);
-            ev_page_t *pg = page_new(pages, n, name);
+            ev_page_t *pg = ev_page_add(pages, n, name);
             run_page(&pg->text, &recs[i], run, label, *pages, n_md, walk);
         }
     }
