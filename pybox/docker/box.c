@@ -661,4 +661,5 @@ const pybox_backend_ops_t pybox_docker_backend_ops = {
     .remove_leftover = d_remove_leftover,
     .run_cgroup = d_run_cgroup,
     .images = &pybox_docker_image_ops,
+    .campaign = &pybox_docker_campaign_ops,
 };
