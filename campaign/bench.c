@@ -199,18 +199,32 @@ static void lane_free(lane_t *l)
     free(l->data_prog);
 }
 
-static void lane_once(lane_t *l)
+/* One run of argv with program: its receipt when it ran clean and printed want (NULL
+ * otherwise), *secs its wall time. */
+static cJSON *run_receipt(const char *const argv[], const char *program, const char *want, double *secs)
 {
     pybox_buf_t out;
     pybox_buf_init(&out, 16 * 1024 * 1024);
-    double secs = 0;
-    int rc = run(l->argv, hello, &out, &secs);
+    *secs = 0;
+    int rc = run(argv, program, &out, secs);
     cJSON *r = out.data ? cJSON_ParseWithLength(out.data, out.len) : NULL;
+    pybox_buf_free(&out);
+    if (rc != 0 || !receipt_ok(r, want)) {
+        cJSON_Delete(r);
+        return NULL;
+    }
+    return r;
+}
+
+static void lane_once(lane_t *l)
+{
+    double secs;
+    cJSON *r = run_receipt(l->argv, hello, "hello\n", &secs);
     const cJSON *kern = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "seen"), "kernel");
     double arm = num_at(r, "seen", "timings_ms", "arm"), fr = num_at(kern, "final_read_ms", NULL, NULL);
     /* A clean run's receipt carries the figures the goals judge; one without them is a
      * failed run, never a zero that would meet a goal unmeasured. */
-    if (rc != 0 || !receipt_ok(r, "hello\n") || arm < 0 || fr < 0) {
+    if (r == NULL || arm < 0 || fr < 0) {
         l->bad++;
     } else {
         int i = l->n++;
@@ -222,18 +236,14 @@ static void lane_once(lane_t *l)
         l->final_read[i] = fr;
     }
     cJSON_Delete(r);
-    pybox_buf_free(&out);
 }
 
 static void lane_data_once(lane_t *l)
 {
-    pybox_buf_t out;
-    pybox_buf_init(&out, 16 * 1024 * 1024);
-    double secs = 0;
-    int rc = run(l->data_argv, data_import, &out, &secs);
-    cJSON *r = out.data ? cJSON_ParseWithLength(out.data, out.len) : NULL;
+    double secs;
+    cJSON *r = run_receipt(l->data_argv, data_import, "imported\n", &secs);
     double prog_ms = num_at(r, "seen", "init_record", "program_ms");
-    if (rc != 0 || !receipt_ok(r, "imported\n") || prog_ms < 0) { /* no init record: not measured */
+    if (r == NULL || prog_ms < 0) { /* no init record: not measured */
         l->bad_data++;
     } else {
         int i = l->n_data++;
@@ -241,7 +251,6 @@ static void lane_data_once(lane_t *l)
         l->data_prog[i] = prog_ms / 1000.0;
     }
     cJSON_Delete(r);
-    pybox_buf_free(&out);
 }
 
 /* ---- the references ---- */

@@ -815,6 +815,20 @@ static void list_out(const char *dir, const cJSON *receipt, cJSON *observed)
     cJSON_AddBoolToObject(observed, "out_as_listed", same);
 }
 
+/* A command a case writes as a JSON array of strings, as an argv (NULL-ended, at most
+ * ARGV_MAX words: what is past them, or not a string, is left out). Returns argc. */
+#define ARGV_MAX 31
+static int argv_of(const cJSON *words, const char **argv)
+{
+    int argc = 0;
+    const cJSON *a;
+    cJSON_ArrayForEach (a, words)
+        if (cJSON_IsString(a) && argc < ARGV_MAX)
+            argv[argc++] = a->valuestring;
+    argv[argc] = NULL;
+    return argc;
+}
+
 /* A run's "before" or "after" steps (each an argv, templates filled; the campaign runs
  * them as root, and a step becomes another user with setpriv): each one's exit code and
  * output into observed.<key>, the outputs joined in observed.<key>_stdout. */
@@ -832,13 +846,8 @@ static void steps(camp_t *c, const cJSON *spec, const char *scratch, const char 
     const cJSON *step;
     cJSON_ArrayForEach (step, list) {
         cJSON *argv_j = subst_json(c, scratch, step);
-        const char *argv[32];
-        int argc = 0;
-        const cJSON *a;
-        cJSON_ArrayForEach (a, argv_j)
-            if (cJSON_IsString(a) && argc < 31)
-                argv[argc++] = a->valuestring;
-        argv[argc] = NULL;
+        const char *argv[ARGV_MAX + 1];
+        int argc = argv_of(argv_j, argv);
         proc_t p;
         if (argc > 0)
             proc_run(argv, NULL, NULL, 0, 60, &p);
@@ -1078,13 +1087,8 @@ static void crash_run(camp_t *c, const cJSON *spec, const char *program, cJSON *
 static void driver_run(camp_t *c, const cJSON *spec, const char *scratch, cJSON *rec)
 {
     cJSON *cmd = subst_json(c, scratch, cJSON_GetObjectItemCaseSensitive(spec, "driver"));
-    const char *argv[32];
-    int argc = 0;
-    const cJSON *a;
-    cJSON_ArrayForEach (a, cmd)
-        if (cJSON_IsString(a) && argc < 30)
-            argv[argc++] = a->valuestring;
-    argv[argc] = NULL;
+    const char *argv[ARGV_MAX + 1];
+    int argc = argv_of(cmd, argv);
     /* As the case wrote it: the record says what ran without this machine's paths. */
     cJSON_AddItemToObject(rec, "driver", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(spec, "driver"), 1));
     char e1[PATH_MAX + 16], e2[PATH_MAX + 32], e3[PATH_MAX + 32];

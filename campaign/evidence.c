@@ -380,38 +380,24 @@ static void why_failed(pybox_buf_t *b, const rec_t *r)
         ev_cell_text(b, err->valuestring);
         return;
     }
-    const cJSON *run;
+    static const char *const expectation[] = {"path", " ", "op", " ", "want", ", got ", "got", NULL};
+    static const char *const check[] = {"name", ": ", "detail", NULL};
+    const cJSON *run, *x;
     cJSON_ArrayForEach (run, ev_path(r->j, "runs")) {
-        const cJSON *x;
-        cJSON_ArrayForEach (x, cJSON_GetObjectItemCaseSensitive(run, "expect")) {
-            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "ok")))
-                continue;
+        if ((x = ev_first_failed(cJSON_GetObjectItemCaseSensitive(run, "expect"))) != NULL) {
             ev_cell(b, cJSON_GetObjectItemCaseSensitive(run, "name"));
             pybox_buf_adds(b, ": ");
-            ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "path"));
-            pybox_buf_adds(b, " ");
-            ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "op"));
-            pybox_buf_adds(b, " ");
-            ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "want"));
-            pybox_buf_adds(b, ", got ");
-            ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "got"));
+            ev_fields(b, ev_cell, x, expectation);
             return;
         }
-        cJSON_ArrayForEach (x, ev_path(run, "observed.checks")) {
-            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "ok")))
-                continue;
-            ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "name"));
-            pybox_buf_adds(b, ": ");
-            ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "detail"));
+        if ((x = ev_first_failed(ev_path(run, "observed.checks"))) != NULL) {
+            ev_fields(b, ev_cell, x, check);
             return;
         }
     }
-    const cJSON *a;
-    cJSON_ArrayForEach (a, ev_path(r->j, "agree")) {
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "ok")))
-            continue;
+    if ((x = ev_first_failed(ev_path(r->j, "agree"))) != NULL) {
         pybox_buf_adds(b, "passes disagree on ");
-        ev_cell(b, cJSON_GetObjectItemCaseSensitive(a, "path"));
+        ev_cell(b, cJSON_GetObjectItemCaseSensitive(x, "path"));
         return;
     }
     pybox_buf_adds(b, "failed");
@@ -470,6 +456,17 @@ static int passes_of(const cJSON *rec, const char *name)
     return k;
 }
 
+/* A cell's last line: the verdict, when, and the record. */
+static void verdict_line(pybox_buf_t *b, const rec_t *r)
+{
+    pybox_buf_adds(b, "<br>");
+    verdict(b, r);
+    pybox_buf_adds(b, " · ");
+    when(b, r);
+    pybox_buf_adds(b, " · ");
+    link_record(b, r);
+}
+
 /* One backend's cell of a restriction check: both runs' words, the verdict, when, the
  * record. */
 static void restriction_cell(pybox_buf_t *b, const rec_t *r)
@@ -480,12 +477,7 @@ static void restriction_cell(pybox_buf_t *b, const rec_t *r)
     shown(b, c, with);
     pybox_buf_adds(b, "<br>*without:* ");
     shown(b, c, without);
-    pybox_buf_adds(b, "<br>");
-    verdict(b, r);
-    pybox_buf_adds(b, " · ");
-    when(b, r);
-    pybox_buf_adds(b, " · ");
-    link_record(b, r);
+    verdict_line(b, r);
 }
 
 /* What was removed for the "without" run (and what both runs had), from a record. */
@@ -541,12 +533,7 @@ static void generic_cell(pybox_buf_t *b, const rec_t *r)
             shown(b, c, run);
         }
     }
-    pybox_buf_adds(b, "<br>");
-    verdict(b, r);
-    pybox_buf_adds(b, " · ");
-    when(b, r);
-    pybox_buf_adds(b, " · ");
-    link_record(b, r);
+    verdict_line(b, r);
 }
 
 /* The columns records name (a record of each), in the registry's order. */
@@ -620,12 +607,9 @@ static bool same_host(const rec_t *a, const rec_t *b)
 
 static void host_line(pybox_buf_t *b, const rec_t *r)
 {
+    static const char *const host[] = {"host.kernel", ", ", "host.cpus", " CPUs, cgroup ", "host.cgroup", NULL};
     pybox_buf_adds(b, "kernel ");
-    ev_cell(b, ev_path(r->j, "host.kernel"));
-    pybox_buf_adds(b, ", ");
-    ev_cell(b, ev_path(r->j, "host.cpus"));
-    pybox_buf_adds(b, " CPUs, cgroup ");
-    ev_cell(b, ev_path(r->j, "host.cgroup"));
+    ev_fields(b, ev_cell, r->j, host);
     const cJSON *bk = ev_path(r->j, "host.backends");
     if (!cJSON_IsObject(bk)) {
         pybox_buf_adds(b, ", ");
@@ -911,18 +895,12 @@ static int site_strays(const char *dir, const ev_page_t *pages, size_t n, bool r
     return bad;
 }
 
-int ev_write_pages(const char *dir, const char *limits_md, FILE *report)
+/* The pages written into dir, stray site pages removed. The number of problems. */
+static int write_pages(const char *dir, const ev_page_t *pages, size_t n, FILE *report)
 {
-    ev_page_t *pages;
-    size_t n;
-    int bad = render_reported(dir, limits_md, &pages, &n, report);
-    if (bad < 0)
+    if (site_dirs(dir, report) < 0)
         return -1;
-    if (site_dirs(dir, report) < 0) {
-        ev_pages_free(pages, n);
-        return -1;
-    }
-    bad += site_strays(dir, pages, n, true, report);
+    int bad = site_strays(dir, pages, n, true, report);
     for (size_t i = 0; i < n; i++) {
         char path[PATH_MAX];
         pybox_error_t err = {0};
@@ -933,17 +911,14 @@ int ev_write_pages(const char *dir, const char *limits_md, FILE *report)
             bad++;
         }
     }
-    ev_pages_free(pages, n);
     return bad;
 }
 
-int ev_check(const char *dir, const char *limits_md, FILE *report)
+/* dir's pages compared with the rendered ones: each that differs, is missing or is not
+ * rendered from any record listed. The number of problems. */
+static int compare_pages(const char *dir, const ev_page_t *pages, size_t n, FILE *report)
 {
-    ev_page_t *pages;
-    size_t n;
-    int bad = render_reported(dir, limits_md, &pages, &n, report);
-    if (bad < 0)
-        return 1;
+    int bad = 0;
     for (size_t i = 0; i < n; i++) {
         char path[PATH_MAX], *text = NULL;
         size_t len = 0;
@@ -968,17 +943,37 @@ int ev_check(const char *dir, const char *limits_md, FILE *report)
         size_t l = strlen(de->d_name);
         if (l < 3 || strcmp(de->d_name + l - 3, ".md") != 0)
             continue;
-        bool known = false;
-        for (size_t i = 0; i < n; i++)
-            known = known || strcmp(pages[i].name, de->d_name) == 0;
-        if (!known) {
+        if (!rendered(pages, n, de->d_name)) {
             fprintf(report, "%s: a page no record renders to\n", de->d_name);
             bad++;
         }
     }
     if (d)
         closedir(d);
-    bad += site_strays(dir, pages, n, false, report);
+    return bad + site_strays(dir, pages, n, false, report);
+}
+
+/* The pages rendered, then written or compared. -1 when the records cannot be read (or,
+ * writing, the site's folders made). */
+static int render_then(const char *dir, const char *limits_md, bool write, FILE *report)
+{
+    ev_page_t *pages;
+    size_t n;
+    int bad = render_reported(dir, limits_md, &pages, &n, report);
+    if (bad < 0)
+        return -1;
+    int more = write ? write_pages(dir, pages, n, report) : compare_pages(dir, pages, n, report);
     ev_pages_free(pages, n);
-    return bad;
+    return more < 0 ? -1 : bad + more;
+}
+
+int ev_write_pages(const char *dir, const char *limits_md, FILE *report)
+{
+    return render_then(dir, limits_md, true, report);
+}
+
+int ev_check(const char *dir, const char *limits_md, FILE *report)
+{
+    int bad = render_then(dir, limits_md, false, report);
+    return bad < 0 ? 1 : bad;
 }

@@ -517,6 +517,17 @@ static void fact(pybox_buf_t *b, const cJSON *r, const char *label, const char *
     pybox_buf_adds(b, "</li>\n");
 }
 
+/* Facts by label and path, up to one with no label. */
+typedef struct {
+    const char *label, *path;
+} fact_t;
+
+static void facts(pybox_buf_t *b, const cJSON *r, const fact_t *list)
+{
+    for (; list->label != NULL; list++)
+        fact(b, r, list->label, list->path);
+}
+
 /* Every field of an object, in its order, as facts (the policy and the records carry
  * fields other backends add, so none is chosen by name). */
 static void facts_of(pybox_buf_t *b, const cJSON *o, const char *prefix)
@@ -604,32 +615,38 @@ static void step_facts(pybox_buf_t *b, int k, const cJSON *rec, const cJSON *run
         fact(b, r, "verified before start", "seen.box.verified");
         fact(b, r, "settings compared", "seen.box.settings_checked");
         const cJSON *in;
+        static const char *const input[] = {"name", ": ", "bytes", " bytes, SHA-256 ", "sha256", "</li>\n", NULL};
         cJSON_ArrayForEach (in, ev_path(r, "asked.inputs")) {
             pybox_buf_adds(b, "<li>input ");
-            value(b, cJSON_GetObjectItemCaseSensitive(in, "name"));
-            pybox_buf_adds(b, ": ");
-            value(b, cJSON_GetObjectItemCaseSensitive(in, "bytes"));
-            pybox_buf_adds(b, " bytes, SHA-256 ");
-            value(b, cJSON_GetObjectItemCaseSensitive(in, "sha256"));
-            pybox_buf_adds(b, "</li>\n");
+            ev_fields(b, value, in, input);
         }
         break;
     }
-    case 5:
-        fact(b, r, "started", "seen.box.started");
-        fact(b, r, "cgroup", "seen.kernel.cgroup.version");
-        fact(b, r, "cgroup folder", "seen.kernel.cgroup.path");
-        fact(b, r, "not read", "seen.kernel.not_read");
-        fact(b, r, "watcher armed in (ms)", "seen.kernel.armed_ms");
+    case 5: {
+        static const fact_t started[] = {
+            {"started", "seen.box.started"},
+            {"cgroup", "seen.kernel.cgroup.version"},
+            {"cgroup folder", "seen.kernel.cgroup.path"},
+            {"not read", "seen.kernel.not_read"},
+            {"watcher armed in (ms)", "seen.kernel.armed_ms"},
+            {NULL, NULL},
+        };
+        facts(b, r, started);
         break;
-    case 6:
-        fact(b, r, "PyBox's deadline (s)", "asked.limits.timeout_s");
-        fact(b, r, "the box's timer (s)", "asked.limits.box_timer_s");
-        fact(b, r, "clock that fired", "seen.clock");
-        fact(b, r, "PyBox's deadline passed", "seen.host_deadline_passed");
-        fact(b, r, "the program ran (ms, by the box's init)", "seen.init_record.program_ms");
-        fact(b, r, "kernel samples", "seen.kernel.samples.count");
+    }
+    case 6: {
+        static const fact_t ran[] = {
+            {"PyBox's deadline (s)", "asked.limits.timeout_s"},
+            {"the box's timer (s)", "asked.limits.box_timer_s"},
+            {"clock that fired", "seen.clock"},
+            {"PyBox's deadline passed", "seen.host_deadline_passed"},
+            {"the program ran (ms, by the box's init)", "seen.init_record.program_ms"},
+            {"kernel samples", "seen.kernel.samples.count"},
+            {NULL, NULL},
+        };
+        facts(b, r, ran);
         break;
+    }
     case 7: {
         const char *br = ev_path(r, "seen.backend_record") ? "seen.backend_record" : "seen.engine_record";
         char p[64];
@@ -721,13 +738,9 @@ static void run_page(pybox_buf_t *b, const ev_site_rec_t *rec, const cJSON *run,
     attr(b, rec->name, strlen(rec->name));
     pybox_buf_adds(b, "\">");
     attr(b, rec->name, 8);
+    static const char *const of[] = {"case.kind", "/", "case.id", ", verdict ", "verdict", ")</dd>\n</dl>\n", NULL};
     pybox_buf_adds(b, "</a> (case ");
-    value(b, ev_path(rec->j, "case.kind"));
-    pybox_buf_adds(b, "/");
-    value(b, ev_path(rec->j, "case.id"));
-    pybox_buf_adds(b, ", verdict ");
-    value(b, ev_path(rec->j, "verdict"));
-    pybox_buf_adds(b, ")</dd>\n</dl>\n");
+    ev_fields(b, value, rec->j, of);
 
     /* Phases laid end to end in the order they happen, on the scale of the whole run. */
     const cJSON *tm = ev_path(r, "seen.timings_ms");
