@@ -304,13 +304,8 @@ static int load(const char *dir, rec_t **out, size_t *n, pybox_buf_t *problems)
             cJSON_Delete(j);
             continue;
         }
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 64;
-            rec_t *nv = realloc(v, cap * sizeof *v);
-            if (nv == NULL)
-                abort();
-            v = nv;
-        }
+        if (pybox_grow(&v, &cap, *n, sizeof *v, 64) < 0)
+            abort();
         v[(*n)++] = r;
     }
     closedir(d);
