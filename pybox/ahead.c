@@ -249,12 +249,8 @@ int pybox_ahead_run(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run_
     memset(&box->t, 0, sizeof box->t);
     box->t.before_ms = (t0 - r->origin) * 1000.0;
     int rc = pybox_flow_queue_program(r);
-    if (rc == 0 && req->inputs != NULL) {
-        double t = pybox_now_s();
-        rc = r->box->ops->put_files(r->box, req->inputs->tar.data ? req->inputs->tar.data : "", req->inputs->tar.len,
-                                    &box->error);
-        box->t.files_in_ms = pybox_flow_since(t);
-    }
+    if (rc == 0)
+        rc = pybox_flow_put_inputs(r, req->inputs);
     if (rc == 0)
         rc = arrive(a, a->t_ready, PYBOX_PH_RUNNING, timeout);
     if (rc == 0)
