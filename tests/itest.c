@@ -253,15 +253,35 @@ const pybox_state_t *itest_state(void)
     return &st;
 }
 
+cJSON *itest_engine_call(pybox_engine_t *e, const char *method, const char *path, long *status)
+{
+    cJSON *reply = NULL;
+    pybox_error_t err = {0};
+    *status = 0;
+    ck_assert_msg(pybox_engine_call(e, method, path, NULL, status, &reply, &err) == 0, "%s %s: %s", method, path,
+                  err.msg);
+    return reply;
+}
+
+/* The engine's boxes, all, that a label filter (JSON) finds. */
+static cJSON *boxes_by(pybox_engine_t *e, const char *filter)
+{
+    char *esc = pybox_engine_escape(e, filter);
+    char path[1024];
+    ck_assert_int_eq(pybox_fmt(path, sizeof path, "/containers/json?all=1&filters=%s", esc ? esc : ""), 0);
+    free(esc);
+    long status;
+    cJSON *reply = itest_engine_call(e, "GET", path, &status);
+    ck_assert_int_eq(status, 200);
+    return reply;
+}
+
 long itest_box_status(pybox_engine_t *e, const char *id)
 {
     char path[200];
     snprintf(path, sizeof path, "/containers/%s/json", id);
-    long status = 0;
-    cJSON *reply = NULL;
-    pybox_error_t err = {0};
-    ck_assert_msg(pybox_engine_call(e, "GET", path, NULL, &status, &reply, &err) == 0, "%s", err.msg);
-    cJSON_Delete(reply);
+    long status;
+    cJSON_Delete(itest_engine_call(e, "GET", path, &status));
     return status;
 }
 
@@ -270,15 +290,7 @@ int itest_list(pybox_engine_t *e, const char *label, const char *value, cJSON **
     char filter[512];
     snprintf(filter, sizeof filter, "{\"label\":[\"pybox.install=%s\",\"%s=%s\"]}", itest_state()->install_id, label,
              value);
-    char *esc = pybox_engine_escape(e, filter);
-    char path[1024];
-    snprintf(path, sizeof path, "/containers/json?all=1&filters=%s", esc);
-    free(esc);
-    long status = 0;
-    cJSON *reply = NULL;
-    pybox_error_t err = {0};
-    ck_assert_msg(pybox_engine_call(e, "GET", path, NULL, &status, &reply, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(status, 200);
+    cJSON *reply = boxes_by(e, filter);
     int n = cJSON_GetArraySize(reply);
     if (list)
         *list = reply;
@@ -628,15 +640,7 @@ int itest_install_left(const char *install_id, const char *home)
     pybox_engine_t *e = itest_engine();
     char filter[256];
     snprintf(filter, sizeof filter, "{\"label\":[\"pybox.install=%s\"]}", install_id);
-    char *esc = pybox_engine_escape(e, filter);
-    char path[512];
-    (void)pybox_fmt(path, sizeof path, "/containers/json?all=1&filters=%s", esc);
-    free(esc);
-    long status = 0;
-    cJSON *reply = NULL;
-    pybox_error_t err = {0};
-    ck_assert_msg(pybox_engine_call(e, "GET", path, NULL, &status, &reply, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(status, 200);
+    cJSON *reply = boxes_by(e, filter);
     int n = cJSON_GetArraySize(reply);
     cJSON_Delete(reply);
     pybox_engine_free(e);

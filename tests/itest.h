@@ -68,6 +68,9 @@ pybox_engine_t *itest_engine(void);
 const pybox_state_t *itest_state(void);
 /* HTTP status of GET /containers/<id>/json (200 exists, 404 gone). */
 long itest_box_status(pybox_engine_t *e, const char *id);
+/* A call to the engine with no body that must be answered (any status, in *status): its
+ * reply (the caller frees it). */
+cJSON *itest_engine_call(pybox_engine_t *e, const char *method, const char *path, long *status);
 /* Containers of this installation (all states) carrying label=value; returns count and
  * optionally the parsed list (caller frees). */
 int itest_list(pybox_engine_t *e, const char *label, const char *value, cJSON **list);
