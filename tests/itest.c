@@ -9,11 +9,13 @@
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -875,4 +877,29 @@ TCase *itest_tcase(Suite *s, const char *name, int timeout_s, const TTest *const
     }
     suite_add_tcase(s, tc);
     return tc;
+}
+
+void itest_copy_into(const char *from_dir, const char *to_dir, const char *name)
+{
+    char a[PATH_MAX], b[PATH_MAX], buf[8192];
+    ck_assert_int_eq(pybox_fmt(a, sizeof a, "%s/%s", from_dir, name), 0);
+    ck_assert_int_eq(pybox_fmt(b, sizeof b, "%s/%s", to_dir, name), 0);
+    FILE *in = fopen(a, "re"), *out = fopen(b, "wxe");
+    ck_assert_msg(in != NULL && out != NULL, "copying %s into %s", a, to_dir);
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    ck_assert_int_eq(fclose(out), 0);
+}
+
+void itest_small_state(const char *src, const char *state)
+{
+    ck_assert_int_eq(mkdir(state, 0700), 0);
+    ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+    ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+    ck_assert_int_eq(mount("tmpfs", state, "tmpfs", MS_NOSUID | MS_NODEV, "size=256k,mode=0700"), 0);
+    static const char *const kept[] = {"install-id", "images.json", "config.json"};
+    for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
+        itest_copy_into(src, state, kept[i]);
 }

@@ -144,4 +144,10 @@ void itest_fixture(TCase *tc, void (*setup)(void), void (*teardown)(void));
 #define ITEST_TESTS(...)                                                                                               \
     ((const TTest *const[]){__VA_ARGS__}), (sizeof((const TTest *const[]){__VA_ARGS__}) / sizeof(const TTest *))
 
+/* name copied from from_dir into to_dir (where it must not be yet). */
+void itest_copy_into(const char *from_dir, const char *to_dir, const char *name);
+/* A state folder made at state on a small tmpfs (256 KiB) in a mount namespace of the
+ * test's own, holding the installation src's id, image pins and configuration. */
+void itest_small_state(const char *src, const char *state);
+
 #endif
