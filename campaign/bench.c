@@ -260,14 +260,16 @@ static void native_root(const pybox_state_t *st, const char *image, char *out, s
 {
     out[0] = '\0';
     pybox_pin_t pin;
-    if (pybox_pin_get(st, "native", image, &pin, NULL) != 1 || strncmp(pin.id, "sha256:", 7) != 0)
+    const pybox_backend_ops_t *ops = pybox_backend_find("native");
+    if (ops == NULL || pybox_pin_get(st, ops->name, image, &pin, NULL) != 1 || strncmp(pin.id, "sha256:", 7) != 0)
         return;
     char p[PATH_MAX], real[PATH_MAX];
-    const char *where[] = {"native/roots", "native/borrowed-roots"};
+    /* where the backend keeps its images, or links to those it borrows (box.h) */
+    const char *where[] = {ops->lent_images, ops->borrowed_images};
     for (int i = 0; i < 2; i++) {
         char rel[PATH_MAX];
         struct stat sb;
-        if (pybox_fmt(rel, sizeof rel, "%s/%s", where[i], pin.id + 7) < 0 ||
+        if (where[i] == NULL || pybox_fmt(rel, sizeof rel, "%s/%s", where[i], pin.id + 7) < 0 ||
             pybox_state_path(st, rel, p, sizeof p, NULL) < 0 || stat(p, &sb) < 0 || realpath(p, real) == NULL)
             continue;
         pybox_strlcpy(out, real, len);

@@ -419,18 +419,19 @@ static int boxes_left_on(const camp_t *c, const char *name)
     return (int)n;
 }
 
-/* The campaign's native leftovers removed, as `pybox cleanup` would after their expiry:
- * what still runs in them killed first (they are the campaign's own boxes). */
-static int native_sweep(camp_t *c)
+/* The campaign's leftovers on a backend whose boxes it reads from the kernel (no
+ * campaign operations) removed, as `pybox cleanup` would after their expiry: what still
+ * runs in them killed first (they are the campaign's own boxes). */
+static int kernel_sweep_on(camp_t *c, const pybox_backend_ops_t *ops)
 {
-    int left = boxes_left_on(c, "native");
+    const char *name = ops->name;
+    int left = boxes_left_on(c, name);
     if (left == 0 && c->native_listener <= 0)
         return 0;
-    const pybox_backend_ops_t *ops = pybox_backend_find("native");
     pybox_backend_t *be = NULL;
     pybox_error_t err = {0};
-    if (ops == NULL || ops->open(&c->st, &be, &err) < 0) {
-        say("native leftovers: %s", err.msg);
+    if (ops->open(&c->st, &be, &err) < 0) {
+        say("%s leftovers: %s", name, err.msg);
         return left;
     }
     pybox_leftover_t *v = NULL;
@@ -438,22 +439,33 @@ static int native_sweep(camp_t *c)
     if (ops->list_leftovers(be, c->st.install_id, &v, &n, &err) == 0) {
         for (size_t i = 0; i < n; i++) {
             pid_t pids[256];
-            int np = box_pids(c, "native", v[i].run_id, pids, 256);
+            int np = box_pids(c, name, v[i].run_id, pids, 256);
             for (int k = 0; k < np; k++)
                 kill(pids[k], SIGKILL);
             pybox_leftover_t l = v[i];
             l.expires = 1; /* the campaign's own: removed now, as if long expired */
             bool gone = false;
             if (ops->remove_leftover(be, &l, &gone, &err) < 0 || !gone)
-                say("native leftover %s: not removed: %s", v[i].run_id, err.msg);
+                say("%s leftover %s: not removed: %s", name, v[i].run_id, err.msg);
         }
         free(v);
     }
     /* The installation's cgroup parents: the campaign's alone (none under systemd, whose
      * scopes go with their boxes). */
     if (ops->forget != NULL && ops->forget(be, c->st.install_id, &err) < 0)
-        say("native cgroup parents: %s", err.msg);
+        say("%s cgroup parents: %s", name, err.msg);
     pybox_backend_close(be);
+    return left;
+}
+
+/* The same on every such backend of the registry. */
+static int kernel_sweep(camp_t *c)
+{
+    const pybox_backend_ops_t *ops;
+    int left = 0;
+    for (size_t i = 0; (ops = pybox_backend_nth(i)) != NULL; i++)
+        if (ops->campaign == NULL)
+            left += kernel_sweep_on(c, ops);
     return left;
 }
 
@@ -965,11 +977,11 @@ static void native_crash_end(camp_t *c, const char *run, int sig, cJSON *obs)
     native_staging(c, staging);
     if (sig != SIGKILL) {
         /* PyBox was asked to stop: the box must already be gone. */
-        cJSON_AddBoolToObject(obs, "box_gone", boxes_left_on(c, "native") == 0);
+        cJSON_AddBoolToObject(obs, "box_gone", boxes_left_on(c, c->backend) == 0);
         return;
     }
     pid_t init = 0;
-    box_pids(c, "native", run, &init, 1); /* the box's PID 1 is the first the cgroup lists */
+    box_pids(c, c->backend, run, &init, 1); /* the box's PID 1 is the first the cgroup lists */
     struct statx sx;
     double born = 0;
     if (pybox_fmt(leaf, sizeof leaf, "%s/%s", staging, run) == 0 && statx(AT_FDCWD, leaf, 0, STATX_BTIME, &sx) == 0 &&
@@ -1003,8 +1015,8 @@ static void native_crash_end(camp_t *c, const char *run, int sig, cJSON *obs)
     if (born > 0)
         cJSON_AddNumberToObject(obs, "box_ran_s", ended - born);
     /* The leftover is this campaign's: removed here, as cleanup would after expiry. */
-    native_sweep(c);
-    cJSON_AddBoolToObject(obs, "leftover_removed", boxes_left_on(c, "native") == 0);
+    kernel_sweep_on(c, pybox_backend_find(c->backend));
+    cJSON_AddBoolToObject(obs, "leftover_removed", boxes_left_on(c, c->backend) == 0);
 }
 
 /* pybox exec started, then signalled (SIGKILL unless the case says otherwise) while the
@@ -1593,7 +1605,7 @@ int main(int argc, char **argv)
         }
     }
     int swept = c.engine->ops->campaign->sweep(c.engine, c.st.install_id);
-    swept += native_sweep(&c);
+    swept += kernel_sweep(&c);
     if (c.native_listener > 0) {
         kill(c.native_listener, SIGKILL);
         waitpid(c.native_listener, NULL, 0);
