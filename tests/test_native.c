@@ -72,7 +72,7 @@ static void setup(void)
     pybox_error_t err = {0};
     pybox_random_hex(8, id, &err);
     snprintf(parent, sizeof parent, "pybox-native-itest-%s", id);
-    if (pybox_native_cg_host("/sys/fs/cgroup", NULL, &cg_host, &err) < 0)
+    if (pybox_native_cg_host(pybox_cgroup_root(), NULL, &cg_host, &err) < 0)
         abort();
     const char *given = getenv("PYBOX_NATIVE_ROOTFS");
     if (given != NULL && given[0] == '/') {
