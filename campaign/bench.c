@@ -199,18 +199,32 @@ static void lane_free(lane_t *l)
     free(l->data_prog);
 }
 
-static void lane_once(lane_t *l)
+/* One run of argv with program: its receipt when it ran clean and printed want (NULL
+ * otherwise), *secs its wall time. */
+static cJSON *run_receipt(const char *const argv[], const char *program, const char *want, double *secs)
 {
     pybox_buf_t out;
     pybox_buf_init(&out, 16 * 1024 * 1024);
-    double secs = 0;
-    int rc = run(l->argv, hello, &out, &secs);
+    *secs = 0;
+    int rc = run(argv, program, &out, secs);
     cJSON *r = out.data ? cJSON_ParseWithLength(out.data, out.len) : NULL;
+    pybox_buf_free(&out);
+    if (rc != 0 || !receipt_ok(r, want)) {
+        cJSON_Delete(r);
+        return NULL;
+    }
+    return r;
+}
+
+static void lane_once(lane_t *l)
+{
+    double secs;
+    cJSON *r = run_receipt(l->argv, hello, "hello\n", &secs);
     const cJSON *kern = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "seen"), "kernel");
     double arm = num_at(r, "seen", "timings_ms", "arm"), fr = num_at(kern, "final_read_ms", NULL, NULL);
     /* A clean run's receipt carries the figures the goals judge; one without them is a
      * failed run, never a zero that would meet a goal unmeasured. */
-    if (rc != 0 || !receipt_ok(r, "hello\n") || arm < 0 || fr < 0) {
+    if (r == NULL || arm < 0 || fr < 0) {
         l->bad++;
     } else {
         int i = l->n++;
@@ -222,18 +236,14 @@ static void lane_once(lane_t *l)
         l->final_read[i] = fr;
     }
     cJSON_Delete(r);
-    pybox_buf_free(&out);
 }
 
 static void lane_data_once(lane_t *l)
 {
-    pybox_buf_t out;
-    pybox_buf_init(&out, 16 * 1024 * 1024);
-    double secs = 0;
-    int rc = run(l->data_argv, data_import, &out, &secs);
-    cJSON *r = out.data ? cJSON_ParseWithLength(out.data, out.len) : NULL;
+    double secs;
+    cJSON *r = run_receipt(l->data_argv, data_import, "imported\n", &secs);
     double prog_ms = num_at(r, "seen", "init_record", "program_ms");
-    if (rc != 0 || !receipt_ok(r, "imported\n") || prog_ms < 0) { /* no init record: not measured */
+    if (r == NULL || prog_ms < 0) { /* no init record: not measured */
         l->bad_data++;
     } else {
         int i = l->n_data++;
@@ -241,7 +251,6 @@ static void lane_data_once(lane_t *l)
         l->data_prog[i] = prog_ms / 1000.0;
     }
     cJSON_Delete(r);
-    pybox_buf_free(&out);
 }
 
 /* ---- the references ---- */
@@ -251,14 +260,16 @@ static void native_root(const pybox_state_t *st, const char *image, char *out, s
 {
     out[0] = '\0';
     pybox_pin_t pin;
-    if (pybox_pin_get(st, "native", image, &pin, NULL) != 1 || strncmp(pin.id, "sha256:", 7) != 0)
+    const pybox_backend_ops_t *ops = pybox_backend_find("native");
+    if (ops == NULL || pybox_pin_get(st, ops->name, image, &pin, NULL) != 1 || strncmp(pin.id, "sha256:", 7) != 0)
         return;
     char p[PATH_MAX], real[PATH_MAX];
-    const char *where[] = {"native/roots", "native/borrowed-roots"};
+    /* where the backend keeps its images, or links to those it borrows (box.h) */
+    const char *where[] = {ops->lent_images, ops->borrowed_images};
     for (int i = 0; i < 2; i++) {
         char rel[PATH_MAX];
         struct stat sb;
-        if (pybox_fmt(rel, sizeof rel, "%s/%s", where[i], pin.id + 7) < 0 ||
+        if (where[i] == NULL || pybox_fmt(rel, sizeof rel, "%s/%s", where[i], pin.id + 7) < 0 ||
             pybox_state_path(st, rel, p, sizeof p, NULL) < 0 || stat(p, &sb) < 0 || realpath(p, real) == NULL)
             continue;
         pybox_strlcpy(out, real, len);

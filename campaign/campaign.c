@@ -33,7 +33,6 @@
 #include "../pybox/box.h"
 #include "../pybox/buf.h"
 #include "../pybox/cgroup.h"
-#include "../pybox/docker/engine.h"
 #include "../pybox/escape.h"
 #include "../pybox/image/image.h"
 #include "../pybox/key.h"
@@ -55,8 +54,8 @@ typedef struct {
     char main_home[PATH_MAX]; /* the main installation's folder (only ever read, by drivers) */
     char tmp[PATH_MAX];       /* scratch, removed at the end */
     pybox_state_t st;
-    pybox_engine_t *e;
-    char id[33]; /* this campaign */
+    pybox_backend_t *engine; /* the backend whose boxes an engine holds (its socket, its fixtures) */
+    char id[33];             /* this campaign */
     cJSON *host;
     char canary[33];
     char listener[80];       /* a box listening on its loopback (network-namespace fixture) */
@@ -79,9 +78,34 @@ static double scaled(const camp_t *c, double seconds)
     return seconds * c->time_scale;
 }
 
-static bool is_native(const camp_t *c)
+/* The port the network-namespace fixture listens on, in its own namespace. */
+#define LISTENER_PORT 7777
+
+/* What the case's backend does for the campaign itself (the registry's description of
+ * it); NULL for one whose boxes the campaign reads from the kernel (pybox_campaign_ops_t). */
+static const pybox_campaign_ops_t *case_ops(const camp_t *c)
 {
-    return c->backend != NULL && strcmp(c->backend, "native") == 0;
+    const pybox_backend_ops_t *ops = c->backend != NULL ? pybox_backend_find(c->backend) : NULL;
+    return ops != NULL ? ops->campaign : NULL;
+}
+
+/* ---- the engine, through the backend that has one ---- */
+
+/* The first backend of the registry whose boxes an engine holds, open: the campaign's
+ * records name that engine, and its socket is a relaxation of every backend. */
+static int open_engine(camp_t *c, pybox_error_t *err)
+{
+    const pybox_backend_ops_t *ops;
+    for (size_t i = 0; (ops = pybox_backend_nth(i)) != NULL; i++)
+        if (ops->campaign != NULL)
+            return ops->open(&c->st, &c->engine, err);
+    return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "no backend holds its boxes in an engine");
+}
+
+static const char *engine_socket(const camp_t *c)
+{
+    const char *s = c->engine ? c->engine->ops->campaign->socket(c->engine) : NULL;
+    return s ? s : "";
 }
 
 /* SIGINT, SIGTERM or SIGHUP: the run in progress is stopped (the library's runs through
@@ -143,7 +167,7 @@ static char *subst(const camp_t *c, const char *scratch, const char *s)
         else if (n == 7 && strncmp(open + 2, "bin_dir", 7) == 0)
             pybox_buf_add(&b, c->bin, (size_t)(strrchr(c->bin, '/') - c->bin));
         else if (n == 13 && strncmp(open + 2, "engine_socket", 13) == 0)
-            pybox_buf_adds(&b, pybox_engine_socket(c->e));
+            pybox_buf_adds(&b, engine_socket(c));
         else
             pybox_buf_add(&b, open, n + 4);
         s = close + 2;
@@ -274,104 +298,16 @@ static void proc_run(const char *const *argv, const char *const *env, const char
     p->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* ---- the engine ---- */
-
-static cJSON *engine_get(camp_t *c, const char *path, long *status)
-{
-    cJSON *reply = NULL;
-    pybox_error_t err = {0};
-    *status = 0;
-    if (pybox_engine_call(c->e, "GET", path, NULL, status, &reply, &err) < 0)
-        say("engine: %s", err.msg);
-    return reply;
-}
-
-static void remove_box(camp_t *c, const char *id)
-{
-    char path[200];
-    snprintf(path, sizeof path, "/containers/%s?force=1&v=1", id);
-    long status = 0;
-    cJSON *reply = NULL;
-    pybox_error_t err = {0};
-    pybox_engine_call(c->e, "DELETE", path, NULL, &status, &reply, &err);
-    cJSON_Delete(reply);
-}
-
-/* Everything labelled with this campaign's installation: its boxes, its volumes. */
-static int sweep(camp_t *c)
-{
-    char filter[256], path[1024];
-    snprintf(filter, sizeof filter, "{\"label\":[\"%s=%s\"]}", PYBOX_LABEL_INSTALL, c->st.install_id);
-    char *esc = pybox_engine_escape(c->e, filter);
-    snprintf(path, sizeof path, "/containers/json?all=1&filters=%s", esc ? esc : "");
-    long status;
-    cJSON *list = engine_get(c, path, &status);
-    int n = 0;
-    const cJSON *b;
-    cJSON_ArrayForEach (b, list) {
-        if (jstr(b, "Id")) {
-            remove_box(c, jstr(b, "Id"));
-            n++;
-        }
-    }
-    cJSON_Delete(list);
-    snprintf(path, sizeof path, "/volumes?filters=%s", esc ? esc : "");
-    cJSON *vols = engine_get(c, path, &status);
-    cJSON_ArrayForEach (b, cJSON_GetObjectItemCaseSensitive(vols, "Volumes")) {
-        char vp[400];
-        snprintf(vp, sizeof vp, "/volumes/%s?force=1", jstr(b, "Name") ? jstr(b, "Name") : "-");
-        cJSON *reply = NULL;
-        pybox_error_t err = {0};
-        pybox_engine_call(c->e, "DELETE", vp, NULL, &status, &reply, &err);
-        cJSON_Delete(reply);
-        n++;
-    }
-    cJSON_Delete(vols);
-    free(esc);
-    return n;
-}
-
 /* The network-namespace fixture: a box with no network at all, listening on its own
  * loopback and answering with the canary. */
 static int listener(camp_t *c, pybox_error_t *err)
 {
     if (c->listener[0])
         return 0;
-    pybox_pin_t pin;
-    if (pybox_pin_get(&c->st, "docker", "stdlib", &pin, err) != 1)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "the stdlib image is not pinned");
-    char run[33];
-    pybox_random_hex(16, run, NULL);
-    char body[2048];
-    snprintf(body, sizeof body,
-             "{\"Image\":\"%s\",\"User\":\"65534\",\"Entrypoint\":[\"/usr/bin/python3\",\"-c\","
-             "\"import socket\\ns = socket.socket()\\ns.bind(('127.0.0.1', 7777))\\ns.listen()\\n"
-             "while True:\\n    c, _ = s.accept()\\n    c.sendall(b'%s')\\n    c.close()\\n\"],"
-             "\"Labels\":{\"%s\":\"%s\",\"%s\":\"listener-%s\",\"%s\":\"%lld\"},"
-             "\"HostConfig\":{\"NetworkMode\":\"none\",\"ReadonlyRootfs\":true,\"CapDrop\":[\"ALL\"],"
-             "\"SecurityOpt\":[\"no-new-privileges\"]}}",
-             pin.id, c->canary, PYBOX_LABEL_INSTALL, c->st.install_id, PYBOX_LABEL_RUN, run, PYBOX_LABEL_EXPIRES,
-             (long long)time(NULL) +
-                 3600); /* housekeeping of the campaign's own runs leaves it; the sweep removes it */
-    cJSON *b = cJSON_Parse(body);
-    long status = 0;
-    cJSON *reply = NULL;
-    int rc = pybox_engine_call(c->e, "POST", "/containers/create", b, &status, &reply, err);
-    cJSON_Delete(b);
-    if (rc < 0 || status != 201 || jstr(reply, "Id") == NULL) {
-        cJSON_Delete(reply);
-        return rc < 0 ? -1 : pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "creating the listener: HTTP %ld", status);
-    }
-    snprintf(c->listener, sizeof c->listener, "%s", jstr(reply, "Id"));
-    cJSON_Delete(reply);
-    char path[200];
-    snprintf(path, sizeof path, "/containers/%s/start", c->listener);
-    if (pybox_engine_call(c->e, "POST", path, NULL, &status, &reply, err) < 0 || status != 204) {
-        cJSON_Delete(reply);
-        return pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "starting the listener: HTTP %ld", status);
-    }
-    cJSON_Delete(reply);
-    return 0;
+    if (c->engine == NULL)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "no backend of the campaign holds boxes in an engine");
+    return c->engine->ops->campaign->listener(c->engine, &c->st, c->canary, LISTENER_PORT, c->listener,
+                                              sizeof c->listener, err);
 }
 
 /* ---- the native backend's boxes, as the kernel shows them ---- */
@@ -492,18 +428,19 @@ static int boxes_left_on(const camp_t *c, const char *name)
     return (int)n;
 }
 
-/* The campaign's native leftovers removed, as `pybox cleanup` would after their expiry:
- * what still runs in them killed first (they are the campaign's own boxes). */
-static int native_sweep(camp_t *c)
+/* The campaign's leftovers on a backend whose boxes it reads from the kernel (no
+ * campaign operations) removed, as `pybox cleanup` would after their expiry: what still
+ * runs in them killed first (they are the campaign's own boxes). */
+static int kernel_sweep_on(camp_t *c, const pybox_backend_ops_t *ops)
 {
-    int left = boxes_left_on(c, "native");
+    const char *name = ops->name;
+    int left = boxes_left_on(c, name);
     if (left == 0 && c->native_listener <= 0)
         return 0;
-    const pybox_backend_ops_t *ops = pybox_backend_find("native");
     pybox_backend_t *be = NULL;
     pybox_error_t err = {0};
-    if (ops == NULL || ops->open(&c->st, &be, &err) < 0) {
-        say("native leftovers: %s", err.msg);
+    if (ops->open(&c->st, &be, &err) < 0) {
+        say("%s leftovers: %s", name, err.msg);
         return left;
     }
     pybox_leftover_t *v = NULL;
@@ -511,27 +448,38 @@ static int native_sweep(camp_t *c)
     if (ops->list_leftovers(be, c->st.install_id, &v, &n, &err) == 0) {
         for (size_t i = 0; i < n; i++) {
             pid_t pids[256];
-            int np = box_pids(c, "native", v[i].run_id, pids, 256);
+            int np = box_pids(c, name, v[i].run_id, pids, 256);
             for (int k = 0; k < np; k++)
                 kill(pids[k], SIGKILL);
             pybox_leftover_t l = v[i];
             l.expires = 1; /* the campaign's own: removed now, as if long expired */
             bool gone = false;
             if (ops->remove_leftover(be, &l, &gone, &err) < 0 || !gone)
-                say("native leftover %s: not removed: %s", v[i].run_id, err.msg);
+                say("%s leftover %s: not removed: %s", name, v[i].run_id, err.msg);
         }
         free(v);
     }
     /* The installation's cgroup parents: the campaign's alone (none under systemd, whose
      * scopes go with their boxes). */
     if (ops->forget != NULL && ops->forget(be, c->st.install_id, &err) < 0)
-        say("native cgroup parents: %s", err.msg);
+        say("%s cgroup parents: %s", name, err.msg);
     pybox_backend_close(be);
     return left;
 }
 
+/* The same on every such backend of the registry. */
+static int kernel_sweep(camp_t *c)
+{
+    const pybox_backend_ops_t *ops;
+    int left = 0;
+    for (size_t i = 0; (ops = pybox_backend_nth(i)) != NULL; i++)
+        if (ops->campaign == NULL)
+            left += kernel_sweep_on(c, ops);
+    return left;
+}
+
 /* The native network-namespace fixture: a process of the campaign in a network
- * namespace of its own, loopback up, answering on 127.0.0.1:7777 with the canary. */
+ * namespace of its own, loopback up, answering on 127.0.0.1:LISTENER_PORT with the canary. */
 static int native_listener(camp_t *c, pybox_error_t *err)
 {
     if (c->native_listener > 0)
@@ -549,7 +497,7 @@ static int native_listener(camp_t *c, pybox_error_t *err)
         memset(&ifr, 0, sizeof ifr);
         memcpy(ifr.ifr_name, "lo", 3);
         ifr.ifr_flags = IFF_UP | IFF_RUNNING;
-        struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(7777)};
+        struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(LISTENER_PORT)};
         addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         if (unshare(CLONE_NEWNET) < 0 || (sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0 ||
             ioctl(sk, SIOCSIFFLAGS, &ifr) < 0 || (ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
@@ -606,7 +554,7 @@ static int relax(camp_t *c, pybox_policy_t *p, const char *name, pybox_error_t *
     if (bit) {
         p->relax |= bit;
     } else if (strcmp(name, "network-namespace") == 0) {
-        if (is_native(c)) {
+        if (case_ops(c) == NULL) {
             if (native_listener(c, err) < 0)
                 return -1;
             p->relax_netns = c->listener_ns;
@@ -620,7 +568,7 @@ static int relax(camp_t *c, pybox_policy_t *p, const char *name, pybox_error_t *
     } else if (strcmp(name, "environment") == 0) {
         p->relax_env = c->env_entry;
     } else if (strcmp(name, "engine-socket") == 0) {
-        p->relax_socket = pybox_engine_socket(c->e);
+        p->relax_socket = engine_socket(c);
     } else if (strncmp(name, "cap:", 4) == 0) {
         p->relax_cap = name + 4;
     } else if (strncmp(name, "unmask:", 7) == 0 && pybox_policy_is_masked_path(name + 7)) {
@@ -888,6 +836,20 @@ static void list_out(const char *dir, const cJSON *receipt, cJSON *observed)
     cJSON_AddBoolToObject(observed, "out_as_listed", same);
 }
 
+/* A command a case writes as a JSON array of strings, as an argv (NULL-ended, at most
+ * ARGV_MAX words: what is past them, or not a string, is left out). Returns argc. */
+#define ARGV_MAX 31
+static int argv_of(const cJSON *words, const char **argv)
+{
+    int argc = 0;
+    const cJSON *a;
+    cJSON_ArrayForEach (a, words)
+        if (cJSON_IsString(a) && argc < ARGV_MAX)
+            argv[argc++] = a->valuestring;
+    argv[argc] = NULL;
+    return argc;
+}
+
 /* A run's "before" or "after" steps (each an argv, templates filled; the campaign runs
  * them as root, and a step becomes another user with setpriv): each one's exit code and
  * output into observed.<key>, the outputs joined in observed.<key>_stdout. */
@@ -905,13 +867,8 @@ static void steps(camp_t *c, const cJSON *spec, const char *scratch, const char 
     const cJSON *step;
     cJSON_ArrayForEach (step, list) {
         cJSON *argv_j = subst_json(c, scratch, step);
-        const char *argv[32];
-        int argc = 0;
-        const cJSON *a;
-        cJSON_ArrayForEach (a, argv_j)
-            if (cJSON_IsString(a) && argc < 31)
-                argv[argc++] = a->valuestring;
-        argv[argc] = NULL;
+        const char *argv[ARGV_MAX + 1];
+        int argc = argv_of(argv_j, argv);
         proc_t p;
         if (argc > 0)
             proc_run(argv, NULL, NULL, 0, 60, &p);
@@ -1039,34 +996,6 @@ static void exec_run(camp_t *c, const cJSON *spec, const char *program, const ch
     proc_free(&p);
 }
 
-/* Seconds since the epoch of an RFC 3339 time from the engine. */
-static double rfc3339(const char *s)
-{
-    struct tm tm = {0};
-    double frac = 0;
-    if (s == NULL)
-        return 0;
-    /* YYYY-MM-DDTHH:MM:SS, each field digits only */
-    int *fields[] = {&tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec};
-    const char seps[] = "--T::";
-    const char *q = s;
-    for (int i = 0; i < 6; i++) {
-        char *end;
-        errno = 0;
-        long v = strtol(q, &end, 10);
-        if (errno != 0 || end == q || v < 0 || v > 9999 || (i < 5 && *end != seps[i]))
-            return 0;
-        *fields[i] = (int)v;
-        q = end + (i < 5 ? 1 : 0);
-    }
-    const char *dot = strchr(s, '.');
-    if (dot)
-        frac = strtod(dot, NULL);
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return (double)timegm(&tm) + frac;
-}
-
 /* After pybox was signalled, a native box's end as the kernel tells it. The campaign is
  * its children's subreaper (setup), so the init of a box whose PyBox was killed becomes
  * the campaign's child: waitid says how it ended, by itself (the box timer) or killed by
@@ -1077,11 +1006,11 @@ static void native_crash_end(camp_t *c, const char *run, int sig, cJSON *obs)
     native_staging(c, staging);
     if (sig != SIGKILL) {
         /* PyBox was asked to stop: the box must already be gone. */
-        cJSON_AddBoolToObject(obs, "box_gone", boxes_left_on(c, "native") == 0);
+        cJSON_AddBoolToObject(obs, "box_gone", boxes_left_on(c, c->backend) == 0);
         return;
     }
     pid_t init = 0;
-    box_pids(c, "native", run, &init, 1); /* the box's PID 1 is the first the cgroup lists */
+    box_pids(c, c->backend, run, &init, 1); /* the box's PID 1 is the first the cgroup lists */
     struct statx sx;
     double born = 0;
     if (pybox_fmt(leaf, sizeof leaf, "%s/%s", staging, run) == 0 && statx(AT_FDCWD, leaf, 0, STATX_BTIME, &sx) == 0 &&
@@ -1115,8 +1044,8 @@ static void native_crash_end(camp_t *c, const char *run, int sig, cJSON *obs)
     if (born > 0)
         cJSON_AddNumberToObject(obs, "box_ran_s", ended - born);
     /* The leftover is this campaign's: removed here, as cleanup would after expiry. */
-    native_sweep(c);
-    cJSON_AddBoolToObject(obs, "leftover_removed", boxes_left_on(c, "native") == 0);
+    kernel_sweep_on(c, pybox_backend_find(c->backend));
+    cJSON_AddBoolToObject(obs, "leftover_removed", boxes_left_on(c, c->backend) == 0);
 }
 
 /* pybox exec started, then signalled (SIGKILL unless the case says otherwise) while the
@@ -1189,93 +1118,18 @@ static void crash_run(camp_t *c, const cJSON *spec, const char *program, cJSON *
         cJSON_AddStringToObject(rec, "error", "the box never ran");
         return;
     }
-    if (is_native(c)) {
+    if (case_ops(c) == NULL)
         native_crash_end(c, run, sig, obs);
-        cJSON_AddNumberToObject(rec, "wall_s", pybox_now_s() - t0);
-        return;
-    }
-    if (sig != SIGKILL) {
-        /* PyBox was asked to stop: the box must already be gone. */
-        char path[200];
-        long status;
-        snprintf(path, sizeof path, "/containers/%s/json", id);
-        cJSON_Delete(engine_get(c, path, &status));
-        cJSON_AddBoolToObject(obs, "box_gone", status == 404);
-        if (status != 404)
-            remove_box(c, id);
-        cJSON_AddNumberToObject(rec, "wall_s", pybox_now_s() - t0);
-        return;
-    }
-    char path[200];
-    snprintf(path, sizeof path, "/containers/%s/wait", id);
-    long status = 0;
-    cJSON *reply = NULL;
-    pybox_error_t err = {0};
-    pybox_engine_call(c->e, "POST", path, NULL, &status, &reply, &err);
-    cJSON_Delete(reply);
-    snprintf(path, sizeof path, "/containers/%s/json", id);
-    cJSON *ins = engine_get(c, path, &status);
-    const cJSON *state = cJSON_GetObjectItemCaseSensitive(ins, "State");
-    double ran = rfc3339(jstr(state, "FinishedAt")) - rfc3339(jstr(state, "StartedAt"));
-    cJSON_AddNumberToObject(obs, "box_exit_code", jnum(state, "ExitCode", -1));
-    cJSON_AddBoolToObject(obs, "engine_oom", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(state, "OOMKilled")));
-    cJSON_AddNumberToObject(obs, "box_ran_s", ran);
-    const cJSON *args = ev_path(ins, "Args");
-    cJSON_AddItemToObject(obs, "box_init_args", cJSON_Duplicate(args, 1));
-    cJSON_Delete(ins);
-    /* Who stopped it: the engine's own event log for this box. */
-    char filter[200];
-    snprintf(filter, sizeof filter, "{\"container\":[\"%s\"]}", id);
-    char *esc = pybox_engine_escape(c->e, filter);
-    char epath[600];
-    snprintf(epath, sizeof epath, "/events?since=%ld&until=%ld&filters=%s", since, (long)time(NULL) + 1,
-             esc ? esc : "");
-    free(esc);
-    pybox_buf_t raw;
-    pybox_buf_init(&raw, 0);
-    int kills = 0, stops = 0, dies = 0;
-    cJSON *actions = cJSON_AddArrayToObject(obs, "engine_events");
-    if (pybox_engine_call_raw(c->e, "GET", epath, NULL, &status, &raw, &err) == 0 && raw.data) {
-        const char *p = raw.data, *end = raw.data + raw.len;
-        while (p < end) {
-            const char *next = NULL;
-            cJSON *ev = cJSON_ParseWithOpts(p, &next, 0);
-            if (ev == NULL)
-                break;
-            const char *a = jstr(ev, "Action");
-            if (a) {
-                cJSON_AddItemToArray(actions, cJSON_CreateString(a));
-                kills += strcmp(a, "kill") == 0;
-                stops += strcmp(a, "stop") == 0;
-                dies += strcmp(a, "die") == 0;
-            }
-            cJSON_Delete(ev);
-            p = next;
-            while (p < end && (*p == '\n' || *p == '\r'))
-                p++;
-        }
-    }
-    pybox_buf_free(&raw);
-    cJSON_AddNumberToObject(obs, "kill_or_stop_events", kills + stops);
-    cJSON_AddNumberToObject(obs, "die_events", dies);
-    /* The leftover is this campaign's: removed here, as cleanup would after expiry. */
-    remove_box(c, id);
-    snprintf(path, sizeof path, "/containers/%s/json", id);
-    cJSON_Delete(engine_get(c, path, &status));
-    cJSON_AddBoolToObject(obs, "leftover_removed", status == 404);
+    else
+        case_ops(c)->killed_end(c->engine, id, run, sig, since, obs);
     cJSON_AddNumberToObject(rec, "wall_s", pybox_now_s() - t0);
 }
 
 static void driver_run(camp_t *c, const cJSON *spec, const char *scratch, cJSON *rec)
 {
     cJSON *cmd = subst_json(c, scratch, cJSON_GetObjectItemCaseSensitive(spec, "driver"));
-    const char *argv[32];
-    int argc = 0;
-    const cJSON *a;
-    cJSON_ArrayForEach (a, cmd)
-        if (cJSON_IsString(a) && argc < 30)
-            argv[argc++] = a->valuestring;
-    argv[argc] = NULL;
+    const char *argv[ARGV_MAX + 1];
+    int argc = argv_of(cmd, argv);
     /* As the case wrote it: the record says what ran without this machine's paths. */
     cJSON_AddItemToObject(rec, "driver", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(spec, "driver"), 1));
     char e1[PATH_MAX + 16], e2[PATH_MAX + 32], e3[PATH_MAX + 32];
@@ -1554,7 +1408,7 @@ static int setup(camp_t *c)
         return -1;
     setenv("PYBOX_HOME", c->home, 1);
     if (pybox_state_open(&c->st, true, &err) < 0 || pybox_state_borrow_images(&main_st, &c->st, &err) < 0 ||
-        pybox_engine_open(NULL, &c->e, &err) < 0) {
+        open_engine(c, &err) < 0) {
         say("%s", err.msg);
         return -1;
     }
@@ -1586,9 +1440,8 @@ static int setup(camp_t *c)
     /* Run by an ordinary user: the native backend's boxes are rootless (docs/rootless.md),
      * the pages give them columns of their own. */
     cJSON_AddBoolToObject(c->host, "rootless", geteuid() != 0);
-    cJSON_AddStringToObject(c->host, "engine", pybox_engine_version(c->e));
-    long status;
-    cJSON *ver = engine_get(c, "/version", &status);
+    cJSON_AddStringToObject(c->host, "engine", c->engine->ops->describe(c->engine));
+    cJSON *ver = c->engine->ops->campaign->version(c->engine);
     cJSON_AddItemToObject(c->host, "engine_version", ver ? ver : cJSON_CreateNull());
     cJSON_AddStringToObject(c->host, "pybox_version", PYBOX_VERSION);
     cJSON_AddStringToObject(c->host, "installation", c->st.install_id);
@@ -1792,8 +1645,8 @@ int main(int argc, char **argv)
                     jstr(cases[k], "id"), c.backend, pybox_now_s() - t1, EV_RECORDS, name);
         }
     }
-    int swept = sweep(&c);
-    swept += native_sweep(&c);
+    int swept = c.engine->ops->campaign->sweep(c.engine, c.st.install_id);
+    swept += kernel_sweep(&c);
     if (c.native_listener > 0) {
         kill(c.native_listener, SIGKILL);
         waitpid(c.native_listener, NULL, 0);
@@ -1807,6 +1660,6 @@ int main(int argc, char **argv)
     free(cases);
     free(limits);
     cJSON_Delete(c.host);
-    pybox_engine_free(c.e);
+    pybox_backend_close(c.engine);
     return failed == 0 && bad == 0 ? 0 : 1;
 }

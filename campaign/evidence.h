@@ -23,7 +23,6 @@ int ev_record_store(const char *dir, const cJSON *record, char name[80], pybox_e
  * limits_md, the text of what is assumed and not claimed, inserted verbatim) and one
  * page per kind. Returns the number of problems, or -1 when the folder cannot be read. */
 int ev_render(const char *dir, const char *limits_md, ev_page_t **pages, size_t *n, pybox_buf_t *problems);
-void ev_pages_free(ev_page_t *pages, size_t n);
 
 /* Render and write the pages into dir. Returns the number of problems (listed on
  * report), -1 on failure. */

@@ -115,3 +115,41 @@ void ev_cell(pybox_buf_t *b, const cJSON *v)
         free(t);
     }
 }
+
+ev_page_t *ev_page_add(ev_page_t **pages, size_t *n, const char *name)
+{
+    ev_page_t *nv = realloc(*pages, (*n + 1) * sizeof **pages);
+    if (nv == NULL)
+        abort();
+    *pages = nv;
+    ev_page_t *p = &nv[(*n)++];
+    snprintf(p->name, sizeof p->name, "%s", name);
+    pybox_buf_init(&p->text, 0);
+    return p;
+}
+
+void ev_pages_free(ev_page_t *pages, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        pybox_buf_free(&pages[i].text);
+    free(pages);
+}
+
+void ev_fields(pybox_buf_t *b, void (*cell)(pybox_buf_t *, const cJSON *), const cJSON *o, const char *const *keys)
+{
+    for (; keys[0] != NULL; keys += 2) {
+        cell(b, ev_path(o, keys[0]));
+        if (keys[1] == NULL)
+            break;
+        pybox_buf_adds(b, keys[1]);
+    }
+}
+
+const cJSON *ev_first_failed(const cJSON *list)
+{
+    const cJSON *x;
+    cJSON_ArrayForEach (x, list)
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "ok")))
+            return x;
+    return NULL;
+}

@@ -22,10 +22,23 @@ void ev_cell_text(pybox_buf_t *b, const char *s);
  * values as an em dash. Appends to b. */
 void ev_cell(pybox_buf_t *b, const cJSON *v);
 
+/* Values in o, each by its path (as ev_path) shown by cell (ev_cell, or a page's own) and followed by
+ * its separator: path, separator, path, separator ..., NULL-ended. Appends to b. */
+void ev_fields(pybox_buf_t *b, void (*cell)(pybox_buf_t *, const cJSON *), const cJSON *o, const char *const *keys);
+
+/* The first item of a list whose "ok" is not true, NULL when none. */
+const cJSON *ev_first_failed(const cJSON *list);
+
 /* One generated page. */
 typedef struct {
     char name[64];
     pybox_buf_t text;
 } ev_page_t;
+
+/* A new empty page named name at the end of *pages (which may move). */
+ev_page_t *ev_page_add(ev_page_t **pages, size_t *n, const char *name);
+
+/* The pages and their texts. */
+void ev_pages_free(ev_page_t *pages, size_t n);
 
 #endif

@@ -442,18 +442,6 @@ static void foot(pybox_buf_t *b)
                       "checked by <code>make evidence-check</code>.</footer>\n</main>\n</body>\n</html>\n");
 }
 
-static ev_page_t *page_new(ev_page_t **pages, size_t *n, const char *name)
-{
-    ev_page_t *nv = realloc(*pages, (*n + 1) * sizeof **pages);
-    if (nv == NULL)
-        abort();
-    *pages = nv;
-    ev_page_t *p = &nv[(*n)++];
-    snprintf(p->name, sizeof p->name, "%s", name);
-    pybox_buf_init(&p->text, 0);
-    return p;
-}
-
 /* ---- a run, step by step ---- */
 
 static bool is_run_id(const char *s)
@@ -527,6 +515,17 @@ static void fact(pybox_buf_t *b, const cJSON *r, const char *label, const char *
     pybox_buf_adds(b, ": ");
     value(b, v);
     pybox_buf_adds(b, "</li>\n");
+}
+
+/* Facts by label and path, up to one with no label. */
+typedef struct {
+    const char *label, *path;
+} fact_t;
+
+static void facts(pybox_buf_t *b, const cJSON *r, const fact_t *list)
+{
+    for (; list->label != NULL; list++)
+        fact(b, r, list->label, list->path);
 }
 
 /* Every field of an object, in its order, as facts (the policy and the records carry
@@ -616,32 +615,38 @@ static void step_facts(pybox_buf_t *b, int k, const cJSON *rec, const cJSON *run
         fact(b, r, "verified before start", "seen.box.verified");
         fact(b, r, "settings compared", "seen.box.settings_checked");
         const cJSON *in;
+        static const char *const input[] = {"name", ": ", "bytes", " bytes, SHA-256 ", "sha256", "</li>\n", NULL};
         cJSON_ArrayForEach (in, ev_path(r, "asked.inputs")) {
             pybox_buf_adds(b, "<li>input ");
-            value(b, cJSON_GetObjectItemCaseSensitive(in, "name"));
-            pybox_buf_adds(b, ": ");
-            value(b, cJSON_GetObjectItemCaseSensitive(in, "bytes"));
-            pybox_buf_adds(b, " bytes, SHA-256 ");
-            value(b, cJSON_GetObjectItemCaseSensitive(in, "sha256"));
-            pybox_buf_adds(b, "</li>\n");
+            ev_fields(b, value, in, input);
         }
         break;
     }
-    case 5:
-        fact(b, r, "started", "seen.box.started");
-        fact(b, r, "cgroup", "seen.kernel.cgroup.version");
-        fact(b, r, "cgroup folder", "seen.kernel.cgroup.path");
-        fact(b, r, "not read", "seen.kernel.not_read");
-        fact(b, r, "watcher armed in (ms)", "seen.kernel.armed_ms");
+    case 5: {
+        static const fact_t started[] = {
+            {"started", "seen.box.started"},
+            {"cgroup", "seen.kernel.cgroup.version"},
+            {"cgroup folder", "seen.kernel.cgroup.path"},
+            {"not read", "seen.kernel.not_read"},
+            {"watcher armed in (ms)", "seen.kernel.armed_ms"},
+            {NULL, NULL},
+        };
+        facts(b, r, started);
         break;
-    case 6:
-        fact(b, r, "PyBox's deadline (s)", "asked.limits.timeout_s");
-        fact(b, r, "the box's timer (s)", "asked.limits.box_timer_s");
-        fact(b, r, "clock that fired", "seen.clock");
-        fact(b, r, "PyBox's deadline passed", "seen.host_deadline_passed");
-        fact(b, r, "the program ran (ms, by the box's init)", "seen.init_record.program_ms");
-        fact(b, r, "kernel samples", "seen.kernel.samples.count");
+    }
+    case 6: {
+        static const fact_t ran[] = {
+            {"PyBox's deadline (s)", "asked.limits.timeout_s"},
+            {"the box's timer (s)", "asked.limits.box_timer_s"},
+            {"clock that fired", "seen.clock"},
+            {"PyBox's deadline passed", "seen.host_deadline_passed"},
+            {"the program ran (ms, by the box's init)", "seen.init_record.program_ms"},
+            {"kernel samples", "seen.kernel.samples.count"},
+            {NULL, NULL},
+        };
+        facts(b, r, ran);
         break;
+    }
     case 7: {
         const char *br = ev_path(r, "seen.backend_record") ? "seen.backend_record" : "seen.engine_record";
         char p[64];
@@ -733,13 +738,9 @@ static void run_page(pybox_buf_t *b, const ev_site_rec_t *rec, const cJSON *run,
     attr(b, rec->name, strlen(rec->name));
     pybox_buf_adds(b, "\">");
     attr(b, rec->name, 8);
+    static const char *const of[] = {"case.kind", "/", "case.id", ", verdict ", "verdict", ")</dd>\n</dl>\n", NULL};
     pybox_buf_adds(b, "</a> (case ");
-    value(b, ev_path(rec->j, "case.kind"));
-    pybox_buf_adds(b, "/");
-    value(b, ev_path(rec->j, "case.id"));
-    pybox_buf_adds(b, ", verdict ");
-    value(b, ev_path(rec->j, "verdict"));
-    pybox_buf_adds(b, ")</dd>\n</dl>\n");
+    ev_fields(b, value, rec->j, of);
 
     /* Phases laid end to end in the order they happen, on the scale of the whole run. */
     const cJSON *tm = ev_path(r, "seen.timings_ms");
@@ -868,15 +869,15 @@ int ev_site_render(const ev_site_rec_t *recs, size_t n_recs, ev_page_t **pages, 
         walk = walk_any;
     md_ctx_t ctx = {.recs = recs, .n_recs = n_recs, .run_pages = (const char *const *)run_pages};
 
-    ev_page_t *css = page_new(pages, n, EV_SITE "/style.css");
+    ev_page_t *css = ev_page_add(pages, n, EV_SITE "/style.css");
     pybox_buf_adds(&css->text, style_css);
     for (size_t i = 0; i < n_md; i++) {
         char name[64];
-        /* named before page_new, which may move the pages */
+        /* named before ev_page_add, which may move the pages */
         bool is_index = strcmp((*pages)[i].name, "README.md") == 0;
         snprintf(name, sizeof name, EV_SITE "/%.*s.html", is_index ? 5 : (int)(strlen((*pages)[i].name) - 3),
                  is_index ? "index" : (*pages)[i].name);
-        ev_page_t *pg = page_new(pages, n, name);
+        ev_page_t *pg = ev_page_add(pages, n, name);
         const ev_page_t *md = &(*pages)[i];
         const char *text = md->text.data ? md->text.data : "";
         size_t tl = strncmp(text, "# ", 2) == 0 ? strcspn(text + 2, "\n") : 0;
@@ -906,7 +907,7 @@ int ev_site_render(const ev_site_rec_t *recs, size_t n_recs, ev_page_t **pages, 
             char name[64], label[96];
             snprintf(name, sizeof name, EV_SITE_RUNS "/%s.html", id);
             run_label(label, recs[i].j, run);
-            ev_page_t *pg = page_new(pages, n, name);
+            ev_page_t *pg = ev_page_add(pages, n, name);
             run_page(&pg->text, &recs[i], run, label, *pages, n_md, walk);
         }
     }

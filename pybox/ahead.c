@@ -186,29 +186,55 @@ void pybox_ahead_discard(pybox_ahead_t *a)
         drop(a);
 }
 
-int pybox_ahead_run(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run_result_t *res)
+/* A run's or a call's request taken on the box made ahead (its program, cancellation,
+ * hook and start); t0 is now. Returns its deadline: the program's own request, on the box
+ * made for the image's policy, may be shorter than the box's, never longer (the box's
+ * timer is in its verified argv). */
+static int64_t take_request(pybox_ahead_t *a, const pybox_run_request_t *req, double t0)
 {
-    pybox_run_state_t *r = &a->r;
-    pybox_run_result_t *box = &a->res;
-    double t0 = pybox_now_s();
-    /* The program's own request, on the box made for the image's policy: its deadline may
-     * be shorter than the box's, never longer (the box's timer is in its verified argv). */
-    int64_t timeout = req->policy.timeout_ms > 0 && req->policy.timeout_ms < box->policy.timeout_ms
-                          ? req->policy.timeout_ms
-                          : box->policy.timeout_ms;
-    pybox_policy_t policy = box->policy;
+    const pybox_run_result_t *box = &a->res;
     a->req.program = req->program;
     a->req.program_len = req->program_len;
-    a->req.inputs = req->inputs;
-    a->req.output = req->output;
     a->req.cancellable = req->cancellable;
     a->req.cancel_fd = req->cancel_fd;
     a->req.hook = req->hook;
     a->req.hook_arg = req->hook_arg;
     a->req.started_s = req->started_s;
-    r->feed.req = &a->req;
-    r->origin = req->started_s > 0 && req->started_s <= t0 ? req->started_s : t0;
-    box->policy = policy;
+    a->r.feed.req = &a->req;
+    a->r.origin = req->started_s > 0 && req->started_s <= t0 ? req->started_s : t0;
+    return req->policy.timeout_ms > 0 && req->policy.timeout_ms < box->policy.timeout_ms ? req->policy.timeout_ms
+                                                                                         : box->policy.timeout_ms;
+}
+
+/* The program has arrived in the box (it waited since `since`): the deadline, its time
+ * and the kernel's counters count from now; the box's whole counts are kept beside them.
+ * Then its input and output until the phase ends. */
+static int arrive(pybox_ahead_t *a, double since, pybox_phase_t phase, int64_t timeout)
+{
+    pybox_run_state_t *r = &a->r;
+    pybox_run_result_t *box = &a->res;
+    pybox_start_info_t *st = &box->start;
+    r->feed.t_start = pybox_now_s();
+    st->waited_ms = (r->feed.t_start - since) * 1000.0;
+    if (box->watched) {
+        int64_t now = pybox_now_ms();
+        pybox_watch_sample(&box->watch, now, &st->at_arrival);
+        st->at_arrival_taken = st->at_arrival.valid != 0;
+        pybox_watch_restart(&box->watch, now);
+    }
+    r->feed.phase = phase;
+    r->feed.deadline = (int64_t)(r->feed.t_start * 1000.0) + timeout;
+    return pybox_flow_io(r);
+}
+
+int pybox_ahead_run(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run_result_t *res)
+{
+    pybox_run_state_t *r = &a->r;
+    pybox_run_result_t *box = &a->res;
+    double t0 = pybox_now_s();
+    int64_t timeout = take_request(a, req, t0);
+    a->req.inputs = req->inputs;
+    a->req.output = req->output;
     box->policy.timeout_ms = timeout;
     box->inputs = req->inputs;
     box->output_asked = req->output != NULL;
@@ -223,29 +249,12 @@ int pybox_ahead_run(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run_
     memset(&box->t, 0, sizeof box->t);
     box->t.before_ms = (t0 - r->origin) * 1000.0;
     int rc = pybox_flow_queue_program(r);
-    if (rc == 0 && req->inputs != NULL) {
-        double t = pybox_now_s();
-        rc = r->box->ops->put_files(r->box, req->inputs->tar.data ? req->inputs->tar.data : "", req->inputs->tar.len,
-                                    &box->error);
-        box->t.files_in_ms = pybox_flow_since(t);
-    }
-    if (rc == 0) {
-        /* The program arrives now: the deadline, its time and the kernel's counters count
-         * from here; the box's whole counts are kept beside them. */
-        r->feed.t_start = pybox_now_s();
-        st->waited_ms = (r->feed.t_start - a->t_ready) * 1000.0;
-        if (box->watched) {
-            int64_t now = pybox_now_ms();
-            pybox_watch_sample(&box->watch, now, &st->at_arrival);
-            st->at_arrival_taken = st->at_arrival.valid != 0;
-            pybox_watch_restart(&box->watch, now);
-        }
-        r->feed.phase = PYBOX_PH_RUNNING;
-        r->feed.deadline = (int64_t)(r->feed.t_start * 1000.0) + timeout;
-        rc = pybox_flow_io(r);
-        if (rc == 0)
-            rc = pybox_flow_wait(r);
-    }
+    if (rc == 0)
+        rc = pybox_flow_put_inputs(r, req->inputs);
+    if (rc == 0)
+        rc = arrive(a, a->t_ready, PYBOX_PH_RUNNING, timeout);
+    if (rc == 0)
+        rc = pybox_flow_wait(r);
     rc = pybox_flow_finish(r, rc);
     *res = a->res; /* the sinks, the samples and the notes move with it */
     free(a);
@@ -360,19 +369,8 @@ int pybox_ahead_call(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run
     pybox_run_result_t *box = &a->res;
     *ended = false;
     double t0 = pybox_now_s();
-    int64_t timeout = req->policy.timeout_ms > 0 && req->policy.timeout_ms < box->policy.timeout_ms
-                          ? req->policy.timeout_ms
-                          : box->policy.timeout_ms;
+    int64_t timeout = take_request(a, req, t0);
     unsigned k = ++a->calls;
-    a->req.program = req->program;
-    a->req.program_len = req->program_len;
-    a->req.cancellable = req->cancellable;
-    a->req.cancel_fd = req->cancel_fd;
-    a->req.hook = req->hook;
-    a->req.hook_arg = req->hook_arg;
-    a->req.started_s = req->started_s;
-    r->feed.req = &a->req;
-    r->origin = req->started_s > 0 && req->started_s <= t0 ? req->started_s : t0;
     memset(&box->t, 0, sizeof box->t);
     box->t.before_ms = (t0 - r->origin) * 1000.0;
     box->input_complete = false;
@@ -387,19 +385,9 @@ int pybox_ahead_call(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run
     memset(&rec, 0, sizeof rec);
     pybox_start_info_t *st = &box->start;
     if (rc == 0) {
-        r->feed.t_start = pybox_now_s();
-        st->waited_ms = (r->feed.t_start - a->t_last) * 1000.0;
         st->call = k;
-        if (box->watched) {
-            int64_t now = pybox_now_ms();
-            pybox_watch_sample(&box->watch, now, &st->at_arrival);
-            st->at_arrival_taken = st->at_arrival.valid != 0;
-            pybox_watch_restart(&box->watch, now);
-        }
         r->feed.call = &rec;
-        r->feed.phase = PYBOX_PH_CALLING;
-        r->feed.deadline = (int64_t)(r->feed.t_start * 1000.0) + timeout;
-        rc = pybox_flow_io(r);
+        rc = arrive(a, a->t_last, PYBOX_PH_CALLING, timeout);
     }
     if (rc == 0 && r->feed.early && rec.seen && rec.alive && !box->record.seen) {
         call_result(a, req, &rec, timeout, t0, res);

@@ -166,6 +166,28 @@ typedef struct pybox_image_ops {
                   pybox_error_t *err);
 } pybox_image_ops_t;
 
+/* What the evidence campaign (campaign/) asks of a backend beyond runs, so that it never
+ * speaks to what holds the boxes itself. */
+struct cJSON;
+typedef struct pybox_campaign_ops {
+    /* The socket of what holds the boxes (the engine-socket relaxation), NULL if none. */
+    const char *(*socket)(pybox_backend_t *be);
+    /* What holds the boxes, as it describes itself (a JSON value for the records' host),
+     * NULL if it cannot say. */
+    struct cJSON *(*version)(pybox_backend_t *be);
+    /* The network-namespace fixture: a box of the installation with no network, listening
+     * on its loopback's port and answering with answer; netns gets what a policy's
+     * relax_netns names it by. */
+    int (*listener)(pybox_backend_t *be, const pybox_state_t *st, const char *answer, int port, char *netns, size_t len,
+                    pybox_error_t *err);
+    /* Everything of the installation removed, forced (what still runs too); returns how
+     * many things there were. */
+    int (*sweep)(pybox_backend_t *be, const char *install_id);
+    /* Box id (of run) after its PyBox was killed by sig at `since` (seconds since the
+     * epoch): its end as the backend saw it, into obs, and the box removed. */
+    void (*killed_end)(pybox_backend_t *be, const char *id, const char *run, int sig, long since, struct cJSON *obs);
+} pybox_campaign_ops_t;
+
 typedef struct pybox_backend_ops {
     const char *name;      /* as --backend and config.json's "backend" name it */
     const char *holder;    /* what holds its boxes and images, in messages ("the engine") */
@@ -200,6 +222,7 @@ typedef struct pybox_backend_ops {
     int (*kept)(pybox_backend_t *be, const char *install_id, char (*out)[PATH_MAX], size_t max, size_t *n,
                 pybox_error_t *err);
     const pybox_image_ops_t *images;
+    const pybox_campaign_ops_t *campaign; /* NULL: the campaign reads the kernel itself */
 } pybox_backend_ops_t;
 
 struct pybox_backend {

@@ -191,14 +191,8 @@ static int pack_file(packer_t *k, int fd, const char *name, const char *shown_pa
     }
     if (got != size)
         return refuse(err, shown_path, "it changed while it was being read");
-    if (k->in->n == k->in->cap) {
-        size_t ncap = k->in->cap ? k->in->cap * 2 : 16;
-        pybox_input_file_t *nf = realloc(k->in->files, ncap * sizeof *nf);
-        if (nf == NULL)
-            return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "inputs");
-        k->in->files = nf;
-        k->in->cap = ncap;
-    }
+    if (pybox_grow(&k->in->files, &k->in->cap, k->in->n, sizeof *k->in->files, 16) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "inputs");
     pybox_input_file_t *f = &k->in->files[k->in->n++];
     memset(f, 0, sizeof *f);
     if (pybox_strlcpy(f->name, name, sizeof f->name) < 0)
@@ -241,14 +235,9 @@ static int pack_dir(packer_t *k, int dfd, const char *name, const char *path, in
     while ((de = readdir(d)) != NULL) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 32;
-            char **nn = realloc(names, cap * sizeof *nn);
-            if (nn == NULL) {
-                rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "inputs");
-                break;
-            }
-            names = nn;
+        if (pybox_grow(&names, &cap, n, sizeof *names, 32) < 0) {
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "inputs");
+            break;
         }
         names[n] = strdup(de->d_name);
         if (names[n] == NULL) {
@@ -559,14 +548,8 @@ void pybox_outputs_free(pybox_outputs_t *o)
 
 static pybox_out_entry_t *add_entry(pybox_outputs_t *o, const char *name)
 {
-    if (o->n == o->cap) {
-        size_t ncap = o->cap ? o->cap * 2 : 32;
-        pybox_out_entry_t *ne = realloc(o->entries, ncap * sizeof *ne);
-        if (ne == NULL)
-            return NULL;
-        o->entries = ne;
-        o->cap = ncap;
-    }
+    if (pybox_grow(&o->entries, &o->cap, o->n, sizeof *o->entries, 32) < 0)
+        return NULL;
     pybox_out_entry_t *e = &o->entries[o->n];
     memset(e, 0, sizeof *e);
     e->name = strdup(name);

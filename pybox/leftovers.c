@@ -20,14 +20,8 @@ static void add(pybox_leftovers_report_t *rep, const char *what, const char *nam
 static void add(pybox_leftovers_report_t *rep, const char *what, const char *name, const char *run, bool removed,
                 const char *fmt, ...)
 {
-    if (rep->n == rep->cap) {
-        size_t ncap = rep->cap ? rep->cap * 2 : 16;
-        pybox_leftovers_entry_t *ne = realloc(rep->entries, ncap * sizeof *ne);
-        if (ne == NULL)
-            return;
-        rep->entries = ne;
-        rep->cap = ncap;
-    }
+    if (pybox_grow(&rep->entries, &rep->cap, rep->n, sizeof *rep->entries, 16) < 0)
+        return;
     pybox_leftovers_entry_t *e = &rep->entries[rep->n++];
     memset(e, 0, sizeof *e);
     snprintf(e->what, sizeof e->what, "%s", what);

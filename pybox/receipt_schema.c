@@ -25,42 +25,20 @@ struct node {
     const char *description;
 };
 
-#define END                                                                                                            \
+/* A member, every field in the struct's order; the shorthands below name the common kinds. */
+#define NODE(n, t, opt, m, it, w, d)                                                                                   \
     {                                                                                                                  \
-        NULL, 0, false, NULL, NULL, NULL, NULL, NULL                                                                   \
+        n, t, opt, m, it, w, NULL, d                                                                                   \
     }
-#define M(n, t, d)                                                                                                     \
-    {                                                                                                                  \
-        n, t, false, NULL, NULL, NULL, NULL, d                                                                         \
-    }
-#define OPT(n, t, d)                                                                                                   \
-    {                                                                                                                  \
-        n, t, true, NULL, NULL, NULL, NULL, d                                                                          \
-    }
-#define OBJ(n, t, m, d)                                                                                                \
-    {                                                                                                                  \
-        n, t, false, m, NULL, NULL, NULL, d                                                                            \
-    }
-#define OPT_OBJ(n, t, m, d)                                                                                            \
-    {                                                                                                                  \
-        n, t, true, m, NULL, NULL, NULL, d                                                                             \
-    }
-#define ARR(n, it, d)                                                                                                  \
-    {                                                                                                                  \
-        n, T_ARR, false, NULL, it, NULL, NULL, d                                                                       \
-    }
-#define OPT_ARR(n, it, d)                                                                                              \
-    {                                                                                                                  \
-        n, T_ARR, true, NULL, it, NULL, NULL, d                                                                        \
-    }
-#define WORDS(n, w, d)                                                                                                 \
-    {                                                                                                                  \
-        n, T_STR, false, NULL, NULL, w, NULL, d                                                                        \
-    }
-#define OPT_WORDS(n, w, d)                                                                                             \
-    {                                                                                                                  \
-        n, T_STR, true, NULL, NULL, w, NULL, d                                                                         \
-    }
+#define END NODE(NULL, 0, false, NULL, NULL, NULL, NULL)
+#define M(n, t, d) NODE(n, t, false, NULL, NULL, NULL, d)
+#define OPT(n, t, d) NODE(n, t, true, NULL, NULL, NULL, d)
+#define OBJ(n, t, m, d) NODE(n, t, false, m, NULL, NULL, d)
+#define OPT_OBJ(n, t, m, d) NODE(n, t, true, m, NULL, NULL, d)
+#define ARR(n, it, d) NODE(n, T_ARR, false, NULL, it, NULL, d)
+#define OPT_ARR(n, it, d) NODE(n, T_ARR, true, NULL, it, NULL, d)
+#define WORDS(n, w, d) NODE(n, T_STR, false, NULL, NULL, w, d)
+#define OPT_WORDS(n, w, d) NODE(n, T_STR, true, NULL, NULL, w, d)
 
 static const char *const status_words[] = {"NOT_RUN",
                                            "TARGET_EXIT_OBSERVED",

@@ -590,6 +590,25 @@ int pybox_flow_note(run_t *r)
                               &r->res->error);
 }
 
+/* A step of the box's, timed into *ms. */
+static int timed(pybox_box_t *box, int (*op)(pybox_box_t *, pybox_error_t *), double *ms, pybox_error_t *err)
+{
+    double t = pybox_now_s();
+    int rc = op(box, err);
+    *ms = pybox_flow_since(t);
+    return rc;
+}
+
+int pybox_flow_put_inputs(run_t *r, const pybox_inputs_t *in)
+{
+    if (in == NULL)
+        return 0;
+    double t = pybox_now_s();
+    int rc = r->box->ops->put_files(r->box, in->tar.data ? in->tar.data : "", in->tar.len, &r->res->error);
+    r->res->t.files_in_ms = pybox_flow_since(t);
+    return rc;
+}
+
 /* The box: made, verified, given its files and streams, started. A cancel before the
  * start means the program never runs. */
 int pybox_flow_build(run_t *r, bool files)
@@ -614,18 +633,9 @@ int pybox_flow_build(run_t *r, bool files)
     if (rc < 0)
         return -1;
     res->verified = true;
-    if (files && req->inputs != NULL) {
-        t = pybox_now_s();
-        rc = box->ops->put_files(box, req->inputs->tar.data ? req->inputs->tar.data : "", req->inputs->tar.len,
-                                 &res->error);
-        res->t.files_in_ms = pybox_flow_since(t);
-        if (rc < 0)
-            return -1;
-    }
-    t = pybox_now_s();
-    rc = box->ops->open_io(box, &res->error);
-    res->t.attach_ms = pybox_flow_since(t);
-    if (rc < 0)
+    if (files && pybox_flow_put_inputs(r, req->inputs) < 0)
+        return -1;
+    if (timed(box, box->ops->open_io, &res->t.attach_ms, &res->error) < 0)
         return -1;
     if (cancelled(req)) {
         res->interrupted = -1;
@@ -641,10 +651,7 @@ int pybox_flow_build(run_t *r, bool files)
                                   pybox_flow_box_life_s(&res->policy),
                               &res->error) < 0)
         return -1;
-    t = pybox_now_s();
-    rc = box->ops->start(box, &res->error);
-    res->t.start_ms = pybox_flow_since(t);
-    if (rc < 0)
+    if (timed(box, box->ops->start, &res->t.start_ms, &res->error) < 0)
         return -1;
     res->started = true;
     step(req, res, PYBOX_STEP_STARTED);

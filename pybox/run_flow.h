@@ -66,6 +66,8 @@ int pybox_flow_queue_program(pybox_run_state_t *r);
 /* This installation's expired leftovers, then the note, before anything exists. */
 void pybox_flow_housekeep(pybox_run_state_t *r);
 int pybox_flow_note(pybox_run_state_t *r);
+/* The inputs (none: nothing to do) into the box's /box/in, timed. */
+int pybox_flow_put_inputs(pybox_run_state_t *r, const pybox_inputs_t *in);
 /* Made, verified, given its streams, started (no files: they come with the program). */
 int pybox_flow_build(pybox_run_state_t *r, bool files);
 void pybox_flow_watch(pybox_run_state_t *r);

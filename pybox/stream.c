@@ -84,11 +84,17 @@ static int parse_field(const char **p, const char *name, int64_t max, bool last,
     return 0;
 }
 
+/* A record's line: its text (NUL-ended), the bytes past its marker, its length. */
+typedef struct {
+    char text[PYBOX_GUEST_RECORD_MAX + 1];
+    const char *fields;
+    size_t len;
+} rec_line_t;
+
 /* The line of a record of this kind (prefix, then the secret) that ends exactly at
- * `end` bytes into the sink's tail (its newline the last byte before it): 1 with its text
- * copied into line (NUL-ended) and the bytes past the marker at *fields, or 0. */
-static int record_line(const pybox_sink_t *out, size_t end, const char *prefix, const char *secret,
-                       char line[PYBOX_GUEST_RECORD_MAX + 1], const char **fields, size_t *len)
+ * `end` bytes into the sink's tail (its newline the last byte before it): 1 with it in l,
+ * or 0. */
+static int record_line(const pybox_sink_t *out, size_t end, const char *prefix, const char *secret, rec_line_t *l)
 {
     if (end == 0 || out->tail[end - 1] != '\n')
         return 0;
@@ -103,10 +109,10 @@ static int record_line(const pybox_sink_t *out, size_t end, const char *prefix, 
         if (out->tail[i] == '\n' && i != end - 1)
             return 0;
         if (end - i >= (size_t)mlen && memcmp(out->tail + i, marker, (size_t)mlen) == 0) {
-            *len = end - i;
-            memcpy(line, out->tail + i, *len);
-            line[*len] = '\0';
-            *fields = line + mlen;
+            l->len = end - i;
+            memcpy(l->text, out->tail + i, l->len);
+            l->text[l->len] = '\0';
+            l->fields = l->text + mlen;
             return 1;
         }
     }
@@ -149,12 +155,10 @@ static int done_fields(const char *p, const char *line, size_t len, pybox_done_r
 
 int pybox_done_record_find(const pybox_sink_t *out, const char *secret, pybox_done_record_t *rec, pybox_error_t *err)
 {
-    char line[PYBOX_GUEST_RECORD_MAX + 1];
-    const char *p;
-    size_t len;
-    if (!record_line(out, out->tail_len, PYBOX_GUEST_DONE, secret, line, &p, &len))
+    rec_line_t l;
+    if (!record_line(out, out->tail_len, PYBOX_GUEST_DONE, secret, &l))
         return 0;
-    return done_fields(p, line, len, rec, err);
+    return done_fields(l.fields, l.text, l.len, rec, err);
 }
 
 /* The said bytes just before a record whose line starts `before` bytes into the tail. */
@@ -170,11 +174,11 @@ static int said_copy(const pybox_sink_t *out, size_t before, uint64_t said, char
 
 int pybox_ready_record_find(const pybox_sink_t *out, const char *secret, pybox_ready_record_t *rec, pybox_error_t *err)
 {
-    char line[PYBOX_GUEST_RECORD_MAX + 1];
-    const char *p;
-    size_t len;
-    if (!record_line(out, out->tail_len, PYBOX_GUEST_READY, secret, line, &p, &len))
+    rec_line_t l;
+    if (!record_line(out, out->tail_len, PYBOX_GUEST_READY, secret, &l))
         return 0;
+    const char *p = l.fields, *line = l.text;
+    size_t len = l.len;
     int64_t ms, said;
     if (parse_field(&p, "ready_ms", PYBOX_GUEST_TIMER_MAX_MS, false, &ms, NULL, 0) < 0 ||
         parse_field(&p, "said", PYBOX_GUEST_SAID_MAX, true, &said, NULL, 0) < 0)
@@ -192,9 +196,8 @@ int pybox_ready_record_find(const pybox_sink_t *out, const char *secret, pybox_r
 
 int pybox_call_record_find(const pybox_sink_t *out, const char *secret, pybox_call_record_t *rec, pybox_error_t *err)
 {
-    char line[PYBOX_GUEST_RECORD_MAX + 1];
-    const char *p;
-    size_t len, end = out->tail_len, after = 0;
+    rec_line_t l;
+    size_t end = out->tail_len, after = 0;
     /* When the call ended the session, the done record follows its call record: a line
      * that the done record's own reader takes, never one that only looks like it. */
     pybox_done_record_t done;
@@ -203,8 +206,10 @@ int pybox_call_record_find(const pybox_sink_t *out, const char *secret, pybox_ca
         after = (size_t)done.length;
         end -= after;
     }
-    if (!record_line(out, end, PYBOX_GUEST_CALL, secret, line, &p, &len))
+    if (!record_line(out, end, PYBOX_GUEST_CALL, secret, &l))
         return 0;
+    const char *p = l.fields, *line = l.text;
+    size_t len = l.len;
     int64_t v[6];
     static const char *const names[] = {"call", "out", "err", "said", "call_ms", "alive"};
     static const int64_t maxes[] = {

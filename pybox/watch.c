@@ -31,32 +31,33 @@ static int open_in(const char *dir, const char *file)
     return open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 }
 
-static void open_v2(pybox_watch_t *w, const char *dir)
-{
-    w->version = PYBOX_CG_V2;
-    snprintf(w->where, sizeof w->where, "%s", dir);
-    w->fd[F_MEM_NOW] = open_in(dir, "memory.current");
-    w->fd[F_MEM_PEAK] = open_in(dir, "memory.peak");
-    w->fd[F_OOM] = open_in(dir, "memory.events");
-    w->fd[F_PIDS_NOW] = open_in(dir, "pids.current");
-    w->fd[F_PIDS_PEAK] = open_in(dir, "pids.peak");
-    w->fd[F_PIDS_EVENTS] = open_in(dir, "pids.events");
-    w->fd[F_CPU] = open_in(dir, "cpu.stat"); /* usage and throttling in one file */
-}
+/* The files the watcher reads, by cgroup version: on v2 all in the box's one folder, on
+ * v1 in its controller's (NULL: none in that version). */
+static const struct {
+    int file;
+    int controller; /* v1 */
+    const char *v2, *v1;
+} watched[] = {
+    {F_MEM_NOW, PYBOX_CG_MEMORY, "memory.current", "memory.usage_in_bytes"},
+    {F_MEM_PEAK, PYBOX_CG_MEMORY, "memory.peak", "memory.max_usage_in_bytes"},
+    {F_OOM, PYBOX_CG_MEMORY, "memory.events", "memory.oom_control"},
+    {F_PIDS_NOW, PYBOX_CG_PIDS, "pids.current", "pids.current"},
+    {F_PIDS_PEAK, PYBOX_CG_PIDS, "pids.peak", "pids.peak"},
+    {F_PIDS_EVENTS, PYBOX_CG_PIDS, "pids.events", "pids.events"},
+    {F_CPU, PYBOX_CG_CPUACCT, "cpu.stat", "cpuacct.usage"}, /* v2: usage and throttling in one file */
+    {F_CPU_STAT, PYBOX_CG_CPU, NULL, "cpu.stat"},
+};
 
-/* v1: one folder per controller. */
-static void open_v1(pybox_watch_t *w, const char *mem, const char *pids, const char *cpuacct, const char *cpu)
+static void open_files(pybox_watch_t *w, const pybox_cgroup_loc_t *loc)
 {
-    w->version = PYBOX_CG_V1;
-    snprintf(w->where, sizeof w->where, "%s", mem);
-    w->fd[F_MEM_NOW] = open_in(mem, "memory.usage_in_bytes");
-    w->fd[F_MEM_PEAK] = open_in(mem, "memory.max_usage_in_bytes");
-    w->fd[F_OOM] = open_in(mem, "memory.oom_control");
-    w->fd[F_PIDS_NOW] = open_in(pids, "pids.current");
-    w->fd[F_PIDS_PEAK] = open_in(pids, "pids.peak");
-    w->fd[F_PIDS_EVENTS] = open_in(pids, "pids.events");
-    w->fd[F_CPU] = open_in(cpuacct, "cpuacct.usage");
-    w->fd[F_CPU_STAT] = open_in(cpu, "cpu.stat");
+    bool v2 = loc->version == PYBOX_CG_V2;
+    w->version = loc->version;
+    snprintf(w->where, sizeof w->where, "%s", loc->dir[v2 ? 0 : PYBOX_CG_MEMORY]);
+    for (size_t i = 0; i < sizeof watched / sizeof *watched; i++) {
+        const char *name = v2 ? watched[i].v2 : watched[i].v1;
+        if (name != NULL)
+            w->fd[watched[i].file] = open_in(loc->dir[v2 ? 0 : watched[i].controller], name);
+    }
 }
 
 void pybox_watch_init(pybox_watch_t *w)
@@ -73,11 +74,9 @@ int pybox_watch_arm(pybox_watch_t *w, const pybox_cgroup_loc_t *loc, pybox_error
     double t0 = pybox_now_s();
     pybox_watch_free(w);
     pybox_watch_init(w);
-    if (loc->version == PYBOX_CG_V2 && loc->dir[0][0] == '/')
-        open_v2(w, loc->dir[0]);
-    else if (loc->version == PYBOX_CG_V1 && loc->dir[PYBOX_CG_MEMORY][0] == '/')
-        open_v1(w, loc->dir[PYBOX_CG_MEMORY], loc->dir[PYBOX_CG_PIDS], loc->dir[PYBOX_CG_CPUACCT],
-                loc->dir[PYBOX_CG_CPU]);
+    if ((loc->version == PYBOX_CG_V2 && loc->dir[0][0] == '/') ||
+        (loc->version == PYBOX_CG_V1 && loc->dir[PYBOX_CG_MEMORY][0] == '/'))
+        open_files(w, loc);
     else
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOENT, "the box's cgroup is not known");
     w->samples = calloc(PYBOX_WATCH_SAMPLES_MAX, sizeof *w->samples);

@@ -9,11 +9,13 @@
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -253,15 +255,35 @@ const pybox_state_t *itest_state(void)
     return &st;
 }
 
+cJSON *itest_engine_call(pybox_engine_t *e, const char *method, const char *path, long *status)
+{
+    cJSON *reply = NULL;
+    pybox_error_t err = {0};
+    *status = 0;
+    ck_assert_msg(pybox_engine_call(e, method, path, NULL, status, &reply, &err) == 0, "%s %s: %s", method, path,
+                  err.msg);
+    return reply;
+}
+
+/* The engine's boxes, all, that a label filter (JSON) finds. */
+static cJSON *boxes_by(pybox_engine_t *e, const char *filter)
+{
+    char *esc = pybox_engine_escape(e, filter);
+    char path[1024];
+    ck_assert_int_eq(pybox_fmt(path, sizeof path, "/containers/json?all=1&filters=%s", esc ? esc : ""), 0);
+    free(esc);
+    long status;
+    cJSON *reply = itest_engine_call(e, "GET", path, &status);
+    ck_assert_int_eq(status, 200);
+    return reply;
+}
+
 long itest_box_status(pybox_engine_t *e, const char *id)
 {
     char path[200];
     snprintf(path, sizeof path, "/containers/%s/json", id);
-    long status = 0;
-    cJSON *reply = NULL;
-    pybox_error_t err = {0};
-    ck_assert_msg(pybox_engine_call(e, "GET", path, NULL, &status, &reply, &err) == 0, "%s", err.msg);
-    cJSON_Delete(reply);
+    long status;
+    cJSON_Delete(itest_engine_call(e, "GET", path, &status));
     return status;
 }
 
@@ -270,15 +292,7 @@ int itest_list(pybox_engine_t *e, const char *label, const char *value, cJSON **
     char filter[512];
     snprintf(filter, sizeof filter, "{\"label\":[\"pybox.install=%s\",\"%s=%s\"]}", itest_state()->install_id, label,
              value);
-    char *esc = pybox_engine_escape(e, filter);
-    char path[1024];
-    snprintf(path, sizeof path, "/containers/json?all=1&filters=%s", esc);
-    free(esc);
-    long status = 0;
-    cJSON *reply = NULL;
-    pybox_error_t err = {0};
-    ck_assert_msg(pybox_engine_call(e, "GET", path, NULL, &status, &reply, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(status, 200);
+    cJSON *reply = boxes_by(e, filter);
     int n = cJSON_GetArraySize(reply);
     if (list)
         *list = reply;
@@ -637,15 +651,7 @@ int itest_install_left(const char *install_id, const char *home)
     pybox_engine_t *e = itest_engine();
     char filter[256];
     snprintf(filter, sizeof filter, "{\"label\":[\"pybox.install=%s\"]}", install_id);
-    char *esc = pybox_engine_escape(e, filter);
-    char path[512];
-    (void)pybox_fmt(path, sizeof path, "/containers/json?all=1&filters=%s", esc);
-    free(esc);
-    long status = 0;
-    cJSON *reply = NULL;
-    pybox_error_t err = {0};
-    ck_assert_msg(pybox_engine_call(e, "GET", path, NULL, &status, &reply, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(status, 200);
+    cJSON *reply = boxes_by(e, filter);
     int n = cJSON_GetArraySize(reply);
     cJSON_Delete(reply);
     pybox_engine_free(e);
@@ -880,4 +886,29 @@ TCase *itest_tcase(Suite *s, const char *name, int timeout_s, const TTest *const
     }
     suite_add_tcase(s, tc);
     return tc;
+}
+
+void itest_copy_into(const char *from_dir, const char *to_dir, const char *name)
+{
+    char a[PATH_MAX], b[PATH_MAX], buf[8192];
+    ck_assert_int_eq(pybox_fmt(a, sizeof a, "%s/%s", from_dir, name), 0);
+    ck_assert_int_eq(pybox_fmt(b, sizeof b, "%s/%s", to_dir, name), 0);
+    FILE *in = fopen(a, "re"), *out = fopen(b, "wxe");
+    ck_assert_msg(in != NULL && out != NULL, "copying %s into %s", a, to_dir);
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    ck_assert_int_eq(fclose(out), 0);
+}
+
+void itest_small_state(const char *src, const char *state)
+{
+    ck_assert_int_eq(mkdir(state, 0700), 0);
+    ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+    ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+    ck_assert_int_eq(mount("tmpfs", state, "tmpfs", MS_NOSUID | MS_NODEV, "size=256k,mode=0700"), 0);
+    static const char *const kept[] = {"install-id", "images.json", "config.json"};
+    for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
+        itest_copy_into(src, state, kept[i]);
 }

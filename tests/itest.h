@@ -73,6 +73,9 @@ pybox_engine_t *itest_engine(void);
 const pybox_state_t *itest_state(void);
 /* HTTP status of GET /containers/<id>/json (200 exists, 404 gone). */
 long itest_box_status(pybox_engine_t *e, const char *id);
+/* A call to the engine with no body that must be answered (any status, in *status): its
+ * reply (the caller frees it). */
+cJSON *itest_engine_call(pybox_engine_t *e, const char *method, const char *path, long *status);
 /* Containers of this installation (all states) carrying label=value; returns count and
  * optionally the parsed list (caller frees). */
 int itest_list(pybox_engine_t *e, const char *label, const char *value, cJSON **list);
@@ -145,5 +148,11 @@ TCase *itest_tcase(Suite *s, const char *name, int timeout_s, const TTest *const
 void itest_fixture(TCase *tc, void (*setup)(void), void (*teardown)(void));
 #define ITEST_TESTS(...)                                                                                               \
     ((const TTest *const[]){__VA_ARGS__}), (sizeof((const TTest *const[]){__VA_ARGS__}) / sizeof(const TTest *))
+
+/* name copied from from_dir into to_dir (where it must not be yet). */
+void itest_copy_into(const char *from_dir, const char *to_dir, const char *name);
+/* A state folder made at state on a small tmpfs (256 KiB) in a mount namespace of the
+ * test's own, holding the installation src's id, image pins and configuration. */
+void itest_small_state(const char *src, const char *state);
 
 #endif

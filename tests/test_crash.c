@@ -75,16 +75,14 @@ START_TEST(box_timer_ends_the_box_after_pybox_is_killed)
         pybox_engine_t *e = itest_engine();
         char path[200];
         snprintf(path, sizeof path, "/containers/%s/wait", id);
-        long status = 0;
-        cJSON *reply = NULL;
-        pybox_error_t err = {0};
-        ck_assert_msg(pybox_engine_call(e, "POST", path, NULL, &status, &reply, &err) == 0, "%s", err.msg);
+        long status;
+        cJSON *reply = itest_engine_call(e, "POST", path, &status);
         ck_assert_int_eq(status, 200);
         ck_assert_int_eq((int)itest_num(reply, "StatusCode"), 137);
         cJSON_Delete(reply);
 
         snprintf(path, sizeof path, "/containers/%s/json", id);
-        ck_assert(pybox_engine_call(e, "GET", path, NULL, &status, &reply, &err) == 0);
+        reply = itest_engine_call(e, "GET", path, &status);
         double ran = span(itest_str(reply, "State.StartedAt"), itest_str(reply, "State.FinishedAt"));
         ck_assert_msg(ran > 2.5 && ran < 5.0, "the box ran %.2f s; its timer is 3 s", ran);
         const cJSON *labels = itest_get(reply, "Config.Labels");

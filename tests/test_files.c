@@ -543,37 +543,16 @@ END_TEST
 static char full_home[64];
 static char full_id[33];
 
-static void copy_into(const char *from_dir, const char *to_dir, const char *name)
-{
-    char a[PATH_MAX], b[PATH_MAX];
-    ck_assert_int_eq(pybox_fmt(a, sizeof a, "%s/%s", from_dir, name), 0);
-    ck_assert_int_eq(pybox_fmt(b, sizeof b, "%s/%s", to_dir, name), 0);
-    size_t len = 0;
-    char *data = read_file(a, &len);
-    ck_assert_ptr_nonnull(data);
-    int fd = open(b, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(pybox_write_all(fd, data, len), 0);
-    ck_assert_int_eq(close(fd), 0);
-    free(data);
-}
-
 static void full_state_dir(int free_pages)
 {
     char src[64];
     ck_assert_int_eq(itest_new_home(src, sizeof src, full_id), 0);
     ck_assert_int_eq(pybox_fmt(full_home, sizeof full_home, "%s/state", work), 0);
-    ck_assert_int_eq(mkdir(full_home, 0700), 0);
-    ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
-    ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
-    ck_assert_int_eq(mount("tmpfs", full_home, "tmpfs", MS_NOSUID | MS_NODEV, "size=256k,mode=0700"), 0);
-    copy_into(src, full_home, "install-id");
-    copy_into(src, full_home, "images.json");
-    copy_into(src, full_home, "config.json");
+    itest_small_state(src, full_home);
     if (itest_native()) {
         /* the native backend's pins and the folders it keeps them in, borrowed as the
          * tests' own installation borrows them */
-        copy_into(src, full_home, "images-native.json");
+        itest_copy_into(src, full_home, "images-native.json");
         char a[PATH_MAX], b[PATH_MAX], target[PATH_MAX];
         ck_assert_int_eq(pybox_fmt(a, sizeof a, "%s/native", full_home), 0);
         ck_assert_int_eq(mkdir(a, 0700), 0);

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../pybox/cgroup.h"
+#include "../pybox/native/cgroup.h"
 #include "../pybox/native/sandbox.h"
 #include "../pybox/run.h"
 #include "../pybox/util.h"
@@ -82,9 +84,21 @@ END_TEST
  * v2 shmem of the installation's parent. -1 when there is no such folder. */
 static int64_t install_shmem(void)
 {
-    char p[256], buf[8192];
-    bool v2 = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0;
-    snprintf(p, sizeof p, "/sys/fs/cgroup/%spybox-%s/memory.stat", v2 ? "" : "memory/", itest_state()->install_id);
+    char p[PATH_MAX + 16], buf[8192];
+    /* The installation's parent as the backend places it: where its memory is counted. */
+    pybox_native_cg_host_t h;
+    char parent[PYBOX_NATIVE_CG_PARENT_MAX];
+    pybox_native_cgroup_t cg;
+    pybox_error_t err = {0};
+    if (pybox_native_cg_host(pybox_cgroup_root(), NULL, &h, &err) < 0 ||
+        pybox_native_cg_parent(itest_state()->install_id, parent, &err) < 0 ||
+        pybox_native_cg_paths(&h, parent, "x", &cg, &err) < 0 || cg.systemd)
+        return -1;
+    bool v2 = cg.version == 2;
+    char *leaf = v2 ? cg.unified : cg.memory;
+    char *slash = strrchr(leaf, '/');
+    if (slash == NULL || pybox_fmt(p, sizeof p, "%.*s/memory.stat", (int)(slash - leaf), leaf) < 0)
+        return -1;
     FILE *f = fopen(p, "re");
     if (f == NULL)
         return -1;

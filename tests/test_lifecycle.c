@@ -337,27 +337,37 @@ START_TEST(many_runs_and_cleanups_at_once)
 }
 END_TEST
 
+/* What a pybox killed while writing an output folder leaves: its note (unlocked, as after
+ * its death, and long expired), the note's pointer to the hidden folder, and the folder,
+ * made in outdir (a mkdtemp template) for a run of a new id. */
+static void dead_run_output(char run[33], char *outdir, char hidden[PATH_MAX], char note[PATH_MAX], char ptr[PATH_MAX])
+{
+    pybox_random_hex(16, run, NULL);
+    ck_assert_ptr_nonnull(mkdtemp(outdir));
+    ck_assert_int_eq(pybox_fmt(hidden, PATH_MAX, "%s/.pybox-out-%s.tmp", outdir, run), 0);
+    ck_assert_int_eq(mkdir(hidden, 0700), 0);
+    ck_assert_int_eq(pybox_fmt(note, PATH_MAX, "%s/runs/%s.json", itest_state()->dir, run), 0);
+    ck_assert_int_eq(pybox_fmt(ptr, PATH_MAX, "%s/runs/%s.out", itest_state()->dir, run), 0);
+    FILE *f = fopen(note, "we");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"run_id\":\"%s\",\"expires\":1}\n", run);
+    fclose(f);
+    f = fopen(ptr, "we");
+    ck_assert_ptr_nonnull(f);
+    fputs(hidden, f);
+    fclose(f);
+}
+
 START_TEST(output_left_by_a_dead_run_is_removed)
 {
     /* What a pybox killed while writing an output folder leaves: its note (unlocked, as
      * after its death), the note's pointer to the hidden folder, and the folder. */
     char run[33], outdir[64] = "/tmp/pybox-deadout-XXXXXX", hidden[PATH_MAX], note[PATH_MAX], ptr[PATH_MAX];
-    pybox_random_hex(16, run, NULL);
-    ck_assert_ptr_nonnull(mkdtemp(outdir));
-    ck_assert_int_eq(pybox_fmt(hidden, sizeof hidden, "%s/.pybox-out-%s.tmp", outdir, run), 0);
-    ck_assert_int_eq(mkdir(hidden, 0700), 0);
+    dead_run_output(run, outdir, hidden, note, ptr);
     char file[PATH_MAX + 16];
     ck_assert_int_eq(pybox_fmt(file, sizeof file, "%s/half.csv", hidden), 0);
     FILE *f = fopen(file, "we");
     fputs("partial", f);
-    fclose(f);
-    ck_assert_int_eq(pybox_fmt(note, sizeof note, "%s/runs/%s.json", itest_state()->dir, run), 0);
-    ck_assert_int_eq(pybox_fmt(ptr, sizeof ptr, "%s/runs/%s.out", itest_state()->dir, run), 0);
-    f = fopen(note, "we");
-    fprintf(f, "{\"run_id\":\"%s\",\"expires\":1}\n", run);
-    fclose(f);
-    f = fopen(ptr, "we");
-    fputs(hidden, f);
     fclose(f);
     /* A folder of the same shape that no note points to stays. */
     char other[PATH_MAX];
@@ -382,18 +392,7 @@ END_TEST
 START_TEST(output_left_by_a_dead_run_with_a_leftover_is_removed)
 {
     char run[33], outdir[64] = "/tmp/pybox-deadout-XXXXXX", hidden[PATH_MAX], note[PATH_MAX], ptr[PATH_MAX];
-    pybox_random_hex(16, run, NULL);
-    ck_assert_ptr_nonnull(mkdtemp(outdir));
-    ck_assert_int_eq(pybox_fmt(hidden, sizeof hidden, "%s/.pybox-out-%s.tmp", outdir, run), 0);
-    ck_assert_int_eq(mkdir(hidden, 0700), 0);
-    ck_assert_int_eq(pybox_fmt(note, sizeof note, "%s/runs/%s.json", itest_state()->dir, run), 0);
-    ck_assert_int_eq(pybox_fmt(ptr, sizeof ptr, "%s/runs/%s.out", itest_state()->dir, run), 0);
-    FILE *f = fopen(note, "we");
-    fprintf(f, "{\"run_id\":\"%s\",\"expires\":1}\n", run);
-    fclose(f);
-    f = fopen(ptr, "we");
-    fputs(hidden, f);
-    fclose(f);
+    dead_run_output(run, outdir, hidden, note, ptr);
     /* an expired volume of that run, labelled as the run would have labelled it */
     pybox_engine_t *e = itest_engine();
     cJSON *body = cJSON_CreateObject();

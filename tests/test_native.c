@@ -38,6 +38,7 @@
 #include "../pybox/policy.h"
 #include "../pybox/util.h"
 #include "itest.h"
+#include "native_spec.h"
 #include "suites.h"
 
 static char work[64];    /* our folder under /var/tmp */
@@ -71,7 +72,7 @@ static void setup(void)
     pybox_error_t err = {0};
     pybox_random_hex(8, id, &err);
     snprintf(parent, sizeof parent, "pybox-native-itest-%s", id);
-    if (pybox_native_cg_host("/sys/fs/cgroup", NULL, &cg_host, &err) < 0)
+    if (pybox_native_cg_host(pybox_cgroup_root(), NULL, &cg_host, &err) < 0)
         abort();
     const char *given = getenv("PYBOX_NATIVE_ROOTFS");
     if (given != NULL && given[0] == '/') {
@@ -166,20 +167,9 @@ static void spec_of(pybox_native_spec_t *s, char *name, uint32_t uid)
 {
     pybox_error_t err = {0};
     ck_assert_int_eq(pybox_random_hex(16, name, &err), 0);
-    memset(s, 0, sizeof *s);
-    pybox_native_spec_defaults(s);
-    s->rootfs = rootfs;
-    s->mount_in = true;
+    native_spec_at(s, rootfs, parent, staging, name, uid, env);
     s->out_bytes = 1 << 20;
-    s->uid = uid;
     s->timer_ms = 20000;
-    s->nano_cpus = 1000000000LL;
-    s->cgroup_root = "/sys/fs/cgroup";
-    s->cgroup_parent = parent;
-    s->name = name;
-    s->staging = staging;
-    s->expires = pybox_wall_s() + 120;
-    s->env = env;
 }
 
 /* Nothing of the box is left: no cgroup leaf in any controller, no staging, no process. */
@@ -676,6 +666,29 @@ static void take_out(pybox_native_box_t *b, void *arg)
     snprintf(f->err, sizeof f->err, "%s", err.msg);
 }
 
+/* A box made from s with one input file, name holding text, put into its /box/in; *pid
+ * its init. */
+static pybox_native_box_t *box_with_input(const pybox_native_spec_t *s, const char *name, const char *text, pid_t *pid)
+{
+    char in[PATH_MAX];
+    snprintf(in, sizeof in, "%s/%s", work, name);
+    FILE *f = fopen(in, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    pybox_inputs_t inputs;
+    pybox_inputs_init(&inputs);
+    const char *paths[] = {in};
+    pybox_error_t err = {0};
+    ck_assert_msg(pybox_inputs_prepare(paths, 1, PYBOX_INPUT_MAX, &inputs, &err) == 0, "%s", err.msg);
+    pybox_native_box_t *b = NULL;
+    ck_assert_msg(pybox_native_create(s, &b, &err) == 0, "%s", err.msg);
+    *pid = pybox_native_pid(b);
+    ck_assert_msg(pybox_native_put_files(b, inputs.tar.data, inputs.tar.len, &err) == 0, "%s", err.msg);
+    pybox_inputs_free(&inputs);
+    return b;
+}
+
 /* The maker's umask is not the box's: PyBox run from a shell with umask 077 (a hardened
  * root's) made the inputs' folder root's alone, and the program could not read /box/in. */
 START_TEST(inputs_readable_whatever_the_makers_umask)
@@ -684,22 +697,9 @@ START_TEST(inputs_readable_whatever_the_makers_umask)
     pybox_native_spec_t s;
     char name[33];
     spec_of(&s, name, 200113);
-    char in[PATH_MAX];
-    snprintf(in, sizeof in, "%s/umask.txt", work);
-    FILE *f = fopen(in, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs("7\n", f);
-    fclose(f);
-    pybox_inputs_t inputs;
-    pybox_inputs_init(&inputs);
-    const char *paths[] = {in};
+    pid_t pid;
+    pybox_native_box_t *b = box_with_input(&s, "umask.txt", "7\n", &pid);
     pybox_error_t err = {0};
-    ck_assert_msg(pybox_inputs_prepare(paths, 1, PYBOX_INPUT_MAX, &inputs, &err) == 0, "%s", err.msg);
-    pybox_native_box_t *b = NULL;
-    ck_assert_msg(pybox_native_create(&s, &b, &err) == 0, "%s", err.msg);
-    pid_t pid = pybox_native_pid(b);
-    ck_assert_msg(pybox_native_put_files(b, inputs.tar.data, inputs.tar.len, &err) == 0, "%s", err.msg);
-    pybox_inputs_free(&inputs);
     pybox_native_run_t r;
     const char *prog = "print(open('/box/in/umask.txt').read().strip())\n";
     ck_assert_msg(pybox_native_drive(b, prog, strlen(prog), 15000, NULL, NULL, &r, &err) == 0, "%s", err.msg);
@@ -722,21 +722,9 @@ START_TEST(files_in_and_out)
     pybox_native_spec_t s;
     char name[33];
     spec_of(&s, name, 200106);
-    char in[PATH_MAX];
-    snprintf(in, sizeof in, "%s/data.txt", work);
-    FILE *f = fopen(in, "w");
-    fputs("42\n", f);
-    fclose(f);
-    pybox_inputs_t inputs;
-    pybox_inputs_init(&inputs);
-    const char *paths[] = {in};
+    pid_t pid;
+    pybox_native_box_t *b = box_with_input(&s, "data.txt", "42\n", &pid);
     pybox_error_t err = {0};
-    ck_assert_msg(pybox_inputs_prepare(paths, 1, PYBOX_INPUT_MAX, &inputs, &err) == 0, "%s", err.msg);
-    pybox_native_box_t *b = NULL;
-    ck_assert_msg(pybox_native_create(&s, &b, &err) == 0, "%s", err.msg);
-    pid_t pid = pybox_native_pid(b);
-    ck_assert_msg(pybox_native_put_files(b, inputs.tar.data, inputs.tar.len, &err) == 0, "%s", err.msg);
-    pybox_inputs_free(&inputs);
     ck_assert_msg(pybox_native_verify(b, &s, NULL, &err) == 0, "%s", err.msg);
     files_arg_t fa = {.rc = -2};
     pybox_native_run_t r;

@@ -218,20 +218,6 @@ START_TEST(engine_never_answers)
 }
 END_TEST
 
-static void copy_file(const char *from_dir, const char *to_dir, const char *name)
-{
-    char a[PATH_MAX], b[PATH_MAX], buf[8192];
-    ck_assert_int_eq(pybox_fmt(a, sizeof a, "%s/%s", from_dir, name), 0);
-    ck_assert_int_eq(pybox_fmt(b, sizeof b, "%s/%s", to_dir, name), 0);
-    FILE *in = fopen(a, "re"), *out = fopen(b, "we");
-    ck_assert(in != NULL && out != NULL);
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-        ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
-    fclose(in);
-    ck_assert_int_eq(fclose(out), 0);
-}
-
 /* A state directory on a read-only file system: refused before anything is made, and
  * the error says it is the state directory (not only which of its files failed). Its
  * tmpfs is in a mount namespace of this test's own. */
@@ -243,13 +229,7 @@ START_TEST(read_only_state_dir)
     ck_assert_int_eq(itest_new_home(src, sizeof src, id), 0);
     ck_assert_ptr_nonnull(mkdtemp(work));
     ck_assert_int_eq(pybox_fmt(state, sizeof state, "%s/state", work), 0);
-    ck_assert_int_eq(mkdir(state, 0700), 0);
-    ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
-    ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
-    ck_assert_int_eq(mount("tmpfs", state, "tmpfs", MS_NOSUID | MS_NODEV, "size=256k,mode=0700"), 0);
-    copy_file(src, state, "install-id");
-    copy_file(src, state, "images.json");
-    copy_file(src, state, "config.json");
+    itest_small_state(src, state);
     itest_remove_home(src);
     char runs[PATH_MAX + 8];
     snprintf(runs, sizeof runs, "%s/runs", state);

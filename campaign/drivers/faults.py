@@ -16,6 +16,7 @@
 # data root, exec root, socket and log, never the shared engine) is stopped and deleted,
 # and the state directory cases run in a mount namespace of their own, so their tmpfs
 # goes with the process.
+import contextlib
 import datetime
 import http.client
 import json
@@ -29,6 +30,8 @@ import sys
 import tempfile
 import time
 from urllib.parse import quote
+
+import hostprocs
 
 REPO = os.getcwd()
 PYBOX = os.environ.get("PYBOX_BIN", "")
@@ -443,19 +446,7 @@ class PrivateEngine:
 
     def procs(self):
         """Processes that name this engine's folders (containerd, shims, the engine)."""
-        out = []
-        me = os.getpid()
-        for p in os.listdir("/proc"):
-            if not p.isdigit() or int(p) == me:
-                continue
-            try:
-                with open("/proc/%s/cmdline" % p, "rb") as f:
-                    cl = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-            except OSError:
-                continue
-            if (self.data in cl or self.xroot in cl or self.sock in cl) and alive(int(p)):
-                out.append(int(p))
-        return out
+        return [pid for pid, _ in hostprocs.naming((self.data, self.xroot, self.sock))]
 
     def teardown(self):
         """Containers and images through the API, SIGTERM, then whatever still names our
@@ -506,6 +497,27 @@ class PrivateEngine:
 LONG = b"import time\nprint('running', flush=True)\ntime.sleep(30)\n"
 
 
+@contextlib.contextmanager
+def private_engine(name):
+    """A private engine in a scratch folder of its own, started, and an installation on it
+    with the stdlib image built from nothing; the engine and its data deleted after, and
+    checked gone."""
+    work = os.path.join(TMP, name)
+    os.makedirs(work)
+    eng = PrivateEngine(work)
+    try:
+        OBS["engine_start_s"] = round(eng.start(), 1)
+        inst = Install(work, docker_host=eng.host, pins=False)
+        OBS["image_import_s"] = round(inst.build_stdlib("docker", engine_is_ours=True), 1)
+        yield eng, inst
+    finally:
+        eng.teardown()
+        OBS["engine_deleted"] = not eng.procs() and not os.path.exists(eng.data)
+        check("the private engine and its data deleted", OBS["engine_deleted"],
+              "dockerd, containerd and shims gone; data root, exec root and socket removed" if OBS["engine_deleted"]
+              else "still there: %s" % eng.procs())
+
+
 def wait_program_running(sock, install_id, limit_s=30):
     """The box of the installation that runs, once its process list shows python3: its
     inspect record, or None."""
@@ -531,13 +543,7 @@ def engine_killed():
     """A private engine SIGKILLed while a box runs: pybox exits 125 at once and says so;
     the box ends by its own timer with nobody to ask it; the engine, restarted on the
     same data root, has its record; cleanup after expiry removes it; nothing is left."""
-    work = os.path.join(TMP, "engine-killed")
-    os.makedirs(work)
-    eng = PrivateEngine(work)
-    try:
-        OBS["engine_start_s"] = round(eng.start(), 1)
-        inst = Install(work, docker_host=eng.host, pins=False)
-        OBS["image_import_s"] = round(inst.build_stdlib("docker", engine_is_ours=True), 1)
+    with private_engine("engine-killed") as (eng, inst):
         timeout_s = 2
         env = dict(inst.env)
         p = subprocess.Popen([PYBOX, "exec", "--json", "--backend", "docker", "--timeout", str(timeout_s)], env=env,
@@ -612,12 +618,6 @@ def engine_killed():
               "before the expiry: %s; after: %d removed (%s); left: %s"
               % ("kept, note kept" if kept else "NOT kept", rep2.get("removed", 0),
                  ", ".join(sorted(set(i.get("what", "") for i in rep2.get("items", [])))), describe(left)))
-    finally:
-        eng.teardown()
-        OBS["engine_deleted"] = not eng.procs() and not os.path.exists(eng.data)
-        check("the private engine and its data deleted", OBS["engine_deleted"],
-              "dockerd, containerd and shims gone; data root, exec root and socket removed" if OBS["engine_deleted"]
-              else "still there: %s" % eng.procs())
 
 
 def stall_case(eng, inst, name, program, args, stop_when, stall_s=3.0):
@@ -664,13 +664,7 @@ def engine_stalled():
     PyBox puts on the engine (5 s for the first contact, 60 s for a request), so PyBox
     waits it out. The receipt tells the truth: where the time went, and which clock ended
     the program."""
-    work = os.path.join(TMP, "engine-stalled")
-    os.makedirs(work)
-    eng = PrivateEngine(work)
-    try:
-        OBS["engine_start_s"] = round(eng.start(), 1)
-        inst = Install(work, docker_host=eng.host, pins=False)
-        OBS["image_import_s"] = round(inst.build_stdlib("docker", engine_is_ours=True), 1)
+    with private_engine("engine-stalled") as (eng, inst):
         runs = []
 
         # 1. Frozen before the run: the first contact waits, then the run goes on.
@@ -740,12 +734,6 @@ def engine_stalled():
         OBS["left"] = left
         OBS["leftovers"] = count(left)
         check("nothing left", count(left) == 0, describe(left))
-    finally:
-        eng.teardown()
-        OBS["engine_deleted"] = not eng.procs() and not os.path.exists(eng.data)
-        check("the private engine and its data deleted", OBS["engine_deleted"],
-              "dockerd, containerd and shims gone; data root, exec root and socket removed" if OBS["engine_deleted"]
-              else "still there: %s" % eng.procs())
 
 
 # ---- the state directory: full, read-only ----

@@ -15,6 +15,8 @@ set -eu
 if [ "${PYBOX_BACKEND:-docker}" = native ]; then
     exec python3 "$(dirname "$0")/lifecycle_native.py"
 fi
+# This driver's folder: its helper imports the drivers' shared Python from there.
+drivers=$(cd "$(dirname "$0")" && pwd)
 
 log() { printf 'lifecycle: %s\n' "$*" >&2; }
 die() {
@@ -92,6 +94,8 @@ torn_down=0
 
 cat >"$H" <<'EOF'
 import json, os, sys
+
+import hostprocs  # beside this driver (PYTHONPATH)
 
 res = os.path.dirname(os.path.abspath(__file__))
 CHECKS = ["private engine started", "stdlib image built from nothing", "data image built from nothing",
@@ -260,21 +264,8 @@ def cmd_mounts(*dirs):
 
 def cmd_procs(*dirs):
     """Processes whose command line names one of dirs: "pid comm" per line."""
-    me = os.getpid()
-    for p in os.listdir("/proc"):
-        if not p.isdigit() or int(p) == me:
-            continue
-        try:
-            with open("/proc/%s/cmdline" % p, "rb") as f:
-                cl = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-            with open("/proc/%s/stat" % p) as f:
-                st = f.read()
-        except OSError:
-            continue
-        if st.rsplit(")", 1)[1].split()[0] == "Z":
-            continue
-        if any(d in cl for d in dirs):
-            print(p, st[st.index("(") + 1:st.rindex(")")])
+    for pid, comm in hostprocs.naming(dirs):
+        print(pid, comm)
 
 
 def cmd_final():
@@ -302,7 +293,7 @@ def cmd_final():
 globals()["cmd_" + sys.argv[1].replace("-", "_")](*sys.argv[2:])
 EOF
 
-hp() { python3 "$H" "$@"; }
+hp() { PYTHONPATH=$drivers python3 "$H" "$@"; }
 check() { hp check "$@"; }
 obs() { hp obs "$@"; }
 

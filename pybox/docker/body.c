@@ -99,24 +99,26 @@ static cJSON *volume_labels(const pybox_policy_t *p)
     return l;
 }
 
+/* A labelled volume at target, added to the mounts m; returns its options. */
+static cJSON *volume(cJSON *m, const pybox_policy_t *p, const char *target)
+{
+    cJSON *v = cJSON_CreateObject();
+    cJSON_AddStringToObject(v, "Type", "volume");
+    cJSON_AddStringToObject(v, "Target", target);
+    cJSON *o = cJSON_AddObjectToObject(v, "VolumeOptions");
+    cJSON_AddItemToObject(o, "Labels", volume_labels(p));
+    cJSON_AddItemToArray(m, v);
+    return o;
+}
+
 /* The box's volumes: anonymous (removed with the box), labelled (found by cleanup). */
 static cJSON *mounts(const pybox_policy_t *p)
 {
     cJSON *m = cJSON_CreateArray();
-    if (p->mount_in) {
-        cJSON *v = cJSON_CreateObject();
-        cJSON_AddStringToObject(v, "Type", "volume");
-        cJSON_AddStringToObject(v, "Target", PYBOX_BOX_IN);
-        cJSON *o = cJSON_AddObjectToObject(v, "VolumeOptions");
-        cJSON_AddItemToObject(o, "Labels", volume_labels(p));
-        cJSON_AddItemToArray(m, v);
-    }
+    if (p->mount_in)
+        volume(m, p, PYBOX_BOX_IN);
     if (p->mount_out) {
-        cJSON *v = cJSON_CreateObject();
-        cJSON_AddStringToObject(v, "Type", "volume");
-        cJSON_AddStringToObject(v, "Target", PYBOX_BOX_OUT);
-        cJSON *o = cJSON_AddObjectToObject(v, "VolumeOptions");
-        cJSON_AddItemToObject(o, "Labels", volume_labels(p));
+        cJSON *o = volume(m, p, PYBOX_BOX_OUT);
         cJSON *dc = cJSON_AddObjectToObject(o, "DriverConfig");
         cJSON_AddStringToObject(dc, "Name", "local");
         cJSON *opts = cJSON_AddObjectToObject(dc, "Options");
@@ -126,7 +128,6 @@ static cJSON *mounts(const pybox_policy_t *p)
         cJSON_AddStringToObject(opts, "device", "tmpfs");
         cJSON_AddStringToObject(opts, "o", mo);
         cJSON_AddStringToObject(opts, "type", "tmpfs");
-        cJSON_AddItemToArray(m, v);
     }
     return m;
 }

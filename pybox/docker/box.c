@@ -67,17 +67,13 @@ static int d_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **
         cJSON_Delete(body);
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "the box's name");
     }
+    static const long created[] = {201, 0};
     long status = 0;
     cJSON *reply = NULL;
-    int rc = pybox_engine_call(e, "POST", path, body, &status, &reply, err);
+    int rc = pybox_engine_call_ok(e, "POST", path, body, created, "POST /containers/create", &status, &reply, err);
     cJSON_Delete(body);
     if (rc < 0)
         return -1;
-    if (status != 201) {
-        pybox_engine_fail(err, "POST /containers/create", status, reply);
-        cJSON_Delete(reply);
-        return -1;
-    }
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(reply, "Id");
     if (!cJSON_IsString(id) || !valid_id(id->valuestring)) {
         cJSON_Delete(reply);
@@ -109,17 +105,10 @@ static int inspect(docker_box_t *b, long *status, cJSON **reply, pybox_error_t *
 /* The engine's record of the box, which must exist: what names what it was for. */
 static int inspect_200(docker_box_t *b, const char *what, cJSON **reply, pybox_error_t *err)
 {
-    long status = 0;
+    char path[160];
     *reply = NULL;
-    if (inspect(b, &status, reply, err) < 0)
-        return -1;
-    if (status != 200) {
-        pybox_engine_fail(err, what, status, *reply);
-        cJSON_Delete(*reply);
-        *reply = NULL;
-        return -1;
-    }
-    return 0;
+    PYBOX_DOCKER_PATH(path, -1, "/containers/%s/json", b->id);
+    return pybox_engine_get_200(b->engine, path, what, reply, err);
 }
 
 static int d_verify(pybox_box_t *base, const pybox_policy_t *p, int *checked, pybox_error_t *err)
@@ -195,16 +184,10 @@ static int d_start(pybox_box_t *base, pybox_error_t *err)
     docker_box_t *b = (docker_box_t *)base;
     char path[160];
     PYBOX_DOCKER_PATH(path, -1, "/containers/%s/start", b->id);
+    static const long started[] = {204, 0};
     long status = 0;
-    cJSON *reply = NULL;
-    if (pybox_engine_call(b->engine, "POST", path, NULL, &status, &reply, err) < 0)
+    if (pybox_engine_call_ok(b->engine, "POST", path, NULL, started, "starting the box", &status, NULL, err) < 0)
         return -1;
-    if (status != 204) {
-        pybox_engine_fail(err, "starting the box", status, reply);
-        cJSON_Delete(reply);
-        return -1;
-    }
-    cJSON_Delete(reply);
     return 0;
 }
 
@@ -275,15 +258,9 @@ static int d_wait(pybox_box_t *base, int64_t timeout_ms, pybox_box_end_t *out, p
     docker_box_t *b = (docker_box_t *)base;
     int64_t deadline = pybox_now_ms() + timeout_ms;
     for (;;) {
-        long status = 0;
         cJSON *reply = NULL;
-        if (inspect(b, &status, &reply, err) < 0)
+        if (inspect_200(b, "reading the box's end", &reply, err) < 0)
             return -1;
-        if (status != 200) {
-            pybox_engine_fail(err, "reading the box's end", status, reply);
-            cJSON_Delete(reply);
-            return -1;
-        }
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(reply, "State");
         const cJSON *running = cJSON_GetObjectItemCaseSensitive(st, "Running");
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(st, "ExitCode");
@@ -308,6 +285,7 @@ static int d_wait(pybox_box_t *base, int64_t timeout_ms, pybox_box_end_t *out, p
         char path[200];
         PYBOX_DOCKER_PATH(path, -1, "/containers/%s/wait?condition=not-running", b->id);
         cJSON *w = NULL;
+        long status = 0;
         pybox_error_t werr = {0};
         int64_t left = deadline - pybox_now_ms();
         if (pybox_engine_call_timeout(b->engine, "POST", path, NULL, (long)(left > 1 ? left : 1), &status, &w, &werr) <
@@ -330,16 +308,11 @@ static int d_remove(pybox_box_t *base, bool *gone, pybox_error_t *err)
     }
     char path[200];
     PYBOX_DOCKER_PATH(path, -1, "/containers/%s?force=1&v=1", b->id);
+    static const long removing[] = {204, 404, 409, 0};
     long status = 0;
     cJSON *reply = NULL;
-    if (pybox_engine_call(b->engine, "DELETE", path, NULL, &status, &reply, err) < 0)
+    if (pybox_engine_call_ok(b->engine, "DELETE", path, NULL, removing, "removing the box", &status, NULL, err) < 0)
         return -1;
-    if (status != 204 && status != 404 && status != 409) {
-        pybox_engine_fail(err, "removing the box", status, reply);
-        cJSON_Delete(reply);
-        return -1;
-    }
-    cJSON_Delete(reply);
     /* Confirm: the engine must no longer know the box. A 409 above means a removal is
      * already under way; look again until it is done (bounded). */
     int64_t deadline = pybox_now_ms() + 10000;
@@ -489,16 +462,7 @@ static int list_json(pybox_engine_t *e, const char *what, const char *install_id
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "an engine request path would be cut");
     }
     free(esc);
-    long status = 0;
-    if (pybox_engine_call(e, "GET", path, NULL, &status, out, err) < 0)
-        return -1;
-    if (status != 200) {
-        pybox_engine_fail(err, what, status, *out);
-        cJSON_Delete(*out);
-        *out = NULL;
-        return -1;
-    }
-    return 0;
+    return pybox_engine_get_200(e, path, what, out, err);
 }
 
 static int d_list_leftovers(pybox_backend_t *be, const char *install_id, pybox_leftover_t **out, size_t *n,
@@ -661,4 +625,5 @@ const pybox_backend_ops_t pybox_docker_backend_ops = {
     .remove_leftover = d_remove_leftover,
     .run_cgroup = d_run_cgroup,
     .images = &pybox_docker_image_ops,
+    .campaign = &pybox_docker_campaign_ops,
 };

@@ -69,6 +69,9 @@ bool pybox_demux_clean_end(const pybox_demux_t *d);
 /* The backend (box.c), as the registry names it. */
 extern const pybox_backend_ops_t pybox_docker_backend_ops;
 
+/* What the evidence campaign asks of the engine (pybox/docker/campaign.c). */
+extern const pybox_campaign_ops_t pybox_docker_campaign_ops;
+
 /* Images in the engine (pybox/docker/image.c). */
 extern const pybox_image_ops_t pybox_docker_image_ops;
 /* The engine of an open Docker backend (tests and images). */

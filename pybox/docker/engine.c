@@ -323,6 +323,36 @@ int pybox_engine_fail(pybox_error_t *err, const char *what, long status, const c
     return pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "%s: the engine answered HTTP %ld: %s", what, status, msg);
 }
 
+int pybox_engine_call_ok(pybox_engine_t *e, const char *method, const char *path, const cJSON *body, const long *ok,
+                         const char *what, long *status, cJSON **reply, pybox_error_t *err)
+{
+    cJSON *r = NULL;
+    if (reply != NULL)
+        *reply = NULL;
+    if (pybox_engine_call(e, method, path, body, status, &r, err) < 0)
+        return -1;
+    size_t i = 0;
+    while (ok[i] != 0 && ok[i] != *status)
+        i++;
+    if (ok[i] == 0) {
+        pybox_engine_fail(err, what, *status, r);
+        cJSON_Delete(r);
+        return -1;
+    }
+    if (reply != NULL)
+        *reply = r;
+    else
+        cJSON_Delete(r);
+    return 0;
+}
+
+int pybox_engine_get_200(pybox_engine_t *e, const char *path, const char *what, cJSON **reply, pybox_error_t *err)
+{
+    static const long ok[] = {200, 0};
+    long status;
+    return pybox_engine_call_ok(e, "GET", path, NULL, ok, what, &status, reply, err);
+}
+
 char *pybox_engine_escape(pybox_engine_t *e, const char *s)
 {
     char *c = cu.curl_easy_escape(e->curl, s, 0);

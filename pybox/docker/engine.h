@@ -71,6 +71,16 @@ int pybox_engine_negotiate(const char *socket_path, long status, const char *hea
 /* Fill err from an engine error reply: "<what>: engine said (HTTP n): <message>". */
 int pybox_engine_fail(pybox_error_t *err, const char *what, long status, const cJSON *reply);
 
+/* A call whose answer must have one of the statuses ok (0-ended): *status gets it and
+ * *reply (NULL: none wanted) its body; else -1 with the engine's own message for what
+ * (pybox_engine_fail). */
+int pybox_engine_call_ok(pybox_engine_t *e, const char *method, const char *path, const cJSON *body, const long *ok,
+                         const char *what, long *status, cJSON **reply, pybox_error_t *err);
+
+/* GET path, whose answer must be 200: *reply gets it; else -1 with the engine's own
+ * message for what (pybox_engine_fail) and *reply NULL. */
+int pybox_engine_get_200(pybox_engine_t *e, const char *path, const char *what, cJSON **reply, pybox_error_t *err);
+
 /* URL-escape s (for query parameters). The caller frees the result. */
 char *pybox_engine_escape(pybox_engine_t *e, const char *s);
 

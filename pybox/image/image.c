@@ -132,11 +132,11 @@ int pybox_image_resolve(const pybox_state_t *st, pybox_backend_t *be, const char
 
 /* ---- fingerprints ---- */
 
-static int hash_file(EVP_MD_CTX *md, const char *path, pybox_error_t *err)
+/* Every byte read from fd (path names it) handed on in chunks to fn, which may stop the
+ * reading (-1 with err). 0, or -1 with err. */
+static int each_chunk(int fd, const char *path, int (*fn)(void *arg, const char *buf, size_t n, pybox_error_t *err),
+                      void *arg, pybox_error_t *err)
 {
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "open(%s)", path);
     char buf[65536];
     for (;;) {
         ssize_t r = read(fd, buf, sizeof buf);
@@ -146,8 +146,24 @@ static int hash_file(EVP_MD_CTX *md, const char *path, pybox_error_t *err)
             return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "read(%s)", path);
         if (r == 0)
             return 0;
-        EVP_DigestUpdate(md, buf, (size_t)r);
+        if (fn(arg, buf, (size_t)r, err) < 0)
+            return -1;
     }
+}
+
+static int digest_chunk(void *md, const char *buf, size_t n, pybox_error_t *err)
+{
+    (void)err;
+    EVP_DigestUpdate(md, buf, n);
+    return 0;
+}
+
+static int hash_file(EVP_MD_CTX *md, const char *path, pybox_error_t *err)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, errno, "open(%s)", path);
+    return each_chunk(fd, path, digest_chunk, md, err);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -946,6 +962,20 @@ int pybox_image_verify(const pybox_state_t *st, pybox_backend_t *be, const pybox
     return failed;
 }
 
+/* Where copy_file writes. */
+typedef struct {
+    int fd;
+    const char *path;
+} copy_t;
+
+static int copy_chunk(void *arg, const char *buf, size_t n, pybox_error_t *err)
+{
+    const copy_t *c = arg;
+    if (pybox_write_all(c->fd, buf, n) < 0)
+        return pybox_error_set(err, PYBOX_ERR_STATE, errno, "write(%s)", c->path);
+    return 0;
+}
+
 static int copy_file(const char *from, const char *to, pybox_error_t *err)
 {
     _cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC);
@@ -954,18 +984,8 @@ static int copy_file(const char *from, const char *to, pybox_error_t *err)
     _cleanup_close_ int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (out < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, errno, "open(%s)", to);
-    char buf[65536];
-    for (;;) {
-        ssize_t r = read(in, buf, sizeof buf);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "read(%s)", from);
-        if (r == 0)
-            return 0;
-        if (pybox_write_all(out, buf, (size_t)r) < 0)
-            return pybox_error_set(err, PYBOX_ERR_STATE, errno, "write(%s)", to);
-    }
+    copy_t c = {out, to};
+    return each_chunk(in, from, copy_chunk, &c, err);
 }
 
 static void remove_recipe(const char *dir)

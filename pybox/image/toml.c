@@ -47,6 +47,16 @@ static void skip(reader_t *r, bool nl)
     }
 }
 
+/* Whether c comes next; taken when it does. */
+static bool eat(reader_t *r, char c)
+{
+    if (r->p < r->end && *r->p == c) {
+        r->p++;
+        return true;
+    }
+    return false;
+}
+
 static int put_utf8(pybox_buf_t *b, unsigned cp)
 {
     char u[4];
@@ -153,88 +163,86 @@ static int read_key(reader_t *r, pybox_buf_t *out)
 
 static cJSON *read_value(reader_t *r, int depth);
 
-static cJSON *read_inline_table(reader_t *r, int depth)
+/* After an item of an inline table or array (newlines skipped too when nl): 1 when a ','
+ * follows (another item may come), 0 when close ends it, -1 (failed) when neither. */
+static int item_end(reader_t *r, bool nl, char close)
 {
-    r->p++; /* { */
-    cJSON *t = cJSON_CreateObject();
-    skip(r, false);
-    if (r->p < r->end && *r->p == '}') {
-        r->p++;
-        return t;
-    }
-    for (;;) {
-        pybox_buf_t key;
-        pybox_buf_init(&key, 1024);
-        if (read_key(r, &key) < 0) {
-            pybox_buf_free(&key);
-            break;
-        }
-        skip(r, false);
-        if (r->p >= r->end || *r->p != '=') {
-            pybox_buf_free(&key);
-            fail(r, "'=' was expected");
-            break;
-        }
-        r->p++;
-        cJSON *v = read_value(r, depth + 1);
-        if (v == NULL || cJSON_GetObjectItemCaseSensitive(t, key.data) != NULL) {
-            if (v != NULL)
-                fail(r, "a key is given twice");
-            cJSON_Delete(v);
-            pybox_buf_free(&key);
-            break;
-        }
-        if (cJSON_GetArraySize(t) >= TOML_KEYS_MAX) {
-            cJSON_Delete(v);
-            pybox_buf_free(&key);
-            fail(r, "a table has too many keys");
-            break;
-        }
-        cJSON_AddItemToObject(t, key.data, v);
-        pybox_buf_free(&key);
-        skip(r, false);
-        if (r->p < r->end && *r->p == ',') {
-            r->p++;
-            continue;
-        }
-        if (r->p < r->end && *r->p == '}') {
-            r->p++;
-            return t;
-        }
-        fail(r, "',' or '}' was expected");
-        break;
-    }
-    cJSON_Delete(t);
-    return NULL;
+    skip(r, nl);
+    if (eat(r, ','))
+        return 1;
+    if (eat(r, close))
+        return 0;
+    return fail(r, close == '}' ? "',' or '}' was expected" : "',' or ']' was expected");
 }
 
-static cJSON *read_array(reader_t *r, int depth)
+/* A key = value of an inline table, into t. 0, or -1 (failed). */
+static int table_item(reader_t *r, int depth, cJSON *t)
 {
-    r->p++; /* [ */
-    cJSON *a = cJSON_CreateArray();
-    for (;;) {
-        skip(r, true);
-        if (r->p < r->end && *r->p == ']') {
-            r->p++;
-            return a;
-        }
-        cJSON *v = read_value(r, depth + 1);
-        if (v == NULL)
-            break;
-        cJSON_AddItemToArray(a, v);
-        skip(r, true);
-        if (r->p < r->end && *r->p == ',') {
-            r->p++;
-            continue;
-        }
-        if (r->p < r->end && *r->p == ']') {
-            r->p++;
-            return a;
-        }
-        fail(r, "',' or ']' was expected");
-        break;
+    pybox_buf_t key;
+    pybox_buf_init(&key, 1024);
+    if (read_key(r, &key) < 0) {
+        pybox_buf_free(&key);
+        return -1;
     }
-    cJSON_Delete(a);
+    skip(r, false);
+    if (r->p >= r->end || *r->p != '=') {
+        pybox_buf_free(&key);
+        return fail(r, "'=' was expected");
+    }
+    r->p++;
+    cJSON *v = read_value(r, depth + 1);
+    if (v == NULL || cJSON_GetObjectItemCaseSensitive(t, key.data) != NULL) {
+        if (v != NULL)
+            fail(r, "a key is given twice");
+        cJSON_Delete(v);
+        pybox_buf_free(&key);
+        return -1;
+    }
+    if (cJSON_GetArraySize(t) >= TOML_KEYS_MAX) {
+        cJSON_Delete(v);
+        pybox_buf_free(&key);
+        return fail(r, "a table has too many keys");
+    }
+    cJSON_AddItemToObject(t, key.data, v);
+    pybox_buf_free(&key);
+    return 0;
+}
+
+/* A value of an array, into a. 0, or -1 (failed). */
+static int array_item(reader_t *r, int depth, cJSON *a)
+{
+    cJSON *v = read_value(r, depth + 1);
+    if (v == NULL)
+        return -1;
+    cJSON_AddItemToArray(a, v);
+    return 0;
+}
+
+/* An inline table ({...}) or an array ([...]), its opening bracket next: items read into
+ * c by item, separated by ',' up to close. An array may span lines and end in a ','; an
+ * inline table does neither. c, or NULL (c freed) on failure. */
+static cJSON *read_list(reader_t *r, int depth, cJSON *c, char close, int (*item)(reader_t *, int, cJSON *))
+{
+    bool array = close == ']';
+    r->p++;
+    skip(r, array);
+    if (eat(r, close))
+        return c;
+    for (;;) {
+        if (item(r, depth, c) < 0)
+            break;
+        int more = item_end(r, array, close);
+        if (more == 0)
+            return c;
+        if (more < 0)
+            break;
+        if (array) {
+            skip(r, true);
+            if (eat(r, close))
+                return c;
+        }
+    }
+    cJSON_Delete(c);
     return NULL;
 }
 
@@ -262,9 +270,9 @@ static cJSON *read_value(reader_t *r, int depth)
         return v;
     }
     if (c == '{')
-        return read_inline_table(r, depth);
+        return read_list(r, depth, cJSON_CreateObject(), '}', table_item);
     if (c == '[')
-        return read_array(r, depth);
+        return read_list(r, depth, cJSON_CreateArray(), ']', array_item);
     if (r->end - r->p >= 4 && memcmp(r->p, "true", 4) == 0) {
         r->p += 4;
         return cJSON_CreateTrue();

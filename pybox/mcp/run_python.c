@@ -240,6 +240,24 @@ static const char *unknown_key(const cJSON *o, const char *const *known)
     return NULL;
 }
 
+/* The refusal of args with a key not in known (NULL-ended), naming it and what the tool
+ * takes; NULL when every key is known. */
+static cJSON *refuse_unknown(const cJSON *args, const char *tool, const char *const *known)
+{
+    const char *unknown = unknown_key(args, known);
+    if (unknown == NULL)
+        return NULL;
+    char quoted[SHOWN_MAX * 4 + 8];
+    pybox_buf_t takes;
+    pybox_buf_init(&takes, 0);
+    for (size_t i = 0; known[i] != NULL; i++)
+        pybox_buf_addf(&takes, "%s%s", i ? ", " : "", known[i]);
+    cJSON *r = refuse("unknown argument '%s' (%s takes: %s)", shown(quoted, sizeof quoted, unknown), tool,
+                      takes.data ? takes.data : "");
+    pybox_buf_free(&takes);
+    return r;
+}
+
 static bool simple_name(const char *n)
 {
     size_t len = strlen(n);
@@ -294,12 +312,30 @@ static const char *image_mime(const unsigned char *d, size_t n)
     return NULL;
 }
 
-static void add_text(cJSON *content, const char *text)
+/* A content item of that type whose key holds value. */
+static cJSON *item_of(const char *type, const char *key, const char *value)
 {
     cJSON *t = cJSON_CreateObject();
-    cJSON_AddStringToObject(t, "type", "text");
-    cJSON_AddStringToObject(t, "text", text);
-    cJSON_AddItemToArray(content, t);
+    cJSON_AddStringToObject(t, "type", type);
+    cJSON_AddStringToObject(t, key, value);
+    return t;
+}
+
+static void add_text(cJSON *content, const char *text)
+{
+    cJSON_AddItemToArray(content, item_of("text", "text", text));
+}
+
+/* A content item of that type whose key holds what was made in b (made: the making's
+ * result); NULL, with failed said in content instead, when it could not be made. */
+static cJSON *content_item(cJSON *content, const char *type, const char *key, int made, const pybox_buf_t *b,
+                           const char *failed)
+{
+    if (made < 0 || !pybox_buf_ok(b)) {
+        add_text(content, failed);
+        return NULL;
+    }
+    return item_of(type, key, b->data ? b->data : "");
 }
 
 /* The program's text, one line per line, each behind PYBOX_MCP_FENCE and escaped (control,
@@ -347,19 +383,13 @@ static void add_files(cJSON *content, const pybox_outputs_t *o, const char *dir,
         pybox_buf_t b;
         pybox_buf_init(&b, 0);
         if (mime != NULL && room) {
-            cJSON *img = cJSON_CreateObject();
-            cJSON_AddStringToObject(img, "type", "image");
-            if (pybox_base64(&b, data, len) < 0 || !pybox_buf_ok(&b)) {
-                cJSON_Delete(img);
-                add_text(content, "a returned image could not be carried: out of memory");
-                pybox_buf_free(&b);
-                free(data);
-                continue;
+            cJSON *img = content_item(content, "image", "data", pybox_base64(&b, data, len), &b,
+                                      "a returned image could not be carried: out of memory");
+            if (img != NULL) {
+                cJSON_AddStringToObject(img, "mimeType", mime);
+                cJSON_AddItemToArray(content, img);
+                inline_used += len;
             }
-            cJSON_AddStringToObject(img, "data", b.data ? b.data : "");
-            cJSON_AddStringToObject(img, "mimeType", mime);
-            cJSON_AddItemToArray(content, img);
-            inline_used += len;
         } else if (mime == NULL && room && len <= INLINE_TEXT_MAX && pybox_utf8_valid(data, len) &&
                    memchr(data, 0, len) == NULL) {
             pybox_buf_addf(&b,
@@ -371,20 +401,14 @@ static void add_files(cJSON *content, const pybox_outputs_t *o, const char *dir,
                                                : "a returned text file could not be carried: out of memory");
             inline_used += len;
         } else if (kept) {
-            cJSON *l = cJSON_CreateObject();
-            cJSON_AddStringToObject(l, "type", "resource_link");
-            if (pybox_mcp_file_uri(&b, path) < 0 || !pybox_buf_ok(&b)) {
-                cJSON_Delete(l);
-                add_text(content, "a returned file's link could not be made: out of memory");
-                pybox_buf_free(&b);
-                free(data);
-                continue;
+            cJSON *l = content_item(content, "resource_link", "uri", pybox_mcp_file_uri(&b, path), &b,
+                                    "a returned file's link could not be made: out of memory");
+            if (l != NULL) {
+                cJSON_AddStringToObject(l, "name", name);
+                cJSON_AddStringToObject(l, "mimeType", mime ? mime : "application/octet-stream");
+                cJSON_AddNumberToObject(l, "size", (double)e->bytes);
+                cJSON_AddItemToArray(content, l);
             }
-            cJSON_AddStringToObject(l, "uri", b.data ? b.data : "");
-            cJSON_AddStringToObject(l, "name", name);
-            cJSON_AddStringToObject(l, "mimeType", mime ? mime : "application/octet-stream");
-            cJSON_AddNumberToObject(l, "size", (double)e->bytes);
-            cJSON_AddItemToArray(content, l);
         } else {
             pybox_buf_addf(&b, "file %s: %lld bytes, not returned inline (%s; this server keeps no files)", name,
                            (long long)e->bytes,
@@ -446,11 +470,45 @@ static cJSON *prop(cJSON *props, const char *name, const char *type, const char 
     return p;
 }
 
-cJSON *pybox_mcp_run_python_describe(const pybox_mcp_config_t *cfg)
+/* A tool's description begun: its name and title (its description comes next). */
+static cJSON *tool_new(const char *name, const char *title)
 {
     cJSON *t = cJSON_CreateObject();
-    cJSON_AddStringToObject(t, "name", "run_python");
-    cJSON_AddStringToObject(t, "title", "Run Python in a sealed box");
+    cJSON_AddStringToObject(t, "name", name);
+    cJSON_AddStringToObject(t, "title", title);
+    return t;
+}
+
+/* A tool's input schema, an object: *in gets it; returns its properties. */
+static cJSON *input_schema(cJSON *t, cJSON **in)
+{
+    *in = cJSON_AddObjectToObject(t, "inputSchema");
+    cJSON_AddStringToObject(*in, "type", "object");
+    return cJSON_AddObjectToObject(*in, "properties");
+}
+
+/* The image property: one of the server's images. */
+static void image_prop(cJSON *props, const pybox_mcp_config_t *cfg, const char *description)
+{
+    cJSON *en = cJSON_AddArrayToObject(prop(props, "image", "string", description), "enum");
+    for (size_t i = 0; i < cfg->n_images; i++)
+        cJSON_AddItemToArray(en, cJSON_CreateString(cfg->images[i]));
+}
+
+/* The deadline and memory properties, from the limits' minimums to the server's maximums. */
+static void limit_props(cJSON *props, const pybox_mcp_config_t *cfg, const char *timeout, const char *memory)
+{
+    cJSON *to = prop(props, "timeout_s", "number", timeout);
+    cJSON_AddNumberToObject(to, "minimum", (double)pybox_limit(PYBOX_LIMIT_TIMEOUT)->min / 1000.0);
+    cJSON_AddNumberToObject(to, "maximum", (double)cfg->max_timeout_ms / 1000.0);
+    cJSON *mem = prop(props, "memory_mib", "integer", memory);
+    cJSON_AddNumberToObject(mem, "minimum", (double)(pybox_limit(PYBOX_LIMIT_MEMORY)->min >> 20));
+    cJSON_AddNumberToObject(mem, "maximum", (double)(cfg->max_memory_bytes >> 20));
+}
+
+cJSON *pybox_mcp_run_python_describe(const pybox_mcp_config_t *cfg)
+{
+    cJSON *t = tool_new("run_python", "Run Python in a sealed box");
     char desc[1024], most[PYBOX_NUM_MAX];
     snprintf(desc, sizeof desc,
              "Runs a Python 3 program in a fresh, sealed Linux container and returns its receipt: what the kernel "
@@ -462,20 +520,12 @@ cJSON *pybox_mcp_run_python_describe(const pybox_mcp_config_t *cfg)
              pybox_fmt_fixed(most, cfg->max_timeout_ms, 3), (long long)(cfg->max_memory_bytes >> 20));
     cJSON_AddStringToObject(t, "description", desc);
 
-    cJSON *in = cJSON_AddObjectToObject(t, "inputSchema");
-    cJSON_AddStringToObject(in, "type", "object");
-    cJSON *props = cJSON_AddObjectToObject(in, "properties");
+    cJSON *in;
+    cJSON *props = input_schema(t, &in);
     prop(props, "code", "string", "The Python program (run as the main module, from standard input).");
-    cJSON *img = prop(props, "image", "string", "The image to run in (the first is the default).");
-    cJSON *en = cJSON_AddArrayToObject(img, "enum");
-    for (size_t i = 0; i < cfg->n_images; i++)
-        cJSON_AddItemToArray(en, cJSON_CreateString(cfg->images[i]));
-    cJSON *to = prop(props, "timeout_s", "number", "Deadline in seconds (set by the server: at most the maximum).");
-    cJSON_AddNumberToObject(to, "minimum", (double)pybox_limit(PYBOX_LIMIT_TIMEOUT)->min / 1000.0);
-    cJSON_AddNumberToObject(to, "maximum", (double)cfg->max_timeout_ms / 1000.0);
-    cJSON *mem = prop(props, "memory_mib", "integer", "Memory limit in MiB (without swap).");
-    cJSON_AddNumberToObject(mem, "minimum", (double)(pybox_limit(PYBOX_LIMIT_MEMORY)->min >> 20));
-    cJSON_AddNumberToObject(mem, "maximum", (double)(cfg->max_memory_bytes >> 20));
+    image_prop(props, cfg, "The image to run in (the first is the default).");
+    limit_props(props, cfg, "Deadline in seconds (set by the server: at most the maximum).",
+                "Memory limit in MiB (without swap).");
     cJSON *files = prop(props, "files", "array",
                         "Input files, put read-only at /box/in/<name>: inline text (content), inline bytes "
                         "(content_base64), or a path under the server's files root (path).");
@@ -579,12 +629,9 @@ static cJSON *check_args(const pybox_mcp_config_t *cfg, const cJSON *args, call_
     const cJSON *ret = cJSON_GetObjectItemCaseSensitive(args, "return_files");
     const cJSON *session = cJSON_GetObjectItemCaseSensitive(args, "session_id");
     memset(a, 0, sizeof *a);
-    const char *unknown = unknown_key(args, known_args);
-    char quoted[SHOWN_MAX * 4 + 8];
+    cJSON *unknown = refuse_unknown(args, "run_python", known_args);
     if (unknown != NULL)
-        return refuse("unknown argument '%s' (run_python takes: code, image, timeout_s, memory_mib, files, "
-                      "return_files, session_id)",
-                      shown(quoted, sizeof quoted, unknown));
+        return unknown;
     if (!cJSON_IsString(code) || code->valuestring[0] == '\0')
         return refuse("code: give the Python program as a non-empty string");
     a->code = code->valuestring;
@@ -939,12 +986,9 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
     pybox_mcp_sessions_t *ss = ctx != NULL ? ctx->sessions : NULL;
     call_args_t a;
     memset(&a, 0, sizeof a);
-    char quoted[SHOWN_MAX * 4 + 8];
-    const char *unknown = unknown_key(args, known_open_args);
-    if (unknown != NULL)
-        return refuse("unknown argument '%s' (session_open takes: image, timeout_s, memory_mib, ttl_s)",
-                      shown(quoted, sizeof quoted, unknown));
-    cJSON *refusal = check_box_args(cfg, args, &a);
+    cJSON *refusal = refuse_unknown(args, "session_open", known_open_args);
+    if (refusal == NULL)
+        refusal = check_box_args(cfg, args, &a);
     if (refusal != NULL)
         return refusal;
     int64_t ttl_ms = cfg->session_ttl_ms;
@@ -1040,10 +1084,9 @@ static cJSON *session_close(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     const pybox_mcp_ctx_t *ctx = arg;
     pybox_mcp_sessions_t *ss = ctx != NULL ? ctx->sessions : NULL;
     static const char *const known[] = {"session_id", NULL};
-    char quoted[SHOWN_MAX * 4 + 8];
-    const char *unknown = unknown_key(args, known);
+    cJSON *unknown = refuse_unknown(args, "session_close", known);
     if (unknown != NULL)
-        return refuse("unknown argument '%s' (session_close takes: session_id)", shown(quoted, sizeof quoted, unknown));
+        return unknown;
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(args, "session_id");
     if (!session_id_valid(id))
         return refuse("session_id: give the id session_open returned (32 hex digits)");
@@ -1062,9 +1105,7 @@ static cJSON *session_close(void *arg, const pybox_mcp_config_t *cfg, const cJSO
 
 static cJSON *session_open_describe(const pybox_mcp_config_t *cfg)
 {
-    cJSON *t = cJSON_CreateObject();
-    cJSON_AddStringToObject(t, "name", "session_open");
-    cJSON_AddStringToObject(t, "title", "Open a Python session in one sealed box");
+    cJSON *t = tool_new("session_open", "Open a Python session in one sealed box");
     char desc[1024], most[PYBOX_NUM_MAX], idle[PYBOX_NUM_MAX];
     snprintf(desc, sizeof desc,
              "Opens a session: one sealed box whose one interpreter runs every run_python call given its "
@@ -1076,19 +1117,11 @@ static cJSON *session_open_describe(const pybox_mcp_config_t *cfg)
              pybox_fmt_fixed(idle, cfg->session_idle_ms, 3), pybox_fmt_fixed(most, cfg->session_ttl_ms, 3),
              cfg->sessions);
     cJSON_AddStringToObject(t, "description", desc);
-    cJSON *in = cJSON_AddObjectToObject(t, "inputSchema");
-    cJSON_AddStringToObject(in, "type", "object");
-    cJSON *props = cJSON_AddObjectToObject(in, "properties");
-    cJSON *img = prop(props, "image", "string", "The image of the session's box (the first is the default).");
-    cJSON *en = cJSON_AddArrayToObject(img, "enum");
-    for (size_t i = 0; i < cfg->n_images; i++)
-        cJSON_AddItemToArray(en, cJSON_CreateString(cfg->images[i]));
-    cJSON *to = prop(props, "timeout_s", "number", "The longest deadline any call of the session may have.");
-    cJSON_AddNumberToObject(to, "minimum", (double)pybox_limit(PYBOX_LIMIT_TIMEOUT)->min / 1000.0);
-    cJSON_AddNumberToObject(to, "maximum", (double)cfg->max_timeout_ms / 1000.0);
-    cJSON *mem = prop(props, "memory_mib", "integer", "The session's memory limit in MiB (without swap).");
-    cJSON_AddNumberToObject(mem, "minimum", (double)(pybox_limit(PYBOX_LIMIT_MEMORY)->min >> 20));
-    cJSON_AddNumberToObject(mem, "maximum", (double)(cfg->max_memory_bytes >> 20));
+    cJSON *in;
+    cJSON *props = input_schema(t, &in);
+    image_prop(props, cfg, "The image of the session's box (the first is the default).");
+    limit_props(props, cfg, "The longest deadline any call of the session may have.",
+                "The session's memory limit in MiB (without swap).");
     cJSON *ttl = prop(props, "ttl_s", "number", "The session's lifetime in seconds (set by the server: at most).");
     cJSON_AddNumberToObject(ttl, "minimum", 1);
     cJSON_AddNumberToObject(ttl, "maximum", (double)cfg->session_ttl_ms / 1000.0);
@@ -1099,15 +1132,12 @@ static cJSON *session_open_describe(const pybox_mcp_config_t *cfg)
 static cJSON *session_close_describe(const pybox_mcp_config_t *cfg)
 {
     (void)cfg;
-    cJSON *t = cJSON_CreateObject();
-    cJSON_AddStringToObject(t, "name", "session_close");
-    cJSON_AddStringToObject(t, "title", "Close a Python session");
+    cJSON *t = tool_new("session_close", "Close a Python session");
     cJSON_AddStringToObject(t, "description",
                             "Ends a session: every process in its box is killed and the box removed. Returns the "
                             "session's receipt: its box, its calls, its totals from the kernel.");
-    cJSON *in = cJSON_AddObjectToObject(t, "inputSchema");
-    cJSON_AddStringToObject(in, "type", "object");
-    cJSON *props = cJSON_AddObjectToObject(in, "properties");
+    cJSON *in;
+    cJSON *props = input_schema(t, &in);
     prop(props, "session_id", "string", "The id session_open returned.");
     cJSON *req = cJSON_AddArrayToObject(in, "required");
     cJSON_AddItemToArray(req, cJSON_CreateString("session_id"));

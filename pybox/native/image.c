@@ -126,15 +126,9 @@ static int hash_dir(EVP_MD_CTX *md, int dfd, const char *rel, int depth, pybox_e
     while (rc == 0 && (de = readdir(d)) != NULL) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            char **nn = realloc(names, nc * sizeof *nn);
-            if (nn == NULL) {
-                rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "hashing an image");
-                break;
-            }
-            names = nn;
-            cap = nc;
+        if (pybox_grow(&names, &cap, n, sizeof *names, 64) < 0) {
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "hashing an image");
+            break;
         }
         if ((names[n] = strdup(de->d_name)) == NULL)
             rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "hashing an image");

@@ -35,14 +35,8 @@ static pybox_native_leftover_t *find_or_add(list_t *l, const char *id)
             return &l->v[i];
     if (l->n >= LEFTOVERS_MAX)
         return NULL;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        pybox_native_leftover_t *v = realloc(l->v, cap * sizeof *v);
-        if (v == NULL)
-            return NULL;
-        l->v = v;
-        l->cap = cap;
-    }
+    if (pybox_grow(&l->v, &l->cap, l->n, sizeof *l->v, 16) < 0)
+        return NULL;
     pybox_native_leftover_t *e = &l->v[l->n++];
     memset(e, 0, sizeof *e);
     memcpy(e->run_id, id, 33);

@@ -84,6 +84,17 @@ static int action_of(const cJSON *v, int errnum, uint32_t *act, pybox_error_t *e
     return 0;
 }
 
+/* An object's action and the errno it returns (fallback when it names none), by their
+ * keys. 0 with *errnum and *act set, or -1. */
+static int errno_action(const cJSON *o, const char *errno_key, const char *action_key, int fallback, int *errnum,
+                        uint32_t *act, pybox_error_t *err)
+{
+    *errnum = errno_of(cJSON_GetObjectItemCaseSensitive(o, errno_key), fallback, err);
+    if (*errnum < 0)
+        return -1;
+    return action_of(cJSON_GetObjectItemCaseSensitive(o, action_key), *errnum, act, err);
+}
+
 static int op_of(const char *s, enum scmp_compare *op)
 {
     static const struct {
@@ -184,11 +195,9 @@ static int add_entry(scmp_filter_ctx ctx, const cJSON *e, int def_errno, int *ru
         return bad(err, "a syscalls entry is not an object", NULL);
     if (known_keys(e, keys, sizeof keys / sizeof *keys, "a syscalls entry", err) < 0)
         return -1;
-    int en = errno_of(cJSON_GetObjectItemCaseSensitive(e, "errnoRet"), def_errno, err);
-    if (en < 0)
-        return -1;
+    int en;
     uint32_t act;
-    if (action_of(cJSON_GetObjectItemCaseSensitive(e, "action"), en, &act, err) < 0)
+    if (errno_action(e, "errnoRet", "action", def_errno, &en, &act, err) < 0)
         return -1;
     struct scmp_arg_cmp cmp[ARGS_MAX];
     unsigned ncmp = 0;
@@ -258,11 +267,9 @@ int pybox_native_filter_compile(const char *json, size_t len, pybox_native_filte
         return -1;
     if (arch_listed(root, err) < 0)
         return -1;
-    int def_errno = errno_of(cJSON_GetObjectItemCaseSensitive(root, "defaultErrnoRet"), EPERM, err);
-    if (def_errno < 0)
-        return -1;
+    int def_errno;
     uint32_t def;
-    if (action_of(cJSON_GetObjectItemCaseSensitive(root, "defaultAction"), def_errno, &def, err) < 0)
+    if (errno_action(root, "defaultErrnoRet", "defaultAction", EPERM, &def_errno, &def, err) < 0)
         return -1;
     __attribute__((cleanup(ctx_release))) scmp_filter_ctx ctx = seccomp_init(def);
     if (ctx == NULL)

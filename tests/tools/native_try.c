@@ -15,6 +15,7 @@
 #include "../../pybox/native/native.h"
 #include "../../pybox/native/sandbox.h"
 #include "../../pybox/util.h"
+#include "../native_spec.h"
 
 static const char *rootfs, *staging = "/var/tmp/pybox-native-staging", *parent = "pybox-native-try";
 static char *program;
@@ -30,20 +31,9 @@ typedef struct job {
 
 static void spec_for(pybox_native_spec_t *s, char *name, uint32_t uid)
 {
-    memset(s, 0, sizeof *s);
-    pybox_native_spec_defaults(s);
-    s->rootfs = rootfs;
-    s->mount_in = true;
+    native_spec_at(s, rootfs, parent, staging, name, uid, env);
     s->out_bytes = 16LL << 20;
-    s->uid = uid;
     s->timer_ms = 10000;
-    s->nano_cpus = 1000000000LL;
-    s->cgroup_root = "/sys/fs/cgroup";
-    s->cgroup_parent = parent;
-    s->name = name;
-    s->staging = staging;
-    s->expires = pybox_wall_s() + 120;
-    s->env = env;
 }
 
 static int one(uint32_t uid, int show)
