@@ -490,3 +490,20 @@ int pybox_remove_tree_at(int dfd, const char *name)
 {
     return remove_at(dfd, name, 0, 0);
 }
+
+pid_t pybox_fork_piped(int *fd, pybox_error_t *err)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "pipe2");
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(p[0]);
+        close(p[1]);
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, e, "fork");
+    }
+    close(p[pid == 0 ? 0 : 1]);
+    *fd = p[pid == 0 ? 1 : 0];
+    return pid;
+}

@@ -136,4 +136,9 @@ DIR *pybox_dir_open(int fd);
 #define PYBOX_REMOVE_DEPTH_MAX 256
 int pybox_remove_tree_at(int dfd, const char *name);
 
+/* A child that answers its parent through a pipe (close-on-exec): 0 in the child, *fd its
+ * write end; the child's pid in the parent, *fd the read end; -1 with err set and nothing
+ * left open when either cannot be made. */
+pid_t pybox_fork_piped(int *fd, pybox_error_t *err);
+
 #endif

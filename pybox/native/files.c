@@ -439,18 +439,11 @@ int pybox_native_get_files(pybox_native_box_t *b, size_t max, pybox_buf_t *out, 
     _cleanup_close_ int nsfd = open(ns, O_RDONLY | O_CLOEXEC);
     if (nsfd < 0)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "open(%s)", ns);
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "pipe2");
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(p[0]);
-        close(p[1]);
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, e, "fork");
-    }
+    int pfd;
+    pid_t pid = pybox_fork_piped(&pfd, err);
+    if (pid < 0)
+        return -1;
     if (pid == 0) {
-        close(p[0]);
         pybox_buf_t data;
         pybox_error_t cerr = {0};
         packed_head_t h = {0};
@@ -462,30 +455,29 @@ int pybox_native_get_files(pybox_native_box_t *b, size_t max, pybox_buf_t *out, 
         h.errnum = cerr.errnum;
         h.msg_len = h.rc < 0 ? (uint32_t)strlen(cerr.msg) : 0;
         h.data_len = h.rc < 0 ? 0 : data.len;
-        if (pybox_write_all(p[1], &h, sizeof h) < 0 || pybox_write_all(p[1], cerr.msg, h.msg_len) < 0 ||
-            (h.data_len > 0 && pybox_write_all(p[1], data.data, data.len) < 0))
+        if (pybox_write_all(pfd, &h, sizeof h) < 0 || pybox_write_all(pfd, cerr.msg, h.msg_len) < 0 ||
+            (h.data_len > 0 && pybox_write_all(pfd, data.data, data.len) < 0))
             _exit(1);
         _exit(0);
     }
-    close(p[1]);
     packed_head_t h;
     char msg[PYBOX_ERROR_MSG_MAX];
     int rc = 0;
-    if (read_full(p[0], &h, sizeof h) < 0 || h.msg_len >= sizeof msg || h.data_len > max ||
-        read_full(p[0], msg, h.msg_len) < 0) {
+    if (read_full(pfd, &h, sizeof h) < 0 || h.msg_len >= sizeof msg || h.data_len > max ||
+        read_full(pfd, msg, h.msg_len) < 0) {
         rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, EPROTO, "native box: packing /box/out in its user namespace");
     } else if (h.rc < 0) {
         msg[h.msg_len] = '\0';
         rc = pybox_error_set(err, h.kind > 0 ? (pybox_error_kind_t)h.kind : PYBOX_ERR_SYSTEM, h.errnum, "%s", msg);
     } else {
         _cleanup_free_ char *data = h.data_len > 0 ? malloc(h.data_len) : NULL;
-        if (h.data_len > 0 && (data == NULL || read_full(p[0], data, h.data_len) < 0))
+        if (h.data_len > 0 && (data == NULL || read_full(pfd, data, h.data_len) < 0))
             rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, data == NULL ? ENOMEM : EPROTO,
                                  "native box: the packed /box/out");
         else if (h.data_len > 0 && pybox_buf_append(out, data, h.data_len) < 0)
             rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "native box: the packed /box/out");
     }
-    close(p[0]);
+    close(pfd);
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }

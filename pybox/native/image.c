@@ -285,18 +285,11 @@ static int unpack_here(int tar_fd, char *msg, size_t len)
 
 static int unpack(int tar_fd, const char *dir, pybox_error_t *err)
 {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "pipe2");
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(p[0]);
-        close(p[1]);
-        return pybox_error_set(err, PYBOX_ERR_SYSTEM, e, "fork");
-    }
+    int pfd;
+    pid_t pid = pybox_fork_piped(&pfd, err);
+    if (pid < 0)
+        return -1;
     if (pid == 0) {
-        close(p[0]);
         char msg[512] = "";
         int rc = -1;
         char eb[128];
@@ -304,15 +297,14 @@ static int unpack(int tar_fd, const char *dir, pybox_error_t *err)
             snprintf(msg, sizeof msg, "entering the new image folder: %s", pybox_strerror(errno, eb, sizeof eb));
         else
             rc = unpack_here(tar_fd, msg, sizeof msg);
-        if (rc < 0 && write(p[1], msg, strlen(msg)) < 0)
+        if (rc < 0 && write(pfd, msg, strlen(msg)) < 0)
             _exit(2);
         _exit(rc < 0 ? 1 : 0);
     }
-    close(p[1]);
     char msg[512];
     size_t have = 0;
     for (;;) {
-        ssize_t r = read(p[0], msg + have, sizeof msg - 1 - have);
+        ssize_t r = read(pfd, msg + have, sizeof msg - 1 - have);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -322,7 +314,7 @@ static int unpack(int tar_fd, const char *dir, pybox_error_t *err)
             break;
     }
     msg[have] = '\0';
-    close(p[0]);
+    close(pfd);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
