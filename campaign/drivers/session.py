@@ -68,18 +68,18 @@ def call(sid, code, *extra):
         rec = json.loads(r.stdout)
     except ValueError:
         rec = None
-    return r.returncode, rec, r.stderr.decode(errors="replace")
+    return r.returncode, note_run(rec), r.stderr.decode(errors="replace")
 
 
 def plain(code):
     r = pybox(["exec", "--json", "--timeout", "20"], code.encode())
-    return r.returncode, json.loads(r.stdout)
+    return r.returncode, note_run(json.loads(r.stdout))
 
 
 def close(sid):
     r = pybox(["session", "close", sid, "--json"])
     try:
-        return json.loads(r.stdout)
+        return note_run(json.loads(r.stdout))
     except ValueError:
         return None
 
@@ -104,11 +104,22 @@ def probe(name):
         return f.read()
 
 
+RUNS = set()  # the run ids of this case's boxes, from their receipts
+
+
+def note_run(rec):
+    if get(rec, "run_id"):
+        RUNS.add(get(rec, "run_id"))
+    return rec
+
+
 def nothing_left(what):
-    left = boxes()
+    """None of this case's boxes is left (the campaign's installation may hold other
+    cases' boxes until their expiry), and no session is listed."""
+    left = [b for b in boxes() if b.get("run_id") in RUNS]
     sessions = listed()
-    check("nothing left " + what, not left and sessions == [],
-          "boxes of the installation: %d, sessions listed: %s" % (len(left), sessions))
+    check("nothing left " + what, RUNS and not left and sessions == [],
+          "boxes of this case left: %d of %d, sessions listed: %s" % (len(left), len(RUNS), sessions))
 
 
 # ---- the cases ----
@@ -176,7 +187,7 @@ def case_ttl_killed():
     gone_at = None
     while time.time() - t0 < 60:
         # running as the backend says (docker), or with processes in its cgroup (native)
-        if not [b for b in boxes() if b.get("running") or b.get("procs")]:
+        if not [b for b in boxes() if b.get("run_id") in RUNS and (b.get("running") or b.get("procs"))]:
             gone_at = time.time()
             break
         time.sleep(0.25)
@@ -191,7 +202,7 @@ def case_ttl_killed():
           entry and entry[0].get("holder_alive") is False and rc2 == 125 and "no holder" in e2,
           "listed %s; exit %d: %s" % (entry, rc2, e2.strip()[-160:]))
     # what is left goes at its expiry (the box's life and the leftovers' margin), by cleanup
-    expires = max([b.get("expires", 0) for b in boxes()] + [0])
+    expires = max([b.get("expires", 0) for b in boxes() if b.get("run_id") in RUNS] + [0])
     while time.time() < min(expires + 1, t0 + 300):
         time.sleep(1)
     r = pybox(["cleanup"])
