@@ -906,9 +906,11 @@ static cJSON *run_in_session(const pybox_mcp_ctx_t *ctx, const pybox_mcp_config_
     _cleanup_(scratch_free) scratch_t sc = {.n_paths = 0};
     _cleanup_(pybox_ready_free) pybox_ready_t frd;
     pybox_ready_init(&frd);
-    cJSON *refusal = take_files(cfg, st, a, &sc);
+    /* Only a call with files makes a scratch: a call without any costs nothing more. */
+    bool with_files = a->files != NULL || a->return_files;
+    cJSON *refusal = with_files ? take_files(cfg, st, a, &sc) : NULL;
     pybox_error_t err = {0};
-    if (refusal == NULL) {
+    if (refusal == NULL && with_files) {
         pybox_request_t rq = {
             .inputs = sc.paths,
             .n_inputs = sc.n_paths,
