@@ -346,6 +346,9 @@ static const struct {
     {"reliability", "Reliability",
      "Many runs and calls in a row: wrong exit codes or status words, unparsable receipts, lost or duplicated ids, "
      "what was left behind, and the MCP server's memory and descriptors over time."},
+    {"session", "Sessions",
+     "One sealed box kept for many calls (pybox session open, pybox exec --session): state across calls, what "
+     "ends a session, what one session sees of another, and what its code can make its receipt say."},
     {"faults", "Fault cases",
      "The engine killed or frozen mid-run, a full or read-only state directory, PyBox killed at each phase: what "
      "PyBox says, how each box ends, and what cleanup leaves."},

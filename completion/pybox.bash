@@ -37,7 +37,7 @@ _pybox()
     COMPREPLY=()
 
     if [ "$COMP_CWORD" -eq 1 ]; then
-        mapfile -t COMPREPLY < <(compgen -W "exec mcp image cleanup chart verify key help version" -- "$cur")
+        mapfile -t COMPREPLY < <(compgen -W "exec mcp image session cleanup chart verify key help version" -- "$cur")
         return 0
     fi
     local cmd=${COMP_WORDS[1]} sub=${COMP_WORDS[2]:-}
@@ -66,7 +66,12 @@ _pybox()
         compopt -o filenames 2>/dev/null || :
         return 0
         ;;
-    --timeout | --memory | --pids | --cpus | --max-timeout | --max-memory | --output-root-max | --output-root-age | \
+    --session)
+        # the ids of this installation's sessions
+        mapfile -t COMPREPLY < <(compgen -W "$("$bin" session list 2>/dev/null | awk 'NR > 1 { print $1 }')" -- "$cur")
+        return 0
+        ;;
+    --timeout | --ttl | --memory | --pids | --cpus | --max-timeout | --max-memory | --output-root-max | --output-root-age | \
         --images | --debian)
         return 0 # a value of the caller's own
         ;;
@@ -74,7 +79,7 @@ _pybox()
 
     case $cmd in
     help)
-        [ "$COMP_CWORD" -eq 2 ] && mapfile -t COMPREPLY < <(compgen -W "exec mcp image cleanup chart verify key" -- "$cur")
+        [ "$COMP_CWORD" -eq 2 ] && mapfile -t COMPREPLY < <(compgen -W "exec mcp image session cleanup chart verify key" -- "$cur")
         ;;
     exec | mcp | cleanup | key)
         mapfile -t COMPREPLY < <(compgen -W "$(_pybox_options "$bin" "$cmd")" -- "$cur")
@@ -95,6 +100,15 @@ _pybox()
         else
             mapfile -t COMPREPLY < <(compgen -f -- "$cur")
             compopt -o filenames 2>/dev/null || :
+        fi
+        ;;
+    session)
+        if [ "$COMP_CWORD" -eq 2 ]; then
+            mapfile -t COMPREPLY < <(compgen -W "open close list --help" -- "$cur")
+        elif [ "$COMP_CWORD" -eq 3 ] && [ "$sub" = close ] && [ "${cur#-}" = "$cur" ]; then
+            mapfile -t COMPREPLY < <(compgen -W "$("$bin" session list 2>/dev/null | awk 'NR > 1 { print $1 }')" -- "$cur")
+        else
+            mapfile -t COMPREPLY < <(compgen -W "$(_pybox_options "$bin" session)" -- "$cur")
         fi
         ;;
     image)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "escape.h"
+#include "files.h"
 #include "limits.h"
 #include "run_flow.h"
 #include "util.h"
@@ -22,7 +23,20 @@ struct pybox_ahead {
     unsigned calls; /* a session: the calls it was handed */
     double t_last;  /* a session: when its last call ended (or it was ready) */
     char session_id[33];
+    /* a session: the names its calls put in /box/in (and which call put each), and their
+     * bytes: /box/in lasts for the session, so a name is never given twice */
+    char (*in_names)[NAME_MAX + 1];
+    unsigned *in_call;
+    size_t n_in;
+    int64_t in_total;
 };
+
+static void ahead_free(pybox_ahead_t *a)
+{
+    free(a->in_names);
+    free(a->in_call);
+    free(a);
+}
 
 /* A comma-separated list of the module names in a JSON array (each checked as one). */
 static void names_of(const cJSON *a, char *out, size_t len)
@@ -80,7 +94,7 @@ static void drop(pybox_ahead_t *a)
     r->res->interrupted = 0;
     (void)pybox_flow_finish(r, -1);
     pybox_run_result_free(&a->res);
-    free(a);
+    ahead_free(a);
 }
 
 int pybox_ahead_open(pybox_backend_t *be, const pybox_run_request_t *req, pybox_ahead_t **out, pybox_error_t *err)
@@ -195,6 +209,8 @@ static int64_t take_request(pybox_ahead_t *a, const pybox_run_request_t *req, do
     const pybox_run_result_t *box = &a->res;
     a->req.program = req->program;
     a->req.program_len = req->program_len;
+    a->req.inputs = req->inputs;
+    a->req.output = req->output;
     a->req.cancellable = req->cancellable;
     a->req.cancel_fd = req->cancel_fd;
     a->req.hook = req->hook;
@@ -233,8 +249,6 @@ int pybox_ahead_run(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run_
     pybox_run_result_t *box = &a->res;
     double t0 = pybox_now_s();
     int64_t timeout = take_request(a, req, t0);
-    a->req.inputs = req->inputs;
-    a->req.output = req->output;
     box->policy.timeout_ms = timeout;
     box->inputs = req->inputs;
     box->output_asked = req->output != NULL;
@@ -257,7 +271,7 @@ int pybox_ahead_run(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run_
         rc = pybox_flow_wait(r);
     rc = pybox_flow_finish(r, rc);
     *res = a->res; /* the sinks, the samples and the notes move with it */
-    free(a);
+    ahead_free(a);
     return rc;
 }
 
@@ -282,6 +296,53 @@ unsigned pybox_ahead_calls(const pybox_ahead_t *a)
 double pybox_ahead_idle_since(const pybox_ahead_t *a)
 {
     return a->t_last;
+}
+
+int pybox_ahead_inputs_check(const pybox_ahead_t *a, const pybox_inputs_t *in, pybox_error_t *err)
+{
+    if (in == NULL)
+        return 0;
+    for (size_t i = 0; i < in->n_tops; i++)
+        for (size_t j = 0; j < a->n_in; j++)
+            if (strcmp(in->tops[i], a->in_names[j]) == 0) {
+                char shown[256];
+                pybox_escape_short(shown, sizeof shown, in->tops[i], 200);
+                return pybox_error_set(err, PYBOX_ERR_USAGE, EEXIST,
+                                       "%s/%s is there already: call %u of this session put it there, and a "
+                                       "session's %s lasts for the session; give the new one another name",
+                                       PYBOX_BOX_IN, shown, a->in_call[j], PYBOX_BOX_IN);
+            }
+    if (a->in_total + in->total > PYBOX_INPUT_MAX)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, EFBIG,
+                               "the session's inputs would be %lld bytes, more than the %lld a session's %s takes "
+                               "(its earlier calls put %lld bytes there)",
+                               (long long)(a->in_total + in->total), (long long)PYBOX_INPUT_MAX, PYBOX_BOX_IN,
+                               (long long)a->in_total);
+    return 0;
+}
+
+/* A call's inputs into /box/in, their names and bytes noted for the session. */
+static int put_inputs(pybox_ahead_t *a, const pybox_inputs_t *in, unsigned k)
+{
+    pybox_run_result_t *box = &a->res;
+    if (pybox_ahead_inputs_check(a, in, &box->error) < 0)
+        return -1;
+    char(*names)[NAME_MAX + 1] = realloc(a->in_names, (a->n_in + in->n_tops) * sizeof *names);
+    if (names != NULL)
+        a->in_names = names;
+    unsigned *calls = realloc(a->in_call, (a->n_in + in->n_tops) * sizeof *calls);
+    if (calls != NULL)
+        a->in_call = calls;
+    if (names == NULL || calls == NULL)
+        return pybox_error_set(&box->error, PYBOX_ERR_SYSTEM, ENOMEM, "the session's inputs");
+    if (pybox_flow_put_inputs(&a->r, in) < 0)
+        return -1;
+    for (size_t i = 0; i < in->n_tops; i++) {
+        memcpy(a->in_names[a->n_in], in->tops[i], sizeof *names);
+        a->in_call[a->n_in++] = k;
+    }
+    a->in_total += in->total;
+    return 0;
 }
 
 /* The call's own result from what the box holds: the box's identity and policy, the
@@ -346,6 +407,11 @@ static void call_result(pybox_ahead_t *a, const pybox_run_request_t *req, const 
     pybox_sink_init(&box->err, PYBOX_OUTPUT_CAP);
     pybox_sink_said(&res->out, rec->said + rec->length, &res->said_out);
     pybox_sink_said(&res->err, 0, &res->said_err);
+    /* Its files: what it put in /box/in, and /box/out as it stood at its end. */
+    res->inputs = req->inputs;
+    res->output_asked = req->output != NULL;
+    res->outputs = box->outputs;
+    pybox_outputs_init(&box->outputs);
     res->start.call = rec->call;
     res->start.session_goes_on = true;
     res->start.call_init_ms = rec->call_ms;
@@ -357,6 +423,7 @@ static void call_result(pybox_ahead_t *a, const pybox_run_request_t *req, const 
     box->n_unknown = 0;
     res->t.before_ms = box->t.before_ms;
     res->t.files_in_ms = box->t.files_in_ms;
+    res->t.files_out_ms = box->t.files_out_ms;
     res->t.run_ms = pybox_flow_since(a->r.feed.t_start);
     res->t.total_ms = pybox_flow_since(t0);
     res->end = PYBOX_END_SESSION_CALL;
@@ -374,11 +441,16 @@ int pybox_ahead_call(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run
     memset(&box->t, 0, sizeof box->t);
     box->t.before_ms = (t0 - r->origin) * 1000.0;
     box->input_complete = false;
-    /* The call, with its own timer for the init (the box's own clock is the most). */
-    int rc = 0;
-    if (pybox_buf_printf(&r->feed.q, "%c%zu %lld\n", PYBOX_GUEST_CTL_CALL, req->program_len,
-                         (long long)pybox_limit_box_timer_ms(timeout)) < 0 ||
-        pybox_buf_append(&r->feed.q, req->program, req->program_len) < 0)
+    box->inputs = req->inputs;
+    box->output_asked = req->output != NULL;
+    pybox_outputs_free(&box->outputs);
+    pybox_outputs_init(&box->outputs);
+    /* Its files first, then the call, with its own timer for the init (the box's own
+     * clock is the most). */
+    int rc = req->inputs != NULL ? put_inputs(a, req->inputs, k) : 0;
+    if (rc == 0 && (pybox_buf_printf(&r->feed.q, "%c%zu %lld\n", PYBOX_GUEST_CTL_CALL, req->program_len,
+                                     (long long)pybox_limit_box_timer_ms(timeout)) < 0 ||
+                    pybox_buf_append(&r->feed.q, req->program, req->program_len) < 0))
         rc = pybox_error_set(&box->error, PYBOX_ERR_SYSTEM, ENOMEM, "the call's input (%zu bytes)", req->program_len);
     r->feed.input_len = r->feed.q.len;
     pybox_call_record_t rec;
@@ -390,9 +462,18 @@ int pybox_ahead_call(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run
         rc = arrive(a, a->t_last, PYBOX_PH_CALLING, timeout);
     }
     if (rc == 0 && r->feed.early && rec.seen && rec.alive && !box->record.seen) {
+        /* /box/out as it stands now, the interpreter waiting for the next call. */
+        int frc = req->output != NULL ? pybox_flow_take_output(r) : 0;
         call_result(a, req, &rec, timeout, t0, res);
+        if (frc < 0)
+            res->error = box->error;
+        pybox_error_clear(&box->error);
+        box->inputs = NULL;
+        box->output_asked = false;
+        a->req.inputs = NULL;
+        a->req.output = NULL;
         a->t_last = pybox_now_s();
-        return 0;
+        return frc;
     }
     /* The session ended with this call (its deadline, its interpreter's end, an
      * out-of-memory kill, a failure): the call's result is the box's whole end. */
@@ -408,7 +489,7 @@ int pybox_ahead_call(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run
     box->program_bytes = req->program_len;
     rc = pybox_flow_finish(r, rc);
     *res = a->res;
-    free(a);
+    ahead_free(a);
     *ended = true;
     return rc;
 }
@@ -444,6 +525,6 @@ int pybox_ahead_close(pybox_ahead_t *a, pybox_run_result_t *res)
         rc = pybox_flow_wait(r);
     rc = pybox_flow_finish(r, rc);
     *res = a->res;
-    free(a);
+    ahead_free(a);
     return rc;
 }

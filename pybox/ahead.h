@@ -56,11 +56,18 @@ double pybox_ahead_idle_since(const pybox_ahead_t *a);
 /* One call: req's program, run in the session's globals, under its own deadline (at most
  * the box's: req->policy.timeout_ms, 0 for the box's own), cancellable. Fills res with the
  * call's own result: its streams, its readings (at its start and end), what the
- * interpreter reported of it (untrusted). When the call ended the session (its deadline,
+ * interpreter reported of it (untrusted). Its inputs (req->inputs) join /box/in, kept
+ * with those of the earlier calls; its output (req->output) is /box/out as it stands at
+ * the call's end, the earlier calls' files with its own. When the call ended the session (its deadline,
  * the interpreter's end or crash, an out-of-memory kill, a failure, a cancel) *ended is
  * true, res is the box's whole end as pybox_run's would be (the box removed), and a is
  * freed. Returns as pybox_run does. */
 int pybox_ahead_call(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run_result_t *res, bool *ended);
+
+/* Whether req's inputs may join the session's /box/in, which lasts for the session: none
+ * of their names is there already, and the session's inputs stay within PYBOX_INPUT_MAX.
+ * A caller refuses a call with err before handing it over; the call checks again. */
+int pybox_ahead_inputs_check(const pybox_ahead_t *a, const pybox_inputs_t *in, pybox_error_t *err);
 
 /* End the session: every process killed, the box removed; res is the session's own
  * result (its box, its totals, how it ended). Frees a. */

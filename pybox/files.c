@@ -62,6 +62,7 @@ void pybox_inputs_init(pybox_inputs_t *in)
 void pybox_inputs_free(pybox_inputs_t *in)
 {
     free(in->files);
+    free(in->tops);
     pybox_buf_free(&in->tar);
     memset(in, 0, sizeof *in);
 }
@@ -381,7 +382,8 @@ int pybox_inputs_prepare(const char *const *paths, size_t n, int64_t max_total, 
     if (k.w != NULL)
         archive_write_free(k.w);
     utf8_end(old);
-    free(bases);
+    in->tops = bases;
+    in->n_tops = n;
     if (rc < 0) {
         pybox_inputs_free(in);
         return -1;

@@ -30,7 +30,9 @@ typedef struct pybox_inputs {
     pybox_input_file_t *files; /* regular files only, in archive order */
     size_t n, cap;
     int64_t total;
-    pybox_buf_t tar; /* the archive for /box/in */
+    pybox_buf_t tar;            /* the archive for /box/in */
+    char (*tops)[NAME_MAX + 1]; /* the names each input has in /box/in, one per path given */
+    size_t n_tops;
 } pybox_inputs_t;
 
 void pybox_inputs_init(pybox_inputs_t *in);

@@ -13,6 +13,12 @@
 #include "util.h"
 #include "version.h"
 
+/* What a session's call had of /box/in and /box/out, both kept for the session. */
+#define SESSION_FILES                                                                                                  \
+    "/box/in and /box/out last for the session; this call's inputs joined those of the earlier calls in "              \
+    "/box/in, and the files returned are /box/out as it stood at this call's end, the earlier calls' files "           \
+    "with its own"
+
 static const char *clock_name(const pybox_run_result_t *res)
 {
     if (res->record.seen && res->record.stopped)
@@ -302,6 +308,8 @@ static cJSON *start_json(const pybox_run_result_t *res, bool *ok)
         cJSON_AddBoolToObject(se, "goes_on", st->session_goes_on);
         if (st->call > 0 && st->call_init_ms >= 0)
             cJSON_AddNumberToObject(se, "init_call_ms", (double)st->call_init_ms);
+        if (st->call > 0)
+            cJSON_AddStringToObject(se, "files", SESSION_FILES);
     }
     const pybox_watch_t *w = &res->watch;
     if (!st->at_arrival_taken) {
@@ -803,10 +811,15 @@ static void start_text(pybox_buf_t *o, const pybox_run_result_t *res, int column
     if (st->at_arrival_taken && (st->at_arrival.valid & PYBOX_RD_CPU) && (st->at_arrival.valid & PYBOX_RD_MEM_NOW))
         pybox_buf_addf(o, "  %-10s at the program's arrival: memory %.1f MiB, CPU %.3f s (counted apart)\n", "",
                        (double)st->at_arrival.mem_now / 1048576.0, (double)st->at_arrival.cpu_ns / 1e9);
-    if (st->kind == PYBOX_START_SESSION && st->call > 0)
-        pybox_buf_addf(o, "  %-10s session %s, call %u: %s\n", "", st->session_id, st->call,
-                       st->call > 1 ? "state from the session's earlier calls" : "the session's first call");
-    else if (st->kind == PYBOX_START_SESSION)
+    if (st->kind == PYBOX_START_SESSION && st->call > 1)
+        pybox_buf_addf(o, "  %-10s session %s, call %u: state from calls 1..%u of this session\n", "", st->session_id,
+                       st->call, st->call - 1);
+    else if (st->kind == PYBOX_START_SESSION && st->call == 1)
+        pybox_buf_addf(o, "  %-10s session %s, call 1: the session's first call, no state before it\n", "",
+                       st->session_id);
+    if (st->kind == PYBOX_START_SESSION && st->call > 0 && (res->inputs != NULL || res->output_asked))
+        pybox_buf_addf(o, "  %-10s files: %s\n", "", SESSION_FILES);
+    if (st->kind == PYBOX_START_SESSION && st->call == 0)
         pybox_buf_addf(o, "  %-10s session %s: the session's own receipt\n", "", st->session_id);
 }
 

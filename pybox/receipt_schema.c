@@ -235,6 +235,7 @@ static const node_t session_m[] = {
     M("state", T_STR, "what of the session the call saw: state from its earlier calls"),
     M("goes_on", T_BOOL, "the interpreter still runs after this call, and the box is kept for the next"),
     OPT("init_call_ms", T_INT, "the box's init: from the call's arrival to its end"),
+    OPT("files", T_STR, "a call: what of /box/in and /box/out, both kept for the session, it had and returned"),
     END};
 static const node_t start_m[] = {
     WORDS("kind", start_words,

@@ -824,6 +824,16 @@ static int files_out(run_t *r, int rc, bool backend_lost)
     return rc;
 }
 
+int pybox_flow_take_output(run_t *r)
+{
+    take_files(&r->feed, r->res);
+    int rc = files_out(r, 0, false);
+    pybox_buf_free(&r->feed.out_tar);
+    pybox_buf_init(&r->feed.out_tar, 0);
+    r->feed.have_out = false;
+    return rc;
+}
+
 /* The note closes, and the user is given back, only once nothing of the run is left;
  * otherwise both stay for cleanup (the lease until its expiry). */
 static void close_note(run_t *r, bool created)

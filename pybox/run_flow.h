@@ -82,6 +82,9 @@ int pybox_flow_wait(pybox_run_state_t *r);
 /* The end of a run: remove the box and confirm it is gone, the files out, the note
  * closed, what is not known said, the verdict. Returns pybox_run's value. */
 int pybox_flow_finish(pybox_run_state_t *r, int rc);
+/* A session's call has ended and its box goes on: /box/out copied and delivered to the
+ * request's output now, as a run's end does. Returns -1 when the host could not write it. */
+int pybox_flow_take_output(pybox_run_state_t *r);
 /* Ask the box's init something: by stdin, else by the signal. */
 void pybox_flow_command(pybox_run_state_t *r, char ctl, int sig);
 /* Add a line to what could not be established. */

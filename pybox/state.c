@@ -66,6 +66,12 @@ static int state_dir(char *out, size_t len, pybox_error_t *err)
     return 0;
 }
 
+int pybox_state_locate(pybox_state_t *st, pybox_error_t *err)
+{
+    memset(st, 0, sizeof *st);
+    return state_dir(st->dir, sizeof st->dir, err);
+}
+
 int pybox_state_path(const pybox_state_t *st, const char *name, char *out, size_t len, pybox_error_t *err)
 {
     if (pybox_fmt(out, len, "%s/%s", st->dir, name) < 0)

@@ -22,6 +22,10 @@ typedef struct pybox_state {
 /* Find (and with create, make) the state directory and the installation id. */
 int pybox_state_open(pybox_state_t *st, bool create, pybox_error_t *err);
 
+/* Only where the state directory is (its path; nothing opened, no owner checked): for a
+ * client of a session's holder, which checks who its peer is itself (pybox/cli/session.c). */
+int pybox_state_locate(pybox_state_t *st, pybox_error_t *err);
+
 /* A path inside the state directory. */
 int pybox_state_path(const pybox_state_t *st, const char *name, char *out, size_t len, pybox_error_t *err);
 

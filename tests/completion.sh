@@ -55,11 +55,11 @@ only() {
     fi
 }
 
-CUR='' only "" exec mcp image cleanup chart verify key help version
+CUR='' only "" exec mcp image session cleanup chart verify key help version
 CUR=e only "" exec
 # every option of each command's parser is in its help (a unit test holds that), and
 # the completion offers what the help names
-CUR=-- offers exec --timeout --memory --pids --cpus --image --input --output --backend --json --chart --color --help
+CUR=-- offers exec --timeout --memory --pids --cpus --image --input --output --backend --json --chart --color --session --help
 CUR=--ch only exec --chart
 CUR=-- only chart --help
 CUR=-- offers mcp --images --max-timeout --max-memory --files-root --output-root --backend --help
@@ -77,7 +77,9 @@ CUR='' offers "image build" stdlib data mine-1
 CUR='' only "image rm" mine-1
 CUR=-- offers "image build mine-1" --force --lock --wheels --debian --backend
 CUR=-- only "image list" --backend
-CUR='' only "help" exec mcp image cleanup chart verify key
+CUR='' only "help" exec mcp image session cleanup chart verify key
+CUR='' only "session" open close list --help
+CUR=-- offers "session open" --image --timeout --memory --pids --cpus --backend --ttl --json --color --help
 # file and folder values come from the file system
 mkdir "$home/dir-x"
 : >"$home/file-y"

@@ -77,6 +77,7 @@ int main(void)
     srunner_add_suite(sr, itest_suite_files());
     srunner_add_suite(sr, itest_suite_images());
     srunner_add_suite(sr, itest_suite_mcp());
+    srunner_add_suite(sr, itest_suite_session());
     srunner_add_suite(sr, itest_suite_uids());
     srunner_add_suite(sr, itest_suite_chart());
     srunner_add_suite(sr, itest_suite_sign());

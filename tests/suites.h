@@ -16,6 +16,7 @@ Suite *itest_suite_lifecycle(void);
 Suite *itest_suite_files(void);
 Suite *itest_suite_images(void);
 Suite *itest_suite_mcp(void);
+Suite *itest_suite_session(void);
 Suite *itest_suite_uids(void);
 Suite *itest_suite_native(void);
 Suite *itest_suite_sign(void);

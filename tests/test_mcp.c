@@ -107,7 +107,12 @@ static void node_tests(const char *file)
         putenv(id);
         if (chdir("tests/mcp") < 0)
             _exit(127);
-        execlp("node", "node", "--test", file, (char *)NULL);
+        /* PYBOX_MCP_TESTS: only the tests whose names match it (node's own pattern) */
+        const char *only = getenv("PYBOX_MCP_TESTS");
+        if (only != NULL && only[0] != '\0')
+            execlp("node", "node", "--test", "--test-name-pattern", only, file, (char *)NULL);
+        else
+            execlp("node", "node", "--test", file, (char *)NULL);
         _exit(127);
     }
     int status = 0;

@@ -135,8 +135,10 @@ START_TEST(installed_build_has_no_test_hook)
 {
     char empty[] = "/tmp/pybox-itest-hook-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(empty));
-    const char *values[PYBOX_HOOKS] = {
-        [PYBOX_HOOK_KILL_AT] = "run", [PYBOX_HOOK_CGROUP_ROOT] = empty, [PYBOX_HOOK_RUN_DIR] = empty};
+    const char *values[PYBOX_HOOKS] = {[PYBOX_HOOK_KILL_AT] = "run",
+                                       [PYBOX_HOOK_CGROUP_ROOT] = empty,
+                                       [PYBOX_HOOK_RUN_DIR] = empty,
+                                       [PYBOX_HOOK_SESSION_ANY_PEER] = "1"};
     const char *exec_args[] = {"exec", "--json", NULL}, *cleanup_args[] = {"cleanup", NULL},
                *mcp_args[] = {"mcp", NULL}, *image_args[] = {"image", "ls", NULL};
     const char *const *commands[] = {exec_args, cleanup_args, mcp_args, image_args};

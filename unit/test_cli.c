@@ -336,7 +336,8 @@ static bool names_option(const char *text, const char *name)
     return false;
 }
 
-static const char *const commands[] = {"exec", "mcp", "image build", "image", "cleanup", "verify", "key", "chart"};
+static const char *const commands[] = {"exec", "mcp",   "image build", "image",        "cleanup",       "verify",
+                                       "key",  "chart", "session",     "session open", "session close", "session list"};
 
 START_TEST(help_lists_every_option)
 {
@@ -344,7 +345,9 @@ START_TEST(help_lists_every_option)
     for (size_t c = 0; c < sizeof commands / sizeof *commands; c++) {
         const struct option *o = pybox_cli_options(commands[c]);
         ck_assert_ptr_nonnull(o);
-        char *text = help_text(strncmp(commands[c], "image", 5) == 0 ? "image" : commands[c]);
+        char *text = help_text(strncmp(commands[c], "image", 5) == 0     ? "image"
+                               : strncmp(commands[c], "session", 7) == 0 ? "session"
+                                                                         : commands[c]);
         for (; o->name != NULL; o++)
             ck_assert_msg(names_option(text, o->name), "`pybox help` of %s does not name --%s", commands[c], o->name);
         free(text);
@@ -355,7 +358,7 @@ START_TEST(help_lists_every_option)
     for (size_t c = 0; c < sizeof commands / sizeof *commands; c++) {
         char word[32];
         snprintf(word, sizeof word, "\n  %.16s ", commands[c]);
-        if (strcmp(commands[c], "image build") != 0)
+        if (strchr(commands[c], ' ') == NULL)
             ck_assert_msg(strstr(text, word) != NULL, "pybox help does not list %s", commands[c]);
     }
     free(text);
@@ -383,8 +386,9 @@ END_TEST
 
 /* ---- the parsers are the table's ---- */
 
-static const char *const every_command[] = {"exec",  "mcp",     "image build", "image list", "image verify", "image rm",
-                                            "image", "cleanup", "verify",      "key",        "chart"};
+static const char *const every_command[] = {"exec",     "mcp",     "image build",  "image list",    "image verify",
+                                            "image rm", "image",   "cleanup",      "verify",        "key",
+                                            "chart",    "session", "session open", "session close", "session list"};
 
 typedef struct {
     int val;
@@ -423,7 +427,9 @@ START_TEST(every_command_walks_its_table)
         took_t t;
         pybox_error_t err;
         char want[200];
-        const char *help = strncmp(name, "image", 5) == 0 ? "image" : name;
+        const char *help = strncmp(name, "image", 5) == 0     ? "image"
+                           : strncmp(name, "session", 7) == 0 ? "session"
+                                                              : name;
         /* an option the table lacks */
         ck_assert_int_eq(walk(name, "--no-such-option", NULL, &t, &err), -1);
         snprintf(want, sizeof want, "unknown option '--no-such-option' for `pybox %s` (see `pybox help %s`)", name,
@@ -595,8 +601,10 @@ START_TEST(man_pages_list_every_option)
 {
     static const struct {
         const char *command, *page;
-    } where[] = {{"exec", "pybox-exec.1"}, {"mcp", "pybox-mcp.1"}, {"image build", "pybox.1"}, {"image", "pybox.1"},
-                 {"cleanup", "pybox.1"},   {"verify", "pybox.1"},  {"key", "pybox.1"},         {"chart", "pybox.1"}};
+    } where[] = {{"exec", "pybox-exec.1"},     {"mcp", "pybox-mcp.1"},     {"image build", "pybox.1"},
+                 {"image", "pybox.1"},         {"cleanup", "pybox.1"},     {"verify", "pybox.1"},
+                 {"key", "pybox.1"},           {"chart", "pybox.1"},       {"session open", "pybox.1"},
+                 {"session close", "pybox.1"}, {"session list", "pybox.1"}};
     for (size_t i = 0; i < sizeof where / sizeof *where; i++) {
         char *page = man_page(where[i].page);
         const struct option *opts = pybox_cli_options(where[i].command);
@@ -608,8 +616,9 @@ START_TEST(man_pages_list_every_option)
     }
     /* pybox(1) names every command */
     char *page = man_page("pybox.1");
-    static const char *const cmds[] = {"exec",    "mcp",    "image build", "image list",     "image verify", "image rm",
-                                       "cleanup", "verify", "key",         "receipt-schema", "help",         "version"};
+    static const char *const cmds[] = {"exec",     "mcp",     "image build",  "image list",    "image verify",
+                                       "image rm", "cleanup", "verify",       "key",           "receipt-schema",
+                                       "help",     "version", "session open", "session close", "session list"};
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         char want[64];
         snprintf(want, sizeof want, ".It Cm %s", cmds[i]);

@@ -48,12 +48,25 @@ static int run(int argc, char **argv)
         pybox_leftovers_report_free(&rep);
         return pybox_cli_fail(&err, a.json);
     }
+    /* The files of sessions whose holder is gone (their boxes are leftovers as above). */
+    int sessions = 0;
+    if (pybox_cli_session_sweep(&st, a.dry, &sessions) < 0)
+        sessions = -1;
     pybox_buf_t out;
     pybox_buf_init(&out, 0);
-    if (a.json)
-        pybox_cli_json_line(&out, pybox_leftovers_report_json(&rep));
-    else
+    if (a.json) {
+        cJSON *j = pybox_leftovers_report_json(&rep);
+        cJSON_AddNumberToObject(j, "session_holders_gone", sessions);
+        pybox_cli_json_line(&out, j);
+    } else {
         pybox_leftovers_report_text(&rep, &out);
+        if (sessions != 0)
+            pybox_buf_addf(&out,
+                           sessions < 0 ? "the sessions' folder could not be read\n"
+                           : a.dry      ? "%d session%s whose holder is gone: its files would be removed\n"
+                                        : "%d session%s whose holder is gone: its files removed\n",
+                           sessions, sessions == 1 ? "" : "s");
+    }
     int code = out.data && pybox_write_all(STDOUT_FILENO, out.data, out.len) == 0 ? 0 : PYBOX_EXIT_FAILED;
     pybox_buf_free(&out);
     pybox_leftovers_report_free(&rep);

@@ -12,6 +12,8 @@
 
 #include "../buf.h"
 #include "../error.h"
+#include "../limits.h"
+#include "../state.h"
 
 /* One option taken: its val, its value (NULL for a flag). Returns 0, or -1 with err. */
 typedef int (*pybox_cli_take_fn)(void *ctx, int val, const char *value, pybox_error_t *err);
@@ -53,6 +55,19 @@ void pybox_cli_say_error(const char *msg);
  * (escape.h: the same JSON value, so its signature holds), and free it. */
 void pybox_cli_json_line(pybox_buf_t *out, cJSON *j);
 
+/* An option's value for a limit (limits.h): taken, or refused as "--name VALUE: how". */
+int pybox_cli_limit(pybox_limit_id_t id, const char *value, int64_t *out, const char *example, pybox_error_t *err);
+
+/* A session's box's own clocks end it this long after its holder would (its lifetime). */
+#define PYBOX_CLI_SESSION_MARGIN_MS (10LL * 1000)
+
+/* Whether id has the form of a session's id (32 lowercase hex digits). */
+bool pybox_cli_session_id_valid(const char *id);
+/* pybox cleanup's share of sessions: the files of those whose holder is gone (their
+ * lock free) removed (with dry_run only counted) into *removed. -1 when the folder could
+ * not be read. */
+int pybox_cli_session_sweep(const pybox_state_t *st, bool dry_run, int *removed);
+
 /* When this process started (main sets it): every phase of a run counts from here. */
 extern double pybox_cli_started_s;
 
@@ -73,6 +88,7 @@ extern double pybox_cli_started_s;
 /* The commands (each in its own file, pybox/cli/<command>.c). */
 extern const pybox_cli_command_t pybox_cli_exec, pybox_cli_mcp, pybox_cli_image, pybox_cli_image_build,
     pybox_cli_image_list, pybox_cli_image_verify, pybox_cli_image_rm, pybox_cli_cleanup, pybox_cli_verify,
-    pybox_cli_key, pybox_cli_chart;
+    pybox_cli_key, pybox_cli_chart, pybox_cli_session, pybox_cli_session_open, pybox_cli_session_close,
+    pybox_cli_session_list;
 
 #endif

@@ -22,27 +22,20 @@
 #include "cli.h"
 #include "parse.h"
 
-static const struct option options[] = {PYBOX_CLI_VALUE("timeout", 't'),
-                                        PYBOX_CLI_VALUE("memory", 'm'),
-                                        PYBOX_CLI_VALUE("pids", 'p'),
-                                        PYBOX_CLI_VALUE("cpus", 'c'),
-                                        PYBOX_CLI_VALUE("image", 'i'),
-                                        PYBOX_CLI_VALUE("input", 'I'),
-                                        PYBOX_CLI_VALUE("output", 'O'),
-                                        PYBOX_CLI_VALUE("backend", 'b'),
-                                        PYBOX_CLI_FLAG("json", 'j'),
-                                        PYBOX_CLI_VALUE("chart", 'G'),
-                                        PYBOX_CLI_VALUE("color", 'C'),
-                                        PYBOX_CLI_FLAG("help", 'h'),
-                                        PYBOX_CLI_END};
+static const struct option options[] = {PYBOX_CLI_VALUE("timeout", 't'), PYBOX_CLI_VALUE("memory", 'm'),
+                                        PYBOX_CLI_VALUE("pids", 'p'),    PYBOX_CLI_VALUE("cpus", 'c'),
+                                        PYBOX_CLI_VALUE("image", 'i'),   PYBOX_CLI_VALUE("input", 'I'),
+                                        PYBOX_CLI_VALUE("output", 'O'),  PYBOX_CLI_VALUE("backend", 'b'),
+                                        PYBOX_CLI_FLAG("json", 'j'),     PYBOX_CLI_VALUE("chart", 'G'),
+                                        PYBOX_CLI_VALUE("color", 'C'),   PYBOX_CLI_VALUE("session", 'S'),
+                                        PYBOX_CLI_FLAG("help", 'h'),     PYBOX_CLI_END};
 
 static void shown(char *out, size_t len, const char *arg)
 {
     pybox_escape_short(out, len, arg, 64);
 }
 
-/* An option's value for a limit (limits.h): taken, or refused as "--name VALUE: how". */
-static int limit(pybox_limit_id_t id, const char *value, int64_t *out, const char *example, pybox_error_t *err)
+int pybox_cli_limit(pybox_limit_id_t id, const char *value, int64_t *out, const char *example, pybox_error_t *err)
 {
     if (pybox_limit_parse(id, value, out) == 0)
         return 0;
@@ -59,13 +52,14 @@ static int take(void *ctx, int val, const char *value, pybox_error_t *err)
     switch (val) {
     case 't':
         o->timeout_given = true;
-        return limit(PYBOX_LIMIT_TIMEOUT, value, &o->timeout_ms, ", e.g. --timeout 2.5", err);
+        return pybox_cli_limit(PYBOX_LIMIT_TIMEOUT, value, &o->timeout_ms, ", e.g. --timeout 2.5", err);
     case 'm':
-        return limit(PYBOX_LIMIT_MEMORY, value, &o->memory_bytes, ", e.g. --memory 512 (MiB), 512m or 1g", err);
+        return pybox_cli_limit(PYBOX_LIMIT_MEMORY, value, &o->memory_bytes, ", e.g. --memory 512 (MiB), 512m or 1g",
+                               err);
     case 'p':
-        return limit(PYBOX_LIMIT_PIDS, value, &o->pids, "", err);
+        return pybox_cli_limit(PYBOX_LIMIT_PIDS, value, &o->pids, "", err);
     case 'c':
-        return limit(PYBOX_LIMIT_CPUS, value, &o->nano_cpus, ", e.g. --cpus 0.5", err);
+        return pybox_cli_limit(PYBOX_LIMIT_CPUS, value, &o->nano_cpus, ", e.g. --cpus 0.5", err);
     case 'j':
         o->json = true;
         return 0;
@@ -87,6 +81,16 @@ static int take(void *ctx, int val, const char *value, pybox_error_t *err)
         return 0;
     case 'i':
         o->image = value;
+        o->image_given = true;
+        return 0;
+    case 'S':
+        if (!pybox_cli_session_id_valid(value)) {
+            shown(arg, sizeof arg, value);
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "--session %s: give the id `pybox session open` printed (32 lowercase hex digits)",
+                                   arg);
+        }
+        o->session = value;
         return 0;
     case 'b':
         o->backend = value;
@@ -113,6 +117,24 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
     int first = pybox_cli_args("exec", argc, argv, o, err);
     if (first < 0)
         return -1;
+    if (o->session != NULL) {
+        /* A session's box has its image and limits from session open; its files are its
+         * own (docs/sessions.md). */
+        const char *not_taken = o->image_given    ? "--image"
+                                : o->memory_bytes ? "--memory"
+                                : o->pids         ? "--pids"
+                                : o->nano_cpus    ? "--cpus"
+                                : o->backend      ? "--backend"
+                                : o->n_inputs     ? "--input"
+                                : o->output       ? "--output"
+                                : o->chart        ? "--chart"
+                                                  : NULL;
+        if (not_taken != NULL)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "%s: not taken with --session (a session's image, limits and backend are those "
+                                   "`pybox session open` gave it)",
+                                   not_taken);
+    }
     if (first < argc) {
         char arg[128];
         shown(arg, sizeof arg, argv[first]);
@@ -243,6 +265,8 @@ static int run(int argc, char **argv)
     size_t len = 0;
     if (read_program(&prog, &len, &err) < 0)
         return pybox_cli_fail(&err, o.json);
+    if (o.session != NULL)
+        return pybox_cli_session_exec(&o, prog, len);
     pybox_request_t rq = {
         .program = prog,
         .program_len = len,

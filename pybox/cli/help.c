@@ -12,6 +12,7 @@
 #include "../mcp/run_python.h"
 #include "../mcp/server.h"
 #include "../util.h"
+#include "cli.h"
 
 static void main_help(FILE *o)
 {
@@ -20,6 +21,8 @@ static void main_help(FILE *o)
                "       pybox image build NAME [--force] [--lock uv.lock --wheels DIR | --debian PACKAGES |\n"
                "                              --rootfs FILE.tar]\n"
                "       pybox image list | verify | rm NAME\n"
+               "       pybox session open [OPTION]... | close ID | list\n"
+               "       pybox exec --session ID < program.py\n"
                "       pybox cleanup [--dry-run] [--json]\n"
                "       pybox verify RECEIPT.json|- [--key PUBLIC.pem]\n"
                "       pybox key [--init]\n"
@@ -33,6 +36,7 @@ static void main_help(FILE *o)
                "  exec      run the program given on standard input (pybox help exec)\n"
                "  mcp       serve the run_python tool to an AI agent over MCP on stdio (pybox help mcp)\n"
                "  image     build, list, verify and remove the pinned images (pybox help image)\n"
+               "  session   open, list and close sessions: one box kept for many calls (pybox help session)\n"
                "  cleanup   remove this installation's expired leftovers (pybox help cleanup)\n"
                "  verify    check a JSON receipt's signature (pybox help verify)\n"
                "  key       print this installation's public receipt key (pybox help key)\n"
@@ -101,6 +105,9 @@ static void exec_help(FILE *o)
             "  --color WHEN       the status word and headings in colour: auto (default: on a\n"
             "                     terminal, unless NO_COLOR is set or TERM is dumb), always (even\n"
             "                     with NO_COLOR), never\n"
+            "  --session ID       run the program as the next call of the session `pybox session\n"
+            "                     open` printed: its globals, /tmp and /box/out from the earlier\n"
+            "                     calls (with --timeout, --json, --color only; pybox help session)\n"
             "  --help             this help\n"
             "\n"
             "Ceilings: every limit stays under the installation's (config.json in the state\n"
@@ -276,6 +283,40 @@ static void key_help(FILE *o)
           o);
 }
 
+static void session_help(FILE *o)
+{
+    char ttl[PYBOX_NUM_MAX], most[PYBOX_NUM_MAX];
+    fprintf(o,
+            "usage: pybox session open [--image NAME] [--timeout S] [--memory M] [--pids N] [--cpus N]\n"
+            "                          [--backend NAME] [--ttl S]\n"
+            "       pybox exec --session ID [--timeout S] [--json] < program.py\n"
+            "       pybox session close ID [--json] [--color WHEN]\n"
+            "       pybox session list [--json]\n"
+            "\n"
+            "A session is one sealed box, kept: made, verified and watched as a run's, whose one\n"
+            "interpreter runs each call given to it in the same globals (/tmp and /box/out last\n"
+            "for the session). `session open` makes it, leaves a holder process of yours that\n"
+            "keeps it, and prints its id; each `exec --session ID` prints that call's receipt\n"
+            "(its session, its number, \"state from calls 1..k-1\"); `session close` prints the\n"
+            "session's own receipt. Only the user who opened a session may use it. A call that\n"
+            "passes its deadline, is killed for memory or is interrupted ends the session.\n"
+            "\n"
+            "  --image NAME       the session's image (default stdlib)\n"
+            "  --timeout SECONDS  the longest deadline any of its calls may have\n"
+            "  --memory SIZE      the whole session's memory (as pybox exec's)\n"
+            "  --pids N           the session's processes at most (as pybox exec's)\n"
+            "  --cpus N           the session's CPUs (as pybox exec's)\n"
+            "  --backend NAME     the backend that builds its box (as pybox exec's)\n"
+            "  --ttl SECONDS      the session's lifetime (default %s, at most %s); its box's own\n"
+            "                     timer ends it %g s later should the holder die\n"
+            "  --json             a receipt (close) or the list as JSON\n"
+            "  --color WHEN       as pybox exec's (close)\n"
+            "  --help             this help\n"
+            "docs/sessions.md.\n",
+            pybox_fmt_fixed(ttl, PYBOX_MCP_SESSION_TTL_MS, 3), pybox_fmt_fixed(most, PYBOX_MCP_SESSION_TTL_MAX_MS, 3),
+            PYBOX_CLI_SESSION_MARGIN_MS / 1000.0);
+}
+
 static void chart_help(FILE *o)
 {
     fputs("usage: pybox chart [RECEIPT.json] > chart.svg\n"
@@ -298,7 +339,7 @@ int pybox_help(FILE *out, const char *command)
         const char *command;
         void (*help)(FILE *o);
     } helps[] = {{"exec", exec_help},     {"mcp", mcp_help}, {"image", image_help}, {"cleanup", cleanup_help},
-                 {"verify", verify_help}, {"key", key_help}, {"chart", chart_help}};
+                 {"verify", verify_help}, {"key", key_help}, {"chart", chart_help}, {"session", session_help}};
     if (command == NULL || command[0] == '\0') {
         main_help(out);
         return 0;

@@ -91,7 +91,7 @@ int main(int argc, char **argv)
         char shown[160];
         pybox_escape_short(shown, sizeof shown, cmd, 64);
         pybox_error_set(&err, PYBOX_ERR_USAGE, 0,
-                        "no help for '%s': commands are exec, mcp, image, cleanup, verify, key, chart", shown);
+                        "no help for '%s': commands are exec, mcp, image, session, cleanup, verify, key, chart", shown);
         return pybox_cli_fail(&err, false);
     }
     pybox_error_t err = {0};

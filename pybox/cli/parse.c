@@ -22,9 +22,10 @@ static void shown(char *out, size_t len, const char *arg)
 
 /* Every command, in the order the help gives them. */
 static const pybox_cli_command_t *const commands[] = {
-    &pybox_cli_exec,         &pybox_cli_mcp,      &pybox_cli_image_build, &pybox_cli_image_list,
-    &pybox_cli_image_verify, &pybox_cli_image_rm, &pybox_cli_image,       &pybox_cli_cleanup,
-    &pybox_cli_verify,       &pybox_cli_key,      &pybox_cli_chart,
+    &pybox_cli_exec,          &pybox_cli_mcp,          &pybox_cli_image_build, &pybox_cli_image_list,
+    &pybox_cli_image_verify,  &pybox_cli_image_rm,     &pybox_cli_image,       &pybox_cli_cleanup,
+    &pybox_cli_verify,        &pybox_cli_key,          &pybox_cli_chart,       &pybox_cli_session_open,
+    &pybox_cli_session_close, &pybox_cli_session_list, &pybox_cli_session,
 };
 
 const pybox_cli_command_t *pybox_cli_command(const char *name)
@@ -100,7 +101,7 @@ int pybox_cli_walk(const char *command, int argc, char **argv, pybox_cli_take_fn
 /* The help that lists a command's options: "image build" is in `pybox help image`. */
 static const char *help_of(const char *command)
 {
-    return strncmp(command, "image", 5) == 0 ? "image" : command;
+    return strncmp(command, "image", 5) == 0 ? "image" : strncmp(command, "session", 7) == 0 ? "session" : command;
 }
 
 /* The option's name as given, without a value given with it, escaped. */

@@ -24,6 +24,7 @@ typedef struct pybox_exec_opts {
     int64_t timeout_ms;
     bool json;
     const char *image;
+    bool image_given;
     int64_t memory_bytes; /* 0: the image's default */
     int64_t pids;         /* 0: default */
     int64_t nano_cpus;    /* 0: default */
@@ -34,6 +35,7 @@ typedef struct pybox_exec_opts {
     const char *backend; /* --backend, or NULL */
     const char *chart;   /* --chart, or NULL */
     pybox_color_t color; /* --color */
+    const char *session; /* --session, or NULL */
 } pybox_exec_opts_t;
 
 /* Whether to colour: `when`, for an output that is a terminal or not, with the values of
@@ -57,6 +59,10 @@ int pybox_cli_value(const char *command, const char *arg, bool needs, pybox_erro
 
 /* argv[0] is "exec" (pybox/cli/exec.c). */
 int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_error_t *err);
+
+/* pybox exec --session: the program run as the session's next call, its receipt printed
+ * (pybox/cli/session.c); the exit code. */
+int pybox_cli_session_exec(const pybox_exec_opts_t *o, const char *prog, size_t len);
 
 /* Check the program read from stdin: not empty, not over the limit (over says the input
  * went past PYBOX_PROGRAM_MAX). */

@@ -540,7 +540,8 @@ cJSON *pybox_mcp_run_python_describe(const pybox_mcp_config_t *cfg)
     if (cfg->sessions > 0)
         prop(props, "session_id", "string",
              "Run in the session session_open made: its one interpreter, the globals and files its earlier calls "
-             "left (not with image, memory_mib, files or return_files).");
+             "left (not with image or memory_mib). Its files join /box/in, kept for the session (a name an earlier "
+             "call gave is refused); return_files returns /box/out as it stands at the call's end.");
     cJSON *req = cJSON_AddArrayToObject(in, "required");
     cJSON_AddItemToArray(req, cJSON_CreateString("code"));
     cJSON_AddBoolToObject(in, "additionalProperties", 0);
@@ -644,13 +645,11 @@ static cJSON *check_args(const pybox_mcp_config_t *cfg, const cJSON *args, call_
     if (session != NULL) {
         if (!session_id_valid(session))
             return refuse("session_id: give the id session_open returned (32 hex digits)");
-        /* A session's box has its image and limits from session_open; its files stay
-         * with each call's fresh box. */
-        static const char *const not_in_session[] = {"image", "memory_mib", "files", "return_files"};
+        /* A session's box has its image and limits from session_open. */
+        static const char *const not_in_session[] = {"image", "memory_mib"};
         for (size_t i = 0; i < sizeof not_in_session / sizeof *not_in_session; i++)
             if (cJSON_GetObjectItemCaseSensitive(args, not_in_session[i]) != NULL)
-                return refuse("%s: not taken with session_id (a session's image and memory are session_open's; "
-                              "files go with calls without a session)",
+                return refuse("%s: not taken with session_id (a session's image and memory are session_open's)",
                               not_in_session[i]);
         a->session_id = session->valuestring;
     }
@@ -949,9 +948,35 @@ static cJSON *run_in_session(const pybox_mcp_ctx_t *ctx, const pybox_mcp_config_
         return refuse("timeout_s: %s s is above the %s s of this session (session_open's timeout_s)",
                       pybox_fmt_fixed(asked, a->timeout_ms, 3), pybox_fmt_fixed(m, most, 3));
     }
+    /* The call's files as a plain call's, checked before it reaches the box: its inputs
+     * join the session's /box/in, and none may have a name an earlier call gave. */
+    _cleanup_(scratch_free) scratch_t sc = {.n_paths = 0};
+    _cleanup_(pybox_ready_free) pybox_ready_t frd;
+    pybox_ready_init(&frd);
+    /* Only a call with files makes a scratch: a call without any costs nothing more. */
+    bool with_files = a->files != NULL || a->return_files;
+    cJSON *refusal = with_files ? take_files(cfg, st, a, &sc) : NULL;
+    pybox_error_t err = {0};
+    if (refusal == NULL && with_files) {
+        pybox_request_t rq = {
+            .inputs = sc.paths,
+            .n_inputs = sc.n_paths,
+            .output = a->return_files ? sc.outdir : NULL,
+        };
+        if (pybox_prepare_files(&rq, &frd, &err) < 0)
+            refusal = refuse_prepared(cfg, &frd, &err);
+        else if (sc.n_paths > 0 && pybox_ahead_inputs_check(w->box, &frd.inputs, &err) < 0)
+            refusal = refuse("files: %s", err.msg);
+    }
+    if (refusal != NULL) {
+        pybox_mcp_sessions_give_back(ss, a->session_id, w, NULL);
+        return refusal;
+    }
     pybox_run_request_t rr = w->rd.run;
     rr.program = a->code;
     rr.program_len = a->code_len;
+    rr.inputs = sc.n_paths > 0 ? &frd.inputs : NULL;
+    rr.output = a->return_files ? &frd.output : NULL;
     rr.policy.timeout_ms = a->timeout_ms;
     rr.started_s = started;
     rr.cancellable = true;
@@ -970,8 +995,7 @@ static cJSON *run_in_session(const pybox_mcp_ctx_t *ctx, const pybox_mcp_config_
     } else {
         pybox_mcp_sessions_give_back(ss, a->session_id, w, NULL);
     }
-    scratch_t sc = {.n_paths = 0};
-    return result_of(cfg, &res, &sc, st, NULL);
+    return result_of(cfg, &res, &sc, st, &frd.output);
 }
 
 static const char *const known_open_args[] = {"image", "timeout_s", "memory_mib", "ttl_s", NULL};

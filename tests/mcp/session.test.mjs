@@ -46,8 +46,9 @@ test('a data-image session: a DataFrame made by one call is read by the next; ea
     assert.equal(c1.status, 'SESSION_CALL_ENDED', text(r1));
     assert.equal(c1.said.stdout.text, 'made\n');
     assert.equal(c1.seen.start.kind, 'session');
-    assert.deepEqual({ ...c1.seen.start.session, init_call_ms: 0 },
-      { id: s.session_id, call: 1, state: "none: the session's first call", goes_on: true, init_call_ms: 0 });
+    assert.deepEqual({ ...c1.seen.start.session, init_call_ms: 0, files: '' },
+      { id: s.session_id, call: 1, state: "none: the session's first call", goes_on: true, init_call_ms: 0,
+        files: '' });
     assert.equal(c1.seen.box.id, s.box_id);
     assert.equal(c1.seen.box.removed, false, 'the box is kept for the next call');
     assert.ok(c1.seen.start.at_arrival.taken !== undefined, 'the counters at the call\'s start');
@@ -169,7 +170,7 @@ test('an out-of-memory kill of the session\'s interpreter ends the session and s
   await waitNoBoxes(20000);
 });
 
-test('the server\'s ceilings: --sessions bounds live sessions, ttl_s above --session-ttl and session_id with files are refused (set by the server); an unknown id is refused; --sessions 0 offers no session tool', async () => {
+test('the server\'s ceilings: --sessions bounds live sessions, ttl_s above --session-ttl is refused (set by the server); an unknown id is refused; --sessions 0 offers no session tool', async () => {
   const { client } = await connect(['--images', 'stdlib', '--sessions', '1', '--session-ttl', '60']);
   try {
     const tooLong = await open(client, { ttl_s: 61 });
@@ -181,8 +182,8 @@ test('the server\'s ceilings: --sessions bounds live sessions, ttl_s above --ses
     assert.equal(second.isError, true);
     assert.match(text(second), /1 session is live or opening, the most this server keeps \(set by the server\)/);
     assert.equal((await boxes()).length, 1);
-    const withFiles = await call(client, { session_id: id, code: 'print(1)', files: [{ name: 'a', content: 'x' }] });
-    assert.match(text(withFiles), /files: not taken with session_id/);
+    const withImage = await call(client, { session_id: id, code: 'print(1)', image: 'stdlib' });
+    assert.match(text(withImage), /image: not taken with session_id/);
     const longer = await call(client, { session_id: id, code: 'print(1)', timeout_s: 3 });
     assert.match(text(longer), /timeout_s: 3 s is above the 2 s of this session \(session_open's timeout_s\)/);
     const unknown = await call(client, { session_id: 'f'.repeat(32), code: 'print(1)' });
@@ -201,6 +202,60 @@ test('the server\'s ceilings: --sessions bounds live sessions, ttl_s above --ses
   } finally {
     await none.client.close();
   }
+});
+
+// The text of a file returned inline, or null.
+const returned = (result, name) => {
+  const c = result.content.find((x) => x.type === 'text' && x.text.startsWith(`file ${name} (`));
+  return c ? c.text.split('\n').filter((l) => l.startsWith('  | ')).map((l) => l.slice(4)).join('\n') : null;
+};
+
+test('files in and out per call of a session: each call\'s inputs join /box/in, return_files returns /box/out as it stands at the call\'s end, a name an earlier call gave is refused before the call and the session goes on', async () => {
+  const { client } = await connect(['--images', 'stdlib']);
+  try {
+    const id = (await open(client, { timeout_s: 10 })).structuredContent.session_id;
+    const r1 = await call(client, { session_id: id, return_files: true, files: [{ name: 'a.txt', content: 'alpha' }],
+      code: 'd = open("/box/in/a.txt").read()\nopen("/box/out/one.txt", "w").write(d.upper())\nprint(d)' });
+    const c1 = r1.structuredContent;
+    assert.equal(c1.status, 'SESSION_CALL_ENDED', text(r1));
+    assert.equal(c1.said.stdout.text, 'alpha\n');
+    assert.deepEqual(c1.asked.inputs.map((f) => f.name), ['a.txt']);
+    assert.equal(returned(r1, 'one.txt'), 'ALPHA', text(r1));
+    assert.match(c1.seen.start.session.files, /\/box\/out as it stood at this call's end/);
+
+    // Call 2 gives another file: both are in /box/in; /box/out has call 1's file and its own.
+    const r2 = await call(client, { session_id: id, return_files: true, files: [{ name: 'b.txt', content: 'beta' }],
+      code: 'import os\nopen("/box/out/two.txt", "w").write(d + open("/box/in/b.txt").read())\n'
+        + 'print(sorted(os.listdir("/box/in")))' });
+    const c2 = r2.structuredContent;
+    assert.equal(c2.status, 'SESSION_CALL_ENDED', text(r2));
+    assert.equal(c2.said.stdout.text, "['a.txt', 'b.txt']\n");
+    assert.deepEqual(c2.asked.inputs.map((f) => f.name), ['b.txt'], 'the call\'s own inputs');
+    assert.equal(returned(r2, 'two.txt'), 'alphabeta', text(r2));
+    assert.equal(returned(r2, 'one.txt'), 'ALPHA', '/box/out lasts for the session');
+
+    // A call without return_files returns none; /box/out goes on.
+    const r3 = await call(client, { session_id: id, code: 'open("/box/out/three.txt", "w").write("3")' });
+    assert.equal(r3.structuredContent.status, 'SESSION_CALL_ENDED', text(r3));
+    assert.equal(returned(r3, 'three.txt'), null);
+
+    // A name an earlier call gave is refused before the call: nothing reaches the box, and
+    // the session goes on with its state.
+    const again = await call(client, { session_id: id, files: [{ name: 'a.txt', content: 'other' }], code: 'd = 0' });
+    assert.equal(again.isError, true);
+    assert.match(text(again), /^files: \/box\/in\/a\.txt is there already: call 1 of this session put it there/);
+    const r4 = await call(client, { session_id: id, return_files: true,
+      code: 'print(d, open("/box/in/a.txt").read())' });
+    const c4 = r4.structuredContent;
+    assert.equal(c4.said.stdout.text, 'alpha alpha\n', 'the refused call changed nothing');
+    assert.equal(c4.seen.start.session.call, 4, 'the refused call was never handed to the session');
+    assert.deepEqual(['one.txt', 'two.txt', 'three.txt'].map((n) => returned(r4, n)), ['ALPHA', 'alphabeta', '3']);
+    const cl = await close(client, id);
+    assert.equal(cl.structuredContent.status, 'SESSION_CLOSED_OBSERVED', text(cl));
+  } finally {
+    await client.close();
+  }
+  await waitNoBoxes(20000);
 });
 
 test('a session with no call for its idle limit ends, its box removed; the next call is refused naming why', async () => {
