@@ -56,7 +56,7 @@ _pybox()
         mapfile -t COMPREPLY < <(compgen -W "auto always never" -- "$cur")
         return 0
         ;;
-    --input | --lock | --key | --chart)
+    --input | --lock | --key | --chart | --token-file)
         mapfile -t COMPREPLY < <(compgen -f -- "$cur")
         compopt -o filenames 2>/dev/null || :
         return 0
@@ -66,8 +66,13 @@ _pybox()
         compopt -o filenames 2>/dev/null || :
         return 0
         ;;
+    --socket-group)
+        mapfile -t COMPREPLY < <(compgen -g -- "$cur")
+        return 0
+        ;;
     --timeout | --memory | --pids | --cpus | --max-timeout | --max-memory | --output-root-max | --output-root-age | \
-        --images | --debian)
+        --images | --debian | --listen | --allow-origins | --max-connections | --max-sessions | --max-calls | \
+        --session-idle)
         return 0 # a value of the caller's own
         ;;
     esac

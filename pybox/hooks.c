@@ -9,6 +9,7 @@ static const char *const names[PYBOX_HOOKS] = {
     [PYBOX_HOOK_KILL_AT] = "PYBOX_TEST_KILL_AT",
     [PYBOX_HOOK_CGROUP_ROOT] = "PYBOX_TEST_CGROUP_ROOT",
     [PYBOX_HOOK_RUN_DIR] = "PYBOX_TEST_RUN_DIR",
+    [PYBOX_HOOK_LISTEN_BOUND] = "PYBOX_TEST_LISTEN_BOUND",
 };
 
 const char *pybox_hook_name(pybox_hook_t h)

@@ -14,9 +14,11 @@
 #include "error.h"
 
 typedef enum {
-    PYBOX_HOOK_KILL_AT,     /* pybox exec SIGKILLs itself at a phase (create, start, run, collect) */
-    PYBOX_HOOK_CGROUP_ROOT, /* the cgroup root instead of /sys/fs/cgroup (an absolute path) */
-    PYBOX_HOOK_RUN_DIR,     /* the machine-wide run folder instead of /run/pybox (an absolute path) */
+    PYBOX_HOOK_KILL_AT,      /* pybox exec SIGKILLs itself at a phase (create, start, run, collect) */
+    PYBOX_HOOK_CGROUP_ROOT,  /* the cgroup root instead of /sys/fs/cgroup (an absolute path) */
+    PYBOX_HOOK_RUN_DIR,      /* the machine-wide run folder instead of /run/pybox (an absolute path) */
+    PYBOX_HOOK_LISTEN_BOUND, /* pybox mcp --listen unix:PATH waits, once its socket is bound, for a byte from this FIFO
+                              */
     PYBOX_HOOKS,
 } pybox_hook_t;
 

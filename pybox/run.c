@@ -328,9 +328,12 @@ static int io_loop(feed_t *f, pybox_run_result_t *res)
             ps[n++] = (struct pollfd){.fd = f->req->cancel_fd, .events = POLLIN};
         int64_t wait = f->deadline - now;
         if (res->watched && !res->record.seen) {
+            size_t before = res->watch.n_samples;
             int64_t next = pybox_watch_tick(&res->watch, now);
             if (next < wait)
                 wait = next;
+            if (f->req->tick != NULL && res->watch.n_samples != before && res->watch.have_last)
+                f->req->tick(pybox_flow_since(f->t_start), &res->watch.last, f->req->hook_arg);
         }
         int pr;
         if (read_first) {

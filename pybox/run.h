@@ -98,7 +98,11 @@ typedef struct pybox_run_request {
     /* Called at each step with the run's id (tests use it to stop a run at a chosen
      * moment). */
     void (*hook)(const char *step, const char *run_id, void *arg);
-    void *hook_arg;
+    /* Called after each reading of the box's cgroup while the program runs (none when the
+     * cgroup was not found), with the time since the box started running and the reading
+     * (the MCP server's progress). Only reads; never changes the run. */
+    void (*tick)(double elapsed_ms, const pybox_reading_t *r, void *arg);
+    void *hook_arg; /* given to hook and tick */
     /* A cold start's reason, for the receipt (NULL: "no warm box was asked for"). */
     const char *why_cold;
 } pybox_run_request_t;

@@ -819,6 +819,7 @@ static const char *const timing_cases[] = {
     "host_deadline_stops_the_program",          /* prints within a 0.4 s deadline */
     "closed_standard_descriptors_are_dev_null", /* Python starts Python within 2 s */
     "data_image_pandas_and_a_chart",            /* pandas and matplotlib within the data image's 10 s */
+    "http_hostile", /* slow heads, floods and their deadlines against a server on that machine */
 };
 
 static bool timing_case(const char *name)

@@ -431,6 +431,44 @@ START_TEST(interrupted_while_running)
 }
 END_TEST
 
+/* The tick hook sees each reading of the box's cgroup while the program runs, in order. */
+typedef struct {
+    int n;
+    double last_ms;
+    bool ordered, readings;
+} ticks_t;
+
+static void count_tick(double elapsed_ms, const pybox_reading_t *r, void *arg)
+{
+    ticks_t *t = arg;
+    t->ordered &= elapsed_ms >= t->last_ms;
+    t->readings &= (r->valid & PYBOX_RD_MEM_NOW) && r->mem_now == 4268032;
+    t->last_ms = elapsed_ms;
+    t->n++;
+}
+
+START_TEST(ticks_while_the_program_runs)
+{
+    script_t s;
+    script_init(&s);
+    s.hangs = true;
+    snprintf(s.cgroup_v2, sizeof s.cgroup_v2, "%s",
+             PYBOX_FIXTURES "/cgroup/v2-systemd/system.slice/"
+                            "docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope");
+    pybox_run_request_t req;
+    request(&req, 300);
+    ticks_t t = {.ordered = true, .readings = true};
+    req.tick = count_tick;
+    req.hook_arg = &t;
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_str_eq(pybox_end_word(res.end), "SUPERVISOR_KILL_OBSERVED");
+    ck_assert(res.watched);
+    ck_assert_msg(t.n >= 2, "%d ticks in a 300 ms run sampled every %d ms or more", t.n, PYBOX_WATCH_INTERVAL_MS);
+    ck_assert(t.ordered && t.readings);
+    ck_assert(t.last_ms <= 300 + PYBOX_WATCH_INTERVAL_MS * 4);
+}
+END_TEST
+
 START_TEST(the_total_counts_from_pybox_s_start)
 {
     script_t s;
@@ -912,6 +950,7 @@ Suite *suite_run(void)
     tcase_add_test(tc, program_exit_code_is_kept);
     tcase_add_test(tc, each_phase_failure_is_pybox_s);
     tcase_add_test(tc, host_deadline_stops_the_program);
+    tcase_add_test(tc, ticks_while_the_program_runs);
     tcase_add_test(tc, a_box_that_ignores_the_stop_is_killed);
     tcase_add_test(tc, box_timer);
     tcase_add_test(tc, no_record_is_unexplained);

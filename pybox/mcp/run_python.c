@@ -268,6 +268,8 @@ typedef struct {
     pybox_mcp_progress_fn progress;
     void *ctx;
     int n;
+    int64_t timeout_ms;  /* the run's deadline, for the running readings' share of step 4 */
+    double next_tick_ms; /* the next running reading is sent once this much has run */
 } hook_ctx_t;
 
 static void on_step(const char *step, const char *run_id, void *arg)
@@ -279,6 +281,32 @@ static void on_step(const char *step, const char *run_id, void *arg)
         return;
     if (h->progress)
         h->progress(h->ctx, ++h->n, 6, step);
+}
+
+/* While the program runs: every PYBOX_MCP_PROGRESS_MS, what has run and the kernel's
+ * readings of the box (never anything the program wrote), between the steps "running"
+ * (4) and "removing" (5), so the progress still only grows. */
+static void on_tick(double elapsed_ms, const pybox_reading_t *r, void *arg)
+{
+    hook_ctx_t *h = arg;
+    if (h->progress == NULL || h->n != 4 || elapsed_ms < h->next_tick_ms)
+        return;
+    h->next_tick_ms = elapsed_ms + PYBOX_MCP_PROGRESS_MS;
+    char msg[256], t[PYBOX_NUM_MAX], most[PYBOX_NUM_MAX], mem[PYBOX_NUM_MAX], cpu[PYBOX_NUM_MAX];
+    pybox_buf_t b;
+    pybox_buf_init(&b, sizeof msg);
+    pybox_buf_addf(&b, "running %s s of %s s", pybox_fmt_fixed(t, (int64_t)(elapsed_ms / 100), 1),
+                   pybox_fmt_fixed(most, h->timeout_ms / 100, 1));
+    if (r->valid & PYBOX_RD_MEM_NOW)
+        pybox_buf_addf(&b, "; memory %s MiB", pybox_fmt_fixed(mem, r->mem_now * 10 / (1024 * 1024), 1));
+    if (r->valid & PYBOX_RD_PIDS_NOW)
+        pybox_buf_addf(&b, "; %lld process%s", (long long)r->pids_now, r->pids_now == 1 ? "" : "es");
+    if (r->valid & PYBOX_RD_CPU)
+        pybox_buf_addf(&b, "; CPU %s s", pybox_fmt_fixed(cpu, r->cpu_ns / 10000000, 2));
+    snprintf(msg, sizeof msg, "%s", pybox_buf_ok(&b) && b.data ? b.data : "running");
+    pybox_buf_free(&b);
+    double share = h->timeout_ms > 0 ? floor(elapsed_ms / (double)h->timeout_ms * 1000) / 1000 : 0;
+    h->progress(h->ctx, 4 + (share < 0.99 ? share : 0.99), 6, msg);
 }
 
 static const char *image_mime(const unsigned char *d, size_t n)
@@ -848,7 +876,9 @@ static cJSON *run_warm(const pybox_mcp_config_t *cfg, const call_args_t *a, cons
     rr.cancellable = true;
     rr.cancel_fd = rq->cancel_fd;
     rr.hook = rq->hook;
+    rr.tick = rq->tick;
     rr.hook_arg = rq->hook_arg;
+    ((hook_ctx_t *)rq->hook_arg)->timeout_ms = rr.policy.timeout_ms;
     pybox_ahead_t *box = warm->box;
     warm->box = NULL;
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
@@ -878,6 +908,8 @@ static cJSON *run_cold(const pybox_mcp_config_t *cfg, const pybox_request_t *rq,
     pybox_ready_init(&rd);
     if (pybox_prepare(rq, &rd, &err) < 0)
         return refuse_prepared(cfg, &rd, &err);
+    /* the deadline as resolved (asked, the image's, or PyBox's), for the progress */
+    ((hook_ctx_t *)rq->hook_arg)->timeout_ms = rd.run.policy.timeout_ms;
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
     pybox_ready_run(&rd, &res);
     return result_of(cfg, &res, sc, &rd.st, &rd.output);
@@ -910,7 +942,9 @@ static cJSON *run_in_session(const pybox_mcp_ctx_t *ctx, const pybox_mcp_config_
     rr.cancellable = true;
     rr.cancel_fd = cancel_fd;
     rr.hook = on_step;
+    rr.tick = on_tick;
     rr.hook_arg = hook;
+    hook->timeout_ms = rr.policy.timeout_ms;
     bool ended = false;
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
     pybox_ahead_call(w->box, &rr, &res, &ended);
@@ -1149,7 +1183,7 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
             return refuse("%s", err.msg);
         st = &own;
     }
-    hook_ctx_t hook = {.progress = progress, .ctx = progress_ctx, .n = 0};
+    hook_ctx_t hook = {.progress = progress, .ctx = progress_ctx, .n = 0, .next_tick_ms = PYBOX_MCP_PROGRESS_MS};
     if (a.session_id != NULL)
         return run_in_session(ctx, cfg, &a, st, started, cancel_fd, &hook);
     _cleanup_(scratch_free) scratch_t sc = {.n_paths = 0};
@@ -1175,6 +1209,7 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
         .cancellable = true,
         .cancel_fd = cancel_fd,
         .hook = on_step,
+        .tick = on_tick,
         .hook_arg = &hook,
         .why_cold = why_cold,
     };

@@ -5,6 +5,7 @@
 #include "sessions.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,10 +197,18 @@ int pybox_mcp_sessions_add(pybox_mcp_sessions_t *ss, pybox_mcp_warm_t *w, int64_
     return 0;
 }
 
+/* A session id is a capability (over HTTP, any token's client may name one): compared in
+ * constant time, so how long a refusal takes says nothing of how much of an id was right. */
+static bool same_id(const char *kept, const char *given)
+{
+    size_t n = strlen(kept);
+    return strlen(given) == n && CRYPTO_memcmp(kept, given, n) == 0;
+}
+
 static sess_t *find_locked(pybox_mcp_sessions_t *ss, const char *id, int *at)
 {
     for (int i = 0; i < PYBOX_MCP_SESSIONS_MAX; i++)
-        if (ss->s[i] != NULL && strcmp(ss->s[i]->id, id) == 0) {
+        if (ss->s[i] != NULL && same_id(ss->s[i]->id, id)) {
             if (at != NULL)
                 *at = i;
             return ss->s[i];
@@ -225,7 +234,7 @@ pybox_mcp_warm_t *pybox_mcp_sessions_take(pybox_mcp_sessions_t *ss, const char *
     } else {
         snprintf(why, len, "no live session of this server has that id");
         for (int i = 0; i < SESSIONS_ENDED_KEPT; i++)
-            if (ss->ended[i].id[0] != '\0' && strcmp(ss->ended[i].id, id) == 0)
+            if (ss->ended[i].id[0] != '\0' && same_id(ss->ended[i].id, id))
                 snprintf(why, len, "session %s has ended: %s", id, ss->ended[i].why);
     }
     pthread_mutex_unlock(&ss->mu);
