@@ -181,5 +181,9 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
 void pybox_run_result_free(pybox_run_result_t *res);
 
 const char *pybox_end_word(pybox_end_t end);
+/* Whether the run's receipt carries PyBox's error (a failure, an outside stop, a cancel,
+ * or an error beside the program's end): when it does, res->error's message is never
+ * empty (pybox_flow_finish sees to it). */
+bool pybox_run_has_error(const pybox_run_result_t *res);
 
 #endif

@@ -455,8 +455,7 @@ char *pybox_mcp_summary(const pybox_run_result_t *res)
         pybox_escape_terminal(&b, res->unknown[i], strlen(res->unknown[i]), false);
         pybox_buf_adds(&b, "\n");
     }
-    if (res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP || res->end == PYBOX_END_CANCELLED ||
-        res->error.kind != PYBOX_ERR_NONE) {
+    if (pybox_run_has_error(res)) {
         pybox_buf_adds(&b, "PyBox: ");
         pybox_escape_terminal(&b, res->error.msg, strlen(res->error.msg), false);
         pybox_buf_adds(&b, "\n");
