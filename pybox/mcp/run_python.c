@@ -919,11 +919,12 @@ static cJSON *run_cold(const pybox_mcp_config_t *cfg, const pybox_request_t *rq,
 /* One call in a session's box: its result, whose receipt names the session and the call;
  * when the call ended the session, the session's end is in it too. */
 static cJSON *run_in_session(const pybox_mcp_ctx_t *ctx, const pybox_mcp_config_t *cfg, const call_args_t *a,
-                             const pybox_state_t *st, double started, int cancel_fd, hook_ctx_t *hook)
+                             const pybox_state_t *st, double started, int cancel_fd, hook_ctx_t *hook,
+                             uint64_t connection)
 {
     pybox_mcp_sessions_t *ss = ctx != NULL ? ctx->sessions : NULL;
     char why[320];
-    pybox_mcp_warm_t *w = pybox_mcp_sessions_take(ss, a->session_id, why, sizeof why);
+    pybox_mcp_warm_t *w = pybox_mcp_sessions_take(ss, a->session_id, connection, why, sizeof why);
     if (w == NULL)
         return refuse("session_id: %s", why);
     int64_t most = pybox_ahead_policy(w->box)->timeout_ms;
@@ -967,7 +968,6 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
 {
     (void)cancel_fd;
     (void)progress;
-    (void)progress_ctx;
     const pybox_mcp_ctx_t *ctx = arg;
     pybox_mcp_sessions_t *ss = ctx != NULL ? ctx->sessions : NULL;
     call_args_t a;
@@ -1025,7 +1025,8 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
         return refuse("the session's box could not be made ready: %s", err.msg);
     }
     char id[33];
-    if (pybox_mcp_sessions_add(ss, w, ttl_ms, cfg->session_idle_ms, id, &err) < 0) {
+    if (pybox_mcp_sessions_add(ss, w, pybox_mcp_call_connection(progress_ctx), ttl_ms, cfg->session_idle_ms, id, &err) <
+        0) {
         pybox_mcp_warm_free(w);
         return refuse("the session could not be kept: %s", err.msg);
     }
@@ -1069,7 +1070,6 @@ static cJSON *session_close(void *arg, const pybox_mcp_config_t *cfg, const cJSO
 {
     (void)cancel_fd;
     (void)progress;
-    (void)progress_ctx;
     const pybox_mcp_ctx_t *ctx = arg;
     pybox_mcp_sessions_t *ss = ctx != NULL ? ctx->sessions : NULL;
     static const char *const known[] = {"session_id", NULL};
@@ -1081,7 +1081,8 @@ static cJSON *session_close(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     if (!session_id_valid(id))
         return refuse("session_id: give the id session_open returned (32 hex digits)");
     char why[320];
-    pybox_mcp_warm_t *w = pybox_mcp_sessions_take(ss, id->valuestring, why, sizeof why);
+    pybox_mcp_warm_t *w =
+        pybox_mcp_sessions_take(ss, id->valuestring, pybox_mcp_call_connection(progress_ctx), why, sizeof why);
     if (w == NULL)
         return refuse("session_id: %s", why);
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
@@ -1149,11 +1150,20 @@ static cJSON *session_close_describe(const pybox_mcp_config_t *cfg)
     return t;
 }
 
+/* A session is its connection's: it ends with it. */
+static void sessions_of_connection_end(void *arg, uint64_t connection)
+{
+    const pybox_mcp_ctx_t *ctx = arg;
+    if (ctx != NULL)
+        pybox_mcp_sessions_end_owned(ctx->sessions, connection);
+}
+
 const pybox_mcp_tool_t pybox_mcp_session_open_tool = {
     .name = "session_open",
     .describe = session_open_describe,
     .call = session_open,
     .drop = NULL,
+    .connection_end = sessions_of_connection_end,
 };
 
 const pybox_mcp_tool_t pybox_mcp_session_close_tool = {
@@ -1184,7 +1194,7 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     }
     hook_ctx_t hook = {.progress = progress, .ctx = progress_ctx, .n = 0, .next_tick_ms = PYBOX_MCP_PROGRESS_MS};
     if (a.session_id != NULL)
-        return run_in_session(ctx, cfg, &a, st, started, cancel_fd, &hook);
+        return run_in_session(ctx, cfg, &a, st, started, cancel_fd, &hook, pybox_mcp_call_connection(progress_ctx));
     _cleanup_(scratch_free) scratch_t sc = {.n_paths = 0};
     refusal = take_files(cfg, st, &a, &sc);
     if (refusal != NULL)

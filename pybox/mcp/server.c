@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@ struct pybox_mcp_session {
     size_t n_tools;
     void *arg;
     pybox_mcp_hooks_t hooks;
+    uint64_t connection;                   /* pybox_mcp_call_connection */
     const char *version;                   /* agreed by initialize (a constant), NULL before */
     cJSON *early[PYBOX_MCP_EARLY_CANCELS]; /* cancellations that named no call (hooks.early_cancels) */
     size_t early_next;
@@ -885,12 +887,21 @@ void pybox_mcp_session_handle(pybox_mcp_session_t *s, const char *msg, size_t le
     out->outcome = dispatch(s, sink, msg, len, flags, out);
 }
 
+uint64_t pybox_mcp_call_connection(const void *progress_ctx)
+{
+    const call_t *c = progress_ctx;
+    return c != NULL ? c->srv->connection : 0;
+}
+
 pybox_mcp_session_t *pybox_mcp_session_new(const pybox_mcp_config_t *cfg, const pybox_mcp_tool_t *tools, size_t n_tools,
                                            void *arg, const pybox_mcp_hooks_t *hooks)
 {
+    /* Never 0, never twice in this process's life (0 is no connection). */
+    static _Atomic uint64_t next_connection;
     pybox_mcp_session_t *s = calloc(1, sizeof *s);
     if (s == NULL)
         return NULL;
+    s->connection = atomic_fetch_add(&next_connection, 1) + 1;
     s->cfg = cfg;
     s->tools = tools;
     s->n_tools = n_tools;
@@ -926,6 +937,9 @@ void pybox_mcp_session_free(pybox_mcp_session_t *s)
         return;
     pybox_mcp_session_cancel(s, NULL, true);
     pybox_mcp_session_reap(s, true);
+    for (size_t i = 0; i < s->n_tools; i++)
+        if (s->tools[i].connection_end != NULL)
+            s->tools[i].connection_end(s->arg, s->connection);
     for (size_t i = 0; i < PYBOX_MCP_EARLY_CANCELS; i++)
         cJSON_Delete(s->early[i]);
     pthread_mutex_destroy(&s->reap_mu);

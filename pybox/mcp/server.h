@@ -121,7 +121,17 @@ typedef struct pybox_mcp_tool {
     /* Its result is dropped (cancelled): undo what kept (its PYBOX_MCP_KEPT_KEY member)
      * names. May be NULL. */
     void (*drop)(const pybox_mcp_config_t *cfg, const cJSON *kept);
+    /* The MCP connection connection (pybox_mcp_call_connection) has ended, every call of
+     * it ended: end what it owned. May be NULL. */
+    void (*connection_end)(void *arg, uint64_t connection);
 } pybox_mcp_tool_t;
+
+/* The MCP connection a call came on (stdio: the one client; over HTTP: its
+ * Mcp-Session-Id session), from the progress_ctx its runner was given: a number never
+ * given to another connection of this server. What a call makes that lasts beyond it (a
+ * Python session) belongs to that connection, ends with it (the tools' connection_end),
+ * and is not another connection's to use. */
+uint64_t pybox_mcp_call_connection(const void *progress_ctx);
 
 /* ---- the protocol core: sessions ----
  * A session is one client's protocol state: initialized or not, the version agreed, its
@@ -211,7 +221,8 @@ size_t pybox_mcp_session_cancel(pybox_mcp_session_t *s, const pybox_mcp_sink_t *
 /* Join the calls that have ended (all: wait for every one). Safe from several threads:
  * one reaps at a time. */
 void pybox_mcp_session_reap(pybox_mcp_session_t *s, bool all);
-/* Cancel every call (by_client), wait for each to end (every box removed), free. */
+/* Cancel every call (by_client), wait for each to end (every box removed), end what the
+ * connection owned (the tools' connection_end), free. */
 void pybox_mcp_session_free(pybox_mcp_session_t *s);
 /* The answer to a message larger than PYBOX_MCP_LINE_MAX (or than memory could hold),
  * which a transport drops unread: an error with id null, into k. */

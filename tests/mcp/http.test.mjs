@@ -207,6 +207,61 @@ test('session end: DELETE cancels the session\'s calls and removes their boxes; 
   }
 });
 
+// A Python session (session_open) is the MCP connection's that opened it: over HTTP, its
+// Mcp-Session-Id session. Named from another one, of the same token or another, it is
+// refused as an unknown id is; the HTTP session's end (DELETE, or its idle limit) ends it
+// and removes its box.
+test('a Python session belongs to the HTTP session that opened it: another one is refused it as unknown; DELETE or the idle end of its HTTP session ends it, its box removed', async () => {
+  const server = await HttpServer.start({ args: ['--max-timeout', '30', '--http-session-idle', '10'] });
+  const owner = await connect(server);
+  const other = await connect(server); // the same token, another HTTP session
+  const bob = await connect(server, { token: 'bob' });
+  const opened = [];
+  try {
+    const open = async (c) => {
+      const r = await c.client.callTool({ name: 'session_open', arguments: {} }, undefined, { timeout: 60000 });
+      assert.ok(!r.isError, text(r));
+      opened.push(r.structuredContent.session_id);
+      return r.structuredContent.session_id;
+    };
+    const id = await open(owner);
+    const mine = await owner.client.callTool({ name: 'run_python', arguments: { code: 'x = 41', session_id: id } });
+    assert.ok(!mine.isError, text(mine));
+    const unknown = await owner.client.callTool({ name: 'run_python', arguments: { code: 'print(1)', session_id: 'f'.repeat(32) } });
+    assert.ok(unknown.isError);
+    for (const [who, c] of [['the same token', other], ['another token', bob]]) {
+      for (const [tool, args] of [['run_python', { code: 'print(x)', session_id: id }], ['session_close', { session_id: id }]]) {
+        const r = await c.client.callTool({ name: tool, arguments: args });
+        assert.ok(r.isError, `${tool} from ${who}: ${text(r)}`);
+        assert.equal(text(r), text(unknown).replace('f'.repeat(32), id), `${tool} from ${who}: refused as an unknown id is`);
+        assert.equal(r.structuredContent?.said, undefined, 'no box was used');
+      }
+    }
+    const still = await owner.client.callTool({ name: 'run_python', arguments: { code: 'print(x + 1)', session_id: id } });
+    assert.equal(still.structuredContent.said.stdout.text, '42\n', text(still));
+    assert.equal((await boxes()).length, 1, 'the session\'s box');
+    // DELETE of the HTTP session ends its Python session.
+    await owner.transport.terminateSession();
+    await server.line(new RegExp(`session ${id} ended \\(its MCP connection ended\\)`), 30000);
+    await waitNoBoxes(10000);
+    // The idle end of an HTTP session (one with no stream of its own open, as the SDK's
+    // keeps one) ends its Python session.
+    const raw = await initialize(server, 'bob');
+    const answer = await request(server, { headers: postHeaders(server, { token: 'bob', session: raw }),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'open', method: 'tools/call', params: { name: 'session_open', arguments: {} } }) });
+    const id2 = JSON.parse(answer.text).result?.structuredContent?.session_id;
+    assert.match(String(id2), /^[0-9a-f]{32}$/, answer.text);
+    assert.equal((await boxes()).length, 1);
+    await server.line(new RegExp(`session token=bob session=${raw.slice(0, 8)} ended \\(idle\\)`), 60000);
+    await server.line(new RegExp(`session ${id2} ended \\(its MCP connection ended\\)`), 30000);
+    await waitNoBoxes(10000);
+    assert.deepEqual([...other.errors, ...bob.errors].filter((e) => !closing(e)), []);
+  } finally {
+    for (const c of [owner, other, bob]) await c.client.close().catch(() => {});
+    await server.close();
+  }
+});
+
 test('8 calls at once over HTTP: each its own box and its own receipt; one GET stream per session', async () => {
   const server = await HttpServer.start({ args: ['--max-timeout', '30'] });
   const { client, transport, errors } = await connect(server);
