@@ -71,7 +71,7 @@ _pybox()
         return 0
         ;;
     --timeout | --memory | --pids | --cpus | --max-timeout | --max-memory | --output-root-max | --output-root-age | \
-        --images | --debian | --listen | --allow-origins | --max-connections | --max-sessions | --max-calls | \
+        --images | --debian | --listen | --allow-origins | --max-connections | --max-http-sessions | --max-calls | \
         --session-idle)
         return 0 # a value of the caller's own
         ;;

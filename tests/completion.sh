@@ -63,7 +63,7 @@ CUR=-- offers exec --timeout --memory --pids --cpus --image --input --output --b
 CUR=--ch only exec --chart
 CUR=-- only chart --help
 CUR=-- offers mcp --images --max-timeout --max-memory --files-root --output-root --backend --help --listen \
-    --listen-public --token-file --socket-group --allow-origins --max-connections --max-sessions --max-calls \
+    --listen-public --token-file --socket-group --allow-origins --max-connections --max-http-sessions --max-calls \
     --session-idle
 CUR='' only "mcp --listen"
 CUR=-- offers cleanup --dry-run --json --backend --help

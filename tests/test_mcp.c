@@ -40,8 +40,8 @@ START_TEST(startup_refusals)
     refused((const char *[]){"mcp", "--output-root", "/etc/hostname", NULL}, "is not an existing folder");
     refused((const char *[]){"mcp", "--verbose", NULL}, "unknown option");
     refused((const char *[]){"mcp", "--images", NULL}, "needs a value");
-    refused((const char *[]){"mcp", "--sessions", "17", NULL},
-            "--sessions: give how many sessions may be live at once");
+    refused((const char *[]){"mcp", "--python-sessions", "17", NULL},
+            "--python-sessions: give how many Python sessions may be live at once");
     refused((const char *[]){"mcp", "--session-ttl", "5", NULL}, "--session-ttl: give seconds from 10 to 86400");
     refused((const char *[]){"mcp", "--session-idle", "1", NULL}, "--session-idle: give seconds from 5 to 86400");
     refused((const char *[]){"mcp", "--warm", "9", NULL}, "--warm: give how many boxes to keep waiting per image");

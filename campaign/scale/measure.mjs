@@ -64,7 +64,7 @@ function cpuMs(pid) {
 
 // Every client has a session of its own: 1 + 3 + the loads' clients.
 const server = await HttpServer.start({ args: ['--backend', BACKEND, '--images', 'stdlib', '--max-timeout', '30',
-  '--max-calls', '64', '--max-connections', '256', '--max-sessions', String(4 + LOADS.reduce((a, b) => a + b, 0))] });
+  '--max-calls', '64', '--max-connections', '256', '--max-http-sessions', String(4 + LOADS.reduce((a, b) => a + b, 0))] });
 const pid = server.proc.pid;
 const pending = new Map();
 let nextId = 0;

@@ -157,8 +157,8 @@ static void mcp_help(FILE *o)
         "                      (default %d; 0 to %d; 0: every call starts cold)\n"
         "  --warm-wait SECS    the longest a box waits before it is replaced (default %s; %s\n"
         "                      to %s); its own init ends it %s s later if the server is gone\n"
-        "  --sessions N        sessions live at once at most (default %d; 0 to %d; 0: the\n"
-        "                      session tools are not offered)\n"
+        "  " PYBOX_MCP_OPT_PYTHON_SESSIONS " N  Python sessions (session_open) live at once at most\n"
+        "                      (default %d; 0 to %d; 0: the session tools are not offered)\n"
         "  --session-ttl SECS  the longest lifetime session_open may ask, and its default\n"
         "                      (default %s; %s to %s)\n"
         "  --session-idle SECS a session with no call for this long ends (default %s; at\n"
@@ -176,7 +176,8 @@ static void mcp_help(FILE *o)
         "  --allow-origins ORIGIN,...  the browser origins allowed (default: none; requests\n"
         "                      without an Origin header, as non-browser clients send, pass)\n"
         "  --max-connections N  connections with a request in progress, per token (default %d)\n"
-        "  --max-sessions N    MCP sessions (Mcp-Session-Id) open at once, per token (default %d)\n"
+        "  " PYBOX_MCP_OPT_HTTP_SESSIONS " N  MCP sessions (Mcp-Session-Id) open at once, per token\n"
+        "                      (default %d)\n"
         "  --max-calls N       calls in progress at once, per token (default %d; 1 to %d each)\n"
         "  --http-session-idle AGE  an MCP session with nothing in progress for AGE ends\n"
         "                      (default %s; at least %s)\n"
@@ -186,10 +187,11 @@ static void mcp_help(FILE *o)
         "Resident boxes: --warm boxes per image of --images wait at all times (with the\n"
         "defaults, one per image), each holding memory within its image's limit (capped\n"
         "by --max-memory) from its start; a call takes one and the next is made at once.\n"
-        "Sessions (session_open, run_python with session_id, session_close): at most\n"
-        "--sessions boxes, each within the memory its session_open asked (capped by\n"
+        "Sessions (session_open, run_python with session_id, session_close): at most\n" PYBOX_MCP_OPT_PYTHON_SESSIONS
+        " boxes, each within the memory its session_open asked (capped by\n"
         "--max-memory) until session_close, its idle limit, its lifetime, a call that ends\n"
-        "its interpreter, or the server's end.\n"
+        "its interpreter, the end of the MCP connection that opened it (whose alone it is),\n"
+        "or the server's end.\n"
         "docs/mcp.md.\n",
         PYBOX_MCP_IMAGES_MAX, pybox_limit_fmt(PYBOX_LIMIT_TIMEOUT, PYBOX_MCP_MAX_TIMEOUT_MS, timeout),
         lim(PYBOX_LIMIT_TIMEOUT, 'n'), lim(PYBOX_LIMIT_TIMEOUT, 'x'), (long long)(PYBOX_MCP_MAX_MEMORY >> 20),

@@ -39,7 +39,7 @@
  * handles, files), so a flood of connections, authenticated or not, never leaves a call
  * without descriptors. */
 #define PYBOX_MCP_HTTP_FD_RESERVE 64
-/* Per token, by default, and at most (--max-connections, --max-sessions, --max-calls). */
+/* Per token, by default, and at most (--max-connections, --max-http-sessions, --max-calls). */
 #define PYBOX_MCP_HTTP_CONNECTIONS 64
 #define PYBOX_MCP_HTTP_SESSIONS 16
 #define PYBOX_MCP_HTTP_CALLS PYBOX_MCP_CALLS_MAX

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The MCP server's sessions (docs/mcp.md, Sessions): boxes an agent asked for with
  * session_open, each one sealed box whose one interpreter runs the session's calls one
- * after another in the same globals. The table bounds them (--sessions live at once; each
+ * after another in the same globals. The table bounds them (--python-sessions live at once; each
  * within --session-ttl and --session-idle) and ends each at its idle limit, its lifetime,
  * its first call that ends its interpreter, session_close, the end of the MCP connection
  * that opened it (whose alone it is), or the server's end; the box's

@@ -198,8 +198,8 @@ test('slow-loris heads: connections that trickle a head are closed at the head\'
   }
 });
 
-test('floods: sessions past --max-sessions, calls past --max-calls, connections past --max-connections: 429 each, then served again', async () => {
-  const server = await HttpServer.start({ args: ['--max-sessions', '4', '--max-calls', '2', '--max-connections', '6', '--max-timeout', '30'] });
+test('floods: sessions past --max-http-sessions, calls past --max-calls, connections past --max-connections: 429 each, then served again', async () => {
+  const server = await HttpServer.start({ args: ['--max-http-sessions', '4', '--max-calls', '2', '--max-connections', '6', '--max-timeout', '30'] });
   try {
     const sessions = [];
     for (let i = 0; i < 4; i++) sessions.push(await initialize(server));
