@@ -458,7 +458,9 @@ await check(named('8 calls at once', via), 120000, async (ctx) => {
     sumTotal += r.seen?.timings_ms?.total || 0;
     if (!res.value.isError && r.status === 'TARGET_EXIT_OBSERVED' && r.exit_code === 0 && r.said?.stdout?.text === `${i}\n` &&
       r.seen?.box?.confirmed_gone === true) right++;
-    else wrong.push(`#${i} ${r.status} ${JSON.stringify(r.said?.stdout?.text)}`);
+    else wrong.push(`#${i} ${r.status}, stdout ${JSON.stringify(r.said?.stdout?.text)}` +
+      (r.error ? `, PyBox's error (${r.error.kind}): ${JSON.stringify(short(r.error.message, 300))}` : '') +
+      (r.seen?.box?.confirmed_gone === false ? ', box NOT confirmed gone' : ''));
   });
   const ok = results.filter((r) => r.status === 'fulfilled').map((r) => r.value.structuredContent || {});
   const runs = new Set(ok.map((r) => r.run_id)).size;
