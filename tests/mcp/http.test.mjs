@@ -10,7 +10,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { PYBOX, serverEnv, boxes, volumes, waitNoBoxes } from './helpers.mjs';
+import { PYBOX, serverEnv, boxes, volumes, waitNoBoxes, SKIP_LONG_HTTP } from './helpers.mjs';
 import { HttpServer, connect, closing, request, postHeaders, initialize, sameParts, PROTOCOL } from './http-helpers.mjs';
 
 const text = (result) => result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
@@ -47,7 +47,7 @@ const CALLS = [
   },
 ];
 
-test('the SDK client gets the same results and receipts over HTTP as over stdio', async () => {
+test('the SDK client gets the same results and receipts over HTTP as over stdio', { skip: SKIP_LONG_HTTP }, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pybox-http-same-'));
   const filesRoot = path.join(dir, 'in');
   const outStdio = path.join(dir, 'out-stdio');
@@ -93,7 +93,7 @@ test('the SDK client gets the same results and receipts over HTTP as over stdio'
   assert.deepEqual(await volumes(), []);
 });
 
-test('progress over HTTP: the steps, then once a second the elapsed time and the kernel\'s readings, never the program\'s text', async () => {
+test('progress over HTTP: the steps, then once a second the elapsed time and the kernel\'s readings, never the program\'s text', { skip: SKIP_LONG_HTTP }, async () => {
   const server = await HttpServer.start();
   const { client, errors } = await connect(server);
   try {
@@ -211,7 +211,7 @@ test('session end: DELETE cancels the session\'s calls and removes their boxes; 
 // Mcp-Session-Id session. Named from another one, of the same token or another, it is
 // refused as an unknown id is; the HTTP session's end (DELETE, or its idle limit) ends it
 // and removes its box.
-test('a Python session belongs to the HTTP session that opened it: another one is refused it as unknown; DELETE or the idle end of its HTTP session ends it, its box removed', async () => {
+test('a Python session belongs to the HTTP session that opened it: another one is refused it as unknown; DELETE or the idle end of its HTTP session ends it, its box removed', { skip: SKIP_LONG_HTTP }, async () => {
   const server = await HttpServer.start({ args: ['--max-timeout', '30', '--http-session-idle', '10'] });
   const owner = await connect(server);
   const other = await connect(server); // the same token, another HTTP session
@@ -262,7 +262,7 @@ test('a Python session belongs to the HTTP session that opened it: another one i
   }
 });
 
-test('8 calls at once over HTTP: each its own box and its own receipt; one GET stream per session', async () => {
+test('8 calls at once over HTTP: each its own box and its own receipt; one GET stream per session', { skip: SKIP_LONG_HTTP }, async () => {
   const server = await HttpServer.start({ args: ['--max-timeout', '30'] });
   const { client, transport, errors } = await connect(server);
   try {
@@ -288,7 +288,7 @@ test('8 calls at once over HTTP: each its own box and its own receipt; one GET s
   }
 });
 
-test('SIGTERM drains: a call in progress runs to its end and its result goes out; nothing new is taken; the server exits 0', async () => {
+test('SIGTERM drains: a call in progress runs to its end and its result goes out; nothing new is taken; the server exits 0', { skip: SKIP_LONG_HTTP }, async () => {
   const server = await HttpServer.start({ args: ['--max-timeout', '30'] });
   try {
     const session = await initialize(server);
