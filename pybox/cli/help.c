@@ -157,7 +157,7 @@ static void mcp_help(FILE *o)
         "                      (default %d; 0 to %d; 0: every call starts cold)\n"
         "  --warm-wait SECS    the longest a box waits before it is replaced (default %s; %s\n"
         "                      to %s); its own init ends it %s s later if the server is gone\n"
-        "  " PYBOX_MCP_OPT_PYTHON_SESSIONS " N  Python sessions (session_open) live at once at most\n"
+        "  --" PYBOX_MCP_OPT_PYTHON_SESSIONS " N  Python sessions (session_open) live at once at most\n"
         "                      (default %d; 0 to %d; 0: the session tools are not offered)\n"
         "  --session-ttl SECS  the longest lifetime session_open may ask, and its default\n"
         "                      (default %s; %s to %s)\n"
@@ -176,7 +176,7 @@ static void mcp_help(FILE *o)
         "  --allow-origins ORIGIN,...  the browser origins allowed (default: none; requests\n"
         "                      without an Origin header, as non-browser clients send, pass)\n"
         "  --max-connections N  connections with a request in progress, per token (default %d)\n"
-        "  " PYBOX_MCP_OPT_HTTP_SESSIONS " N  MCP sessions (Mcp-Session-Id) open at once, per token\n"
+        "  --" PYBOX_MCP_OPT_HTTP_SESSIONS " N  MCP sessions (Mcp-Session-Id) open at once, per token\n"
         "                      (default %d)\n"
         "  --max-calls N       calls in progress at once, per token (default %d; 1 to %d each)\n"
         "  --http-session-idle AGE  an MCP session with nothing in progress for AGE ends\n"
@@ -187,7 +187,7 @@ static void mcp_help(FILE *o)
         "Resident boxes: --warm boxes per image of --images wait at all times (with the\n"
         "defaults, one per image), each holding memory within its image's limit (capped\n"
         "by --max-memory) from its start; a call takes one and the next is made at once.\n"
-        "Sessions (session_open, run_python with session_id, session_close): at most\n" PYBOX_MCP_OPT_PYTHON_SESSIONS
+        "Sessions (session_open, run_python with session_id, session_close): at most\n--" PYBOX_MCP_OPT_PYTHON_SESSIONS
         " boxes, each within the memory its session_open asked (capped by\n"
         "--max-memory) until session_close, its idle limit, its lifetime, a call that ends\n"
         "its interpreter, the end of the MCP connection that opened it (whose alone it is),\n"

@@ -55,7 +55,7 @@ const struct option pybox_mcp_options[] = {
     {"backend", required_argument, NULL, OPT_BACKEND},
     {"warm", required_argument, NULL, OPT_WARM},
     {"warm-wait", required_argument, NULL, OPT_WARM_WAIT},
-    {PYBOX_MCP_OPT_PYTHON_SESSIONS + 2, required_argument, NULL, OPT_SESSIONS},
+    {PYBOX_MCP_OPT_PYTHON_SESSIONS, required_argument, NULL, OPT_SESSIONS},
     {"session-ttl", required_argument, NULL, OPT_SESSION_TTL},
     {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
     {"listen", required_argument, NULL, OPT_LISTEN},
@@ -64,7 +64,7 @@ const struct option pybox_mcp_options[] = {
     {"socket-group", required_argument, NULL, OPT_SOCKET_GROUP},
     {"allow-origins", required_argument, NULL, OPT_ALLOW_ORIGINS},
     {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
-    {PYBOX_MCP_OPT_HTTP_SESSIONS + 2, required_argument, NULL, OPT_MAX_SESSIONS},
+    {PYBOX_MCP_OPT_HTTP_SESSIONS, required_argument, NULL, OPT_MAX_SESSIONS},
     {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
     {"http-session-idle", required_argument, NULL, OPT_HTTP_SESSION_IDLE},
     {"help", no_argument, NULL, OPT_HELP},
@@ -159,7 +159,7 @@ static int http_option(pybox_mcp_args_t *a, int val, const char *v, pybox_error_
     case OPT_MAX_CONNECTIONS:
         return per_token("--max-connections", v, &hc->max_connections, err);
     case OPT_MAX_SESSIONS:
-        return per_token(PYBOX_MCP_OPT_HTTP_SESSIONS, v, &hc->max_sessions, err);
+        return per_token("--" PYBOX_MCP_OPT_HTTP_SESSIONS, v, &hc->max_sessions, err);
     case OPT_MAX_CALLS:
         return per_token("--max-calls", v, &hc->max_calls, err);
     case OPT_HTTP_SESSION_IDLE:
@@ -230,8 +230,9 @@ int pybox_mcp_args_take(void *ctx, int val, const char *v, pybox_error_t *err)
         uint64_t n;
         if (pybox_parse_u64(v, &n) < 0 || n > PYBOX_MCP_SESSIONS_MAX)
             return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                                   "%s: give how many Python sessions may be live at once, from 0 (none) to %d",
-                                   PYBOX_MCP_OPT_PYTHON_SESSIONS, PYBOX_MCP_SESSIONS_MAX);
+                                   "--" PYBOX_MCP_OPT_PYTHON_SESSIONS
+                                   ": give how many Python sessions may be live at once, from 0 (none) to %d",
+                                   PYBOX_MCP_SESSIONS_MAX);
         cfg->sessions = (int)n;
         return 0;
     }

@@ -777,7 +777,7 @@ static enum MHD_Result dispatch_post(exchange_t *ex)
             free(fresh);
             if (h.initialized && full)
                 return refuse(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000, MHD_HTTP_HEADER_RETRY_AFTER, "1",
-                              "too many sessions: this token has %u (set by the server: " PYBOX_MCP_OPT_HTTP_SESSIONS
+                              "too many sessions: this token has %u (set by the server: --" PYBOX_MCP_OPT_HTTP_SESSIONS
                               "); end one "
                               "with DELETE, or wait for an idle one to expire",
                               hs->hc->max_sessions);

@@ -73,11 +73,11 @@ _Static_assert(PYBOX_MCP_DEPTH_MAX < CJSON_NESTING_LIMIT, "the server's bound mu
 #define PYBOX_MCP_WARM_MARGIN_MS (10LL * 1000)
 /* A call that finds no box waiting but one being made waits for it at most this long. */
 #define PYBOX_MCP_WARM_TAKE_WAIT_MAX_MS 10000
-/* The two options that bound sessions, named once here, each saying which sessions it
- * bounds: Python sessions (session_open's boxes, all connections together) and MCP
- * sessions over HTTP (Mcp-Session-Id, per token). */
-#define PYBOX_MCP_OPT_PYTHON_SESSIONS "--python-sessions"
-#define PYBOX_MCP_OPT_HTTP_SESSIONS "--max-http-sessions"
+/* The two options that bound sessions (their names, without the leading "--"), named once here, each saying which
+ * sessions it bounds: Python sessions (session_open's boxes, all connections together) and MCP sessions over HTTP
+ * (Mcp-Session-Id, per token). */
+#define PYBOX_MCP_OPT_PYTHON_SESSIONS "python-sessions"
+#define PYBOX_MCP_OPT_HTTP_SESSIONS "max-http-sessions"
 /* Python sessions (--python-sessions, --session-ttl, --session-idle; docs/mcp.md): how many may be live
  * at once (0: the session tools are not offered), the longest lifetime session_open may
  * ask (and its default), and how long a session waits for its next call. The box's own

@@ -146,7 +146,7 @@ int pybox_mcp_sessions_start(const pybox_mcp_config_t *cfg, pybox_mcp_sessions_t
 int pybox_mcp_sessions_reserve(pybox_mcp_sessions_t *ss, char *why, size_t len)
 {
     if (ss == NULL) {
-        snprintf(why, len, "this server keeps no sessions (%s 0, set by the server)", PYBOX_MCP_OPT_PYTHON_SESSIONS);
+        snprintf(why, len, "this server keeps no sessions (--" PYBOX_MCP_OPT_PYTHON_SESSIONS " 0, set by the server)");
         return -1;
     }
     pthread_mutex_lock(&ss->mu);
@@ -227,7 +227,7 @@ pybox_mcp_warm_t *pybox_mcp_sessions_take(pybox_mcp_sessions_t *ss, const char *
                                           size_t len)
 {
     if (ss == NULL) {
-        snprintf(why, len, "this server keeps no sessions (%s 0, set by the server)", PYBOX_MCP_OPT_PYTHON_SESSIONS);
+        snprintf(why, len, "this server keeps no sessions (--" PYBOX_MCP_OPT_PYTHON_SESSIONS " 0, set by the server)");
         return NULL;
     }
     pybox_mcp_warm_t *w = NULL;
