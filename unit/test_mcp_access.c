@@ -307,6 +307,59 @@ static void handle(pybox_mcp_session_t *s, const char *msg, unsigned flags, test
     pybox_mcp_session_handle(s, msg, strlen(msg), flags, &k->sink, h);
 }
 
+/* Each MCP connection (a core session) has its own number: its calls are told it, and
+ * its end is told to the tools with that number, once its calls have ended (so that what
+ * a call made for the connection, a Python session, ends with it and is no other's). */
+static uint64_t seen_connection, ended_connection;
+static int connection_ends;
+static cJSON *which_call(void *arg, const pybox_mcp_config_t *cfg, const cJSON *args, int cancel_fd,
+                         pybox_mcp_progress_fn progress, void *progress_ctx)
+{
+    (void)arg;
+    (void)cfg;
+    (void)args;
+    (void)cancel_fd;
+    (void)progress;
+    seen_connection = pybox_mcp_call_connection(progress_ctx);
+    return pybox_mcp_error_result("seen");
+}
+static void which_end(void *arg, uint64_t connection)
+{
+    (void)arg;
+    ck_assert_int_eq(connection_ends, 0);
+    ended_connection = connection;
+    connection_ends++;
+}
+static const pybox_mcp_tool_t which = {
+    .name = "run_python", .describe = fake_describe, .call = which_call, .connection_end = which_end};
+
+START_TEST(each_connection_its_own)
+{
+    pybox_mcp_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    uint64_t ids[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        pybox_mcp_session_t *s = pybox_mcp_session_new(&cfg, &which, 1, NULL, NULL);
+        ck_assert_ptr_nonnull(s);
+        test_sink_t k = {.sink = {.send = t_send, .hold = t_hold, .release = t_release}};
+        pybox_mcp_handled_t h;
+        handle(s, INIT, 0, &k, &h);
+        seen_connection = 0;
+        handle(s, CALL("2"), 0, &k, &h);
+        ck_assert_int_eq(h.outcome, PYBOX_MCP_CALL);
+        pybox_mcp_session_reap(s, true);
+        ids[i] = seen_connection;
+        ck_assert_uint_ne(ids[i], 0);
+        connection_ends = 0;
+        pybox_mcp_session_free(s);
+        ck_assert_int_eq(connection_ends, 1);
+        ck_assert_uint_eq(ended_connection, ids[i]);
+    }
+    ck_assert_uint_ne(ids[0], ids[1]);
+    ck_assert_uint_eq(pybox_mcp_call_connection(NULL), 0);
+}
+END_TEST
+
 START_TEST(session_outcomes)
 {
     ck_assert_int_eq(pipe2(release_pipe, O_CLOEXEC), 0);
@@ -513,6 +566,7 @@ Suite *suite_mcp_access(void)
     tcase_add_test(t, origins);
     tcase_add_test(t, media_types);
     tcase_add_test(t, session_outcomes);
+    tcase_add_test(t, each_connection_its_own);
     tcase_add_test(t, http_defaults);
     suite_add_tcase(s, t);
     TCase *r = tcase_create("reap");

@@ -345,7 +345,8 @@ static void call_end_of(const cJSON *result, pybox_mcp_call_end_t *end)
     if (cJSON_IsString(status))
         end->status = status->valuestring;
     else
-        end->status = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError")) ? "REFUSED" : "FAILED";
+        /* no receipt: a refusal, or a tool's own answer (session_open's) */
+        end->status = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError")) ? "REFUSED" : "OK";
     if (cJSON_IsString(run_id))
         end->run_id = run_id->valuestring;
 }

@@ -161,8 +161,9 @@ struct pybox_mcp_sink {
 };
 
 /* How one call ended, for the transport's log: the receipt's status word (or REFUSED: a
- * refusal, no box; CANCELLED: the client cancelled it, or went; FAILED: no result), the
- * run's id ("-" without a run), and how long it took. */
+ * refusal, no box; CANCELLED: the client cancelled it, or went; OK: a result with no
+ * receipt, as session_open's; FAILED: the call could not start), the run's id ("-"
+ * without a run), and how long it took. */
 typedef struct pybox_mcp_call_end {
     const char *status;
     const char *run_id;
