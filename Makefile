@@ -12,12 +12,13 @@ $(error BROKEN=$(BROKEN): the only test build is BROKEN=v2-reader)
 endif
 BUILD ?= build$(if $(SANITIZE),-san)$(if $(BROKEN),-broken-$(BROKEN))
 CC ?= gcc
-# libcurl, libarchive, libcap and libsystemd are not linked into PyBox: each is opened
-# when first needed (pybox/dl.h: pybox/docker/engine.c, pybox/archive_api.c,
-# pybox/native/caps.c, pybox/systemd.c), so a process that needs none does not load them
-# and the libraries they bring. Tests that call them themselves link them.
+# libcurl, libarchive, libcap, libsystemd and libmicrohttpd are not linked into PyBox:
+# each is opened when first needed (pybox/dl.h: pybox/docker/engine.c,
+# pybox/archive_api.c, pybox/native/caps.c, pybox/systemd.c, pybox/mcp/http.c), so a
+# process that needs none does not load them and the libraries they bring. Tests that
+# call them themselves link them.
 PKGS := libcjson libcrypto libseccomp jansson
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libcurl libarchive libcap libsystemd)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libcurl libarchive libcap libsystemd libmicrohttpd)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm -ldl
 CURL_LIBS = $(shell pkg-config --libs libcurl)
 ARCHIVE_LIBS = $(shell pkg-config --libs libarchive)
@@ -50,7 +51,7 @@ ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check layers-check clean \
         campaign campaign-fast campaign-pages evidence-check schema site-check man-check completion-check \
-        install uninstall install-check deb deb-test soak leak-check vm-check
+        install uninstall install-check deb deb-test soak leak-check vm-check service-check
 all: $(BUILD)/pybox $(BUILD)/pybox-init $(BUILD)/pybox-test
 
 $(BUILD)/obj/%.o: %.c
@@ -146,8 +147,10 @@ unit: $(BUILD)/unit-tests
 
 # The same suites on each backend (tests/main.c): docker, then native. They run the
 # installed build, pybox, and the test build, pybox-test, only where a test hook is needed.
-# The receipts are checked against their published schema by Debian's python3-jsonschema.
-INTEGRATION_PACKAGES := python3-jsonschema
+# The receipts are checked against their published schema by Debian's python3-jsonschema;
+# the MCP suite puts nginx with TLS (a certificate made with openssl) in front of
+# pybox mcp --listen.
+INTEGRATION_PACKAGES := python3-jsonschema nginx-light openssl
 ITEST_BINS = PYBOX_BIN=$(CURDIR)/$(BUILD)/pybox PYBOX_TEST_BIN=$(CURDIR)/$(BUILD)/pybox-test
 integration: $(BUILD)/itest $(BUILD)/pybox $(BUILD)/pybox-test $(BUILD)/pybox-campaign
 	scripts/need-packages.sh integration $(INTEGRATION_PACKAGES)
@@ -157,7 +160,7 @@ integration: $(BUILD)/itest $(BUILD)/pybox $(BUILD)/pybox-test $(BUILD)/pybox-ca
 # Everything, from nothing: packages, engine, images, MCP clients, then unit and
 # integration tests, and the evidence site in headless Chromium.
 check: setup mcp-clients
-	$(MAKE) unit integration site-check
+	$(MAKE) unit integration site-check service-check
 
 bench: setup $(BUILD)/pybox-bench
 	scripts/bench.sh $(BUILD)/pybox
@@ -204,16 +207,18 @@ soak: mcp-clients
 	$(BUILD)/pybox-campaign check $(SOAK_OUT) campaign/limits.md
 
 # The MCP server built with AddressSanitizer, under LeakSanitizer through 100 calls of the
-# official SDK client (tests/mcp/leak-check.mjs), on each backend of LEAK_BACKENDS: it must
-# exit 0 without a report. Each backend's summary goes to build-san/leak-check-NAME.json.
+# official SDK client (tests/mcp/leak-check.mjs), on each backend of LEAK_BACKENDS and each
+# transport of LEAK_TRANSPORTS (stdio, and HTTP: pybox mcp --listen): it must exit 0
+# without a report. Each summary goes to build-san/leak-check-BACKEND-TRANSPORT.json.
 LEAK_BACKENDS ?= docker native
+LEAK_TRANSPORTS ?= stdio http
 leak-check: mcp-clients $(BUILD)/pybox-campaign
 	$(MAKE) SANITIZE=address,undefined build-san/pybox build-san/pybox-init
-	for b in $(LEAK_BACKENDS); do \
-	    PYBOX_BACKEND=$$b PYBOX_BIN=$(CURDIR)/build-san/pybox PYBOX_CAMPAIGN_BIN=$(CURDIR)/$(BUILD)/pybox-campaign \
-	        node tests/mcp/leak-check.mjs \
-	        >build-san/leak-check-$$b.json || exit 1; \
-	done
+	for b in $(LEAK_BACKENDS); do for t in $(LEAK_TRANSPORTS); do \
+	    PYBOX_BACKEND=$$b LEAK_TRANSPORT=$$t PYBOX_BIN=$(CURDIR)/build-san/pybox \
+	        PYBOX_CAMPAIGN_BIN=$(CURDIR)/$(BUILD)/pybox-campaign node tests/mcp/leak-check.mjs \
+	        >build-san/leak-check-$$b-$$t.json || exit 1; \
+	done; done
 
 campaign-pages: $(BUILD)/pybox-campaign
 	$(BUILD)/pybox-campaign pages evidence campaign/limits.md
@@ -244,6 +249,15 @@ source-check:
 # higher one, no include circle between modules (scripts/check-layers.sh).
 layers-check:
 	scripts/check-layers.sh
+
+# The service of pybox mcp --listen (systemd/pybox-mcp.service) as make install writes it,
+# for this build's pybox, checked by systemd-analyze verify: any warning fails (this
+# machine's systemd need not be running). docs/mcp.md, "As a service".
+service-check: $(BUILD)/pybox
+	scripts/need-packages.sh service-check systemd
+	sed 's|@bindir@|$(CURDIR)/$(BUILD)|g' systemd/pybox-mcp.service >$(BUILD)/pybox-mcp.service
+	out=$$(systemd-analyze verify --man=no $(BUILD)/pybox-mcp.service 2>&1); \
+	    [ -z "$$out" ] || { echo "$$out" >&2; exit 1; }
 
 # The man pages (man/, mdoc): mandoc's lint, where a warning or an error fails, and each
 # page rendered by man -l without a warning. That they say what the code does (every

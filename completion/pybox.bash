@@ -56,7 +56,7 @@ _pybox()
         mapfile -t COMPREPLY < <(compgen -W "auto always never" -- "$cur")
         return 0
         ;;
-    --input | --lock | --key | --chart)
+    --input | --lock | --key | --chart | --token-file)
         mapfile -t COMPREPLY < <(compgen -f -- "$cur")
         compopt -o filenames 2>/dev/null || :
         return 0
@@ -71,8 +71,13 @@ _pybox()
         mapfile -t COMPREPLY < <(compgen -W "$("$bin" session list 2>/dev/null | awk 'NR > 1 { print $1 }')" -- "$cur")
         return 0
         ;;
+    --socket-group)
+        mapfile -t COMPREPLY < <(compgen -g -- "$cur")
+        return 0
+        ;;
     --timeout | --ttl | --memory | --pids | --cpus | --max-timeout | --max-memory | --output-root-max | --output-root-age | \
-        --images | --debian)
+        --images | --debian | --listen | --allow-origins | --max-connections | --max-http-sessions | --max-calls | \
+        --session-idle)
         return 0 # a value of the caller's own
         ;;
     esac

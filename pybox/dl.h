@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A library opened when first needed rather than when PyBox starts (libarchive,
- * libcurl): its functions are listed once, as an X-macro list, which expands into the
+ * libcurl, libcap, libmicrohttpd): its functions are listed once, as an X-macro list, which expands into the
  * table of pointers (each with the function's own declared type), the names to look up
  * and nothing else:
  *     #define LIB_FUNCS(X) X(lib_a) X(lib_b)

@@ -53,6 +53,22 @@ void pybox_error_prefix(pybox_error_t *err, const char *fmt, ...)
     err->msg[shift + old] = '\0';
 }
 
+void pybox_error_ensure(pybox_error_t *err, pybox_error_kind_t kind, const char *fmt, ...)
+{
+    if (err == NULL || err->msg[0] != '\0')
+        return;
+    if (err->kind == PYBOX_ERR_NONE) {
+        err->kind = kind;
+        err->errnum = 0;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    if (n < 0 || err->msg[0] == '\0')
+        snprintf(err->msg, sizeof err->msg, "PyBox failed without saying why");
+}
+
 void pybox_error_clear(pybox_error_t *err)
 {
     if (err != NULL)

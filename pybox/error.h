@@ -41,6 +41,12 @@ void pybox_error_prefix(pybox_error_t *err, const char *fmt, ...) __attribute__(
 
 void pybox_error_clear(pybox_error_t *err);
 
+/* An error that must say something: one whose message is empty (a callee failed without
+ * filling it, against the contract above) is given this one, and kind when it has none.
+ * A message already there is kept. */
+void pybox_error_ensure(pybox_error_t *err, pybox_error_kind_t kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 const char *pybox_error_kind_name(pybox_error_kind_t kind);
 
 /* The text of an errno value, thread-safe (strerror is not): into buf, returned. */

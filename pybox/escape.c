@@ -300,11 +300,25 @@ bool pybox_json_utf8(cJSON *node)
 
 void pybox_escape_short(char *out, size_t len, const char *s, size_t max)
 {
+    if (len == 0)
+        return;
     pybox_buf_t b;
     pybox_buf_init(&b, 0);
     size_t n = strlen(s);
     pybox_escape_terminal(&b, s, n > max ? max : n, false);
-    snprintf(out, len, "%s%s", b.data ? b.data : "", n > max ? "..." : "");
+    const char *e = b.data ? b.data : "";
+    size_t el = strlen(e);
+    bool cut = n > max;
+    if (el + (cut ? 3 : 0) >= len) {
+        /* out is too small for it: cut where a character starts, never inside one */
+        size_t room = len > 4 ? len - 4 : 0;
+        if (el > room)
+            el = room;
+        while (el > 0 && ((unsigned char)e[el] & 0xC0) == 0x80)
+            el--;
+        cut = true;
+    }
+    snprintf(out, len, "%.*s%s", (int)el, e, cut && len > 3 ? "..." : "");
     pybox_buf_free(&b);
 }
 

@@ -40,7 +40,8 @@ bool pybox_escape_is_mark(unsigned cp);
 bool pybox_escape_is_blank(unsigned cp);
 
 /* A short terminal-safe form of a string for messages: its first max bytes escaped,
- * "..." when cut, always NUL-terminated in out. */
+ * "..." when cut (by max, or by len when its escaped form does not fit: then at a
+ * character's start), always valid UTF-8 and NUL-terminated in out. */
 void pybox_escape_short(char *out, size_t len, const char *s, size_t max);
 
 /* Append valid UTF-8: each byte of an invalid sequence becomes U+FFFD. Returns the number

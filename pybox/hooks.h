@@ -19,6 +19,8 @@ typedef enum {
     PYBOX_HOOK_RUN_DIR,          /* the machine-wide run folder instead of /run/pybox (an absolute path) */
     PYBOX_HOOK_SESSION_ANY_PEER, /* a session's holder lets any local user in ("1"): its peer check removed, to
                                     show what it keeps out */
+    PYBOX_HOOK_LISTEN_BOUND,     /* pybox mcp --listen unix:PATH waits, once its socket is bound, for a byte from
+                                    this FIFO */
     PYBOX_HOOKS,
 } pybox_hook_t;
 

@@ -145,6 +145,7 @@ int pybox_prepare(const pybox_request_t *rq, pybox_ready_t *rd, pybox_error_t *e
         .cancellable = rq->cancellable,
         .cancel_fd = rq->cancellable ? rq->cancel_fd : -1,
         .hook = rq->hook,
+        .tick = rq->tick,
         .hook_arg = rq->hook_arg,
         .why_cold = rq->why_cold,
     };

@@ -38,6 +38,7 @@ typedef struct pybox_request {
     bool cancellable;
     int cancel_fd;
     void (*hook)(const char *step, const char *run_id, void *arg);
+    void (*tick)(double elapsed_ms, const pybox_reading_t *r, void *arg);
     void *hook_arg;
     const char *why_cold; /* for the receipt: why the program starts cold (run.h) */
 } pybox_request_t;

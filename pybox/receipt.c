@@ -530,8 +530,7 @@ cJSON *pybox_receipt_json(const pybox_run_result_t *res)
     for (int i = 0; i < res->n_unknown; i++)
         cJSON_AddItemToArray(unk, cJSON_CreateString(res->unknown[i]));
 
-    if (res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP || res->end == PYBOX_END_CANCELLED ||
-        res->error.kind != PYBOX_ERR_NONE) {
+    if (pybox_run_has_error(res)) {
         cJSON *e = cJSON_AddObjectToObject(r, "error");
         cJSON_AddStringToObject(e, "kind", pybox_error_kind_name(res->error.kind));
         cJSON_AddStringToObject(e, "message", res->error.msg);

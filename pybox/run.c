@@ -35,6 +35,12 @@ const char *pybox_end_word(pybox_end_t end)
     return (unsigned)end < sizeof words / sizeof *words && words[end] != NULL ? words[end] : "?";
 }
 
+bool pybox_run_has_error(const pybox_run_result_t *res)
+{
+    return res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP ||
+           res->end == PYBOX_END_CANCELLED || res->error.kind != PYBOX_ERR_NONE;
+}
+
 volatile sig_atomic_t pybox_interrupt_signal;
 
 void pybox_flow_unknown(pybox_run_result_t *res, const char *fmt, ...)
@@ -328,9 +334,12 @@ static int io_loop(feed_t *f, pybox_run_result_t *res)
             ps[n++] = (struct pollfd){.fd = f->req->cancel_fd, .events = POLLIN};
         int64_t wait = f->deadline - now;
         if (res->watched && !res->record.seen) {
+            size_t before = res->watch.n_samples;
             int64_t next = pybox_watch_tick(&res->watch, now);
             if (next < wait)
                 wait = next;
+            if (f->req->tick != NULL && res->watch.n_samples != before && res->watch.have_last)
+                f->req->tick(pybox_flow_since(f->t_start), &res->watch.last, f->req->hook_arg);
         }
         int pr;
         if (read_first) {
@@ -421,6 +430,7 @@ static void judge(pybox_run_result_t *res)
     if (!res->have_exit) {
         res->end = PYBOX_END_PYBOX_ERROR;
         res->exit_code = 125;
+        pybox_error_set(&res->error, PYBOX_ERR_ENGINE, 0, "the backend gave no record of the box's end");
         return;
     }
     if (rec->seen && rec->term != 0 && !rec->stopped && !rec->timer) {
@@ -754,6 +764,8 @@ static int remove_box(run_t *r, int rc)
     if (r->box->ops->after_end != NULL)
         r->box->ops->after_end(r->box, &res->after);
     if (!res->gone) {
+        pybox_error_ensure(&rerr, PYBOX_ERR_ENGINE, "%s did not confirm the box removed and gave no reason",
+                           r->be->ops->holder);
         pybox_flow_unknown(res, "the box %.12s could not be confirmed removed: %s", res->box_id, rerr.msg);
         if (rc == 0) {
             res->error = rerr;
@@ -933,7 +945,7 @@ static int verdict(run_t *r, int rc)
     return res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP ? -1 : 0;
 }
 
-int pybox_flow_finish(run_t *r, int rc)
+static int finish(run_t *r, int rc)
 {
     pybox_run_result_t *res = r->res;
     /* The run failed while the box ran, before the box's end was seen (the engine gone,
@@ -959,6 +971,37 @@ int pybox_flow_finish(run_t *r, int rc)
         return -1;
     }
     return verdict(r, rc);
+}
+
+/* A failed run always says why. A step that failed without filling the error (against
+ * error.h's contract: a backend's, the host's, PyBox's own) would leave the receipt
+ * PYBOX_ERROR with an empty message, indistinguishable from any other; what the run had
+ * reached is said instead, so that the failure can at least be placed. */
+static void say_failure(const run_t *r)
+{
+    pybox_run_result_t *res = r->res;
+    if (!pybox_run_has_error(res) || res->error.msg[0] != '\0')
+        return;
+    const char *where = !res->created                          ? "before the box was made"
+                        : !res->verified                       ? "after the box was made, before it was verified"
+                        : !res->started                        ? "after the box was verified, before it started"
+                        : !res->record.seen && !res->have_exit ? "while the box ran, before its end was seen"
+                        : !res->have_exit ? "after the program's end, before the backend's record of the box's end"
+                        : !res->gone      ? "while the box was removed"
+                                          : "after the box was removed";
+    pybox_error_ensure(&res->error, PYBOX_ERR_SYSTEM,
+                       "PyBox failed %s (%s, %s box) and the failing step gave no reason: a fault of PyBox", where,
+                       r->be->ops->name,
+                       res->start.kind == PYBOX_START_COLD   ? "cold"
+                       : res->start.kind == PYBOX_START_WARM ? "warm"
+                                                             : "session");
+}
+
+int pybox_flow_finish(run_t *r, int rc)
+{
+    rc = finish(r, rc);
+    say_failure(r);
+    return rc;
 }
 
 int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_result_t *res)

@@ -98,7 +98,11 @@ typedef struct pybox_run_request {
     /* Called at each step with the run's id (tests use it to stop a run at a chosen
      * moment). */
     void (*hook)(const char *step, const char *run_id, void *arg);
-    void *hook_arg;
+    /* Called after each reading of the box's cgroup while the program runs (none when the
+     * cgroup was not found), with the time since the box started running and the reading
+     * (the MCP server's progress). Only reads; never changes the run. */
+    void (*tick)(double elapsed_ms, const pybox_reading_t *r, void *arg);
+    void *hook_arg; /* given to hook and tick */
     /* A cold start's reason, for the receipt (NULL: "no warm box was asked for"). */
     const char *why_cold;
 } pybox_run_request_t;
@@ -177,5 +181,9 @@ int pybox_run(pybox_backend_t *be, const pybox_run_request_t *req, pybox_run_res
 void pybox_run_result_free(pybox_run_result_t *res);
 
 const char *pybox_end_word(pybox_end_t end);
+/* Whether the run's receipt carries PyBox's error (a failure, an outside stop, a cancel,
+ * or an error beside the program's end): when it does, res->error's message is never
+ * empty (pybox_flow_finish sees to it). */
+bool pybox_run_has_error(const pybox_run_result_t *res);
 
 #endif

@@ -4,8 +4,9 @@
 #   scripts/install.sh install BUILD_DIR DESTDIR PREFIX
 #   scripts/install.sh uninstall DESTDIR PREFIX
 # Under DESTDIR/PREFIX: bin/pybox, libexec/pybox/pybox-init, share/pybox/images/ (the
-# built-in recipes), share/man/man1 and man5 (the man pages) and
-# share/bash-completion/completions/pybox. Each path it puts there is listed, relative to
+# built-in recipes), share/man/man1 and man5 (the man pages),
+# share/bash-completion/completions/pybox and lib/systemd/system/pybox-mcp.service (the
+# service of pybox mcp --listen, naming PREFIX/bin/pybox: it is not enabled). Each path it puts there is listed, relative to
 # the prefix, in share/pybox/installed-files, and so is each folder it had to make
 # (ending in "/"), DESTDIR/PREFIX itself and the folders above it included ("./" for
 # DESTDIR/PREFIX, "../" for the one above, ...); uninstall removes the files listed there
@@ -77,6 +78,7 @@ own_path() {
     */) return 0 ;; # a folder: only ever removed when empty
     bin/pybox | libexec/pybox/* | share/pybox/* | share/bash-completion/completions/pybox) return 0 ;;
     share/man/man1/pybox.1 | share/man/man1/pybox-*.1 | share/man/man5/pybox-*.5) return 0 ;;
+    lib/systemd/system/pybox-mcp.service) return 0 ;;
     esac
     return 1
 }
@@ -176,6 +178,12 @@ install)
         put 0644 "$page" "share/man/man$section/${page#man/}"
     done
     put 0644 completion/pybox.bash share/bash-completion/completions/pybox
+    # the service names the installed pybox by its path under the prefix (DESTDIR is
+    # where the files are made, not where they run)
+    unit=$(mktemp)
+    sed "s|@bindir@|$4/bin|g" systemd/pybox-mcp.service >"$unit"
+    put 0644 "$unit" lib/systemd/system/pybox-mcp.service
+    rm -f "$unit"
     install -m 0644 "$list" "$root/$manifest"
     echo "install: PyBox $(sed -n 's/^#define PYBOX_VERSION "\(.*\)"$/\1/p' pybox/version.h) in $root" \
         "($(grep -vc '/$' "$list") files, listed in $root/$manifest)"

@@ -27,7 +27,7 @@ for b in $backends; do
 done
 
 packages="gcc make libc6-dev pkg-config check libcjson-dev libjansson-dev libcurl4-openssl-dev libssl-dev
-libarchive-dev libseccomp-dev libcap-dev libsystemd-dev unicode-data libxml2-utils mmdebstrap curl ca-certificates"
+libarchive-dev libseccomp-dev libcap-dev libsystemd-dev libmicrohttpd-dev unicode-data libxml2-utils mmdebstrap curl ca-certificates"
 case " $backends " in *" docker "*) packages="$packages docker.io" ;; esac
 missing=""
 for p in $packages; do
@@ -43,6 +43,20 @@ if [ -n "$missing" ]; then
     echo "setup: installing$missing" >&2
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
+    # The tests run nginx with a configuration of their own, on loopback: Debian's nginx
+    # service (the default site, on port 80 of every address) is never started.
+    case " $missing " in *" nginx-light "*)
+        if [ ! -e /usr/sbin/policy-rc.d ]; then
+            printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+            chmod 755 /usr/sbin/policy-rc.d
+            apt-get install -y -qq --no-install-recommends nginx-light >/dev/null
+            rm -f /usr/sbin/policy-rc.d
+        fi
+        if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+            systemctl disable --now nginx >/dev/null 2>&1 || :
+        fi
+        ;;
+    esac
     # shellcheck disable=SC2086
     apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi

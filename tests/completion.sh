@@ -62,7 +62,10 @@ CUR=e only "" exec
 CUR=-- offers exec --timeout --memory --pids --cpus --image --input --output --backend --json --chart --color --session --help
 CUR=--ch only exec --chart
 CUR=-- only chart --help
-CUR=-- offers mcp --images --max-timeout --max-memory --files-root --output-root --backend --help
+CUR=-- offers mcp --images --max-timeout --max-memory --files-root --output-root --backend --help --listen \
+    --listen-public --token-file --socket-group --allow-origins --max-connections --max-http-sessions --max-calls \
+    --session-idle
+CUR='' only "mcp --listen"
 CUR=-- offers cleanup --dry-run --json --backend --help
 CUR=-- only verify --key --help
 CUR=-- only key --init --help
@@ -87,6 +90,8 @@ CUR=$home/dir- only "exec --output" "$home/dir-x"
 CUR=$home/file- only "exec --input" "$home/file-y"
 CUR=$home/file- only "verify" "$home/file-y"
 CUR=$home/file- only "verify --key" "$home/file-y"
+CUR=$home/file- only "mcp --token-file" "$home/file-y"
+CUR=roo offers "mcp --socket-group" root
 
 if [ "$failed" != 0 ]; then
     exit 1

@@ -45,9 +45,11 @@ make -s -C "$src" BUILD="$tmp/build" install PREFIX="$tmp/prefix"
 cmp -s "$tmp/found" "$tmp/listed" || fail "the files installed are not the files listed: $(diff "$tmp/found" "$tmp/listed")"
 for want in bin/pybox libexec/pybox/pybox-init share/pybox/images/build-rootfs.sh share/pybox/images/stdlib/packages \
     share/pybox/images/data/packages share/man/man1/pybox.1 share/man/man1/pybox-exec.1 share/man/man1/pybox-mcp.1 \
-    share/man/man5/pybox-receipt.5 share/bash-completion/completions/pybox; do
+    share/man/man5/pybox-receipt.5 share/bash-completion/completions/pybox lib/systemd/system/pybox-mcp.service; do
     grep -qx "$want" "$tmp/listed" || fail "$want is not installed"
 done
+grep -qx "ExecStart=$tmp/prefix/bin/pybox mcp --listen .*" "$tmp/prefix/lib/systemd/system/pybox-mcp.service" ||
+    fail "the service does not run the installed pybox"
 
 step "delete the build folder, move the prefix"
 rm -rf "$tmp/build"
@@ -121,7 +123,7 @@ mkdir -p "$p/share/man/man1"
 make -s -C "$src" uninstall PREFIX="$p"
 left=$(cd "$p" && find . -type f | LC_ALL=C sort | tr '\n' ' ')
 [ "$left" = "./bin/not-pybox ./share/man/man1/other.1 " ] || fail "after uninstall, left: $left"
-if [ -e "$p/libexec" ] || [ -e "$p/share/pybox" ] || [ -e "$p/share/bash-completion" ]; then
+if [ -e "$p/libexec" ] || [ -e "$p/share/pybox" ] || [ -e "$p/share/bash-completion" ] || [ -e "$p/lib" ]; then
     fail "uninstall left PyBox's folders: $(cd "$p" && find . -type d | tr '\n' ' ')"
 fi
 if [ ! -f "$mine/install-id" ] || [ ! -f "$mine/images-native.json" ]; then

@@ -826,7 +826,8 @@ void itest_box_signal(const char *id, const char *sig)
 
 /* Cases whose bounds are wall-clock times that a machine too slow for them cannot meet:
  * Python must start and reach a line within a sub-second deadline, start twice within
- * the default 2 s at half a CPU, or import pandas within the data image's deadline. They
+ * the default 2 s at half a CPU, import pandas within the data image's deadline, or, over
+ * HTTP, a server and its clients (and nginx's) keep their own deadlines. They
  * go into a test case of their own tagged "timing", which CK_EXCLUDE_TAGS=timing leaves
  * out (make vm-check does, under software emulation, and says so). Everywhere else they
  * run. */
@@ -834,6 +835,8 @@ static const char *const timing_cases[] = {
     "host_deadline_stops_the_program",          /* prints within a 0.4 s deadline */
     "closed_standard_descriptors_are_dev_null", /* Python starts Python within 2 s */
     "data_image_pandas_and_a_chart",            /* pandas and matplotlib within the data image's 10 s */
+    "http_hostile",      /* slow heads, floods and their deadlines against a server on that machine */
+    "http_behind_nginx", /* TLS handshakes and nginx's own deadlines beside the server's */
 };
 
 static bool timing_case(const char *name)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* pybox mcp: its start-up refusals, then the server driven by clients nobody here wrote
- * (the official MCP TypeScript SDK client and the MCP Inspector's CLI mode), whose tests
- * live in tests/mcp and run with Node's test runner against the real engine. */
+ * (the official MCP TypeScript SDK client and the MCP Inspector's CLI mode), on stdio and
+ * over Streamable HTTP (pybox mcp --listen: the SDK's HTTP client, hostile HTTP, nginx in
+ * front with TLS), whose tests live in tests/mcp and run with Node's test runner against
+ * the real engine. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +40,8 @@ START_TEST(startup_refusals)
     refused((const char *[]){"mcp", "--output-root", "/etc/hostname", NULL}, "is not an existing folder");
     refused((const char *[]){"mcp", "--verbose", NULL}, "unknown option");
     refused((const char *[]){"mcp", "--images", NULL}, "needs a value");
-    refused((const char *[]){"mcp", "--sessions", "17", NULL},
-            "--sessions: give how many sessions may be live at once");
+    refused((const char *[]){"mcp", "--python-sessions", "17", NULL},
+            "--python-sessions: give how many Python sessions may be live at once");
     refused((const char *[]){"mcp", "--session-ttl", "5", NULL}, "--session-ttl: give seconds from 10 to 86400");
     refused((const char *[]){"mcp", "--session-idle", "1", NULL}, "--session-idle: give seconds from 5 to 86400");
     refused((const char *[]){"mcp", "--warm", "9", NULL}, "--warm: give how many boxes to keep waiting per image");
@@ -91,7 +93,8 @@ START_TEST(ceilings_shown_exactly)
 }
 END_TEST
 
-/* Run one file of tests/mcp with Node's test runner; its report goes to the log. */
+/* Run one file of tests/mcp with Node's test runner; its report goes to the log.
+ * ITEST_NODE_PATTERN, when set, runs only the tests whose names match it. */
 static void node_tests(const char *file)
 {
     struct stat sb;
@@ -107,10 +110,9 @@ static void node_tests(const char *file)
         putenv(id);
         if (chdir("tests/mcp") < 0)
             _exit(127);
-        /* PYBOX_MCP_TESTS: only the tests whose names match it (node's own pattern) */
-        const char *only = getenv("PYBOX_MCP_TESTS");
-        if (only != NULL && only[0] != '\0')
-            execlp("node", "node", "--test", "--test-name-pattern", only, file, (char *)NULL);
+        const char *pattern = getenv("ITEST_NODE_PATTERN");
+        if (pattern != NULL && pattern[0] != '\0')
+            execlp("node", "node", "--test", "--test-name-pattern", pattern, file, (char *)NULL);
         else
             execlp("node", "node", "--test", file, (char *)NULL);
         _exit(127);
@@ -146,10 +148,29 @@ START_TEST(inspector_cli)
 }
 END_TEST
 
+START_TEST(http_sdk_client)
+{
+    node_tests("http.test.mjs");
+}
+END_TEST
+
+START_TEST(http_hostile)
+{
+    node_tests("hostile.test.mjs");
+}
+END_TEST
+
+START_TEST(http_behind_nginx)
+{
+    node_tests("proxy.test.mjs");
+}
+END_TEST
+
 Suite *itest_suite_mcp(void)
 {
     Suite *s = suite_create("mcp");
     itest_tcase(s, "mcp", 600, ITEST_TESTS(startup_refusals, sdk_client, sessions, wire, inspector_cli));
+    itest_tcase(s, "http", 900, ITEST_TESTS(http_sdk_client, http_hostile, http_behind_nginx));
     itest_tcase(s, "ceilings", 120, ITEST_TESTS(ceilings_shown_exactly));
     return s;
 }

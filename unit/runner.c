@@ -30,6 +30,7 @@ int main(void)
     srunner_add_suite(sr, suite_toml());
     srunner_add_suite(sr, suite_wheels());
     srunner_add_suite(sr, suite_mcp());
+    srunner_add_suite(sr, suite_mcp_access());
     srunner_add_suite(sr, suite_evidence());
     srunner_add_suite(sr, suite_uid());
     srunner_add_suite(sr, suite_run());

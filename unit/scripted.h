@@ -26,6 +26,7 @@ typedef struct script {
     script_fail_t fail;
     pybox_error_kind_t fail_kind; /* PYBOX_ERR_ENGINE unless set */
     bool not_gone;                /* remove works but the box is still found afterwards */
+    bool silent;                  /* a failure (or a box not gone) says nothing: the error is left empty */
     int create_ms;                /* a slow engine: create takes this long */
     /* The program, as the box's init would see it. */
     const char *out;  /* what it writes on stdout */

@@ -22,6 +22,7 @@ Suite *suite_files(void);
 Suite *suite_toml(void);
 Suite *suite_wheels(void);
 Suite *suite_mcp(void);
+Suite *suite_mcp_access(void);
 Suite *suite_evidence(void);
 Suite *suite_uid(void);
 Suite *suite_run(void);

@@ -646,11 +646,35 @@ START_TEST(json_bad_text_and_bad_utf8)
 }
 END_TEST
 
+/* A short form that does not fit its buffer is cut where a character starts: an address
+ * of many two-byte characters quoted in a refusal stayed invalid UTF-8 before. */
+START_TEST(escape_short_cut_at_a_character)
+{
+    char in[200], out[40];
+    for (int i = 0; i < 60; i++)
+        memcpy(in + 2 * i, "\xc3\xa9", 2); /* U+00E9, kept as it is */
+    in[120] = '\0';
+    for (size_t len = 1; len <= sizeof out; len++) {
+        memset(out, 'x', sizeof out);
+        pybox_escape_short(out, len, in, 128);
+        ck_assert_msg(strlen(out) < len, "len %zu", len);
+        ck_assert_msg(pybox_utf8_valid(out, strlen(out)), "len %zu: not UTF-8", len);
+        if (len > 4)
+            ck_assert_msg(strstr(out, "...") != NULL, "len %zu: %s", len, out);
+    }
+    pybox_escape_short(out, sizeof out, "plain", 64);
+    ck_assert_str_eq(out, "plain");
+    pybox_escape_short(out, sizeof out, "0123456789", 4);
+    ck_assert_str_eq(out, "0123...");
+}
+END_TEST
+
 Suite *suite_escape(void)
 {
     Suite *s = suite_create("escape");
     TCase *tc = tcase_create("terminal");
     tcase_add_test(tc, escape_plain_and_backslash);
+    tcase_add_test(tc, escape_short_cut_at_a_character);
     tcase_add_test(tc, escape_c0_controls);
     tcase_add_test(tc, escape_unicode_controls);
     tcase_add_test(tc, escape_invalid_utf8);

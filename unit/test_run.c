@@ -142,6 +142,53 @@ START_TEST(each_phase_failure_is_pybox_s)
 }
 END_TEST
 
+/* A step that fails without filling the error (a backend breaking error.h's contract)
+ * still gives a run whose error says something: where the run was, never an empty
+ * PYBOX_ERROR, in the result and in the receipt. The same for a box whose removal was not
+ * confirmed with no reason given. */
+START_TEST(a_failure_without_a_reason_still_says_where)
+{
+    static const struct {
+        script_fail_t fail;
+        bool not_gone;
+        const char *where;
+    } cases[] = {
+        {SCRIPT_FAIL_CREATE, false, "before the box was made"},
+        {SCRIPT_FAIL_VERIFY, false, "before it was verified"},
+        {SCRIPT_FAIL_PUT_FILES, false, "before it started"},
+        {SCRIPT_FAIL_OPEN_IO, false, "before it started"},
+        {SCRIPT_FAIL_START, false, "before it started"},
+        {SCRIPT_FAIL_IO, false, "while the box ran"},
+        {SCRIPT_FAIL_WAIT, false, "before the backend's record of the box's end"},
+        {SCRIPT_OK, true, "did not confirm the box removed"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        script_t s;
+        script_init(&s);
+        s.fail = cases[i].fail;
+        s.not_gone = cases[i].not_gone;
+        s.silent = true;
+        pybox_run_request_t req;
+        request(&req, 2000);
+        pybox_inputs_t in;
+        pybox_inputs_init(&in);
+        if (cases[i].fail == SCRIPT_FAIL_PUT_FILES)
+            req.inputs = &in;
+        ck_assert_int_eq(run(&s, &req), -1);
+        ck_assert_msg(res.end == PYBOX_END_PYBOX_ERROR, "%zu: %s", i, pybox_end_word(res.end));
+        ck_assert_msg(res.error.kind != PYBOX_ERR_NONE, "%zu: no kind", i);
+        ck_assert_msg(strstr(res.error.msg, cases[i].where) != NULL, "%zu: \"%s\"", i, res.error.msg);
+        cJSON *j = pybox_receipt_json(&res);
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
+        ck_assert_msg(cJSON_IsString(m) && m->valuestring[0] != '\0', "%zu: the receipt's error says nothing", i);
+        cJSON_Delete(j);
+        pybox_inputs_free(&in);
+        pybox_run_result_free(&res);
+    }
+}
+END_TEST
+
 /* ---- the program's user ---- */
 
 static struct {
@@ -428,6 +475,44 @@ START_TEST(interrupted_while_running)
     ck_assert_ptr_nonnull(strstr(res.error.msg, "interrupted by signal 15"));
     ck_assert(!res.deadline_fired);
     ck_assert(res.gone);
+}
+END_TEST
+
+/* The tick hook sees each reading of the box's cgroup while the program runs, in order. */
+typedef struct {
+    int n;
+    double last_ms;
+    bool ordered, readings;
+} ticks_t;
+
+static void count_tick(double elapsed_ms, const pybox_reading_t *r, void *arg)
+{
+    ticks_t *t = arg;
+    t->ordered &= elapsed_ms >= t->last_ms;
+    t->readings &= (r->valid & PYBOX_RD_MEM_NOW) && r->mem_now == 4268032;
+    t->last_ms = elapsed_ms;
+    t->n++;
+}
+
+START_TEST(ticks_while_the_program_runs)
+{
+    script_t s;
+    script_init(&s);
+    s.hangs = true;
+    snprintf(s.cgroup_v2, sizeof s.cgroup_v2, "%s",
+             PYBOX_FIXTURES "/cgroup/v2-systemd/system.slice/"
+                            "docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope");
+    pybox_run_request_t req;
+    request(&req, 300);
+    ticks_t t = {.ordered = true, .readings = true};
+    req.tick = count_tick;
+    req.hook_arg = &t;
+    ck_assert_int_eq(run(&s, &req), 0);
+    ck_assert_str_eq(pybox_end_word(res.end), "SUPERVISOR_KILL_OBSERVED");
+    ck_assert(res.watched);
+    ck_assert_msg(t.n >= 2, "%d ticks in a 300 ms run sampled every %d ms or more", t.n, PYBOX_WATCH_INTERVAL_MS);
+    ck_assert(t.ordered && t.readings);
+    ck_assert(t.last_ms <= 300 + PYBOX_WATCH_INTERVAL_MS * 4);
 }
 END_TEST
 
@@ -911,7 +996,9 @@ Suite *suite_run(void)
     tcase_add_test(tc, clean_exit);
     tcase_add_test(tc, program_exit_code_is_kept);
     tcase_add_test(tc, each_phase_failure_is_pybox_s);
+    tcase_add_test(tc, a_failure_without_a_reason_still_says_where);
     tcase_add_test(tc, host_deadline_stops_the_program);
+    tcase_add_test(tc, ticks_while_the_program_runs);
     tcase_add_test(tc, a_box_that_ignores_the_stop_is_killed);
     tcase_add_test(tc, box_timer);
     tcase_add_test(tc, no_record_is_unexplained);

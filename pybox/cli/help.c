@@ -9,6 +9,7 @@
 #include "../box.h"
 #include "../limits.h"
 #include "../mcp/config.h"
+#include "../mcp/http.h"
 #include "../mcp/run_python.h"
 #include "../mcp/server.h"
 #include "../util.h"
@@ -34,7 +35,7 @@ static void main_help(FILE *o)
                "(untrusted), and what is not known.\n"
                "\n"
                "  exec      run the program given on standard input (pybox help exec)\n"
-               "  mcp       serve the run_python tool to an AI agent over MCP on stdio (pybox help mcp)\n"
+               "  mcp       serve the run_python tool to an AI agent over MCP, on stdio or HTTP (pybox help mcp)\n"
                "  image     build, list, verify and remove the pinned images (pybox help image)\n"
                "  session   open, list and close sessions: one box kept for many calls (pybox help session)\n"
                "  cleanup   remove this installation's expired leftovers (pybox help cleanup)\n"
@@ -131,16 +132,19 @@ static void mcp_help(FILE *o)
     char root_max[PYBOX_NUM_MAX], root_age[PYBOX_NUM_MAX], age_min[PYBOX_NUM_MAX], timeout[PYBOX_NUM_MAX],
         wait[PYBOX_NUM_MAX], wait_min[PYBOX_NUM_MAX], wait_max[PYBOX_NUM_MAX], margin[PYBOX_NUM_MAX],
         ttl[PYBOX_NUM_MAX], ttl_min[PYBOX_NUM_MAX], ttl_max[PYBOX_NUM_MAX], idle[PYBOX_NUM_MAX],
-        idle_min[PYBOX_NUM_MAX];
+        idle_min[PYBOX_NUM_MAX], hidle[PYBOX_NUM_MAX], hidle_min[PYBOX_NUM_MAX];
     fprintf(
         o,
         "usage: pybox mcp [OPTION]...\n"
+        "       pybox mcp --listen ADDRESS --token-file FILE [OPTION]...\n"
         "\n"
         "Serve the run_python tool over the Model Context Protocol on stdin/stdout (revision\n" PYBOX_MCP_PROTOCOL
-        ", " PYBOX_MCP_PROTOCOL_OLD " also). The agent chooses the program, its image, limits\n"
-        "and files; these options are the ceilings it cannot pass (refused \"(set by the\n"
-        "server)\" before any box). Logs go to stderr. Closing stdin, or SIGTERM, cancels\n"
-        "every call in progress, removes its box and exits.\n"
+        ", " PYBOX_MCP_PROTOCOL_OLD " also), or with --listen over Streamable HTTP at\n"
+        "ADDRESS" PYBOX_MCP_HTTP_PATH ". The agent chooses the program, its image, limits and files;\n"
+        "these options are the ceilings it cannot pass (refused \"(set by the server)\" before\n"
+        "any box). Logs go to stderr. On stdio, closing stdin or SIGTERM cancels every call\n"
+        "in progress, removes its box and exits; over HTTP, SIGTERM drains (calls in progress\n"
+        "finish, nothing new is taken), SIGINT cancels them all.\n"
         "\n"
         "  --images NAME,...   the images calls may use, the first the default (default stdlib;\n"
         "                      at most %d)\n"
@@ -161,23 +165,41 @@ static void mcp_help(FILE *o)
         "                      (default %d; 0 to %d; 0: every call starts cold)\n"
         "  --warm-wait SECS    the longest a box waits before it is replaced (default %s; %s\n"
         "                      to %s); its own init ends it %s s later if the server is gone\n"
-        "  --sessions N        sessions live at once at most (default %d; 0 to %d; 0: the\n"
-        "                      session tools are not offered)\n"
+        "  --" PYBOX_MCP_OPT_PYTHON_SESSIONS " N  Python sessions (session_open) live at once at most\n"
+        "                      (default %d; 0 to %d; 0: the session tools are not offered)\n"
         "  --session-ttl SECS  the longest lifetime session_open may ask, and its default\n"
         "                      (default %s; %s to %s)\n"
         "  --session-idle SECS a session with no call for this long ends (default %s; at\n"
         "                      least %s)\n"
         "  --help              this help\n"
         "\n"
+        "Over HTTP (every request needs a bearer token of FILE; docs/mcp.md, \"Over HTTP\"):\n"
+        "  --listen ADDRESS    127.0.0.1:PORT, [::1]:PORT, PORT (on 127.0.0.1; 0: any free port),\n"
+        "                      another IP address with a port (needs --listen-public), or\n"
+        "                      unix:/path (a socket of mode 0660)\n"
+        "  --listen-public     allow an address other than loopback (put TLS in front)\n"
+        "  --token-file FILE   lines of NAME TOKEN (%d to %d characters); the file the server's\n"
+        "                      own, 0600; required with --listen\n"
+        "  --socket-group GROUP  the unix socket's group (default: the server's)\n"
+        "  --allow-origins ORIGIN,...  the browser origins allowed (default: none; requests\n"
+        "                      without an Origin header, as non-browser clients send, pass)\n"
+        "  --max-connections N  connections with a request in progress, per token (default %d)\n"
+        "  --" PYBOX_MCP_OPT_HTTP_SESSIONS " N  MCP sessions (Mcp-Session-Id) open at once, per token\n"
+        "                      (default %d)\n"
+        "  --max-calls N       calls in progress at once, per token (default %d; 1 to %d each)\n"
+        "  --http-session-idle AGE  an MCP session with nothing in progress for AGE ends\n"
+        "                      (default %s; at least %s)\n"
+        "\n"
         "At most %d calls run at once, each in its own box. The server's ceilings stay under\n"
         "the installation's (pybox help exec).\n"
         "Resident boxes: --warm boxes per image of --images wait at all times (with the\n"
         "defaults, one per image), each holding memory within its image's limit (capped\n"
         "by --max-memory) from its start; a call takes one and the next is made at once.\n"
-        "Sessions (session_open, run_python with session_id, session_close): at most\n"
-        "--sessions boxes, each within the memory its session_open asked (capped by\n"
+        "Sessions (session_open, run_python with session_id, session_close): at most\n--" PYBOX_MCP_OPT_PYTHON_SESSIONS
+        " boxes, each within the memory its session_open asked (capped by\n"
         "--max-memory) until session_close, its idle limit, its lifetime, a call that ends\n"
-        "its interpreter, or the server's end.\n"
+        "its interpreter, the end of the MCP connection that opened it (whose alone it is),\n"
+        "or the server's end.\n"
         "docs/mcp.md.\n",
         PYBOX_MCP_IMAGES_MAX, pybox_limit_fmt(PYBOX_LIMIT_TIMEOUT, PYBOX_MCP_MAX_TIMEOUT_MS, timeout),
         lim(PYBOX_LIMIT_TIMEOUT, 'n'), lim(PYBOX_LIMIT_TIMEOUT, 'x'), (long long)(PYBOX_MCP_MAX_MEMORY >> 20),
@@ -191,7 +213,10 @@ static void mcp_help(FILE *o)
         PYBOX_MCP_SESSIONS, PYBOX_MCP_SESSIONS_MAX, pybox_fmt_fixed(ttl, PYBOX_MCP_SESSION_TTL_MS, 3),
         pybox_fmt_fixed(ttl_min, PYBOX_MCP_SESSION_TTL_MIN_MS, 3),
         pybox_fmt_fixed(ttl_max, PYBOX_MCP_SESSION_TTL_MAX_MS, 3), pybox_fmt_fixed(idle, PYBOX_MCP_SESSION_IDLE_MS, 3),
-        pybox_fmt_fixed(idle_min, PYBOX_MCP_SESSION_IDLE_MIN_MS, 3), PYBOX_MCP_CALLS_MAX);
+        pybox_fmt_fixed(idle_min, PYBOX_MCP_SESSION_IDLE_MIN_MS, 3), PYBOX_MCP_TOKEN_MIN, PYBOX_MCP_TOKEN_MAX,
+        PYBOX_MCP_HTTP_CONNECTIONS, PYBOX_MCP_HTTP_SESSIONS, PYBOX_MCP_HTTP_CALLS, PYBOX_MCP_HTTP_PER_TOKEN_MAX,
+        pybox_fmt_age(hidle, PYBOX_MCP_HTTP_SESSION_IDLE_S),
+        pybox_fmt_age(hidle_min, PYBOX_MCP_HTTP_SESSION_IDLE_MIN_S), PYBOX_MCP_CALLS_MAX);
 }
 
 static void image_help(FILE *o)

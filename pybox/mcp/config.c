@@ -4,7 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -30,6 +32,15 @@ enum {
     OPT_SESSIONS,
     OPT_SESSION_TTL,
     OPT_SESSION_IDLE,
+    OPT_LISTEN,
+    OPT_LISTEN_PUBLIC,
+    OPT_TOKEN_FILE,
+    OPT_SOCKET_GROUP,
+    OPT_ALLOW_ORIGINS,
+    OPT_MAX_CONNECTIONS,
+    OPT_MAX_SESSIONS,
+    OPT_MAX_CALLS,
+    OPT_HTTP_SESSION_IDLE,
     OPT_HELP,
 };
 
@@ -44,9 +55,18 @@ const struct option pybox_mcp_options[] = {
     {"backend", required_argument, NULL, OPT_BACKEND},
     {"warm", required_argument, NULL, OPT_WARM},
     {"warm-wait", required_argument, NULL, OPT_WARM_WAIT},
-    {"sessions", required_argument, NULL, OPT_SESSIONS},
+    {PYBOX_MCP_OPT_PYTHON_SESSIONS, required_argument, NULL, OPT_SESSIONS},
     {"session-ttl", required_argument, NULL, OPT_SESSION_TTL},
     {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"listen-public", no_argument, NULL, OPT_LISTEN_PUBLIC},
+    {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"socket-group", required_argument, NULL, OPT_SOCKET_GROUP},
+    {"allow-origins", required_argument, NULL, OPT_ALLOW_ORIGINS},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+    {PYBOX_MCP_OPT_HTTP_SESSIONS, required_argument, NULL, OPT_MAX_SESSIONS},
+    {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
+    {"http-session-idle", required_argument, NULL, OPT_HTTP_SESSION_IDLE},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -64,6 +84,12 @@ void pybox_mcp_args_init(pybox_mcp_args_t *a)
     a->cfg.sessions = PYBOX_MCP_SESSIONS;
     a->cfg.session_ttl_ms = PYBOX_MCP_SESSION_TTL_MS;
     a->cfg.session_idle_ms = PYBOX_MCP_SESSION_IDLE_MS;
+    pybox_mcp_http_defaults(&a->http);
+}
+
+void pybox_mcp_args_clear(pybox_mcp_args_t *a)
+{
+    OPENSSL_cleanse(&a->http.tokens, sizeof a->http.tokens);
 }
 
 /* A folder the server reads from or writes under: it must exist; kept as its real path. */
@@ -78,6 +104,72 @@ static int mcp_dir(const char *opt, const char *dir, bool writable, char *out, p
     return pybox_fmt(out, PATH_MAX, "%s", real) < 0
                ? pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: the path is too long", opt)
                : 0;
+}
+
+/* A group by name or number (--socket-group). */
+static int group_of(const char *v, gid_t *gid, pybox_error_t *err)
+{
+    char shown[96];
+    pybox_escape_short(shown, sizeof shown, v, 64);
+    uint64_t n;
+    if (pybox_parse_u64(v, &n) == 0 && n < (gid_t)-1) {
+        *gid = (gid_t)n;
+        return 0;
+    }
+    struct group g, *found = NULL;
+    char buf[16384];
+    if (getgrnam_r(v, &g, buf, sizeof buf, &found) != 0 || found == NULL)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--socket-group: no group '%s' here", shown);
+    *gid = found->gr_gid;
+    return 0;
+}
+
+/* A count per token from 1 to PYBOX_MCP_HTTP_PER_TOKEN_MAX. */
+static int per_token(const char *opt, const char *v, unsigned *out, pybox_error_t *err)
+{
+    uint64_t n;
+    if (pybox_parse_u64(v, &n) < 0 || n < 1 || n > PYBOX_MCP_HTTP_PER_TOKEN_MAX)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s: give a whole number from 1 to %d", opt,
+                               PYBOX_MCP_HTTP_PER_TOKEN_MAX);
+    *out = (unsigned)n;
+    return 0;
+}
+
+/* An option of the HTTP server (they need --listen; checked once all are taken). */
+static int http_option(pybox_mcp_args_t *a, int val, const char *v, pybox_error_t *err)
+{
+    pybox_mcp_http_config_t *hc = &a->http;
+    for (const struct option *o = pybox_mcp_options; a->http_only == NULL && o->name != NULL; o++)
+        if (o->val == val)
+            a->http_only = o->name;
+    switch (val) {
+    case OPT_LISTEN_PUBLIC:
+        hc->listen_public = true;
+        return 0;
+    case OPT_TOKEN_FILE:
+        a->token_file = v;
+        return 0;
+    case OPT_SOCKET_GROUP:
+        if (group_of(v, &hc->socket_gid, err) < 0)
+            return -1;
+        hc->socket_group_set = true;
+        return 0;
+    case OPT_ALLOW_ORIGINS:
+        return pybox_mcp_origins_parse(v, &hc->origins, err);
+    case OPT_MAX_CONNECTIONS:
+        return per_token("--max-connections", v, &hc->max_connections, err);
+    case OPT_MAX_SESSIONS:
+        return per_token("--" PYBOX_MCP_OPT_HTTP_SESSIONS, v, &hc->max_sessions, err);
+    case OPT_MAX_CALLS:
+        return per_token("--max-calls", v, &hc->max_calls, err);
+    case OPT_HTTP_SESSION_IDLE:
+        if (pybox_parse_age(v, &hc->session_idle_s) < 0 || hc->session_idle_s < PYBOX_MCP_HTTP_SESSION_IDLE_MIN_S)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "--http-session-idle: give a time of at least %lld s, in s, m, h or d (e.g. 1h)",
+                                   PYBOX_MCP_HTTP_SESSION_IDLE_MIN_S);
+        return 0;
+    }
+    return 0;
 }
 
 int pybox_mcp_args_take(void *ctx, int val, const char *v, pybox_error_t *err)
@@ -138,7 +230,8 @@ int pybox_mcp_args_take(void *ctx, int val, const char *v, pybox_error_t *err)
         uint64_t n;
         if (pybox_parse_u64(v, &n) < 0 || n > PYBOX_MCP_SESSIONS_MAX)
             return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                                   "--sessions: give how many sessions may be live at once, from 0 (none) to %d",
+                                   "--" PYBOX_MCP_OPT_PYTHON_SESSIONS
+                                   ": give how many Python sessions may be live at once, from 0 (none) to %d",
                                    PYBOX_MCP_SESSIONS_MAX);
         cfg->sessions = (int)n;
         return 0;
@@ -159,13 +252,34 @@ int pybox_mcp_args_take(void *ctx, int val, const char *v, pybox_error_t *err)
         return mcp_dir("--files-root", v, false, cfg->files_root, err);
     case OPT_OUTPUT_ROOT:
         return mcp_dir("--output-root", v, true, cfg->output_root, err);
+    case OPT_LISTEN:
+        if (pybox_mcp_listen_parse(v, &a->http.listen, err) < 0)
+            return -1;
+        a->listen = true;
+        return 0;
+    case OPT_HELP:
+        return 0; /* given before parsing */
     }
-    return 0; /* --help: given before parsing */
+    return http_option(a, val, v, err);
 }
 
 int pybox_mcp_args_finish(pybox_mcp_args_t *a, const pybox_state_t *st, pybox_error_t *err)
 {
     pybox_mcp_config_t *cfg = &a->cfg;
+    const pybox_mcp_http_config_t *hc = &a->http;
+    if (!a->listen && a->http_only != NULL)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--%s needs --listen (it is an option of the HTTP server)",
+                               a->http_only);
+    if (a->listen && a->token_file == NULL)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "--listen needs --token-file FILE (lines of NAME TOKEN, the file 0600): the server "
+                               "never listens without tokens");
+    if (hc->socket_group_set && hc->listen.family != AF_UNIX)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "--socket-group is for --listen unix:/path only");
+    if (a->listen && !hc->listen.loopback && !hc->listen_public)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "--listen: not a loopback address: give --listen-public to serve beyond this machine "
+                               "(with a reverse proxy and TLS in front: docs/mcp.md)");
     pybox_config_t ceil;
     if (pybox_state_config(st, &ceil, err) < 0)
         return -1;
@@ -207,5 +321,5 @@ int pybox_mcp_args_finish(pybox_mcp_args_t *a, const pybox_state_t *st, pybox_er
         pybox_limit_within(PYBOX_LIMIT_MEMORY, cfg->max_memory_bytes, ceil.limit[PYBOX_LIMIT_MEMORY],
                            "--max-memory: ", "", end, err) < 0)
         return -1;
-    return 0;
+    return a->listen ? pybox_mcp_tokens_load(a->token_file, &a->http.tokens, err) : 0;
 }

@@ -286,6 +286,8 @@ typedef struct {
     pybox_mcp_progress_fn progress;
     void *ctx;
     int n;
+    int64_t timeout_ms;  /* the run's deadline, for the running readings' share of step 4 */
+    double next_tick_ms; /* the next running reading is sent once this much has run */
 } hook_ctx_t;
 
 static void on_step(const char *step, const char *run_id, void *arg)
@@ -297,6 +299,32 @@ static void on_step(const char *step, const char *run_id, void *arg)
         return;
     if (h->progress)
         h->progress(h->ctx, ++h->n, 6, step);
+}
+
+/* While the program runs: every PYBOX_MCP_PROGRESS_MS, what has run and the kernel's
+ * readings of the box (never anything the program wrote), between the steps "running"
+ * (4) and "removing" (5), so the progress still only grows. */
+static void on_tick(double elapsed_ms, const pybox_reading_t *r, void *arg)
+{
+    hook_ctx_t *h = arg;
+    if (h->progress == NULL || h->n != 4 || elapsed_ms < h->next_tick_ms)
+        return;
+    h->next_tick_ms = elapsed_ms + PYBOX_MCP_PROGRESS_MS;
+    char msg[256], t[PYBOX_NUM_MAX], most[PYBOX_NUM_MAX], mem[PYBOX_NUM_MAX], cpu[PYBOX_NUM_MAX];
+    pybox_buf_t b;
+    pybox_buf_init(&b, sizeof msg);
+    pybox_buf_addf(&b, "running %s s of %s s", pybox_fmt_fixed(t, (int64_t)(elapsed_ms / 100), 1),
+                   pybox_fmt_fixed(most, h->timeout_ms / 100, 1));
+    if (r->valid & PYBOX_RD_MEM_NOW)
+        pybox_buf_addf(&b, "; memory %s MiB", pybox_fmt_fixed(mem, r->mem_now * 10 / (1024 * 1024), 1));
+    if (r->valid & PYBOX_RD_PIDS_NOW)
+        pybox_buf_addf(&b, "; %lld process%s", (long long)r->pids_now, r->pids_now == 1 ? "" : "es");
+    if (r->valid & PYBOX_RD_CPU)
+        pybox_buf_addf(&b, "; CPU %s s", pybox_fmt_fixed(cpu, r->cpu_ns / 10000000, 2));
+    snprintf(msg, sizeof msg, "%s", pybox_buf_ok(&b) && b.data ? b.data : "running");
+    pybox_buf_free(&b);
+    double share = h->timeout_ms > 0 ? floor(elapsed_ms / (double)h->timeout_ms * 1000) / 1000 : 0;
+    h->progress(h->ctx, 4 + (share < 0.99 ? share : 0.99), 6, msg);
 }
 
 static const char *image_mime(const unsigned char *d, size_t n)
@@ -451,8 +479,7 @@ char *pybox_mcp_summary(const pybox_run_result_t *res)
         pybox_escape_terminal(&b, res->unknown[i], strlen(res->unknown[i]), false);
         pybox_buf_adds(&b, "\n");
     }
-    if (res->end == PYBOX_END_PYBOX_ERROR || res->end == PYBOX_END_EXTERNAL_STOP || res->end == PYBOX_END_CANCELLED ||
-        res->error.kind != PYBOX_ERR_NONE) {
+    if (pybox_run_has_error(res)) {
         pybox_buf_adds(&b, "PyBox: ");
         pybox_escape_terminal(&b, res->error.msg, strlen(res->error.msg), false);
         pybox_buf_adds(&b, "\n");
@@ -894,7 +921,9 @@ static cJSON *run_warm(const pybox_mcp_config_t *cfg, const call_args_t *a, cons
     rr.cancellable = true;
     rr.cancel_fd = rq->cancel_fd;
     rr.hook = rq->hook;
+    rr.tick = rq->tick;
     rr.hook_arg = rq->hook_arg;
+    ((hook_ctx_t *)rq->hook_arg)->timeout_ms = rr.policy.timeout_ms;
     pybox_ahead_t *box = warm->box;
     warm->box = NULL;
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
@@ -924,6 +953,8 @@ static cJSON *run_cold(const pybox_mcp_config_t *cfg, const pybox_request_t *rq,
     pybox_ready_init(&rd);
     if (pybox_prepare(rq, &rd, &err) < 0)
         return refuse_prepared(cfg, &rd, &err);
+    /* the deadline as resolved (asked, the image's, or PyBox's), for the progress */
+    ((hook_ctx_t *)rq->hook_arg)->timeout_ms = rd.run.policy.timeout_ms;
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
     pybox_ready_run(&rd, &res);
     return result_of(cfg, &res, sc, &rd.st, &rd.output);
@@ -934,11 +965,12 @@ static cJSON *run_cold(const pybox_mcp_config_t *cfg, const pybox_request_t *rq,
 /* One call in a session's box: its result, whose receipt names the session and the call;
  * when the call ended the session, the session's end is in it too. */
 static cJSON *run_in_session(const pybox_mcp_ctx_t *ctx, const pybox_mcp_config_t *cfg, const call_args_t *a,
-                             const pybox_state_t *st, double started, int cancel_fd, hook_ctx_t *hook)
+                             const pybox_state_t *st, double started, int cancel_fd, hook_ctx_t *hook,
+                             uint64_t connection)
 {
     pybox_mcp_sessions_t *ss = ctx != NULL ? ctx->sessions : NULL;
     char why[320];
-    pybox_mcp_warm_t *w = pybox_mcp_sessions_take(ss, a->session_id, why, sizeof why);
+    pybox_mcp_warm_t *w = pybox_mcp_sessions_take(ss, a->session_id, connection, why, sizeof why);
     if (w == NULL)
         return refuse("session_id: %s", why);
     int64_t most = pybox_ahead_policy(w->box)->timeout_ms;
@@ -982,7 +1014,9 @@ static cJSON *run_in_session(const pybox_mcp_ctx_t *ctx, const pybox_mcp_config_
     rr.cancellable = true;
     rr.cancel_fd = cancel_fd;
     rr.hook = on_step;
+    rr.tick = on_tick;
     rr.hook_arg = hook;
+    hook->timeout_ms = rr.policy.timeout_ms;
     bool ended = false;
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
     pybox_ahead_call(w->box, &rr, &res, &ended);
@@ -1005,7 +1039,6 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
 {
     (void)cancel_fd;
     (void)progress;
-    (void)progress_ctx;
     const pybox_mcp_ctx_t *ctx = arg;
     pybox_mcp_sessions_t *ss = ctx != NULL ? ctx->sessions : NULL;
     call_args_t a;
@@ -1060,7 +1093,8 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
         return refuse("the session's box could not be made ready: %s", err.msg);
     }
     char id[33];
-    if (pybox_mcp_sessions_add(ss, w, ttl_ms, cfg->session_idle_ms, id, &err) < 0) {
+    if (pybox_mcp_sessions_add(ss, w, pybox_mcp_call_connection(progress_ctx), ttl_ms, cfg->session_idle_ms, id, &err) <
+        0) {
         pybox_mcp_warm_free(w);
         return refuse("the session could not be kept: %s", err.msg);
     }
@@ -1104,7 +1138,6 @@ static cJSON *session_close(void *arg, const pybox_mcp_config_t *cfg, const cJSO
 {
     (void)cancel_fd;
     (void)progress;
-    (void)progress_ctx;
     const pybox_mcp_ctx_t *ctx = arg;
     pybox_mcp_sessions_t *ss = ctx != NULL ? ctx->sessions : NULL;
     static const char *const known[] = {"session_id", NULL};
@@ -1115,7 +1148,8 @@ static cJSON *session_close(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     if (!session_id_valid(id))
         return refuse("session_id: give the id session_open returned (32 hex digits)");
     char why[320];
-    pybox_mcp_warm_t *w = pybox_mcp_sessions_take(ss, id->valuestring, why, sizeof why);
+    pybox_mcp_warm_t *w =
+        pybox_mcp_sessions_take(ss, id->valuestring, pybox_mcp_call_connection(progress_ctx), why, sizeof why);
     if (w == NULL)
         return refuse("session_id: %s", why);
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
@@ -1170,11 +1204,20 @@ static cJSON *session_close_describe(const pybox_mcp_config_t *cfg)
     return t;
 }
 
+/* A session is its connection's: it ends with it. */
+static void sessions_of_connection_end(void *arg, uint64_t connection)
+{
+    const pybox_mcp_ctx_t *ctx = arg;
+    if (ctx != NULL)
+        pybox_mcp_sessions_end_owned(ctx->sessions, connection);
+}
+
 const pybox_mcp_tool_t pybox_mcp_session_open_tool = {
     .name = "session_open",
     .describe = session_open_describe,
     .call = session_open,
     .drop = NULL,
+    .connection_end = sessions_of_connection_end,
 };
 
 const pybox_mcp_tool_t pybox_mcp_session_close_tool = {
@@ -1203,9 +1246,9 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
             return refuse("%s", err.msg);
         st = &own;
     }
-    hook_ctx_t hook = {.progress = progress, .ctx = progress_ctx, .n = 0};
+    hook_ctx_t hook = {.progress = progress, .ctx = progress_ctx, .n = 0, .next_tick_ms = PYBOX_MCP_PROGRESS_MS};
     if (a.session_id != NULL)
-        return run_in_session(ctx, cfg, &a, st, started, cancel_fd, &hook);
+        return run_in_session(ctx, cfg, &a, st, started, cancel_fd, &hook, pybox_mcp_call_connection(progress_ctx));
     _cleanup_(scratch_free) scratch_t sc = {.n_paths = 0};
     refusal = take_files(cfg, st, &a, &sc);
     if (refusal != NULL)
@@ -1229,6 +1272,7 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
         .cancellable = true,
         .cancel_fd = cancel_fd,
         .hook = on_step,
+        .tick = on_tick,
         .hook_arg = &hook,
         .why_cold = why_cold,
     };

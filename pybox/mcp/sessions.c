@@ -5,6 +5,7 @@
 #include "sessions.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +20,10 @@
 
 typedef struct sess {
     char id[33];
+    uint64_t owner;      /* the MCP connection that opened it (pybox_mcp_call_connection) */
     pybox_mcp_warm_t *w; /* NULL while busy */
     bool busy;
+    bool orphaned;   /* its connection ended while a call ran in it: it ends when given back */
     int64_t ends_ms; /* its lifetime's end (pybox_now_ms) */
     int64_t idle_ms;
     int64_t last_ms; /* its last call's end, or its opening */
@@ -35,6 +38,7 @@ struct pybox_mcp_sessions {
     int reserved; /* places taken by sessions being opened */
     struct {
         char id[33];
+        uint64_t owner;
         char why[160];
     } ended[SESSIONS_ENDED_KEPT];
     int ended_next;
@@ -50,10 +54,11 @@ static int live_locked(const pybox_mcp_sessions_t *ss)
     return n;
 }
 
-static void remember_locked(pybox_mcp_sessions_t *ss, const char *id, const char *why)
+static void remember_locked(pybox_mcp_sessions_t *ss, const sess_t *s, const char *why)
 {
     int k = ss->ended_next++ % SESSIONS_ENDED_KEPT;
-    pybox_strlcpy(ss->ended[k].id, id, sizeof ss->ended[k].id);
+    pybox_strlcpy(ss->ended[k].id, s->id, sizeof ss->ended[k].id);
+    ss->ended[k].owner = s->owner;
     pybox_strlcpy(ss->ended[k].why, why, sizeof ss->ended[k].why);
 }
 
@@ -91,7 +96,7 @@ static void *sessions_main(void *arg)
                 continue;
             gone = s;
             ss->s[i] = NULL;
-            remember_locked(ss, s->id, why);
+            remember_locked(ss, s, why);
         }
         if (gone != NULL) {
             pthread_mutex_unlock(&ss->mu);
@@ -141,7 +146,7 @@ int pybox_mcp_sessions_start(const pybox_mcp_config_t *cfg, pybox_mcp_sessions_t
 int pybox_mcp_sessions_reserve(pybox_mcp_sessions_t *ss, char *why, size_t len)
 {
     if (ss == NULL) {
-        snprintf(why, len, "this server keeps no sessions (--sessions 0, set by the server)");
+        snprintf(why, len, "this server keeps no sessions (--" PYBOX_MCP_OPT_PYTHON_SESSIONS " 0, set by the server)");
         return -1;
     }
     pthread_mutex_lock(&ss->mu);
@@ -165,8 +170,8 @@ void pybox_mcp_sessions_unreserve(pybox_mcp_sessions_t *ss)
     pthread_mutex_unlock(&ss->mu);
 }
 
-int pybox_mcp_sessions_add(pybox_mcp_sessions_t *ss, pybox_mcp_warm_t *w, int64_t ttl_ms, int64_t idle_ms, char id[33],
-                           pybox_error_t *err)
+int pybox_mcp_sessions_add(pybox_mcp_sessions_t *ss, pybox_mcp_warm_t *w, uint64_t owner, int64_t ttl_ms,
+                           int64_t idle_ms, char id[33], pybox_error_t *err)
 {
     sess_t *s = calloc(1, sizeof *s);
     if (s == NULL || pybox_random_hex(16, s->id, err) < 0) {
@@ -175,6 +180,7 @@ int pybox_mcp_sessions_add(pybox_mcp_sessions_t *ss, pybox_mcp_warm_t *w, int64_
         return err->kind != PYBOX_ERR_NONE ? -1 : pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "a session");
     }
     s->w = w;
+    s->owner = owner;
     s->idle_ms = idle_ms;
     s->last_ms = pybox_now_ms();
     s->ends_ms = s->last_ms + ttl_ms;
@@ -196,10 +202,20 @@ int pybox_mcp_sessions_add(pybox_mcp_sessions_t *ss, pybox_mcp_warm_t *w, int64_
     return 0;
 }
 
-static sess_t *find_locked(pybox_mcp_sessions_t *ss, const char *id, int *at)
+/* A session id is compared in constant time (over HTTP any token's client may send one),
+ * so how long a refusal takes says nothing of how much of an id was right. */
+static bool same_id(const char *kept, const char *given)
+{
+    size_t n = strlen(kept);
+    return strlen(given) == n && CRYPTO_memcmp(kept, given, n) == 0;
+}
+
+/* The live session with this id that owner opened: another connection's is not found,
+ * as if it did not exist (any: whoever opened it, for the server's own use). */
+static sess_t *find_locked(pybox_mcp_sessions_t *ss, const char *id, uint64_t owner, bool any, int *at)
 {
     for (int i = 0; i < PYBOX_MCP_SESSIONS_MAX; i++)
-        if (ss->s[i] != NULL && strcmp(ss->s[i]->id, id) == 0) {
+        if (ss->s[i] != NULL && same_id(ss->s[i]->id, id) && (any || ss->s[i]->owner == owner)) {
             if (at != NULL)
                 *at = i;
             return ss->s[i];
@@ -207,16 +223,17 @@ static sess_t *find_locked(pybox_mcp_sessions_t *ss, const char *id, int *at)
     return NULL;
 }
 
-pybox_mcp_warm_t *pybox_mcp_sessions_take(pybox_mcp_sessions_t *ss, const char *id, char *why, size_t len)
+pybox_mcp_warm_t *pybox_mcp_sessions_take(pybox_mcp_sessions_t *ss, const char *id, uint64_t owner, char *why,
+                                          size_t len)
 {
     if (ss == NULL) {
-        snprintf(why, len, "this server keeps no sessions (--sessions 0, set by the server)");
+        snprintf(why, len, "this server keeps no sessions (--" PYBOX_MCP_OPT_PYTHON_SESSIONS " 0, set by the server)");
         return NULL;
     }
     pybox_mcp_warm_t *w = NULL;
     pthread_mutex_lock(&ss->mu);
-    sess_t *s = find_locked(ss, id, NULL);
-    if (s != NULL && !s->busy && !ss->stopping) {
+    sess_t *s = find_locked(ss, id, owner, false, NULL);
+    if (s != NULL && !s->busy && !s->orphaned && !ss->stopping) {
         s->busy = true;
         w = s->w;
         s->w = NULL;
@@ -225,7 +242,7 @@ pybox_mcp_warm_t *pybox_mcp_sessions_take(pybox_mcp_sessions_t *ss, const char *
     } else {
         snprintf(why, len, "no live session of this server has that id");
         for (int i = 0; i < SESSIONS_ENDED_KEPT; i++)
-            if (ss->ended[i].id[0] != '\0' && strcmp(ss->ended[i].id, id) == 0)
+            if (ss->ended[i].id[0] != '\0' && ss->ended[i].owner == owner && same_id(ss->ended[i].id, id))
                 snprintf(why, len, "session %s has ended: %s", id, ss->ended[i].why);
     }
     pthread_mutex_unlock(&ss->mu);
@@ -236,33 +253,68 @@ void pybox_mcp_sessions_give_back(pybox_mcp_sessions_t *ss, const char *id, pybo
 {
     pthread_mutex_lock(&ss->mu);
     int at = -1;
-    sess_t *s = find_locked(ss, id, &at);
-    if (s != NULL && w != NULL) {
+    sess_t *s = find_locked(ss, id, 0, true, &at);
+    if (s != NULL && s->orphaned && w != NULL) {
+        /* its connection ended while this call ran: the session ends now */
+        ss->s[at] = NULL;
+        remember_locked(ss, s, "its MCP connection ended");
+        free(s);
+        how = "its MCP connection ended";
+    } else if (s != NULL && w != NULL) {
         s->w = w;
         s->busy = false;
         s->last_ms = pybox_now_ms();
         w = NULL;
     } else if (s != NULL) {
         ss->s[at] = NULL;
-        remember_locked(ss, id, how);
+        remember_locked(ss, s, how);
         free(s);
     }
     pthread_cond_broadcast(&ss->cv);
     pthread_mutex_unlock(&ss->mu);
-    if (w != NULL) /* cannot happen: a taken session stays in the table */
-        end_unasked(id, w, "its table entry was gone");
+    if (w != NULL) /* its connection ended meanwhile (a taken session stays in the table) */
+        end_unasked(id, w, how != NULL ? how : "its table entry was gone");
 }
 
 bool pybox_mcp_sessions_limits(pybox_mcp_sessions_t *ss, const char *id, int64_t *ends_ms, int64_t *idle_ms)
 {
     pthread_mutex_lock(&ss->mu);
-    sess_t *s = find_locked(ss, id, NULL);
+    sess_t *s = find_locked(ss, id, 0, true, NULL);
     if (s != NULL) {
         *ends_ms = s->ends_ms;
         *idle_ms = s->idle_ms;
     }
     pthread_mutex_unlock(&ss->mu);
     return s != NULL;
+}
+
+void pybox_mcp_sessions_end_owned(pybox_mcp_sessions_t *ss, uint64_t owner)
+{
+    if (ss == NULL)
+        return;
+    const char *why = "its MCP connection ended";
+    for (;;) {
+        sess_t *gone = NULL;
+        pthread_mutex_lock(&ss->mu);
+        for (int i = 0; i < PYBOX_MCP_SESSIONS_MAX && gone == NULL; i++) {
+            sess_t *s = ss->s[i];
+            if (s == NULL || s->owner != owner || s->orphaned)
+                continue;
+            if (s->busy) { /* a call runs in it: it ends when the call gives it back */
+                s->orphaned = true;
+                continue;
+            }
+            gone = s;
+            ss->s[i] = NULL;
+            remember_locked(ss, s, why);
+        }
+        pthread_cond_broadcast(&ss->cv);
+        pthread_mutex_unlock(&ss->mu);
+        if (gone == NULL)
+            return;
+        end_unasked(gone->id, gone->w, why);
+        free(gone);
+    }
 }
 
 void pybox_mcp_sessions_stop(pybox_mcp_sessions_t *ss)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Evidence campaign, MCP case: drives `pybox mcp` with the official SDK client and a raw stdio client; prints one JSON object.
+// Evidence campaign, MCP case: drives `pybox mcp` with the official SDK client on stdio and over Streamable HTTP (`pybox mcp --listen`), and with raw clients on each; prints one JSON object.
 //
 // Contract: run from the repository root as `node tests/mcp/campaign-driver.mjs` with
 // PYBOX_BIN (absolute path of pybox), PYBOX_HOME (the campaign's installation, images
@@ -14,6 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const log = (...a) => console.error('[mcp-campaign]', ...a);
 console.log = (...a) => console.error(...a); // stdout carries the one JSON object only
@@ -40,6 +41,7 @@ if (!/^[0-9a-f]{32}$/.test(INSTALL)) cannotRun(`${HOME}/install-id does not hold
 // helpers.mjs reads the installation id from the environment when it is loaded.
 process.env.PYBOX_TEST_INSTALL_ID = INSTALL;
 const { serverEnv, boxes, volumes, createdBetween } = await import('./helpers.mjs');
+const { HttpServer, request, postHeaders, initialize } = await import('./http-helpers.mjs');
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SDK_VERSION = JSON.parse(fs.readFileSync(
@@ -94,8 +96,32 @@ const textOf = (result) => (result.content || []).filter((c) => c.type === 'text
 
 // ---- clients ----
 
-// The official SDK client over stdio.
-async function sdkConnect(ctx) {
+// A server over HTTP for one check: on loopback, a port the kernel picks, a token file of
+// its own; stopped (its calls cancelled) at the check's end.
+async function httpServer(ctx, extra = []) {
+  const server = await HttpServer.start({ args: [...SERVER_ARGS.slice(1), ...extra] });
+  ctx.serverStderr = () => server.stderr.slice(-4000);
+  ctx.cleanups.push(async () => { await server.close('SIGINT'); });
+  return server;
+}
+
+// The official SDK client, on stdio (the default) or over Streamable HTTP.
+async function sdkConnect(ctx, via = 'stdio') {
+  if (via === 'http') {
+    const server = await httpServer(ctx);
+    const transport = new StreamableHTTPClientTransport(new URL(server.url),
+      { requestInit: { headers: { Authorization: server.auth() } } });
+    const c = { transport, errors: [], negotiated: null, server, closing: false };
+    const setVersion = transport.setProtocolVersion.bind(transport);
+    transport.setProtocolVersion = (v) => { c.negotiated = v; setVersion(v); };
+    c.client = new Client({ name: 'pybox-campaign', version: '1.0.0' });
+    // The SDK reports its own streams aborted as it closes: not the server's doing.
+    c.client.onerror = (e) => { if (!c.closing) c.errors.push(short(e?.message ?? e, 200)); };
+    c.close = async () => { c.closing = true; await c.client.close(); };
+    ctx.cleanups.push(() => c.close());
+    await c.client.connect(transport, { timeout: 10000 });
+    return c;
+  }
   const transport = new StdioClientTransport({ command: PYBOX, args: SERVER_ARGS, env: serverEnv, stderr: 'pipe' });
   const c = { transport, errors: [], negotiated: null, stderr: '' };
   transport.stderr.on('data', (d) => { c.stderr = (c.stderr + d.toString('utf8')).slice(-4000); });
@@ -104,6 +130,7 @@ async function sdkConnect(ctx) {
   transport.setProtocolVersion = (v) => { c.negotiated = v; };
   c.client = new Client({ name: 'pybox-campaign', version: '1.0.0' });
   c.client.onerror = (e) => c.errors.push(short(e?.message ?? e, 200));
+  c.close = () => c.client.close();
   ctx.cleanups.push(async () => {
     const pid = transport.pid;
     await c.client.close(); // stdin closed, then SIGTERM, then SIGKILL (the SDK's own steps)
@@ -255,15 +282,23 @@ async function check(name, limitMs, fn) {
 
 const started = performance.now();
 
+// The checks the SDK client makes run on each transport: a check's name and what it
+// observed say which (" over HTTP", "_http").
+const VIAS = ['stdio', 'http'];
+const named = (name, via) => (via === 'http' ? `${name} over HTTP` : name);
+const key = (name, via) => (via === 'http' ? `${name}_http` : name);
+
+for (const via of VIAS) {
+
 // 1
-await check('initialize and list tools', 30000, async (ctx) => {
+await check(named('initialize and list tools', via), 30000, async (ctx) => {
   const { note, want } = ctx;
-  const c = await sdkConnect(ctx);
+  const c = await sdkConnect(ctx, via);
   const v = c.negotiated;
-  observed.negotiated_protocol_version = v;
+  observed[key('negotiated_protocol_version', via)] = v;
   const server = c.client.getServerVersion();
-  observed.server_info = server ? `${server.name} ${server.version}` : null;
-  note(`protocol ${v} negotiated (SDK ${SDK_VERSION} asked 2025-11-25); server ${observed.server_info}`);
+  observed[key('server_info', via)] = server ? `${server.name} ${server.version}` : null;
+  note(`protocol ${v} negotiated (SDK ${SDK_VERSION} asked 2025-11-25); server ${observed[key('server_info', via)]}`);
   want(v === '2025-11-25' || v === '2025-06-18', `negotiated version ${v}`);
   want(c.client.getServerCapabilities()?.tools, 'tools capability');
   const { tools } = await c.client.listTools(undefined, { timeout: 10000 });
@@ -282,9 +317,9 @@ await check('initialize and list tools', 30000, async (ctx) => {
 });
 
 // 2
-await check('data image: CSV in, file and chart back', 120000, async (ctx) => {
+await check(named('data image: CSV in, file and chart back', via), 120000, async (ctx) => {
   const { note, want } = ctx;
-  const c = await sdkConnect(ctx);
+  const c = await sdkConnect(ctx, via);
   await c.client.listTools(undefined, { timeout: 10000 }); // the SDK validates results only for tools it has listed
   const validator = c.client.getToolOutputValidator('run_python');
   want(typeof validator === 'function', 'the SDK holds an output-schema validator for run_python');
@@ -312,8 +347,8 @@ await check('data image: CSV in, file and chart back', 120000, async (ctx) => {
     // callTool throws when structuredContent does not match the published output schema.
     throw new Error(`callTool: ${short(e.message, 250)}`);
   }
-  observed.data_call_ms = ms(performance.now() - t0);
-  note(`call ${observed.data_call_ms} ms; SDK output-schema validation passed`);
+  observed[key('data_call_ms', via)] = ms(performance.now() - t0);
+  note(`call ${observed[key('data_call_ms', via)]} ms; SDK output-schema validation passed`);
   const r = result.structuredContent || {};
   const files = r.seen?.files || {};
   note(`isError ${!!result.isError}; status ${r.status}, exit ${r.exit_code}, image ${r.asked?.image?.name}, ` +
@@ -346,8 +381,8 @@ await check('data image: CSV in, file and chart back', 120000, async (ctx) => {
 });
 
 // 3 and 4: refusals decided by the server's ceilings, before any box is built.
-async function refusal(ctx, args, expect) {
-  const c = await sdkConnect(ctx);
+async function refusal(ctx, args, expect, via) {
+  const c = await sdkConnect(ctx, via);
   await c.client.listTools(undefined, { timeout: 10000 });
   const since = Date.now() / 1000;
   const result = await c.client.callTool({ name: 'run_python', arguments: args }, undefined, { timeout: 20000 });
@@ -363,11 +398,85 @@ async function refusal(ctx, args, expect) {
   ctx.want((await newBoxes(ctx.pre)).length === 0, 'no container left');
 }
 
-await check('timeout above the ceiling refused', 30000, (ctx) =>
-  refusal(ctx, { code: 'print(1)', timeout_s: 31 }, /timeout_s: 31 s is above the maximum of 30 s/));
+await check(named('timeout above the ceiling refused', via), 30000, (ctx) =>
+  refusal(ctx, { code: 'print(1)', timeout_s: 31 }, /timeout_s: 31 s is above the maximum of 30 s/, via));
 
-await check('image not allowed refused', 30000, (ctx) =>
-  refusal(ctx, { code: 'print(1)', image: 'gpu' }, /image: not allowed \(set by the server\); allowed: stdlib, data/));
+await check(named('image not allowed refused', via), 30000, (ctx) =>
+  refusal(ctx, { code: 'print(1)', image: 'gpu' }, /image: not allowed \(set by the server\); allowed: stdlib, data/, via));
+
+// 6
+await check(named('cancelled call: box gone within a second', via), 60000, async (ctx) => {
+  const { note, want, pre } = ctx;
+  const c = await sdkConnect(ctx, via);
+  const abort = new AbortController();
+  let cancelledAt = 0;
+  let boxesWhenRunning = -1;
+  let runningSeen;
+  const running = new Promise((r) => { runningSeen = r; });
+  const t0 = performance.now();
+  const call = c.client.callTool({ name: 'run_python', arguments: { code: 'import time\ntime.sleep(20)\n', timeout_s: 30 } },
+    undefined, { signal: abort.signal, timeout: 45000, onprogress: (p) => { if (p.message === 'running') runningSeen(); } });
+  const outcome = call.then(() => 'answered', (e) => `rejected (${short(e?.name === 'AbortError' ? 'AbortError' : e?.message ?? e, 60)})`);
+  await withTimeout(Promise.race([running, outcome.then((o) => { throw new Error(`call ended before running: ${o}`); })]),
+    30000, 'progress "running"');
+  boxesWhenRunning = (await newBoxes(pre)).length;
+  cancelledAt = performance.now();
+  abort.abort('the campaign cancels');
+  const gone = await goneAfter(pre, cancelledAt, 10000);
+  const settled = await withTimeout(outcome, 5000, 'the cancelled call settling');
+  observed[key('cancel_to_gone_ms', via)] = gone === null ? null : ms(gone);
+  const p0 = performance.now();
+  let ping = 'no answer';
+  try { await c.client.ping({ timeout: 5000 }); ping = `answered in ${ms(performance.now() - p0)} ms`; } catch (e) { ping = `failed: ${short(e.message, 80)}`; }
+  // Close, so everything the server will ever say has reached the client.
+  await c.close();
+  note(`running after ${ms(cancelledAt - t0)} ms with ${boxesWhenRunning} box(es); call ${settled}; ` +
+    `box gone ${gone === null ? 'NOT within 10 s' : `${ms(gone)} ms`} after the cancellation; ping ${ping}; late answers ${c.errors.length}`);
+  want(boxesWhenRunning === 1, `one box while running (${boxesWhenRunning})`);
+  want(settled.startsWith('rejected'), 'the call ended without a result');
+  want(gone !== null && gone <= 1000, 'box gone within 1000 ms');
+  want(ping.startsWith('answered'), 'ping answered');
+  want(c.errors.length === 0, `no answer for the cancelled request (${c.errors.join(' / ')})`);
+});
+
+// 7
+await check(named('8 calls at once', via), 120000, async (ctx) => {
+  const { note, want, pre, preVolumes } = ctx;
+  const c = await sdkConnect(ctx, via);
+  await c.client.listTools(undefined, { timeout: 10000 });
+  const t0 = performance.now();
+  const results = await Promise.allSettled([...Array(8).keys()].map((i) => c.client.callTool({ name: 'run_python',
+    arguments: { code: `import time\ntime.sleep(0.5)\nprint(${i})\n`, timeout_s: 25 } }, undefined, { timeout: 90000 })));
+  const wall = performance.now() - t0;
+  observed[key('concurrent_wall_ms', via)] = ms(wall);
+  let right = 0;
+  const wrong = [];
+  let sumTotal = 0;
+  results.forEach((res, i) => {
+    if (res.status !== 'fulfilled') { wrong.push(`#${i} ${short(res.reason?.message ?? res.reason, 60)}`); return; }
+    const r = res.value.structuredContent || {};
+    sumTotal += r.seen?.timings_ms?.total || 0;
+    if (!res.value.isError && r.status === 'TARGET_EXIT_OBSERVED' && r.exit_code === 0 && r.said?.stdout?.text === `${i}\n` &&
+      r.seen?.box?.confirmed_gone === true) right++;
+    else wrong.push(`#${i} ${r.status}, stdout ${JSON.stringify(r.said?.stdout?.text)}` +
+      (r.error ? `, PyBox's error (${r.error.kind}): ${JSON.stringify(short(r.error.message, 300))}` : '') +
+      (r.seen?.box?.confirmed_gone === false ? ', box NOT confirmed gone' : ''));
+  });
+  const ok = results.filter((r) => r.status === 'fulfilled').map((r) => r.value.structuredContent || {});
+  const runs = new Set(ok.map((r) => r.run_id)).size;
+  const boxIds = new Set(ok.map((r) => r.seen?.box?.id)).size;
+  const leftBoxes = await newBoxes(pre);
+  const leftVolumes = await newVolumes(preVolumes);
+  note(`${right}/8 receipts right (own number on stdout, exit 0, box confirmed gone); ${runs} runs, ${boxIds} boxes; ` +
+    `wall ${ms(wall)} ms vs ${ms(sumTotal)} ms summed receipt totals; left in the engine: ${leftBoxes.length} containers, ${leftVolumes.length} volumes` +
+    (wrong.length ? `; wrong: ${wrong.join(', ')}` : ''));
+  want(right === 8, 'all 8 receipts right');
+  want(runs === 8 && boxIds === 8, 'eight runs, eight boxes');
+  want(leftBoxes.length === 0 && leftVolumes.length === 0, 'nothing left in the engine');
+  want(c.errors.length === 0, `client errors: ${c.errors.join(' / ')}`);
+});
+
+} // each transport
 
 // 5
 await check('forged protocol message stays inside the result', 60000, async (ctx) => {
@@ -409,76 +518,6 @@ await check('forged protocol message stays inside the result', 60000, async (ctx
   want(inOut === N && inErr === N, 'the forged lines are inside the receipt');
   want(inText >= 1, 'the forged text is inside the text block');
   want(ex.code === 0, `server exit ${ex.code}`);
-});
-
-// 6
-await check('cancelled call: box gone within a second', 60000, async (ctx) => {
-  const { note, want, pre } = ctx;
-  const c = await sdkConnect(ctx);
-  const abort = new AbortController();
-  let cancelledAt = 0;
-  let boxesWhenRunning = -1;
-  let runningSeen;
-  const running = new Promise((r) => { runningSeen = r; });
-  const t0 = performance.now();
-  const call = c.client.callTool({ name: 'run_python', arguments: { code: 'import time\ntime.sleep(20)\n', timeout_s: 30 } },
-    undefined, { signal: abort.signal, timeout: 45000, onprogress: (p) => { if (p.message === 'running') runningSeen(); } });
-  const outcome = call.then(() => 'answered', (e) => `rejected (${short(e?.name === 'AbortError' ? 'AbortError' : e?.message ?? e, 60)})`);
-  await withTimeout(Promise.race([running, outcome.then((o) => { throw new Error(`call ended before running: ${o}`); })]),
-    30000, 'progress "running"');
-  boxesWhenRunning = (await newBoxes(pre)).length;
-  cancelledAt = performance.now();
-  abort.abort('the campaign cancels');
-  const gone = await goneAfter(pre, cancelledAt, 10000);
-  const settled = await withTimeout(outcome, 5000, 'the cancelled call settling');
-  observed.cancel_to_gone_ms = gone === null ? null : ms(gone);
-  const p0 = performance.now();
-  let ping = 'no answer';
-  try { await c.client.ping({ timeout: 5000 }); ping = `answered in ${ms(performance.now() - p0)} ms`; } catch (e) { ping = `failed: ${short(e.message, 80)}`; }
-  // Close, so everything the server will ever say has reached the client.
-  await c.client.close();
-  note(`running after ${ms(cancelledAt - t0)} ms with ${boxesWhenRunning} box(es); call ${settled}; ` +
-    `box gone ${gone === null ? 'NOT within 10 s' : `${ms(gone)} ms`} after the cancellation; ping ${ping}; late answers ${c.errors.length}`);
-  want(boxesWhenRunning === 1, `one box while running (${boxesWhenRunning})`);
-  want(settled.startsWith('rejected'), 'the call ended without a result');
-  want(gone !== null && gone <= 1000, 'box gone within 1000 ms');
-  want(ping.startsWith('answered'), 'ping answered');
-  want(c.errors.length === 0, `no answer for the cancelled request (${c.errors.join(' / ')})`);
-});
-
-// 7
-await check('8 calls at once', 120000, async (ctx) => {
-  const { note, want, pre, preVolumes } = ctx;
-  const c = await sdkConnect(ctx);
-  await c.client.listTools(undefined, { timeout: 10000 });
-  const t0 = performance.now();
-  const results = await Promise.allSettled([...Array(8).keys()].map((i) => c.client.callTool({ name: 'run_python',
-    arguments: { code: `import time\ntime.sleep(0.5)\nprint(${i})\n`, timeout_s: 25 } }, undefined, { timeout: 90000 })));
-  const wall = performance.now() - t0;
-  observed.concurrent_wall_ms = ms(wall);
-  let right = 0;
-  const wrong = [];
-  let sumTotal = 0;
-  results.forEach((res, i) => {
-    if (res.status !== 'fulfilled') { wrong.push(`#${i} ${short(res.reason?.message ?? res.reason, 60)}`); return; }
-    const r = res.value.structuredContent || {};
-    sumTotal += r.seen?.timings_ms?.total || 0;
-    if (!res.value.isError && r.status === 'TARGET_EXIT_OBSERVED' && r.exit_code === 0 && r.said?.stdout?.text === `${i}\n` &&
-      r.seen?.box?.confirmed_gone === true) right++;
-    else wrong.push(`#${i} ${r.status} ${JSON.stringify(r.said?.stdout?.text)}`);
-  });
-  const ok = results.filter((r) => r.status === 'fulfilled').map((r) => r.value.structuredContent || {});
-  const runs = new Set(ok.map((r) => r.run_id)).size;
-  const boxIds = new Set(ok.map((r) => r.seen?.box?.id)).size;
-  const leftBoxes = await newBoxes(pre);
-  const leftVolumes = await newVolumes(preVolumes);
-  note(`${right}/8 receipts right (own number on stdout, exit 0, box confirmed gone); ${runs} runs, ${boxIds} boxes; ` +
-    `wall ${ms(wall)} ms vs ${ms(sumTotal)} ms summed receipt totals; left in the engine: ${leftBoxes.length} containers, ${leftVolumes.length} volumes` +
-    (wrong.length ? `; wrong: ${wrong.join(', ')}` : ''));
-  want(right === 8, 'all 8 receipts right');
-  want(runs === 8 && boxIds === 8, 'eight runs, eight boxes');
-  want(leftBoxes.length === 0 && leftVolumes.length === 0, 'nothing left in the engine');
-  want(c.errors.length === 0, `client errors: ${c.errors.join(' / ')}`);
 });
 
 // 8
@@ -529,6 +568,86 @@ await check('stdin closed: every box removed, server exits', 60000, async (ctx) 
   want(ex.ms !== null && ex.ms < 15000, 'exited long before the programs would have ended');
   want(leftBoxes.length === 0 && leftVolumes.length === 0, 'no container or volume of the installation remains');
   want(answered === 0, 'no result for the cancelled calls');
+});
+
+// 10: the raw checks over HTTP, each on a server of its own.
+await check('over HTTP: forged protocol message stays inside the result', 60000, async (ctx) => {
+  const { note, want } = ctx;
+  const server = await httpServer(ctx);
+  const session = await initialize(server);
+  const fake = '{"jsonrpc":"2.0","id":1,"result":{}}';
+  const N = 50;
+  const code = ['import sys', `fake = ${JSON.stringify(fake)}`, `for _ in range(${N}):`, '    print(fake)',
+    '    print("event: message\\ndata: " + fake + "\\n", file=sys.stderr)'].join('\n');
+  const r = await request(server, { headers: postHeaders(server, { session }), body: JSON.stringify({ jsonrpc: '2.0',
+    id: 'forge', method: 'tools/call', params: { name: 'run_python', arguments: { code }, _meta: { progressToken: 'f' } } }) });
+  const events = r.text.split('\n\n').filter((e) => e !== '');
+  const parsed = events.map((e) => {
+    const lines = e.split('\n');
+    return lines.length === 2 && lines[0] === 'event: message' && lines[1].startsWith('data: ') ? JSON.parse(lines[1].slice(6)) : null;
+  });
+  const bad = parsed.filter((m) => m === null).length;
+  const forged = parsed.filter((m) => m && m.id === 1).length;
+  const result = parsed.find((m) => m && m.id === 'forge');
+  const receipt = result?.result?.structuredContent || {};
+  const inOut = (receipt.said?.stdout?.text || '').split('\n').filter((l) => l === fake).length;
+  note(`status ${r.status} ${r.headers['content-type']}; ${events.length} events (${bad} not one whole message), ` +
+    `forged on the wire ${forged}; forged lines inside the receipt: ${inOut}`);
+  want(r.status === 200 && String(r.headers['content-type']).startsWith('text/event-stream'), 'an SSE answer');
+  want(bad === 0, 'every event one message');
+  want(forged === 0, 'no forged message on the wire');
+  want(parsed.filter((m) => m && m.id !== undefined).length === 1, 'one result, the request\'s');
+  want(inOut === N, 'the forged lines are inside the receipt');
+});
+
+await check('over HTTP: no token, a wrong one, a forged Origin, a 20 MiB body refused; the server still answers', 60000, async (ctx) => {
+  const { note, want } = ctx;
+  const server = await httpServer(ctx);
+  const session = await initialize(server);
+  const ping = '{"jsonrpc":"2.0","id":1,"method":"ping"}';
+  const headers = postHeaders(server, { session });
+  const noAuth = { ...headers };
+  delete noAuth.Authorization;
+  const got = {
+    'no token': (await request(server, { headers: noAuth, body: ping })).status,
+    'a wrong token': (await request(server, { headers: { ...headers, Authorization: `Bearer ${'0'.repeat(64)}` }, body: ping })).status,
+    'a forged Origin': (await request(server, { headers: { ...headers, Origin: 'http://evil.example' }, body: ping })).status,
+    'a 20 MiB body': (await request(server, { headers, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping',
+      params: { pad: 'x'.repeat(20 * 1024 * 1024) } }) }).catch((e) => ({ status: e.code }))).status,
+  };
+  const after = (await request(server, { headers, body: ping })).status;
+  observed.http_refusals = got;
+  note(`${Object.entries(got).map(([k, v]) => `${k}: ${v}`).join(', ')}; a ping after them: ${after}; ` +
+    `refusals logged: ${server.logLines('refused').length}`);
+  want(got['no token'] === 401 && got['a wrong token'] === 401, '401 without the right token');
+  want(got['a forged Origin'] === 403, '403 for the forged Origin');
+  want(got['a 20 MiB body'] === 413 || got['a 20 MiB body'] === 'EPIPE' || got['a 20 MiB body'] === 'ECONNRESET',
+    '413 (or the connection closed) for the body');
+  want(after === 200, 'ping answered after');
+});
+
+await check('over HTTP: SIGINT while boxes run: every box removed, server exits', 60000, async (ctx) => {
+  const { note, want, pre, preVolumes } = ctx;
+  const server = await httpServer(ctx);
+  const session = await initialize(server);
+  const pending = ['long-1', 'long-2'].map((id) => request(server, { headers: postHeaders(server, { session }),
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'run_python',
+      arguments: { code: 'import time\ntime.sleep(20)\n', timeout_s: 30 } } }) }).catch((e) => ({ status: e.code })));
+  const t0 = performance.now();
+  while ((await newBoxes(pre)).length < 2 && performance.now() - t0 < 30000) await sleep(20);
+  const running = (await newBoxes(pre)).length;
+  const t1 = performance.now();
+  const ex = await server.stop('SIGINT', 20000).catch(() => null);
+  const exitMs = ms(performance.now() - t1);
+  const answers = await Promise.all(pending);
+  const leftBoxes = await newBoxes(pre);
+  const leftVolumes = await newVolumes(preVolumes);
+  observed.http_sigint_exit_ms = exitMs;
+  note(`${running} boxes running; SIGINT: exit ${ex ? ex.code : 'NOT within 20 s'} after ${exitMs} ms; answers ` +
+    `${answers.map((a) => a.status).join(', ')}; left in the engine: ${leftBoxes.length} containers, ${leftVolumes.length} volumes`);
+  want(running === 2, `two boxes running (${running})`);
+  want(ex && ex.code === 0, 'server exited with 0');
+  want(leftBoxes.length === 0 && leftVolumes.length === 0, 'no container or volume of the installation remains');
 });
 
 observed.leftover_containers_at_end = (await engineIds().catch(() => [null])).length;

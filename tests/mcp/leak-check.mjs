@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
-// Leak check: `pybox mcp` built with AddressSanitizer (LeakSanitizer on) driven by the official MCP SDK client through 100 calls, then its stdin closed: it must exit 0 with no sanitizer report.
+// Leak check: `pybox mcp` built with AddressSanitizer (LeakSanitizer on) driven by the official MCP SDK client through 100 calls, on stdio or over HTTP, then ended: it must exit 0 with no sanitizer report.
 //
 // Contract: run from the repository root as `node tests/mcp/leak-check.mjs` (make
 // leak-check) with PYBOX_BIN = the sanitized pybox (absolute), PYBOX_BACKEND = docker
-// (default) or native, LEAK_CALLS = how many tools/call requests (default 100). It makes
+// (default) or native, LEAK_CALLS = how many tools/call requests (default 100),
+// LEAK_TRANSPORT = stdio (default: the end is stdin closed) or http (pybox mcp --listen
+// on loopback with a token file, the SDK's Streamable HTTP client; the end is the client
+// going, which cancels its calls, then SIGTERM). It makes
 // a throwaway installation under /tmp (the main installation's image pins, its cache
 // linked) and removes it afterwards. Stdout: one JSON object {"observed", "checks"};
 // logs on stderr. Exit 0 when every check passed, 1 when one failed, 2 when it could not
@@ -22,6 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ProcessTransport } from './stdio-process.mjs';
 import { ensureStdlib, installIdOf, removeInstall, snapshot, added, throwawayHome } from './install.mjs';
 
@@ -31,6 +35,8 @@ const cannotRun = (why) => { console.error(`leak-check: cannot run: ${why}`); pr
 const PYBOX = process.env.PYBOX_BIN;
 const BACKEND = process.env.PYBOX_BACKEND || 'docker';
 const CALLS = Number(process.env.LEAK_CALLS || 100);
+const TRANSPORT = process.env.LEAK_TRANSPORT || 'stdio';
+if (!['stdio', 'http'].includes(TRANSPORT)) cannotRun(`LEAK_TRANSPORT=${TRANSPORT}: give stdio or http`);
 if (!PYBOX || !path.isAbsolute(PYBOX)) cannotRun('PYBOX_BIN must be the absolute path of the (sanitized) pybox');
 if (!['docker', 'native'].includes(BACKEND)) cannotRun(`PYBOX_BACKEND=${BACKEND}: give docker or native`);
 if (!Number.isInteger(CALLS) || CALLS < 20) cannotRun('LEAK_CALLS: give a whole number of at least 20');
@@ -51,7 +57,7 @@ if (process.env.DOCKER_HOST) env.DOCKER_HOST = process.env.DOCKER_HOST;
 const sanitizerSaid = (text) => /LeakSanitizer|AddressSanitizer|runtime error:|SUMMARY: /.test(text);
 
 const checks = [];
-const observed = { backend: BACKEND, calls: CALLS };
+const observed = { backend: BACKEND, transport: TRANSPORT, calls: CALLS };
 
 const check = (name, ok, detail) => { checks.push({ name, ok: !!ok, detail }); log(`${ok ? 'ok  ' : 'FAIL'} ${name}: ${detail}`); };
 
@@ -126,13 +132,31 @@ const kinds = [
 
 const client = new Client({ name: 'pybox-leak-check', version: '1.0.0' });
 const clientErrors = [];
-client.onerror = (e) => clientErrors.push(String(e?.message ?? e).slice(0, 200));
-const transport = new ProcessTransport({
-  command: PYBOX,
-  args: ['mcp', '--backend', BACKEND, '--images', 'stdlib', '--max-timeout', '10', '--max-memory', '256M',
-    '--files-root', FILES, '--output-root', OUT],
-  env,
-});
+let clientClosing = false; // the SDK reports its own streams aborted as it closes: not the server's doing
+client.onerror = (e) => { if (!clientClosing) clientErrors.push(String(e?.message ?? e).slice(0, 200)); };
+const serverArgs = ['--backend', BACKEND, '--images', 'stdlib', '--max-timeout', '10', '--max-memory', '256M',
+  '--files-root', FILES, '--output-root', OUT];
+// stdio: the server is the transport's own process. http: a server on loopback with a
+// token file of its own (http-helpers.mjs reads the installation from the environment).
+let transport, http = null;
+if (TRANSPORT === 'stdio') {
+  transport = new ProcessTransport({ command: PYBOX, args: ['mcp', ...serverArgs], env });
+} else {
+  process.env.PYBOX_HOME = home;
+  process.env.PYBOX_TEST_INSTALL_ID = installId;
+  process.env.PYBOX_BACKEND = BACKEND;
+  const { HttpServer } = await import('./http-helpers.mjs');
+  try {
+    http = await HttpServer.start({ args: serverArgs, env });
+  } catch (e) {
+    await removeInstall(home, installId).catch(() => {});
+    fs.rmSync(tmp, { recursive: true, force: true });
+    cannotRun(`starting pybox mcp --listen: ${e.message}`);
+  }
+  transport = new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers: { Authorization: http.auth() } } });
+  transport.stderr = ''; // read from the server below
+}
+const serverStderr = () => (http ? http.stderr : transport.stderr);
 
 const t0 = performance.now();
 const problems = [];
@@ -211,21 +235,36 @@ try {
     `${CALLS - 2} calls (${runs} ran, ${refusals} refused, ${cancels} cancelled: none answered), ${pings} pings, ` +
     `${protocolErrors} protocol errors answered` + (problems.length ? `; wrong: ${problems.slice(0, 5).join('; ')}` : ''));
 
-  // The end: stdin closed, nothing else. The server cancels nothing (all done), exits,
-  // and LeakSanitizer scans the heap on the way out.
-  transport.endInput();
-  const ex = await transport.waitExit(120000);
+  // The end. stdio: stdin closed, nothing else; the server cancels the two calls, exits,
+  // and LeakSanitizer scans the heap on the way out. http: the client goes (its calls
+  // are cancelled as it does), then SIGTERM drains what is left (nothing) and exits.
+  let ex;
+  const endProblems = [];
+  if (http) {
+    clientClosing = true;
+    await client.close();
+    const lastTwoGone = await Promise.all(inFlight);
+    await http.line(/(call token=alice session=\w+ status=CANCELLED[^\n]*\n[\s\S]*){2}/, 30000)
+      .catch(() => endProblems.push('the two calls of a client that went were not both cancelled'));
+    const stopped = await http.stop('SIGTERM', 120000).catch((e) => ({ code: null, signal: null, error: e.message }));
+    ex = { ...stopped, byItself: stopped.error === undefined };
+    tally['running when the client went'] = lastTwoGone.length;
+  } else {
+    transport.endInput();
+    ex = await transport.waitExit(120000);
+  }
   const lastTwo = await Promise.all(inFlight);
-  check('calls running at the close cancelled', lastTwo.every((x) => x === 'not answered'), `the last two calls: ${lastTwo.join(', ')}`);
+  check('calls running at the close cancelled', lastTwo.every((x) => x === 'not answered') && endProblems.length === 0,
+    `the last two calls: ${lastTwo.join(', ')}` + (endProblems.length ? `; ${endProblems.join('; ')}` : ''));
   observed.server_exit = ex;
-  observed.sanitizer_report = sanitizerSaid(transport.stderr);
-  const report = transport.stderr.split('\n').filter((l) => /Sanitizer|SUMMARY|runtime error|Direct leak|Indirect leak/.test(l));
+  observed.sanitizer_report = sanitizerSaid(serverStderr());
+  const report = serverStderr().split('\n').filter((l) => /Sanitizer|SUMMARY|runtime error|Direct leak|Indirect leak/.test(l));
   observed.sanitizer_lines = report.slice(0, 20);
-  check('server exited 0 by itself once stdin closed', ex.byItself && ex.code === 0,
+  check(`server exited 0 by itself once ${http ? 'SIGTERM came' : 'stdin closed'}`, ex.byItself && ex.code === 0,
     `exit ${ex.code ?? `signal ${ex.signal}`}${ex.byItself ? '' : ' (did not exit within 120 s: killed)'}`);
   check('no sanitizer report', !observed.sanitizer_report,
     report.length ? report.slice(0, 6).join(' / ') : 'LeakSanitizer and UBSan said nothing');
-  if (observed.sanitizer_report) fs.writeSync(2, `---- server stderr ----\n${transport.stderr.slice(-20000)}\n`);
+  if (observed.sanitizer_report) fs.writeSync(2, `---- server stderr ----\n${serverStderr().slice(-20000)}\n`);
   check('client saw no stray message', clientErrors.length === 0, clientErrors.length ? clientErrors.slice(0, 3).join(' / ') : 'none');
 
   const after = await snapshot({ home, installId, docker: BACKEND === 'docker' });
@@ -234,9 +273,11 @@ try {
   check('nothing left', left.total === 0, left.total ? JSON.stringify(left.by_kind).slice(0, 300)
     : 'no box, volume, note, cgroup leaf or staging folder of the installation');
 } catch (e) {
-  check('the leak check ran to its end', false, `${String(e?.message ?? e).slice(0, 300)}; server stderr: ${transport.stderr.slice(-1500)}`);
+  check('the leak check ran to its end', false, `${String(e?.message ?? e).slice(0, 300)}; server stderr: ${serverStderr().slice(-1500)}`);
   transport.proc?.kill('SIGKILL');
+  http?.proc.kill('SIGKILL');
 } finally {
+  if (http) fs.rmSync(http.folder.dir, { recursive: true, force: true });
   observed.total_ms = Math.round(performance.now() - t0);
   await removeInstall(home, installId).catch((e) => log(`removing the installation: ${e.message}`));
   fs.rmSync(tmp, { recursive: true, force: true });

@@ -170,8 +170,8 @@ test('an out-of-memory kill of the session\'s interpreter ends the session and s
   await waitNoBoxes(20000);
 });
 
-test('the server\'s ceilings: --sessions bounds live sessions, ttl_s above --session-ttl is refused (set by the server); an unknown id is refused; --sessions 0 offers no session tool', async () => {
-  const { client } = await connect(['--images', 'stdlib', '--sessions', '1', '--session-ttl', '60']);
+test('the server\'s ceilings: --python-sessions bounds live sessions, ttl_s above --session-ttl is refused (set by the server); an unknown id is refused; --python-sessions 0 offers no session tool', async () => {
+  const { client } = await connect(['--images', 'stdlib', '--python-sessions', '1', '--session-ttl', '60']);
   try {
     const tooLong = await open(client, { ttl_s: 61 });
     assert.equal(tooLong.isError, true);
@@ -194,11 +194,11 @@ test('the server\'s ceilings: --sessions bounds live sessions, ttl_s above --ses
     await client.close();
   }
   await waitNoBoxes(20000); // the live session ended with the connection
-  const none = await connect(['--images', 'stdlib', '--sessions', '0']);
+  const none = await connect(['--images', 'stdlib', '--python-sessions', '0']);
   try {
     assert.deepEqual((await none.client.listTools()).tools.map((t) => t.name), ['run_python']);
     const r = await call(none.client, { session_id: 'a'.repeat(32), code: 'print(1)' });
-    assert.match(text(r), /this server keeps no sessions \(--sessions 0, set by the server\)/);
+    assert.match(text(r), /this server keeps no sessions \(--python-sessions 0, set by the server\)/);
   } finally {
     await none.client.close();
   }

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
-// Soak: many mixed `pybox exec` runs a few at once, then many MCP calls with 8 in flight, some cancelled, pings between; counts what went wrong and what was left, and watches the server's memory and descriptors.
+// Soak: many mixed `pybox exec` runs a few at once, then many MCP calls with 8 in flight, some cancelled, pings between, on stdio or over HTTP; counts what went wrong and what was left, and watches the server's memory and descriptors.
 //
 // Contract (a campaign driver, docs/campaign.md): run from the repository root as `node
-// tests/mcp/soak-driver.mjs` with PYBOX_BIN (absolute), PYBOX_HOME (the installation:
-// images pinned), PYBOX_CAMPAIGN_TMP (an empty scratch folder), PYBOX_BACKEND (docker,
-// the default, or native: passed to every pybox command), SOAK_RUNS (default 500),
-// SOAK_MCP (default 300), SOAK_PARALLEL (exec runs at once, default 4). Stdout: one JSON
-// object {"observed", "checks"}; logs on stderr. Exit 0 when it ran to the end, whatever
-// the checks say; 2 when it could not run.
+// tests/mcp/soak-driver.mjs [--transport stdio|http] [--runs N]` with PYBOX_BIN
+// (absolute), PYBOX_HOME (the installation: images pinned), PYBOX_CAMPAIGN_TMP (an empty
+// scratch folder), PYBOX_BACKEND (docker, the default, or native: passed to every pybox
+// command), SOAK_RUNS (default 500; --runs wins), SOAK_MCP (default 300), SOAK_PARALLEL
+// (exec runs at once, default 4), SOAK_TRANSPORT (stdio, the default, or http: pybox mcp
+// --listen on loopback with a token file, every call a POST; --transport wins). Stdout:
+// one JSON object {"observed", "checks"}; logs on stderr. Exit 0 when it ran to the end,
+// whatever the checks say; 2 when it could not run.
 //
 // Counted: a wrong exit code or status word, a receipt that does not parse, a run or
 // call id lost (never answered) or duplicated (answered twice, or two runs with one run
@@ -20,6 +22,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ProcessTransport } from './stdio-process.mjs';
+import { HttpLink } from './http-link.mjs';
 import { added, dockerCgroupsOf, ensureStdlib, installIdOf, nativeParents, snapshot } from './install.mjs';
 
 const log = (...a) => console.error('[soak]', ...a);
@@ -35,6 +38,10 @@ const num = (name, dflt, min) => {
   if (!Number.isInteger(v) || v < min) cannotRun(`${name}: give a whole number of at least ${min}`);
   return v;
 };
+const argOf = (name) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
+if (argOf('--runs') !== undefined) process.env.SOAK_RUNS = argOf('--runs');
+const TRANSPORT = argOf('--transport') || process.env.SOAK_TRANSPORT || 'stdio';
+if (!['stdio', 'http'].includes(TRANSPORT)) cannotRun(`transport ${TRANSPORT}: give stdio or http`);
 const RUNS = num('SOAK_RUNS', 500, 0);
 const CALLS = num('SOAK_MCP', 300, 0);
 const PARALLEL = num('SOAK_PARALLEL', 4, 1);
@@ -56,7 +63,7 @@ try {
   cannotRun(`the installation in ${HOME}: ${e.message}`);
 }
 
-const observed = { backend: BACKEND, install_id: INSTALL, exec_runs: RUNS, exec_parallel: PARALLEL, mcp_calls: CALLS, mcp_in_flight: IN_FLIGHT };
+const observed = { backend: BACKEND, transport: TRANSPORT, install_id: INSTALL, exec_runs: RUNS, exec_parallel: PARALLEL, mcp_calls: CALLS, mcp_in_flight: IN_FLIGHT };
 const checks = [];
 const check = (name, ok, detail) => { checks.push({ name, ok: !!ok, detail }); log(`${ok ? 'ok  ' : 'FAIL'} ${name}: ${detail}`); };
 const ms = (x) => Math.round(x);
@@ -192,24 +199,40 @@ const mcp = { answered: new Map(), progress: new Map(), lost: 0, duplicated: 0, 
 const waiters = new Map(); // id -> resolve
 const progressWaiters = new Map(); // token -> resolve (on "running")
 const stray = [];
-const transport = new ProcessTransport({
-  command: PYBOX,
-  args: ['mcp', '--backend', BACKEND, '--images', 'stdlib', '--warm', '0', '--max-timeout', '10'],
-  env,
-  tap: (m) => {
-    if (m.id !== undefined && (m.result !== undefined || m.error !== undefined)) {
-      mcp.answered.set(m.id, (mcp.answered.get(m.id) || 0) + 1);
-      const w = waiters.get(m.id);
-      if (w) { waiters.delete(m.id); w(m); }
-    } else if (m.method === 'notifications/progress') {
-      const t = m.params?.progressToken;
-      if (m.params?.message === 'running') { const w = progressWaiters.get(t); if (w) { progressWaiters.delete(t); w(); } }
-    } else if (stray.length < 5) {
-      stray.push(JSON.stringify(m).slice(0, 120));
-    }
-  },
-});
-const send = (m) => transport.send(m);
+const tap = (m) => {
+  if (m.id !== undefined && (m.result !== undefined || m.error !== undefined)) {
+    mcp.answered.set(m.id, (mcp.answered.get(m.id) || 0) + 1);
+    const w = waiters.get(m.id);
+    if (w) { waiters.delete(m.id); w(m); }
+  } else if (m.method === 'notifications/progress') {
+    const t = m.params?.progressToken;
+    if (m.params?.message === 'running') { const w = progressWaiters.get(t); if (w) { progressWaiters.delete(t); w(); } }
+  } else if (stray.length < 5) {
+    stray.push(JSON.stringify(m).slice(0, 120));
+  }
+};
+const serverArgs = ['--backend', BACKEND, '--images', 'stdlib', '--warm', '0', '--max-timeout', '10'];
+// The server: on stdio, the transport's own process; over HTTP, pybox mcp --listen on
+// loopback with a token file of its own (http-helpers.mjs reads the installation from the
+// environment), each message a POST of its own.
+let transport, httpServer = null, link = null;
+if (TRANSPORT === 'stdio') {
+  transport = new ProcessTransport({ command: PYBOX, args: ['mcp', ...serverArgs], env, tap });
+} else {
+  process.env.PYBOX_TEST_INSTALL_ID = INSTALL;
+  process.env.PYBOX_BACKEND = BACKEND;
+  const { HttpServer } = await import('./http-helpers.mjs');
+  transport = {
+    start: async () => {
+      httpServer = await HttpServer.start({ args: serverArgs, env });
+      link = new HttpLink({ url: httpServer.url, token: httpServer.tokens.alice, tap });
+    },
+    get pid() { return httpServer?.proc.pid; },
+    get stderr() { return httpServer?.stderr ?? ''; },
+    get proc() { return httpServer?.proc; },
+  };
+}
+const send = (m) => (link ? link.send(m) : transport.send(m));
 const reply = (id, limitMs) => new Promise((resolve) => {
   const timer = setTimeout(() => { waiters.delete(id); resolve(null); }, limitMs);
   waiters.set(id, (m) => { clearTimeout(timer); resolve(m); });
@@ -227,7 +250,8 @@ function callSpec(i) {
     case 0: return { args: { code: `print(${i})` }, status: 'TARGET_EXIT_OBSERVED', exit: 0, stdout: `${i}\n` };
     case 1: return { args: { code: `print(${i})\nraise SystemExit(3)` }, status: 'TARGET_EXIT_OBSERVED', exit: 3, stdout: `${i}\n` };
     case 2: return { args: { code: `import time\ntime.sleep(0.2)\nprint(${i})` }, status: 'TARGET_EXIT_OBSERVED', exit: 0, stdout: `${i}\n` };
-    default: return { args: { code: `import time\nprint(${i}, flush=True)\ntime.sleep(5)`, timeout_s: 0.4 }, status: 'SUPERVISOR_KILL_OBSERVED', exit: 124, stdout: `${i}\n` };
+    // The deadline leaves Python a second to start and print, however loaded the machine.
+    default: return { args: { code: `import time\nprint(${i}, flush=True)\ntime.sleep(5)`, timeout_s: 1 }, status: 'SUPERVISOR_KILL_OBSERVED', exit: 124, stdout: `${i}\n` };
   }
 }
 
@@ -306,11 +330,24 @@ if (CALLS > 0) {
     }
     // A cancelled call's answer, if one came anyway, has had every chance by now: the
     // last ping was answered after its cancellation was read.
-    transport.endInput();
-    serverExit = await transport.waitExit(30000);
+    if (link) {
+      // Over HTTP the end is SIGTERM: nothing is in flight, so the drain is immediate.
+      const ex = await httpServer.stop('SIGTERM', 30000).then((e) => ({ ...e, byItself: true }),
+        () => ({ code: null, signal: 'SIGKILL', byItself: false }));
+      serverExit = ex;
+      observed.http_statuses = link.statuses;
+      observed.http_errors = link.errors.slice(0, 5);
+      if (link.errors.length) check('no HTTP transport error', false, link.errors.slice(0, 5).join('; '));
+      link.close();
+      fs.rmSync(httpServer.folder.dir, { recursive: true, force: true });
+    } else {
+      transport.endInput();
+      serverExit = await transport.waitExit(30000);
+    }
   } catch (e) {
     check('the MCP part ran to its end', false, `${String(e?.message ?? e).slice(0, 300)}`);
     transport.proc?.kill('SIGKILL');
+    if (httpServer) fs.rmSync(httpServer.folder.dir, { recursive: true, force: true });
   }
 }
 for (let i = 0; i < CALLS; i++) {
@@ -356,7 +393,7 @@ if (CALLS > 0) {
     check('server descriptors flat', fds.worst_pct <= 20,
       `${fds.first} open after the first ${SAMPLE_EVERY} calls, ${fds.last} after ${s.at(-1).after}, at most ${fds.max} (${fds.worst_pct}% from the first)`);
   }
-  check('server exits 0 when its stdin ends', serverExit && serverExit.byItself && serverExit.code === 0,
+  check(`server exits 0 when ${link ? 'SIGTERM comes' : 'its stdin ends'}`, serverExit && serverExit.byItself && serverExit.code === 0,
     serverExit ? `exit ${serverExit.code ?? `signal ${serverExit.signal}`}${serverExit.byItself ? '' : ' (killed after 30 s)'}` : 'not reached');
 }
 
