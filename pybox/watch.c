@@ -266,7 +266,13 @@ void pybox_watch_sample(pybox_watch_t *w, int64_t now_ms, pybox_reading_t *r)
     }
     if (w->samples == NULL)
         return;
-    if (w->n_samples == PYBOX_WATCH_SAMPLES_MAX) {
+    int64_t t = now_ms - w->armed_at_ms;
+    uint32_t t_ms = (uint32_t)(t < 0 ? 0 : (t > UINT32_MAX ? UINT32_MAX : t));
+    /* Two readings within one millisecond (a tick and the final reading) are one sample,
+     * the later: the rows never repeat a time. */
+    if (w->n_samples > 0 && w->samples[w->n_samples - 1].t_ms == t_ms)
+        w->n_samples--;
+    else if (w->n_samples == PYBOX_WATCH_SAMPLES_MAX) {
         /* Full: keep every other sample and sample half as often from now on, so a
          * long run stays covered end to end in bounded memory. */
         size_t k = 0;
@@ -276,8 +282,7 @@ void pybox_watch_sample(pybox_watch_t *w, int64_t now_ms, pybox_reading_t *r)
         w->interval_ms *= 2;
     }
     pybox_sample_t *s = &w->samples[w->n_samples++];
-    int64_t t = now_ms - w->armed_at_ms;
-    s->t_ms = (uint32_t)(t < 0 ? 0 : (t > UINT32_MAX ? UINT32_MAX : t));
+    s->t_ms = t_ms;
     s->mem = (r->valid & PYBOX_RD_MEM_NOW) ? r->mem_now : -1;
     s->pids = (r->valid & PYBOX_RD_PIDS_NOW) ? (int32_t)r->pids_now : -1;
     s->cpu_ns = (r->valid & PYBOX_RD_CPU) ? r->cpu_ns : -1;

@@ -1045,6 +1045,27 @@ START_TEST(thinning_when_full)
 }
 END_TEST
 
+/* A tick and the final reading within one millisecond are one sample, the later: the
+ * receipt's rows never repeat a time. */
+START_TEST(readings_in_one_millisecond_are_one_sample)
+{
+    pybox_watch_t w;
+    arm_ok(&w, CG "/v1", PROC, ID, 0);
+    const int64_t t0 = w.armed_at_ms;
+    pybox_reading_t r;
+    pybox_watch_tick(&w, t0);
+    pybox_watch_tick(&w, t0 + PYBOX_WATCH_INTERVAL_MS);
+    pybox_watch_sample(&w, t0 + PYBOX_WATCH_INTERVAL_MS, &r);
+    ck_assert_uint_eq(w.n_samples, 2);
+    expect_increasing(&w);
+    ck_assert_uint_eq(w.samples[1].t_ms, PYBOX_WATCH_INTERVAL_MS);
+    pybox_watch_sample(&w, t0 + PYBOX_WATCH_INTERVAL_MS + 1, &r);
+    ck_assert_uint_eq(w.n_samples, 3);
+    expect_increasing(&w);
+    pybox_watch_free(&w);
+}
+END_TEST
+
 START_TEST(last_and_pids_seen_max)
 {
     const char *root = copy_tree("v1");
@@ -1116,6 +1137,7 @@ Suite *suite_watch(void)
     tcase_set_timeout(find, 10);
     tcase_add_test(find, v1_separate_controllers);
     tcase_add_test(find, v1_combined_cpu_cpuacct);
+    tcase_add_test(find, readings_in_one_millisecond_are_one_sample);
     tcase_add_test(find, v2_systemd_driver);
     tcase_add_test(find, v2_cgroupfs_driver);
     tcase_add_test(find, largest_values);
