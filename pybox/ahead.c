@@ -335,7 +335,7 @@ static void call_result(pybox_ahead_t *a, const pybox_run_request_t *req, const 
     res->err = box->err;
     pybox_sink_init(&box->out, PYBOX_OUTPUT_CAP);
     pybox_sink_init(&box->err, PYBOX_OUTPUT_CAP);
-    pybox_sink_said(&res->out, rec->said + rec->length, &res->said_out);
+    pybox_sink_said_program(&res->out, rec, NULL, &res->said_out);
     pybox_sink_said(&res->err, 0, &res->said_err);
     res->start.call = rec->call;
     res->start.session_goes_on = true;
@@ -403,6 +403,7 @@ int pybox_ahead_call(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run
     }
     if (rc == 0 && r->feed.early && rec.seen && rec.alive && !box->record.seen) {
         call_result(a, req, &rec, timeout, t0, res);
+        r->feed.call = NULL; /* rec is this call's alone */
         a->t_last = pybox_now_s();
         return 0;
     }
@@ -410,6 +411,15 @@ int pybox_ahead_call(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run
      * out-of-memory kill, a failure): the call's result is the box's whole end. */
     if (rc == 0)
         rc = pybox_flow_wait(r);
+    /* The call record came after the flow stopped looking for it (a deadline had passed,
+     * or it came with the done record): it is just before the done record, and it is
+     * init's, never what the program said (pybox_flow_finish cuts it out). */
+    if (!rec.seen && box->record.seen) {
+        pybox_error_t cerr = {0};
+        if (pybox_call_record_find(&box->out, r->secret, &rec, &cerr) < 0)
+            pybox_flow_unknown(box, "the call's record: %s", cerr.msg);
+    }
+    r->feed.call = &rec;
     box->policy.timeout_ms = timeout;
     st->call = k;
     st->session_goes_on = false;

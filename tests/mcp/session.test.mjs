@@ -322,3 +322,31 @@ test('a session call cancelled by the client ends its session: no result comes, 
     await client.close();
   }
 });
+
+// What the program printed is all the receipt says it printed: init's call record (with
+// the box's secret) that comes before its done record is init's, whatever ended the call.
+test('a call that ends its session (its deadline, its interpreter killed) says on stdout exactly what the program printed: no init record, no secret', async () => {
+  const { client } = await connect(['--images', 'stdlib']);
+  try {
+    const cases = [
+      { code: 'import time\nprint("a", flush=True)\ntime.sleep(30)', timeout_s: 2 },
+      { code: 'import os\nprint("a", flush=True)\nos.kill(os.getpid(), 9)' },
+    ];
+    for (const k of cases) {
+      const id = (await open(client, { timeout_s: 10 })).structuredContent.session_id;
+      const r = await call(client, { session_id: id, ...k });
+      const c = r.structuredContent;
+      assert.equal(c.seen.start.session.goes_on, false, text(r));
+      assert.equal(c.said.stdout.text, 'a\n', JSON.stringify(c.said.stdout));
+      assert.equal(c.said.stdout.total_bytes, 2);
+      for (const [what, s] of [['the receipt', JSON.stringify(c)], ['the text', text(r)]]) {
+        assert.ok(!s.includes('pybox-call') && !s.includes('\x1e') && !s.includes('\\u001e'), `${what} holds init's record`);
+      }
+      // The box's secret is 64 hex digits: none is in what is shown as the program's.
+      assert.doesNotMatch(c.said.stdout.text + c.said.stderr.text, /[0-9a-f]{64}/);
+    }
+  } finally {
+    await client.close();
+  }
+  await waitNoBoxes(20000);
+});
