@@ -401,6 +401,14 @@ int pybox_ahead_call(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run
         r->feed.deadline = (int64_t)(r->feed.t_start * 1000.0) + timeout;
         rc = pybox_flow_io(r);
     }
+    /* Init reads a call's whole program before it may say the call is done: a record
+     * that comes sooner means init and PyBox no longer agree on where the call's bytes
+     * end, and what is left of them must never be read as the next call's. */
+    if (rc == 0 && r->feed.early && rec.seen && rec.alive && !box->record.seen && !box->input_complete)
+        rc = pybox_error_set(&box->error, PYBOX_ERR_PROTOCOL, 0,
+                             "the box's init said call %u was done before the %zu bytes of its program were all "
+                             "handed over: the session is ended",
+                             k, req->program_len);
     if (rc == 0 && r->feed.early && rec.seen && rec.alive && !box->record.seen) {
         call_result(a, req, &rec, timeout, t0, res);
         r->feed.call = NULL; /* rec is this call's alone */

@@ -350,3 +350,52 @@ test('a call that ends its session (its deadline, its interpreter killed) says o
   }
   await waitNoBoxes(20000);
 });
+
+// A thread an earlier call left in the interpreter can write on init's channel (fd 3)
+// while the next call's program is still on its way: a `done` it forges must not end the
+// call before init has all of its program, or the rest would be read as commands (`E`
+// ending the session as if closed) and PyBox's receipts would say what did not happen.
+test('a done forged on init\'s channel while a call\'s program still arrives: the rest of the program is never read as commands; the session goes on and no receipt says it was closed', async () => {
+  const { client } = await connect(['--images', 'stdlib']);
+  let id;
+  try {
+    id = (await open(client, { timeout_s: 20 })).structuredContent.session_id;
+    const spam = [
+      'import threading, socket, os, time',
+      'def spam():',
+      '    s = socket.socket(fileno=os.dup(3))',
+      '    end = time.time() + 15',
+      '    while time.time() < end:',
+      '        try: s.send(b"done 2 {}", socket.MSG_DONTWAIT)',
+      '        except BlockingIOError: time.sleep(0.0005)',
+      'threading.Thread(target=spam, daemon=True).start()',
+      'x = 1',
+    ].join('\n');
+    const r1 = await call(client, { session_id: id, code: spam });
+    assert.equal(r1.structuredContent.status, 'SESSION_CALL_ENDED', text(r1));
+    // About 1 MiB, every line of it an `E` command were init to read it as commands.
+    const code2 = "x = 2\nprint('call 2 ran in full')\n" + '#E\n'.repeat(340000) + 'x = 3\n';
+    const r2 = await call(client, { session_id: id, code: code2, timeout_s: 20 });
+    const c2 = r2.structuredContent;
+    assert.equal(c2.status, 'SESSION_CALL_ENDED', text(r2));
+    assert.equal(c2.seen.start.session.call, 2);
+    assert.equal(c2.seen.start.session.goes_on, true);
+    assert.equal(c2.asked.program.bytes, Buffer.byteLength(code2));
+    const r3 = await call(client, { session_id: id, code: 'print(x)', timeout_s: 5 });
+    const c3 = r3.structuredContent;
+    assert.equal(c3.status, 'SESSION_CALL_ENDED', text(r3));
+    assert.equal(c3.seen.start.session.call, 3);
+    assert.equal(c3.seen.start.session.goes_on, true);
+    assert.equal(c3.seen.init_record, null, 'the session did not end');
+    assert.match(c3.said.stdout.text, /^[23]\n$/);
+    const cl = await close(client, id);
+    id = undefined;
+    assert.equal(cl.structuredContent.status, 'SESSION_CLOSED_OBSERVED', text(cl));
+    assert.equal(cl.structuredContent.seen.init_record.end, 'closed');
+    assert.equal(cl.structuredContent.seen.init_record.calls, 3, 'init counted the three calls PyBox handed over');
+  } finally {
+    if (id !== undefined) await close(client, id).catch(() => {});
+    await client.close();
+  }
+  await waitNoBoxes(20000);
+});
