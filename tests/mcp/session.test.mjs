@@ -399,3 +399,30 @@ test('a done forged on init\'s channel while a call\'s program still arrives: th
   }
   await waitNoBoxes(20000);
 });
+
+// A session's lifetime bounds its calls: a call taken near its end gets what is left of
+// it as its deadline, and its receipt says why; a call after it is refused, naming it.
+test('a call taken near the end of its session\'s lifetime is stopped at that end, and its receipt says the lifetime cut its deadline; after the lifetime no call is taken', async () => {
+  const { client } = await connect(['--images', 'stdlib']);
+  try {
+    const id = (await open(client, { ttl_s: 3, timeout_s: 25 })).structuredContent.session_id;
+    const r = await call(client, { session_id: id, timeout_s: 20,
+      code: 'import time\nfor i in range(20):\n    print(i, flush=True)\n    time.sleep(1)' });
+    const c = r.structuredContent;
+    assert.equal(c.status, 'SUPERVISOR_KILL_OBSERVED', text(r));
+    assert.ok(c.asked.limits.timeout_s > 0 && c.asked.limits.timeout_s <= 3, `its deadline ${c.asked.limits.timeout_s} s`);
+    assert.equal(c.seen.start.session.lifetime_cut_timeout_ms, 20000);
+    assert.equal(c.seen.start.session.goes_on, false);
+    assert.equal(c.seen.init_record.end, 'stopped', 'PyBox stopped it, not init\'s own clock past the lifetime');
+    assert.match(text(r), /what was left of the session's lifetime \(ttl_s\), not 20 s/);
+
+    const id2 = (await open(client, { ttl_s: 1 })).structuredContent.session_id;
+    await new Promise((res) => setTimeout(res, 1500));
+    const late = await call(client, { session_id: id2, code: 'print(1)' });
+    assert.equal(late.isError, true);
+    assert.match(text(late), /has ended: its lifetime ran out/);
+  } finally {
+    await client.close();
+  }
+  await waitNoBoxes(20000);
+});
