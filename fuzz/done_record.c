@@ -4,7 +4,8 @@
  * call record, each with the report before it. The first byte chooses the sink's cap and
  * how the rest is cut into reads. A record is found only whole, only last (a call record:
  * or just before the done record), only with this run's secret (the dictionary has it),
- * its report within the bytes before it; and what the program said is the rest. */
+ * its report within the bytes before it; and what the program said is the rest (init's
+ * call report and record cut out with the done record, pybox_sink_said_program). */
 #include <stdio.h>
 #include <string.h>
 
@@ -78,6 +79,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    "the call report is not the bytes before the record");
         FUZZ_CHECK(memcmp(p + len - tail, PYBOX_GUEST_CALL SECRET " ", strlen(PYBOX_GUEST_CALL SECRET " ")) == 0,
                    "the call record found does not start with its marker");
+    }
+    /* What the program said after a session call that ended its session: without init's
+     * call report and record and its done record, whichever were found. */
+    pybox_said_t program;
+    pybox_sink_said_program(&s, got == 1 ? &call : NULL, found == 1 ? &rec : NULL, &program);
+    if (got == 1 && (found == 1) == (call.after > 0)) {
+        uint64_t init = call.said + call.length + call.after;
+        FUZZ_CHECK(program.total == len - init, "the program said %llu of %zu bytes, init %llu",
+                   (unsigned long long)program.total, len, (unsigned long long)init);
+        FUZZ_CHECK(program.kept == 0 || memcmp(program.data, p, program.kept) == 0,
+                   "what the program said is not what came first");
     }
     pybox_said_t said;
     pybox_sink_said(&s, record_len, &said);

@@ -458,8 +458,9 @@ static void finish_call(const char *said, size_t said_len, int alive)
     close_fd(&B.out.fd);
     close_fd(&B.err.fd);
     close_fd(&B.call_in);
+    /* What is left of the call's program is still the host's to send and init's to read
+     * as the body it is, never as commands: it is discarded as it comes (body_fd -1). */
     B.body_fd = -1;
-    B.body_left = 0;
     B.buf_len = B.buf_off = 0;
     char rec[PYBOX_GUEST_RECORD_MAX];
     int n = snprintf(rec, sizeof rec, "%s%s call=%u out=%llu err=%llu said=%zu call_ms=%lld alive=%d\n",
@@ -506,7 +507,11 @@ static void channel_in(void)
             close_fd(&B.chan); /* the program never gets to talk to init */
         return;
     }
-    if (B.phase == PH_CALL) {
+    /* The bootstrap reads a call's whole program before it runs it: a done while init
+     * still passes the program on (its pipe open) is not the bootstrap's but something the
+     * session's processes wrote on the channel, and it is dropped. Taken, it would have
+     * ended the call with the rest of its program still to come. */
+    if (B.phase == PH_CALL && B.call_in < 0) {
         char want[32];
         int wn = snprintf(want, sizeof want, "done %u ", B.calls);
         if (wn > 0 && len >= (size_t)wn && memcmp(msg, want, (size_t)wn) == 0) {
@@ -576,6 +581,8 @@ static int stdin_in(void)
             return 0;
         }
         B.body_left -= r;
+        if (B.body_fd < 0)
+            return 0; /* the rest of a body whose call has ended: read and dropped */
         B.buf_len = (size_t)r;
         B.buf_off = 0;
         return 0;
@@ -862,7 +869,7 @@ int main(int argc, char **argv)
         /* Stdin: never during the preload (the host sends nothing then); a body's bytes only
          * when the last ones were passed on. */
         bool want_in =
-            B.ctl_open && B.phase != PH_PRELOAD && (B.body_left == 0 || (B.body_fd >= 0 && B.buf_len == B.buf_off));
+            B.ctl_open && B.phase != PH_PRELOAD && (B.body_left == 0 || B.body_fd < 0 || B.buf_len == B.buf_off);
         bool calling = B.phase == PH_CALL;
         struct pollfd p[8] = {
             {.fd = sfd, .events = POLLIN},

@@ -405,7 +405,7 @@ static void call_result(pybox_ahead_t *a, const pybox_run_request_t *req, const 
     res->err = box->err;
     pybox_sink_init(&box->out, PYBOX_OUTPUT_CAP);
     pybox_sink_init(&box->err, PYBOX_OUTPUT_CAP);
-    pybox_sink_said(&res->out, rec->said + rec->length, &res->said_out);
+    pybox_sink_said_program(&res->out, rec, NULL, &res->said_out);
     pybox_sink_said(&res->err, 0, &res->said_err);
     /* Its files: what it put in /box/in, and /box/out as it stood at its end. */
     res->inputs = req->inputs;
@@ -461,6 +461,14 @@ int pybox_ahead_call(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run
         r->feed.call = &rec;
         rc = arrive(a, a->t_last, PYBOX_PH_CALLING, timeout);
     }
+    /* Init reads a call's whole program before it may say the call is done: a record
+     * that comes sooner means init and PyBox no longer agree on where the call's bytes
+     * end, and what is left of them must never be read as the next call's. */
+    if (rc == 0 && r->feed.early && rec.seen && rec.alive && !box->record.seen && !box->input_complete)
+        rc = pybox_error_set(&box->error, PYBOX_ERR_PROTOCOL, 0,
+                             "the box's init said call %u was done before the %zu bytes of its program were all "
+                             "handed over: the session is ended",
+                             k, req->program_len);
     if (rc == 0 && r->feed.early && rec.seen && rec.alive && !box->record.seen) {
         /* /box/out as it stands now, the interpreter waiting for the next call. */
         int frc = req->output != NULL ? pybox_flow_take_output(r) : 0;
@@ -472,6 +480,7 @@ int pybox_ahead_call(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run
         box->output_asked = false;
         a->req.inputs = NULL;
         a->req.output = NULL;
+        r->feed.call = NULL; /* rec is this call's alone */
         a->t_last = pybox_now_s();
         return frc;
     }
@@ -479,6 +488,15 @@ int pybox_ahead_call(pybox_ahead_t *a, const pybox_run_request_t *req, pybox_run
      * out-of-memory kill, a failure): the call's result is the box's whole end. */
     if (rc == 0)
         rc = pybox_flow_wait(r);
+    /* The call record came after the flow stopped looking for it (a deadline had passed,
+     * or it came with the done record): it is just before the done record, and it is
+     * init's, never what the program said (pybox_flow_finish cuts it out). */
+    if (!rec.seen && box->record.seen) {
+        pybox_error_t cerr = {0};
+        if (pybox_call_record_find(&box->out, r->secret, &rec, &cerr) < 0)
+            pybox_flow_unknown(box, "the call's record: %s", cerr.msg);
+    }
+    r->feed.call = &rec;
     box->policy.timeout_ms = timeout;
     st->call = k;
     st->session_goes_on = false;

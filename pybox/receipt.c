@@ -310,6 +310,8 @@ static cJSON *start_json(const pybox_run_result_t *res, bool *ok)
             cJSON_AddNumberToObject(se, "init_call_ms", (double)st->call_init_ms);
         if (st->call > 0)
             cJSON_AddStringToObject(se, "files", SESSION_FILES);
+        if (st->call > 0 && st->call_asked_ms > 0)
+            cJSON_AddNumberToObject(se, "lifetime_cut_timeout_ms", (double)st->call_asked_ms);
     }
     const pybox_watch_t *w = &res->watch;
     if (!st->at_arrival_taken) {
@@ -792,6 +794,16 @@ static void kernel_text(pybox_buf_t *o, const pybox_run_result_t *res, int colum
 
 /* The status word's colour: green for an end the program made itself, yellow for a
  * clock that stopped it, red for the rest. */
+bool pybox_receipt_lifetime_cut(const pybox_run_result_t *res, char *line, size_t len)
+{
+    const pybox_start_info_t *st = &res->start;
+    if (st->kind != PYBOX_START_SESSION || st->call == 0 || st->call_asked_ms <= 0)
+        return false;
+    snprintf(line, len, "its deadline: %.3g s, what was left of the session's lifetime (ttl_s), not %.3g s",
+             (double)res->policy.timeout_ms / 1000.0, (double)st->call_asked_ms / 1000.0);
+    return true;
+}
+
 static void start_text(pybox_buf_t *o, const pybox_run_result_t *res, int columns)
 {
     const pybox_start_info_t *st = &res->start;
@@ -818,6 +830,9 @@ static void start_text(pybox_buf_t *o, const pybox_run_result_t *res, int column
                        st->session_id);
     if (st->kind == PYBOX_START_SESSION && st->call > 0 && (res->inputs != NULL || res->output_asked))
         pybox_buf_addf(o, "  %-10s files: %s\n", "", SESSION_FILES);
+    char cut[160];
+    if (pybox_receipt_lifetime_cut(res, cut, sizeof cut))
+        pybox_buf_addf(o, "  %-10s %s\n", "", cut);
     if (st->kind == PYBOX_START_SESSION && st->call == 0)
         pybox_buf_addf(o, "  %-10s session %s: the session's own receipt\n", "", st->session_id);
 }
@@ -877,8 +892,9 @@ int pybox_receipt_text_styled(const pybox_run_result_t *res, const pybox_receipt
             pybox_buf_addf(o, "  %-10s the program exited by itself with code %d\n", "", res->exit.exit_code);
         break;
     case PYBOX_END_SUPERVISOR_KILL:
-        pybox_buf_addf(o, "  %-10s PyBox's deadline (%.3g s) stopped the program\n", "",
-                       (double)p->timeout_ms / 1000.0);
+        pybox_buf_addf(o, "  %-10s PyBox's deadline (%.3g s%s) stopped the program\n", "",
+                       (double)p->timeout_ms / 1000.0,
+                       res->start.call_asked_ms > 0 ? ": the end of the session's lifetime" : "");
         break;
     case PYBOX_END_BOX_TIMER_KILL:
         pybox_buf_addf(o, "  %-10s the box's own timer (%.3g s) stopped the program\n", "",

@@ -51,4 +51,8 @@ int pybox_receipt_columns(int terminal, const char *columns_env);
 /* A JSON object for a request refused or failed before any box was built. */
 cJSON *pybox_receipt_refusal(const pybox_error_t *err);
 
+/* A session call whose deadline its session's lifetime cut: the line that says so (no
+ * newline), for the receipt's text and the MCP summary; false when it was not cut. */
+bool pybox_receipt_lifetime_cut(const pybox_run_result_t *res, char *line, size_t len);
+
 #endif

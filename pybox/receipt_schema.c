@@ -236,6 +236,9 @@ static const node_t session_m[] = {
     M("goes_on", T_BOOL, "the interpreter still runs after this call, and the box is kept for the next"),
     OPT("init_call_ms", T_INT, "the box's init: from the call's arrival to its end"),
     OPT("files", T_STR, "a call: what of /box/in and /box/out, both kept for the session, it had and returned"),
+    OPT("lifetime_cut_timeout_ms", T_INT,
+        "the call's deadline was cut to what was left of the session's lifetime (ttl_s): the deadline it would "
+        "have had, in ms (asked.limits.timeout_s is the one it got)"),
     END};
 static const node_t start_m[] = {
     WORDS("kind", start_words,

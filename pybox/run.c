@@ -962,7 +962,7 @@ static int finish(run_t *r, int rc)
     close_note(r, created);
     pybox_buf_free(&r->feed.out_tar);
     note_unknowns(r, backend_lost);
-    pybox_sink_said(&res->out, res->record.seen ? res->record.length : 0, &res->said_out);
+    pybox_sink_said_program(&res->out, r->feed.call, &res->record, &res->said_out);
     pybox_sink_said(&res->err, 0, &res->said_err);
     res->t.total_ms = pybox_flow_since(r->origin);
     if (rc < 0 && res->end == PYBOX_END_NONE && !res->created && res->interrupted != -1) {

@@ -73,6 +73,8 @@ typedef struct pybox_start_info {
     bool session_goes_on;                           /* the interpreter still runs after this call */
     char call_report[2 * PYBOX_GUEST_SAID_MAX + 1]; /* the interpreter's report of the call (untrusted), escaped */
     int64_t call_init_ms;                           /* init's count from the call's arrival to its end (-1: none) */
+    int64_t call_asked_ms; /* a call whose deadline was cut to what was left of its session's lifetime: the
+                            * deadline it would have had (0: not cut) */
 } pybox_start_info_t;
 
 typedef struct pybox_run_request {

@@ -233,3 +233,12 @@ int pybox_call_record_find(const pybox_sink_t *out, const char *secret, pybox_ca
     rec->after = after;
     return 1;
 }
+
+void pybox_sink_said_program(const pybox_sink_t *out, const pybox_call_record_t *call, const pybox_done_record_t *done,
+                             pybox_said_t *said)
+{
+    uint64_t init = done != NULL && done->seen ? done->length : 0;
+    if (call != NULL && call->seen)
+        init += call->said + call->length;
+    pybox_sink_said(out, init, said);
+}

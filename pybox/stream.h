@@ -93,5 +93,11 @@ int pybox_ready_record_find(const pybox_sink_t *out, const char *secret, pybox_r
 /* The call record at the very end of stdout, or just before a done record there (1),
  * none yet (0), or a malformed one (-1). */
 int pybox_call_record_find(const pybox_sink_t *out, const char *secret, pybox_call_record_t *rec, pybox_error_t *err);
+/* What the program said on stdout: the sink without the guest init's own lines at its
+ * end, a session call's report and record (call, when seen) and the done record (done,
+ * when seen), which init writes one after the other and nothing else between. Either
+ * may be NULL. The one place a run's or a call's stdout is told from init's records. */
+void pybox_sink_said_program(const pybox_sink_t *out, const pybox_call_record_t *call, const pybox_done_record_t *done,
+                             pybox_said_t *said);
 
 #endif

@@ -518,6 +518,50 @@ START_TEST(call_record_alone_and_before_done)
 }
 END_TEST
 
+/* A call that ended its session: what the program printed, then init's report, call
+ * record and done record. Only the program's bytes are what it said, whether the call
+ * record was seen (at the call's end) or not (the flow had stopped looking for it). */
+START_TEST(said_program_without_init_records)
+{
+    char secret[65], call[PYBOX_GUEST_RECORD_MAX + 1], done[PYBOX_GUEST_RECORD_MAX + 1];
+    make_secret(secret);
+    const char report[] = "{\"call\":1}";
+    ck_assert_int_eq(pybox_fmt(call, sizeof call, "%s%s call=1 out=2 err=0 said=%zu call_ms=2000 alive=0\n",
+                               PYBOX_GUEST_CALL, secret, sizeof report - 1),
+                     0);
+    ck_assert_int_eq(pybox_fmt(done, sizeof done,
+                               "%s%s exit=137 signal=9 timer=0 stopped=1 program_ms=2003 reaped=0 term=0 calls=1 "
+                               "end=stopped\n",
+                               PYBOX_GUEST_DONE, secret),
+                     0);
+    const char *parts[] = {"a\n", report, call, done, NULL};
+    pybox_sink_t s;
+    sink_of(&s, parts);
+    pybox_error_t err = {0};
+    pybox_call_record_t c;
+    memset(&c, 0, sizeof c);
+    pybox_done_record_t d;
+    memset(&d, 0, sizeof d);
+    ck_assert_int_eq(pybox_done_record_find(&s, secret, &d, &err), 1);
+    ck_assert_int_eq(pybox_call_record_find(&s, secret, &c, &err), 1);
+    pybox_said_t said;
+    pybox_sink_said_program(&s, &c, &d, &said);
+    ck_assert_uint_eq(said.total, 2);
+    ck_assert_uint_eq(said.kept, 2);
+    ck_assert_int_eq(memcmp(said.data, "a\n", 2), 0);
+    /* without the call record, only the done record is init's: the rest is shown */
+    pybox_sink_said_program(&s, NULL, &d, &said);
+    ck_assert_uint_eq(said.total, 2 + strlen(report) + strlen(call));
+    /* a call that goes on: its report and record, nothing after them */
+    pybox_sink_free(&s);
+    const char *alive[] = {"a\n", report, call, NULL};
+    sink_of(&s, alive);
+    pybox_sink_said_program(&s, &c, NULL, &said);
+    ck_assert_uint_eq(said.total, 2);
+    pybox_sink_free(&s);
+}
+END_TEST
+
 START_TEST(call_record_forged_by_the_program)
 {
     /* A program that prints a call record, even one with the right shape, does not end
@@ -843,6 +887,7 @@ Suite *suite_stream(void)
     tc = tcase_create("record");
     tcase_add_test(tc, ready_record_with_its_report);
     tcase_add_test(tc, call_record_alone_and_before_done);
+    tcase_add_test(tc, said_program_without_init_records);
     tcase_add_test(tc, call_record_forged_by_the_program);
     tcase_add_test(tc, record_found);
     tcase_add_test(tc, record_split_across_adds);

@@ -458,6 +458,9 @@ char *pybox_mcp_summary(const pybox_run_result_t *res)
     pybox_buf_t b;
     pybox_buf_init(&b, 0);
     pybox_buf_addf(&b, "status: %s, exit code %d\n", pybox_end_word(res->end), res->exit_code);
+    char cut[160];
+    if (pybox_receipt_lifetime_cut(res, cut, sizeof cut))
+        pybox_buf_addf(&b, "PyBox: %s\n", cut);
     const struct {
         const char *name;
         const pybox_said_t *said;
@@ -1010,6 +1013,13 @@ static cJSON *run_in_session(const pybox_mcp_ctx_t *ctx, const pybox_mcp_config_
     rr.inputs = sc.n_paths > 0 ? &frd.inputs : NULL;
     rr.output = a->return_files ? &frd.output : NULL;
     rr.policy.timeout_ms = a->timeout_ms;
+    /* No call outlives its session: its deadline is at most what is left of the
+     * session's lifetime (the take refused a session past it), and its receipt says so. */
+    int64_t asked = a->timeout_ms > 0 && a->timeout_ms < most ? a->timeout_ms : most, ends_ms = 0, idle_ms = 0;
+    int64_t left = pybox_mcp_sessions_limits(ss, a->session_id, &ends_ms, &idle_ms) ? ends_ms - pybox_now_ms() : asked;
+    bool cut = left < asked;
+    if (cut)
+        rr.policy.timeout_ms = left > 1 ? left : 1;
     rr.started_s = started;
     rr.cancellable = true;
     rr.cancel_fd = cancel_fd;
@@ -1020,6 +1030,8 @@ static cJSON *run_in_session(const pybox_mcp_ctx_t *ctx, const pybox_mcp_config_
     bool ended = false;
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
     pybox_ahead_call(w->box, &rr, &res, &ended);
+    if (cut)
+        res.start.call_asked_ms = asked;
     if (ended) {
         char how[200];
         snprintf(how, sizeof how, "its call %u ended it (%s)", res.start.call, pybox_end_word(res.end));

@@ -231,9 +231,18 @@ pybox_mcp_warm_t *pybox_mcp_sessions_take(pybox_mcp_sessions_t *ss, const char *
         return NULL;
     }
     pybox_mcp_warm_t *w = NULL;
+    sess_t *gone = NULL;
     pthread_mutex_lock(&ss->mu);
-    sess_t *s = find_locked(ss, id, owner, false, NULL);
-    if (s != NULL && !s->busy && !s->orphaned && !ss->stopping) {
+    int at = -1;
+    sess_t *s = find_locked(ss, id, owner, false, &at);
+    if (s != NULL && !s->busy && !s->orphaned && !ss->stopping && pybox_now_ms() >= s->ends_ms) {
+        /* Its lifetime ran out before the session thread ended it: no call is taken. */
+        gone = s;
+        ss->s[at] = NULL;
+        remember_locked(ss, s, "its lifetime ran out");
+        snprintf(why, len, "session %s has ended: its lifetime ran out", id);
+        pthread_cond_broadcast(&ss->cv);
+    } else if (s != NULL && !s->busy && !s->orphaned && !ss->stopping) {
         s->busy = true;
         w = s->w;
         s->w = NULL;
@@ -246,6 +255,10 @@ pybox_mcp_warm_t *pybox_mcp_sessions_take(pybox_mcp_sessions_t *ss, const char *
                 snprintf(why, len, "session %s has ended: %s", id, ss->ended[i].why);
     }
     pthread_mutex_unlock(&ss->mu);
+    if (gone != NULL) {
+        end_unasked(gone->id, gone->w, "its lifetime ran out");
+        free(gone);
+    }
     return w;
 }
 

@@ -377,3 +377,107 @@ test('a session call cancelled by the client ends its session: no result comes, 
     await client.close();
   }
 });
+
+// What the program printed is all the receipt says it printed: init's call record (with
+// the box's secret) that comes before its done record is init's, whatever ended the call.
+test('a call that ends its session (its deadline, its interpreter killed) says on stdout exactly what the program printed: no init record, no secret', async () => {
+  const { client } = await connect(['--images', 'stdlib']);
+  try {
+    const cases = [
+      { code: 'import time\nprint("a", flush=True)\ntime.sleep(30)', timeout_s: 2 },
+      { code: 'import os\nprint("a", flush=True)\nos.kill(os.getpid(), 9)' },
+    ];
+    for (const k of cases) {
+      const id = (await open(client, { timeout_s: 10 })).structuredContent.session_id;
+      const r = await call(client, { session_id: id, ...k });
+      const c = r.structuredContent;
+      assert.equal(c.seen.start.session.goes_on, false, text(r));
+      assert.equal(c.said.stdout.text, 'a\n', JSON.stringify(c.said.stdout));
+      assert.equal(c.said.stdout.total_bytes, 2);
+      for (const [what, s] of [['the receipt', JSON.stringify(c)], ['the text', text(r)]]) {
+        assert.ok(!s.includes('pybox-call') && !s.includes('\x1e') && !s.includes('\\u001e'), `${what} holds init's record`);
+      }
+      // The box's secret is 64 hex digits: none is in what is shown as the program's.
+      assert.doesNotMatch(c.said.stdout.text + c.said.stderr.text, /[0-9a-f]{64}/);
+    }
+  } finally {
+    await client.close();
+  }
+  await waitNoBoxes(20000);
+});
+
+// A thread an earlier call left in the interpreter can write on init's channel (fd 3)
+// while the next call's program is still on its way: a `done` it forges must not end the
+// call before init has all of its program, or the rest would be read as commands (`E`
+// ending the session as if closed) and PyBox's receipts would say what did not happen.
+test('a done forged on init\'s channel while a call\'s program still arrives: the rest of the program is never read as commands; the session goes on and no receipt says it was closed', async () => {
+  const { client } = await connect(['--images', 'stdlib']);
+  let id;
+  try {
+    id = (await open(client, { timeout_s: 20 })).structuredContent.session_id;
+    const spam = [
+      'import threading, socket, os, time',
+      'def spam():',
+      '    s = socket.socket(fileno=os.dup(3))',
+      '    end = time.time() + 15',
+      '    while time.time() < end:',
+      '        try: s.send(b"done 2 {}", socket.MSG_DONTWAIT)',
+      '        except BlockingIOError: time.sleep(0.0005)',
+      'threading.Thread(target=spam, daemon=True).start()',
+      'x = 1',
+    ].join('\n');
+    const r1 = await call(client, { session_id: id, code: spam });
+    assert.equal(r1.structuredContent.status, 'SESSION_CALL_ENDED', text(r1));
+    // About 1 MiB, every line of it an `E` command were init to read it as commands.
+    const code2 = "x = 2\nprint('call 2 ran in full')\n" + '#E\n'.repeat(340000) + 'x = 3\n';
+    const r2 = await call(client, { session_id: id, code: code2, timeout_s: 20 });
+    const c2 = r2.structuredContent;
+    assert.equal(c2.status, 'SESSION_CALL_ENDED', text(r2));
+    assert.equal(c2.seen.start.session.call, 2);
+    assert.equal(c2.seen.start.session.goes_on, true);
+    assert.equal(c2.asked.program.bytes, Buffer.byteLength(code2));
+    const r3 = await call(client, { session_id: id, code: 'print(x)', timeout_s: 5 });
+    const c3 = r3.structuredContent;
+    assert.equal(c3.status, 'SESSION_CALL_ENDED', text(r3));
+    assert.equal(c3.seen.start.session.call, 3);
+    assert.equal(c3.seen.start.session.goes_on, true);
+    assert.equal(c3.seen.init_record, null, 'the session did not end');
+    assert.match(c3.said.stdout.text, /^[23]\n$/);
+    const cl = await close(client, id);
+    id = undefined;
+    assert.equal(cl.structuredContent.status, 'SESSION_CLOSED_OBSERVED', text(cl));
+    assert.equal(cl.structuredContent.seen.init_record.end, 'closed');
+    assert.equal(cl.structuredContent.seen.init_record.calls, 3, 'init counted the three calls PyBox handed over');
+  } finally {
+    if (id !== undefined) await close(client, id).catch(() => {});
+    await client.close();
+  }
+  await waitNoBoxes(20000);
+});
+
+// A session's lifetime bounds its calls: a call taken near its end gets what is left of
+// it as its deadline, and its receipt says why; a call after it is refused, naming it.
+test('a call taken near the end of its session\'s lifetime is stopped at that end, and its receipt says the lifetime cut its deadline; after the lifetime no call is taken', async () => {
+  const { client } = await connect(['--images', 'stdlib']);
+  try {
+    const id = (await open(client, { ttl_s: 3, timeout_s: 25 })).structuredContent.session_id;
+    const r = await call(client, { session_id: id, timeout_s: 20,
+      code: 'import time\nfor i in range(20):\n    print(i, flush=True)\n    time.sleep(1)' });
+    const c = r.structuredContent;
+    assert.equal(c.status, 'SUPERVISOR_KILL_OBSERVED', text(r));
+    assert.ok(c.asked.limits.timeout_s > 0 && c.asked.limits.timeout_s <= 3, `its deadline ${c.asked.limits.timeout_s} s`);
+    assert.equal(c.seen.start.session.lifetime_cut_timeout_ms, 20000);
+    assert.equal(c.seen.start.session.goes_on, false);
+    assert.equal(c.seen.init_record.end, 'stopped', 'PyBox stopped it, not init\'s own clock past the lifetime');
+    assert.match(text(r), /what was left of the session's lifetime \(ttl_s\), not 20 s/);
+
+    const id2 = (await open(client, { ttl_s: 1 })).structuredContent.session_id;
+    await new Promise((res) => setTimeout(res, 1500));
+    const late = await call(client, { session_id: id2, code: 'print(1)' });
+    assert.equal(late.isError, true);
+    assert.match(text(late), /has ended: its lifetime ran out/);
+  } finally {
+    await client.close();
+  }
+  await waitNoBoxes(20000);
+});
