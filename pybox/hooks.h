@@ -19,6 +19,8 @@ typedef enum {
     PYBOX_HOOK_RUN_DIR,          /* the machine-wide run folder instead of /run/pybox (an absolute path) */
     PYBOX_HOOK_SESSION_ANY_PEER, /* a session's holder lets any local user in ("1"): its peer check removed, to
                                     show what it keeps out */
+    PYBOX_HOOK_WARM_REUSE,       /* pybox mcp's warm pool hands the box of a call to the next call of its image
+                                    ("1"), instead of a fresh one: to show what a fresh box per call keeps apart */
     PYBOX_HOOKS,
 } pybox_hook_t;
 
