@@ -21,6 +21,8 @@ typedef enum {
                                     show what it keeps out */
     PYBOX_HOOK_LISTEN_BOUND,     /* pybox mcp --listen unix:PATH waits, once its socket is bound, for a byte from
                                     this FIFO */
+    PYBOX_HOOK_WARM_REUSE,       /* pybox mcp's warm pool hands the box of a call to the next call of its image
+                                    ("1"), instead of a fresh one: to show what a fresh box per call keeps apart */
     PYBOX_HOOKS,
 } pybox_hook_t;
 

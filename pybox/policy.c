@@ -126,6 +126,7 @@ static const struct {
     {PYBOX_RELAX_OUTPUT_OWNER, "output-owner"},
     {PYBOX_RELAX_IN_FLIGHT, "in-flight-collection"},
     {PYBOX_RELAX_APPARMOR, "apparmor"},
+    {PYBOX_RELAX_REUSED_BOX, "reused-box"},
 };
 
 unsigned pybox_policy_relax_bit(const char *name)

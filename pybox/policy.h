@@ -84,6 +84,7 @@ typedef struct pybox_policy {
 #define PYBOX_RELAX_OUTPUT_OWNER 0x200u /* --output takes another user's folder and keeps its mode (files.h) */
 #define PYBOX_RELAX_IN_FLIGHT 0x400u    /* native: no run of the kernel's collector after the box's end */
 #define PYBOX_RELAX_APPARMOR 0x800u     /* docker: no AppArmor profile from the engine (natively none is applied) */
+#define PYBOX_RELAX_REUSED_BOX 0x1000u  /* a warm box serves the next call too (the MCP server's pool, pool.h) */
 #define PYBOX_RELAX_SOCKET_AT "/run/docker.sock"
 
 /* The uid (and gid) the program runs as: program_uid, or what a relaxation says. */
@@ -115,7 +116,7 @@ void pybox_policy_relaxed(const pybox_policy_t *p, char *out, size_t len);
 
 /* One relaxation bit by name ("program-root", "writable-root", "engine-caps",
  * "new-privileges", "seccomp", "pids", "memory", "system-paths", "shared-uid",
- * "output-owner"); 0 if unknown. */
+ * "output-owner", "in-flight-collection", "apparmor", "reused-box"); 0 if unknown. */
 unsigned pybox_policy_relax_bit(const char *name);
 
 /* Whether a relaxation bit is set. */

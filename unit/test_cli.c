@@ -567,6 +567,66 @@ START_TEST(color_choice)
 }
 END_TEST
 
+/* ---- a request to a session's holder ---- */
+
+static int session_req(const char *line, pybox_cli_session_request_t *rq)
+{
+    return pybox_cli_session_request_parse(line, strlen(line), rq);
+}
+
+START_TEST(session_request_taken)
+{
+    pybox_cli_session_request_t rq;
+    ck_assert_int_eq(session_req("{\"op\":\"call\",\"json\":true,\"columns\":120,\"color\":false,\"timeout_ms\":0,"
+                                 "\"program_bytes\":13}",
+                                 &rq),
+                     0);
+    ck_assert_int_eq(rq.op, PYBOX_CLI_SESSION_CALL);
+    ck_assert_int_eq(rq.program_bytes, 13);
+    ck_assert_int_eq(rq.timeout_ms, 0);
+    ck_assert_int_eq(rq.columns, 120);
+    ck_assert(rq.json && !rq.color);
+    ck_assert_int_eq(session_req("{\"op\":\"close\",\"columns\":0,\"color\":true}", &rq), 0);
+    ck_assert_int_eq(rq.op, PYBOX_CLI_SESSION_CLOSE);
+    ck_assert_int_eq(rq.columns, 80); /* none given: the default */
+    ck_assert(rq.color && !rq.json);
+}
+END_TEST
+
+START_TEST(session_request_refused)
+{
+    static const char *const bad[] = {
+        "{\"op\":\"call\",\"timeout_ms\":0,\"program_bytes\":0}",       /* an empty program */
+        "{\"op\":\"call\",\"timeout_ms\":0,\"program_bytes\":1048577}", /* over PYBOX_PROGRAM_MAX */
+        "{\"op\":\"call\",\"timeout_ms\":1.5,\"program_bytes\":1}",
+        "{\"op\":\"call\",\"timeout_ms\":-1,\"program_bytes\":1}",
+        "{\"op\":\"call\",\"program_bytes\":1}",
+        "{\"op\":\"Call\",\"timeout_ms\":0,\"program_bytes\":1}",
+        "{\"op\":[\"close\"]}",
+        "[\"close\"]",
+        "{\"op\":\"close\"",
+        "",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pybox_cli_session_request_t rq;
+        ck_assert_msg(session_req(bad[i], &rq) == -1, "taken: %s", bad[i]);
+        ck_assert_int_eq(rq.op, PYBOX_CLI_SESSION_REFUSED);
+        ck_assert_ptr_nonnull(rq.why);
+    }
+    /* the longest line is taken, one byte more is not */
+    char line[PYBOX_CLI_SESSION_HEAD_MAX + 2];
+    const char *head = "{\"op\":\"close\",\"pad\":\"";
+    size_t hl = strlen(head);
+    memcpy(line, head, hl);
+    memset(line + hl, 'x', PYBOX_CLI_SESSION_HEAD_MAX - hl - 2);
+    memcpy(line + PYBOX_CLI_SESSION_HEAD_MAX - 2, "\"}", 3);
+    pybox_cli_session_request_t rq;
+    ck_assert_int_eq(pybox_cli_session_request_parse(line, PYBOX_CLI_SESSION_HEAD_MAX, &rq), 0);
+    memcpy(line + PYBOX_CLI_SESSION_HEAD_MAX - 2, "x\"}", 4);
+    ck_assert_int_eq(pybox_cli_session_request_parse(line, PYBOX_CLI_SESSION_HEAD_MAX + 1, &rq), -1);
+}
+END_TEST
+
 /* ---- the man pages say what the code does ---- */
 
 /* A man page of the source tree, whole (the caller frees). */
@@ -737,6 +797,8 @@ Suite *suite_cli(void)
     tcase_add_test(tc, limits_parse_their_range);
     tcase_add_test(tc, color_option);
     tcase_add_test(tc, color_choice);
+    tcase_add_test(tc, session_request_taken);
+    tcase_add_test(tc, session_request_refused);
     tcase_set_timeout(tc, 5);
     suite_add_tcase(s, tc);
     tc = tcase_create("man");

@@ -63,6 +63,21 @@ int pybox_cli_limit(pybox_limit_id_t id, const char *value, int64_t *out, const 
 
 /* Whether id has the form of a session's id (32 lowercase hex digits). */
 bool pybox_cli_session_id_valid(const char *id);
+/* The longest first line of a request to a session's holder or of its reply. */
+#define PYBOX_CLI_SESSION_HEAD_MAX 4096
+/* A request to a session's holder, its first line (docs/sessions.md): a call with its
+ * program's length and timeout, or the close, and how the receipt is to be shown. */
+typedef enum { PYBOX_CLI_SESSION_REFUSED, PYBOX_CLI_SESSION_CALL, PYBOX_CLI_SESSION_CLOSE } pybox_cli_session_op_t;
+typedef struct {
+    pybox_cli_session_op_t op;
+    int64_t program_bytes; /* a call's: 1 to PYBOX_PROGRAM_MAX */
+    int64_t timeout_ms;    /* a call's: 0 (the session's) to the timeout's ceiling */
+    int columns;           /* 1 to 10000 */
+    bool json, color;
+    const char *why; /* a refusal's reason, a static string */
+} pybox_cli_session_request_t;
+/* The line (without its newline) read as a request: 0, or -1 with rq->why. */
+int pybox_cli_session_request_parse(const char *line, size_t len, pybox_cli_session_request_t *rq);
 /* pybox cleanup's share of sessions: the files of those whose holder is gone (their
  * lock free) removed (with dry_run only counted) into *removed. -1 when the folder could
  * not be read. */

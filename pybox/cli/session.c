@@ -39,7 +39,6 @@
 #include "parse.h"
 
 #define SESSIONS_DIR "sessions"
-#define HEAD_MAX 4096        /* a request's or a reply's first line */
 #define CLIENT_WAIT_MS 10000 /* how long the holder waits for a request's bytes */
 #define OPEN_WAIT_MS 300000  /* how long session open waits for its holder's word */
 
@@ -156,23 +155,30 @@ static int send_head(int fd, cJSON *head, const void *body, size_t len)
     return rc;
 }
 
-/* The first line (at most HEAD_MAX bytes), read a byte at a time so that nothing after it
- * is taken; NULL when it is not a JSON object. */
-static cJSON *recv_head(int fd)
+/* The first line (at most PYBOX_CLI_SESSION_HEAD_MAX bytes, its newline not counted), read a byte at a time
+ * so that nothing after it is taken, into line (PYBOX_CLI_SESSION_HEAD_MAX + 1 bytes); its length, or -1
+ * when the peer ended or went quiet first or the line is longer. */
+static ssize_t recv_line(int fd, char *line)
 {
-    char line[HEAD_MAX + 1];
     size_t n = 0;
     for (;;) {
         ssize_t r = recv(fd, line + n, 1, 0);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0 || n == HEAD_MAX)
-            return NULL;
+        if (r <= 0 || n == PYBOX_CLI_SESSION_HEAD_MAX)
+            return -1;
         if (line[n] == '\n')
-            break;
+            return (ssize_t)n;
         n++;
     }
-    cJSON *j = cJSON_ParseWithLength(line, n);
+}
+
+/* The first line as a JSON object; NULL when it is not one. */
+static cJSON *recv_head(int fd)
+{
+    char line[PYBOX_CLI_SESSION_HEAD_MAX + 1];
+    ssize_t n = recv_line(fd, line);
+    cJSON *j = n >= 0 ? cJSON_ParseWithLength(line, (size_t)n) : NULL;
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
         return NULL;
@@ -202,6 +208,42 @@ static int64_t head_num(const cJSON *head, const char *key, int64_t max)
         v->valuedouble != (double)(int64_t)v->valuedouble)
         return -1;
     return (int64_t)v->valuedouble;
+}
+
+int pybox_cli_session_request_parse(const char *line, size_t len, pybox_cli_session_request_t *rq)
+{
+    memset(rq, 0, sizeof *rq);
+    rq->columns = 80;
+    cJSON *req = len <= PYBOX_CLI_SESSION_HEAD_MAX ? cJSON_ParseWithLength(line, len) : NULL;
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op");
+    int rc = 0;
+    if (!cJSON_IsObject(req) || !cJSON_IsString(op)) {
+        rq->why = "not a request this session's holder takes";
+        rc = -1;
+    } else if (strcmp(op->valuestring, "call") == 0) {
+        rq->op = PYBOX_CLI_SESSION_CALL;
+        rq->program_bytes = head_num(req, "program_bytes", PYBOX_PROGRAM_MAX);
+        rq->timeout_ms = head_num(req, "timeout_ms", pybox_limit(PYBOX_LIMIT_TIMEOUT)->max);
+        if (rq->program_bytes <= 0 || rq->timeout_ms < 0) {
+            rq->why = "the request was not whole";
+            rc = -1;
+        }
+    } else if (strcmp(op->valuestring, "close") == 0) {
+        rq->op = PYBOX_CLI_SESSION_CLOSE;
+    } else {
+        rq->why = "not a request this session's holder takes";
+        rc = -1;
+    }
+    if (rc == 0) {
+        int64_t columns = head_num(req, "columns", 10000);
+        rq->columns = columns > 0 ? (int)columns : 80;
+        rq->json = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "json"));
+        rq->color = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "color"));
+    } else {
+        rq->op = PYBOX_CLI_SESSION_REFUSED;
+    }
+    cJSON_Delete(req);
+    return rc;
 }
 
 /* ---- the holder ---- */
@@ -255,19 +297,16 @@ static void holder_files_remove(holder_t *h)
 }
 
 /* The receipt as the client asked for it: signed JSON, or the terminal's text. */
-static void render(const pybox_run_result_t *res, const cJSON *req, const pybox_state_t *st, pybox_buf_t *out)
+static void render(const pybox_run_result_t *res, const pybox_cli_session_request_t *req, const pybox_state_t *st,
+                   pybox_buf_t *out)
 {
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "json"))) {
+    if (req->json) {
         cJSON *j = pybox_receipt_json(res);
         pybox_sign_installation(j, st);
         pybox_cli_json_line(out, j);
         return;
     }
-    int64_t columns = head_num(req, "columns", 10000);
-    const pybox_receipt_style_t style = {
-        .columns = columns > 0 ? (int)columns : 80,
-        .color = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "color")),
-    };
+    const pybox_receipt_style_t style = {.columns = req->columns, .color = req->color};
     pybox_receipt_text_styled(res, &style, out);
 }
 
@@ -282,7 +321,8 @@ static int reply(int fd, int exit_code, const char *word, const char *msg, const
 }
 
 /* The session's result to the client, and whether it ends the session. */
-static void answer(int fd, const cJSON *req, const pybox_run_result_t *res, int rc, const pybox_state_t *st)
+static void answer(int fd, const pybox_cli_session_request_t *req, const pybox_run_result_t *res, int rc,
+                   const pybox_state_t *st)
 {
     pybox_buf_t out;
     pybox_buf_init(&out, 0);
@@ -320,26 +360,29 @@ static int serve(holder_t *h, int fd)
     }
     struct timeval tv = {.tv_sec = CLIENT_WAIT_MS / 1000};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    cJSON *req = recv_head(fd);
-    const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op");
+    char line[PYBOX_CLI_SESSION_HEAD_MAX + 1];
+    ssize_t n = recv_line(fd, line);
+    pybox_cli_session_request_t req;
     int ended = 0;
-    if (cJSON_IsString(op) && strcmp(op->valuestring, "call") == 0) {
-        int64_t len = head_num(req, "program_bytes", PYBOX_PROGRAM_MAX);
-        int64_t timeout = head_num(req, "timeout_ms", pybox_limit(PYBOX_LIMIT_TIMEOUT)->max);
-        char *prog = len > 0 ? malloc((size_t)len) : NULL;
+    if (n < 0) {
+        reply(fd, PYBOX_EXIT_FAILED, "refused", "the request was not whole", NULL);
+    } else if (pybox_cli_session_request_parse(line, (size_t)n, &req) < 0) {
+        reply(fd, PYBOX_EXIT_FAILED, "refused", req.why, NULL);
+    } else if (req.op == PYBOX_CLI_SESSION_CALL) {
+        char *prog = malloc((size_t)req.program_bytes);
         int64_t most = pybox_ahead_policy(h->box)->timeout_ms;
-        if (prog == NULL || timeout < 0 || recv_body(fd, prog, (size_t)len) < 0) {
+        if (prog == NULL || recv_body(fd, prog, (size_t)req.program_bytes) < 0) {
             reply(fd, PYBOX_EXIT_FAILED, "refused", "the request was not whole", NULL);
-        } else if (timeout > most) {
+        } else if (req.timeout_ms > most) {
             char a[PYBOX_NUM_MAX], m[PYBOX_NUM_MAX];
             snprintf(why, sizeof why, "--timeout %s s is above the %s s of this session (session open's --timeout)",
-                     pybox_fmt_fixed(a, timeout, 3), pybox_fmt_fixed(m, most, 3));
+                     pybox_fmt_fixed(a, req.timeout_ms, 3), pybox_fmt_fixed(m, most, 3));
             reply(fd, PYBOX_EXIT_FAILED, "refused", why, NULL);
         } else {
             pybox_run_request_t rr = h->rd.run;
             rr.program = prog;
-            rr.program_len = (size_t)len;
-            rr.policy.timeout_ms = timeout;
+            rr.program_len = (size_t)req.program_bytes;
+            rr.policy.timeout_ms = req.timeout_ms;
             rr.started_s = pybox_now_s();
             /* The client gone mid-call (its Ctrl-C) cancels the call, which ends the
              * session: nothing is left half-done in it. */
@@ -354,22 +397,19 @@ static int serve(holder_t *h, int fd)
                 h->box = NULL;
             else
                 write_note(h); /* before the answer: what the client does next sees it */
-            answer(fd, req, &res, rc, &h->st);
+            answer(fd, &req, &res, rc, &h->st);
             pybox_run_result_free(&res);
             ended = gone;
         }
         free(prog);
-    } else if (cJSON_IsString(op) && strcmp(op->valuestring, "close") == 0) {
+    } else {
         pybox_run_result_t res;
         int rc = pybox_ahead_close(h->box, &res);
         h->box = NULL;
-        answer(fd, req, &res, rc, &h->st);
+        answer(fd, &req, &res, rc, &h->st);
         pybox_run_result_free(&res);
         ended = 1;
-    } else {
-        reply(fd, PYBOX_EXIT_FAILED, "refused", "not a request this session's holder takes", NULL);
     }
-    cJSON_Delete(req);
     return ended;
 }
 
@@ -708,7 +748,7 @@ static int list_run(int argc, char **argv)
         int fd = open(note, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
             continue;
-        int rc = pybox_read_bounded(fd, HEAD_MAX, &text, &len, &over, &err);
+        int rc = pybox_read_bounded(fd, PYBOX_CLI_SESSION_HEAD_MAX, &text, &len, &over, &err);
         close(fd);
         cJSON *j = rc == 0 ? cJSON_ParseWithLength(text, len) : NULL;
         free(text);

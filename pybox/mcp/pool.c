@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../hooks.h"
 #include "../log.h"
 #include "../util.h"
 
@@ -32,7 +33,8 @@ typedef struct slot {
     int takers;  /* calls waiting for the box being made (at most one) */
     int fails;
     int64_t next_try_ms;
-    char last_failure[512]; /* why the last box of this image was not used ("" none) */
+    char last_failure[512];   /* why the last box of this image was not used ("" none) */
+    pybox_mcp_warm_t *reused; /* under the test-only relaxation reused-box: the last call's box, for the next */
 } slot_t;
 
 struct pybox_mcp_pool {
@@ -65,6 +67,12 @@ static int make_one(const pybox_mcp_pool_t *p, const char *image, pybox_mcp_warm
     }
     w->rd.run.policy.box_wait_ms = p->cfg->warm_wait_ms + PYBOX_MCP_WARM_MARGIN_MS;
     w->rd.run.policy.box_life_ms = 0;
+    if (pybox_hook(PYBOX_HOOK_WARM_REUSE) != NULL) {
+        /* A test showing what a fresh box per call keeps apart: the box keeps its
+         * interpreter for more than one call (a session's box), and says it is relaxed. */
+        w->rd.run.policy.relax |= PYBOX_RELAX_REUSED_BOX;
+        w->rd.run.policy.box_life_ms = p->cfg->warm_wait_ms + PYBOX_MCP_WARM_MARGIN_MS;
+    }
     if (pybox_ahead_open(w->rd.be, &w->rd.run, &w->box, err) < 0) {
         pybox_ready_free(&w->rd);
         free(w);
@@ -227,6 +235,9 @@ pybox_mcp_warm_t *pybox_mcp_pool_take(pybox_mcp_pool_t *p, const char *image, in
             s = &p->slots[i];
     if (s == NULL) {
         snprintf(why, len, "no warm box is kept for the image %s", image);
+    } else if (s->reused != NULL) {
+        w = s->reused; /* the test-only relaxation: the last call's box again */
+        s->reused = NULL;
     } else {
         /* None waits but one is being made, or is about to be (its thread was just woken):
          * it is ready no later than a cold box made now would be, so one call waits for
@@ -281,6 +292,37 @@ pybox_mcp_warm_t *pybox_mcp_pool_take(pybox_mcp_pool_t *p, const char *image, in
     return w;
 }
 
+int pybox_mcp_pool_run(pybox_mcp_warm_t *w, const pybox_run_request_t *req, pybox_run_result_t *res)
+{
+    if (pybox_policy_relaxed_in(pybox_ahead_policy(w->box), PYBOX_RELAX_REUSED_BOX)) {
+        bool ended = false;
+        int rc = pybox_ahead_call(w->box, req, res, &ended);
+        if (ended)
+            w->box = NULL; /* freed by the call */
+        return rc;
+    }
+    pybox_ahead_t *box = w->box;
+    w->box = NULL;
+    return pybox_ahead_run(box, req, res);
+}
+
+void pybox_mcp_pool_done(pybox_mcp_pool_t *p, pybox_mcp_warm_t *w)
+{
+    if (p != NULL && w != NULL && w->box != NULL) {
+        pthread_mutex_lock(&p->mu);
+        for (size_t i = 0; i < p->cfg->n_images; i++) {
+            slot_t *s = &p->slots[i];
+            if (strcmp(p->cfg->images[i], w->rd.image) == 0 && s->reused == NULL && !p->stopping) {
+                s->reused = w;
+                w = NULL;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    pybox_mcp_warm_free(w);
+}
+
 void pybox_mcp_pool_stop(pybox_mcp_pool_t *p)
 {
     if (p == NULL)
@@ -297,6 +339,8 @@ void pybox_mcp_pool_stop(pybox_mcp_pool_t *p)
         for (int k = 0; k < s->n; k++)
             pybox_mcp_warm_free(s->w[k]);
         s->n = 0;
+        pybox_mcp_warm_free(s->reused);
+        s->reused = NULL;
     }
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);

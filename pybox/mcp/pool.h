@@ -37,6 +37,15 @@ pybox_mcp_warm_t *pybox_mcp_pool_take(pybox_mcp_pool_t *p, const char *image, in
                                       char *why, size_t len);
 void pybox_mcp_warm_free(pybox_mcp_warm_t *w);
 
+/* The call's program in the box taken (pybox_ahead_run; w->box is NULL after it). Under
+ * the test-only relaxation reused-box (the test build's PYBOX_TEST_WARM_REUSE, hooks.h)
+ * the box serves the call as a session's box does and, unless the call ended it, stays
+ * in w for the next call. */
+int pybox_mcp_pool_run(pybox_mcp_warm_t *w, const pybox_run_request_t *req, pybox_run_result_t *res);
+/* After the call: w freed, or, with its box kept by the relaxation, handed to the next call
+ * of its image. p may be NULL. */
+void pybox_mcp_pool_done(pybox_mcp_pool_t *p, pybox_mcp_warm_t *w);
+
 /* Stop making boxes and remove every waiting one. */
 void pybox_mcp_pool_stop(pybox_mcp_pool_t *p);
 

@@ -903,8 +903,9 @@ cJSON *pybox_mcp_run_python_check(const pybox_mcp_config_t *cfg, const cJSON *ar
 
 /* The call's program in a box made for its image before it came (pool.h): its files go
  * there with it. The box is removed after it, or, when the files are refused, unused. */
-static cJSON *run_warm(const pybox_mcp_config_t *cfg, const call_args_t *a, const pybox_request_t *rq,
-                       const scratch_t *sc, pybox_mcp_warm_t *warm, bool *used, char *why_cold, size_t why_len)
+static cJSON *run_warm(const pybox_mcp_config_t *cfg, pybox_mcp_pool_t *pool, const call_args_t *a,
+                       const pybox_request_t *rq, const scratch_t *sc, pybox_mcp_warm_t *warm, bool *used,
+                       char *why_cold, size_t why_len)
 {
     pybox_error_t err = {0};
     _cleanup_(pybox_ready_free) pybox_ready_t frd;
@@ -927,10 +928,8 @@ static cJSON *run_warm(const pybox_mcp_config_t *cfg, const call_args_t *a, cons
     rr.tick = rq->tick;
     rr.hook_arg = rq->hook_arg;
     ((hook_ctx_t *)rq->hook_arg)->timeout_ms = rr.policy.timeout_ms;
-    pybox_ahead_t *box = warm->box;
-    warm->box = NULL;
     _cleanup_(pybox_run_result_free) pybox_run_result_t res;
-    pybox_ahead_run(box, &rr, &res);
+    pybox_mcp_pool_run(warm, &rr, &res);
     if (res.record.seen && res.record.calls == 0 && res.end != PYBOX_END_CANCELLED) {
         /* The box ended after it was taken and before its init handed the program on
          * (its init's record says it was never given one): the program never ran, so it
@@ -943,7 +942,7 @@ static cJSON *run_warm(const pybox_mcp_config_t *cfg, const call_args_t *a, cons
         return NULL;
     }
     cJSON *result = result_of(cfg, &res, sc, &warm->rd.st, &frd.output);
-    pybox_mcp_warm_free(warm);
+    pybox_mcp_pool_done(pool, warm);
     *used = true;
     return result;
 }
@@ -1291,7 +1290,8 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     pybox_mcp_warm_t *warm = pybox_mcp_pool_take(ctx != NULL ? ctx->pool : NULL, a.image, a.timeout_ms, a.memory_bytes,
                                                  why_cold, sizeof why_cold);
     bool used = false;
-    cJSON *result = warm != NULL ? run_warm(cfg, &a, &rq, &sc, warm, &used, why_cold, sizeof why_cold) : NULL;
+    cJSON *result =
+        warm != NULL ? run_warm(cfg, ctx->pool, &a, &rq, &sc, warm, &used, why_cold, sizeof why_cold) : NULL;
     if (!used)
         result = run_cold(cfg, &rq, &sc);
     if (result != NULL && progress)
