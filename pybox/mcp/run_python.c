@@ -1092,6 +1092,17 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
         pybox_mcp_sessions_unreserve(ss);
         return refuse("the session's box could not be made ready: %s", err.msg);
     }
+    /* Cancelled (or its client gone) while the box was made: nobody would get the
+     * session's id, so it is not opened; its box goes and its place is free again. */
+    struct pollfd cp = {.fd = cancel_fd, .events = POLLIN};
+    if (cancel_fd >= 0 && poll(&cp, 1, 0) > 0) {
+        _cleanup_(pybox_run_result_free) pybox_run_result_t res;
+        pybox_ahead_close(w->box, &res);
+        w->box = NULL;
+        pybox_mcp_warm_free(w);
+        pybox_mcp_sessions_unreserve(ss);
+        return NULL;
+    }
     char id[33];
     if (pybox_mcp_sessions_add(ss, w, pybox_mcp_call_connection(progress_ctx), ttl_ms, cfg->session_idle_ms, id, &err) <
         0) {
@@ -1130,7 +1141,19 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
     cJSON_AddStringToObject(sc, "box_made_at", seen->start.made_at);
     cJSON_AddBoolToObject(sc, "box_verified", seen->verified);
     cJSON_AddStringToObject(sc, "preload_imported", seen->start.imported);
+    /* Cancelled from now on, or never taken by its client: drop_session ends it. */
+    cJSON_AddStringToObject(result, PYBOX_MCP_KEPT_KEY, id);
     return result;
+}
+
+/* session_open's result was never sent: nobody has its id, so the session ends now
+ * rather than hold its place until its idle limit. */
+static void drop_session(void *arg, const pybox_mcp_config_t *cfg, const cJSON *kept)
+{
+    (void)cfg;
+    const pybox_mcp_ctx_t *ctx = arg;
+    if (ctx != NULL && cJSON_IsString(kept))
+        pybox_mcp_sessions_end(ctx->sessions, kept->valuestring, "its session_open was cancelled; its id never sent");
 }
 
 static cJSON *session_close(void *arg, const pybox_mcp_config_t *cfg, const cJSON *args, int cancel_fd,
@@ -1216,7 +1239,7 @@ const pybox_mcp_tool_t pybox_mcp_session_open_tool = {
     .name = "session_open",
     .describe = session_open_describe,
     .call = session_open,
-    .drop = NULL,
+    .drop = drop_session,
     .connection_end = sessions_of_connection_end,
 };
 
@@ -1287,8 +1310,9 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     return result;
 }
 
-static void drop_kept(const pybox_mcp_config_t *cfg, const cJSON *kept)
+static void drop_kept(void *arg, const pybox_mcp_config_t *cfg, const cJSON *kept)
 {
+    (void)arg;
     if (!cJSON_IsString(kept) || cfg->output_root[0] == '\0')
         return;
     if (pybox_mcp_discard_kept(cfg->output_root, kept->valuestring) < 0) {

@@ -380,7 +380,7 @@ static void *worker(void *arg)
     }
     if (!sent) {
         if (kept != NULL && c->tool->drop != NULL)
-            c->tool->drop(s->cfg, kept);
+            c->tool->drop(s->arg, s->cfg, kept);
         cJSON_Delete(result);
     }
     cJSON_Delete(kept);

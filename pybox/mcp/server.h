@@ -45,7 +45,8 @@ _Static_assert(PYBOX_MCP_DEPTH_MAX < CJSON_NESTING_LIMIT, "the server's bound mu
 #define PYBOX_MCP_FLUSH_MS 5000
 /* A member a tool may add to its result, never sent: the core takes it out before
  * sending, and gives it to the tool's drop() when the result is dropped (its call was
- * cancelled). run_python names the folder it kept under --output-root there. */
+ * cancelled, or its client gone). run_python names the folder it kept under
+ * --output-root there, session_open the session it opened. */
 #define PYBOX_MCP_KEPT_KEY "_pybox_kept_dir"
 #define PYBOX_MCP_IMAGES_MAX 8
 /* While a program runs, a call that asked for progress is sent the box's elapsed time
@@ -124,8 +125,8 @@ typedef struct pybox_mcp_tool {
     cJSON *(*describe)(const pybox_mcp_config_t *cfg);
     pybox_mcp_runner_fn call;
     /* Its result is dropped (cancelled): undo what kept (its PYBOX_MCP_KEPT_KEY member)
-     * names. May be NULL. */
-    void (*drop)(const pybox_mcp_config_t *cfg, const cJSON *kept);
+     * names; arg is the runner's. May be NULL. */
+    void (*drop)(void *arg, const pybox_mcp_config_t *cfg, const cJSON *kept);
     /* The MCP connection connection (pybox_mcp_call_connection) has ended, every call of
      * it ended: end what it owned. May be NULL. */
     void (*connection_end)(void *arg, uint64_t connection);

@@ -317,6 +317,28 @@ void pybox_mcp_sessions_end_owned(pybox_mcp_sessions_t *ss, uint64_t owner)
     }
 }
 
+void pybox_mcp_sessions_end(pybox_mcp_sessions_t *ss, const char *id, const char *why)
+{
+    if (ss == NULL)
+        return;
+    pthread_mutex_lock(&ss->mu);
+    int at = -1;
+    sess_t *s = find_locked(ss, id, 0, true, &at);
+    if (s != NULL && s->busy) {
+        s->orphaned = true; /* a call runs in it: it ends when the call gives it back */
+        s = NULL;
+    } else if (s != NULL) {
+        ss->s[at] = NULL;
+        remember_locked(ss, s, why);
+    }
+    pthread_cond_broadcast(&ss->cv);
+    pthread_mutex_unlock(&ss->mu);
+    if (s == NULL)
+        return;
+    end_unasked(s->id, s->w, why);
+    free(s);
+}
+
 void pybox_mcp_sessions_stop(pybox_mcp_sessions_t *ss)
 {
     if (ss == NULL)

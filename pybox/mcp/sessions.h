@@ -52,6 +52,10 @@ bool pybox_mcp_sessions_limits(pybox_mcp_sessions_t *ss, const char *id, int64_t
  * when that call gives it back. */
 void pybox_mcp_sessions_end_owned(pybox_mcp_sessions_t *ss, uint64_t owner);
 
+/* End the session with this id (its box removed), or, when a call runs in it, when that
+ * call gives it back. why: for the log. */
+void pybox_mcp_sessions_end(pybox_mcp_sessions_t *ss, const char *id, const char *why);
+
 /* End every session (boxes removed) and stop. */
 void pybox_mcp_sessions_stop(pybox_mcp_sessions_t *ss);
 

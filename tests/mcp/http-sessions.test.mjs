@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// Python sessions over pybox mcp --listen, as tenants that share a server: a session_open
+// cancelled or abandoned leaves no session behind, each token has its own share of the
+// sessions, an HTTP session's end does not stall the server meanwhile.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { boxes, waitNoBoxes } from './helpers.mjs';
+import { HttpServer, connect, request, postHeaders, initialize } from './http-helpers.mjs';
+
+const text = (result) => result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+const OPEN = (id) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'session_open', arguments: {} } });
+
+// Until the installation holds n boxes (a session_open's box is being made).
+async function boxesReach(n, limitMs = 60000) {
+  const t0 = performance.now();
+  while ((await boxes()).length < n) {
+    assert.ok(performance.now() - t0 < limitMs, `no ${n} boxes within ${limitMs} ms`);
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+// session_open over raw HTTP: its result (or error) as the server answered it.
+async function openRaw(server, session, token = 'alice') {
+  const r = await request(server, { headers: postHeaders(server, { token, session }), body: OPEN('open') });
+  assert.equal(r.status, 200, r.text);
+  return JSON.parse(r.text).result;
+}
+
+test('a session_open cancelled (notifications/cancelled) or abandoned (the client hangs up) opens no session: every place of --python-sessions is still there, no box is left', async () => {
+  const server = await HttpServer.start({ args: ['--python-sessions', '2'] });
+  const { client, errors } = await connect(server);
+  try {
+    // notifications/cancelled while the box is made
+    const abort = new AbortController();
+    const call = client.callTool({ name: 'session_open', arguments: {} }, undefined, { signal: abort.signal, timeout: 60000 });
+    call.catch(() => {});
+    await boxesReach(1);
+    abort.abort('the test cancels');
+    await assert.rejects(call);
+    await server.line(/call token=alice session=\w+ status=CANCELLED run=- /);
+    await waitNoBoxes(30000);
+    // a client that hangs up while the box is made
+    const session = await initialize(server);
+    const sock = net.connect(server.port, server.host);
+    sock.on('error', () => {});
+    const body = OPEN('gone');
+    // gone as soon as its request is out: before the box is made and ready
+    await new Promise((resolve) => sock.write(`POST /mcp HTTP/1.1\r\nHost: x\r\n${Object.entries(postHeaders(server, { session }))
+      .map(([k, v]) => `${k}: ${v}\r\n`).join('')}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, resolve));
+    sock.destroy();
+    await server.line(/client gone token=alice[^\n]*\n[\s\S]*call token=alice session=\w+ status=CANCELLED/);
+    await waitNoBoxes(30000);
+    // both places are free
+    const ids = [];
+    for (let i = 0; i < 2; i++) {
+      const r = await client.callTool({ name: 'session_open', arguments: {} }, undefined, { timeout: 60000 });
+      assert.ok(!r.isError, text(r));
+      ids.push(r.structuredContent.session_id);
+    }
+    assert.equal((await boxes()).length, 2, 'the two sessions\' boxes, and no other');
+    for (const id of ids) {
+      const r = await client.callTool({ name: 'session_close', arguments: { session_id: id } });
+      assert.ok(!r.isError, text(r));
+    }
+    await waitNoBoxes(30000);
+    assert.deepEqual(errors, []);
+  } finally {
+    await client.close();
+    await server.close();
+  }
+  assert.deepEqual(await boxes(), []);
+});
