@@ -283,7 +283,8 @@ static hsession_t *session_new(http_t *hs, int token)
         return NULL;
     s->hs = hs;
     s->token = token;
-    s->hooks = (pybox_mcp_hooks_t){.call_begin = call_begin, .call_end = call_end, .ctx = s, .early_cancels = true};
+    s->hooks = (pybox_mcp_hooks_t){
+        .call_begin = call_begin, .call_end = call_end, .ctx = s, .early_cancels = true, .tenant = (uint64_t)token + 1};
     s->core = pybox_mcp_session_new(hs->cfg, hs->tools, hs->n_tools, hs->arg, &s->hooks);
     if (s->core == NULL) {
         free(s);

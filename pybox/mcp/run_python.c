@@ -1059,12 +1059,13 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
         ttl_ms = (int64_t)(ttl->valuedouble * 1000);
     }
     char why[320];
-    if (pybox_mcp_sessions_reserve(ss, why, sizeof why) < 0)
+    uint64_t tenant = pybox_mcp_call_tenant(progress_ctx);
+    if (pybox_mcp_sessions_reserve(ss, tenant, why, sizeof why) < 0)
         return refuse("%s", why);
     pybox_error_t err = {0};
     pybox_mcp_warm_t *w = calloc(1, sizeof *w);
     if (w == NULL) {
-        pybox_mcp_sessions_unreserve(ss);
+        pybox_mcp_sessions_unreserve(ss, tenant);
         return refuse("out of memory");
     }
     pybox_ready_init(&w->rd);
@@ -1080,7 +1081,7 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
     if (pybox_prepare(&rq, &w->rd, &err) < 0) {
         cJSON *r = refuse_prepared(cfg, &w->rd, &err);
         pybox_mcp_warm_free(w);
-        pybox_mcp_sessions_unreserve(ss);
+        pybox_mcp_sessions_unreserve(ss, tenant);
         return r;
     }
     /* The init's own clocks: the idle limit and the lifetime, each with a margin after the
@@ -1089,7 +1090,7 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
     w->rd.run.policy.box_life_ms = ttl_ms + PYBOX_MCP_WARM_MARGIN_MS;
     if (pybox_ahead_open(w->rd.be, &w->rd.run, &w->box, &err) < 0) {
         pybox_mcp_warm_free(w);
-        pybox_mcp_sessions_unreserve(ss);
+        pybox_mcp_sessions_unreserve(ss, tenant);
         return refuse("the session's box could not be made ready: %s", err.msg);
     }
     /* Cancelled (or its client gone) while the box was made: nobody would get the
@@ -1100,12 +1101,12 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
         pybox_ahead_close(w->box, &res);
         w->box = NULL;
         pybox_mcp_warm_free(w);
-        pybox_mcp_sessions_unreserve(ss);
+        pybox_mcp_sessions_unreserve(ss, tenant);
         return NULL;
     }
     char id[33];
-    if (pybox_mcp_sessions_add(ss, w, pybox_mcp_call_connection(progress_ctx), ttl_ms, cfg->session_idle_ms, id, &err) <
-        0) {
+    if (pybox_mcp_sessions_add(ss, w, pybox_mcp_call_connection(progress_ctx), tenant, ttl_ms, cfg->session_idle_ms, id,
+                               &err) < 0) {
         pybox_mcp_warm_free(w);
         return refuse("the session could not be kept: %s", err.msg);
     }

@@ -894,6 +894,12 @@ uint64_t pybox_mcp_call_connection(const void *progress_ctx)
     return c != NULL ? c->srv->connection : 0;
 }
 
+uint64_t pybox_mcp_call_tenant(const void *progress_ctx)
+{
+    const call_t *c = progress_ctx;
+    return c != NULL ? c->srv->hooks.tenant : 0;
+}
+
 pybox_mcp_session_t *pybox_mcp_session_new(const pybox_mcp_config_t *cfg, const pybox_mcp_tool_t *tools, size_t n_tools,
                                            void *arg, const pybox_mcp_hooks_t *hooks)
 {

@@ -4,9 +4,10 @@
 // sessions, an HTTP session's end does not stall the server meanwhile.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
 import { boxes, waitNoBoxes } from './helpers.mjs';
-import { HttpServer, connect, request, postHeaders, initialize } from './http-helpers.mjs';
+import { HttpServer, connect, request, postHeaders, initialize, tokenFolder } from './http-helpers.mjs';
 
 const text = (result) => result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
 const OPEN = (id) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'session_open', arguments: {} } });
@@ -28,7 +29,7 @@ async function openRaw(server, session, token = 'alice') {
 }
 
 test('a session_open cancelled (notifications/cancelled) or abandoned (the client hangs up) opens no session: every place of --python-sessions is still there, no box is left', async () => {
-  const server = await HttpServer.start({ args: ['--python-sessions', '2'] });
+  const server = await HttpServer.start({ args: ['--python-sessions', '2', '--python-sessions-per-token', '2'] });
   const { client, errors } = await connect(server);
   try {
     // notifications/cancelled while the box is made
@@ -70,4 +71,49 @@ test('a session_open cancelled (notifications/cancelled) or abandoned (the clien
     await server.close();
   }
   assert.deepEqual(await boxes(), []);
+});
+
+// Python sessions have a share per token over HTTP: one token that opens its share is
+// refused the next with the per-token bound named, and another token can still open.
+test('each token its share of --python-sessions: one token holding its share leaves the others theirs; the refusal names the per-token bound', async () => {
+  const server = await HttpServer.start({ args: ['--python-sessions', '2'] });
+  try {
+    const alice = await initialize(server, 'alice');
+    const alice2 = await initialize(server, 'alice'); // the same token, another HTTP session
+    const bob = await initialize(server, 'bob');
+    const mine = await openRaw(server, alice);
+    assert.ok(!mine.isError, text(mine));
+    const more = await openRaw(server, alice2);
+    assert.ok(more.isError, 'a second session for the same token');
+    assert.match(text(more), /this token has 1 session live or opening, the most one token keeps \(--python-sessions-per-token, set by the server\)/);
+    const theirs = await openRaw(server, bob, 'bob');
+    assert.ok(!theirs.isError, `bob is not refused for alice's sessions: ${text(theirs)}`);
+    assert.match(server.stderr, /at most 2 live at once \(at most 1 per token\)/);
+    assert.equal((await boxes()).length, 2);
+    for (const [session, token, r] of [[alice, 'alice', mine], [bob, 'bob', theirs]]) {
+      const closed = await request(server, { headers: postHeaders(server, { token, session }), body: JSON.stringify({
+        jsonrpc: '2.0', id: 'close', method: 'tools/call', params: { name: 'session_close', arguments: { session_id: r.structuredContent.session_id } } }) });
+      assert.ok(!JSON.parse(closed.text).result.isError, closed.text);
+    }
+    await waitNoBoxes(30000);
+  } finally {
+    await server.close();
+  }
+  assert.deepEqual(await boxes(), []);
+});
+
+test('--python-sessions-per-token: at most --python-sessions; given, it is the share', async () => {
+  const server = await HttpServer.start({ args: ['--python-sessions', '3', '--python-sessions-per-token', '3'] });
+  try {
+    assert.match(server.stderr, /at most 3 live at once \(at most 3 per token\)/);
+  } finally {
+    await server.close();
+  }
+  const folder = tokenFolder();
+  try {
+    await assert.rejects(HttpServer.start({ folder, args: ['--python-sessions', '2', '--python-sessions-per-token', '3'] }),
+      /--python-sessions-per-token: 3 is more than --python-sessions \(2\)/);
+  } finally {
+    fs.rmSync(folder.dir, { recursive: true, force: true });
+  }
 });
