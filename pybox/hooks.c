@@ -11,6 +11,7 @@ static const char *const names[PYBOX_HOOKS] = {
     [PYBOX_HOOK_RUN_DIR] = "PYBOX_TEST_RUN_DIR",
     [PYBOX_HOOK_SESSION_ANY_PEER] = "PYBOX_TEST_SESSION_ANY_PEER",
     [PYBOX_HOOK_LISTEN_BOUND] = "PYBOX_TEST_LISTEN_BOUND",
+    [PYBOX_HOOK_SESSION_END_HOLD] = "PYBOX_TEST_SESSION_END_HOLD",
 };
 
 const char *pybox_hook_name(pybox_hook_t h)

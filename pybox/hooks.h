@@ -21,6 +21,8 @@ typedef enum {
                                     show what it keeps out */
     PYBOX_HOOK_LISTEN_BOUND,     /* pybox mcp --listen unix:PATH waits, once its socket is bound, for a byte from
                                     this FIFO */
+    PYBOX_HOOK_SESSION_END_HOLD, /* pybox mcp: a Python session that ends waits, before its box is closed, for a
+                                    byte from this FIFO */
     PYBOX_HOOKS,
 } pybox_hook_t;
 

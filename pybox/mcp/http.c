@@ -162,7 +162,8 @@ struct http {
         unsigned conns, sessions, calls;
     } use[PYBOX_MCP_TOKENS_MAX];
     hsession_t *sessions; /* listed */
-    hsession_t *ended;    /* no longer listed nor named: freed by the main thread */
+    hsession_t *ended;    /* no longer listed nor named: freed by a reaper the main thread starts */
+    unsigned reaping;     /* reapers still freeing an ended session */
     conn_t *conns;
     exchange_t *open;
     uint64_t next_serial;
@@ -1131,7 +1132,24 @@ static void reap_all(http_t *hs)
     free(held);
 }
 
-/* The ended sessions no one names any more: their calls joined, freed. */
+/* An ended session's end: its calls joined, what it owned ended (its Python sessions'
+ * boxes closed and removed, which takes what the backend takes), freed. */
+static void *reaper_main(void *arg)
+{
+    hsession_t *s = arg;
+    http_t *hs = s->hs;
+    pybox_mcp_session_free(s->core);
+    free(s);
+    pthread_mutex_lock(&hs->mu);
+    hs->reaping--;
+    pthread_cond_broadcast(&hs->freed);
+    pthread_mutex_unlock(&hs->mu);
+    return NULL;
+}
+
+/* The ended sessions no one names any more, each freed by a reaper of its own: never on
+ * the main thread, which meanwhile would see no signal, deadline, keep-alive or client
+ * that goes. Only when no thread can be made is one freed here. */
 static void free_ended(http_t *hs)
 {
     pthread_mutex_lock(&hs->mu);
@@ -1141,6 +1159,20 @@ static void free_ended(http_t *hs)
     while (list != NULL) {
         hsession_t *s = list;
         list = s->next;
+        pthread_attr_t at;
+        pthread_t t;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        pthread_mutex_lock(&hs->mu);
+        hs->reaping++;
+        pthread_mutex_unlock(&hs->mu);
+        bool made = pthread_create(&t, &at, reaper_main, s) == 0;
+        pthread_attr_destroy(&at);
+        if (made)
+            continue;
+        pthread_mutex_lock(&hs->mu);
+        hs->reaping--;
+        pthread_mutex_unlock(&hs->mu);
         pybox_mcp_session_free(s->core);
         free(s);
     }
@@ -1337,6 +1369,11 @@ int pybox_mcp_http_serve(const pybox_mcp_http_config_t *hc, int signal_fd, const
         pthread_cond_wait(&hs->freed, &hs->mu);
     pthread_mutex_unlock(&hs->mu);
     free_ended(hs);
+    /* and the reapers, each the last to touch hs */
+    pthread_mutex_lock(&hs->mu);
+    while (hs->reaping > 0)
+        pthread_cond_wait(&hs->freed, &hs->mu);
+    pthread_mutex_unlock(&hs->mu);
     close(hs->epfd);
     close(hs->wake_fd);
     pthread_cond_destroy(&hs->freed);

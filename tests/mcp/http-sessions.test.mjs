@@ -6,6 +6,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { boxes, waitNoBoxes } from './helpers.mjs';
 import { HttpServer, connect, request, postHeaders, initialize, tokenFolder } from './http-helpers.mjs';
 
@@ -116,4 +119,60 @@ test('--python-sessions-per-token: at most --python-sessions; given, it is the s
   } finally {
     fs.rmSync(folder.dir, { recursive: true, force: true });
   }
+});
+
+// A run_python call that sleeps, on an HTTP session of its own, its box seen running;
+// abandon() hangs up and resolves once the server has logged the client gone.
+async function abandonedCall(server, boxesBefore) {
+  const session = await initialize(server);
+  const abort = new AbortController();
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 'sleep', method: 'tools/call',
+    params: { name: 'run_python', arguments: { code: 'import time\ntime.sleep(25)', timeout_s: 30 } } });
+  const pending = request(server, { headers: postHeaders(server, { session }), body, signal: abort.signal }).catch((e) => e);
+  await boxesReach(boxesBefore + 1);
+  return async (limitMs) => {
+    const gone = server.logLines('client gone').length;
+    abort.abort();
+    await pending;
+    await server.line(new RegExp(`(client gone[^\\n]*\\n[\\s\\S]*){${gone + 1}}`), limitMs);
+  };
+}
+
+// The end of an MCP session ends its Python sessions, each box closed and removed, which
+// takes what the backend takes. Done on the server's main thread, that stalled every
+// client's disconnection, deadline, keep-alive and signal meanwhile. Here the removal is
+// held (a test hook) after the MCP session is deleted: another client's hang-up is still
+// seen at once, and SIGTERM still drains.
+test('an MCP session whose Python session is being removed does not stall the server: another client that hangs up is still seen, SIGTERM still drains', async () => {
+  const bin = process.env.PYBOX_TEST_BIN;
+  assert.ok(bin, 'PYBOX_TEST_BIN (the test build) is set by the integration tests');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pybox-http-hold-'));
+  const fifo = path.join(dir, 'hold');
+  execFileSync('mkfifo', [fifo]);
+  const server = await HttpServer.start({ bin, args: ['--python-sessions', '2', '--max-timeout', '30'],
+    env: { PYBOX_TEST_SESSION_END_HOLD: fifo } });
+  let held;
+  const release = async () => { if (held) { const h = held; held = undefined; await h.write('x'); await h.close(); } };
+  try {
+    const session = await initialize(server);
+    const opened = await openRaw(server, session);
+    assert.ok(!opened.isError, text(opened));
+    const deleted = await request(server, { method: 'DELETE', headers: postHeaders(server, { session }) });
+    assert.equal(deleted.status, 204, deleted.text);
+    // the server opens the FIFO when the session's end reaches its box: held from now on
+    held = await fs.promises.open(fifo, 'w');
+    const other = await abandonedCall(server, 1);
+    await other(10000);
+    server.proc.kill('SIGTERM');
+    await server.line(/SIGTERM: draining/, 10000);
+    await release();
+    const ex = await server.exited;
+    assert.equal(ex.code, 0, server.stderr);
+    assert.match(server.stderr, /session \w+ ended \(its MCP connection ended\)/);
+  } finally {
+    await release().catch(() => {});
+    await server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  await waitNoBoxes(30000);
 });
