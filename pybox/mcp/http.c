@@ -717,6 +717,7 @@ static enum MHD_Result judge_head(exchange_t *ex, const char *url, const char *m
         pthread_mutex_lock(&hs->mu);
         s->stream = ex;
         ex->mode = X_STREAM;
+        ex->cx->phase = C_BUSY; /* it lasts as long as the session: no body deadline */
         pthread_mutex_unlock(&hs->mu);
         return queue_stream(ex, NULL);
     }

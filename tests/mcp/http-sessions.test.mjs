@@ -5,12 +5,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { boxes, waitNoBoxes } from './helpers.mjs';
-import { HttpServer, connect, request, postHeaders, initialize, tokenFolder } from './http-helpers.mjs';
+import { boxes, waitNoBoxes, SKIP_LONG_HTTP } from './helpers.mjs';
+import { HttpServer, connect, request, postHeaders, initialize, tokenFolder, PROTOCOL } from './http-helpers.mjs';
 
 const text = (result) => result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
 const OPEN = (id) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'session_open', arguments: {} } });
@@ -175,4 +176,44 @@ test('an MCP session whose Python session is being removed does not stall the se
     fs.rmSync(dir, { recursive: true, force: true });
   }
   await waitNoBoxes(30000);
+});
+
+// The session's GET stream lasts as long as the session: it is not a body being read,
+// whose deadline (60 s) once cut it whatever its keep-alives. Five keep-alives (one each
+// 15 s) come on it, then DELETE ends it.
+test('the session\'s GET stream outlives the body deadline: keep-alives past 60 s, then DELETE ends it', { skip: SKIP_LONG_HTTP }, async () => {
+  const server = await HttpServer.start();
+  try {
+    const session = await initialize(server);
+    const t0 = performance.now();
+    let keepalives = 0;
+    let ended = false;
+    let fifth;
+    const five = new Promise((resolve) => { fifth = resolve; });
+    const done = new Promise((resolve, reject) => {
+      const req = http.request({ host: server.host, port: server.port, method: 'GET', path: '/mcp',
+        headers: { Authorization: server.auth(), Accept: 'text/event-stream', 'Mcp-Session-Id': session, 'MCP-Protocol-Version': PROTOCOL } },
+      (res) => {
+        assert.equal(res.statusCode, 200);
+        res.on('data', (c) => {
+          keepalives += (c.toString('utf8').match(/: keep-alive/g) || []).length;
+          if (keepalives >= 5) fifth();
+        });
+        res.on('end', () => { ended = true; resolve(); });
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    await Promise.race([five, done]);
+    const s = (performance.now() - t0) / 1000;
+    assert.ok(!ended, `the stream ended after ${s.toFixed(1)} s with ${keepalives} keep-alives`);
+    assert.ok(s > 61, `${s} s`);
+    const deleted = await request(server, { method: 'DELETE', headers: postHeaders(server, { session }) });
+    assert.equal(deleted.status, 204);
+    await done;
+    assert.ok(ended);
+  } finally {
+    await server.close();
+  }
 });
