@@ -134,6 +134,7 @@ struct exchange {
     bool refused; /* answered at the head: its body is not read */
     bool dispatched;
     pybox_buf_t body;
+    size_t body_held; /* of it, counted in the bodies held (PYBOX_MCP_HTTP_BODIES_*) */
     mode_t_ mode;
     msg_t *q_head, *q_tail; /* messages not yet framed */
     pybox_buf_t cur;        /* bytes being sent (an event, a keep-alive) */
@@ -160,7 +161,9 @@ struct http {
     int listen_fd;
     struct {
         unsigned conns, sessions, calls;
+        long long bodies; /* bytes of request bodies held */
     } use[PYBOX_MCP_TOKENS_MAX];
+    long long bodies;     /* bytes of request bodies held, all tokens */
     hsession_t *sessions; /* listed */
     hsession_t *ended;    /* no longer listed nor named: freed by a reaper the main thread starts */
     unsigned reaping;     /* reapers still freeing an ended session */
@@ -325,11 +328,42 @@ static void exchange_free(exchange_t *ex)
     free(ex);
 }
 
+/* A body let go: it no longer counts in what is held. With the lock held. */
+static void body_drop_locked(exchange_t *ex)
+{
+    http_t *hs = ex->hs;
+    if (ex->body_held > 0 && ex->token >= 0) {
+        hs->use[ex->token].bodies -= (long long)ex->body_held;
+        hs->bodies -= (long long)ex->body_held;
+    }
+    ex->body_held = 0;
+    pybox_buf_free(&ex->body);
+    pybox_buf_init(&ex->body, 0);
+}
+
+/* Room for n more bytes of ex's body among those held: 0 (counted), or the status that
+ * refuses it (429: its token's share is full; 503: the server's). With the lock held. */
+static unsigned body_hold_locked(exchange_t *ex, size_t n)
+{
+    http_t *hs = ex->hs;
+    if (ex->token < 0)
+        return MHD_HTTP_UNAUTHORIZED; /* never: a body is read only once authenticated */
+    if (hs->use[ex->token].bodies + (long long)n > PYBOX_MCP_HTTP_BODIES_PER_TOKEN)
+        return MHD_HTTP_TOO_MANY_REQUESTS;
+    if (hs->bodies + (long long)n > PYBOX_MCP_HTTP_BODIES_MAX)
+        return MHD_HTTP_SERVICE_UNAVAILABLE;
+    hs->use[ex->token].bodies += (long long)n;
+    hs->bodies += (long long)n;
+    ex->body_held += n;
+    return 0;
+}
+
 static void exchange_unref_locked(exchange_t *ex)
 {
     if (--ex->refs > 0)
         return;
     http_t *hs = ex->hs;
+    body_drop_locked(ex);
     if (ex->prev_open != NULL)
         ex->prev_open->next_open = ex->next_open;
     else
@@ -485,6 +519,24 @@ static enum MHD_Result refuse(exchange_t *ex, unsigned status, int code, const c
                                                     : queue(ex, status, NULL, 0, NULL, headers);
     pybox_buf_free(&b);
     return r;
+}
+
+/* A body refused while it comes, or from its Content-Length: too large for a message
+ * (413), or past the bodies held at once, its token's share (429) or the server's (503). */
+static enum MHD_Result refuse_body(exchange_t *ex, unsigned status)
+{
+    if (status == MHD_HTTP_TOO_MANY_REQUESTS)
+        return refuse(ex, status, -32000, MHD_HTTP_HEADER_RETRY_AFTER, "1",
+                      "too many requests: this token's request bodies being sent at once pass %lld MiB (set by the "
+                      "server)",
+                      PYBOX_MCP_HTTP_BODIES_PER_TOKEN >> 20);
+    if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+        return refuse(ex, status, -32000, MHD_HTTP_HEADER_RETRY_AFTER, "1",
+                      "service unavailable: the request bodies being sent to this server at once pass %lld MiB (set "
+                      "by the server)",
+                      PYBOX_MCP_HTTP_BODIES_MAX >> 20);
+    return refuse(ex, MHD_HTTP_CONTENT_TOO_LARGE, -32600, NULL, NULL,
+                  "content too large: a message may be at most %d bytes", PYBOX_MCP_LINE_MAX);
 }
 
 /* The SSE stream's reader: the exchange's messages framed as events, keep-alives between. */
@@ -657,6 +709,16 @@ static enum MHD_Result judge_head(exchange_t *ex, const char *url, const char *m
             return refuse(ex, MHD_HTTP_CONTENT_TOO_LARGE, -32600, NULL, NULL,
                           "content too large: a message may be at most %d bytes (the body has %llu)",
                           PYBOX_MCP_LINE_MAX, len);
+        if (len > 0) { /* refused at once when it could not be held, before it is sent */
+            pthread_mutex_lock(&hs->mu);
+            unsigned full = hs->use[ex->token].bodies + (long long)len > PYBOX_MCP_HTTP_BODIES_PER_TOKEN
+                                ? MHD_HTTP_TOO_MANY_REQUESTS
+                            : hs->bodies + (long long)len > PYBOX_MCP_HTTP_BODIES_MAX ? MHD_HTTP_SERVICE_UNAVAILABLE
+                                                                                      : 0;
+            pthread_mutex_unlock(&hs->mu);
+            if (full != 0)
+                return refuse_body(ex, full);
+        }
         if (!pybox_mcp_is_json(header(c, MHD_HTTP_HEADER_CONTENT_TYPE)))
             return refuse(ex, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, -32000, NULL, NULL,
                           "unsupported media type: the body must be application/json");
@@ -748,6 +810,11 @@ static enum MHD_Result dispatch_post(exchange_t *ex)
         return refuse(ex, MHD_HTTP_BAD_REQUEST, -32600, NULL, NULL, "bad request: the body holds no JSON-RPC message");
     }
     pybox_mcp_session_handle(s->core, body, ex->body.len, fresh != NULL ? PYBOX_MCP_ONLY_INITIALIZE : 0, &ex->sink, &h);
+    /* The message is taken (the core keeps what it needs): its body is let go now, not
+     * when its call ends. */
+    pthread_mutex_lock(&hs->mu);
+    body_drop_locked(ex);
+    pthread_mutex_unlock(&hs->mu);
     pybox_strlcpy(ex->log_call, h.method, sizeof ex->log_call);
     if (h.outcome == PYBOX_MCP_NEEDS_SESSION) {
         pybox_mcp_session_free(fresh->core);
@@ -862,10 +929,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (*upload_size > 0) {
         /* Bounded as a line on stdio; nothing of it is parsed before it is whole. */
-        if (ex->body.len + *upload_size > PYBOX_MCP_LINE_MAX || pybox_buf_append(&ex->body, upload, *upload_size) < 0) {
+        if (ex->body.len + *upload_size > PYBOX_MCP_LINE_MAX) {
             *upload_size = 0;
-            return refuse(ex, MHD_HTTP_CONTENT_TOO_LARGE, -32600, NULL, NULL,
-                          "content too large: a message may be at most %d bytes", PYBOX_MCP_LINE_MAX);
+            return refuse_body(ex, MHD_HTTP_CONTENT_TOO_LARGE);
+        }
+        pthread_mutex_lock(&hs->mu);
+        unsigned full = body_hold_locked(ex, *upload_size);
+        pthread_mutex_unlock(&hs->mu);
+        if (full != 0 || pybox_buf_append(&ex->body, upload, *upload_size) < 0) {
+            *upload_size = 0;
+            return refuse_body(ex, full != 0 ? full : MHD_HTTP_CONTENT_TOO_LARGE);
         }
         *upload_size = 0;
         return MHD_YES;

@@ -217,3 +217,54 @@ test('the session\'s GET stream outlives the body deadline: keep-alives past 60 
     await server.close();
   }
 });
+
+// Request bodies held at once are bounded per token (64 MiB) and in all: six bodies of
+// 15 MiB from one token, all held at once (none complete until the six are sent), get at
+// most four answers and a 429 with its reason for the rest; another token is served
+// meanwhile. Each body is a ping padded with spaces.
+test('request bodies held at once: one token\'s past its share get 429 with the reason, another token is served meanwhile', async () => {
+  const server = await HttpServer.start();
+  const socks = [];
+  try {
+    const session = await initialize(server, 'bob');
+    const ping = Buffer.from('{"jsonrpc":"2.0","id":1,"method":"ping"}');
+    const size = 15 * 1024 * 1024;
+    const pad = Buffer.alloc(size - ping.length - 1, 0x20);
+    const head = `POST /mcp HTTP/1.1\r\nHost: x\r\n${Object.entries(postHeaders(server, { token: 'bob', session }))
+      .map(([k, v]) => `${k}: ${v}\r\n`).join('')}Content-Length: ${size}\r\n\r\n`;
+    const answers = [];
+    for (let i = 0; i < 6; i++) {
+      const sock = net.connect(server.port, server.host);
+      const got = { text: '', closed: false };
+      answers.push(got);
+      socks.push(sock);
+      sock.on('data', (c) => { got.text += c.toString('latin1'); });
+      sock.on('error', () => {});
+      got.done = new Promise((resolve) => sock.on('close', () => { got.closed = true; resolve(); }));
+      // all but the last byte: the body is held, not yet whole
+      await new Promise((resolve) => { sock.write(head); sock.write(ping); sock.write(pad, () => resolve()); sock.once('close', resolve); });
+    }
+    const alice = await initialize(server, 'alice');
+    const pong = await request(server, { headers: postHeaders(server, { session: alice }), body: ping.toString() });
+    assert.equal(pong.status, 200, pong.text);
+    for (const s of socks) if (!s.destroyed) s.end(' ');
+    // each answered: the whole ones with a pong, the others refused
+    const t0 = performance.now();
+    while (answers.some((a) => !/\r\n\r\n[\s\S]*\}/.test(a.text) && !a.closed)) {
+      assert.ok(performance.now() - t0 < 30000, 'every connection answered or closed');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // refused while it was being sent, a body's answer may be lost to the client (the
+    // server closes a connection whose body it will not read): the log has each refusal
+    const ok = answers.filter((a) => /^HTTP\/1\.1 200 /.test(a.text));
+    assert.ok(ok.length <= 4, `${ok.length} bodies of 15 MiB held at once, past 64 MiB`);
+    assert.ok(ok.length >= 1);
+    const reason = /refused 429 POST token=bob session=\S+: too many requests: this token's request bodies being sent at once pass 64 MiB \(set by the server\)/g;
+    assert.equal((server.stderr.match(reason) || []).length, 6 - ok.length, server.stderr);
+    for (const a of answers.filter((x) => !ok.includes(x)))
+      assert.ok(a.text === '' || /^HTTP\/1\.1 429 [\s\S]*pass 64 MiB/.test(a.text), a.text.slice(0, 200));
+  } finally {
+    for (const s of socks) s.destroy();
+    await server.close();
+  }
+});
