@@ -105,7 +105,9 @@ static void end_unasked(const char *id, pybox_mcp_warm_t *w, const char *why)
     pybox_ahead_t *box = w->box;
     w->box = NULL;
     pybox_ahead_close(box, &res);
-    pybox_log("session %s ended (%s): %s, box %s", id, why, pybox_end_word(res.end),
+    /* Its first 8 digits only, as the HTTP server logs an Mcp-Session-Id: the log names a
+     * session without handing whoever reads it the id that reaches it. */
+    pybox_log("session %.8s ended (%s): %s, box %s", id, why, pybox_end_word(res.end),
               res.gone ? "removed and confirmed gone" : "NOT confirmed gone");
     pybox_run_result_free(&res);
     pybox_mcp_warm_free(w);
