@@ -139,10 +139,11 @@ struct exchange {
     msg_t *q_head, *q_tail; /* messages not yet framed */
     pybox_buf_t cur;        /* bytes being sent (an event, a keep-alive) */
     size_t cur_off;
-    bool finished;  /* nothing more will come (the call ended, the stream was closed) */
-    bool suspended; /* suspended in libmicrohttpd and watched */
-    bool gone;      /* the client went, or the request ended: nothing more is taken */
-    bool abandoned; /* its call was cancelled because the client went */
+    bool finished;    /* nothing more will come (the call ended, the stream was closed) */
+    bool suspended;   /* suspended in libmicrohttpd and watched */
+    bool gone;        /* the client went, or the request ended: nothing more is taken */
+    bool abandoned;   /* its call was cancelled because the client went */
+    bool half_closed; /* the client shut its side (a FIN): from then on only a reset or an error is its going */
     int64_t keepalive_ms;
     char log_call[48]; /* the message's method, for the log */
 };
@@ -393,7 +394,8 @@ static void wake_locked(exchange_t *ex)
  * watch its descriptor for the client's going. */
 static void suspend_locked(exchange_t *ex)
 {
-    struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLHUP | EPOLLERR, .data.u64 = ex->serial};
+    struct epoll_event ev = {.events = (ex->half_closed ? 0 : EPOLLRDHUP) | EPOLLHUP | EPOLLERR,
+                             .data.u64 = ex->serial};
     if (epoll_ctl(ex->hs->epfd, EPOLL_CTL_ADD, ex->cx->fd, &ev) < 0) {
         /* Not watched, so not suspended: the reader is asked again at once (a busy wait,
          * bounded by the call). Never seen: the descriptor is a socket. */
@@ -1252,13 +1254,40 @@ static void free_ended(http_t *hs)
     }
 }
 
+/* An interim answer any HTTP/1.1 client reads past (RFC 9110, 15.2), sent to a client
+ * that shut its side before anything of the answer went. */
+static const char probe_continue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+/* A FIN from a suspended exchange's client: it shut its side, or it is gone; the two look
+ * the same until something is sent. So something is: a client that closed answers it
+ * with a reset (then EPOLLHUP or EPOLLERR: client_went), one that only shut its side reads
+ * it and its call goes on. Waiting for JSON, that is an interim 100 (nothing of the
+ * answer has gone: libmicrohttpd writes nothing while suspended); on a stream, a
+ * keep-alive. Returns false when the client is already known gone. With the lock held. */
+static bool half_closed_locked(exchange_t *ex)
+{
+    ex->half_closed = true;
+    struct epoll_event ev = {.events = EPOLLHUP | EPOLLERR, .data.u64 = ex->serial};
+    epoll_ctl(ex->hs->epfd, EPOLL_CTL_MOD, ex->cx->fd, &ev);
+    if (ex->mode == X_JSON && !ex->finished)
+        return send(ex->cx->fd, probe_continue, sizeof probe_continue - 1, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0 ||
+               (errno != EPIPE && errno != ECONNRESET);
+    ex->keepalive_ms = 0; /* the next sweep sends one */
+    return true;
+}
+
 /* The client of a suspended exchange went: cancel its call, let libmicrohttpd end it. */
-static void client_went(http_t *hs, uint64_t serial)
+static void client_went(http_t *hs, uint64_t serial, uint32_t events)
 {
     pthread_mutex_lock(&hs->mu);
     exchange_t *ex = hs->open;
     while (ex != NULL && ex->serial != serial)
         ex = ex->next_open;
+    if (ex != NULL && ex->suspended && !(events & (EPOLLHUP | EPOLLERR)) && !ex->half_closed &&
+        half_closed_locked(ex)) {
+        pthread_mutex_unlock(&hs->mu);
+        return;
+    }
     if (ex != NULL && ex->suspended) {
         ex->gone = true;
         if ((ex->mode == X_JSON || ex->mode == X_SSE) && !ex->finished)
@@ -1365,7 +1394,7 @@ int pybox_mcp_http_serve(const pybox_mcp_http_config_t *hc, int signal_fd, const
                 continue;
             }
             if (evs[i].data.u64 != 0) {
-                client_went(hs, evs[i].data.u64);
+                client_went(hs, evs[i].data.u64, evs[i].events);
                 continue;
             }
             struct signalfd_siginfo si;

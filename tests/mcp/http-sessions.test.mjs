@@ -270,3 +270,33 @@ test('request bodies held at once: one token\'s past its share get 429 with the 
     await server.close();
   }
 });
+
+// A client may half-close its side once its request is sent (shutdown(SHUT_WR)): that is
+// not a hang-up, and its call runs to its answer. A client that closes outright is still
+// seen at once and its call cancelled (the other tests of a client that goes).
+test('a client that half-closes after its request still gets its answer; one that closes is still gone', async () => {
+  const server = await HttpServer.start();
+  try {
+    const session = await initialize(server);
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 'half', method: 'tools/call',
+      params: { name: 'run_python', arguments: { code: 'import time\ntime.sleep(1)\nprint("answered")' } } });
+    const got = await new Promise((resolve) => {
+      const sock = net.connect(server.port, server.host);
+      const chunks = [];
+      sock.on('data', (c) => chunks.push(c));
+      sock.on('error', () => {});
+      sock.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      sock.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${Object.entries(postHeaders(server, { session }))
+        .map(([k, v]) => `${k}: ${v}\r\n`).join('')}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      sock.end(); // FIN: nothing more is sent, the answer is still read
+    });
+    const final = got.replace(/^(HTTP\/1\.1 1\d\d [^\r]*\r\n(?:[^\r]+\r\n)*\r\n)*/, '');
+    assert.match(final, /^HTTP\/1\.1 200 /, got.slice(0, 300));
+    const result = JSON.parse(final.slice(final.indexOf('\r\n\r\n') + 4)).result;
+    assert.equal(result.structuredContent.said.stdout.text, 'answered\n');
+    assert.doesNotMatch(server.stderr, /client gone/);
+  } finally {
+    await server.close();
+  }
+  assert.deepEqual(await boxes(), []);
+});
