@@ -77,6 +77,7 @@ _pybox()
         ;;
     --timeout | --ttl | --memory | --pids | --cpus | --max-timeout | --max-memory | --output-root-max | --output-root-age | \
         --images | --debian | --listen | --allow-origins | --max-connections | --max-http-sessions | --max-calls | \
+        --python-sessions-per-token | \
         --session-idle)
         return 0 # a value of the caller's own
         ;;

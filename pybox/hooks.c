@@ -13,6 +13,7 @@ static const char *const names[PYBOX_HOOKS] = {
     [PYBOX_HOOK_LISTEN_BOUND] = "PYBOX_TEST_LISTEN_BOUND",
     /* the relaxation reused-box (policy.h) */
     [PYBOX_HOOK_WARM_REUSE] = "PYBOX_TEST_WARM_REUSE",
+    [PYBOX_HOOK_SESSION_END_HOLD] = "PYBOX_TEST_SESSION_END_HOLD",
 };
 
 const char *pybox_hook_name(pybox_hook_t h)

@@ -23,6 +23,8 @@ typedef enum {
                                     this FIFO */
     PYBOX_HOOK_WARM_REUSE,       /* pybox mcp's warm pool hands the box of a call to the next call of its image
                                     ("1"), instead of a fresh one: to show what a fresh box per call keeps apart */
+    PYBOX_HOOK_SESSION_END_HOLD, /* pybox mcp: a Python session that ends waits, before its box is closed, for a
+                                    byte from this FIFO */
     PYBOX_HOOKS,
 } pybox_hook_t;
 

@@ -160,6 +160,12 @@ START_TEST(http_hostile)
 }
 END_TEST
 
+START_TEST(http_sessions)
+{
+    node_tests("http-sessions.test.mjs");
+}
+END_TEST
+
 START_TEST(http_behind_nginx)
 {
     node_tests("proxy.test.mjs");
@@ -170,7 +176,7 @@ Suite *itest_suite_mcp(void)
 {
     Suite *s = suite_create("mcp");
     itest_tcase(s, "mcp", 600, ITEST_TESTS(startup_refusals, sdk_client, sessions, wire, inspector_cli));
-    itest_tcase(s, "http", 900, ITEST_TESTS(http_sdk_client, http_hostile, http_behind_nginx));
+    itest_tcase(s, "http", 900, ITEST_TESTS(http_sdk_client, http_hostile, http_sessions, http_behind_nginx));
     itest_tcase(s, "ceilings", 120, ITEST_TESTS(ceilings_shown_exactly));
     return s;
 }

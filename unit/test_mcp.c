@@ -190,8 +190,9 @@ static struct {
 } srv;
 
 /* A result the server drops: what it kept goes, as the real tool's does. */
-static void fake_drop(const pybox_mcp_config_t *c, const cJSON *kept)
+static void fake_drop(void *arg, const pybox_mcp_config_t *c, const cJSON *kept)
 {
+    (void)arg;
     if (cJSON_IsString(kept) && c->output_root[0] != '\0')
         pybox_mcp_discard_kept(c->output_root, kept->valuestring);
 }

@@ -352,6 +352,7 @@ START_TEST(each_connection_its_own)
         ck_assert_uint_ne(ids[i], 0);
         connection_ends = 0;
         pybox_mcp_session_free(s);
+        free(k.last);
         ck_assert_int_eq(connection_ends, 1);
         ck_assert_uint_eq(ended_connection, ids[i]);
     }

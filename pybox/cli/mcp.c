@@ -69,12 +69,14 @@ static int run(int argc, char **argv)
                 pybox_fmt_fixed(wait, cfg->warm_wait_ms, 3));
     }
     if (cfg->sessions > 0) {
-        char ttl[PYBOX_NUM_MAX], idle[PYBOX_NUM_MAX];
+        char ttl[PYBOX_NUM_MAX], idle[PYBOX_NUM_MAX], share[64] = "";
+        if (cfg->sessions_per_tenant > 0)
+            snprintf(share, sizeof share, " (at most %d per token)", cfg->sessions_per_tenant);
         fprintf(stderr,
-                "pybox mcp: sessions on request (session_open): at most %d live at once, each within the memory it "
+                "pybox mcp: sessions on request (session_open): at most %d live at once%s, each within the memory it "
                 "asked, ending at session_close, after %s s idle, at its lifetime (at most %s s) or with the "
                 "client\n",
-                cfg->sessions, pybox_fmt_fixed(idle, cfg->session_idle_ms, 3),
+                cfg->sessions, share, pybox_fmt_fixed(idle, cfg->session_idle_ms, 3),
                 pybox_fmt_fixed(ttl, cfg->session_ttl_ms, 3));
     }
     pybox_buf_free(&imgs);

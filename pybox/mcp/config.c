@@ -41,6 +41,7 @@ enum {
     OPT_MAX_SESSIONS,
     OPT_MAX_CALLS,
     OPT_HTTP_SESSION_IDLE,
+    OPT_SESSIONS_PER_TOKEN,
     OPT_HELP,
 };
 
@@ -67,6 +68,7 @@ const struct option pybox_mcp_options[] = {
     {PYBOX_MCP_OPT_HTTP_SESSIONS, required_argument, NULL, OPT_MAX_SESSIONS},
     {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
     {"http-session-idle", required_argument, NULL, OPT_HTTP_SESSION_IDLE},
+    {PYBOX_MCP_OPT_PYTHON_SESSIONS_PER_TOKEN, required_argument, NULL, OPT_SESSIONS_PER_TOKEN},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -162,6 +164,16 @@ static int http_option(pybox_mcp_args_t *a, int val, const char *v, pybox_error_
         return per_token("--" PYBOX_MCP_OPT_HTTP_SESSIONS, v, &hc->max_sessions, err);
     case OPT_MAX_CALLS:
         return per_token("--max-calls", v, &hc->max_calls, err);
+    case OPT_SESSIONS_PER_TOKEN: {
+        uint64_t n;
+        if (pybox_parse_u64(v, &n) < 0 || n < 1 || n > PYBOX_MCP_SESSIONS_MAX)
+            return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                                   "--" PYBOX_MCP_OPT_PYTHON_SESSIONS_PER_TOKEN
+                                   ": give how many Python sessions one token may have live at once, from 1 to %d",
+                                   PYBOX_MCP_SESSIONS_MAX);
+        a->cfg.sessions_per_tenant = (int)n;
+        return 0;
+    }
     case OPT_HTTP_SESSION_IDLE:
         if (pybox_parse_age(v, &hc->session_idle_s) < 0 || hc->session_idle_s < PYBOX_MCP_HTTP_SESSION_IDLE_MIN_S)
             return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
@@ -321,5 +333,18 @@ int pybox_mcp_args_finish(pybox_mcp_args_t *a, const pybox_state_t *st, pybox_er
         pybox_limit_within(PYBOX_LIMIT_MEMORY, cfg->max_memory_bytes, ceil.limit[PYBOX_LIMIT_MEMORY],
                            "--max-memory: ", "", end, err) < 0)
         return -1;
-    return a->listen ? pybox_mcp_tokens_load(a->token_file, &a->http.tokens, err) : 0;
+    if (!a->listen)
+        return 0;
+    if (pybox_mcp_tokens_load(a->token_file, &a->http.tokens, err) < 0)
+        return -1;
+    /* One token's share of the Python sessions: by default an even share, so that one
+     * token cannot hold every place (never more than the server keeps). */
+    if (cfg->sessions_per_tenant > cfg->sessions && cfg->sessions > 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
+                               "--" PYBOX_MCP_OPT_PYTHON_SESSIONS_PER_TOKEN
+                               ": %d is more than --" PYBOX_MCP_OPT_PYTHON_SESSIONS " (%d), the most the server keeps",
+                               cfg->sessions_per_tenant, cfg->sessions);
+    if (cfg->sessions_per_tenant == 0 && a->http.tokens.n > 0)
+        cfg->sessions_per_tenant = (int)((cfg->sessions + (int)a->http.tokens.n - 1) / (int)a->http.tokens.n);
+    return 0;
 }

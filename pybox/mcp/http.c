@@ -134,14 +134,16 @@ struct exchange {
     bool refused; /* answered at the head: its body is not read */
     bool dispatched;
     pybox_buf_t body;
+    size_t body_held; /* of it, counted in the bodies held (PYBOX_MCP_HTTP_BODIES_*) */
     mode_t_ mode;
     msg_t *q_head, *q_tail; /* messages not yet framed */
     pybox_buf_t cur;        /* bytes being sent (an event, a keep-alive) */
     size_t cur_off;
-    bool finished;  /* nothing more will come (the call ended, the stream was closed) */
-    bool suspended; /* suspended in libmicrohttpd and watched */
-    bool gone;      /* the client went, or the request ended: nothing more is taken */
-    bool abandoned; /* its call was cancelled because the client went */
+    bool finished;    /* nothing more will come (the call ended, the stream was closed) */
+    bool suspended;   /* suspended in libmicrohttpd and watched */
+    bool gone;        /* the client went, or the request ended: nothing more is taken */
+    bool abandoned;   /* its call was cancelled because the client went */
+    bool half_closed; /* the client shut its side (a FIN): from then on only a reset or an error is its going */
     int64_t keepalive_ms;
     char log_call[48]; /* the message's method, for the log */
 };
@@ -160,9 +162,12 @@ struct http {
     int listen_fd;
     struct {
         unsigned conns, sessions, calls;
+        long long bodies; /* bytes of request bodies held */
     } use[PYBOX_MCP_TOKENS_MAX];
+    long long bodies;     /* bytes of request bodies held, all tokens */
     hsession_t *sessions; /* listed */
-    hsession_t *ended;    /* no longer listed nor named: freed by the main thread */
+    hsession_t *ended;    /* no longer listed nor named: freed by a reaper the main thread starts */
+    unsigned reaping;     /* reapers still freeing an ended session */
     conn_t *conns;
     exchange_t *open;
     uint64_t next_serial;
@@ -283,7 +288,8 @@ static hsession_t *session_new(http_t *hs, int token)
         return NULL;
     s->hs = hs;
     s->token = token;
-    s->hooks = (pybox_mcp_hooks_t){.call_begin = call_begin, .call_end = call_end, .ctx = s, .early_cancels = true};
+    s->hooks = (pybox_mcp_hooks_t){
+        .call_begin = call_begin, .call_end = call_end, .ctx = s, .early_cancels = true, .tenant = (uint64_t)token + 1};
     s->core = pybox_mcp_session_new(hs->cfg, hs->tools, hs->n_tools, hs->arg, &s->hooks);
     if (s->core == NULL) {
         free(s);
@@ -323,11 +329,42 @@ static void exchange_free(exchange_t *ex)
     free(ex);
 }
 
+/* A body let go: it no longer counts in what is held. With the lock held. */
+static void body_drop_locked(exchange_t *ex)
+{
+    http_t *hs = ex->hs;
+    if (ex->body_held > 0 && ex->token >= 0) {
+        hs->use[ex->token].bodies -= (long long)ex->body_held;
+        hs->bodies -= (long long)ex->body_held;
+    }
+    ex->body_held = 0;
+    pybox_buf_free(&ex->body);
+    pybox_buf_init(&ex->body, 0);
+}
+
+/* Room for n more bytes of ex's body among those held: 0 (counted), or the status that
+ * refuses it (429: its token's share is full; 503: the server's). With the lock held. */
+static unsigned body_hold_locked(exchange_t *ex, size_t n)
+{
+    http_t *hs = ex->hs;
+    if (ex->token < 0)
+        return MHD_HTTP_UNAUTHORIZED; /* never: a body is read only once authenticated */
+    if (hs->use[ex->token].bodies + (long long)n > PYBOX_MCP_HTTP_BODIES_PER_TOKEN)
+        return MHD_HTTP_TOO_MANY_REQUESTS;
+    if (hs->bodies + (long long)n > PYBOX_MCP_HTTP_BODIES_MAX)
+        return MHD_HTTP_SERVICE_UNAVAILABLE;
+    hs->use[ex->token].bodies += (long long)n;
+    hs->bodies += (long long)n;
+    ex->body_held += n;
+    return 0;
+}
+
 static void exchange_unref_locked(exchange_t *ex)
 {
     if (--ex->refs > 0)
         return;
     http_t *hs = ex->hs;
+    body_drop_locked(ex);
     if (ex->prev_open != NULL)
         ex->prev_open->next_open = ex->next_open;
     else
@@ -357,7 +394,8 @@ static void wake_locked(exchange_t *ex)
  * watch its descriptor for the client's going. */
 static void suspend_locked(exchange_t *ex)
 {
-    struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLHUP | EPOLLERR, .data.u64 = ex->serial};
+    struct epoll_event ev = {.events = (ex->half_closed ? 0 : EPOLLRDHUP) | EPOLLHUP | EPOLLERR,
+                             .data.u64 = ex->serial};
     if (epoll_ctl(ex->hs->epfd, EPOLL_CTL_ADD, ex->cx->fd, &ev) < 0) {
         /* Not watched, so not suspended: the reader is asked again at once (a busy wait,
          * bounded by the call). Never seen: the descriptor is a socket. */
@@ -483,6 +521,24 @@ static enum MHD_Result refuse(exchange_t *ex, unsigned status, int code, const c
                                                     : queue(ex, status, NULL, 0, NULL, headers);
     pybox_buf_free(&b);
     return r;
+}
+
+/* A body refused while it comes, or from its Content-Length: too large for a message
+ * (413), or past the bodies held at once, its token's share (429) or the server's (503). */
+static enum MHD_Result refuse_body(exchange_t *ex, unsigned status)
+{
+    if (status == MHD_HTTP_TOO_MANY_REQUESTS)
+        return refuse(ex, status, -32000, MHD_HTTP_HEADER_RETRY_AFTER, "1",
+                      "too many requests: this token's request bodies being sent at once pass %lld MiB (set by the "
+                      "server)",
+                      PYBOX_MCP_HTTP_BODIES_PER_TOKEN >> 20);
+    if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+        return refuse(ex, status, -32000, MHD_HTTP_HEADER_RETRY_AFTER, "1",
+                      "service unavailable: the request bodies being sent to this server at once pass %lld MiB (set "
+                      "by the server)",
+                      PYBOX_MCP_HTTP_BODIES_MAX >> 20);
+    return refuse(ex, MHD_HTTP_CONTENT_TOO_LARGE, -32600, NULL, NULL,
+                  "content too large: a message may be at most %d bytes", PYBOX_MCP_LINE_MAX);
 }
 
 /* The SSE stream's reader: the exchange's messages framed as events, keep-alives between. */
@@ -655,6 +711,16 @@ static enum MHD_Result judge_head(exchange_t *ex, const char *url, const char *m
             return refuse(ex, MHD_HTTP_CONTENT_TOO_LARGE, -32600, NULL, NULL,
                           "content too large: a message may be at most %d bytes (the body has %llu)",
                           PYBOX_MCP_LINE_MAX, len);
+        if (len > 0) { /* refused at once when it could not be held, before it is sent */
+            pthread_mutex_lock(&hs->mu);
+            unsigned full = hs->use[ex->token].bodies + (long long)len > PYBOX_MCP_HTTP_BODIES_PER_TOKEN
+                                ? MHD_HTTP_TOO_MANY_REQUESTS
+                            : hs->bodies + (long long)len > PYBOX_MCP_HTTP_BODIES_MAX ? MHD_HTTP_SERVICE_UNAVAILABLE
+                                                                                      : 0;
+            pthread_mutex_unlock(&hs->mu);
+            if (full != 0)
+                return refuse_body(ex, full);
+        }
         if (!pybox_mcp_is_json(header(c, MHD_HTTP_HEADER_CONTENT_TYPE)))
             return refuse(ex, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, -32000, NULL, NULL,
                           "unsupported media type: the body must be application/json");
@@ -715,6 +781,7 @@ static enum MHD_Result judge_head(exchange_t *ex, const char *url, const char *m
         pthread_mutex_lock(&hs->mu);
         s->stream = ex;
         ex->mode = X_STREAM;
+        ex->cx->phase = C_BUSY; /* it lasts as long as the session: no body deadline */
         pthread_mutex_unlock(&hs->mu);
         return queue_stream(ex, NULL);
     }
@@ -745,6 +812,11 @@ static enum MHD_Result dispatch_post(exchange_t *ex)
         return refuse(ex, MHD_HTTP_BAD_REQUEST, -32600, NULL, NULL, "bad request: the body holds no JSON-RPC message");
     }
     pybox_mcp_session_handle(s->core, body, ex->body.len, fresh != NULL ? PYBOX_MCP_ONLY_INITIALIZE : 0, &ex->sink, &h);
+    /* The message is taken (the core keeps what it needs): its body is let go now, not
+     * when its call ends. */
+    pthread_mutex_lock(&hs->mu);
+    body_drop_locked(ex);
+    pthread_mutex_unlock(&hs->mu);
     pybox_strlcpy(ex->log_call, h.method, sizeof ex->log_call);
     if (h.outcome == PYBOX_MCP_NEEDS_SESSION) {
         pybox_mcp_session_free(fresh->core);
@@ -859,10 +931,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (*upload_size > 0) {
         /* Bounded as a line on stdio; nothing of it is parsed before it is whole. */
-        if (ex->body.len + *upload_size > PYBOX_MCP_LINE_MAX || pybox_buf_append(&ex->body, upload, *upload_size) < 0) {
+        if (ex->body.len + *upload_size > PYBOX_MCP_LINE_MAX) {
             *upload_size = 0;
-            return refuse(ex, MHD_HTTP_CONTENT_TOO_LARGE, -32600, NULL, NULL,
-                          "content too large: a message may be at most %d bytes", PYBOX_MCP_LINE_MAX);
+            return refuse_body(ex, MHD_HTTP_CONTENT_TOO_LARGE);
+        }
+        pthread_mutex_lock(&hs->mu);
+        unsigned full = body_hold_locked(ex, *upload_size);
+        pthread_mutex_unlock(&hs->mu);
+        if (full != 0 || pybox_buf_append(&ex->body, upload, *upload_size) < 0) {
+            *upload_size = 0;
+            return refuse_body(ex, full != 0 ? full : MHD_HTTP_CONTENT_TOO_LARGE);
         }
         *upload_size = 0;
         return MHD_YES;
@@ -1130,7 +1208,24 @@ static void reap_all(http_t *hs)
     free(held);
 }
 
-/* The ended sessions no one names any more: their calls joined, freed. */
+/* An ended session's end: its calls joined, what it owned ended (its Python sessions'
+ * boxes closed and removed, which takes what the backend takes), freed. */
+static void *reaper_main(void *arg)
+{
+    hsession_t *s = arg;
+    http_t *hs = s->hs;
+    pybox_mcp_session_free(s->core);
+    free(s);
+    pthread_mutex_lock(&hs->mu);
+    hs->reaping--;
+    pthread_cond_broadcast(&hs->freed);
+    pthread_mutex_unlock(&hs->mu);
+    return NULL;
+}
+
+/* The ended sessions no one names any more, each freed by a reaper of its own: never on
+ * the main thread, which meanwhile would see no signal, deadline, keep-alive or client
+ * that goes. Only when no thread can be made is one freed here. */
 static void free_ended(http_t *hs)
 {
     pthread_mutex_lock(&hs->mu);
@@ -1140,18 +1235,59 @@ static void free_ended(http_t *hs)
     while (list != NULL) {
         hsession_t *s = list;
         list = s->next;
+        pthread_attr_t at;
+        pthread_t t;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        pthread_mutex_lock(&hs->mu);
+        hs->reaping++;
+        pthread_mutex_unlock(&hs->mu);
+        bool made = pthread_create(&t, &at, reaper_main, s) == 0;
+        pthread_attr_destroy(&at);
+        if (made)
+            continue;
+        pthread_mutex_lock(&hs->mu);
+        hs->reaping--;
+        pthread_mutex_unlock(&hs->mu);
         pybox_mcp_session_free(s->core);
         free(s);
     }
 }
 
+/* An interim answer any HTTP/1.1 client reads past (RFC 9110, 15.2), sent to a client
+ * that shut its side before anything of the answer went. */
+static const char probe_continue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+/* A FIN from a suspended exchange's client: it shut its side, or it is gone; the two look
+ * the same until something is sent. So something is: a client that closed answers it
+ * with a reset (then EPOLLHUP or EPOLLERR: client_went), one that only shut its side reads
+ * it and its call goes on. Waiting for JSON, that is an interim 100 (nothing of the
+ * answer has gone: libmicrohttpd writes nothing while suspended); on a stream, a
+ * keep-alive. Returns false when the client is already known gone. With the lock held. */
+static bool half_closed_locked(exchange_t *ex)
+{
+    ex->half_closed = true;
+    struct epoll_event ev = {.events = EPOLLHUP | EPOLLERR, .data.u64 = ex->serial};
+    epoll_ctl(ex->hs->epfd, EPOLL_CTL_MOD, ex->cx->fd, &ev);
+    if (ex->mode == X_JSON && !ex->finished)
+        return send(ex->cx->fd, probe_continue, sizeof probe_continue - 1, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0 ||
+               (errno != EPIPE && errno != ECONNRESET);
+    ex->keepalive_ms = 0; /* the next sweep sends one */
+    return true;
+}
+
 /* The client of a suspended exchange went: cancel its call, let libmicrohttpd end it. */
-static void client_went(http_t *hs, uint64_t serial)
+static void client_went(http_t *hs, uint64_t serial, uint32_t events)
 {
     pthread_mutex_lock(&hs->mu);
     exchange_t *ex = hs->open;
     while (ex != NULL && ex->serial != serial)
         ex = ex->next_open;
+    if (ex != NULL && ex->suspended && !(events & (EPOLLHUP | EPOLLERR)) && !ex->half_closed &&
+        half_closed_locked(ex)) {
+        pthread_mutex_unlock(&hs->mu);
+        return;
+    }
     if (ex != NULL && ex->suspended) {
         ex->gone = true;
         if ((ex->mode == X_JSON || ex->mode == X_SSE) && !ex->finished)
@@ -1258,7 +1394,7 @@ int pybox_mcp_http_serve(const pybox_mcp_http_config_t *hc, int signal_fd, const
                 continue;
             }
             if (evs[i].data.u64 != 0) {
-                client_went(hs, evs[i].data.u64);
+                client_went(hs, evs[i].data.u64, evs[i].events);
                 continue;
             }
             struct signalfd_siginfo si;
@@ -1336,6 +1472,11 @@ int pybox_mcp_http_serve(const pybox_mcp_http_config_t *hc, int signal_fd, const
         pthread_cond_wait(&hs->freed, &hs->mu);
     pthread_mutex_unlock(&hs->mu);
     free_ended(hs);
+    /* and the reapers, each the last to touch hs */
+    pthread_mutex_lock(&hs->mu);
+    while (hs->reaping > 0)
+        pthread_cond_wait(&hs->freed, &hs->mu);
+    pthread_mutex_unlock(&hs->mu);
     close(hs->epfd);
     close(hs->wake_fd);
     pthread_cond_destroy(&hs->freed);

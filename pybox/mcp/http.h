@@ -30,6 +30,12 @@
 /* An open SSE stream gets a comment this often when nothing else went, so proxies in
  * front keep it. */
 #define PYBOX_MCP_HTTP_KEEPALIVE_S 15
+/* Request bodies held at once (read, not yet parsed; a body is let go once its message is
+ * taken): one token's at most, and all tokens' together. A body that would pass either is
+ * refused (429 for the token's, 503 for the server's, each with its reason), so many
+ * connections uploading at once hold no more memory than this. */
+#define PYBOX_MCP_HTTP_BODIES_PER_TOKEN (64LL * 1024 * 1024)
+#define PYBOX_MCP_HTTP_BODIES_MAX (256LL * 1024 * 1024)
 /* Memory for one connection's request head and buffers (libmicrohttpd's pool). */
 #define PYBOX_MCP_HTTP_CONN_MEMORY (64 * 1024)
 /* Connections beyond the tokens' own, for requests not yet authenticated. */

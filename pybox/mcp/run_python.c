@@ -1070,12 +1070,13 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
         ttl_ms = (int64_t)(ttl->valuedouble * 1000);
     }
     char why[320];
-    if (pybox_mcp_sessions_reserve(ss, why, sizeof why) < 0)
+    uint64_t tenant = pybox_mcp_call_tenant(progress_ctx);
+    if (pybox_mcp_sessions_reserve(ss, tenant, why, sizeof why) < 0)
         return refuse("%s", why);
     pybox_error_t err = {0};
     pybox_mcp_warm_t *w = calloc(1, sizeof *w);
     if (w == NULL) {
-        pybox_mcp_sessions_unreserve(ss);
+        pybox_mcp_sessions_unreserve(ss, tenant);
         return refuse("out of memory");
     }
     pybox_ready_init(&w->rd);
@@ -1091,7 +1092,7 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
     if (pybox_prepare(&rq, &w->rd, &err) < 0) {
         cJSON *r = refuse_prepared(cfg, &w->rd, &err);
         pybox_mcp_warm_free(w);
-        pybox_mcp_sessions_unreserve(ss);
+        pybox_mcp_sessions_unreserve(ss, tenant);
         return r;
     }
     /* The init's own clocks: the idle limit and the lifetime, each with a margin after the
@@ -1100,12 +1101,23 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
     w->rd.run.policy.box_life_ms = ttl_ms + PYBOX_MCP_WARM_MARGIN_MS;
     if (pybox_ahead_open(w->rd.be, &w->rd.run, &w->box, &err) < 0) {
         pybox_mcp_warm_free(w);
-        pybox_mcp_sessions_unreserve(ss);
+        pybox_mcp_sessions_unreserve(ss, tenant);
         return refuse("the session's box could not be made ready: %s", err.msg);
     }
+    /* Cancelled (or its client gone) while the box was made: nobody would get the
+     * session's id, so it is not opened; its box goes and its place is free again. */
+    struct pollfd cp = {.fd = cancel_fd, .events = POLLIN};
+    if (cancel_fd >= 0 && poll(&cp, 1, 0) > 0) {
+        _cleanup_(pybox_run_result_free) pybox_run_result_t res;
+        pybox_ahead_close(w->box, &res);
+        w->box = NULL;
+        pybox_mcp_warm_free(w);
+        pybox_mcp_sessions_unreserve(ss, tenant);
+        return NULL;
+    }
     char id[33];
-    if (pybox_mcp_sessions_add(ss, w, pybox_mcp_call_connection(progress_ctx), ttl_ms, cfg->session_idle_ms, id, &err) <
-        0) {
+    if (pybox_mcp_sessions_add(ss, w, pybox_mcp_call_connection(progress_ctx), tenant, ttl_ms, cfg->session_idle_ms, id,
+                               &err) < 0) {
         pybox_mcp_warm_free(w);
         return refuse("the session could not be kept: %s", err.msg);
     }
@@ -1141,7 +1153,19 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
     cJSON_AddStringToObject(sc, "box_made_at", seen->start.made_at);
     cJSON_AddBoolToObject(sc, "box_verified", seen->verified);
     cJSON_AddStringToObject(sc, "preload_imported", seen->start.imported);
+    /* Cancelled from now on, or never taken by its client: drop_session ends it. */
+    cJSON_AddStringToObject(result, PYBOX_MCP_KEPT_KEY, id);
     return result;
+}
+
+/* session_open's result was never sent: nobody has its id, so the session ends now
+ * rather than hold its place until its idle limit. */
+static void drop_session(void *arg, const pybox_mcp_config_t *cfg, const cJSON *kept)
+{
+    (void)cfg;
+    const pybox_mcp_ctx_t *ctx = arg;
+    if (ctx != NULL && cJSON_IsString(kept))
+        pybox_mcp_sessions_end(ctx->sessions, kept->valuestring, "its session_open was cancelled; its id never sent");
 }
 
 static cJSON *session_close(void *arg, const pybox_mcp_config_t *cfg, const cJSON *args, int cancel_fd,
@@ -1227,7 +1251,7 @@ const pybox_mcp_tool_t pybox_mcp_session_open_tool = {
     .name = "session_open",
     .describe = session_open_describe,
     .call = session_open,
-    .drop = NULL,
+    .drop = drop_session,
     .connection_end = sessions_of_connection_end,
 };
 
@@ -1299,8 +1323,9 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     return result;
 }
 
-static void drop_kept(const pybox_mcp_config_t *cfg, const cJSON *kept)
+static void drop_kept(void *arg, const pybox_mcp_config_t *cfg, const cJSON *kept)
 {
+    (void)arg;
     if (!cJSON_IsString(kept) || cfg->output_root[0] == '\0')
         return;
     if (pybox_mcp_discard_kept(cfg->output_root, kept->valuestring) < 0) {

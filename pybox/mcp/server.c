@@ -380,7 +380,7 @@ static void *worker(void *arg)
     }
     if (!sent) {
         if (kept != NULL && c->tool->drop != NULL)
-            c->tool->drop(s->cfg, kept);
+            c->tool->drop(s->arg, s->cfg, kept);
         cJSON_Delete(result);
     }
     cJSON_Delete(kept);
@@ -892,6 +892,12 @@ uint64_t pybox_mcp_call_connection(const void *progress_ctx)
 {
     const call_t *c = progress_ctx;
     return c != NULL ? c->srv->connection : 0;
+}
+
+uint64_t pybox_mcp_call_tenant(const void *progress_ctx)
+{
+    const call_t *c = progress_ctx;
+    return c != NULL ? c->srv->hooks.tenant : 0;
 }
 
 pybox_mcp_session_t *pybox_mcp_session_new(const pybox_mcp_config_t *cfg, const pybox_mcp_tool_t *tools, size_t n_tools,

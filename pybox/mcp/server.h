@@ -45,7 +45,8 @@ _Static_assert(PYBOX_MCP_DEPTH_MAX < CJSON_NESTING_LIMIT, "the server's bound mu
 #define PYBOX_MCP_FLUSH_MS 5000
 /* A member a tool may add to its result, never sent: the core takes it out before
  * sending, and gives it to the tool's drop() when the result is dropped (its call was
- * cancelled). run_python names the folder it kept under --output-root there. */
+ * cancelled, or its client gone). run_python names the folder it kept under
+ * --output-root there, session_open the session it opened. */
 #define PYBOX_MCP_KEPT_KEY "_pybox_kept_dir"
 #define PYBOX_MCP_IMAGES_MAX 8
 /* While a program runs, a call that asked for progress is sent the box's elapsed time
@@ -78,6 +79,8 @@ _Static_assert(PYBOX_MCP_DEPTH_MAX < CJSON_NESTING_LIMIT, "the server's bound mu
  * (Mcp-Session-Id, per token). */
 #define PYBOX_MCP_OPT_PYTHON_SESSIONS "python-sessions"
 #define PYBOX_MCP_OPT_HTTP_SESSIONS "max-http-sessions"
+/* Over HTTP, one token's share of the Python sessions. */
+#define PYBOX_MCP_OPT_PYTHON_SESSIONS_PER_TOKEN "python-sessions-per-token"
 /* Python sessions (--python-sessions, --session-ttl, --session-idle; docs/mcp.md): how many may be live
  * at once (0: the session tools are not offered), the longest lifetime session_open may
  * ask (and its default), and how long a session waits for its next call. The box's own
@@ -104,6 +107,7 @@ typedef struct pybox_mcp_config {
     int warm;                   /* warm boxes kept per image (0: none) */
     int64_t warm_wait_ms;       /* the longest one waits before it is replaced */
     int sessions;               /* sessions live at once at most (0: none) */
+    int sessions_per_tenant;    /* of them, one tenant's (an HTTP token's) at most; 0: no share (stdio) */
     int64_t session_ttl_ms;     /* the longest lifetime a session may have */
     int64_t session_idle_ms;    /* how long a session waits for its next call */
 } pybox_mcp_config_t;
@@ -124,8 +128,8 @@ typedef struct pybox_mcp_tool {
     cJSON *(*describe)(const pybox_mcp_config_t *cfg);
     pybox_mcp_runner_fn call;
     /* Its result is dropped (cancelled): undo what kept (its PYBOX_MCP_KEPT_KEY member)
-     * names. May be NULL. */
-    void (*drop)(const pybox_mcp_config_t *cfg, const cJSON *kept);
+     * names; arg is the runner's. May be NULL. */
+    void (*drop)(void *arg, const pybox_mcp_config_t *cfg, const cJSON *kept);
     /* The MCP connection connection (pybox_mcp_call_connection) has ended, every call of
      * it ended: end what it owned. May be NULL. */
     void (*connection_end)(void *arg, uint64_t connection);
@@ -137,6 +141,8 @@ typedef struct pybox_mcp_tool {
  * Python session) belongs to that connection, ends with it (the tools' connection_end),
  * and is not another connection's to use. */
 uint64_t pybox_mcp_call_connection(const void *progress_ctx);
+/* Whose that connection is (pybox_mcp_hooks_t.tenant; 0: the server's one client). */
+uint64_t pybox_mcp_call_tenant(const void *progress_ctx);
 
 /* ---- the protocol core: sessions ----
  * A session is one client's protocol state: initialized or not, the version agreed, its
@@ -183,6 +189,10 @@ typedef struct pybox_mcp_hooks {
      * PYBOX_MCP_EARLY_CANCELS), and a tools/call with that id arriving later is not run
      * (PYBOX_MCP_NO_REPLY: nothing is answered, no box is made). */
     bool early_cancels;
+    /* Whose the connection is when the server serves several (over HTTP: its token,
+     * numbered from 1): what it opens counts in that tenant's share
+     * (pybox_mcp_config_t.sessions_per_tenant). 0: the server's one client (stdio). */
+    uint64_t tenant;
 } pybox_mcp_hooks_t;
 #define PYBOX_MCP_EARLY_CANCELS 16
 

@@ -5,13 +5,16 @@
 #include "sessions.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "../hooks.h"
 #include "../log.h"
 #include "../util.h"
 
@@ -21,6 +24,7 @@
 typedef struct sess {
     char id[33];
     uint64_t owner;      /* the MCP connection that opened it (pybox_mcp_call_connection) */
+    uint64_t tenant;     /* whose share it counts in (pybox_mcp_call_tenant) */
     pybox_mcp_warm_t *w; /* NULL while busy */
     bool busy;
     bool orphaned;   /* its connection ended while a call ran in it: it ends when given back */
@@ -35,7 +39,8 @@ struct pybox_mcp_sessions {
     pthread_cond_t cv;
     bool stopping;
     sess_t *s[PYBOX_MCP_SESSIONS_MAX];
-    int reserved; /* places taken by sessions being opened */
+    uint64_t opening[PYBOX_MCP_SESSIONS_MAX]; /* places taken by sessions being opened: their tenants */
+    int reserved;
     struct {
         char id[33];
         uint64_t owner;
@@ -54,6 +59,27 @@ static int live_locked(const pybox_mcp_sessions_t *ss)
     return n;
 }
 
+/* A tenant's sessions, live or being opened. */
+static int of_tenant_locked(const pybox_mcp_sessions_t *ss, uint64_t tenant)
+{
+    int n = 0;
+    for (int i = 0; i < PYBOX_MCP_SESSIONS_MAX; i++)
+        n += ss->s[i] != NULL && ss->s[i]->tenant == tenant;
+    for (int i = 0; i < ss->reserved; i++)
+        n += ss->opening[i] == tenant;
+    return n;
+}
+
+/* A place reserved for tenant is given up (its session opened, or not). */
+static void unreserve_locked(pybox_mcp_sessions_t *ss, uint64_t tenant)
+{
+    for (int i = 0; i < ss->reserved; i++)
+        if (ss->opening[i] == tenant) {
+            ss->opening[i] = ss->opening[--ss->reserved];
+            return;
+        }
+}
+
 static void remember_locked(pybox_mcp_sessions_t *ss, const sess_t *s, const char *why)
 {
     int k = ss->ended_next++ % SESSIONS_ENDED_KEPT;
@@ -66,11 +92,22 @@ static void remember_locked(pybox_mcp_sessions_t *ss, const sess_t *s, const cha
  * receipt's verdict logged (the agent did not ask for it: it ended by its limits). */
 static void end_unasked(const char *id, pybox_mcp_warm_t *w, const char *why)
 {
+    const char *hold = pybox_hook(PYBOX_HOOK_SESSION_END_HOLD);
+    if (hold != NULL) {
+        int h = open(hold, O_RDONLY | O_CLOEXEC);
+        char byte;
+        if (h >= 0 && read(h, &byte, 1) < 0)
+            byte = 0;
+        if (h >= 0)
+            close(h);
+    }
     pybox_run_result_t res;
     pybox_ahead_t *box = w->box;
     w->box = NULL;
     pybox_ahead_close(box, &res);
-    pybox_log("session %s ended (%s): %s, box %s", id, why, pybox_end_word(res.end),
+    /* Its first 8 digits only, as the HTTP server logs an Mcp-Session-Id: the log names a
+     * session without handing whoever reads it the id that reaches it. */
+    pybox_log("session %.8s ended (%s): %s, box %s", id, why, pybox_end_word(res.end),
               res.gone ? "removed and confirmed gone" : "NOT confirmed gone");
     pybox_run_result_free(&res);
     pybox_mcp_warm_free(w);
@@ -143,51 +180,61 @@ int pybox_mcp_sessions_start(const pybox_mcp_config_t *cfg, pybox_mcp_sessions_t
     return 0;
 }
 
-int pybox_mcp_sessions_reserve(pybox_mcp_sessions_t *ss, char *why, size_t len)
+int pybox_mcp_sessions_reserve(pybox_mcp_sessions_t *ss, uint64_t tenant, char *why, size_t len)
 {
     if (ss == NULL) {
         snprintf(why, len, "this server keeps no sessions (--" PYBOX_MCP_OPT_PYTHON_SESSIONS " 0, set by the server)");
         return -1;
     }
     pthread_mutex_lock(&ss->mu);
-    int live = live_locked(ss);
-    bool room = !ss->stopping && live + ss->reserved < ss->cfg->sessions;
+    int all = live_locked(ss) + ss->reserved;
+    int share = ss->cfg->sessions_per_tenant;
+    int mine = tenant != 0 && share > 0 ? of_tenant_locked(ss, tenant) : 0;
+    bool room = !ss->stopping && all < ss->cfg->sessions && (tenant == 0 || share <= 0 || mine < share);
     if (room)
-        ss->reserved++;
+        ss->opening[ss->reserved++] = tenant;
     pthread_mutex_unlock(&ss->mu);
-    if (!room)
+    if (room)
+        return 0;
+    if (tenant != 0 && share > 0 && mine >= share)
+        snprintf(why, len,
+                 "this token has %d session%s live or opening, the most one token keeps "
+                 "(--" PYBOX_MCP_OPT_PYTHON_SESSIONS_PER_TOKEN ", set by the server); close one with session_close",
+                 mine, mine == 1 ? "" : "s");
+    else
         snprintf(why, len,
                  "%d session%s live or opening, the most this server keeps (set by the server); close one with "
                  "session_close",
-                 live + ss->reserved, live + ss->reserved == 1 ? " is" : "s are");
-    return room ? 0 : -1;
+                 all, all == 1 ? " is" : "s are");
+    return -1;
 }
 
-void pybox_mcp_sessions_unreserve(pybox_mcp_sessions_t *ss)
+void pybox_mcp_sessions_unreserve(pybox_mcp_sessions_t *ss, uint64_t tenant)
 {
     pthread_mutex_lock(&ss->mu);
-    ss->reserved--;
+    unreserve_locked(ss, tenant);
     pthread_mutex_unlock(&ss->mu);
 }
 
-int pybox_mcp_sessions_add(pybox_mcp_sessions_t *ss, pybox_mcp_warm_t *w, uint64_t owner, int64_t ttl_ms,
-                           int64_t idle_ms, char id[33], pybox_error_t *err)
+int pybox_mcp_sessions_add(pybox_mcp_sessions_t *ss, pybox_mcp_warm_t *w, uint64_t owner, uint64_t tenant,
+                           int64_t ttl_ms, int64_t idle_ms, char id[33], pybox_error_t *err)
 {
     sess_t *s = calloc(1, sizeof *s);
     if (s == NULL || pybox_random_hex(16, s->id, err) < 0) {
         free(s);
-        pybox_mcp_sessions_unreserve(ss);
+        pybox_mcp_sessions_unreserve(ss, tenant);
         return err->kind != PYBOX_ERR_NONE ? -1 : pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "a session");
     }
     s->w = w;
     s->owner = owner;
+    s->tenant = tenant;
     s->idle_ms = idle_ms;
     s->last_ms = pybox_now_ms();
     s->ends_ms = s->last_ms + ttl_ms;
     pybox_ahead_set_session(w->box, s->id);
     memcpy(id, s->id, 33);
     pthread_mutex_lock(&ss->mu);
-    ss->reserved--;
+    unreserve_locked(ss, tenant);
     for (int i = 0; i < PYBOX_MCP_SESSIONS_MAX; i++)
         if (ss->s[i] == NULL) {
             ss->s[i] = s;
@@ -328,6 +375,28 @@ void pybox_mcp_sessions_end_owned(pybox_mcp_sessions_t *ss, uint64_t owner)
         end_unasked(gone->id, gone->w, why);
         free(gone);
     }
+}
+
+void pybox_mcp_sessions_end(pybox_mcp_sessions_t *ss, const char *id, const char *why)
+{
+    if (ss == NULL)
+        return;
+    pthread_mutex_lock(&ss->mu);
+    int at = -1;
+    sess_t *s = find_locked(ss, id, 0, true, &at);
+    if (s != NULL && s->busy) {
+        s->orphaned = true; /* a call runs in it: it ends when the call gives it back */
+        s = NULL;
+    } else if (s != NULL) {
+        ss->s[at] = NULL;
+        remember_locked(ss, s, why);
+    }
+    pthread_cond_broadcast(&ss->cv);
+    pthread_mutex_unlock(&ss->mu);
+    if (s == NULL)
+        return;
+    end_unasked(s->id, s->w, why);
+    free(s);
 }
 
 void pybox_mcp_sessions_stop(pybox_mcp_sessions_t *ss)

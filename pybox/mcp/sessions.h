@@ -24,16 +24,17 @@ typedef struct pybox_mcp_sessions pybox_mcp_sessions_t;
  * table's own ends those past their idle limit or lifetime. */
 int pybox_mcp_sessions_start(const pybox_mcp_config_t *cfg, pybox_mcp_sessions_t **out, pybox_error_t *err);
 
-/* Room for one more session: 0 with a place reserved (give it to _add or _unreserve), or
- * -1 with why (the ceiling, set by the server). */
-int pybox_mcp_sessions_reserve(pybox_mcp_sessions_t *ss, char *why, size_t len);
-void pybox_mcp_sessions_unreserve(pybox_mcp_sessions_t *ss);
-/* A new session in the reserved place: its box (w: the preparation and the box, ready),
- * the MCP connection that owns it (pybox_mcp_call_connection), its lifetime and idle
- * limit; its id made here (33 bytes). -1 when no id could be made (the caller then
+/* Room for one more session of tenant (pybox_mcp_call_tenant): 0 with a place reserved
+ * (give it to _add or _unreserve), or -1 with why (the server's ceiling, or the tenant's
+ * share of it, each set by the server). */
+int pybox_mcp_sessions_reserve(pybox_mcp_sessions_t *ss, uint64_t tenant, char *why, size_t len);
+void pybox_mcp_sessions_unreserve(pybox_mcp_sessions_t *ss, uint64_t tenant);
+/* A new session in tenant's reserved place: its box (w: the preparation and the box,
+ * ready), the MCP connection that owns it (pybox_mcp_call_connection), its lifetime and
+ * idle limit; its id made here (33 bytes). -1 when no id could be made (the caller then
  * removes w). */
-int pybox_mcp_sessions_add(pybox_mcp_sessions_t *ss, pybox_mcp_warm_t *w, uint64_t owner, int64_t ttl_ms,
-                           int64_t idle_ms, char id[33], pybox_error_t *err);
+int pybox_mcp_sessions_add(pybox_mcp_sessions_t *ss, pybox_mcp_warm_t *w, uint64_t owner, uint64_t tenant,
+                           int64_t ttl_ms, int64_t idle_ms, char id[33], pybox_error_t *err);
 
 /* A session's box for one call or its close, asked on the connection owner: NULL with why
  * when there is no such live session of that connection (another connection's is refused
@@ -51,6 +52,10 @@ bool pybox_mcp_sessions_limits(pybox_mcp_sessions_t *ss, const char *id, int64_t
 /* The MCP connection owner has ended: its sessions end (boxes removed), one in a call
  * when that call gives it back. */
 void pybox_mcp_sessions_end_owned(pybox_mcp_sessions_t *ss, uint64_t owner);
+
+/* End the session with this id (its box removed), or, when a call runs in it, when that
+ * call gives it back. why: for the log. */
+void pybox_mcp_sessions_end(pybox_mcp_sessions_t *ss, const char *id, const char *why);
 
 /* End every session (boxes removed) and stop. */
 void pybox_mcp_sessions_stop(pybox_mcp_sessions_t *ss);

@@ -27,16 +27,17 @@ export function tokenFolder(names = ['alice', 'bob']) {
 
 // pybox mcp --listen, started and waited for until it says where it listens.
 export class HttpServer {
-  // under: a command that runs the server (prlimit with its options, say).
-  static async start({ listen = '127.0.0.1:0', args = [], names, env = {}, folder, under = [] } = {}) {
+  // under: a command that runs the server (prlimit with its options, say); bin: the pybox
+  // binary (the test build, for a test hook).
+  static async start({ listen = '127.0.0.1:0', args = [], names, env = {}, folder, under = [], bin = PYBOX } = {}) {
     const s = new HttpServer();
     s.folder = folder ?? tokenFolder(names);
     s.tokens = s.folder.tokens;
     s.stderr = '';
     s.waiters = [];
     // no warm boxes unless asked: the tests count the boxes a call makes
-    const argv = [PYBOX, 'mcp', '--listen', listen, '--token-file', s.folder.file, '--warm', '0', ...args];
-    s.proc = spawn(under.length > 0 ? under[0] : PYBOX, [...under.slice(1), ...argv].slice(under.length > 0 ? 0 : 1),
+    const argv = [bin, 'mcp', '--listen', listen, '--token-file', s.folder.file, '--warm', '0', ...args];
+    s.proc = spawn(under.length > 0 ? under[0] : bin, [...under.slice(1), ...argv].slice(under.length > 0 ? 0 : 1),
       { env: { ...serverEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     s.stdout = '';
     s.proc.stdout.on('data', (d) => { s.stdout += d.toString('utf8'); });
