@@ -58,7 +58,7 @@ class Server:
     """pybox mcp on stdio, spoken to line by line as a raw MCP client does."""
 
     def __init__(self, binary, env):
-        self.p = subprocess.Popen([binary, "mcp", "--images", "stdlib", "--warm", "1", "--sessions", "0",
+        self.p = subprocess.Popen([binary, "mcp", "--images", "stdlib", "--warm", "1", "--python-sessions", "0",
                                    "--backend", BACKEND, "--max-timeout", "30"],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         self.next_id = 1
