@@ -193,6 +193,20 @@ int pybox_write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
+int pybox_read_exact(int fd, void *buf, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = read(fd, (char *)buf + got, len - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
 int pybox_parse_u64(const char *s, uint64_t *out)
 {
     if (s == NULL || *s == '\0')

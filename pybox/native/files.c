@@ -413,20 +413,6 @@ typedef struct {
     uint64_t data_len;
 } packed_head_t;
 
-static int read_full(int fd, void *buf, size_t len)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = read(fd, (char *)buf + got, len - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        got += (size_t)r;
-    }
-    return 0;
-}
-
 int pybox_native_get_files(pybox_native_box_t *b, size_t max, pybox_buf_t *out, pybox_error_t *err)
 {
     if (!b->rootless)
@@ -463,15 +449,15 @@ int pybox_native_get_files(pybox_native_box_t *b, size_t max, pybox_buf_t *out, 
     packed_head_t h;
     char msg[PYBOX_ERROR_MSG_MAX];
     int rc = 0;
-    if (read_full(pfd, &h, sizeof h) < 0 || h.msg_len >= sizeof msg || h.data_len > max ||
-        read_full(pfd, msg, h.msg_len) < 0) {
+    if (pybox_read_exact(pfd, &h, sizeof h) < 0 || h.msg_len >= sizeof msg || h.data_len > max ||
+        pybox_read_exact(pfd, msg, h.msg_len) < 0) {
         rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, EPROTO, "native box: packing /box/out in its user namespace");
     } else if (h.rc < 0) {
         msg[h.msg_len] = '\0';
         rc = pybox_error_set(err, h.kind > 0 ? (pybox_error_kind_t)h.kind : PYBOX_ERR_SYSTEM, h.errnum, "%s", msg);
     } else {
         _cleanup_free_ char *data = h.data_len > 0 ? malloc(h.data_len) : NULL;
-        if (h.data_len > 0 && (data == NULL || read_full(pfd, data, h.data_len) < 0))
+        if (h.data_len > 0 && (data == NULL || pybox_read_exact(pfd, data, h.data_len) < 0))
             rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, data == NULL ? ENOMEM : EPROTO,
                                  "native box: the packed /box/out");
         else if (h.data_len > 0 && pybox_buf_append(out, data, h.data_len) < 0)
