@@ -178,6 +178,9 @@ static int n_create(pybox_backend_t *base, const pybox_policy_t *p, pybox_box_t 
     }
     spec_digest(&b->spec, b->spec_sha256);
     snprintf(b->box_name, sizeof b->box_name, "pybox-%s", b->name);
+    b->base.id = b->name;
+    b->base.name = b->box_name;
+    b->base.spec_sha256 = b->spec_sha256;
     /* Testing only (policy.h): the box is made from a spec that differs from the policy in
      * one setting, and verify, which compares the kernel's view with the policy's spec,
      * must refuse it. */
@@ -427,21 +430,6 @@ static void n_after_end(const pybox_box_t *base, pybox_box_after_t *out)
     out->collect_ms = a.collect_ms;
 }
 
-static const char *n_id(const pybox_box_t *base)
-{
-    return ((const native_box_t *)base)->name;
-}
-
-static const char *n_name(const pybox_box_t *base)
-{
-    return ((const native_box_t *)base)->box_name;
-}
-
-static const char *n_spec_sha256(const pybox_box_t *base)
-{
-    return ((const native_box_t *)base)->spec_sha256;
-}
-
 static void n_free(pybox_box_t *base)
 {
     native_box_t *b = (native_box_t *)base;
@@ -469,9 +457,6 @@ static const pybox_box_ops_t native_box_ops = {
     .held = n_held,
     .remove = n_remove,
     .after_end = n_after_end,
-    .id = n_id,
-    .name = n_name,
-    .spec_sha256 = n_spec_sha256,
     .free = n_free,
 };
 
