@@ -201,9 +201,7 @@ START_TEST(custom_image_from_a_uv_lock)
     itest_run_free(&r);
 
     const char *rm[] = {"image", "rm", name, NULL};
-    itest_pybox("", 0, rm, NULL, &r);
-    ck_assert_int_eq(r.status, 0);
-    itest_run_free(&r);
+    itest_pybox_ok("", 0, rm, NULL);
 }
 END_TEST
 
@@ -249,9 +247,7 @@ static void native_swapped_pin_is_refused(void)
     ck_assert(said);
     ck_assert_int_eq(verified, 1);
     /* Only that removed: the folder is its own again, and the run goes. */
-    itest_pybox("print(1)\n", 9, args, NULL, &r);
-    ck_assert_int_eq(r.status, 0);
-    itest_run_free(&r);
+    itest_pybox_ok("print(1)\n", 9, args, NULL);
 }
 
 START_TEST(retagged_pin_is_refused)
@@ -292,9 +288,7 @@ START_TEST(retagged_pin_is_refused)
     ck_assert_int_eq(refused, 125);
     ck_assert(said);
     ck_assert_int_eq(verified, 1);
-    itest_pybox("print(1)\n", 9, args, NULL, &r);
-    ck_assert_int_eq(r.status, 0);
-    itest_run_free(&r);
+    itest_pybox_ok("print(1)\n", 9, args, NULL);
     pybox_engine_free(e);
 }
 END_TEST
@@ -313,13 +307,9 @@ START_TEST(unpinned_image_folders_are_cleaned_up)
     /* the backend makes its folders on first use */
     const char *list[] = {"image", "list", "--backend", "native", NULL};
     itest_run_t r;
-    itest_pybox("", 0, list, env, &r);
-    ck_assert_int_eq(r.status, 0);
-    itest_run_free(&r);
+    itest_pybox_ok("", 0, list, env);
     const char *cleanup[] = {"cleanup", "--backend", "native", NULL};
-    itest_pybox("", 0, cleanup, env, &r);
-    ck_assert_int_eq(r.status, 0);
-    itest_run_free(&r);
+    itest_pybox_ok("", 0, cleanup, env);
     ck_assert_int_eq(pybox_fmt(roots, sizeof roots, "%s/native/roots", home), 0);
     static const char stale[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     static const char fresh[] = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
@@ -353,9 +343,7 @@ START_TEST(unpinned_image_folders_are_cleaned_up)
     ck_assert_int_eq(stat(p, &sb), 0); /* not yet expired: kept */
     /* the borrowed stdlib still resolves: nothing of the main installation was touched */
     const char *run[] = {"exec", "--json", NULL};
-    itest_pybox("print(1)\n", 9, run, env, &r);
-    ck_assert_int_eq(r.status, 0);
-    itest_run_free(&r);
+    itest_pybox_ok("print(1)\n", 9, run, env);
     itest_remove_home(home);
 }
 END_TEST
