@@ -1077,19 +1077,8 @@ static int write_map(const char *helper, pid_t pid, uint32_t user_id, uint32_t i
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, rc, "rootless box: running %s", helper);
     }
     char said[512];
-    size_t n = 0;
-    for (;;) {
-        ssize_t r = read(ep[0], said + n, sizeof said - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-        if (n == sizeof said - 1)
-            break;
-    }
+    size_t n = pybox_read_message(ep[0], said, sizeof said);
     close(ep[0]);
-    said[n] = '\0';
     while (n > 0 && said[n - 1] == '\n')
         said[--n] = '\0';
     int st = 0;
