@@ -217,6 +217,38 @@ static void native_root(const pybox_pin_t *pin, char *out, size_t len)
     ck_assert_int_eq(pybox_fmt(out, len, "%s", real), 0);
 }
 
+/* What a run and `pybox image verify` did while a pin named another image. */
+typedef struct {
+    int refused;  /* the run's status */
+    bool said;    /* its error said what it was told to look for */
+    int verified; /* image verify's status */
+} swapped_t;
+
+/* Read before any assertion, so that the test can put things back first. */
+static void exec_then_verify(const char *says, swapped_t *w)
+{
+    itest_run_t r;
+    const char *args[] = {"exec", NULL};
+    itest_pybox("print(1)\n", 9, args, NULL, &r);
+    w->refused = r.status;
+    w->said = itest_contains(r.err, r.err_len, says);
+    itest_run_free(&r);
+    const char *verify[] = {"image", "verify", NULL};
+    itest_pybox("", 0, verify, NULL, &r);
+    w->verified = r.status;
+    itest_run_free(&r);
+}
+
+/* Put back, the run that was refused goes. */
+static void refused_until_put_back(const swapped_t *w)
+{
+    ck_assert_int_eq(w->refused, 125);
+    ck_assert(w->said);
+    ck_assert_int_eq(w->verified, 1);
+    const char *args[] = {"exec", NULL};
+    itest_pybox_ok("print(1)\n", 9, args, NULL);
+}
+
 /* The native analog of a name moved to another image: the data image's folder put where
  * the stdlib pin's folder is, in a mount namespace of this test's own (so nothing of the
  * installation changes, whatever happens). */
@@ -232,22 +264,11 @@ static void native_swapped_pin_is_refused(void)
     ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
     ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
     ck_assert_int_eq(mount(droot, sroot, NULL, MS_BIND, NULL), 0);
-    itest_run_t r;
-    const char *args[] = {"exec", NULL};
-    itest_pybox("print(1)\n", 9, args, NULL, &r);
-    int refused = r.status;
-    bool said = itest_contains(r.err, r.err_len, "now holds another image");
-    itest_run_free(&r);
-    const char *verify[] = {"image", "verify", NULL};
-    itest_pybox("", 0, verify, NULL, &r);
-    int verified = r.status;
-    itest_run_free(&r);
+    swapped_t w;
+    exec_then_verify("now holds another image", &w);
     ck_assert_int_eq(umount2(sroot, MNT_DETACH), 0);
-    ck_assert_int_eq(refused, 125);
-    ck_assert(said);
-    ck_assert_int_eq(verified, 1);
-    /* Only that removed: the folder is its own again, and the run goes. */
-    itest_pybox_ok("print(1)\n", 9, args, NULL);
+    /* Only that removed: the folder is its own again. */
+    refused_until_put_back(&w);
 }
 
 START_TEST(retagged_pin_is_refused)
@@ -270,25 +291,14 @@ START_TEST(retagged_pin_is_refused)
     ck_assert(pybox_engine_call(e, "POST", path, NULL, &status, &reply, &err) == 0);
     cJSON_Delete(reply);
     ck_assert_int_eq(status, 201);
-    itest_run_t r;
-    const char *args[] = {"exec", NULL};
-    itest_pybox("print(1)\n", 9, args, NULL, &r);
-    int refused = r.status;
-    bool said = itest_contains(r.err, r.err_len, "now points to");
-    itest_run_free(&r);
-    const char *verify[] = {"image", "verify", NULL};
-    itest_pybox("", 0, verify, NULL, &r);
-    int verified = r.status;
-    itest_run_free(&r);
+    swapped_t w;
+    exec_then_verify("now points to", &w);
     /* Put the name back on the pinned image before asserting anything. */
     snprintf(path, sizeof path, "/images/%s/tag?repo=pybox-stdlib&tag=%.12s", stdlib.id, stdlib.recipe_sha256);
     ck_assert(pybox_engine_call(e, "POST", path, NULL, &status, &reply, &err) == 0);
     cJSON_Delete(reply);
     ck_assert_int_eq(status, 201);
-    ck_assert_int_eq(refused, 125);
-    ck_assert(said);
-    ck_assert_int_eq(verified, 1);
-    itest_pybox_ok("print(1)\n", 9, args, NULL);
+    refused_until_put_back(&w);
     pybox_engine_free(e);
 }
 END_TEST
