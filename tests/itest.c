@@ -150,7 +150,7 @@ void itest_pybox_ok(const char *program, size_t len, const char *const *args, co
 const cJSON *itest_exec_ended(const char *program, const char *const *extra, int status, itest_run_t *r)
 {
     itest_exec(program, extra, r);
-    ck_assert_int_eq(r->status, status);
+    ck_assert_msg(r->status == status, "exit %d, not %d: %s", r->status, status, r->err);
     ck_assert_str_eq(itest_str(r->receipt, "status"), "TARGET_EXIT_OBSERVED");
     return r->receipt;
 }
