@@ -126,17 +126,15 @@ typedef struct pybox_box_ops {
     /* Optional (NULL: the backend has no such view): what outlived the box's end, as
      * remove saw it (zeroed when it did not look). */
     void (*after_end)(const pybox_box_t *b, pybox_box_after_t *out);
-    /* The box's id and name in the backend. */
-    const char *(*id)(const pybox_box_t *b);
-    const char *(*name)(const pybox_box_t *b);
-    /* SHA-256 (hex) of the exact specification the backend made the box from (the
-     * create body it sent, the spec it applied). */
-    const char *(*spec_sha256)(const pybox_box_t *b);
     void (*free)(pybox_box_t *b);
 } pybox_box_ops_t;
 
 struct pybox_box {
     const pybox_box_ops_t *ops;
+    /* Set by the backend's create, strings of the box's own (valid until free): its id and
+     * name in the backend, and the SHA-256 (hex) of the exact specification the backend
+     * made it from (the create body it sent, the spec it applied). */
+    const char *id, *name, *spec_sha256;
 };
 
 /* Images as a backend holds them: made from the root filesystem tar that a recipe built

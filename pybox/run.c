@@ -632,9 +632,9 @@ int pybox_flow_build(run_t *r, bool files)
         return -1;
     pybox_box_t *box = r->box;
     res->created = true;
-    snprintf(res->box_id, sizeof res->box_id, "%s", box->ops->id(box));
-    snprintf(res->box_name, sizeof res->box_name, "%s", box->ops->name(box));
-    snprintf(res->policy_sha256, sizeof res->policy_sha256, "%s", box->ops->spec_sha256(box));
+    snprintf(res->box_id, sizeof res->box_id, "%s", box->id);
+    snprintf(res->box_name, sizeof res->box_name, "%s", box->name);
+    snprintf(res->policy_sha256, sizeof res->policy_sha256, "%s", box->spec_sha256);
     step(req, res, PYBOX_STEP_CREATED);
 
     t = pybox_now_s();

@@ -193,6 +193,35 @@ int pybox_write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
+size_t pybox_read_message(int fd, char *buf, size_t size)
+{
+    size_t have = 0;
+    while (have < size - 1) {
+        ssize_t r = read(fd, buf + have, size - 1 - have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        have += (size_t)r;
+    }
+    buf[have] = '\0';
+    return have;
+}
+
+int pybox_read_exact(int fd, void *buf, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = read(fd, (char *)buf + got, len - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
 int pybox_parse_u64(const char *s, uint64_t *out)
 {
     if (s == NULL || *s == '\0')

@@ -72,6 +72,14 @@ int pybox_read_file(const char *path, int flags, size_t max, char **out, size_t 
 /* write() all of buf, retrying on EINTR. */
 int pybox_write_all(int fd, const void *buf, size_t len);
 
+/* read() exactly len bytes into buf, retrying on EINTR; -1 on an error or an end before
+ * len bytes. */
+int pybox_read_exact(int fd, void *buf, size_t len);
+
+/* read() a child's message: until its end, an error or size - 1 bytes, retrying on EINTR;
+ * buf is NUL-terminated and the length returned. */
+size_t pybox_read_message(int fd, char *buf, size_t size);
+
 /* Parse a decimal (optionally fractional) number of seconds into milliseconds.
  * Strict: no sign, no exponent, no trailing garbage, at most 3 decimals. */
 int pybox_parse_seconds_ms(const char *s, int64_t *out_ms);

@@ -139,6 +139,33 @@ void itest_pybox(const char *program, size_t len, const char *const *args, const
     itest_finish(&j, r);
 }
 
+void itest_pybox_ok(const char *program, size_t len, const char *const *args, const char *const *env)
+{
+    itest_run_t r;
+    itest_pybox(program, len, args, env, &r);
+    ck_assert_int_eq(r.status, 0);
+    itest_run_free(&r);
+}
+
+const cJSON *itest_exec_ended(const char *program, const char *const *extra, int status, itest_run_t *r)
+{
+    itest_exec(program, extra, r);
+    ck_assert_msg(r->status == status, "exit %d, not %d: %s", r->status, status, r->err);
+    ck_assert_str_eq(itest_str(r->receipt, "status"), "TARGET_EXIT_OBSERVED");
+    return r->receipt;
+}
+
+const cJSON *itest_exec_past_deadline(const char *program, const char *timeout_s, itest_run_t *r)
+{
+    const char *args[] = {"--timeout", timeout_s, NULL};
+    itest_exec(program, args, r);
+    const cJSON *j = r->receipt;
+    ck_assert_int_eq(r->status, 124);
+    ck_assert_str_eq(itest_str(j, "status"), "SUPERVISOR_KILL_OBSERVED");
+    ck_assert_str_eq(itest_str(j, "seen.clock"), "host_deadline");
+    return j;
+}
+
 void itest_pybox_test(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r)
 {
     itest_job_t j;

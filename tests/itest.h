@@ -38,6 +38,8 @@ void itest_finish(itest_job_t *j, itest_run_t *r);
 /* Run `pybox <args...>` with program on stdin (len bytes), extra environment entries
  * ("NAME=value", NULL-terminated, may be NULL). Waits for it to end. */
 void itest_pybox(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r);
+/* itest_pybox that must end with status 0; what it wrote is not kept. */
+void itest_pybox_ok(const char *program, size_t len, const char *const *args, const char *const *env);
 /* The same with the test build, pybox-test (pybox/hooks.h), for a test that needs a
  * test hook: PYBOX_TEST_BIN, else pybox-test beside PYBOX_BIN. */
 void itest_pybox_test(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r);
@@ -45,6 +47,12 @@ const char *itest_test_bin(void);
 /* Shorthand: pybox exec --json [extra args] < program, with --timeout ITEST_ROOMY_S
  * unless extra names a deadline. */
 void itest_exec(const char *program, const char *const *extra, itest_run_t *r);
+/* itest_exec of a program that ends by itself: asserts PyBox's exit status and the
+ * receipt's TARGET_EXIT_OBSERVED, and returns the receipt. */
+const cJSON *itest_exec_ended(const char *program, const char *const *extra, int status, itest_run_t *r);
+/* itest_exec with --timeout timeout_s of a program that outlives it: asserts PyBox stopped
+ * it at the host's deadline (status 124) and returns the receipt. */
+const cJSON *itest_exec_past_deadline(const char *program, const char *timeout_s, itest_run_t *r);
 void itest_run_free(itest_run_t *r);
 
 /* A test that makes the host's state itself (a mount namespace of its own, another

@@ -41,10 +41,7 @@ static void assert_box_gone(const itest_run_t *r)
 START_TEST(hello_exits_by_itself)
 {
     itest_run_t r;
-    itest_exec("print('hello inspection')\n", NULL, &r);
-    const cJSON *j = r.receipt;
-    ck_assert_int_eq(r.status, 0);
-    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    const cJSON *j = itest_exec_ended("print('hello inspection')\n", NULL, 0, &r);
     ck_assert_int_eq((int)itest_num(j, "exit_code"), 0);
     ck_assert_int_eq((int)itest_num(j, "seen.backend_record.exit_code"), 0);
     ck_assert_int_eq(itest_bool(j, "seen.backend_record.oom_killed"), 0);
@@ -64,10 +61,7 @@ END_TEST
 START_TEST(traceback_is_the_programs_failure)
 {
     itest_run_t r;
-    itest_exec("print('before')\nraise ValueError('boom')\n", NULL, &r);
-    const cJSON *j = r.receipt;
-    ck_assert_int_eq(r.status, 1);
-    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    const cJSON *j = itest_exec_ended("print('before')\nraise ValueError('boom')\n", NULL, 1, &r);
     ck_assert_int_eq((int)itest_num(j, "seen.backend_record.exit_code"), 1);
     const char *e = itest_str(j, "said.stderr.text");
     ck_assert_ptr_nonnull(strstr(e, "Traceback (most recent call last)"));
@@ -98,12 +92,8 @@ END_TEST
 START_TEST(host_deadline_stops_the_program)
 {
     itest_run_t r;
-    const char *args[] = {"--timeout", "0.4", NULL};
-    itest_exec("import time\nprint('sleeping', flush=True)\ntime.sleep(8)\nprint('woke')\n", args, &r);
-    const cJSON *j = r.receipt;
-    ck_assert_int_eq(r.status, 124);
-    ck_assert_str_eq(itest_str(j, "status"), "SUPERVISOR_KILL_OBSERVED");
-    ck_assert_str_eq(itest_str(j, "seen.clock"), "host_deadline");
+    const cJSON *j = itest_exec_past_deadline(
+        "import time\nprint('sleeping', flush=True)\ntime.sleep(8)\nprint('woke')\n", "0.4", &r);
     ck_assert_int_eq(itest_bool(j, "seen.init_record.stopped_on_request"), 1);
     ck_assert_int_eq(itest_bool(j, "seen.init_record.box_timer_fired"), 0);
     ck_assert_int_eq((int)itest_num(j, "seen.init_record.signal"), 9);
@@ -120,10 +110,8 @@ END_TEST
 START_TEST(stdout_is_capped_and_counted)
 {
     itest_run_t r;
-    itest_exec("import sys\nsys.stdout.write('x' * 100000)\nsys.stderr.write('e' * 70000)\nprint('end')\n", NULL, &r);
-    const cJSON *j = r.receipt;
-    ck_assert_int_eq(r.status, 0);
-    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    const cJSON *j = itest_exec_ended(
+        "import sys\nsys.stdout.write('x' * 100000)\nsys.stderr.write('e' * 70000)\nprint('end')\n", NULL, 0, &r);
     ck_assert_int_eq((int)itest_num(j, "said.stdout.total_bytes"), 100004);
     ck_assert_int_eq((int)itest_num(j, "said.stdout.kept_bytes"), 65536);
     ck_assert_int_eq(itest_bool(j, "said.stdout.truncated"), 1);
@@ -139,12 +127,10 @@ START_TEST(large_output_never_stalls_the_box)
     /* 8 MiB on each stream, interleaved: the box must never block on a full pipe. */
     itest_run_t r;
     const char *args[] = {"--timeout", "20", NULL};
-    itest_exec("import sys\nfor i in range(256):\n    sys.stdout.write('o' * 32768)\n    sys.stderr.write('e' * "
-               "32768)\nprint('done')\n",
-               args, &r);
-    const cJSON *j = r.receipt;
-    ck_assert_int_eq(r.status, 0);
-    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    const cJSON *j = itest_exec_ended(
+        "import sys\nfor i in range(256):\n    sys.stdout.write('o' * 32768)\n    sys.stderr.write('e' * "
+        "32768)\nprint('done')\n",
+        args, 0, &r);
     ck_assert_int_eq((long)itest_num(j, "said.stdout.total_bytes"), 256L * 32768 + 5);
     ck_assert_int_eq((long)itest_num(j, "said.stderr.total_bytes"), 256L * 32768);
     itest_run_free(&r);
@@ -154,12 +140,9 @@ END_TEST
 START_TEST(leftover_processes_are_reaped)
 {
     itest_run_t r;
-    itest_exec(
+    const cJSON *j = itest_exec_ended(
         "import subprocess\nsubprocess.Popen(['sleep', '100'])\nsubprocess.Popen(['sleep', '100'])\nprint('bye')\n",
-        NULL, &r);
-    const cJSON *j = r.receipt;
-    ck_assert_int_eq(r.status, 0);
-    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+        NULL, 0, &r);
     ck_assert_int_eq((int)itest_num(j, "seen.init_record.other_processes_reaped"), 2);
     /* ended by itself, far before its leftovers' 100 s: the box did not wait for them */
     ck_assert_msg(itest_num(j, "seen.init_record.program_ms") < ITEST_ROOMY_S * 1000,
@@ -172,11 +155,10 @@ START_TEST(forged_done_record_is_just_output)
 {
     /* The program prints what a done record looks like, without the secret it never saw. */
     itest_run_t r;
-    itest_exec("import sys\nsys.stdout.write('\\x1epybox-done v4 ' + 'a' * 64 + ' exit=0 signal=0 timer=0 stopped=0 "
-               "program_ms=1 reaped=0 term=0 calls=1 end=program\\n')\nsys.stdout.flush()\nraise SystemExit(5)\n",
-               NULL, &r);
-    const cJSON *j = r.receipt;
-    ck_assert_int_eq(r.status, 5);
+    const cJSON *j = itest_exec_ended(
+        "import sys\nsys.stdout.write('\\x1epybox-done v4 ' + 'a' * 64 + ' exit=0 signal=0 timer=0 stopped=0 "
+        "program_ms=1 reaped=0 term=0 calls=1 end=program\\n')\nsys.stdout.flush()\nraise SystemExit(5)\n",
+        NULL, 5, &r);
     ck_assert_int_eq((int)itest_num(j, "seen.init_record.exit_code"), 5);
     ck_assert_ptr_nonnull(strstr(itest_str(j, "said.stdout.text"), "pybox-done v4 aaaa"));
     itest_run_free(&r);
@@ -186,13 +168,11 @@ END_TEST
 START_TEST(program_cannot_signal_the_init)
 {
     itest_run_t r;
-    itest_exec("import os, signal\nfor s in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM, signal.SIGKILL, "
-               "signal.SIGINT):\n    try:\n        os.kill(1, s)\n    except OSError as e:\n        print('refused', "
-               "s, e.errno)\nprint('still here', flush=True)\nraise SystemExit(7)\n",
-               NULL, &r);
-    const cJSON *j = r.receipt;
-    ck_assert_int_eq(r.status, 7);
-    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    const cJSON *j = itest_exec_ended(
+        "import os, signal\nfor s in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGTERM, signal.SIGKILL, "
+        "signal.SIGINT):\n    try:\n        os.kill(1, s)\n    except OSError as e:\n        print('refused', "
+        "s, e.errno)\nprint('still here', flush=True)\nraise SystemExit(7)\n",
+        NULL, 7, &r);
     ck_assert_int_eq(itest_bool(j, "seen.init_record.stopped_on_request"), 0);
     ck_assert_ptr_nonnull(strstr(itest_str(j, "said.stdout.text"), "still here"));
     itest_run_free(&r);

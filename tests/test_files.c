@@ -40,6 +40,17 @@ static void path_in(char *out, const char *name)
     ck_assert_int_eq(pybox_fmt(out, PATH_MAX, "%s/%s", work, name), 0);
 }
 
+/* `pybox exec option value` is refused with status 125 and an error that says says. */
+static void refused(const char *option, const char *value, const char *says)
+{
+    const char *args[] = {"exec", option, value, NULL};
+    itest_run_t r;
+    itest_pybox("print(1)\n", 9, args, NULL, &r);
+    ck_assert_int_eq(r.status, 125);
+    ck_assert_msg(itest_contains(r.err, r.err_len, says), "%s", r.err);
+    itest_run_free(&r);
+}
+
 static void write_file(const char *name, const char *data, size_t len)
 {
     char p[PATH_MAX];
@@ -154,11 +165,9 @@ START_TEST(limits_on_what_comes_back)
     path_in(out, "out");
     const char *args[] = {"--output", out, "--timeout", "20", NULL};
     itest_run_t r;
-    itest_exec("open('/box/out/big.bin', 'wb').write(b'x' * (9 * 1024 * 1024))\n"
-               "for i in range(70):\n    open(f'/box/out/f{i:02d}.txt', 'w').write(str(i))\n",
-               args, &r);
-    const cJSON *j = r.receipt;
-    ck_assert_int_eq(r.status, 0);
+    const cJSON *j = itest_exec_ended("open('/box/out/big.bin', 'wb').write(b'x' * (9 * 1024 * 1024))\n"
+                                      "for i in range(70):\n    open(f'/box/out/f{i:02d}.txt', 'w').write(str(i))\n",
+                                      args, 0, &r);
     ck_assert_str_eq(itest_str(j, "seen.files.status"), "delivered");
     ck_assert_int_eq((int)itest_num(j, "seen.files.returned_files"), 64);
     ck_assert_int_eq((int)itest_num(j, "seen.files.not_returned"), 7);
@@ -239,12 +248,7 @@ START_TEST(refused_before_any_box)
     free(big);
     char in[PATH_MAX], out[PATH_MAX], p[PATH_MAX];
     path_in(in, "big.bin");
-    const char *a1[] = {"exec", "--input", in, NULL};
-    itest_run_t r;
-    itest_pybox("print(1)\n", 9, a1, NULL, &r);
-    ck_assert_int_eq(r.status, 125);
-    ck_assert_msg(itest_contains(r.err, r.err_len, "larger than"), "%s", r.err);
-    itest_run_free(&r);
+    refused("--input", in, "larger than");
     /* a non-empty output folder */
     path_in(out, "full");
     ck_assert_int_eq(mkdir(out, 0755), 0);
@@ -252,33 +256,17 @@ START_TEST(refused_before_any_box)
     FILE *f = fopen(p, "we");
     fputs("mine\n", f);
     fclose(f);
-    const char *a2[] = {"exec", "--output", out, NULL};
-    itest_pybox("print(1)\n", 9, a2, NULL, &r);
-    ck_assert_int_eq(r.status, 125);
-    ck_assert_msg(itest_contains(r.err, r.err_len, "not empty"), "%s", r.err);
-    itest_run_free(&r);
+    refused("--output", out, "not empty");
     ck_assert_int_eq(count_entries(out), 1); /* untouched */
     /* an output path that is a file; a missing input; a FIFO inside an input folder */
-    const char *a3[] = {"exec", "--output", p, NULL};
-    itest_pybox("print(1)\n", 9, a3, NULL, &r);
-    ck_assert_int_eq(r.status, 125);
-    ck_assert_msg(itest_contains(r.err, r.err_len, "not a folder"), "%s", r.err);
-    itest_run_free(&r);
+    refused("--output", p, "not a folder");
     path_in(in, "missing.csv");
-    const char *a4[] = {"exec", "--input", in, NULL};
-    itest_pybox("print(1)\n", 9, a4, NULL, &r);
-    ck_assert_int_eq(r.status, 125);
-    ck_assert_msg(itest_contains(r.err, r.err_len, "no such file"), "%s", r.err);
-    itest_run_free(&r);
+    refused("--input", in, "no such file");
     path_in(in, "withfifo");
     ck_assert_int_eq(mkdir(in, 0755), 0);
     ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/pipe", in), 0);
     ck_assert_int_eq(mkfifo(p, 0644), 0);
-    const char *a5[] = {"exec", "--input", in, NULL};
-    itest_pybox("print(1)\n", 9, a5, NULL, &r);
-    ck_assert_int_eq(r.status, 125);
-    ck_assert_msg(itest_contains(r.err, r.err_len, "FIFO"), "%s", r.err);
-    itest_run_free(&r);
+    refused("--input", in, "FIFO");
     ck_assert_int_eq(boxes_of_this_install(), before);
 }
 END_TEST

@@ -201,9 +201,7 @@ START_TEST(custom_image_from_a_uv_lock)
     itest_run_free(&r);
 
     const char *rm[] = {"image", "rm", name, NULL};
-    itest_pybox("", 0, rm, NULL, &r);
-    ck_assert_int_eq(r.status, 0);
-    itest_run_free(&r);
+    itest_pybox_ok("", 0, rm, NULL);
 }
 END_TEST
 
@@ -217,6 +215,38 @@ static void native_root(const pybox_pin_t *pin, char *out, size_t len)
         ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/native/borrowed-roots/%s", itest_state()->dir, pin->id + 7), 0);
     ck_assert_ptr_nonnull(realpath(p, real));
     ck_assert_int_eq(pybox_fmt(out, len, "%s", real), 0);
+}
+
+/* What a run and `pybox image verify` did while a pin named another image. */
+typedef struct {
+    int refused;  /* the run's status */
+    bool said;    /* its error said what it was told to look for */
+    int verified; /* image verify's status */
+} swapped_t;
+
+/* Read before any assertion, so that the test can put things back first. */
+static void exec_then_verify(const char *says, swapped_t *w)
+{
+    itest_run_t r;
+    const char *args[] = {"exec", NULL};
+    itest_pybox("print(1)\n", 9, args, NULL, &r);
+    w->refused = r.status;
+    w->said = itest_contains(r.err, r.err_len, says);
+    itest_run_free(&r);
+    const char *verify[] = {"image", "verify", NULL};
+    itest_pybox("", 0, verify, NULL, &r);
+    w->verified = r.status;
+    itest_run_free(&r);
+}
+
+/* Put back, the run that was refused goes. */
+static void refused_until_put_back(const swapped_t *w)
+{
+    ck_assert_int_eq(w->refused, 125);
+    ck_assert(w->said);
+    ck_assert_int_eq(w->verified, 1);
+    const char *args[] = {"exec", NULL};
+    itest_pybox_ok("print(1)\n", 9, args, NULL);
 }
 
 /* The native analog of a name moved to another image: the data image's folder put where
@@ -234,24 +264,11 @@ static void native_swapped_pin_is_refused(void)
     ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
     ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
     ck_assert_int_eq(mount(droot, sroot, NULL, MS_BIND, NULL), 0);
-    itest_run_t r;
-    const char *args[] = {"exec", NULL};
-    itest_pybox("print(1)\n", 9, args, NULL, &r);
-    int refused = r.status;
-    bool said = itest_contains(r.err, r.err_len, "now holds another image");
-    itest_run_free(&r);
-    const char *verify[] = {"image", "verify", NULL};
-    itest_pybox("", 0, verify, NULL, &r);
-    int verified = r.status;
-    itest_run_free(&r);
+    swapped_t w;
+    exec_then_verify("now holds another image", &w);
     ck_assert_int_eq(umount2(sroot, MNT_DETACH), 0);
-    ck_assert_int_eq(refused, 125);
-    ck_assert(said);
-    ck_assert_int_eq(verified, 1);
-    /* Only that removed: the folder is its own again, and the run goes. */
-    itest_pybox("print(1)\n", 9, args, NULL, &r);
-    ck_assert_int_eq(r.status, 0);
-    itest_run_free(&r);
+    /* Only that removed: the folder is its own again. */
+    refused_until_put_back(&w);
 }
 
 START_TEST(retagged_pin_is_refused)
@@ -274,27 +291,14 @@ START_TEST(retagged_pin_is_refused)
     ck_assert(pybox_engine_call(e, "POST", path, NULL, &status, &reply, &err) == 0);
     cJSON_Delete(reply);
     ck_assert_int_eq(status, 201);
-    itest_run_t r;
-    const char *args[] = {"exec", NULL};
-    itest_pybox("print(1)\n", 9, args, NULL, &r);
-    int refused = r.status;
-    bool said = itest_contains(r.err, r.err_len, "now points to");
-    itest_run_free(&r);
-    const char *verify[] = {"image", "verify", NULL};
-    itest_pybox("", 0, verify, NULL, &r);
-    int verified = r.status;
-    itest_run_free(&r);
+    swapped_t w;
+    exec_then_verify("now points to", &w);
     /* Put the name back on the pinned image before asserting anything. */
     snprintf(path, sizeof path, "/images/%s/tag?repo=pybox-stdlib&tag=%.12s", stdlib.id, stdlib.recipe_sha256);
     ck_assert(pybox_engine_call(e, "POST", path, NULL, &status, &reply, &err) == 0);
     cJSON_Delete(reply);
     ck_assert_int_eq(status, 201);
-    ck_assert_int_eq(refused, 125);
-    ck_assert(said);
-    ck_assert_int_eq(verified, 1);
-    itest_pybox("print(1)\n", 9, args, NULL, &r);
-    ck_assert_int_eq(r.status, 0);
-    itest_run_free(&r);
+    refused_until_put_back(&w);
     pybox_engine_free(e);
 }
 END_TEST
@@ -313,13 +317,9 @@ START_TEST(unpinned_image_folders_are_cleaned_up)
     /* the backend makes its folders on first use */
     const char *list[] = {"image", "list", "--backend", "native", NULL};
     itest_run_t r;
-    itest_pybox("", 0, list, env, &r);
-    ck_assert_int_eq(r.status, 0);
-    itest_run_free(&r);
+    itest_pybox_ok("", 0, list, env);
     const char *cleanup[] = {"cleanup", "--backend", "native", NULL};
-    itest_pybox("", 0, cleanup, env, &r);
-    ck_assert_int_eq(r.status, 0);
-    itest_run_free(&r);
+    itest_pybox_ok("", 0, cleanup, env);
     ck_assert_int_eq(pybox_fmt(roots, sizeof roots, "%s/native/roots", home), 0);
     static const char stale[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     static const char fresh[] = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
@@ -353,9 +353,7 @@ START_TEST(unpinned_image_folders_are_cleaned_up)
     ck_assert_int_eq(stat(p, &sb), 0); /* not yet expired: kept */
     /* the borrowed stdlib still resolves: nothing of the main installation was touched */
     const char *run[] = {"exec", "--json", NULL};
-    itest_pybox("print(1)\n", 9, run, env, &r);
-    ck_assert_int_eq(r.status, 0);
-    itest_run_free(&r);
+    itest_pybox_ok("print(1)\n", 9, run, env);
     itest_remove_home(home);
 }
 END_TEST

@@ -31,12 +31,10 @@ START_TEST(oom_child_killed_parent_exits)
     /* The deadline is not what is tested here: room for a slow machine (an emulated guest
      * fills 160 MiB at half a CPU in more than the default 2 s). */
     const char *args[] = {"--timeout", "20", NULL};
-    itest_exec("import os\npid = os.fork()\nif pid == 0:\n    x = b'x' * (160 * 1024 * 1024)\n    os._exit(0)\n"
-               "_, st = os.waitpid(pid, 0)\nprint(-os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st))\n",
-               args, &r);
-    const cJSON *j = r.receipt;
-    ck_assert_int_eq(r.status, 0);
-    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    const cJSON *j = itest_exec_ended(
+        "import os\npid = os.fork()\nif pid == 0:\n    x = b'x' * (160 * 1024 * 1024)\n    os._exit(0)\n"
+        "_, st = os.waitpid(pid, 0)\nprint(-os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st))\n",
+        args, 0, &r);
     ck_assert_str_eq(itest_str(j, "said.stdout.text"), "-9\n");
     ck_assert_int_eq(itest_bool(j, "seen.oom.backend_flag"), 1);
     ck_assert_int_eq((int)itest_num(j, "seen.oom.kernel_oom_kills"), 1);
@@ -186,14 +184,12 @@ START_TEST(exit_just_before_the_deadline)
     itest_run_t r;
     /* It exits 1.6 s after its own start (the kernel's, from /proc), 0.4 s before the 2 s
      * deadline, however long Python took to start (long on an emulated guest). */
-    itest_exec("import os, time\n"
-               "start = int(open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19]) / os.sysconf('SC_CLK_TCK')\n"
-               "up = float(open('/proc/uptime').read().split()[0])\n"
-               "time.sleep(max(0.0, 1.6 - (up - start)))\nraise SystemExit(3)\n",
-               (const char *[]){"--timeout", "2", NULL}, &r);
-    const cJSON *j = r.receipt;
-    ck_assert_int_eq(r.status, 3);
-    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    const cJSON *j = itest_exec_ended(
+        "import os, time\n"
+        "start = int(open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19]) / os.sysconf('SC_CLK_TCK')\n"
+        "up = float(open('/proc/uptime').read().split()[0])\n"
+        "time.sleep(max(0.0, 1.6 - (up - start)))\nraise SystemExit(3)\n",
+        (const char *[]){"--timeout", "2", NULL}, 3, &r);
     ck_assert_str_eq(itest_str(j, "seen.clock"), "none");
     ck_assert_int_eq(itest_bool(j, "seen.host_deadline_passed"), 0);
     ck_assert_int_eq(itest_bool(j, "seen.init_record.stopped_on_request"), 0);
@@ -219,10 +215,7 @@ START_TEST(long_sleep_ends_by_itself_with_samples)
 {
     itest_run_t r;
     const char *args[] = {"--timeout", "15", NULL};
-    itest_exec("import time\ntime.sleep(12)\nprint('awake')\n", args, &r);
-    const cJSON *j = r.receipt;
-    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-    ck_assert_str_eq(itest_str(j, "status"), "TARGET_EXIT_OBSERVED");
+    const cJSON *j = itest_exec_ended("import time\ntime.sleep(12)\nprint('awake')\n", args, 0, &r);
     double ms = itest_num(j, "seen.init_record.program_ms");
     /* its sleep, and its start (Python's, long on an emulated guest) within the deadline */
     ck_assert_msg(ms >= 12000 && ms < 15000, "program ran %.0f ms", ms);
@@ -247,12 +240,7 @@ END_TEST
 START_TEST(long_sleep_is_stopped_at_the_deadline)
 {
     itest_run_t r;
-    const char *args[] = {"--timeout", "30", NULL};
-    itest_exec("import time\ntime.sleep(60)\n", args, &r);
-    const cJSON *j = r.receipt;
-    ck_assert_int_eq(r.status, 124);
-    ck_assert_str_eq(itest_str(j, "status"), "SUPERVISOR_KILL_OBSERVED");
-    ck_assert_str_eq(itest_str(j, "seen.clock"), "host_deadline");
+    const cJSON *j = itest_exec_past_deadline("import time\ntime.sleep(60)\n", "30", &r);
     double ms = itest_num(j, "seen.init_record.program_ms");
     ck_assert_msg(ms >= 29900 && ms < 32000, "stopped after %.0f ms under a 30 s deadline", ms);
     ck_assert_int_eq(itest_bool(j, "seen.kernel.final.taken"), 1);

@@ -223,6 +223,15 @@ static void run_in(const char *prog, pybox_native_spec_t *s, pybox_native_held_c
     o->err = strndup(said.data, said.kept);
 }
 
+/* run_in on a fresh box of the usual spec whose user is uid. */
+static void run_fresh(const char *prog, uint32_t uid, outcome_t *o)
+{
+    pybox_native_spec_t s;
+    char name[33];
+    spec_of(&s, name, uid);
+    run_in(prog, &s, NULL, NULL, o);
+}
+
 static void outcome_free(outcome_t *o)
 {
     pybox_native_run_free(&o->r);
@@ -286,11 +295,8 @@ END_TEST
 
 START_TEST(hello_through_the_guest_protocol)
 {
-    pybox_native_spec_t s;
-    char name[33];
-    spec_of(&s, name, 200101);
     outcome_t o;
-    run_in("print('hello')\n", &s, NULL, NULL, &o);
+    run_fresh("print('hello')\n", 200101, &o);
     ck_assert_msg(o.r.rec.seen, "no done record; stderr: %s", o.err);
     ck_assert_str_eq(o.out, "hello\n");
     ck_assert_int_eq(o.r.rec.exit_code, 0);
@@ -350,11 +356,8 @@ static bool has_line(const char *out, const char *line)
 
 START_TEST(the_program_sees_a_sealed_box)
 {
-    pybox_native_spec_t s;
-    char name[33];
-    spec_of(&s, name, 200102);
     outcome_t o;
-    run_in(inside, &s, NULL, NULL, &o);
+    run_fresh(inside, 200102, &o);
     ck_assert_msg(o.r.rec.seen && o.r.rec.exit_code == 0, "stdout: %s stderr: %s", o.out, o.err);
     const char *want[] = {
         "CapInh 0000000000000000",
@@ -511,11 +514,8 @@ static const char kernel_calls[] =
 
 START_TEST(kernel_interfaces_are_refused)
 {
-    pybox_native_spec_t s;
-    char name[33];
-    spec_of(&s, name, 200112);
     outcome_t o;
-    run_in(kernel_calls, &s, NULL, NULL, &o);
+    run_fresh(kernel_calls, 200112, &o);
     ck_assert_msg(o.r.rec.seen && o.r.rec.exit_code == 0, "stdout: %s stderr: %s", o.out, o.err);
     const char *want[] = {"io_uring_setup EPERM",
                           "userfaultfd EPERM",
@@ -542,11 +542,8 @@ END_TEST
 
 START_TEST(memory_limit_kills_and_is_counted)
 {
-    pybox_native_spec_t s;
-    char name[33];
-    spec_of(&s, name, 200103);
     outcome_t o;
-    run_in("x = bytearray(300 * 1024 * 1024)\nprint('survived')\n", &s, NULL, NULL, &o);
+    run_fresh("x = bytearray(300 * 1024 * 1024)\nprint('survived')\n", 200103, &o);
     ck_assert_msg(o.r.rec.seen, "no record: %s", o.err);
     ck_assert_ptr_null(strstr(o.out, "survived"));
     ck_assert_int_eq(o.r.rec.signal, SIGKILL);

@@ -152,6 +152,9 @@ static int s_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "scripted box");
     }
     b->base.ops = &scripted_ops;
+    b->base.id = "5c41p7ed0000000000000000000000000000000000000000000000000000beef";
+    b->base.name = "scripted-box";
+    b->base.spec_sha256 = "5c41p7ed5c41p7ed5c41p7ed5c41p7ed5c41p7ed5c41p7ed5c41p7ed5c41p7ed";
     b->s = s;
     b->ended_stream = -1;
     b->stdin_apart = -1;
@@ -411,24 +414,6 @@ static int s_cgroup(pybox_box_t *base, pybox_cgroup_loc_t *loc, pybox_error_t *e
     return 0;
 }
 
-static const char *s_name(const pybox_box_t *base)
-{
-    (void)base;
-    return "scripted-box";
-}
-
-static const char *s_spec_sha256(const pybox_box_t *base)
-{
-    (void)base;
-    return "5c41p7ed5c41p7ed5c41p7ed5c41p7ed5c41p7ed5c41p7ed5c41p7ed5c41p7ed";
-}
-
-static const char *s_id(const pybox_box_t *base)
-{
-    (void)base;
-    return "5c41p7ed0000000000000000000000000000000000000000000000000000beef";
-}
-
 static void s_free(pybox_box_t *base)
 {
     sbox_t *b = (sbox_t *)base;
@@ -464,9 +449,6 @@ static const pybox_box_ops_t scripted_ops = {
     .cgroup = s_cgroup,
     .remove = s_remove,
     .after_end = s_after_end,
-    .id = s_id,
-    .name = s_name,
-    .spec_sha256 = s_spec_sha256,
     .free = s_free,
 };
 

@@ -186,20 +186,6 @@ static cJSON *recv_head(int fd)
     return j;
 }
 
-static int recv_body(int fd, char *out, size_t len)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = recv(fd, out + got, len - got, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        got += (size_t)r;
-    }
-    return 0;
-}
-
 /* A number of the head, whole and within [0, max]; -1 when it is not. */
 static int64_t head_num(const cJSON *head, const char *key, int64_t max)
 {
@@ -371,7 +357,7 @@ static int serve(holder_t *h, int fd)
     } else if (req.op == PYBOX_CLI_SESSION_CALL) {
         char *prog = malloc((size_t)req.program_bytes);
         int64_t most = pybox_ahead_policy(h->box)->timeout_ms;
-        if (prog == NULL || recv_body(fd, prog, (size_t)req.program_bytes) < 0) {
+        if (prog == NULL || pybox_read_exact(fd, prog, (size_t)req.program_bytes) < 0) {
             reply(fd, PYBOX_EXIT_FAILED, "refused", "the request was not whole", NULL);
         } else if (req.timeout_ms > most) {
             char a[PYBOX_NUM_MAX], m[PYBOX_NUM_MAX];
@@ -651,7 +637,7 @@ static int ask(int fd, cJSON *req, const char *prog, size_t len, bool json)
     const cJSON *error = cJSON_GetObjectItemCaseSensitive(head, "error");
     char *body = bytes > 0 ? malloc((size_t)bytes) : NULL;
     int rc;
-    if (code < 0 || bytes < 0 || (bytes > 0 && (body == NULL || recv_body(fd, body, (size_t)bytes) < 0))) {
+    if (code < 0 || bytes < 0 || (bytes > 0 && (body == NULL || pybox_read_exact(fd, body, (size_t)bytes) < 0))) {
         rc = pybox_cli_failf(PYBOX_ERR_SYSTEM, 0, "the session's holder gave no whole answer (did the session end?)");
     } else if (cJSON_IsString(refused)) {
         pybox_error_set(&err, PYBOX_ERR_USAGE, 0, "%s", refused->valuestring);

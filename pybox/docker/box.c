@@ -89,6 +89,9 @@ static int d_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **
     pybox_strlcpy(b->id, id->valuestring, sizeof b->id);
     pybox_strlcpy(b->name, name, sizeof b->name);
     memcpy(b->spec_sha256, digest, sizeof b->spec_sha256);
+    b->base.id = b->id;
+    b->base.name = b->name;
+    b->base.spec_sha256 = b->spec_sha256;
     pybox_demux_init(&b->demux);
     cJSON_Delete(reply);
     *out = &b->base;
@@ -391,21 +394,6 @@ static int d_run_cgroup(pybox_backend_t *be, const char *run_id, pybox_cgroup_lo
     return cgroup_of(pybox_docker_engine(be), name, loc, err);
 }
 
-static const char *d_id(const pybox_box_t *base)
-{
-    return ((const docker_box_t *)base)->id;
-}
-
-static const char *d_name(const pybox_box_t *base)
-{
-    return ((const docker_box_t *)base)->name;
-}
-
-static const char *d_spec_sha256(const pybox_box_t *base)
-{
-    return ((const docker_box_t *)base)->spec_sha256;
-}
-
 static void d_free(pybox_box_t *base)
 {
     docker_box_t *b = (docker_box_t *)base;
@@ -430,9 +418,6 @@ static const pybox_box_ops_t docker_ops = {
     .running = d_running,
     .cgroup = d_cgroup,
     .remove = d_remove,
-    .id = d_id,
-    .name = d_name,
-    .spec_sha256 = d_spec_sha256,
     .free = d_free,
 };
 

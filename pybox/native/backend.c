@@ -178,6 +178,9 @@ static int n_create(pybox_backend_t *base, const pybox_policy_t *p, pybox_box_t 
     }
     spec_digest(&b->spec, b->spec_sha256);
     snprintf(b->box_name, sizeof b->box_name, "pybox-%s", b->name);
+    b->base.id = b->name;
+    b->base.name = b->box_name;
+    b->base.spec_sha256 = b->spec_sha256;
     /* Testing only (policy.h): the box is made from a spec that differs from the policy in
      * one setting, and verify, which compares the kernel's view with the policy's spec,
      * must refuse it. */
@@ -296,6 +299,22 @@ static int drain(int fd, int stream, int rounds_max, pybox_output_cb cb, void *a
  * and once the box has ended nothing writes to it any more. */
 #define DRAIN_ENDED_ROUNDS 1024
 
+/* Drain one of the box's output streams unless it has ended; once the box has ended, the
+ * stream is over whether or not its pipe was, and held records a pipe still open. */
+static int drain_stream(native_box_t *b, int fd, int stream, bool *eof, unsigned held, bool ended, int rounds,
+                        pybox_output_cb cb, void *arg, pybox_error_t *err)
+{
+    if (*eof)
+        return 0;
+    int r = drain(fd, stream, rounds, cb, arg, err);
+    if (r < 0)
+        return -1;
+    *eof = r == 1 || ended;
+    if (ended && r != 1)
+        b->held_at_end |= held;
+    return 0;
+}
+
 static int n_io_read(pybox_box_t *base, pybox_output_cb cb, void *arg, pybox_error_t *err)
 {
     native_box_t *b = (native_box_t *)base;
@@ -306,22 +325,10 @@ static int n_io_read(pybox_box_t *base, pybox_output_cb cb, void *arg, pybox_err
     bool ended = pybox_native_ended(b->nb);
     int rounds = ended ? DRAIN_ENDED_ROUNDS : 16;
     /* stderr first, as the engine's stream is read: the record ends stdout */
-    if (!b->err_eof) {
-        int r = drain(pybox_native_stderr(b->nb), 2, rounds, cb, arg, err);
-        if (r < 0)
-            return -1;
-        b->err_eof = r == 1 || ended;
-        if (ended && r != 1)
-            b->held_at_end |= PYBOX_HELD_STDERR;
-    }
-    if (!b->out_eof) {
-        int r = drain(pybox_native_stdout(b->nb), 1, rounds, cb, arg, err);
-        if (r < 0)
-            return -1;
-        b->out_eof = r == 1 || ended;
-        if (ended && r != 1)
-            b->held_at_end |= PYBOX_HELD_STDOUT;
-    }
+    if (drain_stream(b, pybox_native_stderr(b->nb), 2, &b->err_eof, PYBOX_HELD_STDERR, ended, rounds, cb, arg, err) <
+            0 ||
+        drain_stream(b, pybox_native_stdout(b->nb), 1, &b->out_eof, PYBOX_HELD_STDOUT, ended, rounds, cb, arg, err) < 0)
+        return -1;
     return b->out_eof && b->err_eof ? 1 : 0;
 }
 
@@ -423,21 +430,6 @@ static void n_after_end(const pybox_box_t *base, pybox_box_after_t *out)
     out->collect_ms = a.collect_ms;
 }
 
-static const char *n_id(const pybox_box_t *base)
-{
-    return ((const native_box_t *)base)->name;
-}
-
-static const char *n_name(const pybox_box_t *base)
-{
-    return ((const native_box_t *)base)->box_name;
-}
-
-static const char *n_spec_sha256(const pybox_box_t *base)
-{
-    return ((const native_box_t *)base)->spec_sha256;
-}
-
 static void n_free(pybox_box_t *base)
 {
     native_box_t *b = (native_box_t *)base;
@@ -465,9 +457,6 @@ static const pybox_box_ops_t native_box_ops = {
     .held = n_held,
     .remove = n_remove,
     .after_end = n_after_end,
-    .id = n_id,
-    .name = n_name,
-    .spec_sha256 = n_spec_sha256,
     .free = n_free,
 };
 

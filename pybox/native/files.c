@@ -260,8 +260,12 @@ static bool changed_meanwhile(int e)
     return e == ENOENT || e == ELOOP || e == ENOTDIR;
 }
 
-static int open_failed(int e, const char *name, pybox_error_t *err)
+/* An entry that could not be looked at or opened (errno e): 0 when it changed meanwhile
+ * (left out), else -1 with err set. */
+static int entry_failed(int e, const char *name, pybox_error_t *err)
 {
+    if (changed_meanwhile(e))
+        return 0;
     char shown[256];
     pybox_escape_short(shown, sizeof shown, name, 200);
     return pybox_error_set(err, PYBOX_ERR_SYSTEM, e, "native box: packing /box/out: opening %s", shown);
@@ -293,18 +297,14 @@ static int walk(packer_t *k, int dfd, const char *prefix, int depth, pybox_error
         }
         struct stat sb;
         if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
-            if (changed_meanwhile(errno))
-                continue;
-            rc = open_failed(errno, name, err);
-            break;
+            rc = entry_failed(errno, name, err);
+            continue;
         }
         if (S_ISDIR(sb.st_mode)) {
             int fd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (fd < 0) {
-                if (changed_meanwhile(errno))
-                    continue;
-                rc = open_failed(errno, name, err);
-                break;
+                rc = entry_failed(errno, name, err);
+                continue;
             }
             char dn[PATH_MAX];
             if (pybox_fmt(dn, sizeof dn, "%s/", name) < 0 || header(k, dn, &sb, NULL, NULL, err) < 0 ||
@@ -316,10 +316,8 @@ static int walk(packer_t *k, int dfd, const char *prefix, int depth, pybox_error
              * FIFO since fstatat; what is read is what fstat of the open file says. */
             int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
             if (fd < 0) {
-                if (changed_meanwhile(errno))
-                    continue;
-                rc = open_failed(errno, name, err);
-                break;
+                rc = entry_failed(errno, name, err);
+                continue;
             }
             if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
                 const char *first = first_name(k, &sb, name, err, &rc);
@@ -332,11 +330,9 @@ static int walk(packer_t *k, int dfd, const char *prefix, int depth, pybox_error
         } else if (S_ISLNK(sb.st_mode)) {
             char target[PATH_MAX];
             ssize_t n = readlinkat(dfd, de->d_name, target, sizeof target - 1);
-            if (n < 0 && (changed_meanwhile(errno) || errno == EINVAL))
-                continue;
             if (n < 0) {
-                rc = open_failed(errno, name, err);
-                break;
+                rc = errno == EINVAL ? 0 : entry_failed(errno, name, err);
+                continue;
             }
             target[n] = '\0';
             rc = header(k, name, &sb, target, NULL, err);
@@ -413,20 +409,6 @@ typedef struct {
     uint64_t data_len;
 } packed_head_t;
 
-static int read_full(int fd, void *buf, size_t len)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = read(fd, (char *)buf + got, len - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        got += (size_t)r;
-    }
-    return 0;
-}
-
 int pybox_native_get_files(pybox_native_box_t *b, size_t max, pybox_buf_t *out, pybox_error_t *err)
 {
     if (!b->rootless)
@@ -463,15 +445,15 @@ int pybox_native_get_files(pybox_native_box_t *b, size_t max, pybox_buf_t *out, 
     packed_head_t h;
     char msg[PYBOX_ERROR_MSG_MAX];
     int rc = 0;
-    if (read_full(pfd, &h, sizeof h) < 0 || h.msg_len >= sizeof msg || h.data_len > max ||
-        read_full(pfd, msg, h.msg_len) < 0) {
+    if (pybox_read_exact(pfd, &h, sizeof h) < 0 || h.msg_len >= sizeof msg || h.data_len > max ||
+        pybox_read_exact(pfd, msg, h.msg_len) < 0) {
         rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, EPROTO, "native box: packing /box/out in its user namespace");
     } else if (h.rc < 0) {
         msg[h.msg_len] = '\0';
         rc = pybox_error_set(err, h.kind > 0 ? (pybox_error_kind_t)h.kind : PYBOX_ERR_SYSTEM, h.errnum, "%s", msg);
     } else {
         _cleanup_free_ char *data = h.data_len > 0 ? malloc(h.data_len) : NULL;
-        if (h.data_len > 0 && (data == NULL || read_full(pfd, data, h.data_len) < 0))
+        if (h.data_len > 0 && (data == NULL || pybox_read_exact(pfd, data, h.data_len) < 0))
             rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, data == NULL ? ENOMEM : EPROTO,
                                  "native box: the packed /box/out");
         else if (h.data_len > 0 && pybox_buf_append(out, data, h.data_len) < 0)

@@ -302,18 +302,7 @@ static int unpack(int tar_fd, const char *dir, pybox_error_t *err)
         _exit(rc < 0 ? 1 : 0);
     }
     char msg[512];
-    size_t have = 0;
-    for (;;) {
-        ssize_t r = read(pfd, msg + have, sizeof msg - 1 - have);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        have += (size_t)r;
-        if (have == sizeof msg - 1)
-            break;
-    }
-    msg[have] = '\0';
+    size_t have = pybox_read_message(pfd, msg, sizeof msg);
     close(pfd);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)

@@ -672,10 +672,21 @@ static _Noreturn void child_fail_at(int fd, int step, int detail, int e)
 
 static _Noreturn void child_fail(int fd, int step, int e)
 {
-    report_t r = {.step = step, .errnum = e};
-    ssize_t w = write(fd, &r, sizeof r);
-    (void)w;
-    _exit(127);
+    child_fail_at(fd, step, 0, e);
+}
+
+/* The child waits for its parent's one byte on fd (a step the parent does for it is
+ * done), then closes fd; without that byte the parent has failed, and so does the child. */
+static void await_parent(int fd)
+{
+    char go;
+    ssize_t r;
+    do
+        r = read(fd, &go, 1);
+    while (r < 0 && errno == EINTR);
+    if (r != 1)
+        _exit(127);
+    close(fd);
 }
 
 static int do_op(const op_t *o)
@@ -727,14 +738,7 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
     /* Rootless: nothing below works until this user namespace's ids are mapped. */
     if (p->map_r >= 0) {
         close(p->map_w);
-        char mapped;
-        ssize_t r;
-        do
-            r = read(p->map_r, &mapped, 1);
-        while (r < 0 && errno == EINTR);
-        if (r != 1)
-            _exit(127);
-        close(p->map_r);
+        await_parent(p->map_r);
         /* Its user namespace's own limits: written here, read by the writer's namespace. */
         static const struct {
             const char *file, *value;
@@ -814,14 +818,7 @@ static _Noreturn void child(const plan_t *p, int report_w, int in_r, int out_w, 
      * PyBox has moved this process into its leaf, with the limits in place, and the cgroup
      * namespace is rooted there. Nothing of the program's can run before. */
     if (p->go_r >= 0) {
-        char go;
-        ssize_t r;
-        do
-            r = read(p->go_r, &go, 1);
-        while (r < 0 && errno == EINTR);
-        if (r != 1)
-            _exit(127);
-        close(p->go_r);
+        await_parent(p->go_r);
         if (unshare(CLONE_NEWCGROUP) < 0)
             child_fail(report_w, STEP_CGROUPNS, errno);
     }
@@ -1080,19 +1077,8 @@ static int write_map(const char *helper, pid_t pid, uint32_t user_id, uint32_t i
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, rc, "rootless box: running %s", helper);
     }
     char said[512];
-    size_t n = 0;
-    for (;;) {
-        ssize_t r = read(ep[0], said + n, sizeof said - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-        if (n == sizeof said - 1)
-            break;
-    }
+    size_t n = pybox_read_message(ep[0], said, sizeof said);
     close(ep[0]);
-    said[n] = '\0';
     while (n > 0 && said[n - 1] == '\n')
         said[--n] = '\0';
     int st = 0;
