@@ -32,6 +32,7 @@ import time
 from urllib.parse import quote
 
 import hostprocs
+from receipts import get
 
 REPO = os.getcwd()
 PYBOX = os.environ.get("PYBOX_BIN", "")
@@ -203,14 +204,6 @@ def parse(text):
         return v if isinstance(v, dict) else None
     except ValueError:
         return None
-
-
-def get(j, path, default=None):
-    for k in path.split("."):
-        if not isinstance(j, dict) or k not in j:
-            return default
-        j = j[k]
-    return j
 
 
 # ---- a throwaway installation ----

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from receipts import get
 
 PYBOX = os.environ.get("PYBOX_BIN", "")
 BACKEND = os.environ.get("PYBOX_BACKEND") or "docker"
@@ -42,14 +43,6 @@ def check(name, ok, detail):
 
 def pybox(args, stdin=b"", timeout=120):
     return subprocess.run([PYBOX] + args, input=stdin, capture_output=True, timeout=timeout)
-
-
-def get(j, path, default=None):
-    for k in path.split("."):
-        if not isinstance(j, dict) or k not in j:
-            return default
-        j = j[k]
-    return j
 
 
 def open_session(*args):

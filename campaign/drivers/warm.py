@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+from receipts import get
 
 PYBOX = os.environ.get("PYBOX_BIN", "")
 PYBOX_TEST = os.environ.get("PYBOX_TEST_BIN") or os.path.join(os.path.dirname(PYBOX), "pybox-test")
@@ -39,14 +40,6 @@ def log(*a):
 def check(name, ok, detail):
     CHECKS.append({"name": name, "ok": bool(ok), "detail": detail})
     log("%s %s: %s" % ("ok  " if ok else "FAIL", name, detail))
-
-
-def get(j, path, default=None):
-    for k in path.split("."):
-        if not isinstance(j, dict) or k not in j:
-            return default
-        j = j[k]
-    return j
 
 
 def probe(name):

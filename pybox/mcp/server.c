@@ -63,8 +63,7 @@ struct pybox_mcp_session {
     size_t early_next;
 };
 
-static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logf_(const char *fmt, ...)
+void pybox_mcp_log(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -90,7 +89,7 @@ static bool send_msg(pybox_mcp_sink_t *k, cJSON *msg, bool reply)
     cJSON_Delete(msg);
     if (rc < 0 || !pybox_buf_ok(&safe) || safe.data == NULL) {
         pybox_buf_free(&safe);
-        logf_("no memory for a message to the client");
+        pybox_mcp_log("no memory for a message to the client");
         return false;
     }
     bool taken = k->send(k, safe.data, safe.len, reply);
@@ -541,10 +540,7 @@ static void cancel_locked(call_t *c, bool by_client)
     if (c->stopping)
         return;
     c->stopping = true;
-    ssize_t w;
-    do
-        w = write(c->cancel_pipe[1], "x", 1);
-    while (w < 0 && errno == EINTR);
+    (void)pybox_write_all(c->cancel_pipe[1], "x", 1); /* a wake-up: the pipe's reader only polls it */
 }
 
 size_t pybox_mcp_session_cancel(pybox_mcp_session_t *s, const pybox_mcp_sink_t *sink, bool by_client)

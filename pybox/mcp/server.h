@@ -225,6 +225,9 @@ pybox_mcp_session_t *pybox_mcp_session_new(const pybox_mcp_config_t *cfg, const 
  * Thread-safe. */
 void pybox_mcp_session_handle(pybox_mcp_session_t *s, const char *msg, size_t len, unsigned flags,
                               pybox_mcp_sink_t *sink, pybox_mcp_handled_t *out);
+/* A line of the server's own on stderr, "pybox mcp: " and the words (stdio's log). */
+void pybox_mcp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* The protocol version initialize agreed, or NULL before. The text is the server's own. */
 const char *pybox_mcp_session_version(pybox_mcp_session_t *s);
 /* Calls in flight (not yet ended). */

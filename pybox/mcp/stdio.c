@@ -46,17 +46,6 @@ typedef struct server {
     pthread_t writer;
 } server_t;
 
-static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logf_(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("pybox mcp: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
 /* With q_mu held: wake the writer and the reader, once. */
 static void abort_locked(server_t *s)
 {
@@ -64,10 +53,7 @@ static void abort_locked(server_t *s)
     if (s->aborted)
         return;
     s->aborted = true;
-    ssize_t w;
-    do
-        w = write(s->abort_pipe[1], "x", 1);
-    while (w < 0 && errno == EINTR);
+    (void)pybox_write_all(s->abort_pipe[1], "x", 1); /* a wake-up: the pipe's reader only polls it */
 }
 
 /* With q_mu held: free the lines not taken by the writer yet. */
@@ -98,7 +84,7 @@ static bool queue_line(pybox_mcp_sink_t *k, const char *text, size_t len, bool r
     server_t *s = (server_t *)k;
     out_msg_t *m = malloc(sizeof *m + len + 1);
     if (m == NULL) {
-        logf_("no memory for a message to stdout");
+        pybox_mcp_log("no memory for a message to stdout");
         return false;
     }
     memcpy(m->data, text, len);
@@ -129,9 +115,9 @@ static bool queue_line(pybox_mcp_sink_t *k, const char *text, size_t len, bool r
     }
     pthread_mutex_unlock(&s->q_mu);
     if (now_gone)
-        logf_("the client is not reading stdout (%zu bytes waiting, and a message of %zu more would pass the "
-              "bound of %d MiB): stopping; every run in progress is cancelled and its box removed",
-              waiting, m->len, (int)(queue_max(s) >> 20));
+        pybox_mcp_log("the client is not reading stdout (%zu bytes waiting, and a message of %zu more would pass the "
+                      "bound of %d MiB): stopping; every run in progress is cancelled and its box removed",
+                      waiting, m->len, (int)(queue_max(s) >> 20));
     free(m);
     return queued;
 }
@@ -149,7 +135,7 @@ static bool write_line(server_t *s, const char *p, size_t len)
                 continue;
             {
                 char etext[128];
-                logf_("poll on stdout: %s", pybox_strerror(errno, etext, sizeof etext));
+                pybox_mcp_log("poll on stdout: %s", pybox_strerror(errno, etext, sizeof etext));
             }
             return false;
         }
@@ -163,8 +149,8 @@ static bool write_line(server_t *s, const char *p, size_t len)
                 continue;
             {
                 char etext[128];
-                logf_("writing to stdout: %s (messages from now on are dropped)",
-                      pybox_strerror(errno, etext, sizeof etext));
+                pybox_mcp_log("writing to stdout: %s (messages from now on are dropped)",
+                              pybox_strerror(errno, etext, sizeof etext));
             }
             return false;
         }
@@ -244,8 +230,8 @@ static bool finish_writer(server_t *s)
     }
     pthread_mutex_unlock(&s->q_mu);
     if (!flushed && !gone)
-        logf_("the client did not read stdout within %d s: exiting without the last %zu bytes",
-              PYBOX_MCP_FLUSH_MS / 1000, left);
+        pybox_mcp_log("the client did not read stdout within %d s: exiting without the last %zu bytes",
+                      PYBOX_MCP_FLUSH_MS / 1000, left);
     pthread_join(s->writer, NULL);
     return flushed;
 }
@@ -268,7 +254,7 @@ int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t
     pybox_mcp_session_t *session = pybox_mcp_session_new(cfg, tools, n_tools, arg, NULL);
     bool piped = session != NULL && pipe2(s->abort_pipe, O_CLOEXEC) == 0;
     if (!piped || pthread_create(&s->writer, NULL, writer_main, s) != 0) {
-        logf_("could not start the writer for stdout");
+        pybox_mcp_log("could not start the writer for stdout");
         if (piped) {
             close(s->abort_pipe[0]);
             close(s->abort_pipe[1]);
@@ -293,14 +279,14 @@ int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t
                 continue;
             {
                 char etext[128];
-                logf_("poll: %s", pybox_strerror(errno, etext, sizeof etext));
+                pybox_mcp_log("poll: %s", pybox_strerror(errno, etext, sizeof etext));
             }
             break;
         }
         if (ps[2].revents != 0)
             break; /* the client is not reading: said where it was found */
         if (stop_fd >= 0 && ps[1].revents != 0) {
-            logf_("stopping: every run in progress is cancelled and its box removed");
+            pybox_mcp_log("stopping: every run in progress is cancelled and its box removed");
             break;
         }
         ssize_t r = read(in_fd, chunk, sizeof chunk);
@@ -308,7 +294,7 @@ int pybox_mcp_serve(int in_fd, int out_fd, int stop_fd, const pybox_mcp_config_t
             continue;
         if (r < 0) {
             char etext[128];
-            logf_("reading stdin: %s", pybox_strerror(errno, etext, sizeof etext));
+            pybox_mcp_log("reading stdin: %s", pybox_strerror(errno, etext, sizeof etext));
         }
         if (r <= 0)
             break;
