@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { PYBOX, serverEnv } from './helpers.mjs';
+import { PYBOX, serverEnv, SKIP_LONG_HTTP } from './helpers.mjs';
 import { HttpServer } from './http-helpers.mjs';
 
 const require = createRequire(import.meta.url);
@@ -36,7 +36,7 @@ test('the Inspector calls run_python', async () => {
   assert.match(out.content[0].text, /status: TARGET_EXIT_OBSERVED, exit code 0/);
 });
 
-test('the Inspector over HTTP: tools listed and run_python called with the bearer token; refused without it', async () => {
+test('the Inspector over HTTP: tools listed and run_python called with the bearer token; refused without it', { skip: SKIP_LONG_HTTP }, async () => {
   const server = await HttpServer.start();
   try {
     const target = [server.url, '--transport', 'http', '--header', `Authorization: ${server.auth()}`];
