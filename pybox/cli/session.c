@@ -269,17 +269,24 @@ static void write_note(holder_t *h)
     free(text);
 }
 
-static void holder_files_remove(holder_t *h)
+/* The session has ended: no new caller reaches the holder (its socket's name is gone
+ * before the last answer is sent, so the caller's next call finds no live session). */
+static void holder_stop_listening(holder_t *h)
 {
     if (h->sock[0] != '\0')
         unlink(h->sock);
+    if (h->listen_fd >= 0)
+        close(h->listen_fd);
+    h->listen_fd = -1;
+}
+
+static void holder_files_remove(holder_t *h)
+{
+    holder_stop_listening(h);
     if (h->note[0] != '\0')
         unlink(h->note);
     if (h->lock[0] != '\0')
         unlink(h->lock);
-    if (h->listen_fd >= 0)
-        close(h->listen_fd);
-    h->listen_fd = -1;
 }
 
 /* The receipt as the client asked for it: signed JSON, or the terminal's text. */
@@ -379,9 +386,10 @@ static int serve(holder_t *h, int fd)
             pybox_run_result_t res;
             int rc = pybox_ahead_call(h->box, &rr, &res, &gone);
             h->calls++;
-            if (gone)
+            if (gone) {
                 h->box = NULL;
-            else
+                holder_stop_listening(h);
+            } else
                 write_note(h); /* before the answer: what the client does next sees it */
             answer(fd, &req, &res, rc, &h->st);
             pybox_run_result_free(&res);
@@ -392,6 +400,7 @@ static int serve(holder_t *h, int fd)
         pybox_run_result_t res;
         int rc = pybox_ahead_close(h->box, &res);
         h->box = NULL;
+        holder_stop_listening(h);
         answer(fd, &req, &res, rc, &h->st);
         pybox_run_result_free(&res);
         ended = 1;
