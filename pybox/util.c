@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <math.h>
 #include <openssl/evp.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -177,16 +179,39 @@ int pybox_read_file(const char *path, int flags, size_t max, char **out, size_t 
     return rc;
 }
 
+ssize_t pybox_write_some(int fd, const void *buf, size_t len)
+{
+    /* SIGPIPE held back on this thread for the write; one it raised is taken from the
+     * pending set before the old mask returns, unless one was pending before. */
+    sigset_t pipe_sig, old, pending;
+    sigemptyset(&pipe_sig);
+    sigaddset(&pipe_sig, SIGPIPE);
+    bool held = pthread_sigmask(SIG_BLOCK, &pipe_sig, &old) == 0;
+    bool was_pending = held && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+    ssize_t w;
+    do
+        w = write(fd, buf, len);
+    while (w < 0 && errno == EINTR);
+    int e = errno;
+    if (held) {
+        if (w < 0 && e == EPIPE && !was_pending) {
+            const struct timespec now = {0, 0};
+            while (sigtimedwait(&pipe_sig, NULL, &now) < 0 && errno == EINTR)
+                ;
+        }
+        (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    errno = e;
+    return w;
+}
+
 int pybox_write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
     while (len > 0) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
+        ssize_t w = pybox_write_some(fd, p, len);
+        if (w < 0)
             return -1;
-        }
         p += w;
         len -= (size_t)w;
     }

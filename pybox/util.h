@@ -69,7 +69,12 @@ int pybox_read_bounded(int fd, size_t max, char **out, size_t *len, bool *over, 
  * words); -1 with err when it cannot be read. */
 int pybox_read_file(const char *path, int flags, size_t max, char **out, size_t *len, bool *over, pybox_error_t *err);
 
-/* write() all of buf, retrying on EINTR. */
+/* One write(), retried on EINTR, that never raises SIGPIPE: a reader gone is -1 with
+ * EPIPE, whatever the process does with the signal (a library's caller decides that, and
+ * the tests leave it as the default that ends a process). */
+ssize_t pybox_write_some(int fd, const void *buf, size_t len);
+
+/* pybox_write_some() until all of buf is written. */
 int pybox_write_all(int fd, const void *buf, size_t len);
 
 /* read() exactly len bytes into buf, retrying on EINTR; -1 on an error or an end before

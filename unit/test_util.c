@@ -3,6 +3,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../pybox/buf.h"
@@ -211,6 +213,37 @@ static void reap(pid_t pid)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
 }
+
+/* A write to a pipe whose reader is gone is an error the caller is told, never a signal
+ * that ends the process: the library's callers (the tests among them) keep SIGPIPE's
+ * default. A SIGPIPE that was already pending stays pending. */
+START_TEST(write_to_a_gone_reader_is_epipe)
+{
+    ck_assert_ptr_ne(signal(SIGPIPE, SIG_DFL), SIG_ERR);
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    close(fds[0]);
+    errno = 0;
+    ck_assert_int_eq(pybox_write_some(fds[1], "x", 1), -1);
+    ck_assert_int_eq(errno, EPIPE);
+    ck_assert_int_eq(pybox_write_all(fds[1], "xyz", 3), -1);
+    ck_assert_int_eq(errno, EPIPE);
+    sigset_t pipe_sig, old, pending;
+    sigemptyset(&pipe_sig);
+    sigaddset(&pipe_sig, SIGPIPE);
+    ck_assert_int_eq(sigpending(&pending), 0);
+    ck_assert_int_eq(sigismember(&pending, SIGPIPE), 0); /* none left behind */
+    ck_assert_int_eq(pthread_sigmask(SIG_BLOCK, &pipe_sig, &old), 0);
+    ck_assert_int_eq(raise(SIGPIPE), 0);
+    ck_assert_int_eq(pybox_write_some(fds[1], "x", 1), -1);
+    ck_assert_int_eq(sigpending(&pending), 0);
+    ck_assert_int_eq(sigismember(&pending, SIGPIPE), 1); /* the caller's own, kept */
+    const struct timespec now = {0, 0};
+    ck_assert_int_eq(sigtimedwait(&pipe_sig, NULL, &now), SIGPIPE);
+    ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, &old, NULL), 0);
+    close(fds[1]);
+}
+END_TEST
 
 static void check_bounded(size_t input, size_t max, bool want_over)
 {
@@ -472,6 +505,7 @@ Suite *suite_util(void)
     tc = tcase_create("io");
     tcase_add_test(tc, read_bounded_sizes);
     tcase_add_test(tc, read_bounded_bad_fd);
+    tcase_add_test(tc, write_to_a_gone_reader_is_epipe);
     tcase_set_timeout(tc, 20);
     suite_add_tcase(s, tc);
 

@@ -259,11 +259,7 @@ static ssize_t n_io_write(pybox_box_t *base, const void *data, size_t len, pybox
         errno = EPIPE;
         return -1;
     }
-    ssize_t w;
-    do
-        w = write(fd, data, len);
-    while (w < 0 && errno == EINTR);
-    return w;
+    return pybox_write_some(fd, data, len);
 }
 
 static int n_io_close_write(pybox_box_t *base, pybox_error_t *err)

@@ -78,7 +78,7 @@ int pybox_native_drive(pybox_native_box_t *b, const char *program, size_t len, i
             return pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "poll");
         }
         if (p[2].revents & (POLLOUT | POLLERR | POLLHUP)) {
-            ssize_t w = write(infd, in.data + off, in.len - off);
+            ssize_t w = pybox_write_some(infd, in.data + off, in.len - off);
             if (w > 0)
                 off += (size_t)w;
             else if (w < 0 && errno != EAGAIN && errno != EINTR)
@@ -102,7 +102,7 @@ int pybox_native_drive(pybox_native_box_t *b, const char *program, size_t len, i
         }
         if (r->rec.seen && !released && off == in.len) {
             released = true;
-            ssize_t w = write(infd, "R", 1);
+            ssize_t w = pybox_write_some(infd, "R", 1);
             (void)w;
             pybox_native_close_stdin(b);
             infd = -1;

@@ -1274,10 +1274,7 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
         if (write_map(PYBOX_NEWUIDMAP, pid, s->user_uid, b->program_uid, b->program_uid, err) < 0 ||
             write_map(PYBOX_NEWGIDMAP, pid, s->user_gid, b->program_uid, s->box_gid, err) < 0)
             goto fail; /* (a program relaxed to root is the box's root: one line each) */
-        ssize_t w;
-        do
-            w = write(map[1], "m", 1);
-        while (w < 0 && errno == EINTR);
+        (void)pybox_write_some(map[1], "m", 1);
         close_fd(&map[1]);
         /* Held for the removal: what the program left in the staging folder (a writable
          * root's upper layer) is its uid's, which the user may remove only from there. */
@@ -1300,10 +1297,7 @@ int pybox_native_create(const pybox_native_spec_t *s, pybox_native_box_t **out, 
             }
             goto fail;
         }
-        ssize_t w;
-        do
-            w = write(go[1], "g", 1);
-        while (w < 0 && errno == EINTR);
+        (void)pybox_write_some(go[1], "g", 1);
         close_fd(&go[1]);
         pybox_sd_close(sd);
         sd = NULL;
