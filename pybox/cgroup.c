@@ -60,13 +60,23 @@ const char *pybox_cgroup_manager_word(const pybox_cgroup_host_t *h)
     return h->systemd ? "systemd" : "none";
 }
 
-int pybox_cgroup_v1_dir(const char *root, const char *ctrl, const char *path, char *out, size_t len)
+int pybox_cgroup_v1_mount(const char *root, const char *ctrl, char *out, size_t len)
 {
+    /* cpu and cpuacct may be mounted together, under either name. */
     const char *names[] = {ctrl, "cpu,cpuacct", "cpuacct,cpu"};
     size_t n = strncmp(ctrl, "cpu", 3) == 0 ? 3 : 1;
     for (size_t i = 0; i < n; i++)
-        if (pybox_fmt(out, len, "%s/%s%s", root, names[i], path) == 0 && is_dir(out))
+        if (pybox_fmt(out, len, "%s/%s", root, names[i]) == 0 && is_dir(out))
             return 0;
+    return pybox_fmt(out, len, "%s/%s", root, ctrl) == 0 ? 1 : -1;
+}
+
+int pybox_cgroup_v1_dir(const char *root, const char *ctrl, const char *path, char *out, size_t len)
+{
+    char base[PATH_MAX];
+    if (pybox_cgroup_v1_mount(root, ctrl, base, sizeof base) == 0 && pybox_fmt(out, len, "%s%s", base, path) == 0 &&
+        is_dir(out))
+        return 0;
     out[0] = '\0';
     return -1;
 }

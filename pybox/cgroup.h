@@ -47,6 +47,11 @@ const char *pybox_cgroup_root(void);
 /* Whether root is a cgroup v2 (unified) mount: it has cgroup.controllers. */
 bool pybox_cgroup_unified(const char *root);
 
+/* A v1 controller's mount folder under root: controllers may be mounted alone ("cpuacct")
+ * or together ("cpu,cpuacct"). 0 when found; 1 when none is, out then root/ctrl; -1 when
+ * it does not fit. */
+int pybox_cgroup_v1_mount(const char *root, const char *ctrl, char *out, size_t len);
+
 /* A v1 controller's folder for a cgroup path (path starts with "/"): controllers may be
  * mounted alone ("cpuacct") or together ("cpu,cpuacct"). 0 when the folder exists. */
 int pybox_cgroup_v1_dir(const char *root, const char *ctrl, const char *path, char *out, size_t len);

@@ -49,12 +49,6 @@ int pybox_native_read_small(const char *path, char *buf, size_t len, size_t *got
     return 0;
 }
 
-static bool is_dir(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 static bool exists(const char *p)
 {
     struct stat sb;
@@ -77,16 +71,16 @@ int pybox_native_cg_detect(const char *root, int *version, pybox_error_t *err)
     if (pybox_fmt(p, sizeof p, "%s/cgroup.controllers", root) < 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "cgroup root");
     pybox_error_t ignored = {0};
-    if (pybox_native_read_small(p, buf, sizeof buf, NULL, &ignored) == 0 && has_word(buf, "memory") &&
-        has_word(buf, "pids") && has_word(buf, "cpu")) {
+    if (pybox_cgroup_unified(root) && pybox_native_read_small(p, buf, sizeof buf, NULL, &ignored) == 0 &&
+        has_word(buf, "memory") && has_word(buf, "pids") && has_word(buf, "cpu")) {
         *version = 2;
         return 0;
     }
-    char m[PATH_MAX], pi[PATH_MAX], c[PATH_MAX], cc[PATH_MAX];
-    if (pybox_fmt(m, sizeof m, "%s/memory/memory.memsw.limit_in_bytes", root) == 0 && exists(m) &&
-        pybox_fmt(pi, sizeof pi, "%s/pids", root) == 0 && is_dir(pi) &&
-        ((pybox_fmt(c, sizeof c, "%s/cpu", root) == 0 && is_dir(c)) ||
-         (pybox_fmt(cc, sizeof cc, "%s/cpu,cpuacct", root) == 0 && is_dir(cc)))) {
+    char mem[PATH_MAX], m[PATH_MAX], pi[PATH_MAX], c[PATH_MAX];
+    if (pybox_cgroup_v1_mount(root, "memory", mem, sizeof mem) == 0 &&
+        pybox_fmt(m, sizeof m, "%s/memory.memsw.limit_in_bytes", mem) == 0 && exists(m) &&
+        pybox_cgroup_v1_mount(root, "pids", pi, sizeof pi) == 0 &&
+        pybox_cgroup_v1_mount(root, "cpu", c, sizeof c) == 0) {
         *version = 1;
         return 0;
     }
@@ -98,17 +92,13 @@ int pybox_native_cg_detect(const char *root, int *version, pybox_error_t *err)
                            shown);
 }
 
+/* A v1 controller's folder for rel, whether or not it exists yet. */
 static int v1_dir(const char *root, const char *ctrl, const char *rel, char *out, size_t len)
 {
-    /* cpu and cpuacct may be mounted together, under either name. */
-    const char *names[] = {ctrl, "cpu,cpuacct", "cpuacct,cpu"};
-    size_t n = strncmp(ctrl, "cpu", 3) == 0 ? 3 : 1;
-    for (size_t i = 0; i < n; i++) {
-        char base[PATH_MAX];
-        if (pybox_fmt(base, sizeof base, "%s/%s", root, names[i]) == 0 && is_dir(base))
-            return pybox_fmt(out, len, "%s/%s", base, rel);
-    }
-    return pybox_fmt(out, len, "%s/%s/%s", root, ctrl, rel);
+    char base[PATH_MAX];
+    if (pybox_cgroup_v1_mount(root, ctrl, base, sizeof base) < 0)
+        return -1;
+    return pybox_fmt(out, len, "%s/%s", base, rel);
 }
 
 int pybox_native_cg_host(const char *root, const char *sd_mark, pybox_native_cg_host_t *h, pybox_error_t *err)
