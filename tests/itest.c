@@ -26,6 +26,7 @@
 #include "../pybox/cgroup.h"
 #include "../pybox/image/image.h"
 #include "../pybox/native/cgroup.h"
+#include "../pybox/native/native.h"
 #include "../pybox/native/sandbox.h"
 #include "../pybox/prepare.h"
 #include "../pybox/run.h"
@@ -627,7 +628,7 @@ static int native_left(const char *install_id, const char *home, const char *run
     char parent[PYBOX_NATIVE_CG_PARENT_MAX], staging[PATH_MAX];
     pybox_error_t err = {0};
     ck_assert_int_eq(pybox_native_cg_parent(install_id, parent, &err), 0);
-    (void)pybox_fmt(staging, sizeof staging, "%s/native/staging", home);
+    (void)pybox_fmt(staging, sizeof staging, "%s/" PYBOX_NATIVE_STAGING, home);
     pybox_native_leftover_t *l = NULL;
     size_t nl = 0;
     ck_assert_msg(pybox_native_leftovers(&h, parent, staging, &l, &nl, &err) == 0, "%s", err.msg);
@@ -764,7 +765,7 @@ int itest_box_wait_running(double since, char *id, const char *what, double time
         return rc;
     }
     char staging[PATH_MAX];
-    (void)pybox_fmt(staging, sizeof staging, "%s/native/staging", itest_state()->dir);
+    (void)pybox_fmt(staging, sizeof staging, "%s/" PYBOX_NATIVE_STAGING, itest_state()->dir);
     double end = itest_wall() + timeout_s;
     while (itest_wall() < end) {
         DIR *d = opendir(staging);

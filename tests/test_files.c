@@ -18,6 +18,7 @@
 #include "../pybox/buf.h"
 #include "../pybox/cgroup.h"
 #include "../pybox/escape.h"
+#include "../pybox/native/native.h"
 #include "../pybox/util.h"
 #include "itest.h"
 #include "suites.h"
@@ -544,11 +545,11 @@ static void full_state_dir(int free_pages)
         char a[PATH_MAX], b[PATH_MAX], target[PATH_MAX];
         ck_assert_int_eq(pybox_fmt(a, sizeof a, "%s/native", full_home), 0);
         ck_assert_int_eq(mkdir(a, 0700), 0);
-        ck_assert_int_eq(pybox_fmt(a, sizeof a, "%s/native/borrowed-roots", src), 0);
+        ck_assert_int_eq(pybox_fmt(a, sizeof a, "%s/" PYBOX_NATIVE_BORROWED, src), 0);
         ssize_t n = readlink(a, target, sizeof target - 1);
         ck_assert_int_gt(n, 0);
         target[n] = '\0';
-        ck_assert_int_eq(pybox_fmt(b, sizeof b, "%s/native/borrowed-roots", full_home), 0);
+        ck_assert_int_eq(pybox_fmt(b, sizeof b, "%s/" PYBOX_NATIVE_BORROWED, full_home), 0);
         ck_assert_int_eq(symlink(target, b), 0);
     }
     itest_remove_home(src);
@@ -585,7 +586,7 @@ static int creates_between(const char *install_id, double since, double until)
         /* No event log: a box made meanwhile would have changed its folders, whose
          * modification times the kernel keeps (the staging folder, the cgroup parent). */
         char dirs[6][PATH_MAX], parents[5][PATH_MAX];
-        ck_assert_int_eq(pybox_fmt(dirs[0], sizeof dirs[0], "%s/native/staging", full_home), 0);
+        ck_assert_int_eq(pybox_fmt(dirs[0], sizeof dirs[0], "%s/" PYBOX_NATIVE_STAGING, full_home), 0);
         int nd = 1;
         for (int i = 0, np = itest_native_parents(install_id, parents); i < np; i++)
             pybox_strlcpy(dirs[nd++], parents[i], PATH_MAX);

@@ -192,9 +192,11 @@ static void placed_in_its_scope(const via_t *v)
     ck_assert_int_eq(pybox_native_box_cgroup(itest_state()->install_id, itest_str(j, "run_id"), &cg, &err), 0);
     ck_assert(cg.systemd);
     ck_assert_str_eq(itest_str(j, "seen.kernel.cgroup.path"), cg.unified);
-    char want[128];
-    snprintf(want, sizeof want, "pybox-%s-%s.scope", itest_state()->install_id, itest_str(j, "run_id"));
-    ck_assert_str_eq(cg.unit, want);
+    /* the unit is named for the installation and the run (docs/cgroups.md) */
+    char parent[PYBOX_NATIVE_CG_PARENT_MAX];
+    ck_assert_int_eq(pybox_native_cg_parent(itest_state()->install_id, parent, &err), 0);
+    ck_assert_msg(strncmp(cg.unit, parent, strlen(parent)) == 0 && strstr(cg.unit, itest_str(j, "run_id")) != NULL,
+                  "unit %s", cg.unit);
     ck_assert_msg(access(cg.unified, F_OK) < 0, "%s is left", cg.unified);
     /* systemd removes the emptied scope and unloads its unit, in its own time */
     bool gone = false;
@@ -206,9 +208,13 @@ static void placed_in_its_scope(const via_t *v)
         }
     }
     ck_assert_msg(gone, "the scope %s is still there", cg.unit);
-    char beside[PATH_MAX];
-    snprintf(beside, sizeof beside, "/sys/fs/cgroup/pybox-%s", itest_state()->install_id);
-    ck_assert_msg(access(beside, F_OK) < 0, "%s was made beside systemd's slices", beside);
+    /* and no parent where a host without systemd would have it */
+    pybox_native_cg_host_t plain;
+    ck_assert_int_eq(pybox_native_cg_host(pybox_cgroup_root(), "/nonexistent", &plain, &err), 0);
+    char beside[5][PATH_MAX];
+    ck_assert_int_eq(pybox_native_cg_holders(&plain, parent, beside, &err), 0);
+    ck_assert_str_ne(beside[4], "");
+    ck_assert_msg(access(beside[4], F_OK) < 0, "%s was made beside systemd's slices", beside[4]);
 }
 
 START_TEST(a_scope_per_box)

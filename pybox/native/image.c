@@ -39,9 +39,9 @@ static int mkdir_owned(const char *path, pybox_error_t *err)
 int pybox_native_dirs(native_backend_t *be, pybox_error_t *err)
 {
     char top[PATH_MAX];
-    if (pybox_state_path(&be->st, "native", top, sizeof top, err) < 0 ||
-        pybox_fmt(be->staging, sizeof be->staging, "%s/staging", top) < 0 ||
-        pybox_fmt(be->roots, sizeof be->roots, "%s/roots", top) < 0)
+    if (pybox_state_path(&be->st, PYBOX_NATIVE_DIR, top, sizeof top, err) < 0 ||
+        pybox_state_path(&be->st, PYBOX_NATIVE_STAGING, be->staging, sizeof be->staging, err) < 0 ||
+        pybox_state_path(&be->st, PYBOX_NATIVE_ROOTS, be->roots, sizeof be->roots, err) < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "the native backend's folders");
     if (mkdir_owned(top, err) < 0 || mkdir_owned(be->staging, err) < 0)
         return -1;
@@ -60,7 +60,7 @@ int pybox_native_dirs(native_backend_t *be, pybox_error_t *err)
     char link[PATH_MAX];
     struct stat lsb, sb;
     be->borrowed[0] = '\0';
-    if (pybox_fmt(link, sizeof link, "%s/borrowed-roots", top) < 0)
+    if (pybox_state_path(&be->st, PYBOX_NATIVE_BORROWED, link, sizeof link, err) < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "the native backend's folders");
     if (lstat(link, &lsb) == 0) {
         if (!S_ISLNK(lsb.st_mode) || stat(link, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() ||

@@ -16,6 +16,14 @@
 #include "../state.h"
 #include "cgroup.h"
 
+/* The backend's folders in an installation's state folder, the one definition of them:
+ * each box's staging folder (by run id), the images' root filesystems (by digest), and the
+ * link to another installation's roots that an installation borrowing them has (state.h). */
+#define PYBOX_NATIVE_DIR "native"
+#define PYBOX_NATIVE_STAGING PYBOX_NATIVE_DIR "/staging"
+#define PYBOX_NATIVE_ROOTS PYBOX_NATIVE_DIR "/roots"
+#define PYBOX_NATIVE_BORROWED PYBOX_NATIVE_DIR "/borrowed-roots"
+
 typedef struct native_backend {
     pybox_backend_t base;
     pybox_state_t st;
