@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../pybox/ahead.h"
 #include "../pybox/bounds.h"
 #include "../pybox/box.h"
 #include "../pybox/buf.h"
@@ -673,6 +674,115 @@ static void library_run(camp_t *c, const cJSON *cs, const cJSON *spec, const cha
     pybox_ready_free(&rd);
 }
 
+/* ---- the same run inside a session ---- */
+
+/* What a session's first call leaves behind before the run's program runs as its second. */
+#define SESSION_FIRST_CALL "campaign_state = [1, 2, 3]\n"
+
+/* A library run inside a session (docs/sessions.md): a session's box made with the run's
+ * image, limits and relaxations, a first call that leaves state in its interpreter, then
+ * the run's program as the session's second call, whose receipt the run's expectations
+ * read; then the session is closed and its own receipt kept beside (session_receipt). */
+static void session_run(camp_t *c, const cJSON *cs, const cJSON *spec, const char *scratch, const char *program,
+                        cJSON *rec)
+{
+    pybox_ready_t rd;
+    pybox_ready_init(&rd);
+    if (lib_prepare(c, cs, spec, scratch, program, &rd, rec) < 0) {
+        pybox_ready_free(&rd);
+        return;
+    }
+    pybox_error_t err = {0};
+    /* The box's own clocks: room for both calls and the close. */
+    int64_t life = 2 * rd.run.policy.timeout_ms + (int64_t)(scaled(c, 30) * 1000);
+    rd.run.policy.box_wait_ms = life;
+    rd.run.policy.box_life_ms = life;
+    double t0 = pybox_now_s();
+    pybox_ahead_t *box = NULL;
+    char id[33];
+    if (pybox_random_hex(16, id, &err) < 0 || pybox_ahead_open(rd.be, &rd.run, &box, &err) < 0) {
+        cJSON_AddStringToObject(rec, "error", err.msg);
+        pybox_ready_free(&rd);
+        return;
+    }
+    pybox_ahead_set_session(box, id);
+    pybox_run_request_t first = rd.run;
+    first.program = SESSION_FIRST_CALL;
+    first.program_len = strlen(SESSION_FIRST_CALL);
+    first.output = NULL;
+    first.inputs = NULL;
+    pybox_run_result_t res;
+    bool ended = false;
+    pybox_ahead_call(box, &first, &res, &ended);
+    cJSON *fr = pybox_receipt_json(&res);
+    pybox_sign_installation(fr, &c->st);
+    cJSON_AddItemToObject(rec, "first_receipt", fr);
+    pybox_run_result_free(&res);
+    if (ended) {
+        cJSON_AddStringToObject(rec, "error", "the session's first call ended it (first_receipt says how)");
+        pybox_ready_free(&rd);
+        return;
+    }
+    int rc = pybox_ahead_call(box, &rd.run, &res, &ended);
+    (void)rc;
+    cJSON_AddNumberToObject(rec, "wall_s", pybox_now_s() - t0);
+    cJSON_AddNumberToObject(rec, "exit_code", res.exit_code);
+    cJSON *r = pybox_receipt_json(&res);
+    pybox_sign_installation(r, &c->st);
+    cJSON_AddItemToObject(rec, "receipt", r);
+    pybox_run_result_free(&res);
+    if (!ended) {
+        pybox_ahead_close(box, &res);
+        cJSON *sr = pybox_receipt_json(&res);
+        pybox_sign_installation(sr, &c->st);
+        cJSON_AddItemToObject(rec, "session_receipt", sr);
+        pybox_run_result_free(&res);
+    }
+    pybox_ready_free(&rd);
+}
+
+/* The runs a case has: its own, and for a restriction check whose runs all go through
+ * the library, each again inside a session ("<name> in a session"), with the same
+ * expectations and that it was the session's second call, unless the case says why not
+ * ("session_not": its reason). */
+static cJSON *runs_planned(const cJSON *cs)
+{
+    cJSON *plan = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(cs, "runs"), 1);
+    if (plan == NULL)
+        return cJSON_CreateArray();
+    const char *kind = jstr(cs, "kind");
+    if (kind == NULL || strcmp(kind, "restriction") != 0 || jstr(cs, "session_not") != NULL)
+        return plan;
+    const cJSON *spec;
+    cJSON_ArrayForEach (spec, plan)
+        if (jstr(spec, "via") == NULL || strcmp(jstr(spec, "via"), "library") != 0)
+            return plan;
+    int n = cJSON_GetArraySize(plan);
+    for (int i = 0; i < n; i++) {
+        spec = cJSON_GetArrayItem(plan, i);
+        cJSON *s = cJSON_Duplicate(spec, 1);
+        char name[128];
+        snprintf(name, sizeof name, "%s in a session", jstr(spec, "name") ? jstr(spec, "name") : "run");
+        cJSON_ReplaceItemInObjectCaseSensitive(s, "name", cJSON_CreateString(name));
+        cJSON_ReplaceItemInObjectCaseSensitive(s, "via", cJSON_CreateString("session"));
+        cJSON *ex = cJSON_GetObjectItemCaseSensitive(s, "expect");
+        if (!cJSON_IsArray(ex))
+            ex = cJSON_AddArrayToObject(s, "expect");
+        cJSON *call = cJSON_CreateObject();
+        cJSON_AddStringToObject(call, "path", "receipt.seen.start.session.call");
+        cJSON_AddStringToObject(call, "op", "eq");
+        cJSON_AddNumberToObject(call, "value", 2);
+        cJSON_AddItemToArray(ex, call);
+        cJSON *own = cJSON_GetObjectItemCaseSensitive(s, "expect_by_backend");
+        cJSON *b;
+        cJSON_ArrayForEach (b, own)
+            if (cJSON_IsArray(b))
+                cJSON_AddItemToArray(b, cJSON_Duplicate(call, 1));
+        cJSON_AddItemToArray(plan, s);
+    }
+    return plan;
+}
+
 /* ---- two boxes at once: one holds, the other is measured ---- */
 
 typedef struct {
@@ -1275,7 +1385,8 @@ static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
         err = "the case's program_file cannot be read";
     const cJSON *spec;
     int nruns = 0;
-    cJSON_ArrayForEach (spec, cJSON_GetObjectItemCaseSensitive(cs, "runs")) {
+    cJSON *plan = runs_planned(cs);
+    cJSON_ArrayForEach (spec, plan) {
         const char *name = jstr(spec, "name") ? jstr(spec, "name") : "run";
         const char *via = jstr(spec, "via") ? jstr(spec, "via") : "exec";
         int passes = (int)jnum(spec, "passes", jnum(cs, "passes", 1));
@@ -1294,6 +1405,8 @@ static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
             steps(c, spec, scratch, "before", r);
             if (strcmp(via, "library") == 0)
                 library_run(c, cs, spec, scratch, program, r);
+            else if (strcmp(via, "session") == 0)
+                session_run(c, cs, spec, scratch, program, r);
             else if (strcmp(via, "exec") == 0)
                 exec_run(c, spec, program, scratch, r);
             else if (strcmp(via, "crash") == 0)
@@ -1333,6 +1446,7 @@ static bool run_case(camp_t *c, const char *file, cJSON *cs, char *record_name)
             nruns++;
         }
     }
+    cJSON_Delete(plan);
     if (nruns == 0 && err == NULL)
         err = "the case has no runs";
     /* Passes of the same run must agree on the verdict fields. */

@@ -479,6 +479,14 @@ static void restriction_cell(pybox_buf_t *b, const rec_t *r)
     shown(b, c, with);
     pybox_buf_adds(b, "<br>*without:* ");
     shown(b, c, without);
+    /* the same two inside a session, when the campaign ran them there */
+    const cJSON *in_with = run_named(r->j, "with in a session"), *in_without = run_named(r->j, "without in a session");
+    if (in_with != NULL || in_without != NULL) {
+        pybox_buf_adds(b, "<br>*in a session, as its second call:* with ");
+        pybox_buf_adds(b, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in_with, "ok")) ? "✓" : "✗");
+        pybox_buf_adds(b, ", without ");
+        pybox_buf_adds(b, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in_without, "ok")) ? "✓" : "✗");
+    }
     verdict_line(b, r);
 }
 

@@ -24,8 +24,8 @@ steps=${PYBOX_VM_STEPS:-integration campaign rootless}
 # The integration suites run on a backend: PYBOX_VM_SUITES_<BACKEND>, else every one.
 suites() {
     case "$1" in
-    native) echo "${PYBOX_VM_SUITES_NATIVE:-exec refuse isolation verify crash kernel files images mcp uids chart sign native}" ;;
-    docker) echo "${PYBOX_VM_SUITES_DOCKER:-exec refuse isolation verify crash kernel files images mcp uids chart sign lifecycle}" ;;
+    native) echo "${PYBOX_VM_SUITES_NATIVE:-exec refuse isolation verify crash kernel files images mcp session uids chart sign native systemd}" ;;
+    docker) echo "${PYBOX_VM_SUITES_DOCKER:-exec refuse isolation verify crash kernel files images mcp session uids chart sign lifecycle}" ;;
     esac
 }
 
