@@ -75,7 +75,7 @@ _pybox()
         mapfile -t COMPREPLY < <(compgen -g -- "$cur")
         return 0
         ;;
-    --timeout | --ttl | --memory | --pids | --cpus | --max-timeout | --max-memory | --output-root-max | --output-root-age | \
+    --timeout | --ttl | --idle | --memory | --pids | --cpus | --max-timeout | --max-memory | --output-root-max | --output-root-age | \
         --images | --debian | --listen | --allow-origins | --max-connections | --max-http-sessions | --max-calls | \
         --python-sessions-per-token | \
         --session-idle)

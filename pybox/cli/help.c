@@ -108,7 +108,8 @@ static void exec_help(FILE *o)
             "                     with NO_COLOR), never\n"
             "  --session ID       run the program as the next call of the session `pybox session\n"
             "                     open` printed: its globals, /tmp and /box/out from the earlier\n"
-            "                     calls (with --timeout, --json, --color only; pybox help session)\n"
+            "                     calls (with --timeout, --json, --color, --input, --output only;\n"
+            "                     pybox help session)\n"
             "  --help             this help\n"
             "\n"
             "Ceilings: every limit stays under the installation's (config.json in the state\n"
@@ -313,11 +314,12 @@ static void key_help(FILE *o)
 
 static void session_help(FILE *o)
 {
-    char ttl[PYBOX_NUM_MAX], most[PYBOX_NUM_MAX];
+    char ttl[PYBOX_NUM_MAX], most[PYBOX_NUM_MAX], idle[PYBOX_NUM_MAX], idle_least[PYBOX_NUM_MAX];
     fprintf(o,
             "usage: pybox session open [--image NAME] [--timeout S] [--memory M] [--pids N] [--cpus N]\n"
-            "                          [--backend NAME] [--ttl S]\n"
-            "       pybox exec --session ID [--timeout S] [--json] < program.py\n"
+            "                          [--backend NAME] [--ttl S] [--idle S]\n"
+            "       pybox exec --session ID [--timeout S] [--input PATH]... [--output DIR] [--json]\n"
+            "                  < program.py\n"
             "       pybox session close ID [--json] [--color WHEN]\n"
             "       pybox session list [--json]\n"
             "\n"
@@ -337,12 +339,15 @@ static void session_help(FILE *o)
             "  --backend NAME     the backend that builds its box (as pybox exec's)\n"
             "  --ttl SECONDS      the session's lifetime (default %s, at most %s); its box's own\n"
             "                     timer ends it %g s later should the holder die\n"
+            "  --idle SECONDS     the session ends this long after its last call (default %s,\n"
+            "                     at least %s)\n"
             "  --json             a receipt (close) or the list as JSON\n"
             "  --color WHEN       as pybox exec's (close)\n"
             "  --help             this help\n"
             "docs/sessions.md.\n",
             pybox_fmt_fixed(ttl, PYBOX_MCP_SESSION_TTL_MS, 3), pybox_fmt_fixed(most, PYBOX_MCP_SESSION_TTL_MAX_MS, 3),
-            PYBOX_CLI_SESSION_MARGIN_MS / 1000.0);
+            PYBOX_CLI_SESSION_MARGIN_MS / 1000.0, pybox_fmt_fixed(idle, PYBOX_MCP_SESSION_IDLE_MS, 3),
+            pybox_fmt_fixed(idle_least, PYBOX_MCP_SESSION_IDLE_MIN_MS, 3));
 }
 
 static void chart_help(FILE *o)
