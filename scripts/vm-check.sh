@@ -17,7 +17,8 @@
 # what this script made here is removed at its end. PYBOX_VM_BACKENDS, PYBOX_VM_STEPS
 # (integration, campaign, rootless), PYBOX_VM_SUITES_NATIVE and _DOCKER choose a part (the
 # default is all); PYBOX_VM_CAMPAIGN_OUT puts the campaign's records in that folder
-# (make campaign: the evidence) instead of the results.
+# (make campaign: the evidence) instead of the results; PYBOX_VM_ROOTLESS_SUITES names
+# integration suites the ordinary user also runs, rootless (tests/vm-rootless.sh).
 #   scripts/vm-check.sh BUILD_DIR
 set -eu
 cd "$(dirname "$0")/.."
@@ -77,7 +78,8 @@ rc=0
 scripts/vm.sh run --disk "$out/images.img" --timeout "${PYBOX_VM_TIMEOUT:-2700}" -- \
     env PYBOX_VM_BACKENDS="${PYBOX_VM_BACKENDS:-}" PYBOX_VM_STEPS="${PYBOX_VM_STEPS:-}" \
     PYBOX_VM_SUITES_NATIVE="${PYBOX_VM_SUITES_NATIVE:-}" PYBOX_VM_SUITES_DOCKER="${PYBOX_VM_SUITES_DOCKER:-}" \
-    PYBOX_VM_CAMPAIGN_OUT="${PYBOX_VM_CAMPAIGN_OUT:-}" sh tests/vm-guest.sh "$build" "$out/results" || rc=$?
+    PYBOX_VM_CAMPAIGN_OUT="${PYBOX_VM_CAMPAIGN_OUT:-}" PYBOX_VM_ROOTLESS_SUITES="${PYBOX_VM_ROOTLESS_SUITES:-}" \
+    sh tests/vm-guest.sh "$build" "$out/results" || rc=$?
 echo "vm-check: $(($(date +%s) - start)) s in all; results in $out/results"
 [ -f "$out/results/summary" ] && sed 's/^/  /' "$out/results/summary"
 if [ "$rc" != 0 ]; then

@@ -152,6 +152,8 @@ say "the image: $(($(date +%s) - start)) s"
 if [ -f "$data/data.tar" ]; then
     chmod 0644 "$data/data.tar" "$data/data.tar.packages"
     check image-build-data 0 "pinned|up to date" "pybox image build data --backend native --rootfs $data/data.tar"
+elif [ -n "${PYBOX_VM_ROOTLESS_SUITES:-}" ]; then
+    check image-build-data 0 "pinned|up to date" "pybox image build data --backend native"
 fi
 [ -n "${PYBOX_VM_ROOTLESS_SUITES:-}" ] && suites
 [ -n "${PYBOX_VM_ROOT_SUITES:-}" ] && root_suites
