@@ -248,11 +248,13 @@ static void child_exec(int fd0, int fd1, int fd2, int chan, uid_t uid, box_mode_
 {
     sigset_t none;
     sigemptyset(&none);
-    /* Moved above the standard numbers first, so no dup2 below overwrites a source. */
+    /* Moved above the standard numbers first, so no dup2 below overwrites a source; the
+     * moved copies close at exec (the dup2 copies do not), so the program holds only its
+     * own descriptors. */
     int src[4] = {fd0, fd1, fd2, chan};
     for (int i = 0; i < 4; i++) {
         if (src[i] >= 0 && src[i] < 10 && src[i] != i) {
-            int moved = fcntl(src[i], F_DUPFD, 10);
+            int moved = fcntl(src[i], F_DUPFD_CLOEXEC, 10);
             if (moved < 0)
                 _exit(PYBOX_GUEST_EXIT_PIPE);
             src[i] = moved;

@@ -155,6 +155,21 @@ START_TEST(read_only_root_and_no_privileges)
 }
 END_TEST
 
+/* The program holds its three standard streams and nothing else of the init's: no
+ * second copy of a pipe, no descriptor of the box's making. */
+START_TEST(only_the_standard_streams)
+{
+    itest_run_t r;
+    itest_exec("import os\n"
+               "names = os.listdir('/proc/self/fd')\n"
+               "print(sorted(int(n) for n in names if os.path.exists('/proc/self/fd/' + n)))\n",
+               NULL, &r);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(itest_str(r.receipt, "said.stdout.text"), "[0, 1, 2]\n");
+    itest_run_free(&r);
+}
+END_TEST
+
 START_TEST(program_cannot_reach_the_init)
 {
     /* The box's PID 1 runs as another user: the program can neither signal it, nor
@@ -432,7 +447,8 @@ Suite *itest_suite_isolation(void)
 {
     Suite *s = suite_create("isolation");
     itest_tcase(s, "host", 60,
-                ITEST_TESTS(nothing_of_the_host, read_only_root_and_no_privileges, program_cannot_reach_the_init,
+                ITEST_TESTS(nothing_of_the_host, read_only_root_and_no_privileges, only_the_standard_streams,
+                            program_cannot_reach_the_init,
                             host_files_both_ways, environment_both_ways, pressure_files_both_ways, network_both_ways));
     return s;
 }
