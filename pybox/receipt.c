@@ -1007,6 +1007,19 @@ int pybox_receipt_text_styled(const pybox_run_result_t *res, const pybox_receipt
     heading(o, color, "SAID (untrusted: written by the program, escaped; each line starts \"  |\")");
     said_text(o, "stdout", &res->said_out, columns);
     said_text(o, "stderr", &res->said_err, columns);
+    if (res->start.call_report[0] != '\0') {
+        /* The session's interpreter runs in the program's process: its report of the
+         * call (the last expression's repr, the exception) is the program's to forge. */
+        pybox_buf_addf(o, "  %-10s the session's interpreter's report of the call (its value, its exception)\n",
+                       "report");
+        pybox_buf_t line;
+        pybox_buf_init(&line, 0);
+        pybox_escape_terminal(&line, res->start.call_report, strlen(res->start.call_report), false);
+        if (!pybox_buf_ok(&line))
+            pybox_buf_fail(o);
+        fenced_rows(o, PYBOX_RECEIPT_FENCE, line.data ? line.data : "", line.len, columns);
+        pybox_buf_free(&line);
+    }
 
     heading(o, color, "UNKNOWN");
     if (res->n_unknown == 0)

@@ -448,7 +448,7 @@ Suite *itest_suite_isolation(void)
     Suite *s = suite_create("isolation");
     itest_tcase(s, "host", 60,
                 ITEST_TESTS(nothing_of_the_host, read_only_root_and_no_privileges, only_the_standard_streams,
-                            program_cannot_reach_the_init,
-                            host_files_both_ways, environment_both_ways, pressure_files_both_ways, network_both_ways));
+                            program_cannot_reach_the_init, host_files_both_ways, environment_both_ways,
+                            pressure_files_both_ways, network_both_ways));
     return s;
 }

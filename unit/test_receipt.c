@@ -338,6 +338,26 @@ START_TEST(json_notes_and_folder_always_utf8)
 }
 END_TEST
 
+/* A session call's report (its value, its exception) is the program's to forge: under
+ * SAID, fenced and escaped like its streams. */
+START_TEST(text_session_report_fenced)
+{
+    pybox_run_result_t r;
+    make_result(&r, PYBOX_END_TARGET_EXIT, "", 0, "", 0);
+    set_str(r.start.call_report, sizeof r.start.call_report, "{\"value\":\"3\"}\x1b[2J");
+    pybox_buf_t text;
+    pybox_buf_init(&text, 0);
+    ck_assert_int_eq(pybox_receipt_text(&r, 200, &text), 0);
+    ck_assert_ptr_null(strchr(text.data, 0x1b));
+    const char *said = strstr(text.data, "SAID"), *unknown = strstr(text.data, "UNKNOWN");
+    const char *report = strstr(text.data, "  | {\"value\":\"3\"}\\x1b[2J");
+    ck_assert_msg(said != NULL && report != NULL && unknown != NULL && said < report && report < unknown, "%s",
+                  text.data);
+    pybox_buf_free(&text);
+    pybox_run_result_free(&r);
+}
+END_TEST
+
 /* What the engine says of itself, and why the kernel's counters were not read, come from
  * outside PyBox too: escaped on the terminal like everything else that does. */
 START_TEST(text_engine_words_escaped)
@@ -1138,6 +1158,7 @@ Suite *suite_receipt(void)
     tcase_add_test(tc, json_invalid_utf8);
     tcase_add_test(tc, json_nul_bytes_not_lost);
     tcase_add_test(tc, json_notes_and_folder_always_utf8);
+    tcase_add_test(tc, text_session_report_fenced);
     tcase_add_test(tc, text_engine_words_escaped);
     tcase_add_test(tc, json_truncated);
     tcase_add_test(tc, json_pybox_error);

@@ -476,6 +476,13 @@ char *pybox_mcp_summary(const pybox_run_result_t *res)
             streams[i].name, (unsigned long long)sd->total, sd->truncated ? ", cut" : "");
         fenced(&b, sd->data, sd->kept);
     }
+    if (res->start.call_report[0] != '\0') {
+        pybox_buf_adds(
+            &b, "--- the session's report of this call: its last expression's value and its exception "
+                "(untrusted: said by the session's interpreter, in the program's own process; behind \"" PYBOX_MCP_FENCE
+                "\") ---\n");
+        fenced(&b, res->start.call_report, strlen(res->start.call_report));
+    }
     /* PyBox's own lines; escaped all the same, so each stays one line. */
     for (int i = 0; i < res->n_unknown; i++) {
         pybox_buf_adds(&b, "not established: ");
