@@ -110,8 +110,8 @@ int pybox_ahead_open(pybox_backend_t *be, const pybox_run_request_t *req, pybox_
     a->req.program_len = 0;
     a->req.inputs = NULL;
     a->req.output = NULL;
-    a->req.cancellable = false;
-    a->req.cancel_fd = -1;
+    /* req's cancel (when it has one) stops the making and the readying: a box nobody
+     * will get is removed at once, not after its preload. */
     a->r = (pybox_run_state_t){.be = be, .req = &a->req, .res = &a->res};
     pybox_run_state_t *r = &a->r;
     int rc = pybox_flow_begin(r);
@@ -149,6 +149,9 @@ int pybox_ahead_open(pybox_backend_t *be, const pybox_run_request_t *req, pybox_
         drop(a);
         return -1;
     }
+    /* A call's cancel is its own, given with it. */
+    a->req.cancellable = false;
+    a->req.cancel_fd = -1;
     /* What comes from here on is the program's: the report and the record are the box's. */
     pybox_sink_free(&a->res.out);
     pybox_sink_init(&a->res.out, PYBOX_OUTPUT_CAP);

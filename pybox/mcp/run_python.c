@@ -1055,7 +1055,6 @@ static const char *const known_open_args[] = {"image", "timeout_s", "memory_mib"
 static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON *args, int cancel_fd,
                            pybox_mcp_progress_fn progress, void *progress_ctx)
 {
-    (void)cancel_fd;
     (void)progress;
     const pybox_mcp_ctx_t *ctx = arg;
     pybox_mcp_sessions_t *ss = ctx != NULL ? ctx->sessions : NULL;
@@ -1106,7 +1105,13 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
      * server's, so the server ends the session first while it lives. */
     w->rd.run.policy.box_wait_ms = cfg->session_idle_ms + PYBOX_MCP_WARM_MARGIN_MS;
     w->rd.run.policy.box_life_ms = ttl_ms + PYBOX_MCP_WARM_MARGIN_MS;
-    if (pybox_ahead_open(w->rd.be, &w->rd.run, &w->box, &err) < 0) {
+    /* A cancel while the box is made or readied stops it there (its calls bring their own). */
+    w->rd.run.cancellable = cancel_fd >= 0;
+    w->rd.run.cancel_fd = cancel_fd;
+    int opened = pybox_ahead_open(w->rd.be, &w->rd.run, &w->box, &err);
+    w->rd.run.cancellable = false;
+    w->rd.run.cancel_fd = -1;
+    if (opened < 0) {
         pybox_mcp_warm_free(w);
         pybox_mcp_sessions_unreserve(ss, tenant);
         return refuse("the session's box could not be made ready: %s", err.msg);
