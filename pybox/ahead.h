@@ -21,8 +21,9 @@ typedef struct pybox_ahead pybox_ahead_t;
 
 /* Make a warm box for req: its policy (limits, image; box_wait_ms > 0, box_life_ms 0),
  * state, image name and pin; no program, no files. Waits until the box's init says the
- * interpreter is ready (PYBOX_READY_MAX_MS), or req's cancel (when cancellable) comes. Returns 0 with *out; -1 with err
- * when the box could not be made ready (a preload that failed says so), having removed all of it. */
+ * interpreter is ready (PYBOX_READY_MAX_MS), or req's cancel (when cancellable) comes.
+ * Returns 0 with *out; -1 with err when the box could not be made ready (a preload that
+ * failed says so), having removed all of it. */
 int pybox_ahead_open(pybox_backend_t *be, const pybox_run_request_t *req, pybox_ahead_t **out, pybox_error_t *err);
 
 /* Whether the box still waits as it should: it has not ended nor said anything since it
