@@ -70,9 +70,10 @@ static int parse_field(const char **p, const char *name, int64_t max, bool last,
         word[digits] = '\0';
     } else {
         while (*q >= '0' && *q <= '9') {
-            v = v * 10 + (*q - '0');
-            if (v > max)
+            int d = *q - '0';
+            if (v > max / 10 || (v == max / 10 && d > max % 10)) /* above max: refused before any overflow */
                 return -1;
+            v = v * 10 + d;
             q++;
             digits++;
         }

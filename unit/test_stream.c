@@ -515,6 +515,17 @@ START_TEST(call_record_alone_and_before_done)
     ck_assert_uint_eq(d.calls, 3);
     ck_assert_str_eq(d.end, "stopped");
     pybox_sink_free(&s);
+    /* a count above any that fits is refused as such, never overflowed on the way */
+    ck_assert_int_eq(
+        pybox_fmt(call, sizeof call,
+                  "%s%s call=1 out=0 err=11111111111111111111111111111111111110 said=0 call_ms=4 alive=1\n",
+                  PYBOX_GUEST_CALL, secret),
+        0);
+    const char *huge[] = {call, NULL};
+    sink_of(&s, huge);
+    memset(&c, 0, sizeof c);
+    ck_assert_int_ne(pybox_call_record_find(&s, secret, &c, &err), 1);
+    pybox_sink_free(&s);
 }
 END_TEST
 
