@@ -132,82 +132,6 @@ START_TEST(refused_before_any_box)
 }
 END_TEST
 
-/* `pybox exec --session id --json ARGS...` with program on stdin. */
-static void exec_in_with(const char *id, const char *program, const char *const *extra, itest_run_t *r)
-{
-    const char *args[16] = {"exec", "--session", id, "--json"};
-    int n = 4;
-    for (int i = 0; extra[i] != NULL && n < 15; i++)
-        args[n++] = extra[i];
-    itest_pybox(program, strlen(program), args, NULL, r);
-}
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "we");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(fputs(text, f) >= 0, 1);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
-/* Each call brings its own files: inputs join the session's /box/in (named relative to
- * the caller's working folder), /box/out as it stands at the call's end goes to the call's
- * output folder; a name already in /box/in and a folder that is not empty are refused
- * before the call, and the session goes on. */
-START_TEST(files_per_call)
-{
-    char dir[] = "/tmp/pybox-session-files-XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    ck_assert_int_eq(chdir(dir), 0); /* this test's own process (CK_FORK) */
-    write_file("data.csv", "city,n\nOslo,3\n");
-    char id[33];
-    const char *extra[] = {"--timeout", "20", "--ttl", "120", NULL};
-    open_session(extra, NULL, false, id);
-    itest_run_t r;
-    const char *first[] = {"--input", "data.csv", "--output", "out1", NULL};
-    exec_in_with(id,
-                 "rows = open('/box/in/data.csv').read().splitlines()\n"
-                 "open('/box/out/first.txt', 'w').write(rows[1])\nprint(len(rows))\n",
-                 first, &r);
-    ck_assert_msg(r.status == 0 && r.receipt != NULL, "call 1: exit %d: %s", r.status, r.err);
-    ck_assert_str_eq(itest_str(r.receipt, "said.stdout.text"), "2\n");
-    itest_run_free(&r);
-    char got[64] = "";
-    FILE *f = fopen("out1/first.txt", "re");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_ptr_nonnull(fgets(got, sizeof got, f));
-    fclose(f);
-    ck_assert_str_eq(got, "Oslo,3");
-    /* refused before the call: a name /box/in has, a folder with something in it */
-    const char *again[] = {"--input", "data.csv", NULL};
-    exec_in_with(id, "print(1)\n", again, &r);
-    ck_assert_msg(r.status == 125 && itest_contains(r.err, r.err_len, "is there already"), "exit %d: %s", r.status,
-                  r.err);
-    itest_run_free(&r);
-    const char *full[] = {"--output", "out1", NULL};
-    exec_in_with(id, "print(1)\n", full, &r);
-    ck_assert_msg(r.status == 125 && itest_contains(r.err, r.err_len, "is not empty"), "exit %d: %s", r.status, r.err);
-    itest_run_free(&r);
-    /* the session went on: a new input joins the first, and /box/out still has call 1's file */
-    write_file("more.txt", "more");
-    char more[PATH_MAX];
-    ck_assert_int_eq(pybox_fmt(more, sizeof more, "%s/more.txt", dir), 0);
-    const char *second[] = {"--input", more, "--output", "out2", NULL};
-    exec_in_with(id, "import os\nprint(sorted(os.listdir('/box/in')), len(rows))\n", second, &r);
-    ck_assert_msg(r.status == 0 && r.receipt != NULL, "call 2: exit %d: %s", r.status, r.err);
-    ck_assert_str_eq(itest_str(r.receipt, "said.stdout.text"), "['data.csv', 'more.txt'] 2\n");
-    ck_assert_str_eq(itest_str(r.receipt, "seen.start.session.state"), "state from calls 1..1 of this session");
-    itest_run_free(&r);
-    ck_assert_int_eq(access("out2/first.txt", F_OK), 0);
-    close_session(id, &r);
-    ck_assert_int_eq(r.status, 0);
-    itest_run_free(&r);
-    ck_assert_int_eq(itest_install_left(itest_state()->install_id, itest_state()->dir), 0);
-    ck_assert_int_eq(chdir("/"), 0);
-    ck_assert_int_eq(pybox_remove_tree_at(AT_FDCWD, dir), 0);
-}
-END_TEST
-
 /* The idle limit ends a session its calls left alone, long before its lifetime: a call
  * keeps it, then with none the holder ends it (its list entry gone), not before. */
 START_TEST(idle_limit_ends_it)
@@ -388,7 +312,7 @@ Suite *itest_suite_session(void)
 {
     Suite *s = suite_create("session");
     itest_tcase(s, "session", 300,
-                ITEST_TESTS(state_across_calls_receipts_and_nothing_left, files_per_call, idle_limit_ends_it,
-                            refused_before_any_box, only_the_user_who_opened_it, holder_killed_cleanup_removes_it));
+                ITEST_TESTS(state_across_calls_receipts_and_nothing_left, idle_limit_ends_it, refused_before_any_box,
+                            only_the_user_who_opened_it, holder_killed_cleanup_removes_it));
     return s;
 }

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "../pybox/bounds.h"
-#include "../pybox/buf.h"
 #include "../pybox/cli/cli.h"
 #include "../pybox/cli/help.h"
 #include "../pybox/cli/parse.h"
@@ -587,25 +586,10 @@ START_TEST(session_request_taken)
     ck_assert_int_eq(rq.timeout_ms, 0);
     ck_assert_int_eq(rq.columns, 120);
     ck_assert(rq.json && !rq.color);
-    ck_assert_int_eq(rq.n_inputs, 0);
-    ck_assert_ptr_null(rq.output);
-    pybox_cli_session_request_free(&rq);
     ck_assert_int_eq(session_req("{\"op\":\"close\",\"columns\":0,\"color\":true}", &rq), 0);
     ck_assert_int_eq(rq.op, PYBOX_CLI_SESSION_CLOSE);
     ck_assert_int_eq(rq.columns, 80); /* none given: the default */
     ck_assert(rq.color && !rq.json);
-    pybox_cli_session_request_free(&rq);
-    /* a call's files, as absolute paths */
-    ck_assert_int_eq(
-        session_req("{\"op\":\"call\",\"timeout_ms\":0,\"program_bytes\":1,\"inputs\":[\"/a/b.csv\",\"/c\"],"
-                    "\"output\":\"/d/out\"}",
-                    &rq),
-        0);
-    ck_assert_int_eq(rq.n_inputs, 2);
-    ck_assert_str_eq(rq.inputs[0], "/a/b.csv");
-    ck_assert_str_eq(rq.inputs[1], "/c");
-    ck_assert_str_eq(rq.output, "/d/out");
-    pybox_cli_session_request_free(&rq);
 }
 END_TEST
 
@@ -622,39 +606,13 @@ START_TEST(session_request_refused)
         "[\"close\"]",
         "{\"op\":\"close\"",
         "",
-        /* files: relative, not a string, not a list, too many */
-        "{\"op\":\"call\",\"timeout_ms\":0,\"program_bytes\":1,\"inputs\":[\"data.csv\"]}",
-        "{\"op\":\"call\",\"timeout_ms\":0,\"program_bytes\":1,\"inputs\":[1]}",
-        "{\"op\":\"call\",\"timeout_ms\":0,\"program_bytes\":1,\"inputs\":\"/a\"}",
-        "{\"op\":\"call\",\"timeout_ms\":0,\"program_bytes\":1,\"output\":\"out\"}",
-        "{\"op\":\"call\",\"timeout_ms\":0,\"program_bytes\":1,\"output\":null}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         pybox_cli_session_request_t rq;
         ck_assert_msg(session_req(bad[i], &rq) == -1, "taken: %s", bad[i]);
         ck_assert_int_eq(rq.op, PYBOX_CLI_SESSION_REFUSED);
         ck_assert_ptr_nonnull(rq.why);
-        ck_assert_int_eq(rq.n_inputs, 0);
-        ck_assert_ptr_null(rq.output);
-        pybox_cli_session_request_free(&rq);
     }
-    /* 64 inputs are taken, 65 are not */
-    pybox_buf_t many;
-    pybox_buf_init(&many, 0);
-    pybox_buf_adds(&many, "{\"op\":\"call\",\"timeout_ms\":0,\"program_bytes\":1,\"inputs\":[");
-    for (int i = 0; i < PYBOX_CLI_INPUTS_MAX; i++)
-        pybox_buf_addf(&many, "%s\"/in/%d\"", i ? "," : "", i);
-    size_t at = many.len;
-    pybox_buf_adds(&many, "]}");
-    pybox_cli_session_request_t rq;
-    ck_assert_int_eq(pybox_cli_session_request_parse(many.data, many.len, &rq), 0);
-    ck_assert_int_eq(rq.n_inputs, PYBOX_CLI_INPUTS_MAX);
-    pybox_cli_session_request_free(&rq);
-    many.len = at;
-    pybox_buf_adds(&many, ",\"/in/x\"]}");
-    ck_assert_int_eq(pybox_cli_session_request_parse(many.data, many.len, &rq), -1);
-    pybox_cli_session_request_free(&rq);
-    pybox_buf_free(&many);
     /* the longest line is taken, one byte more is not */
     char line[PYBOX_CLI_SESSION_HEAD_MAX + 2];
     const char *head = "{\"op\":\"close\",\"pad\":\"";
@@ -662,11 +620,10 @@ START_TEST(session_request_refused)
     memcpy(line, head, hl);
     memset(line + hl, 'x', PYBOX_CLI_SESSION_HEAD_MAX - hl - 2);
     memcpy(line + PYBOX_CLI_SESSION_HEAD_MAX - 2, "\"}", 3);
+    pybox_cli_session_request_t rq;
     ck_assert_int_eq(pybox_cli_session_request_parse(line, PYBOX_CLI_SESSION_HEAD_MAX, &rq), 0);
-    pybox_cli_session_request_free(&rq);
     memcpy(line + PYBOX_CLI_SESSION_HEAD_MAX - 2, "x\"}", 4);
     ck_assert_int_eq(pybox_cli_session_request_parse(line, PYBOX_CLI_SESSION_HEAD_MAX + 1, &rq), -1);
-    pybox_cli_session_request_free(&rq);
 }
 END_TEST
 

@@ -58,17 +58,13 @@ void pybox_cli_json_line(pybox_buf_t *out, cJSON *j);
 /* An option's value for a limit (limits.h): taken, or refused as "--name VALUE: how". */
 int pybox_cli_limit(pybox_limit_id_t id, const char *value, int64_t *out, const char *example, pybox_error_t *err);
 
-/* The most --input options one command line takes (a folder holds more). */
-#define PYBOX_CLI_INPUTS_MAX 64
-
 /* A session's box's own clocks end it this long after its holder would (its lifetime). */
 #define PYBOX_CLI_SESSION_MARGIN_MS (10LL * 1000)
 
 /* Whether id has the form of a session's id (32 lowercase hex digits). */
 bool pybox_cli_session_id_valid(const char *id);
-/* The longest first line of a request to a session's holder (a call's paths are in it)
- * or of its reply. */
-#define PYBOX_CLI_SESSION_HEAD_MAX (64 * 1024)
+/* The longest first line of a request to a session's holder or of its reply. */
+#define PYBOX_CLI_SESSION_HEAD_MAX 4096
 /* A request to a session's holder, its first line (docs/sessions.md): a call with its
  * program's length and timeout, or the close, and how the receipt is to be shown. */
 typedef enum { PYBOX_CLI_SESSION_REFUSED, PYBOX_CLI_SESSION_CALL, PYBOX_CLI_SESSION_CLOSE } pybox_cli_session_op_t;
@@ -78,19 +74,10 @@ typedef struct {
     int64_t timeout_ms;    /* a call's: 0 (the session's) to the timeout's ceiling */
     int columns;           /* 1 to 10000 */
     bool json, color;
-    /* A call's files: absolute paths for /box/in (at most PYBOX_CLI_INPUTS_MAX), and the
-     * absolute folder /box/out goes to (or NULL), as the caller named them; the holder,
-     * the same user, reads and writes them itself. They point into doc. */
-    const char *inputs[PYBOX_CLI_INPUTS_MAX];
-    size_t n_inputs;
-    const char *output;
-    cJSON *doc;
     const char *why; /* a refusal's reason, a static string */
 } pybox_cli_session_request_t;
-/* The line (without its newline) read as a request: 0, or -1 with rq->why. Either way
- * freed with pybox_cli_session_request_free. */
+/* The line (without its newline) read as a request: 0, or -1 with rq->why. */
 int pybox_cli_session_request_parse(const char *line, size_t len, pybox_cli_session_request_t *rq);
-void pybox_cli_session_request_free(pybox_cli_session_request_t *rq);
 /* pybox cleanup's share of sessions: the files of those whose holder is gone (their
  * lock free) removed (with dry_run only counted) into *removed. -1 when the folder could
  * not be read. */

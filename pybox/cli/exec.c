@@ -118,13 +118,15 @@ int pybox_cli_parse_exec(int argc, char **argv, pybox_exec_opts_t *o, pybox_erro
     if (first < 0)
         return -1;
     if (o->session != NULL) {
-        /* A session's box has its image and limits from session open; each call brings
-         * its own files (docs/sessions.md). */
+        /* A session's box has its image and limits from session open; its files are its
+         * own (docs/sessions.md). */
         const char *not_taken = o->image_given    ? "--image"
                                 : o->memory_bytes ? "--memory"
                                 : o->pids         ? "--pids"
                                 : o->nano_cpus    ? "--cpus"
                                 : o->backend      ? "--backend"
+                                : o->n_inputs     ? "--input"
+                                : o->output       ? "--output"
                                 : o->chart        ? "--chart"
                                                   : NULL;
         if (not_taken != NULL)

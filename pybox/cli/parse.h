@@ -12,7 +12,6 @@
 
 #include "../error.h"
 #include "../state.h"
-#include "cli.h"
 
 /* --color: when the terminal receipt is drawn in colour. */
 typedef enum pybox_color {
@@ -30,7 +29,7 @@ typedef struct pybox_exec_opts {
     int64_t pids;         /* 0: default */
     int64_t nano_cpus;    /* 0: default */
     bool timeout_given;
-    const char *inputs[PYBOX_CLI_INPUTS_MAX]; /* --input, in order */
+    const char *inputs[64]; /* --input, in order */
     size_t n_inputs;
     const char *output;  /* --output, or NULL */
     const char *backend; /* --backend, or NULL */

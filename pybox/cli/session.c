@@ -207,49 +207,11 @@ static int64_t head_num(const cJSON *head, const char *key, int64_t max)
     return (int64_t)v->valuedouble;
 }
 
-/* An absolute path as the request names it: a string starting with "/", below PATH_MAX. */
-static const char *head_path(const cJSON *v)
-{
-    return cJSON_IsString(v) && v->valuestring[0] == '/' && strlen(v->valuestring) < PATH_MAX ? v->valuestring : NULL;
-}
-
-/* A call's files (absent: none): 0, or -1 with rq->why. */
-static int head_files(const cJSON *req, pybox_cli_session_request_t *rq)
-{
-    const cJSON *in = cJSON_GetObjectItemCaseSensitive(req, "inputs");
-    const cJSON *out = cJSON_GetObjectItemCaseSensitive(req, "output");
-    if (in != NULL) {
-        if (!cJSON_IsArray(in) || cJSON_GetArraySize(in) > PYBOX_CLI_INPUTS_MAX) {
-            rq->why = "a call's inputs are a list of at most 64 absolute paths";
-            return -1;
-        }
-        const cJSON *x;
-        cJSON_ArrayForEach (x, in) {
-            if ((rq->inputs[rq->n_inputs++] = head_path(x)) == NULL) {
-                rq->why = "a call's inputs are a list of at most 64 absolute paths";
-                return -1;
-            }
-        }
-    }
-    if (out != NULL && (rq->output = head_path(out)) == NULL) {
-        rq->why = "a call's output is an absolute path";
-        return -1;
-    }
-    return 0;
-}
-
-void pybox_cli_session_request_free(pybox_cli_session_request_t *rq)
-{
-    cJSON_Delete(rq->doc);
-    rq->doc = NULL;
-}
-
 int pybox_cli_session_request_parse(const char *line, size_t len, pybox_cli_session_request_t *rq)
 {
     memset(rq, 0, sizeof *rq);
     rq->columns = 80;
     cJSON *req = len <= PYBOX_CLI_SESSION_HEAD_MAX ? cJSON_ParseWithLength(line, len) : NULL;
-    rq->doc = req;
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op");
     int rc = 0;
     if (!cJSON_IsObject(req) || !cJSON_IsString(op)) {
@@ -261,8 +223,6 @@ int pybox_cli_session_request_parse(const char *line, size_t len, pybox_cli_sess
         rq->timeout_ms = head_num(req, "timeout_ms", pybox_limit(PYBOX_LIMIT_TIMEOUT)->max);
         if (rq->program_bytes <= 0 || rq->timeout_ms < 0) {
             rq->why = "the request was not whole";
-            rc = -1;
-        } else if (head_files(req, rq) < 0) {
             rc = -1;
         }
     } else if (strcmp(op->valuestring, "close") == 0) {
@@ -278,9 +238,8 @@ int pybox_cli_session_request_parse(const char *line, size_t len, pybox_cli_sess
         rq->color = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "color"));
     } else {
         rq->op = PYBOX_CLI_SESSION_REFUSED;
-        rq->n_inputs = 0;
-        rq->output = NULL;
     }
+    cJSON_Delete(req);
     return rc;
 }
 
@@ -396,19 +355,6 @@ static bool peer_allowed(int fd, char *why, size_t len)
     return false;
 }
 
-/* A call's files, checked and packed as pybox exec's are (prepare.h), and its inputs
- * checked against what the session's /box/in holds already: 0, or -1 with err, before the
- * call is handed to the box. */
-static int call_files(holder_t *h, const pybox_cli_session_request_t *req, pybox_ready_t *files, pybox_error_t *err)
-{
-    if (req->n_inputs == 0 && req->output == NULL)
-        return 0;
-    pybox_request_t rq = {.inputs = req->inputs, .n_inputs = req->n_inputs, .output = req->output};
-    if (pybox_prepare_files(&rq, files, err) < 0)
-        return -1;
-    return req->n_inputs > 0 ? pybox_ahead_inputs_check(h->box, &files->inputs, err) : 0;
-}
-
 /* One connection: a call or the close. Returns 1 when the session ended. */
 static int serve(holder_t *h, int fd)
 {
@@ -421,11 +367,8 @@ static int serve(holder_t *h, int fd)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char line[PYBOX_CLI_SESSION_HEAD_MAX + 1];
     ssize_t n = recv_line(fd, line);
-    pybox_cli_session_request_t req = {0};
+    pybox_cli_session_request_t req;
     int ended = 0;
-    pybox_ready_t files;
-    pybox_ready_init(&files);
-    pybox_error_t ferr = {0};
     if (n < 0) {
         reply(fd, PYBOX_EXIT_FAILED, "refused", "the request was not whole", NULL);
     } else if (pybox_cli_session_request_parse(line, (size_t)n, &req) < 0) {
@@ -440,12 +383,8 @@ static int serve(holder_t *h, int fd)
             snprintf(why, sizeof why, "--timeout %s s is above the %s s of this session (session open's --timeout)",
                      pybox_fmt_fixed(a, req.timeout_ms, 3), pybox_fmt_fixed(m, most, 3));
             reply(fd, PYBOX_EXIT_FAILED, "refused", why, NULL);
-        } else if (call_files(h, &req, &files, &ferr) < 0) {
-            reply(fd, PYBOX_EXIT_FAILED, "refused", ferr.msg, NULL);
         } else {
             pybox_run_request_t rr = h->rd.run;
-            rr.inputs = req.n_inputs > 0 ? &files.inputs : NULL;
-            rr.output = req.output != NULL ? &files.output : NULL;
             rr.program = prog;
             rr.program_len = (size_t)req.program_bytes;
             rr.policy.timeout_ms = req.timeout_ms;
@@ -478,8 +417,6 @@ static int serve(holder_t *h, int fd)
         pybox_run_result_free(&res);
         ended = 1;
     }
-    pybox_ready_free(&files);
-    pybox_cli_session_request_free(&req);
     return ended;
 }
 
@@ -766,46 +703,6 @@ int pybox_cli_session_exec(const pybox_exec_opts_t *o, const char *prog, size_t 
     cJSON *req = style_request("call", o->json, o->color);
     cJSON_AddNumberToObject(req, "timeout_ms", o->timeout_given ? (double)o->timeout_ms : 0);
     cJSON_AddNumberToObject(req, "program_bytes", (double)len);
-    /* The files as this caller names them, made absolute with its working folder: the
-     * holder, the same user, reads and writes them itself. */
-    char cwd[PATH_MAX], path[PATH_MAX];
-    bool need_cwd = o->output != NULL && o->output[0] != '/';
-    for (size_t i = 0; i < o->n_inputs; i++)
-        need_cwd |= o->inputs[i][0] != '/';
-    if (need_cwd && getcwd(cwd, sizeof cwd) == NULL) {
-        cJSON_Delete(req);
-        close(fd);
-        return pybox_cli_failf(PYBOX_ERR_USAGE, errno,
-                               "the working folder, which a relative --input or --output "
-                               "is read from");
-    }
-    cJSON *in = o->n_inputs > 0 ? cJSON_AddArrayToObject(req, "inputs") : NULL;
-    for (size_t i = 0; i <= o->n_inputs; i++) {
-        const char *p = i < o->n_inputs ? o->inputs[i] : o->output;
-        if (p == NULL)
-            continue;
-        if ((p[0] == '/' ? pybox_strlcpy(path, p, sizeof path) : pybox_fmt(path, sizeof path, "%s/%s", cwd, p)) < 0) {
-            cJSON_Delete(req);
-            close(fd);
-            return pybox_cli_failf(PYBOX_ERR_USAGE, ENAMETOOLONG, "%s: the path is too long",
-                                   i < o->n_inputs ? "--input" : "--output");
-        }
-        if (i < o->n_inputs)
-            cJSON_AddItemToArray(in, cJSON_CreateString(path));
-        else
-            cJSON_AddStringToObject(req, "output", path);
-    }
-    char *line = cJSON_PrintUnformatted(req);
-    size_t head = line != NULL ? strlen(line) : 0;
-    free(line);
-    if (head > PYBOX_CLI_SESSION_HEAD_MAX) {
-        cJSON_Delete(req);
-        close(fd);
-        return pybox_cli_failf(PYBOX_ERR_USAGE, 0,
-                               "the --input and --output paths of one call are %zu bytes together, above the %d a "
-                               "call takes (give a folder instead)",
-                               head, PYBOX_CLI_SESSION_HEAD_MAX);
-    }
     return ask(fd, req, prog, len, o->json);
 }
 
