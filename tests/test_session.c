@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -166,6 +168,52 @@ START_TEST(idle_limit_ends_it)
 }
 END_TEST
 
+/* A caller that drips its request a byte at a time does not hold the holder: it is cut
+ * off at the holder's deadline for a request, and the close that waited behind it is
+ * served while the dripping caller still has bytes to send. */
+START_TEST(a_slow_caller_does_not_hold_the_holder)
+{
+    char id[33];
+    const char *extra[] = {"--ttl", "120", NULL};
+    open_session(extra, NULL, false, id);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    ck_assert_int_eq(pybox_fmt(sa.sun_path, sizeof sa.sun_path, "%s/sessions/%s.sock", itest_state()->dir, id), 0);
+    int go[2];
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t drip = fork();
+    ck_assert_int_ge(drip, 0);
+    if (drip == 0) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || send(fd, "{", 1, MSG_NOSIGNAL) != 1)
+            _exit(2);
+        (void)!write(go[1], "c", 1);   /* connected and sending: the close may come */
+        for (int i = 0; i < 60; i++) { /* 30 s of a byte every half second */
+            usleep(500000);
+            if (send(fd, " ", 1, MSG_NOSIGNAL) != 1)
+                _exit(0); /* cut off */
+        }
+        _exit(1);
+    }
+    close(go[1]);
+    char c;
+    ck_assert_int_eq(read(go[0], &c, 1), 1);
+    close(go[0]);
+    itest_run_t r;
+    close_session(id, &r);
+    ck_assert_msg(r.status == 0, "close: exit %d: %s", r.status, r.err);
+    itest_run_free(&r);
+    int st;
+    pid_t done = waitpid(drip, &st, WNOHANG);
+    if (done == 0) {
+        kill(drip, SIGKILL);
+        ck_assert_int_eq(waitpid(drip, &st, 0), drip);
+    }
+    ck_assert_msg(done == 0 || (WIFEXITED(st) && WEXITSTATUS(st) == 0),
+                  "the close was served only after the dripping caller had sent everything");
+    ck_assert_int_eq(itest_install_left(itest_state()->install_id, itest_state()->dir), 0);
+}
+END_TEST
+
 /* `pybox exec --session id` as another user (OTHER_UID), program on stdin. */
 static void exec_as_other(const char *id, itest_run_t *r)
 {
@@ -312,7 +360,8 @@ Suite *itest_suite_session(void)
 {
     Suite *s = suite_create("session");
     itest_tcase(s, "session", 300,
-                ITEST_TESTS(state_across_calls_receipts_and_nothing_left, idle_limit_ends_it, refused_before_any_box,
-                            only_the_user_who_opened_it, holder_killed_cleanup_removes_it));
+                ITEST_TESTS(state_across_calls_receipts_and_nothing_left, idle_limit_ends_it,
+                            a_slow_caller_does_not_hold_the_holder, refused_before_any_box, only_the_user_who_opened_it,
+                            holder_killed_cleanup_removes_it));
     return s;
 }

@@ -166,29 +166,65 @@ static int send_head(int fd, cJSON *head, const void *body, size_t len)
     return rc;
 }
 
+/* Up to len bytes from fd into buf, by deadline_ms (pybox_now_ms; -1: none): how many,
+ * 0 at the peer's end, -1 when it failed, the deadline passed or a signal came to end the
+ * process (pybox_interrupt_signal). */
+static ssize_t recv_by(int fd, void *buf, size_t len, int64_t deadline_ms)
+{
+    for (;;) {
+        if (pybox_interrupt_signal != 0)
+            return -1;
+        int64_t left = deadline_ms < 0 ? -1 : deadline_ms - pybox_now_ms();
+        if (deadline_ms >= 0 && left <= 0)
+            return -1;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int pr = poll(&p, 1, left < 0 || left > 1000 ? 1000 : (int)left);
+        if (pr < 0 && errno != EINTR)
+            return -1;
+        if (pr <= 0)
+            continue;
+        ssize_t r = recv(fd, buf, len, 0);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        return r;
+    }
+}
+
 /* The first line (at most PYBOX_CLI_SESSION_HEAD_MAX bytes, its newline not counted), read a byte at a time
- * so that nothing after it is taken, into line (PYBOX_CLI_SESSION_HEAD_MAX + 1 bytes); its length, or -1
- * when the peer ended or went quiet first or the line is longer. */
-static ssize_t recv_line(int fd, char *line)
+ * so that nothing after it is taken, into line (PYBOX_CLI_SESSION_HEAD_MAX + 1 bytes), by deadline_ms (-1:
+ * none); its length, or -1 when the peer ended, failed or went past the deadline first or the line is
+ * longer. */
+static ssize_t recv_line(int fd, char *line, int64_t deadline_ms)
 {
     size_t n = 0;
     for (;;) {
-        ssize_t r = recv(fd, line + n, 1, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0 || n == PYBOX_CLI_SESSION_HEAD_MAX)
+        if (recv_by(fd, line + n, 1, deadline_ms) != 1)
             return -1;
         if (line[n] == '\n')
             return (ssize_t)n;
+        if (n == PYBOX_CLI_SESSION_HEAD_MAX)
+            return -1;
         n++;
     }
+}
+
+/* Exactly len bytes by deadline_ms: 0, or -1. */
+static int recv_all_by(int fd, void *buf, size_t len, int64_t deadline_ms)
+{
+    for (size_t got = 0; got < len;) {
+        ssize_t r = recv_by(fd, (char *)buf + got, len - got, deadline_ms);
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
 }
 
 /* The first line as a JSON object; NULL when it is not one. */
 static cJSON *recv_head(int fd)
 {
     char line[PYBOX_CLI_SESSION_HEAD_MAX + 1];
-    ssize_t n = recv_line(fd, line);
+    ssize_t n = recv_line(fd, line, -1);
     cJSON *j = n >= 0 ? cJSON_ParseWithLength(line, (size_t)n) : NULL;
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
@@ -363,10 +399,15 @@ static int serve(holder_t *h, int fd)
         reply(fd, PYBOX_EXIT_FAILED, "refused", why, NULL);
         return 0;
     }
+    /* The whole request within CLIENT_WAIT_MS of its connection, and each send of the
+     * answer bounded as well: one caller cannot hold the holder (and the other callers,
+     * and its ends at its lifetime, its idle limit or a signal) by sending or reading
+     * slowly. */
+    int64_t deadline = pybox_now_ms() + CLIENT_WAIT_MS;
     struct timeval tv = {.tv_sec = CLIENT_WAIT_MS / 1000};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     char line[PYBOX_CLI_SESSION_HEAD_MAX + 1];
-    ssize_t n = recv_line(fd, line);
+    ssize_t n = recv_line(fd, line, deadline);
     pybox_cli_session_request_t req;
     int ended = 0;
     if (n < 0) {
@@ -376,7 +417,7 @@ static int serve(holder_t *h, int fd)
     } else if (req.op == PYBOX_CLI_SESSION_CALL) {
         char *prog = malloc((size_t)req.program_bytes);
         int64_t most = pybox_ahead_policy(h->box)->timeout_ms;
-        if (prog == NULL || pybox_read_exact(fd, prog, (size_t)req.program_bytes) < 0) {
+        if (prog == NULL || recv_all_by(fd, prog, (size_t)req.program_bytes, deadline) < 0) {
             reply(fd, PYBOX_EXIT_FAILED, "refused", "the request was not whole", NULL);
         } else if (req.timeout_ms > most) {
             char a[PYBOX_NUM_MAX], m[PYBOX_NUM_MAX];
