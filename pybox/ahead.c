@@ -146,6 +146,8 @@ int pybox_ahead_open(pybox_backend_t *be, const pybox_run_request_t *req, pybox_
     }
     if (rc < 0) {
         *err = a->res.error;
+        if (a->res.interrupted == -1 && err->msg[0] == '\0')
+            pybox_error_set(err, PYBOX_ERR_SYSTEM, ECANCELED, "cancelled while the box was made");
         drop(a);
         return -1;
     }
