@@ -182,7 +182,9 @@ int pybox_read_file(const char *path, int flags, size_t max, char **out, size_t 
 ssize_t pybox_write_some(int fd, const void *buf, size_t len)
 {
     /* SIGPIPE held back on this thread for the write; one it raised is taken from the
-     * pending set before the old mask returns, unless one was pending before. */
+     * pending set before the old mask returns. One pending before stays (the write's merges
+     * with it) where the caller blocks SIGPIPE itself; where it does not, a pending one can
+     * only be another thread's share, and the write's own is taken all the same. */
     sigset_t pipe_sig, old, pending;
     sigemptyset(&pipe_sig);
     sigaddset(&pipe_sig, SIGPIPE);
@@ -194,7 +196,7 @@ ssize_t pybox_write_some(int fd, const void *buf, size_t len)
     while (w < 0 && errno == EINTR);
     int e = errno;
     if (held) {
-        if (w < 0 && e == EPIPE && !was_pending) {
+        if (w < 0 && e == EPIPE && (!was_pending || sigismember(&old, SIGPIPE) != 1)) {
             const struct timespec now = {0, 0};
             while (sigtimedwait(&pipe_sig, NULL, &now) < 0 && errno == EINTR)
                 ;
