@@ -134,6 +134,32 @@ START_TEST(refused_before_any_box)
 }
 END_TEST
 
+/* The data image's session: a DataFrame one call made is read by the next, and the close
+ * gives the session's receipt with both calls counted; nothing is left. */
+START_TEST(data_image_dataframe_across_calls)
+{
+    char id[33];
+    const char *extra[] = {"--image", "data", "--timeout", "120", "--ttl", "600", NULL};
+    open_session(extra, NULL, false, id);
+    itest_run_t r;
+    exec_in(id, "import pandas\nx = pandas.DataFrame({'a': range(1234)})\nprint('made')\n", true, &r);
+    ck_assert_msg(r.status == 0 && r.receipt != NULL, "call 1: exit %d: %s", r.status, r.err);
+    ck_assert_str_eq(itest_str(r.receipt, "said.stdout.text"), "made\n");
+    itest_run_free(&r);
+    exec_in(id, "print(len(x))\n", true, &r);
+    ck_assert_msg(r.status == 0 && r.receipt != NULL, "call 2: exit %d: %s", r.status, r.err);
+    ck_assert_str_eq(itest_str(r.receipt, "said.stdout.text"), "1234\n");
+    ck_assert_str_eq(itest_str(r.receipt, "seen.start.session.state"), "state from calls 1..1 of this session");
+    itest_run_free(&r);
+    close_session(id, &r);
+    ck_assert_msg(r.status == 0 && r.receipt != NULL, "close: exit %d: %s", r.status, r.err);
+    ck_assert_str_eq(itest_str(r.receipt, "status"), "SESSION_CLOSED_OBSERVED");
+    ck_assert_int_eq((int)itest_num(r.receipt, "seen.init_record.calls"), 2);
+    itest_run_free(&r);
+    ck_assert_int_eq(itest_install_left(itest_state()->install_id, itest_state()->dir), 0);
+}
+END_TEST
+
 /* The idle limit ends a session its calls left alone, long before its lifetime: a call
  * keeps it, then with none the holder ends it (its list entry gone), not before. */
 START_TEST(idle_limit_ends_it)
@@ -360,8 +386,8 @@ Suite *itest_suite_session(void)
 {
     Suite *s = suite_create("session");
     itest_tcase(s, "session", 300,
-                ITEST_TESTS(state_across_calls_receipts_and_nothing_left, idle_limit_ends_it,
-                            a_slow_caller_does_not_hold_the_holder, refused_before_any_box, only_the_user_who_opened_it,
-                            holder_killed_cleanup_removes_it));
+                ITEST_TESTS(state_across_calls_receipts_and_nothing_left, data_image_dataframe_across_calls,
+                            idle_limit_ends_it, a_slow_caller_does_not_hold_the_holder, refused_before_any_box,
+                            only_the_user_who_opened_it, holder_killed_cleanup_removes_it));
     return s;
 }
