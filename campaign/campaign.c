@@ -723,8 +723,8 @@ static void session_run(camp_t *c, const cJSON *cs, const cJSON *spec, const cha
         pybox_ready_free(&rd);
         return;
     }
-    int rc = pybox_ahead_call(box, &rd.run, &res, &ended);
-    (void)rc;
+    /* the call's own verdict is its receipt's, which the expectations read */
+    pybox_ahead_call(box, &rd.run, &res, &ended);
     cJSON_AddNumberToObject(rec, "wall_s", pybox_now_s() - t0);
     cJSON_AddNumberToObject(rec, "exit_code", res.exit_code);
     cJSON *r = pybox_receipt_json(&res);
