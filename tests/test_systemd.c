@@ -245,7 +245,7 @@ static void cpu_bounded(const via_t *v)
 }
 
 /* When the root keeps cpu: which of systemd's units are there to want it, in the test's
- * output: the slices and scopes, the root's subtree_control and the child folders with cpu.max). */
+ * output: the slices and scopes, the root's subtree_control and the child folders with cpu.max. */
 static void who_wants_cpu(void)
 {
     const char *units[] = {"systemctl", "list-units", "--all", "--no-pager", "--no-legend", "--type=slice,scope", NULL};
