@@ -164,7 +164,7 @@ rootless() {
     ln /srv/pybox-images/pybox/cache/base-* "$d/state/pybox/cache/" || return 1
     id -u tester >/dev/null 2>&1 || useradd -m -s /bin/sh tester || return 1
     chown tester: "$d/state/pybox" "$d/state/pybox/cache" && chmod 0700 "$d/state/pybox" "$d/state/pybox/cache" &&
-        PYBOX_VM_USER=tester PYBOX_VM_ROOTLESS_DATA=$d PYBOX_VM_ROOTLESS_ONLY=receipts PYBOX_VM_ROOTLESS_BIN_DIR=/usr/bin \
+        PYBOX_VM_USER=tester PYBOX_VM_ROOTLESS_DATA=$d PYBOX_VM_ROOTLESS_ONLY=receipts PYBOX_VM_ROOTLESS_BIN_DIR=/usr/bin PYBOX_VM_ROOTLESS_LOGS=$results \
             sh tests/vm-rootless.sh "$build"
     rc=$?
     loginctl disable-linger tester

@@ -17,7 +17,8 @@
 # filesystem tars, the user builds the image from them without --rootfs;
 # PYBOX_VM_ROOTLESS_ONLY=receipts runs the image, the run, the OOM kill, the refused
 # forks, the deadline and the refusals alone; PYBOX_VM_ROOTLESS_BIN_DIR is where the user's
-# pybox is found (default BUILD_DIR: the installed package's is /usr/bin).
+# pybox is found (default BUILD_DIR: the installed package's is /usr/bin);
+# PYBOX_VM_ROOTLESS_LOGS is a folder where a failed suite's whole log is written.
 set -u
 build=$(cd "${1:-build}" && pwd)
 src=$(pwd)
@@ -94,6 +95,8 @@ suites() {
             failed=$((failed + 1))
             say "FAIL suite-$suite (exit $rc, $(($(date +%s) - t)) s)"
             printf '%s\n' "$log" | grep -E ':[EF]:|^[0-9]+%: Checks' | cut -c1-400 | head -40
+            # the whole log (the MCP clients' reports among it), where the caller keeps logs
+            [ -z "${PYBOX_VM_ROOTLESS_LOGS:-}" ] || printf '%s\n' "$log" >"$PYBOX_VM_ROOTLESS_LOGS/rootless-suite-$suite.log"
         fi
     done
 }
