@@ -127,8 +127,9 @@ static int connect_private(pybox_sd_manager_t which, sd_bus **out, char *where, 
     if (which == PYBOX_SD_SYSTEM) {
         pybox_strlcpy(path, "/run/systemd/private", sizeof path);
     } else {
-        const char *rt = getenv("XDG_RUNTIME_DIR");
-        if (rt == NULL || rt[0] != '/' || pybox_fmt(path, sizeof path, "%s/systemd/private", rt) < 0)
+        char rtb[PATH_MAX];
+        const char *rt = pybox_runtime_dir(rtb, sizeof rtb);
+        if (rt == NULL || pybox_fmt(path, sizeof path, "%s/systemd/private", rt) < 0)
             return -ENOENT;
     }
     struct stat sb;
@@ -166,10 +167,11 @@ int pybox_sd_open(pybox_sd_manager_t which, pybox_sd_t **out, pybox_error_t *err
         if (r < 0) {
             free(sd);
             return sd_fail(err, r,
-                           which == PYBOX_SD_SYSTEM ? "connecting to the system's manager (neither "
-                                                      "/run/systemd/private nor the system bus answered)"
-                                                    : "connecting to the user's manager (neither "
-                                                      "$XDG_RUNTIME_DIR/systemd/private nor the user bus answered)");
+                           which == PYBOX_SD_SYSTEM
+                               ? "connecting to the system's manager (neither "
+                                 "/run/systemd/private nor the system bus answered)"
+                               : "connecting to the user's manager (neither "
+                                 "systemd/private in the user's runtime folder nor the user bus answered)");
         }
     }
     *out = sd;

@@ -191,10 +191,13 @@ int pybox_uid_user_range(pybox_uid_range_t *r, gid_t *gid_base, char *buf, size_
                                "(a box runs as an id of it, never as the user); fix: usermod --add-subuids "
                                "100000-165535 --add-subgids 100000-165535 %s (any 65536 ids of no other user)",
                                (unsigned)geteuid(), name[0] ? name : "USER");
-    const char *rt = getenv("XDG_RUNTIME_DIR");
-    if (rt == NULL || rt[0] != '/')
+    char rtb[PATH_MAX];
+    const char *rt = pybox_runtime_dir(rtb, sizeof rtb);
+    if (rt == NULL)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0,
-                               "XDG_RUNTIME_DIR is not set: an ordinary user's boxes lease their ids there");
+                               "XDG_RUNTIME_DIR is not set and /run/user/%u is not the user's: an ordinary user's "
+                               "boxes lease their ids in the user's runtime folder; fix: a login session",
+                               (unsigned)geteuid());
     if (pybox_fmt(buf, len, "%s/pybox/%s", rt, PYBOX_UID_LEASES_IN) < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "the folder of per-box users under %s", rt);
     r->dir = buf;

@@ -563,3 +563,22 @@ pid_t pybox_fork_piped(int *fd, pybox_error_t *err)
     *fd = p[pid == 0 ? 1 : 0];
     return pid;
 }
+
+const char *pybox_runtime_dir_of(const char *root, uid_t uid, char *buf, size_t len)
+{
+    const char *rt = getenv("XDG_RUNTIME_DIR");
+    if (rt != NULL && rt[0] != '\0')
+        return rt[0] == '/' && pybox_strlcpy(buf, rt, len) == 0 ? buf : NULL;
+    char dir[64], at[PATH_MAX];
+    struct stat sb;
+    if (pybox_fmt(dir, sizeof dir, "/run/user/%u", (unsigned)uid) < 0 ||
+        pybox_fmt(at, sizeof at, "%s%s", root, dir) < 0 || lstat(at, &sb) < 0 || !S_ISDIR(sb.st_mode) ||
+        sb.st_uid != uid || (sb.st_mode & 077) != 0)
+        return NULL;
+    return pybox_strlcpy(buf, dir, len) == 0 ? buf : NULL;
+}
+
+const char *pybox_runtime_dir(char *buf, size_t len)
+{
+    return pybox_runtime_dir_of("", geteuid(), buf, len);
+}

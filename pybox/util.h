@@ -149,6 +149,17 @@ DIR *pybox_dir_open(int fd);
 #define PYBOX_REMOVE_DEPTH_MAX 256
 int pybox_remove_tree_at(int dfd, const char *name);
 
+/* The user's runtime folder, into buf: $XDG_RUNTIME_DIR when set (an absolute path), else
+ * /run/user/<euid> when it is a real folder of the user's alone (logind makes it for a
+ * user with a session, or lingering, and a login session's XDG_RUNTIME_DIR names it): an
+ * MCP client starts its servers with an environment that drops XDG_RUNTIME_DIR. NULL when
+ * there is none (or buf is too short). Where an ordinary user's systemd is reached and
+ * their boxes' ids are leased. */
+const char *pybox_runtime_dir(char *buf, size_t len);
+/* The same for user uid on a host whose root folder is root ("" for this one; a fixture
+ * tree in tests): what is looked at is under root, what is returned is the host's path. */
+const char *pybox_runtime_dir_of(const char *root, uid_t uid, char *buf, size_t len);
+
 /* A child that answers its parent through a pipe (close-on-exec): 0 in the child, *fd its
  * write end; the child's pid in the parent, *fd the read end; -1 with err set and nothing
  * left open when either cannot be made. */

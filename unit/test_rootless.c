@@ -157,11 +157,42 @@ END_TEST
 START_TEST(no_bus)
 {
     unsetenv("XDG_RUNTIME_DIR");
-    refused("neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR", "XDG_RUNTIME_DIR=/run/user/4242");
+    refused("neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR is set and /run/user/4242 is not the user's",
+            "a login session");
     setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/4242/bus", 1);
     pybox_rootless_t r;
     pybox_error_t err = {0};
     ck_assert_msg(probe(&r, &err) == 0, "%s", err.msg);
+}
+END_TEST
+
+/* An MCP client starts its servers without XDG_RUNTIME_DIR: the user's runtime folder is
+ * still found where logind makes it, when it is the user's alone. */
+START_TEST(runtime_folder_without_its_variable)
+{
+    unsetenv("XDG_RUNTIME_DIR");
+    unsetenv("DBUS_SESSION_BUS_ADDRESS");
+    char p[PATH_MAX], buf[PATH_MAX];
+    mkdirs("/run/user/4242");
+    ck_assert_int_eq(pybox_fmt(p, sizeof p, "%s/run/user/4242", root), 0);
+    ck_assert_int_eq(chown(p, 4242, 4242), 0);
+    ck_assert_int_eq(chmod(p, 0700), 0);
+    pybox_rootless_t r;
+    pybox_error_t err = {0};
+    ck_assert_msg(probe(&r, &err) == 0, "%s", err.msg);
+    ck_assert_str_eq(pybox_runtime_dir_of(root, 4242, buf, sizeof buf), "/run/user/4242");
+    /* another's folder, or one others may enter, is not the user's */
+    ck_assert_int_eq(chmod(p, 0755), 0);
+    refused("/run/user/4242 is not the user's", "a login session");
+    ck_assert_ptr_null(pybox_runtime_dir_of(root, 4242, buf, sizeof buf));
+    ck_assert_int_eq(chmod(p, 0700), 0);
+    ck_assert_int_eq(chown(p, 4243, 4243), 0);
+    ck_assert_ptr_null(pybox_runtime_dir_of(root, 4242, buf, sizeof buf));
+    /* the variable, when set, is taken as it is */
+    setenv("XDG_RUNTIME_DIR", "/run/user/4242", 1);
+    ck_assert_str_eq(pybox_runtime_dir_of(root, 4242, buf, sizeof buf), "/run/user/4242");
+    setenv("XDG_RUNTIME_DIR", "relative", 1);
+    ck_assert_ptr_null(pybox_runtime_dir_of(root, 4242, buf, sizeof buf));
 }
 END_TEST
 
@@ -342,6 +373,7 @@ Suite *suite_rootless(void)
     tcase_add_test(tc, no_user_manager);
     tcase_add_test(tc, cpu_not_delegated);
     tcase_add_test(tc, no_bus);
+    tcase_add_test(tc, runtime_folder_without_its_variable);
     tcase_add_test(tc, userns_clone_off);
     tcase_add_test(tc, max_user_namespaces_zero);
     tcase_add_test(tc, apparmor_restricts);

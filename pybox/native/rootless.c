@@ -131,11 +131,12 @@ static void check_cgroups(const pybox_rootless_host_t *h, const char *cg, pybox_
                "hold; fix: " PYBOX_DELEGATE_DROPIN " with \"[Service]\" and \"Delegate=cpu cpuset io memory "
                "pids\", systemctl daemon-reload, a new login",
                missing, strchr(missing, ' ') ? "s" : "", have);
-    const char *bus = getenv("DBUS_SESSION_BUS_ADDRESS"), *rt = getenv("XDG_RUNTIME_DIR");
-    if ((bus == NULL || bus[0] == '\0') && (rt == NULL || rt[0] != '/'))
+    char rtb[PATH_MAX];
+    const char *bus = getenv("DBUS_SESSION_BUS_ADDRESS");
+    if ((bus == NULL || bus[0] == '\0') && pybox_runtime_dir_of(h->root, r->uid, rtb, sizeof rtb) == NULL)
         reason(b, n,
-               "neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR is set, which lead to the user's systemd; "
-               "fix: a login session, or XDG_RUNTIME_DIR=/run/user/%u",
+               "neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR is set and /run/user/%u is not the user's, "
+               "so the user's systemd cannot be reached; fix: a login session (or loginctl enable-linger)",
                (unsigned)r->uid);
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // pybox mcp as an ordinary user, started as the README's client configuration starts it
-// (the official SDK client spawning `pybox mcp --backend native` with the user's own
-// environment, no PYBOX_HOME): the tool, a file in and a file back, a ceiling refused
+// (the official SDK client spawning `pybox mcp --backend native` with the environment such
+// a client gives, no PYBOX_HOME): the tool, a file in and a file back, a ceiling refused
 // "(set by the server)", a cancelled call whose box goes, a warm box (made before its call)
 // taken by a call, a session whose second call sees the first's state, each receipt rootless.
 // Run by tests/vm-rootless.sh as that user:   node tests/mcp/rootless-driver.mjs PYBOX
@@ -20,9 +20,11 @@ fs.mkdirSync(filesRoot);
 fs.mkdirSync(outputRoot);
 fs.writeFileSync(path.join(filesRoot, 'numbers.txt'), '1 2 3 4\n');
 const text = (result) => result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
-// What a desktop client gives the server: the user's environment as it is.
-const env = { ...process.env };
-delete env.PYBOX_HOME;
+// What a desktop client gives the server: the SDK's default environment (HOME, LOGNAME,
+// PATH, SHELL, TERM, USER: no XDG_RUNTIME_DIR, no DBUS_SESSION_BUS_ADDRESS, so pybox must
+// find the user's runtime folder itself), and the configuration's "env": here where the
+// user's installation is, which the README's configuration leaves at its default.
+const env = process.env.XDG_STATE_HOME ? { XDG_STATE_HOME: process.env.XDG_STATE_HOME } : {};
 const transport = new StdioClientTransport({ command: pybox, env, stderr: 'inherit',
   args: ['mcp', '--backend', 'native', '--images', 'stdlib', '--max-timeout', '30', '--max-memory', '512M',
     '--files-root', filesRoot, '--output-root', outputRoot] });
