@@ -86,13 +86,51 @@ static cJSON *leftover_json(pybox_backend_t *be, const pybox_leftover_t *l)
     return o;
 }
 
+/* Everything of the installation on one backend removed: forced where the backend can
+ * (the campaign's sweep), else each leftover that no longer runs; then what the backend
+ * keeps beside its boxes. What could not go is listed after. */
+static int remove_all(pybox_backend_t *be, const pybox_state_t *st, pybox_error_t *err)
+{
+    const pybox_backend_ops_t *ops = be->ops;
+    if (ops->campaign != NULL && ops->campaign->sweep != NULL)
+        ops->campaign->sweep(be, st->install_id);
+    pybox_leftover_t *v = NULL;
+    size_t n = 0;
+    if (ops->list_leftovers(be, st->install_id, &v, &n, err) < 0)
+        return -1;
+    for (int order = 0; order < 4; order++)
+        for (size_t i = 0; i < n; i++) {
+            bool gone = false;
+            pybox_error_t ignored = {0};
+            if (v[i].order == order && !v[i].running)
+                ops->remove_leftover(be, &v[i], &gone, &ignored);
+        }
+    free(v);
+    pybox_error_t ignored = {0};
+    if (ops->forget != NULL)
+        ops->forget(be, st->install_id, &ignored);
+    return 0;
+}
+
 /* One backend's part; -1 when it answered nothing (err set). */
-static int backend_part(const pybox_backend_ops_t *ops, const pybox_state_t *st, cJSON *into, pybox_error_t *err)
+static int backend_part(const pybox_backend_ops_t *ops, const pybox_state_t *st, const camp_inspect_opts_t *o,
+                        cJSON *into, pybox_error_t *err)
 {
     pybox_backend_t *be = NULL;
     if (ops->open(st, &be, err) < 0)
         return -1;
     cJSON_AddStringToObject(into, "describe", ops->describe(be));
+    if (o->remove && remove_all(be, st, err) < 0) {
+        pybox_backend_close(be);
+        return -1;
+    }
+    if (o->events) {
+        cJSON *ev = cJSON_AddArrayToObject(into, "events");
+        if (ops->events != NULL && ops->events(be, st->install_id, o->since, o->until, ev, err) < 0) {
+            pybox_backend_close(be);
+            return -1;
+        }
+    }
     pybox_leftover_t *v = NULL;
     size_t n = 0;
     if (ops->list_leftovers(be, st->install_id, &v, &n, err) < 0) {
@@ -158,8 +196,9 @@ static int leases_part(cJSON *top, pybox_error_t *err)
     return 0;
 }
 
-int camp_inspect(const pybox_state_t *st, const char *const *backends, cJSON **out, pybox_error_t *err)
+int camp_inspect(const pybox_state_t *st, const camp_inspect_opts_t *o, cJSON **out, pybox_error_t *err)
 {
+    const char *const *backends = o->backends;
     *out = NULL;
     cJSON *top = cJSON_CreateObject();
     cJSON_AddStringToObject(top, "installation", st->install_id);
@@ -178,7 +217,7 @@ int camp_inspect(const pybox_state_t *st, const char *const *backends, cJSON **o
         }
         cJSON *part = cJSON_AddObjectToObject(bk, ops->name);
         pybox_error_t berr = {0};
-        if (backend_part(ops, st, part, &berr) < 0) {
+        if (backend_part(ops, st, o, part, &berr) < 0) {
             if (backends != NULL) {
                 cJSON_Delete(top);
                 return pybox_error_set(err, berr.kind, berr.errnum, "backend %s: %s", ops->name, berr.msg);
@@ -194,35 +233,108 @@ int camp_inspect(const pybox_state_t *st, const char *const *backends, cJSON **o
     return 0;
 }
 
+int camp_inspect_box(const pybox_state_t *st, const char *backend, const char *id, bool wait, cJSON **out,
+                     pybox_error_t *err)
+{
+    *out = NULL;
+    const pybox_backend_ops_t *ops = pybox_backend_find(backend);
+    if (ops == NULL)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "unknown backend \"%s\"", backend);
+    if (ops->campaign == NULL || ops->campaign->record == NULL)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "the %s backend keeps no record of a box", backend);
+    pybox_backend_t *be = NULL;
+    cJSON *rec = NULL;
+    if (ops->open(st, &be, err) < 0)
+        return -1;
+    int rc = ops->campaign->record(be, id, wait, &rec, err);
+    pybox_backend_close(be);
+    if (rc < 0)
+        return -1;
+    *out = cJSON_CreateObject();
+    cJSON_AddItemToObject(*out, "box", rec);
+    return 0;
+}
+
+int camp_inspect_holder(const pybox_state_t *st, const char *backend, cJSON **out, pybox_error_t *err)
+{
+    *out = NULL;
+    const pybox_backend_ops_t *ops = pybox_backend_find(backend);
+    if (ops == NULL)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "unknown backend \"%s\"", backend);
+    if (ops->campaign == NULL || ops->campaign->whole == NULL)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "nothing holds the %s backend's boxes but the kernel", backend);
+    pybox_backend_t *be = NULL;
+    cJSON *w = NULL;
+    if (ops->open(st, &be, err) < 0)
+        return -1;
+    int rc = ops->campaign->whole(be, &w, err);
+    pybox_backend_close(be);
+    if (rc < 0)
+        return -1;
+    *out = cJSON_CreateObject();
+    cJSON_AddItemToObject(*out, "holder", w);
+    return 0;
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: pybox-campaign inspect --home DIR [--backend NAME]... --json\n");
+    fprintf(stderr, "usage: pybox-campaign inspect --home DIR [--backend NAME]... [--since SECONDS --until SECONDS] "
+                    "[--remove] --json\n"
+                    "       pybox-campaign inspect --home DIR --backend NAME --box ID [--wait] --json\n"
+                    "       pybox-campaign inspect --home DIR --backend NAME --holder --json\n");
     return 2;
+}
+
+/* Seconds since the epoch, as a JSON number or a decimal: -1 when it is not one. */
+static double seconds(const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    return errno == 0 && end != s && *end == '\0' && v >= 0 && v < 1e11 ? v : -1;
 }
 
 int camp_inspect_main(int argc, char **argv)
 {
-    const char *home = NULL, *names[INSPECT_BACKENDS_MAX + 1] = {0};
+    const char *home = NULL, *names[INSPECT_BACKENDS_MAX + 1] = {0}, *box = NULL;
     size_t nb = 0;
-    bool json = false;
+    bool json = false, wait = false, holder = false;
+    camp_inspect_opts_t o = {.since = -1, .until = -1};
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
             json = true;
+        else if (strcmp(argv[i], "--remove") == 0)
+            o.remove = true;
+        else if (strcmp(argv[i], "--wait") == 0)
+            wait = true;
+        else if (strcmp(argv[i], "--holder") == 0)
+            holder = true;
         else if (strcmp(argv[i], "--home") == 0 && i + 1 < argc)
             home = argv[++i];
+        else if (strcmp(argv[i], "--box") == 0 && i + 1 < argc)
+            box = argv[++i];
+        else if (strcmp(argv[i], "--since") == 0 && i + 1 < argc && (o.since = seconds(argv[++i])) >= 0)
+            o.events = true;
+        else if (strcmp(argv[i], "--until") == 0 && i + 1 < argc && (o.until = seconds(argv[++i])) >= 0)
+            o.events = true;
         else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc && nb < INSPECT_BACKENDS_MAX)
             names[nb++] = argv[++i];
         else
             return usage();
     }
     /* JSON is the only form: the flag says so, should another come. */
-    if (home == NULL || !json)
+    if (home == NULL || !json || (o.events && (o.since < 0 || o.until < o.since)) ||
+        ((box != NULL || holder) && (nb != 1 || o.events || o.remove)) || (wait && box == NULL) ||
+        (holder && box != NULL))
         return usage();
+    o.backends = nb ? names : NULL;
     setenv("PYBOX_HOME", home, 1);
     pybox_state_t st;
     pybox_error_t err = {0};
     cJSON *j = NULL;
-    if (pybox_state_open(&st, false, &err) < 0 || camp_inspect(&st, nb ? names : NULL, &j, &err) < 0) {
+    if (pybox_state_open(&st, false, &err) < 0 || (holder        ? camp_inspect_holder(&st, names[0], &j, &err)
+                                                   : box != NULL ? camp_inspect_box(&st, names[0], box, wait, &j, &err)
+                                                                 : camp_inspect(&st, &o, &j, &err)) < 0) {
         fprintf(stderr, "pybox-campaign inspect: %s\n", err.msg);
         return 1;
     }

@@ -184,6 +184,14 @@ typedef struct pybox_campaign_ops {
     /* Box id (of run) after its PyBox was killed by sig at `since` (seconds since the
      * epoch): its end as the backend saw it, into obs, and the box removed. */
     void (*killed_end)(pybox_backend_t *be, const char *id, const char *run, int sig, long since, struct cJSON *obs);
+    /* Box id's record as what holds it keeps it (after waiting for its end, bounded, when
+     * asked): {"id", "status", "exit_code", "oom_killed", "started_at", "finished_at", "ran_s",
+     * "pid", "args", "labels"}. */
+    int (*record)(pybox_backend_t *be, const char *id, bool wait, struct cJSON **out, pybox_error_t *err);
+    /* What holds the boxes as a whole, not one installation's part of it (an engine set up
+     * from nothing, or one that must be left untouched): {"version", "api_version",
+     * "storage_driver", "root_dir", "containers": [ids], "images": [ids]}. */
+    int (*whole)(pybox_backend_t *be, struct cJSON **out, pybox_error_t *err);
 } pybox_campaign_ops_t;
 
 typedef struct pybox_backend_ops {
@@ -219,6 +227,14 @@ typedef struct pybox_backend_ops {
      * exists now, as the host names it (a cgroup parent's path), at most max. */
     int (*kept)(pybox_backend_t *be, const char *install_id, char (*out)[PATH_MAX], size_t max, size_t *n,
                 pybox_error_t *err);
+    /* What a box's making or ending changed between two times (seconds since the epoch),
+     * as the backend can tell: what holds its boxes keeps a log of them (docker: the
+     * engine's events for the installation's label), else the folders a box is made in,
+     * whose change time the kernel keeps (native). Each an object {"action", "kind", "id",
+     * "run_id", "time"} added to the array into (tests and drivers ask this through
+     * pybox-campaign inspect rather than keep a client of their own). */
+    int (*events)(pybox_backend_t *be, const char *install_id, double since, double until, struct cJSON *into,
+                  pybox_error_t *err);
     const pybox_image_ops_t *images;
     const pybox_campaign_ops_t *campaign; /* NULL: the campaign reads the kernel itself */
 } pybox_backend_ops_t;

@@ -18,18 +18,15 @@
 # goes with the process.
 import contextlib
 import datetime
-import http.client
 import json
 import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from urllib.parse import quote
 
 import hostprocs
 from receipts import get
@@ -40,7 +37,6 @@ PYBOX = os.environ.get("PYBOX_BIN", "")
 PYBOX_TEST = os.environ.get("PYBOX_TEST_BIN") or os.path.join(os.path.dirname(PYBOX), "pybox-test")
 TMP = os.environ.get("PYBOX_CAMPAIGN_TMP", "")
 BACKEND = os.environ.get("PYBOX_BACKEND") or "docker"
-MAIN_SOCK = "/var/run/docker.sock"
 # What an installation has (boxes, volumes, cgroups, staging folders, notes, leases), as
 # its backends and the kernel say (docs/campaign.md): no layout of a backend is spelled here.
 PYBOX_CAMPAIGN = os.environ.get("PYBOX_CAMPAIGN_BIN") or os.path.join(os.path.dirname(PYBOX), "pybox-campaign")
@@ -84,70 +80,7 @@ def finish():
     sys.stdout.flush()
 
 
-# ---- the engine's API over a Unix socket ----
-
-
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self, path, timeout):
-        super().__init__("localhost", timeout=timeout)
-        self.path = path
-
-    def connect(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        s.connect(self.path)
-        self.sock = s
-
-
-def api(sock, method, path, body=None, timeout=10):
-    """(status, parsed body or text); raises OSError when the engine does not answer."""
-    c = UnixHTTP(sock, timeout)
-    try:
-        data = json.dumps(body).encode() if body is not None else None
-        c.request(method, path, body=data, headers={"Content-Type": "application/json"} if data else {})
-        r = c.getresponse()
-        text = r.read().decode("utf-8", "replace")
-        try:
-            return r.status, json.loads(text) if text else None
-        except ValueError:
-            return r.status, text
-    finally:
-        c.close()
-
-
-def label_filter(install_id):
-    return quote(json.dumps({"label": ["pybox.install=%s" % install_id]}))
-
-
-def boxes_of(sock, install_id):
-    """The installation's boxes (any state); raises when the engine cannot say: an
-    unanswered question is never taken for "none left"."""
-    st, v = api(sock, "GET", "/containers/json?all=1&filters=%s" % label_filter(install_id))
-    if st != 200 or not isinstance(v, list):
-        raise RuntimeError("the engine did not list the installation's boxes (HTTP %s)" % st)
-    return v
-
-
-def volumes_of(sock, install_id):
-    st, v = api(sock, "GET", "/volumes?filters=%s" % label_filter(install_id))
-    if st != 200 or not isinstance(v, dict):
-        raise RuntimeError("the engine did not list the installation's volumes (HTTP %s)" % st)
-    return v.get("Volumes") or []
-
-
-def events(sock, since, until, install_id):
-    """The engine's events for the installation's boxes and volumes between two times."""
-    c = UnixHTTP(sock, 10)
-    try:
-        f = quote(json.dumps({"label": ["pybox.install=%s" % install_id]}))
-        c.request("GET", "/events?since=%.3f&until=%.3f&filters=%s" % (since, until, f))
-        r = c.getresponse()
-        text = r.read().decode("utf-8", "replace")
-        if r.status != 200:
-            raise RuntimeError("the engine did not give its events (HTTP %d)" % r.status)
-    finally:
-        c.close()
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+# ---- the engine's times ----
 
 
 def rfc3339(s):
@@ -177,6 +110,15 @@ def running(pid):
             return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
     except (OSError, IndexError):
         return False
+
+
+def argv0(pid):
+    """The first word of a process's command line ("" once it is gone)."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().split(b"\0", 1)[0].decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def wait_until(pred, limit_s, step_s=0.05):
@@ -278,6 +220,41 @@ def inspect(env, backends):
     return json.loads(r.stdout)
 
 
+def inspect_events(env, backend, since, until):
+    """What the backend saw happen to the installation's boxes between two times (its
+    engine's events; on the native backend, the folders a box is made in that changed)."""
+    args = [PYBOX_CAMPAIGN, "inspect", "--home", env["PYBOX_HOME"], "--json", "--backend", backend,
+            "--since", "%.9f" % since, "--until", "%.9f" % until]
+    r = subprocess.run(args, env=env, capture_output=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError("pybox-campaign inspect: exit %d: %s" % (r.returncode, r.stderr.decode(errors="replace")[-300:]))
+    return json.loads(r.stdout)["backends"][backend]["events"]
+
+
+def box_record(env, box_id, wait=False):
+    """A Docker box's record as the engine env names keeps it (after its end, waited for
+    within a bound, when wait): status, exit_code, oom_killed, ran_s, pid, args, labels."""
+    args = [PYBOX_CAMPAIGN, "inspect", "--home", env["PYBOX_HOME"], "--json", "--backend", "docker", "--box", box_id]
+    r = subprocess.run(args + (["--wait"] if wait else []), env=env, capture_output=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError("pybox-campaign inspect --box: exit %d: %s" % (r.returncode,
+                                                                         r.stderr.decode(errors="replace")[-300:]))
+    return json.loads(r.stdout)["box"]
+
+
+def remove_all(env, backends):
+    """Everything of the installation env names removed from these backends (forced: what
+    still runs too), as pybox-campaign inspect --remove does; what is left, listed."""
+    args = [PYBOX_CAMPAIGN, "inspect", "--home", env["PYBOX_HOME"], "--json", "--remove"]
+    for b in backends:
+        args += ["--backend", b]
+    r = subprocess.run(args, env=env, capture_output=True, timeout=300)
+    if r.returncode != 0:
+        raise RuntimeError("pybox-campaign inspect --remove: exit %d: %s" % (r.returncode,
+                                                                            r.stderr.decode(errors="replace")[-300:]))
+    return json.loads(r.stdout)
+
+
 def items(j, backend, kind):
     return [x for x in j["backends"].get(backend, {}).get("items", []) if x["kind"] == kind]
 
@@ -310,11 +287,11 @@ def leases(env, run_ids):
             if x["run_id"] in run_ids]
 
 
-def leftovers(inst, sock, run_ids, backend):
-    """What the installation still has: boxes and volumes (Docker), cgroup leaves and
-    staging folders (native), notes, and leases that still hold a uid (locked or not
-    expired; an expired lease file is free: the next run may take its uid). sock: the
-    engine the installation's environment names (DOCKER_HOST), asked through it."""
+def leftovers(inst, run_ids, backend):
+    """What the installation still has: boxes and volumes (Docker: in the engine the
+    installation's environment names), cgroup leaves and staging folders (native), notes,
+    and leases that still hold a uid (locked or not expired; an expired lease file is
+    free: the next run may take its uid)."""
     now = time.time()
     j = inspect(inst.env, [backend])
     held = [x for x in j["leases"] if x["run_id"] in run_ids and (x["expires"] > now or x["locked"])]
@@ -387,6 +364,14 @@ class PrivateEngine:
             f.write("{}\n")
         self.proc = None
         self.host = "unix://" + self.sock
+        # An installation of no images, to ask whether the engine answers (pybox-campaign
+        # inspect opens the docker backend on it, which pings the engine).
+        self.probe = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DOCKER_HOST": self.host,
+                      "PYBOX_HOME": os.path.join(where, "probe-home")}
+        os.makedirs(self.probe["PYBOX_HOME"], mode=0o700)
+        with open(os.path.join(self.probe["PYBOX_HOME"], "install-id"), "x") as f:
+            f.write("%032x\n" % random.getrandbits(128))
+        self.homes = [self.probe]  # installations on this engine: their boxes go at teardown
 
     def start(self, limit_s=60):
         log("starting a private dockerd (socket %s, data root %s)" % (self.sock, self.data))
@@ -416,10 +401,12 @@ class PrivateEngine:
         return time.monotonic() - t0
 
     def ping(self):
+        if not os.path.exists(self.sock):
+            return False
         try:
-            st, v = api(self.sock, "GET", "/_ping", timeout=2)
-            return st == 200
-        except OSError:
+            inspect(self.probe, ["docker"])
+            return True
+        except (OSError, RuntimeError, ValueError, subprocess.SubprocessError):
             return False
 
     def pid(self):
@@ -442,15 +429,15 @@ class PrivateEngine:
         return [pid for pid, _ in hostprocs.naming((self.data, self.xroot, self.sock))]
 
     def teardown(self):
-        """Containers and images through the API, SIGTERM, then whatever still names our
-        folders, the mounts under them, the folders. Never raises."""
-        try:
-            if self.ping():
-                st, cs = api(self.sock, "GET", "/containers/json?all=1")
-                for c in cs if st == 200 else []:
-                    api(self.sock, "DELETE", "/containers/%s?force=1&v=1" % c["Id"], timeout=60)
-        except OSError:
-            pass
+        """The boxes of the installations on it (pybox-campaign inspect --remove), SIGTERM,
+        then whatever still names our folders, the mounts under them, the folders (its
+        images go with its data root). Never raises."""
+        if self.ping():
+            for env in self.homes:
+                try:
+                    remove_all(env, ["docker"])
+                except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
+                    log("removing the boxes of %s: %s" % (env["PYBOX_HOME"], e))
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGCONT)
             self.proc.terminate()
@@ -501,6 +488,7 @@ def private_engine(name):
     try:
         OBS["engine_start_s"] = round(eng.start(), 1)
         inst = Install(work, docker_host=eng.host, pins=False)
+        eng.homes.append(inst.env)
         OBS["image_import_s"] = round(inst.build_stdlib("docker", engine_is_ours=True), 1)
         yield eng, inst
     finally:
@@ -511,25 +499,21 @@ def private_engine(name):
               else "still there: %s" % eng.procs())
 
 
-def wait_program_running(sock, install_id, limit_s=30):
-    """The box of the installation that runs, once its process list shows python3: its
-    inspect record, or None."""
+def wait_program_running(env, limit_s=30):
+    """The box of the installation that runs (in the engine env names), once a process in
+    its cgroup is python3: its record (box_record), or None."""
     box = {}
 
     def seen():
-        if not box.get("Id"):
-            running = [b for b in boxes_of(sock, install_id) if b.get("State") == "running"]
-            if running:
-                box["Id"] = running[0]["Id"]
-        if not box.get("Id"):
+        running = [b for b in items(inspect(env, ["docker"]), "docker", "box") if b["running"]]
+        if not running:
             return False
-        st, top = api(sock, "GET", "/containers/%s/top?ps_args=-eo%%20pid,args" % box["Id"])
-        return st == 200 and "python3" in json.dumps(top.get("Processes") if isinstance(top, dict) else "")
+        box["id"] = running[0]["id"]
+        return any(os.path.basename(argv0(p)).startswith("python3") for p in running[0]["procs"])
 
     if not wait_until(seen, limit_s, 0.02):
         return None
-    st, ins = api(sock, "GET", "/containers/%s/json" % box["Id"])
-    return ins if st == 200 else None
+    return box_record(env, box["id"])
 
 
 def engine_killed():
@@ -544,16 +528,16 @@ def engine_killed():
         p.stdin.write(LONG)
         p.stdin.close()
         p.stdin = None  # communicate() below has nothing more to give it
-        ins = wait_program_running(eng.sock, inst.install_id)
+        ins = wait_program_running(inst.env)
         if ins is None:
             p.kill()
             p.wait()
             check("the program ran in a box", False, "no box showed python3 within 30 s")
             return
-        box_id, init_pid = ins["Id"], ins["State"]["Pid"]
-        run_id = ins["Config"]["Labels"].get("pybox.run", "")
-        timer_ms = int([a for a in ins.get("Args", []) if a.startswith("--timer-ms=")][0].split("=")[1])
-        expires = int(ins["Config"]["Labels"].get("pybox.expires", "0"))
+        box_id, init_pid = ins["id"], int(ins["pid"])
+        run_id = ins["labels"].get("pybox.run", "")
+        timer_ms = int([a for a in ins["args"] if a.startswith("--timer-ms=")][0].split("=")[1])
+        expires = int(ins["labels"].get("pybox.expires", "0"))
         t_kill = time.monotonic()
         eng.kill()
         try:
@@ -587,22 +571,25 @@ def engine_killed():
                                                                          time.monotonic() - t_gone + exit_s))
         # The engine back, on the same data root: the box's record.
         OBS["engine_restart_s"] = round(eng.start(), 1)
-        st, ins2 = api(eng.sock, "GET", "/containers/%s/json" % box_id)
-        state = ins2.get("State", {}) if st == 200 else {}
-        ran = (rfc3339(state.get("FinishedAt")) or 0) - (rfc3339(state.get("StartedAt")) or 0)
-        OBS["box_after_restart"] = {"status": state.get("Status"), "exit_code": state.get("ExitCode"),
-                                    "ran_s": round(ran, 2), "oom": state.get("OOMKilled")}
+        try:
+            state = box_record(inst.env, box_id)
+        except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
+            log("the box's record: %s" % e)
+            state = {}
+        ran = state.get("ran_s", 0)
+        OBS["box_after_restart"] = {"status": state.get("status"), "exit_code": state.get("exit_code"),
+                                    "ran_s": round(ran, 2), "oom": state.get("oom_killed")}
         check("the restarted engine has the box's record: ended by its timer",
-              state.get("Status") == "exited" and state.get("ExitCode") == 137 and ran * 1000 >= timer_ms,
+              state.get("status") == "exited" and state.get("exit_code") == 137 and ran * 1000 >= timer_ms,
               "status %s, exit %s after %.2f s (timer %.1f s from the program's hello)"
-              % (state.get("Status"), state.get("ExitCode"), ran, timer_ms / 1000))
+              % (state.get("status"), state.get("exit_code"), ran, timer_ms / 1000))
         # Cleanup: nothing before the expiry, everything after.
         rep = cleanup_json(inst, "docker")
         kept = "kept" in actions(rep, "box") and inst.notes()
         wait_for_wall(expires + 1)
         rep2 = cleanup_json(inst, "docker")
         wait_for_leases(inst.env, {run_id}, expires)
-        left = leftovers(inst, eng.sock, {run_id}, "docker")
+        left = leftovers(inst, {run_id}, "docker")
         OBS["cleanup_after_expiry"] = {"removed": rep2.get("removed"), "kept": rep2.get("kept")}
         OBS["left"] = left
         OBS["leftovers"] = count(left)
@@ -631,7 +618,7 @@ def stall_case(eng, inst, name, program, args, stop_when, stall_s=3.0):
     p.stdin = None
     try:
         if stop_when == "running":
-            if wait_program_running(eng.sock, inst.install_id) is None:
+            if wait_program_running(inst.env) is None:
                 raise RuntimeError("%s: the program never ran" % name)
             os.kill(eng.pid(), signal.SIGSTOP)
             t_stop = time.monotonic()
@@ -723,7 +710,7 @@ def engine_stalled():
                  get(rec, "seen.init_record.stopped_on_request"), get(rec, "seen.clock"), " / ".join(unknown)[:300]))
         runs.append(rec)
 
-        left = leftovers(inst, eng.sock, {get(x, "run_id") for x in runs if x}, "docker")
+        left = leftovers(inst, {get(x, "run_id") for x in runs if x}, "docker")
         OBS["left"] = left
         OBS["leftovers"] = count(left)
         check("nothing left", count(left) == 0, describe(left))
@@ -808,12 +795,12 @@ def state_dir(kind):
               and all(w in msg for w in want),
               "exit %s, %s in %.2f s: %s" % (rc, get(rec, "status"), secs, msg[:300]))
         run_id = get(rec, "run_id") or ""
-        made = events(MAIN_SOCK, t0, t1, install_id) if BACKEND == "docker" else []
-        left = leftovers(inst, MAIN_SOCK, {run_id}, BACKEND)
+        made = inspect_events(inst.env, "docker", t0, t1) if BACKEND == "docker" else []
+        left = leftovers(inst, {run_id}, BACKEND)
         left["notes"] = [n for n in inst.notes() if n not in notes_before]
         left["leases_any"] = ["%s:%s" % (u, r) for u, r, _, _ in leases(inst.env, {run_id})] if run_id else []
         if BACKEND == "docker":
-            left["engine_events"] = [e.get("Action") for e in made]
+            left["engine_events"] = [e["action"] for e in made]
         OBS["left"] = left
         OBS["leftovers"] = count(left)
         check("nothing left", count(left) == 0,
@@ -897,28 +884,29 @@ def killed_at_phases():
             except (OSError, ValueError, KeyError):
                 problems.append("%s: its note has no expiry" % r)
         if BACKEND == "docker":
-            boxes = {b["Labels"].get("pybox.run"): b for b in boxes_of(MAIN_SOCK, inst.install_id)}
+            boxes = {b["run_id"]: b for b in items(inspect(inst.env, ["docker"]), "docker", "box")}
             for phase, r in runs:
                 want = [p for p in PHASES if p[0] == phase][0]
                 b = boxes.get(r)
                 if b is None:
                     problems.append("%s %s: no box" % (phase, r[:8]))
                     continue
-                if want[2] == "exited":
-                    api(MAIN_SOCK, "POST", "/containers/%s/wait" % b["Id"], timeout=60)
-                st, ins = api(MAIN_SOCK, "GET", "/containers/%s/json" % b["Id"])
-                state = ins.get("State", {}) if st == 200 else {}
+                try:
+                    state = box_record(inst.env, b["id"], wait=want[2] == "exited")
+                except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e:
+                    problems.append("%s %s: no record: %s" % (phase, r[:8], e))
+                    continue
                 bp = by_phase[phase]
-                shown = "never started (created)" if state.get("Status") == "created" else state.get("Status")
+                shown = "never started (created)" if state["status"] == "created" else state["status"]
                 bp["left_as"][shown] = bp["left_as"].get(shown, 0) + 1
                 if want[3] is not None:
-                    bp["exit_codes"][str(state.get("ExitCode"))] = bp["exit_codes"].get(str(state.get("ExitCode")), 0) + 1
-                ok = state.get("Status") == want[2] and (want[3] is None or state.get("ExitCode") == want[3])
+                    bp["exit_codes"][str(state["exit_code"])] = bp["exit_codes"].get(str(state["exit_code"]), 0) + 1
+                ok = state["status"] == want[2] and (want[3] is None or state["exit_code"] == want[3])
                 bp["ended_by_itself"] += ok
                 if not ok:
-                    problems.append("%s %s: %s, exit %s" % (phase, r[:8], state.get("Status"), state.get("ExitCode")))
-            stops = [e.get("Action") for e in events(MAIN_SOCK, t0 - 1, time.time() + 1, inst.install_id)
-                     if e.get("Action") in ("kill", "stop")]
+                    problems.append("%s %s: %s, exit %s" % (phase, r[:8], state["status"], state["exit_code"]))
+            stops = [e["action"] for e in inspect_events(inst.env, "docker", t0 - 1, time.time() + 1)
+                     if e["action"] in ("kill", "stop")]
             OBS["kill_or_stop_events"] = len(stops)
             if stops:
                 problems.append("someone stopped boxes: %d kill or stop events" % len(stops))
@@ -949,7 +937,7 @@ def killed_at_phases():
         # The leases, expired by now and held by nobody, go with the next cleanup.
         rep3 = cleanup_json(inst, BACKEND)
         OBS["leases_swept"] = rep3.get("leases_removed")
-        left = leftovers(inst, MAIN_SOCK, run_ids, BACKEND)
+        left = leftovers(inst, run_ids, BACKEND)
         left["output_folders"] = sorted(os.listdir(outs))
         stale = [x for x in leases(inst.env, run_ids) if x[2] <= time.time()]
         OBS["cleanup_after_expiry"] = {"removed": len(removed),
@@ -969,10 +957,8 @@ def killed_at_phases():
         # Whatever a failed check left of this installation's own goes (only its label).
         if inst.install_id:
             try:
-                for b in boxes_of(MAIN_SOCK, inst.install_id) if BACKEND == "docker" else []:
-                    api(MAIN_SOCK, "DELETE", "/containers/%s?force=1&v=1" % b["Id"], timeout=60)
-                for v in volumes_of(MAIN_SOCK, inst.install_id) if BACKEND == "docker" else []:
-                    api(MAIN_SOCK, "DELETE", "/volumes/%s?force=1" % v["Name"], timeout=60)
+                if BACKEND == "docker":
+                    remove_all(inst.env, ["docker"])
             except (OSError, RuntimeError) as e:
                 log("removing what is left: %s" % e)
             remove_parents(native_parents(inst.env))

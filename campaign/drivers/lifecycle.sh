@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Campaign driver: a throwaway PyBox installation on a private Docker engine, set up from nothing, used, and deleted.
 #
-# Contract: cwd = the repository root; PYBOX_BIN = the pybox binary (pybox-init next to it);
+# Contract: cwd = the repository root; PYBOX_BIN = the pybox binary (pybox-init next to it,
+# and pybox-campaign, or PYBOX_CAMPAIGN_BIN, which asks the engines);
 # PYBOX_CAMPAIGN_TMP = an empty scratch folder. Prints one JSON object on stdout
 # ({"observed": {...}, "checks": [...]}), logs on stderr. Exit 0 when it ran to the end,
 # whatever the checks say; non-zero when it could not run (everything is cleaned up anyway).
@@ -37,7 +38,7 @@ case $PYBOX_CAMPAIGN_TMP in /*) ;; *) die "PYBOX_CAMPAIGN_TMP must be an absolut
 [ -d "$PYBOX_CAMPAIGN_TMP" ] || die "PYBOX_CAMPAIGN_TMP=$PYBOX_CAMPAIGN_TMP is not a folder"
 [ -f images/build-rootfs.sh ] || die "run from the repository root (images/build-rootfs.sh not found)"
 [ "$(id -u)" = 0 ] || die "a private engine needs root"
-for c in dockerd containerd curl python3 setsid mmdebstrap umount awk; do
+for c in dockerd containerd python3 setsid mmdebstrap umount awk; do
     command -v "$c" >/dev/null 2>&1 || die "$c is not installed"
 done
 
@@ -74,6 +75,9 @@ pidf=$tmp/engine.pid
 dcfg=$tmp/engine-config.json # an empty config, so no host daemon.json is read
 dlog=$tmp/engine.log
 home=$tmp/pybox-home         # PYBOX_HOME of the throwaway installation
+probe=$tmp/probe-home        # an installation of no images, to ask engines through (holder)
+campaign_bin=${PYBOX_CAMPAIGN_BIN:-$(dirname "$PYBOX_BIN")/pybox-campaign}
+[ -x "$campaign_bin" ] || die "no pybox-campaign at $campaign_bin (PYBOX_CAMPAIGN_BIN)"
 btmp=$tmp/build-tmp          # TMPDIR of the image builds (mmdebstrap's work folders)
 # The engine socket and the exec root (which holds containerd's sockets) need short paths:
 # a Unix socket path has at most 107 bytes.
@@ -87,6 +91,8 @@ fi
 xroot=$base/exec
 sock=$base/docker.sock
 mkdir -p "$res"
+mkdir -m 0700 "$probe"
+printf '%s\n' "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" >"$probe/install-id"
 H=$res/helper.py
 dpid=""
 child=""
@@ -139,24 +145,27 @@ def cmd_field(path, *keys):
     print("" if v is None else v)
 
 
-def cmd_count(path):
+def cmd_has_in(path, value, *keys):
     v = load(path)
+    for k in keys:
+        v = v.get(k) if isinstance(v, dict) else None
+    sys.exit(0 if isinstance(v, list) and value in v else 1)
+
+
+def cmd_count_in(path, *keys):
+    v = load(path)
+    for k in keys:
+        v = v.get(k) if isinstance(v, dict) else None
     print(len(v) if isinstance(v, list) else -1)
 
 
-def cmd_ids(path):
-    for x in load(path, []) or []:
-        print(x.get("Id", ""))
-
-
-def cmd_snapshot(containers, images, home, out):
-    """The main installation: engine containers and images (read through the API by curl),
-    and every entry of the PyBox state folder with its kind, size and mtime."""
+def cmd_snapshot(holder, home, out):
+    """The main installation: its engine's containers and images (pybox-campaign inspect
+    --holder), and every entry of the PyBox state folder with its kind, size and mtime."""
     snap = {"engine": None, "home": None}
-    c, i = load(containers), load(images)
-    if isinstance(c, list) and isinstance(i, list):
-        snap["engine"] = {"containers": sorted(x.get("Id", "") for x in c),
-                          "images": sorted(x.get("Id", "") for x in i)}
+    h = (load(holder) or {}).get("holder")
+    if isinstance(h, dict):
+        snap["engine"] = {"containers": sorted(h["containers"]), "images": sorted(h["images"])}
     if os.path.isdir(home):
         entries = {}
         for d, dirs, files in os.walk(home):
@@ -297,9 +306,16 @@ hp() { PYTHONPATH=$drivers python3 "$H" "$@"; }
 check() { hp check "$@"; }
 obs() { hp obs "$@"; }
 
-# GET on an engine's API: SOCKET PATH OUTFILE. Fails when the engine does not answer 2xx.
-api_get() { curl -sf --max-time 10 --unix-socket "$1" "http://localhost$2" -o "$3"; }
-ping_private() { [ -S "$sock" ] && curl -sf --max-time 2 --unix-socket "$sock" http://localhost/_ping >/dev/null 2>&1; }
+# What holds the boxes behind an engine's socket, as a whole (pybox-campaign inspect
+# --holder, docs/campaign.md: version, storage driver, data root, every container and
+# image): SOCKET OUTFILE. Fails when the engine does not answer. It is asked through an
+# installation of no images of this driver's own (the probe), on either engine.
+holder() {
+    rm -f "$2"
+    DOCKER_HOST="unix://$1" "$campaign_bin" inspect --home "$probe" --backend docker --holder --json >"$2.part" \
+        2>>"$res/inspect.log" && mv "$2.part" "$2"
+}
+ping_private() { [ -S "$sock" ] && holder "$sock" "$res/ping.json"; }
 
 # A process is gone when /proc has no entry for it or it is a zombie (dockerd is our child
 # until it is reaped).
@@ -361,23 +377,17 @@ teardown() {
         wait "$child" 2>/dev/null
         child=""
     fi
-    # Containers and images of the private engine (its data root goes anyway).
+    # The throwaway installation's boxes and volumes in the private engine (pybox-campaign
+    # inspect --remove); its images go with the engine's data root.
     td0=$(now)
-    removed_c=0 removed_i=0
-    if ping_private; then
-        if api_get "$sock" "/containers/json?all=1" "$res/td-containers.json"; then
-            for id in $(hp ids "$res/td-containers.json"); do
-                curl -sf --max-time 120 -X DELETE --unix-socket "$sock" \
-                    "http://localhost/containers/$id?force=1&v=1" >/dev/null && removed_c=$((removed_c + 1))
-            done
-        fi
-        if api_get "$sock" "/images/json?all=1" "$res/td-images.json"; then
-            for id in $(hp ids "$res/td-images.json"); do
-                curl -sf --max-time 120 -X DELETE --unix-socket "$sock" \
-                    "http://localhost/images/$id?force=1" >/dev/null && removed_i=$((removed_i + 1))
-            done
-        fi
-        log "teardown: removed $removed_c containers and $removed_i images through the API"
+    removed_c=0 left_c=0
+    if ping_private && [ -f "$home/install-id" ]; then
+        removed_c=$(hp count-in "$res/ping.json" holder containers)
+        DOCKER_HOST="unix://$sock" "$campaign_bin" inspect --home "$home" --backend docker --remove --json \
+            >"$res/td-left.json" 2>>"$res/inspect.log"
+        holder "$sock" "$res/td-after.json" && left_c=$(hp count-in "$res/td-after.json" holder containers)
+        removed_c=$((removed_c - left_c))
+        log "teardown: removed $removed_c of the installation's boxes ($left_c containers left in the engine)"
     fi
     # The engine: SIGTERM, bounded wait; dockerd stops its containerd itself.
     td1=$(now)
@@ -424,7 +434,7 @@ teardown() {
     done
     mounts_left=$(our_mounts | wc -l)
     if [ "$mounts_left" -eq 0 ]; then
-        rm -rf --one-file-system "$data" "$xroot" "$home" "$btmp" "$sock" "$pidf"
+        rm -rf --one-file-system "$data" "$xroot" "$home" "$probe" "$btmp" "$sock" "$pidf"
         [ -n "$short" ] && rm -rf --one-file-system "$short"
     else
         log "teardown: $mounts_left mounts remain; folders not removed"
@@ -451,10 +461,8 @@ trap 'exit 143' TERM
 # ---- 4 (before): the main installation, read only ----
 
 snapshot_main() {
-    rm -f "$res/main-c.json" "$res/main-i.json"
-    api_get "$main_sock" "/containers/json?all=1" "$res/main-c.json" || log "main engine did not answer at $main_sock"
-    api_get "$main_sock" "/images/json" "$res/main-i.json" || true
-    hp snapshot "$res/main-c.json" "$res/main-i.json" "$main_home" "$1"
+    holder "$main_sock" "$res/main-holder.json" || log "main engine did not answer at $main_sock"
+    hp snapshot "$res/main-holder.json" "$main_home" "$1"
 }
 snapshot_main "$res/main-before.json"
 log "main installation read (engine $main_sock, state $main_home)"
@@ -492,20 +500,17 @@ obs engine_start_s "$(elapsed "$t_engine" "$t_ready")"
 obs short_socket_folder "$([ -n "$short" ] && echo true || echo false)"
 
 if [ "$engine_ok" = 1 ]; then
-    api_get "$sock" /version "$res/version.json" || true
-    api_get "$sock" /info "$res/info.json" || true
-    api_get "$main_sock" /info "$res/main-info.json" || true # read only, to compare data roots
-    api_get "$sock" "/images/json?all=1" "$res/images-0.json" || true
-    api_get "$sock" "/containers/json?all=1" "$res/containers-0.json" || true
-    ver=$(hp field "$res/version.json" Version)
+    holder "$sock" "$res/holder-0.json" || true
+    holder "$main_sock" "$res/main-holder.json" || true # read only, to compare data roots
+    ver=$(hp field "$res/holder-0.json" holder version)
     hp obs-str engine_version "$ver"
-    hp obs-str engine_api_version "$(hp field "$res/version.json" ApiVersion)"
-    driver=$(hp field "$res/info.json" Driver)
+    hp obs-str engine_api_version "$(hp field "$res/holder-0.json" holder api_version)"
+    driver=$(hp field "$res/holder-0.json" holder storage_driver)
     hp obs-str engine_storage_driver "$driver"
-    root=$(hp field "$res/info.json" DockerRootDir)
-    main_root=$(hp field "$res/main-info.json" DockerRootDir)
-    n_img0=$(hp count "$res/images-0.json")
-    n_con0=$(hp count "$res/containers-0.json")
+    root=$(hp field "$res/holder-0.json" holder root_dir)
+    main_root=$(hp field "$res/main-holder.json" holder root_dir)
+    n_img0=$(hp count-in "$res/holder-0.json" holder images)
+    n_con0=$(hp count-in "$res/holder-0.json" holder containers)
     obs engine_images_at_start "$n_img0"
     obs engine_containers_at_start "$n_con0"
     why=""
@@ -555,7 +560,7 @@ build() { # NAME -> sets pinned_NAME, records NAME_build_s and the check
     [ "$home_empty" = true ] || why="$why; PYBOX_HOME was not empty at the start"
     if [ -z "$id" ]; then
         why="$why; nothing pinned"
-    elif ! api_get "$sock" "/images/$id/json" "$res/image-$name.json"; then
+    elif ! holder "$sock" "$res/holder-$name.json" || ! hp has-in "$res/holder-$name.json" "$id" holder images; then
         why="$why; the private engine has no image $id"
     fi
     hp obs "${name}_image" "{\"pinned_id\": \"$id\", \"build_exit\": $brc, \"root_filesystems_cached_before\": $cached_before}"
@@ -607,7 +612,7 @@ t_td=$(now)
 teardown
 t_td_end=$(now)
 obs teardown_s "$(elapsed "$t_td" "$t_td_end")"
-obs teardown_parts "{\"api_remove_s\": $(elapsed "$td0" "$td1"), \"engine_stop_s\": $(elapsed "$td1" "$td2"), \"unmount_and_delete_s\": $(elapsed "$td2" "$td3"), \"containers_removed\": $removed_c, \"images_removed\": $removed_i}"
+obs teardown_parts "{\"api_remove_s\": $(elapsed "$td0" "$td1"), \"engine_stop_s\": $(elapsed "$td1" "$td2"), \"unmount_and_delete_s\": $(elapsed "$td2" "$td3"), \"boxes_removed\": $removed_c, \"containers_left\": $left_c}"
 hp obs-str teardown_engine_stop "$stop"
 hp obs-str teardown_forced "$forced"
 obs teardown_unmounted "$unmounted"

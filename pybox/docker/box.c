@@ -609,6 +609,7 @@ const pybox_backend_ops_t pybox_docker_backend_ops = {
     .list_leftovers = d_list_leftovers,
     .remove_leftover = d_remove_leftover,
     .run_cgroup = d_run_cgroup,
+    .events = pybox_docker_events,
     .images = &pybox_docker_image_ops,
     .campaign = &pybox_docker_campaign_ops,
 };

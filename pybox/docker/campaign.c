@@ -143,44 +143,104 @@ static double rfc3339(const char *s)
     return (double)timegm(&tm) + frac;
 }
 
+/* The engine's event log between two times (seconds since the epoch, to the nanosecond
+ * as the engine takes them) for filter (a JSON filter, unescaped): each event given to
+ * each(ev, arg); -1 (err set) when the engine gave none. */
+static int engine_events(pybox_engine_t *e, const char *filter, double since, double until,
+                         void (*each)(const cJSON *ev, void *arg), void *arg, pybox_error_t *err)
+{
+    char path[1024];
+    char *esc = pybox_engine_escape(e, filter);
+    if (esc == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "escaping a filter");
+    int cut = pybox_fmt(path, sizeof path, "/events?since=%.9f&until=%.9f&filters=%s", since, until, esc);
+    free(esc);
+    if (cut < 0)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENAMETOOLONG, "an engine request path would be cut");
+    pybox_buf_t raw;
+    pybox_buf_init(&raw, 0);
+    long status = 0;
+    if (pybox_engine_call_raw(e, "GET", path, NULL, &status, &raw, err) < 0) {
+        pybox_buf_free(&raw);
+        return -1;
+    }
+    if (status != 200) {
+        pybox_buf_free(&raw);
+        return pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "the engine did not give its events (HTTP %ld)", status);
+    }
+    const char *p = raw.data, *end = raw.data + raw.len;
+    while (p != NULL && p < end) {
+        const char *next = NULL;
+        cJSON *ev = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &next, 0);
+        if (ev == NULL)
+            break;
+        each(ev, arg);
+        cJSON_Delete(ev);
+        p = next;
+        while (p < end && (*p == '\n' || *p == '\r'))
+            p++;
+    }
+    pybox_buf_free(&raw);
+    return 0;
+}
+
+typedef struct {
+    cJSON *actions;
+    int kills, stops, dies;
+} stop_count_t;
+
+static void count_stop(const cJSON *ev, void *arg)
+{
+    stop_count_t *c = arg;
+    const char *a = jstr(ev, "Action");
+    if (a == NULL)
+        return;
+    cJSON_AddItemToArray(c->actions, cJSON_CreateString(a));
+    c->kills += strcmp(a, "kill") == 0;
+    c->stops += strcmp(a, "stop") == 0;
+    c->dies += strcmp(a, "die") == 0;
+}
+
 /* Who stopped the box: the engine's own event log for it since `since`. */
 static void events(pybox_engine_t *e, const char *id, long since, cJSON *obs)
 {
-    char filter[200], path[600];
-    snprintf(filter, sizeof filter, "{\"container\":[\"%s\"]}", id);
-    char *esc = pybox_engine_escape(e, filter);
-    int cut = pybox_fmt(path, sizeof path, "/events?since=%ld&until=%ld&filters=%s", since, (long)time(NULL) + 1,
-                        esc ? esc : "");
-    free(esc);
-    pybox_buf_t raw;
-    pybox_buf_init(&raw, 0);
-    int kills = 0, stops = 0, dies = 0;
-    cJSON *actions = cJSON_AddArrayToObject(obs, "engine_events");
-    long status = 0;
+    char filter[200];
+    stop_count_t c = {.actions = cJSON_AddArrayToObject(obs, "engine_events")};
     pybox_error_t err = {0};
-    if (cut == 0 && pybox_engine_call_raw(e, "GET", path, NULL, &status, &raw, &err) == 0 && raw.data) {
-        const char *p = raw.data, *end = raw.data + raw.len;
-        while (p < end) {
-            const char *next = NULL;
-            cJSON *ev = cJSON_ParseWithOpts(p, &next, 0);
-            if (ev == NULL)
-                break;
-            const char *a = jstr(ev, "Action");
-            if (a) {
-                cJSON_AddItemToArray(actions, cJSON_CreateString(a));
-                kills += strcmp(a, "kill") == 0;
-                stops += strcmp(a, "stop") == 0;
-                dies += strcmp(a, "die") == 0;
-            }
-            cJSON_Delete(ev);
-            p = next;
-            while (p < end && (*p == '\n' || *p == '\r'))
-                p++;
-        }
-    }
-    pybox_buf_free(&raw);
-    cJSON_AddNumberToObject(obs, "kill_or_stop_events", kills + stops);
-    cJSON_AddNumberToObject(obs, "die_events", dies);
+    if (pybox_fmt(filter, sizeof filter, "{\"container\":[\"%s\"]}", id) == 0)
+        engine_events(e, filter, (double)since, (double)time(NULL) + 1, count_stop, &c, &err);
+    cJSON_AddNumberToObject(obs, "kill_or_stop_events", c.kills + c.stops);
+    cJSON_AddNumberToObject(obs, "die_events", c.dies);
+}
+
+/* One event as pybox-campaign inspect shows it. */
+static void add_event(const cJSON *ev, void *arg)
+{
+    const cJSON *actor = cJSON_GetObjectItemCaseSensitive(ev, "Actor");
+    const cJSON *attrs = cJSON_GetObjectItemCaseSensitive(actor, "Attributes");
+    const char *run = jstr(attrs, PYBOX_LABEL_RUN);
+    const cJSON *nano = cJSON_GetObjectItemCaseSensitive(ev, "timeNano");
+    const cJSON *secs = cJSON_GetObjectItemCaseSensitive(ev, "time");
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "action", jstr(ev, "Action") ? jstr(ev, "Action") : "");
+    cJSON_AddStringToObject(o, "kind",
+                            strcmp(jstr(ev, "Type") ? jstr(ev, "Type") : "", "volume") == 0 ? "volume" : "box");
+    cJSON_AddStringToObject(o, "id", jstr(actor, "ID") ? jstr(actor, "ID") : "");
+    cJSON_AddStringToObject(o, "run_id", run ? run : "");
+    cJSON_AddNumberToObject(o, "time",
+                            cJSON_IsNumber(nano)   ? nano->valuedouble / 1e9
+                            : cJSON_IsNumber(secs) ? secs->valuedouble
+                                                   : 0);
+    cJSON_AddItemToArray(arg, o);
+}
+
+int pybox_docker_events(pybox_backend_t *be, const char *install_id, double since, double until, cJSON *into,
+                        pybox_error_t *err)
+{
+    char filter[160];
+    if (pybox_fmt(filter, sizeof filter, "{\"label\":[\"%s=%s\"]}", PYBOX_LABEL_INSTALL, install_id) < 0)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, EINVAL, "not an installation id");
+    return engine_events(pybox_docker_engine(be), filter, since, until, add_event, into, err);
 }
 
 static void c_killed_end(pybox_backend_t *be, const char *id, const char *run, int sig, long since, cJSON *obs)
@@ -212,10 +272,104 @@ static void c_killed_end(pybox_backend_t *be, const char *id, const char *run, i
     cJSON_AddBoolToObject(obs, "leftover_removed", remove_box(e, id));
 }
 
+static int c_record(pybox_backend_t *be, const char *id, bool wait, cJSON **out, pybox_error_t *err)
+{
+    pybox_engine_t *e = pybox_docker_engine(be);
+    char path[200];
+    *out = NULL;
+    if (id[0] == '\0' || strspn(id, "0123456789abcdef") != strlen(id) || strlen(id) > 64)
+        return pybox_error_set(err, PYBOX_ERR_USAGE, EINVAL, "not a box id: \"%s\"", id);
+    long status = 0;
+    cJSON *ins = NULL;
+    /* An end waited for within the engine's longest call (a box's own timer ends it). */
+    if (wait) {
+        cJSON *reply = NULL;
+        if (pybox_fmt(path, sizeof path, "/containers/%s/wait", id) < 0 ||
+            pybox_engine_call_timeout(e, "POST", path, NULL, 60000, &status, &reply, err) < 0)
+            return -1;
+        int rc = status == 200 ? 0 : pybox_engine_fail(err, "waiting for the box", status, reply);
+        cJSON_Delete(reply);
+        if (rc < 0)
+            return -1;
+    }
+    if (pybox_fmt(path, sizeof path, "/containers/%s/json", id) < 0 ||
+        pybox_engine_get_200(e, path, "the box's record", &ins, err) < 0)
+        return -1;
+    const cJSON *state = cJSON_GetObjectItemCaseSensitive(ins, "State");
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(state, "ExitCode");
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(state, "Pid");
+    const cJSON *config = cJSON_GetObjectItemCaseSensitive(ins, "Config");
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "id", jstr(ins, "Id") ? jstr(ins, "Id") : id);
+    cJSON_AddStringToObject(r, "status", jstr(state, "Status") ? jstr(state, "Status") : "");
+    cJSON_AddNumberToObject(r, "exit_code", cJSON_IsNumber(code) ? code->valuedouble : -1);
+    cJSON_AddBoolToObject(r, "oom_killed", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(state, "OOMKilled")));
+    cJSON_AddStringToObject(r, "started_at", jstr(state, "StartedAt") ? jstr(state, "StartedAt") : "");
+    cJSON_AddStringToObject(r, "finished_at", jstr(state, "FinishedAt") ? jstr(state, "FinishedAt") : "");
+    double started = rfc3339(jstr(state, "StartedAt")), finished = rfc3339(jstr(state, "FinishedAt"));
+    cJSON_AddNumberToObject(r, "ran_s", started > 0 && finished >= started ? finished - started : 0);
+    cJSON_AddNumberToObject(r, "pid", cJSON_IsNumber(pid) ? pid->valuedouble : 0);
+    cJSON *args = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(ins, "Args"), 1);
+    cJSON_AddItemToObject(r, "args", args ? args : cJSON_CreateArray());
+    cJSON *labels = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(config, "Labels"), 1);
+    cJSON_AddItemToObject(r, "labels", labels ? labels : cJSON_CreateObject());
+    cJSON_Delete(ins);
+    *out = r;
+    return 0;
+}
+
+/* The ids of a list the engine gives ("Id" of each). */
+static cJSON *ids_of(pybox_engine_t *e, const char *path, const char *what, pybox_error_t *err)
+{
+    cJSON *list = NULL;
+    if (pybox_engine_get_200(e, path, what, &list, err) < 0)
+        return NULL;
+    cJSON *ids = cJSON_CreateArray();
+    const cJSON *x;
+    cJSON_ArrayForEach (x, list)
+        if (jstr(x, "Id") != NULL)
+            cJSON_AddItemToArray(ids, cJSON_CreateString(jstr(x, "Id")));
+    cJSON_Delete(list);
+    return ids;
+}
+
+static int c_whole(pybox_backend_t *be, cJSON **out, pybox_error_t *err)
+{
+    pybox_engine_t *e = pybox_docker_engine(be);
+    cJSON *ver = NULL, *info = NULL;
+    *out = NULL;
+    if (pybox_engine_get_200(e, "/version", "the engine's version", &ver, err) < 0)
+        return -1;
+    if (pybox_engine_get_200(e, "/info", "the engine's facts", &info, err) < 0) {
+        cJSON_Delete(ver);
+        return -1;
+    }
+    cJSON *w = cJSON_CreateObject();
+    cJSON_AddStringToObject(w, "version", jstr(ver, "Version") ? jstr(ver, "Version") : "");
+    cJSON_AddStringToObject(w, "api_version", jstr(ver, "ApiVersion") ? jstr(ver, "ApiVersion") : "");
+    cJSON_AddStringToObject(w, "storage_driver", jstr(info, "Driver") ? jstr(info, "Driver") : "");
+    cJSON_AddStringToObject(w, "root_dir", jstr(info, "DockerRootDir") ? jstr(info, "DockerRootDir") : "");
+    cJSON_Delete(ver);
+    cJSON_Delete(info);
+    cJSON *c = ids_of(e, "/containers/json?all=1", "the engine's containers", err);
+    cJSON *i = c ? ids_of(e, "/images/json?all=1", "the engine's images", err) : NULL;
+    if (c == NULL || i == NULL) {
+        cJSON_Delete(c);
+        cJSON_Delete(w);
+        return -1;
+    }
+    cJSON_AddItemToObject(w, "containers", c);
+    cJSON_AddItemToObject(w, "images", i);
+    *out = w;
+    return 0;
+}
+
 const pybox_campaign_ops_t pybox_docker_campaign_ops = {
     .socket = c_socket,
     .version = c_version,
     .listener = c_listener,
     .sweep = c_sweep,
     .killed_end = c_killed_end,
+    .record = c_record,
+    .whole = c_whole,
 };

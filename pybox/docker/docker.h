@@ -72,6 +72,11 @@ extern const pybox_backend_ops_t pybox_docker_backend_ops;
 /* What the evidence campaign asks of the engine (pybox/docker/campaign.c). */
 extern const pybox_campaign_ops_t pybox_docker_campaign_ops;
 
+/* The engine's events for the installation's boxes and volumes between two times (the
+ * backend's events, box.h; pybox/docker/campaign.c). */
+int pybox_docker_events(pybox_backend_t *be, const char *install_id, double since, double until, struct cJSON *into,
+                        pybox_error_t *err);
+
 /* Images in the engine (pybox/docker/image.c). */
 extern const pybox_image_ops_t pybox_docker_image_ops;
 /* The engine of an open Docker backend (tests and images). */

@@ -574,6 +574,34 @@ static int n_kept(pybox_backend_t *base, const char *install_id, char (*out)[PAT
     return 0;
 }
 
+/* No log of boxes is kept: a box made (or removed) changes the folders it is made in (the
+ * installation's cgroup parents, its staging folder), whose change time the kernel keeps. */
+static int n_events(pybox_backend_t *base, const char *install_id, double since, double until, cJSON *into,
+                    pybox_error_t *err)
+{
+    native_backend_t *be = nbe(base);
+    char dirs[6][PATH_MAX];
+    if (n_parents(be, install_id, dirs, err) < 0)
+        return -1;
+    memcpy(dirs[5], be->staging, sizeof dirs[5]);
+    for (size_t i = 0; i < 6; i++) {
+        struct stat sb;
+        if (dirs[i][0] == '\0' || stat(dirs[i], &sb) < 0)
+            continue;
+        double t = (double)sb.st_mtim.tv_sec + (double)sb.st_mtim.tv_nsec / 1e9;
+        if (t < since || t > until)
+            continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "action", "changed");
+        cJSON_AddStringToObject(o, "kind", "folder");
+        cJSON_AddStringToObject(o, "id", dirs[i]);
+        cJSON_AddStringToObject(o, "run_id", "");
+        cJSON_AddNumberToObject(o, "time", t);
+        cJSON_AddItemToArray(into, o);
+    }
+    return 0;
+}
+
 static int n_forget(pybox_backend_t *base, const char *install_id, pybox_error_t *err)
 {
     char dirs[5][PATH_MAX];
@@ -659,5 +687,6 @@ const pybox_backend_ops_t pybox_native_backend_ops = {
     .run_cgroup = n_run_cgroup,
     .forget = n_forget,
     .kept = n_kept,
+    .events = n_events,
     .images = &pybox_native_image_ops,
 };

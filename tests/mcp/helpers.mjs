@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Shared by the MCP client tests: the pybox binary and installation the integration
-// harness set up (tests/test_mcp.c), the installation's boxes as pybox-campaign inspect says (the engine's event log asked directly), and a raw line client.
+// harness set up (tests/test_mcp.c), the installation's boxes and what its backend saw made, as pybox-campaign inspect says, and a raw line client.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import assert from 'node:assert/strict';
 import { inspect } from './install.mjs';
 
@@ -33,54 +32,19 @@ export const SKIP_TIMING = timingLeftOut && 'timing: left out on this machine (C
 export const SKIP_LONG_HTTP = timingLeftOut && 'timing: a long test over HTTP, left out on this machine (CK_EXCLUDE_TAGS)';
 serverEnv.PYBOX_BACKEND = BACKEND;
 
-function socketPath() {
-  const h = process.env.DOCKER_HOST;
-  return h && h.startsWith('unix://') ? h.slice(7) : '/var/run/docker.sock';
-}
-
-const installFilter = (extra = {}) =>
-  encodeURIComponent(JSON.stringify({ label: [`pybox.install=${INSTALL}`], ...extra }));
-
-// The native backend's folders whose modification time says a box was made: its cgroup
-// parents (none under systemd, where pybox.slice is every installation's) as the backend
-// keeps them, and the installation's staging folder.
-function nativeFolders() {
-  return [...inspect(process.env.PYBOX_HOME, ['native']).backends.native.kept,
-    `${process.env.PYBOX_HOME}/native/staging`];
-}
-
 // This installation's boxes (any state) and volumes, as its backend lists them: { id,
 // name, run_id, running, cgroup, procs } (pybox-campaign inspect).
 const items = (kind) => inspect(process.env.PYBOX_HOME, [BACKEND]).backends[BACKEND].items.filter((x) => x.kind === kind);
 export const boxes = async () => items('box');
 export const volumes = async () => items('volume');
 
-// Boxes of this installation the engine created between two times (unix seconds). The
-// native backend keeps no event log: a box made (or removed) meanwhile changes its
-// folders' modification time, which the kernel keeps; that change is the event.
+// What the backend saw made between two times (unix seconds), as pybox-campaign inspect
+// says (the backend's events, pybox/box.h): Docker's engine logs each box it creates; the
+// native backend keeps no log, and a box made (or removed) changes the folders it is made
+// in, whose modification time the kernel keeps.
 export async function createdBetween(since, until) {
-  if (BACKEND === 'native') {
-    const changed = [];
-    for (const dir of nativeFolders()) {
-      let st = null;
-      try { st = fs.statSync(dir); } catch { st = null; }
-      const t = st ? st.mtimeMs / 1000 : 0;
-      if (t >= since && t <= until) changed.push({ folder: dir, time: t });
-    }
-    return changed;
-  }
-  const f = installFilter({ type: ['container'], event: ['create'] });
-  const text = await new Promise((resolve, reject) => {
-    const req = http.request({ socketPath: socketPath(), path: `/events?since=${since}&until=${until}&filters=${f}` },
-      (res) => {
-        const chunks = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-      });
-    req.on('error', reject);
-    req.end();
-  });
-  return text.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l));
+  const events = inspect(process.env.PYBOX_HOME, [BACKEND], { since, until }).backends[BACKEND].events;
+  return BACKEND === 'native' ? events : events.filter((e) => e.kind === 'box' && e.action === 'create');
 }
 
 // Ask until none of this installation's boxes is left; returns the time it

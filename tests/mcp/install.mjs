@@ -9,26 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
-
-const socketPath = () => {
-  const h = process.env.DOCKER_HOST;
-  return h && h.startsWith('unix://') ? h.slice(7) : '/var/run/docker.sock';
-};
-
-function request(method, p, limitMs = 10000) {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath: socketPath(), path: p, method, timeout: limitMs }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString('utf8') }));
-    });
-    req.on('timeout', () => req.destroy(new Error(`engine ${method} ${p}: no answer within ${limitMs} ms`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 // The pybox-campaign beside the pybox under test (or PYBOX_CAMPAIGN_BIN).
 export const campaignBin = () => process.env.PYBOX_CAMPAIGN_BIN
@@ -37,14 +18,18 @@ export const campaignBin = () => process.env.PYBOX_CAMPAIGN_BIN
 // What the installation in home has now, on these backends (pybox-campaign inspect
 // --json): { installation, backends: { name: { items, kept } }, notes, leases }. Throws
 // when a backend cannot say.
-export function inspect(home, backends) {
+// With { since, until } (seconds since the epoch), each backend's events between the two
+// times too (backends.name.events: what its engine logged, or the folders a box's making
+// changed); with { remove: true }, everything of the installation removed first (what is
+// listed is what could not go).
+export function inspect(home, backends, { since, until, remove } = {}) {
   const args = ['inspect', '--home', home, '--json'];
   for (const b of backends) args.push('--backend', b);
+  if (since !== undefined) args.push('--since', since.toFixed(9), '--until', until.toFixed(9));
+  if (remove) args.push('--remove');
   return JSON.parse(execFileSync(campaignBin(), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
 }
 const itemsOf = (j, backend, kind) => ((j.backends[backend] || {}).items || []).filter((x) => x.kind === kind);
-export const dockerBoxes = async (home) => itemsOf(inspect(home, ['docker']), 'docker', 'box');
-export const dockerVolumes = async (home) => itemsOf(inspect(home, ['docker']), 'docker', 'volume');
 
 export function installIdOf(home) {
   const id = fs.readFileSync(path.join(home, 'install-id'), 'utf8').trim(); // pybox/state.c
@@ -114,20 +99,6 @@ export async function snapshot({ home, runIds = new Set(), docker = true }) {
   };
 }
 
-const cgroupRoot = () => process.env.PYBOX_TEST_CGROUP_ROOT || '/sys/fs/cgroup';
-
-// Docker cgroup folders of these box ids still on the host (v1 and v2 layouts).
-export function dockerCgroupsOf(boxIds) {
-  const root = cgroupRoot();
-  const out = [];
-  for (const id of boxIds) {
-    for (const p of [`memory/docker/${id}`, `pids/docker/${id}`, `cpuacct/docker/${id}`, `docker/${id}`,
-      `system.slice/docker-${id}.scope`])
-      if (fs.existsSync(path.join(root, p))) out.push(p);
-  }
-  return out;
-}
-
 // What is in after but not in before, by kind; counts and a few names.
 export function added(before, after) {
   const d = {};
@@ -141,13 +112,9 @@ export function added(before, after) {
   return { by_kind: d, total };
 }
 
-// Remove what the installation has in the engine (only ever its own label), its native
-// cgroup parents (empty by now) and its folder.
+// Remove what the installation has on every backend (pybox-campaign inspect --remove: its
+// boxes and volumes, forced, and its native cgroup parents, once empty) and its folder.
 export async function removeInstall(home) {
-  for (const b of await dockerBoxes(home).catch(() => [])) await request('DELETE', `/containers/${b.id}?force=1&v=1`);
-  for (const v of await dockerVolumes(home).catch(() => [])) await request('DELETE', `/volumes/${v.id}?force=1`);
-  for (const d of nativeParents(home)) {
-    try { fs.rmdirSync(d); } catch { /* a leaf is still there: it is reported as left */ }
-  }
+  inspect(home, [], { remove: true }); // every backend: one that cannot be opened is skipped
   fs.rmSync(home, { recursive: true, force: true });
 }

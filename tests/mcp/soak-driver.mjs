@@ -23,7 +23,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ProcessTransport } from './stdio-process.mjs';
 import { HttpLink } from './http-link.mjs';
-import { added, dockerCgroupsOf, ensureStdlib, installIdOf, nativeParents, snapshot } from './install.mjs';
+import { added, ensureStdlib, installIdOf, nativeParents, snapshot } from './install.mjs';
 
 const log = (...a) => console.error('[soak]', ...a);
 console.log = (...a) => console.error(...a); // stdout carries the one JSON object only
@@ -69,7 +69,9 @@ const check = (name, ok, detail) => { checks.push({ name, ok: !!ok, detail }); l
 const ms = (x) => Math.round(x);
 const median = (v) => { const s = [...v].sort((a, b) => a - b); return s.length ? s[Math.floor(s.length / 2)] : null; };
 const runIds = new Set();
-const boxIds = new Set();
+// The Docker boxes' cgroups as their receipts name them (seen.kernel.cgroup.path: where
+// PyBox read the kernel's readings, found from the engine's answer): none may outlive its box.
+const boxCgroups = new Set();
 const docker = BACKEND === 'docker';
 const before = await snapshot({ home: HOME, installId: INSTALL, docker });
 const parentsBefore = new Set(nativeParents(HOME));
@@ -145,7 +147,7 @@ const tExec = performance.now();
         if (runIds.has(rec.run_id)) { exec.duplicate_run_ids++; bad(`run id ${rec.run_id} seen twice`); }
         runIds.add(rec.run_id);
       }
-      if (rec.seen?.box?.id) boxIds.add(rec.seen.box.id);
+      if (rec.seen?.kernel?.cgroup?.path) boxCgroups.add(rec.seen.kernel.cgroup.path);
       if (r.code !== r.k.exit || rec.exit_code !== r.k.exit) {
         exec.wrong_exit++;
         bad(`exit ${r.code} (receipt ${rec.exit_code}), not ${r.k.exit}` + (rec.error?.message ? `: ${rec.error.message.slice(0, 200)}` : ''));
@@ -281,7 +283,7 @@ async function callOnce(i) {
     if (mcpRunIds.has(r.run_id) || runIds.has(r.run_id)) mcp.duplicate_run_ids++;
     mcpRunIds.add(r.run_id);
   }
-  if (r?.seen?.box?.id) boxIds.add(r.seen.box.id);
+  if (r?.seen?.kernel?.cgroup?.path) boxCgroups.add(r.seen.kernel.cgroup.path);
   if (why) { mcp.wrong++; if (mcp.wrong_list.length < 8) mcp.wrong_list.push(`${id}: ${why}`); }
 }
 
@@ -401,12 +403,13 @@ if (CALLS > 0) {
 for (const id of mcpRunIds) runIds.add(id);
 const after = await snapshot({ home: HOME, installId: INSTALL, runIds, docker });
 const left = added(before, after);
-const cg = docker ? dockerCgroupsOf(boxIds) : [];
+const cg = docker ? [...boxCgroups].filter((p) => fs.existsSync(p)) : [];
 observed.left = { ...Object.fromEntries(Object.entries(left.by_kind).map(([k, v]) => [k, v.length])), docker_cgroups: cg.length };
+observed.docker_cgroups_named = boxCgroups.size;
 observed.leftovers = left.total + cg.length;
 check('nothing left', left.total + cg.length === 0,
   left.total + cg.length === 0
-    ? `${runIds.size} runs: no box, volume, box cgroup, native cgroup leaf or staging folder, run note or uid lease of theirs left`
+    ? `${runIds.size} runs: no box, volume, box cgroup${docker ? ` (of ${boxCgroups.size} their receipts named)` : ''}, native cgroup leaf or staging folder, run note or uid lease of theirs left`
     : `left: ${JSON.stringify({ ...left.by_kind, docker_cgroups: cg }).slice(0, 400)}`);
 // The installation's native cgroup parents that these runs made (PyBox makes one when a
 // box needs it and keeps it): removed when empty, as the rest of what the runs made.
