@@ -233,47 +233,53 @@ int camp_inspect(const pybox_state_t *st, const camp_inspect_opts_t *o, cJSON **
     return 0;
 }
 
-int camp_inspect_box(const pybox_state_t *st, const char *backend, const char *id, bool wait, cJSON **out,
-                     pybox_error_t *err)
+/* The backend named, opened, when it has the campaign's record (or, not record, its whole
+ * holder); lacks says what it has not. */
+static int open_for(const pybox_state_t *st, const char *backend, bool record, const char *lacks, pybox_backend_t **be,
+                    pybox_error_t *err)
 {
-    *out = NULL;
     const pybox_backend_ops_t *ops = pybox_backend_find(backend);
     if (ops == NULL)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "unknown backend \"%s\"", backend);
-    if (ops->campaign == NULL || ops->campaign->record == NULL)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "the %s backend keeps no record of a box", backend);
-    pybox_backend_t *be = NULL;
-    cJSON *rec = NULL;
-    if (ops->open(st, &be, err) < 0)
-        return -1;
-    int rc = ops->campaign->record(be, id, wait, &rec, err);
-    pybox_backend_close(be);
+    const pybox_campaign_ops_t *c = ops->campaign;
+    if (c == NULL || (record ? c->record == NULL : c->whole == NULL))
+        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "the %s backend: %s", backend, lacks);
+    return ops->open(st, be, err);
+}
+
+/* *out = {key: v}, or -1 when rc says the op failed. */
+static int wrapped(int rc, const char *key, cJSON *v, cJSON **out)
+{
     if (rc < 0)
         return -1;
     *out = cJSON_CreateObject();
-    cJSON_AddItemToObject(*out, "box", rec);
+    cJSON_AddItemToObject(*out, key, v);
     return 0;
+}
+
+int camp_inspect_box(const pybox_state_t *st, const char *backend, const char *id, bool wait, cJSON **out,
+                     pybox_error_t *err)
+{
+    pybox_backend_t *be = NULL;
+    cJSON *rec = NULL;
+    *out = NULL;
+    if (open_for(st, backend, true, "it keeps no record of a box", &be, err) < 0)
+        return -1;
+    int rc = be->ops->campaign->record(be, id, wait, &rec, err);
+    pybox_backend_close(be);
+    return wrapped(rc, "box", rec, out);
 }
 
 int camp_inspect_holder(const pybox_state_t *st, const char *backend, cJSON **out, pybox_error_t *err)
 {
-    *out = NULL;
-    const pybox_backend_ops_t *ops = pybox_backend_find(backend);
-    if (ops == NULL)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "unknown backend \"%s\"", backend);
-    if (ops->campaign == NULL || ops->campaign->whole == NULL)
-        return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "nothing holds the %s backend's boxes but the kernel", backend);
     pybox_backend_t *be = NULL;
     cJSON *w = NULL;
-    if (ops->open(st, &be, err) < 0)
+    *out = NULL;
+    if (open_for(st, backend, false, "nothing holds its boxes but the kernel", &be, err) < 0)
         return -1;
-    int rc = ops->campaign->whole(be, &w, err);
+    int rc = be->ops->campaign->whole(be, &w, err);
     pybox_backend_close(be);
-    if (rc < 0)
-        return -1;
-    *out = cJSON_CreateObject();
-    cJSON_AddItemToObject(*out, "holder", w);
-    return 0;
+    return wrapped(rc, "holder", w, out);
 }
 
 static int usage(void)
