@@ -75,7 +75,8 @@ pidf=$tmp/engine.pid
 dcfg=$tmp/engine-config.json # an empty config, so no host daemon.json is read
 dlog=$tmp/engine.log
 home=$tmp/pybox-home         # PYBOX_HOME of the throwaway installation
-probe=$tmp/probe-home        # an installation of no images, to ask engines through (holder)
+probe=$tmp/probe-home        # an installation of no images, to ask engines through (holder):
+                             # kept to the end (the main engine is read after the teardown)
 campaign_bin=${PYBOX_CAMPAIGN_BIN:-$(dirname "$PYBOX_BIN")/pybox-campaign}
 [ -x "$campaign_bin" ] || die "no pybox-campaign at $campaign_bin (PYBOX_CAMPAIGN_BIN)"
 btmp=$tmp/build-tmp          # TMPDIR of the image builds (mmdebstrap's work folders)
@@ -434,7 +435,7 @@ teardown() {
     done
     mounts_left=$(our_mounts | wc -l)
     if [ "$mounts_left" -eq 0 ]; then
-        rm -rf --one-file-system "$data" "$xroot" "$home" "$probe" "$btmp" "$sock" "$pidf"
+        rm -rf --one-file-system "$data" "$xroot" "$home" "$btmp" "$sock" "$pidf"
         [ -n "$short" ] && rm -rf --one-file-system "$short"
     else
         log "teardown: $mounts_left mounts remain; folders not removed"
