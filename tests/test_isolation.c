@@ -230,7 +230,8 @@ static void relax_unmask(struct pybox_policy *p, void *arg)
  * and writable by any user: a write arms a trigger the kernel then polls for. A box's
  * program (its own user, no capability) can neither open them for writing nor see them;
  * with only that mask removed it arms a trigger, while every other mask (the timer list
- * here) stays. A host whose kernel has no pressure files has nothing to protect. */
+ * here) stays (or, in an engine's box on a host with AppArmor, the engine's own profile
+ * refuses the open). A host whose kernel has no pressure files has nothing to protect. */
 START_TEST(pressure_files_both_ways)
 {
     const char *prog = "import errno, os\n"
@@ -248,11 +249,16 @@ START_TEST(pressure_files_both_ways)
                        "        print(name, 'write', errno.errorcode.get(e.errno, e.errno), 'writable', w)\n"
                        "    os.close(fd)\n"
                        "print('listed', os.path.isdir('/proc/pressure') and sorted(os.listdir('/proc/pressure')))\n"
-                       "print('timer_list', len(open('/proc/timer_list').read()))\n";
+                       "print('timer_list', len(open('/proc/timer_list').read()))\n"
+                       "try:\n"
+                       "    print('confined by', open('/proc/self/attr/current').read().strip())\n"
+                       "except OSError:\n"
+                       "    print('confined by', 'nothing')\n";
+    const char *masked = "cpu open ENOENT writable False\nio open ENOENT writable False\n"
+                         "memory open ENOENT writable False\nlisted []\ntimer_list 0\nconfined by ";
     pybox_run_result_t res;
     ck_assert_int_eq(itest_lib_run(prog, NULL, NULL, &res), 0);
-    ck_assert_msg(strcmp(itest_said(&res), "cpu open ENOENT writable False\nio open ENOENT writable False\n"
-                                           "memory open ENOENT writable False\nlisted []\ntimer_list 0\n") == 0,
+    ck_assert_msg(strncmp(itest_said(&res), masked, strlen(masked)) == 0,
                   "the box reached the host's pressure files: %s", itest_said(&res));
     pybox_run_result_free(&res);
     if (access("/proc/pressure/cpu", W_OK) != 0)
@@ -262,7 +268,15 @@ START_TEST(pressure_files_both_ways)
     ck_assert_int_eq(itest_lib_run(prog, relax_unmask, pressure, &res), 0);
     ck_assert(res.verified);
     const char *said = itest_said(&res);
-    ck_assert_msg(strstr(said, "cpu TRIGGER 20 writable True\n") != NULL, "the relaxed box armed no trigger: %s", said);
+    /* An engine that confines its boxes with its AppArmor profile (Docker's docker-default,
+     * on a host with AppArmor) denies writes under /proc itself: there, the open is refused
+     * by that profile, which the box's record names; elsewhere the trigger is armed. */
+    if (strstr(said, "confined by docker-default") != NULL)
+        ck_assert_msg(strstr(said, "cpu open EACCES writable True\n") != NULL,
+                      "the relaxed box under docker-default: %s", said);
+    else
+        ck_assert_msg(strstr(said, "cpu TRIGGER 20 writable True\n") != NULL, "the relaxed box armed no trigger: %s",
+                      said);
     ck_assert_msg(strstr(said, "timer_list 0\n") != NULL, "another mask went with it: %s", said);
     char relaxed[256];
     pybox_policy_relaxed(&res.policy, relaxed, sizeof relaxed);

@@ -292,9 +292,17 @@ START_TEST(only_the_user_who_opened_it)
     struct stat ss;
     ck_assert_int_eq(stat(sock, &ss), 0);
     ck_assert_msg((ss.st_mode & 0777) == 0600, "the socket is %o", (unsigned)(ss.st_mode & 0777));
+    itest_run_t r;
+    if (geteuid() != 0) {
+        /* An ordinary user cannot become another to knock: the socket's mode is all that
+         * is shown here; the holder's peer check is shown as root. */
+        close_session(id, &r);
+        ck_assert_int_eq(r.status, 0);
+        itest_run_free(&r);
+        return;
+    }
     ck_assert_int_eq(chmod(home, 0711), 0);
     ck_assert_int_eq(chmod(dir, 0711), 0);
-    itest_run_t r;
     exec_as_other(id, &r);
     ck_assert_msg(r.status == 125 && itest_contains(r.err, r.err_len, "is not yours"), "exit %d: %.*s", r.status,
                   (int)r.err_len, r.err);
