@@ -34,6 +34,7 @@ typedef struct slot {
     int fails;
     int64_t next_try_ms;
     char last_failure[512];   /* why the last box of this image was not used ("" none) */
+    bool said_ready;          /* the log said a box of this image is ready (since the start or the last failure) */
     pybox_mcp_warm_t *reused; /* under the test-only relaxation reused-box: the last call's box, for the next */
 } slot_t;
 
@@ -174,11 +175,18 @@ static void *slot_main(void *arg)
             pybox_strlcpy(s->last_failure, err.msg, sizeof s->last_failure);
             pybox_log("warm box of %s not made ready: %s (next try in %lld s)", image, err.msg,
                       (long long)(backoff_ms(s->fails) / 1000));
+            s->said_ready = false;
         } else if (p->stopping || s->n >= PYBOX_MCP_WARM_MAX) {
             pthread_mutex_unlock(&p->mu);
             pybox_mcp_warm_free(w);
             pthread_mutex_lock(&p->mu);
         } else {
+            /* Once, and again after a failure: the pool has come up (the boxes that follow,
+             * one per call, are not logged). */
+            if (!s->said_ready)
+                pybox_log("warm box of %s ready: made, verified and waiting for a call%s", image,
+                          s->fails > 0 ? " (after boxes that were not)" : "");
+            s->said_ready = true;
             s->fails = 0;
             s->next_try_ms = 0;
             s->w[s->n++] = w;
