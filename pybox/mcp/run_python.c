@@ -840,6 +840,20 @@ static cJSON *take_files(const pybox_mcp_config_t *cfg, const pybox_state_t *st,
 }
 
 /* A refusal from the core's preparation, in this tool's words. */
+/* A call's box as its arguments ask, under the server's ceilings: an image's default never
+ * passes them, it is capped there (the receipt's asked section shows what the box got). */
+static pybox_request_t box_request(const pybox_mcp_config_t *cfg, const call_args_t *a)
+{
+    return (pybox_request_t){
+        .image = a->image,
+        .backend = cfg->backend,
+        .timeout_ms = a->timeout_ms,
+        .memory_bytes = a->memory_bytes,
+        .cap_timeout_ms = cfg->max_timeout_ms,
+        .cap_memory_bytes = cfg->max_memory_bytes,
+    };
+}
+
 static cJSON *refuse_prepared(const pybox_mcp_config_t *cfg, const pybox_ready_t *rd, const pybox_error_t *err)
 {
     if (rd->failed == PYBOX_PREP_INPUTS)
@@ -1086,15 +1100,8 @@ static cJSON *session_open(void *arg, const pybox_mcp_config_t *cfg, const cJSON
         return refuse("out of memory");
     }
     pybox_ready_init(&w->rd);
-    pybox_request_t rq = {
-        .program = "",
-        .image = a.image,
-        .backend = cfg->backend,
-        .timeout_ms = a.timeout_ms,
-        .memory_bytes = a.memory_bytes,
-        .cap_timeout_ms = cfg->max_timeout_ms,
-        .cap_memory_bytes = cfg->max_memory_bytes,
-    };
+    pybox_request_t rq = box_request(cfg, &a);
+    rq.program = "";
     if (pybox_prepare(&rq, &w->rd, &err) < 0) {
         cJSON *r = refuse_prepared(cfg, &w->rd, &err);
         pybox_mcp_warm_free(w);
@@ -1301,28 +1308,19 @@ cJSON *pybox_mcp_run_python(void *arg, const pybox_mcp_config_t *cfg, const cJSO
     if (refusal != NULL)
         return refusal;
     char why_cold[512];
-    pybox_request_t rq = {
-        .program = a.code,
-        .program_len = a.code_len,
-        .image = a.image,
-        .backend = cfg->backend,
-        .timeout_ms = a.timeout_ms,
-        .memory_bytes = a.memory_bytes,
-        /* An image's default never passes the server's ceiling: it is capped there (the
-         * receipt's asked section shows what the box got). */
-        .cap_timeout_ms = cfg->max_timeout_ms,
-        .cap_memory_bytes = cfg->max_memory_bytes,
-        .inputs = sc.paths,
-        .n_inputs = sc.n_paths,
-        .output = a.return_files ? sc.outdir : NULL,
-        .started_s = started,
-        .cancellable = true,
-        .cancel_fd = cancel_fd,
-        .hook = on_step,
-        .tick = on_tick,
-        .hook_arg = &hook,
-        .why_cold = why_cold,
-    };
+    pybox_request_t rq = box_request(cfg, &a);
+    rq.program = a.code;
+    rq.program_len = a.code_len;
+    rq.inputs = sc.paths;
+    rq.n_inputs = sc.n_paths;
+    rq.output = a.return_files ? sc.outdir : NULL;
+    rq.started_s = started;
+    rq.cancellable = true;
+    rq.cancel_fd = cancel_fd;
+    rq.hook = on_step;
+    rq.tick = on_tick;
+    rq.hook_arg = &hook;
+    rq.why_cold = why_cold;
     pybox_mcp_warm_t *warm = pybox_mcp_pool_take(ctx != NULL ? ctx->pool : NULL, a.image, a.timeout_ms, a.memory_bytes,
                                                  why_cold, sizeof why_cold);
     bool used = false;
