@@ -81,12 +81,13 @@ exclude=
 [ "$(systemd-detect-virt 2>/dev/null)" = qemu ] && exclude=timing
 
 # PYBOX_VM_ROOTLESS_SUITES: integration suites (tests/main.c) to run as the user first,
-# each in an installation of its own borrowing the user's images; with
+# each in an installation of its own borrowing the user's images, with the pybox that
+# built them (the installed package's, as root's suites in the guest); with
 # PYBOX_VM_ROOTLESS_ONLY=suites nothing else runs.
 suites() {
     for suite in $PYBOX_VM_ROOTLESS_SUITES; do
         t=$(date +%s)
-        log=$(as_user "CK_EXCLUDE_TAGS=$exclude PYBOX_BACKEND=native PYBOX_BIN=$build/pybox PYBOX_TEST_BIN=$build/pybox-test \
+        log=$(as_user "CK_EXCLUDE_TAGS=$exclude PYBOX_BACKEND=native PYBOX_BIN=$bin/pybox PYBOX_TEST_BIN=$build/pybox-test \
             CK_RUN_SUITE=$suite CK_VERBOSITY=verbose $build/itest" 2>&1)
         rc=$?
         if [ "$rc" = 0 ]; then
