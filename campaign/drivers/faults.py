@@ -208,51 +208,43 @@ class Install:
             return []
 
 
-def inspect(env, backends):
-    """pybox-campaign inspect of the installation env names, on these backends; raises
-    when a backend cannot say."""
-    args = [PYBOX_CAMPAIGN, "inspect", "--home", env["PYBOX_HOME"], "--json"]
-    for b in backends:
-        args += ["--backend", b]
-    r = subprocess.run(args, env=env, capture_output=True, timeout=120)
+def campaign_inspect(env, args, timeout=120):
+    """pybox-campaign inspect of the installation env names, with these arguments, as
+    parsed JSON; raises when it cannot say."""
+    r = subprocess.run([PYBOX_CAMPAIGN, "inspect", "--home", env["PYBOX_HOME"], "--json"] + args, env=env,
+                       capture_output=True, timeout=timeout)
     if r.returncode != 0:
-        raise RuntimeError("pybox-campaign inspect: exit %d: %s" % (r.returncode, r.stderr.decode(errors="replace")[-300:]))
+        raise RuntimeError("pybox-campaign inspect %s: exit %d: %s" % (" ".join(args), r.returncode,
+                                                                      r.stderr.decode(errors="replace")[-300:]))
     return json.loads(r.stdout)
+
+
+def backend_args(backends):
+    return [a for b in backends for a in ("--backend", b)]
+
+
+def inspect(env, backends):
+    """What the installation has, on these backends."""
+    return campaign_inspect(env, backend_args(backends))
 
 
 def inspect_events(env, backend, since, until):
     """What the backend saw happen to the installation's boxes between two times (its
     engine's events; on the native backend, the folders a box is made in that changed)."""
-    args = [PYBOX_CAMPAIGN, "inspect", "--home", env["PYBOX_HOME"], "--json", "--backend", backend,
-            "--since", "%.9f" % since, "--until", "%.9f" % until]
-    r = subprocess.run(args, env=env, capture_output=True, timeout=120)
-    if r.returncode != 0:
-        raise RuntimeError("pybox-campaign inspect: exit %d: %s" % (r.returncode, r.stderr.decode(errors="replace")[-300:]))
-    return json.loads(r.stdout)["backends"][backend]["events"]
+    return campaign_inspect(env, backend_args([backend]) + ["--since", "%.9f" % since, "--until", "%.9f" % until]
+                            )["backends"][backend]["events"]
 
 
 def box_record(env, box_id, wait=False):
     """A Docker box's record as the engine env names keeps it (after its end, waited for
     within a bound, when wait): status, exit_code, oom_killed, ran_s, pid, args, labels."""
-    args = [PYBOX_CAMPAIGN, "inspect", "--home", env["PYBOX_HOME"], "--json", "--backend", "docker", "--box", box_id]
-    r = subprocess.run(args + (["--wait"] if wait else []), env=env, capture_output=True, timeout=120)
-    if r.returncode != 0:
-        raise RuntimeError("pybox-campaign inspect --box: exit %d: %s" % (r.returncode,
-                                                                         r.stderr.decode(errors="replace")[-300:]))
-    return json.loads(r.stdout)["box"]
+    return campaign_inspect(env, backend_args(["docker"]) + ["--box", box_id] + (["--wait"] if wait else []))["box"]
 
 
 def remove_all(env, backends):
     """Everything of the installation env names removed from these backends (forced: what
     still runs too), as pybox-campaign inspect --remove does; what is left, listed."""
-    args = [PYBOX_CAMPAIGN, "inspect", "--home", env["PYBOX_HOME"], "--json", "--remove"]
-    for b in backends:
-        args += ["--backend", b]
-    r = subprocess.run(args, env=env, capture_output=True, timeout=300)
-    if r.returncode != 0:
-        raise RuntimeError("pybox-campaign inspect --remove: exit %d: %s" % (r.returncode,
-                                                                            r.stderr.decode(errors="replace")[-300:]))
-    return json.loads(r.stdout)
+    return campaign_inspect(env, backend_args(backends) + ["--remove"], timeout=300)
 
 
 def items(j, backend, kind):

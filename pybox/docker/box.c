@@ -38,17 +38,6 @@ pybox_engine_t *pybox_docker_engine(pybox_backend_t *be)
     return ((docker_backend_t *)be)->engine;
 }
 
-static int valid_id(const char *id)
-{
-    size_t n = strlen(id);
-    if (n < 12 || n > 64)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
-            return 0;
-    return 1;
-}
-
 static int d_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **out, pybox_error_t *err)
 {
     pybox_engine_t *e = pybox_docker_engine(be);
@@ -75,7 +64,7 @@ static int d_create(pybox_backend_t *be, const pybox_policy_t *p, pybox_box_t **
     if (rc < 0)
         return -1;
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(reply, "Id");
-    if (!cJSON_IsString(id) || !valid_id(id->valuestring)) {
+    if (!cJSON_IsString(id) || !pybox_docker_valid_id(id->valuestring)) {
         cJSON_Delete(reply);
         return pybox_error_set(err, PYBOX_ERR_PROTOCOL, 0, "POST /containers/create: no valid Id in the reply");
     }
@@ -477,7 +466,7 @@ static int d_list_leftovers(pybox_backend_t *be, const char *install_id, pybox_l
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "Id");
         const cJSON *state = cJSON_GetObjectItemCaseSensitive(c, "State");
         const cJSON *names = cJSON_GetObjectItemCaseSensitive(c, "Names");
-        if (!cJSON_IsString(id) || !valid_id(id->valuestring) || k >= cap)
+        if (!cJSON_IsString(id) || !pybox_docker_valid_id(id->valuestring) || k >= cap)
             continue;
         pybox_leftover_t *l = &v[k++];
         snprintf(l->kind, sizeof l->kind, "box");

@@ -20,6 +20,12 @@ static const char *jstr(const cJSON *j, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* The same, "" when it is not there (for what inspect shows). */
+static const char *jstr0(const cJSON *j, const char *key)
+{
+    return jstr(j, key) ? jstr(j, key) : "";
+}
+
 /* A request whose answer only matters by its status (or its JSON, when asked for). */
 static long call(pybox_engine_t *e, const char *method, const char *path, const cJSON *body, cJSON **reply)
 {
@@ -218,15 +224,13 @@ static void add_event(const cJSON *ev, void *arg)
 {
     const cJSON *actor = cJSON_GetObjectItemCaseSensitive(ev, "Actor");
     const cJSON *attrs = cJSON_GetObjectItemCaseSensitive(actor, "Attributes");
-    const char *run = jstr(attrs, PYBOX_LABEL_RUN);
     const cJSON *nano = cJSON_GetObjectItemCaseSensitive(ev, "timeNano");
     const cJSON *secs = cJSON_GetObjectItemCaseSensitive(ev, "time");
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "action", jstr(ev, "Action") ? jstr(ev, "Action") : "");
-    cJSON_AddStringToObject(o, "kind",
-                            strcmp(jstr(ev, "Type") ? jstr(ev, "Type") : "", "volume") == 0 ? "volume" : "box");
-    cJSON_AddStringToObject(o, "id", jstr(actor, "ID") ? jstr(actor, "ID") : "");
-    cJSON_AddStringToObject(o, "run_id", run ? run : "");
+    cJSON_AddStringToObject(o, "action", jstr0(ev, "Action"));
+    cJSON_AddStringToObject(o, "kind", strcmp(jstr0(ev, "Type"), "volume") == 0 ? "volume" : "box");
+    cJSON_AddStringToObject(o, "id", jstr0(actor, "ID"));
+    cJSON_AddStringToObject(o, "run_id", jstr0(attrs, PYBOX_LABEL_RUN));
     cJSON_AddNumberToObject(o, "time",
                             cJSON_IsNumber(nano)   ? nano->valuedouble / 1e9
                             : cJSON_IsNumber(secs) ? secs->valuedouble
@@ -277,7 +281,7 @@ static int c_record(pybox_backend_t *be, const char *id, bool wait, cJSON **out,
     pybox_engine_t *e = pybox_docker_engine(be);
     char path[200];
     *out = NULL;
-    if (id[0] == '\0' || strspn(id, "0123456789abcdef") != strlen(id) || strlen(id) > 64)
+    if (!pybox_docker_valid_id(id))
         return pybox_error_set(err, PYBOX_ERR_USAGE, EINVAL, "not a box id: \"%s\"", id);
     long status = 0;
     cJSON *ins = NULL;
@@ -301,11 +305,11 @@ static int c_record(pybox_backend_t *be, const char *id, bool wait, cJSON **out,
     const cJSON *config = cJSON_GetObjectItemCaseSensitive(ins, "Config");
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "id", jstr(ins, "Id") ? jstr(ins, "Id") : id);
-    cJSON_AddStringToObject(r, "status", jstr(state, "Status") ? jstr(state, "Status") : "");
+    cJSON_AddStringToObject(r, "status", jstr0(state, "Status"));
     cJSON_AddNumberToObject(r, "exit_code", cJSON_IsNumber(code) ? code->valuedouble : -1);
     cJSON_AddBoolToObject(r, "oom_killed", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(state, "OOMKilled")));
-    cJSON_AddStringToObject(r, "started_at", jstr(state, "StartedAt") ? jstr(state, "StartedAt") : "");
-    cJSON_AddStringToObject(r, "finished_at", jstr(state, "FinishedAt") ? jstr(state, "FinishedAt") : "");
+    cJSON_AddStringToObject(r, "started_at", jstr0(state, "StartedAt"));
+    cJSON_AddStringToObject(r, "finished_at", jstr0(state, "FinishedAt"));
     double started = rfc3339(jstr(state, "StartedAt")), finished = rfc3339(jstr(state, "FinishedAt"));
     cJSON_AddNumberToObject(r, "ran_s", started > 0 && finished >= started ? finished - started : 0);
     cJSON_AddNumberToObject(r, "pid", cJSON_IsNumber(pid) ? pid->valuedouble : 0);
@@ -336,19 +340,20 @@ static cJSON *ids_of(pybox_engine_t *e, const char *path, const char *what, pybo
 static int c_whole(pybox_backend_t *be, cJSON **out, pybox_error_t *err)
 {
     pybox_engine_t *e = pybox_docker_engine(be);
-    cJSON *ver = NULL, *info = NULL;
+    cJSON *info = NULL;
     *out = NULL;
-    if (pybox_engine_get_200(e, "/version", "the engine's version", &ver, err) < 0)
+    if (pybox_engine_get_200(e, "/info", "the engine's facts", &info, err) < 0)
         return -1;
-    if (pybox_engine_get_200(e, "/info", "the engine's facts", &info, err) < 0) {
-        cJSON_Delete(ver);
-        return -1;
+    cJSON *ver = c_version(be);
+    if (ver == NULL) {
+        cJSON_Delete(info);
+        return pybox_error_set(err, PYBOX_ERR_ENGINE, 0, "the engine gave no version");
     }
     cJSON *w = cJSON_CreateObject();
-    cJSON_AddStringToObject(w, "version", jstr(ver, "Version") ? jstr(ver, "Version") : "");
-    cJSON_AddStringToObject(w, "api_version", jstr(ver, "ApiVersion") ? jstr(ver, "ApiVersion") : "");
-    cJSON_AddStringToObject(w, "storage_driver", jstr(info, "Driver") ? jstr(info, "Driver") : "");
-    cJSON_AddStringToObject(w, "root_dir", jstr(info, "DockerRootDir") ? jstr(info, "DockerRootDir") : "");
+    cJSON_AddStringToObject(w, "version", jstr0(ver, "Version"));
+    cJSON_AddStringToObject(w, "api_version", jstr0(ver, "ApiVersion"));
+    cJSON_AddStringToObject(w, "storage_driver", jstr0(info, "Driver"));
+    cJSON_AddStringToObject(w, "root_dir", jstr0(info, "DockerRootDir"));
     cJSON_Delete(ver);
     cJSON_Delete(info);
     cJSON *c = ids_of(e, "/containers/json?all=1", "the engine's containers", err);

@@ -7,7 +7,7 @@
 #include "../util.h"
 #include "docker.h"
 
-static bool valid_id(const char *id)
+bool pybox_docker_valid_id(const char *id)
 {
     size_t n = strlen(id);
     return n >= 12 && n <= 64 && strspn(id, "0123456789abcdef") == n;
@@ -17,7 +17,7 @@ int pybox_docker_cgroup(const char *root, const char *proc_root, const char *id,
                         pybox_error_t *err)
 {
     memset(loc, 0, sizeof *loc);
-    if (!valid_id(id))
+    if (!pybox_docker_valid_id(id))
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, EINVAL, "not an engine's box id");
     if (!pybox_cgroup_unified(root)) {
         /* v1: the engine's layouts by id first (its cgroupfs and systemd drivers) */

@@ -79,6 +79,9 @@ int pybox_docker_events(pybox_backend_t *be, const char *install_id, double sinc
 
 /* Images in the engine (pybox/docker/image.c). */
 extern const pybox_image_ops_t pybox_docker_image_ops;
+/* An engine's box id as PyBox takes it: 12 to 64 lowercase hex digits (cgroup.c). */
+bool pybox_docker_valid_id(const char *id);
+
 /* The engine of an open Docker backend (tests and images). */
 pybox_engine_t *pybox_docker_engine(pybox_backend_t *be);
 /* A Docker backend over an engine that stays the caller's (tests; close it with
