@@ -9,7 +9,9 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/objects.h>
 #include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +138,37 @@ int pybox_key_read_public(const char *path, pybox_key_t **out, pybox_error_t *er
 }
 
 /* Read the private key at path: 1 loaded, 0 not there, -1 refused or failed. */
+
+/* The private key in a PEM text. The keys PyBox writes (PKCS#8, Ed25519) are read as
+ * their structure says, straight into a raw Ed25519 key: libcrypto's general reader asks
+ * every decoder it has, which costs more than the rest of a receipt's signing. Any other
+ * PEM goes to the general reader, whose errors are the ones reported. */
+static EVP_PKEY *read_private(const char *text, size_t len)
+{
+    EVP_PKEY *pkey = NULL;
+    BIO *bio = BIO_new_mem_buf(text, (int)len);
+    PKCS8_PRIV_KEY_INFO *p8 = bio ? PEM_read_bio_PKCS8_PRIV_KEY_INFO(bio, NULL, no_passphrase, NULL) : NULL;
+    const ASN1_OBJECT *oid = NULL;
+    const unsigned char *inner = NULL;
+    int inner_len = 0;
+    const X509_ALGOR *alg = NULL;
+    if (p8 != NULL && PKCS8_pkey_get0(&oid, &inner, &inner_len, &alg, p8) == 1 && OBJ_obj2nid(oid) == NID_ED25519) {
+        ASN1_OCTET_STRING *raw = d2i_ASN1_OCTET_STRING(NULL, &inner, inner_len);
+        if (raw != NULL)
+            pkey = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, ASN1_STRING_get0_data(raw),
+                                                (size_t)ASN1_STRING_length(raw));
+        if (raw != NULL)
+            OPENSSL_cleanse(raw->data, (size_t)raw->length);
+        ASN1_OCTET_STRING_free(raw);
+    }
+    PKCS8_PRIV_KEY_INFO_free(p8);
+    ERR_clear_error();
+    if (pkey == NULL && bio != NULL && BIO_reset(bio) == 1)
+        pkey = PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL);
+    BIO_free(bio);
+    return pkey;
+}
+
 static int load_private(const char *path, pybox_key_t **out, pybox_error_t *err)
 {
     _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
@@ -168,9 +201,7 @@ static int load_private(const char *path, pybox_key_t **out, pybox_error_t *err)
         OPENSSL_cleanse(text, len);
         return pybox_error_set(err, PYBOX_ERR_STATE, 0, "%s is larger than a key (%d bytes)", path, KEY_FILE_MAX);
     }
-    BIO *bio = BIO_new_mem_buf(text, (int)len);
-    EVP_PKEY *pkey = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
-    BIO_free(bio);
+    EVP_PKEY *pkey = read_private(text, len);
     OPENSSL_cleanse(text, len);
     if (pkey == NULL) {
         char why[256];

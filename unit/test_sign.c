@@ -3,6 +3,8 @@
  * receipt signed and verified, refused after one changed byte anywhere, with an unknown
  * key, without a signature or with another algorithm; the key file's own rules. */
 #include <check.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -527,6 +529,19 @@ START_TEST(the_key_file)
     pybox_error_clear(&err);
     ck_assert_int_eq(pybox_key_load(&st, true, &again, &err), -1);
     ck_assert_msg(strstr(err.msg, "no PEM private key") != NULL, "%s", err.msg);
+    /* a PKCS#8 key of another kind goes past the Ed25519 reader and is refused as such */
+    ck_assert_int_eq(unlink(path), 0);
+    EVP_PKEY *ec = EVP_EC_gen("P-256");
+    ck_assert_ptr_nonnull(ec);
+    FILE *f = fopen(path, "wx");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fchmod(fileno(f), 0600), 0);
+    ck_assert_int_eq(PEM_write_PrivateKey(f, ec, NULL, NULL, 0, NULL, NULL), 1);
+    fclose(f);
+    EVP_PKEY_free(ec);
+    pybox_error_clear(&err);
+    ck_assert_int_eq(pybox_key_load(&st, true, &again, &err), -1);
+    ck_assert_msg(strstr(err.msg, "not an Ed25519 key") != NULL, "%s", err.msg);
     pybox_key_free(k);
 }
 END_TEST
