@@ -3,11 +3,11 @@
  * receipt signed and verified, refused after one changed byte anywhere, with an unknown
  * key, without a signature or with another algorithm; the key file's own rules. */
 #include <check.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
