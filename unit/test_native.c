@@ -3,8 +3,10 @@
  * kernel's texts, the cgroup file logic on fixture trees (v1 and v2), the verifier's
  * comparisons and the spec's checks. The real-kernel tests are tests/test_native.c. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -48,7 +50,7 @@ static int count_names(void)
 START_TEST(seccomp_profile_compiles_whole)
 {
     pybox_error_t err = {0};
-    const pybox_native_filter_t *f = pybox_native_filter_default(&err);
+    const pybox_native_filter_t *f = pybox_native_filter_default(NULL, &err);
     ck_assert_msg(f != NULL, "%s", err.msg);
     /* Every name of every entry became a rule: none was unknown or dropped. */
     ck_assert_int_eq(f->rules, count_names());
@@ -67,7 +69,7 @@ START_TEST(seccomp_digest_is_stable)
     ck_assert_str_eq(a.sha256, b.sha256);
     ck_assert_int_eq(a.len, b.len);
     ck_assert_mem_eq(a.insns, b.insns, a.len * sizeof *a.insns);
-    const pybox_native_filter_t *d = pybox_native_filter_default(&err);
+    const pybox_native_filter_t *d = pybox_native_filter_default(NULL, &err);
     ck_assert_str_eq(d->sha256, a.sha256);
     /* One rule less is another program. */
     const char *other = "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"archMap\":[{\"architecture\":\"SCMP_ARCH_X86_64\"},"
@@ -79,6 +81,95 @@ START_TEST(seccomp_digest_is_stable)
     pybox_native_filter_free(&a);
     pybox_native_filter_free(&b);
     pybox_native_filter_free(&c);
+}
+END_TEST
+
+/* The default filter as a new process makes it with the compiled copies' folder dir: its
+ * rule count (-1: read from the copy) and digest. */
+static void default_in_child(const char *dir, int *rules, char sha256[65])
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        pybox_error_t err = {0};
+        const pybox_native_filter_t *f = pybox_native_filter_default(dir, &err);
+        char line[80];
+        int n = snprintf(line, sizeof line, "%d %s", f ? f->rules : -2, f ? f->sha256 : "-");
+        _exit(write(fds[1], line, (size_t)n) == n ? 0 : 1);
+    }
+    close(fds[1]);
+    char line[80] = "";
+    ck_assert_int_gt(read(fds[0], line, sizeof line - 1), 0);
+    close(fds[0]);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_int_eq(sscanf(line, "%d %64s", rules, sha256), 2);
+}
+
+/* The one copy in dir (its path into out): exactly one .bpf file and nothing else. */
+static void the_copy(const char *dir, char *out, size_t len)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        n++;
+        ck_assert_msg(strlen(e->d_name) == 68 && strcmp(e->d_name + 64, ".bpf") == 0, "%s", e->d_name);
+        snprintf(out, len, "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    ck_assert_int_eq(n, 1);
+}
+
+START_TEST(seccomp_compiled_once_per_installation)
+{
+    char dir[] = "/tmp/pybox-unit-filters-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    int rules;
+    char made[65], again[65], path[PATH_MAX];
+    /* the first process compiles and leaves its copy; the next reads it, the same program */
+    default_in_child(dir, &rules, made);
+    ck_assert_int_eq(rules, count_names());
+    the_copy(dir, path, sizeof path);
+    default_in_child(dir, &rules, again);
+    ck_assert_int_eq(rules, -1);
+    ck_assert_str_eq(again, made);
+    /* a copy others may write is not used, and is replaced by the owner's own */
+    ck_assert_int_eq(chmod(path, 0620), 0);
+    default_in_child(dir, &rules, again);
+    ck_assert_int_eq(rules, count_names());
+    ck_assert_str_eq(again, made);
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 0777, 0600);
+    /* nor is one that holds no whole number of instructions */
+    ck_assert_int_eq(truncate(path, 12), 0);
+    default_in_child(dir, &rules, again);
+    ck_assert_int_eq(rules, count_names());
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_int_eq(sb.st_size % 8, 0);
+    ck_assert_int_gt(sb.st_size, 12);
+    /* nor a link to one */
+    char real[PATH_MAX];
+    snprintf(real, sizeof real, "%s/.real", dir);
+    ck_assert_int_eq(rename(path, real), 0);
+    ck_assert_int_eq(symlink(real, path), 0);
+    default_in_child(dir, &rules, again);
+    ck_assert_int_eq(rules, count_names());
+    ck_assert_int_eq(lstat(path, &sb), 0);
+    ck_assert(S_ISREG(sb.st_mode));
+    /* without a folder: compiled, nothing written */
+    default_in_child(NULL, &rules, again);
+    ck_assert_int_eq(rules, count_names());
+    the_copy(dir, path, sizeof path);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(unlink(real), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
 }
 END_TEST
 
@@ -124,7 +215,7 @@ END_TEST
 static int filtered(int (*fn)(void))
 {
     pybox_error_t err = {0};
-    const pybox_native_filter_t *f = pybox_native_filter_default(&err);
+    const pybox_native_filter_t *f = pybox_native_filter_default(NULL, &err);
     ck_assert_msg(f != NULL, "%s", err.msg);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
@@ -1224,6 +1315,7 @@ Suite *suite_native(void)
     tcase_add_test(tc, capability_names);
     tcase_add_test(tc, environment_checked);
     tcase_add_test(tc, seccomp_digest_is_stable);
+    tcase_add_test(tc, seccomp_compiled_once_per_installation);
     tcase_add_test(tc, seccomp_unknown_names_reported);
     tcase_add_test(tc, seccomp_strict_form);
     tcase_add_test(tc, seccomp_filter_in_force);

@@ -137,6 +137,7 @@ static int make_spec(native_backend_t *be, const pybox_policy_t *p, native_box_t
     s->cgroup_parent = b->parent;
     s->name = b->name;
     s->staging = be->staging;
+    s->filters = be->filters;
     s->expires = p->expires;
     size_t n = 0;
     for (const char *const *e = p->env; e != NULL && *e != NULL && n + 3 < sizeof b->env / sizeof *b->env; e++)

@@ -41,10 +41,16 @@ int pybox_native_dirs(native_backend_t *be, pybox_error_t *err)
     char top[PATH_MAX];
     if (pybox_state_path(&be->st, PYBOX_NATIVE_DIR, top, sizeof top, err) < 0 ||
         pybox_state_path(&be->st, PYBOX_NATIVE_STAGING, be->staging, sizeof be->staging, err) < 0 ||
-        pybox_state_path(&be->st, PYBOX_NATIVE_ROOTS, be->roots, sizeof be->roots, err) < 0)
+        pybox_state_path(&be->st, PYBOX_NATIVE_ROOTS, be->roots, sizeof be->roots, err) < 0 ||
+        pybox_state_path(&be->st, PYBOX_NATIVE_FILTERS, be->filters, sizeof be->filters, err) < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "the native backend's folders");
     if (mkdir_owned(top, err) < 0 || mkdir_owned(be->staging, err) < 0)
         return -1;
+    /* Only ever a saving: without it (a read-only state folder made before it), the profile
+     * is compiled by each process. */
+    pybox_error_t ferr = {0};
+    if (mkdir_owned(be->filters, &ferr) < 0)
+        be->filters[0] = '\0';
     if (mkdir_owned(be->roots, err) < 0)
         return -1;
     /* Named as the kernel will show it (mountinfo): no link on the way. */

@@ -18,11 +18,13 @@
 
 /* The backend's folders in an installation's state folder, the one definition of them:
  * each box's staging folder (by run id), the images' root filesystems (by digest), and the
- * link to another installation's roots that an installation borrowing them has (state.h). */
+ * link to another installation's roots that an installation borrowing them has (state.h),
+ * and the seccomp profile as compiled for this host (seccomp.h). */
 #define PYBOX_NATIVE_DIR "native"
 #define PYBOX_NATIVE_STAGING PYBOX_NATIVE_DIR "/staging"
 #define PYBOX_NATIVE_ROOTS PYBOX_NATIVE_DIR "/roots"
 #define PYBOX_NATIVE_BORROWED PYBOX_NATIVE_DIR "/borrowed-roots"
+#define PYBOX_NATIVE_FILTERS PYBOX_NATIVE_DIR "/filters"
 
 typedef struct native_backend {
     pybox_backend_t base;
@@ -30,6 +32,7 @@ typedef struct native_backend {
     char install_id[33];
     char staging[PATH_MAX];              /* <state>/native/staging: each box's folder, by run id */
     char roots[PATH_MAX];                /* <state>/native/roots: the images' root filesystems, by digest */
+    char filters[PATH_MAX];              /* <state>/native/filters: the compiled seccomp profile (seccomp.h) */
     char borrowed[PATH_MAX];             /* <state>/native/borrowed-roots: another installation's roots, linked
                                             (tests, the campaign; state.h), or "" */
     char cg_parent[48];                  /* the installation's cgroups' name (cgroup.h) */

@@ -564,7 +564,7 @@ static int plan_make(plan_t *p, const pybox_native_spec_t *s, pybox_native_box_t
     if (plan_mounts(p, s, b, err) < 0)
         return -1;
     if (!(s->relax & PYBOX_RELAX_SECCOMP)) {
-        p->filter = pybox_native_filter_default(err);
+        p->filter = pybox_native_filter_default(s->filters, err);
         if (p->filter == NULL)
             return -1;
         memcpy(b->filter_sha256, p->filter->sha256, sizeof b->filter_sha256);

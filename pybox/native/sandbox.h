@@ -40,6 +40,7 @@ typedef struct pybox_native_spec {
                                                 folder, or what its boxes' scopes' names start with (cgroup.h) */
     const char *name;                        /* this box's leaf: the run id, [0-9a-f]{32} */
     const char *staging;                     /* the installation's staging folder; the box's is <staging>/<name> */
+    const char *filters;                     /* the installation's compiled seccomp profile's folder (NULL: none) */
     int64_t expires;                         /* wall-clock second after which leftovers may be removed */
     const char *const *env;                  /* init's environment, NULL-terminated (PATH, LANG, HOME) */
     const char *hostname;                    /* the box's (policy.h) */

@@ -4,6 +4,8 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <seccomp.h>
@@ -11,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "../buf.h"
@@ -312,20 +316,92 @@ void pybox_native_filter_free(pybox_native_filter_t *f)
     memset(f, 0, sizeof *f);
 }
 
+/* ---- PyBox's own profile, compiled once per installation ---- */
+
+/* What the compiled program depends on: the profile's text, libseccomp's version (its
+ * code generator) and the kernel and architecture it was made for (libseccomp asks the
+ * running kernel which actions it supports). A change in any of them is another name. */
+static void default_key(const char *src, char out[65])
+{
+    char profile[65];
+    pybox_sha256_hex(src, strlen(src), profile);
+    const struct scmp_version *v = seccomp_version();
+    struct utsname u;
+    if (uname(&u) < 0)
+        memset(&u, 0, sizeof u);
+    pybox_buf_t b;
+    pybox_buf_init(&b, 512);
+    pybox_buf_addf(&b, "profile %s\nlibseccomp %u.%u.%u\nkernel %s %s %s\n", profile, v ? v->major : 0,
+                   v ? v->minor : 0, v ? v->micro : 0, u.release, u.version, u.machine);
+    pybox_sha256_hex(b.data, b.len, out);
+    pybox_buf_free(&b);
+}
+
+/* The installation's compiled copy: a regular file of its owner's, written by no one
+ * else, holding a whole number of instructions. Anything else is not used (the profile
+ * is compiled again and the copy replaced). */
+static int copy_read(const char *path, pybox_native_filter_t *out)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & 022) != 0 ||
+        sb.st_size <= 0 || sb.st_size % (off_t)sizeof(struct sock_filter) != 0 ||
+        sb.st_size / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS)
+        return -1;
+    struct sock_filter *insns = malloc((size_t)sb.st_size);
+    if (insns == NULL || pybox_read_exact(fd, insns, (size_t)sb.st_size) < 0) {
+        free(insns);
+        return -1;
+    }
+    out->insns = insns;
+    out->len = (unsigned short)(sb.st_size / (off_t)sizeof(struct sock_filter));
+    out->rules = -1;
+    pybox_sha256_hex(insns, (size_t)sb.st_size, out->sha256);
+    return 0;
+}
+
+/* Written whole under a name of this process's, then renamed into place: a reader sees
+ * the old copy, none or the whole new one. A copy that cannot be written is no error:
+ * the next process compiles again. */
+static void copy_write(const char *dir, const char *path, const pybox_native_filter_t *f)
+{
+    char tmp[PATH_MAX];
+    if (pybox_fmt(tmp, sizeof tmp, "%s/.filter.%ld.tmp", dir, (long)getpid()) < 0)
+        return;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    bool ok = pybox_write_all(fd, f->insns, f->len * sizeof *f->insns) == 0;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) < 0)
+        unlink(tmp);
+}
+
+static pthread_mutex_t default_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool default_done;
 static pybox_native_filter_t default_filter;
 static pybox_error_t default_err;
 static int default_rc;
-static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 
-static void compile_default(void)
+const pybox_native_filter_t *pybox_native_filter_default(const char *dir, pybox_error_t *err)
 {
-    const char *src = pybox_policy_seccomp();
-    default_rc = pybox_native_filter_compile(src, strlen(src), &default_filter, &default_err);
-}
-
-const pybox_native_filter_t *pybox_native_filter_default(pybox_error_t *err)
-{
-    pthread_once(&default_once, compile_default);
+    pthread_mutex_lock(&default_mu);
+    if (!default_done) {
+        const char *src = pybox_policy_seccomp();
+        char key[65], path[PATH_MAX] = "";
+        if (dir != NULL && dir[0] != '\0') {
+            default_key(src, key);
+            if (pybox_fmt(path, sizeof path, "%s/%s.bpf", dir, key) < 0)
+                path[0] = '\0';
+        }
+        if (path[0] == '\0' || copy_read(path, &default_filter) < 0) {
+            default_rc = pybox_native_filter_compile(src, strlen(src), &default_filter, &default_err);
+            if (default_rc == 0 && path[0] != '\0')
+                copy_write(dir, path, &default_filter);
+        }
+        default_done = true;
+    }
+    pthread_mutex_unlock(&default_mu);
     if (default_rc < 0) {
         if (err != NULL && err->kind == PYBOX_ERR_NONE)
             *err = default_err;

@@ -15,7 +15,7 @@ typedef struct pybox_native_filter {
     struct sock_filter *insns;
     unsigned short len; /* instructions */
     char sha256[65];    /* of the instructions as loaded */
-    int rules;          /* syscall rules added (one per name per entry) */
+    int rules;          /* syscall rules added (one per name per entry); -1: read from the compiled copy */
 } pybox_native_filter_t;
 
 /* Compile a profile (JSON text of len bytes) for this machine's architecture. Strict:
@@ -25,9 +25,13 @@ typedef struct pybox_native_filter {
 int pybox_native_filter_compile(const char *json, size_t len, pybox_native_filter_t *out, pybox_error_t *err);
 void pybox_native_filter_free(pybox_native_filter_t *f);
 
-/* PyBox's own profile, compiled once per process (thread-safe); NULL with err filled if
- * it cannot be compiled. The filter is static storage: never freed. */
-const pybox_native_filter_t *pybox_native_filter_default(pybox_error_t *err);
+/* PyBox's own profile, made once per process (thread-safe): read from the installation's
+ * compiled copy in dir (PYBOX_NATIVE_FILTERS, native.h), named by a digest of the
+ * profile, libseccomp's version, the kernel and the architecture, when one is there and
+ * is its owner's alone; else compiled, and the copy written for the next process (dir
+ * NULL or "": compiled, no copy). The first caller's dir is the one used. NULL with err
+ * filled if it cannot be compiled. The filter is static storage: never freed. */
+const pybox_native_filter_t *pybox_native_filter_default(const char *dir, pybox_error_t *err);
 
 /* Load a filter into the calling thread (seccomp(2), mode 2). Makes raw system calls
  * only, so it is safe between fork and exec. no_new_privs must already be set (or the
