@@ -34,7 +34,6 @@ typedef struct slot {
     int fails;
     int64_t next_try_ms;
     char last_failure[512];   /* why the last box of this image was not used ("" none) */
-    bool said_ready;          /* the log said a box of this image is ready (since the start or the last failure) */
     pybox_mcp_warm_t *reused; /* under the test-only relaxation reused-box: the last call's box, for the next */
 } slot_t;
 
@@ -165,7 +164,9 @@ static void *slot_main(void *arg)
         pthread_mutex_unlock(&p->mu);
         pybox_mcp_warm_t *w = NULL;
         pybox_error_t err = {0};
+        int64_t t0 = pybox_now_ms();
         int rc = make_one(p, image, &w, &err);
+        int64_t took = pybox_now_ms() - t0;
         pthread_mutex_lock(&p->mu);
         s->making = false;
         pthread_cond_broadcast(&p->cv); /* a call may wait for this one */
@@ -175,18 +176,15 @@ static void *slot_main(void *arg)
             pybox_strlcpy(s->last_failure, err.msg, sizeof s->last_failure);
             pybox_log("warm box of %s not made ready: %s (next try in %lld s)", image, err.msg,
                       (long long)(backoff_ms(s->fails) / 1000));
-            s->said_ready = false;
         } else if (p->stopping || s->n >= PYBOX_MCP_WARM_MAX) {
             pthread_mutex_unlock(&p->mu);
             pybox_mcp_warm_free(w);
             pthread_mutex_lock(&p->mu);
         } else {
-            /* Once, and again after a failure: the pool has come up (the boxes that follow,
-             * one per call, are not logged). */
-            if (!s->said_ready)
-                pybox_log("warm box of %s ready: made, verified and waiting for a call%s", image,
-                          s->fails > 0 ? " (after boxes that were not)" : "");
-            s->said_ready = true;
+            /* Each one: how long an image's box takes to be ready is what an operator sizes
+             * --warm by, and a client may wait for it. */
+            pybox_log("warm box of %s ready: made, verified and waiting for a call (in %lld ms)%s", image,
+                      (long long)took, s->fails > 0 ? " (after boxes that were not)" : "");
             s->fails = 0;
             s->next_try_ms = 0;
             s->w[s->n++] = w;

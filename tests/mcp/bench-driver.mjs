@@ -23,10 +23,35 @@ const cases = [
   { image: 'data', code: 'import pandas; print(pandas.__version__)', want: /^\d+\.\d+/, calls: Math.min(runs, 8) },
 ];
 
+// A server; for a warm one, the boxes its log says are ready, by image (docs/mcp.md:
+// "warm box of IMAGE ready"), and a wait for the next one.
 async function server(warm) {
   const transport = new StdioClientTransport({ command: bin,
-    args: ['mcp', '--images', 'stdlib,data', '--warm', String(warm), '--max-timeout', '60'], env, stderr: 'ignore' });
+    args: ['mcp', '--images', 'stdlib,data', '--warm', String(warm), '--max-timeout', '60'], env,
+    stderr: warm > 0 ? 'pipe' : 'ignore' });
   const client = new Client({ name: 'pybox-bench', version: '1.0.0' });
+  const ready = new Map();
+  let woken = () => {};
+  if (warm > 0) {
+    let partial = '';
+    transport.stderr.on('data', (chunk) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop();
+      for (const l of lines) {
+        const m = /warm box of (\S+) ready/.exec(l);
+        if (m) ready.set(m[1], (ready.get(m[1]) || 0) + 1);
+      }
+      woken();
+    });
+  }
+  // Until the log has said n boxes of the image ready (bounded: a box takes seconds).
+  client.readyBoxes = async (image, n) => {
+    const until = Date.now() + 120000;
+    while ((ready.get(image) || 0) < n) {
+      if (Date.now() > until) throw new Error(`no warm box of ${image} said ready in 120 s`);
+      await new Promise((r) => { woken = r; setTimeout(r, 1000); });
+    }
+  };
   await client.connect(transport);
   return client;
 }
@@ -97,12 +122,16 @@ try {
   for (const c of cases) {
     const tc = [], tw = [];
     let warmCalls = 0, failed = 0;
+    let taken = 0;
     await call(cold, c);
+    await warm.readyBoxes(c.image, ++taken);
     await call(warm, c);
     for (let i = 0; i < c.calls; i++) {
-      // The cold call first: while it runs, the warm server makes its next box, as it
-      // would while an agent reads the last answer.
+      // The cold call first; then the warm call once the warm server's log says its next
+      // box is ready, as it is when an agent reads the last answer before its next call
+      // (the data image's box takes longer than the cold call: its preload imports more).
       const a = await call(cold, c);
+      await warm.readyBoxes(c.image, ++taken);
       const b = await call(warm, c);
       if (!a.ok || !b.ok) failed++;
       tc.push(a.ms);
