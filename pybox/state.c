@@ -279,7 +279,7 @@ int pybox_state_borrow_images(const pybox_state_t *from, const pybox_state_t *to
     if (copied == 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, ENOENT, "no image pins in %s (run make setup)", from->dir);
     /* the image cache, and each backend's image folders */
-    const char *linked[8][2] = {{"cache", "cache"}};
+    const char *linked[8][2] = {{PYBOX_STATE_CACHE, PYBOX_STATE_CACHE}};
     size_t n_linked = 1;
     for (size_t i = 0; (ops = pybox_backend_nth(i)) != NULL && n_linked < 8; i++)
         if (ops->lent_images != NULL) {

@@ -14,6 +14,12 @@
 #include "error.h"
 #include "limits.h"
 
+/* The image builds' cache in the state folder: the root filesystem tars by recipe
+ * (base-<fingerprint>.tar) and, in debs/, the Debian packages every build shares
+ * (images/build-rootfs.sh). */
+#define PYBOX_STATE_CACHE "cache"
+#define PYBOX_STATE_DEB_CACHE PYBOX_STATE_CACHE "/debs"
+
 typedef struct pybox_state {
     char dir[PATH_MAX];
     char install_id[33];

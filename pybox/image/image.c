@@ -424,7 +424,7 @@ static void progress_line(const pybox_out_t *f, double t0, const char *what, con
     pybox_out_line(f, "[%6.1fs] %s %s", pybox_now_s() - t0, what, arg);
 }
 
-static int run_script(const char *script, const char *recipe, const char *out, pybox_error_t *err)
+static int run_script(const char *script, const char *recipe, const char *out, const char *debs, pybox_error_t *err)
 {
     pid_t pid = fork();
     if (pid < 0)
@@ -432,7 +432,7 @@ static int run_script(const char *script, const char *recipe, const char *out, p
     if (pid == 0) {
         dup2(STDERR_FILENO, STDOUT_FILENO); /* the script's chatter is progress, not output */
         close_range(3, ~0U, 0);             /* nothing of PyBox's (engine socket, state) leaks */
-        execl("/bin/sh", "sh", script, recipe, out, (char *)NULL);
+        execl("/bin/sh", "sh", script, recipe, out, debs, (char *)NULL);
         _exit(127);
     }
     int status;
@@ -759,7 +759,9 @@ int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_
         }
     }
     char cache[PATH_MAX], base[PATH_MAX], pkgs[PATH_MAX], tmp[PATH_MAX];
-    if (pybox_state_path(st, "cache", cache, sizeof cache, err) < 0)
+    char debs[PATH_MAX];
+    if (pybox_state_path(st, PYBOX_STATE_CACHE, cache, sizeof cache, err) < 0 ||
+        pybox_state_path(st, PYBOX_STATE_DEB_CACHE, debs, sizeof debs, err) < 0)
         return -1;
     if (mkdir(cache, 0700) < 0 && errno != EEXIST)
         return pybox_error_set(err, PYBOX_ERR_STATE, errno, "mkdir(%s)", cache);
@@ -785,7 +787,7 @@ int pybox_image_build(const pybox_state_t *st, pybox_backend_t *be, const pybox_
             return pybox_error_set(err, PYBOX_ERR_STATE, ENAMETOOLONG, "build paths");
         }
         progress_line(progress, t0, "building the root filesystem from Debian packages:", name);
-        if (run_script(script, rdir, tmp, err) < 0) {
+        if (run_script(script, rdir, tmp, debs, err) < 0) {
             pybox_lock_free(&lock);
             unlink(tmp);
             unlink(tmp_pkgs);
