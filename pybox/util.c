@@ -101,11 +101,49 @@ int pybox_random_hex(size_t n, char *out, pybox_error_t *err)
     return 0;
 }
 
+static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
+static EVP_MD *sha256_md;
+
+/* What the first use of libcrypto costs, paid once: its configuration and providers
+ * loaded, SHA-256 fetched for keeps, Ed25519's key manager and signature fetched (libcrypto
+ * keeps them cached for the receipt's signing). */
+static void crypto_init(void)
+{
+    sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+    EVP_KEYMGMT_free(EVP_KEYMGMT_fetch(NULL, "ED25519", NULL));
+    EVP_SIGNATURE_free(EVP_SIGNATURE_fetch(NULL, "ED25519", NULL));
+}
+
+static const EVP_MD *sha256(void)
+{
+    pthread_once(&crypto_once, crypto_init);
+    return sha256_md != NULL ? sha256_md : EVP_sha256();
+}
+
+static void *crypto_ahead(void *arg)
+{
+    (void)arg;
+    pthread_once(&crypto_once, crypto_init);
+    return NULL;
+}
+
+void pybox_crypto_ahead_start(pybox_crypto_ahead_t *a)
+{
+    a->started = pthread_create(&a->thread, NULL, crypto_ahead, NULL) == 0;
+}
+
+void pybox_crypto_ahead_join(pybox_crypto_ahead_t *a)
+{
+    if (a->started)
+        pthread_join(a->thread, NULL);
+    a->started = false;
+}
+
 void pybox_sha256_hex(const void *data, size_t len, char out[65])
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
-    if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32) {
+    if (EVP_Digest(data, len, md, &mdlen, sha256(), NULL) != 1 || mdlen != 32) {
         /* libcrypto cannot fail on SHA-256 of memory unless it is broken; say so loudly
          * rather than print a digest that was not computed. */
         abort();
