@@ -1729,6 +1729,8 @@ int main(int argc, char **argv)
         return 1;
     say("campaign %s as installation %s; records in %s/%s", c.id, c.st.install_id, c.out, EV_RECORDS);
     int passed = 0, failed = 0;
+    pybox_buf_t failures; /* "kind/id on backend (record)" of each failed case, said last */
+    pybox_buf_init(&failures, 1 << 16);
     double t0 = pybox_now_s();
     for (int k = 0; k < ncases; k++) {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(cases[k], "fast");
@@ -1755,6 +1757,9 @@ int main(int argc, char **argv)
             char name[80] = "";
             bool ok = run_case(&c, argv[i + k], cases[k], name);
             ok ? passed++ : failed++;
+            if (!ok)
+                pybox_buf_addf(&failures, "%s%s/%s on %s (%s/%s)", failures.len ? "; " : "", jstr(cases[k], "kind"),
+                               jstr(cases[k], "id"), c.backend, EV_RECORDS, name);
             fprintf(stderr, "campaign: [%s] %s/%s on %s  %.1f s  %s/%s\n", ok ? "pass" : "FAIL", jstr(cases[k], "kind"),
                     jstr(cases[k], "id"), c.backend, pybox_now_s() - t1, EV_RECORDS, name);
         }
@@ -1768,6 +1773,9 @@ int main(int argc, char **argv)
     int bad = ev_write_pages(c.out, limits, stderr);
     say("%d passed, %d failed in %.0f s; %d leftover item(s) of the campaign removed; pages %s", passed, failed,
         pybox_now_s() - t0, swept, bad == 0 ? "written" : "NOT written cleanly");
+    if (failures.len > 0) /* last, where a log's tail shows it */
+        say("FAILED: %s", failures.data);
+    pybox_buf_free(&failures);
     (void)pybox_remove_tree_at(AT_FDCWD, c.tmp); /* never into a mount under it */
     for (int k = 0; k < ncases; k++)
         cJSON_Delete(cases[k]);
