@@ -51,7 +51,7 @@ ITEST_OBJ := $(ITEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all check unit integration setup mcp-clients bench demo format format-check source-check layers-check clean \
         campaign campaign-fast campaign-pages evidence-check schema site-check man-check completion-check \
-        install uninstall install-check deb deb-test soak leak-check vm-check service-check
+        install uninstall install-check deb deb-test soak leak-check vm-check service-check deb-cache-check
 all: $(BUILD)/pybox $(BUILD)/pybox-init $(BUILD)/pybox-test
 
 $(BUILD)/obj/%.o: %.c
@@ -160,7 +160,12 @@ integration: $(BUILD)/itest $(BUILD)/pybox $(BUILD)/pybox-test $(BUILD)/pybox-ca
 # Everything, from nothing: packages, engine, images, MCP clients, then unit and
 # integration tests, and the evidence site in headless Chromium.
 check: setup mcp-clients
-	$(MAKE) unit integration site-check service-check
+	$(MAKE) unit integration site-check service-check deb-cache-check
+
+# The image builds' package cache both ways (tests/deb-cache.sh): an altered package in
+# it refused and removed, and taken when only that check is removed.
+deb-cache-check:
+	tests/deb-cache.sh
 
 bench: setup $(BUILD)/pybox-bench
 	scripts/bench.sh $(BUILD)/pybox

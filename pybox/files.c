@@ -977,6 +977,11 @@ static int open_parent(int root, const char *name, char *last, size_t lastlen)
 
 /* Pass 2: write what comes back into a private temporary folder, then move it into
  * place in one rename. */
+/* Written output files whose data is waited for together: a bound on the descriptors a
+ * delivery holds (a server runs many at once) that still lets the disk work on several
+ * files at a time. */
+#define OUT_SYNC_BATCH 16
+
 /* Wait for the n written files' data (fsync) and close them; rc < 0 (an earlier failure):
  * only closed. Returns rc, or -1 with err when a file could not be synced or closed. */
 static int synced(int *fds, size_t *n, int rc, pybox_error_t *err)
@@ -1024,7 +1029,7 @@ static int deliver(const void *tar, size_t len, const pybox_output_spec_t *spec,
      * as soon as it is written and waited for at the end, so the disk works on all of them
      * at once instead of one sync after another (64 files of 100 KB: about 20 ms, not 60
      * to 120). */
-    int written_fds[PYBOX_OUT_FILES_MAX];
+    int written_fds[OUT_SYNC_BATCH];
     size_t n_written = 0;
     if (rc == 0 && buf == NULL)
         rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "output");
@@ -1100,7 +1105,7 @@ static int deliver(const void *tar, size_t len, const pybox_output_spec_t *spec,
         if (!damaged && rc == 0) {
             (void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a start only: the fsync says */
             written_fds[n_written++] = fd;
-            if (n_written == PYBOX_OUT_FILES_MAX) /* a bound on descriptors held, whatever the limits */
+            if (n_written == OUT_SYNC_BATCH)
                 rc = synced(written_fds, &n_written, rc, err);
         } else if (close(fd) < 0 && rc == 0) {
             rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, errno, "writing an output file");

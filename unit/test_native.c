@@ -147,6 +147,20 @@ START_TEST(seccomp_compiled_once_per_installation)
     struct stat sb;
     ck_assert_int_eq(stat(path, &sb), 0);
     ck_assert_int_eq(sb.st_mode & 0777, 0600);
+    /* nor one whose instructions do not match their digest (damaged on disk) */
+    int fd = open(path, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    unsigned char byte;
+    ck_assert_int_eq(pread(fd, &byte, 1, 64 + 3), 1);
+    byte ^= 0x40;
+    ck_assert_int_eq(pwrite(fd, &byte, 1, 64 + 3), 1);
+    close(fd);
+    default_in_child(dir, &rules, again);
+    ck_assert_int_eq(rules, count_names());
+    ck_assert_str_eq(again, made);
+    default_in_child(dir, &rules, again); /* and the copy written again is whole */
+    ck_assert_int_eq(rules, -1);
+    ck_assert_str_eq(again, made);
     /* nor is one that holds no whole number of instructions */
     ck_assert_int_eq(truncate(path, 12), 0);
     default_in_child(dir, &rules, again);

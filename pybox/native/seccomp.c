@@ -22,6 +22,7 @@
 #include "../escape.h"
 #include "../policy.h"
 #include "../util.h"
+#include "../version.h"
 
 static void ctx_release(scmp_filter_ctx *c)
 {
@@ -318,9 +319,15 @@ void pybox_native_filter_free(pybox_native_filter_t *f)
 
 /* ---- PyBox's own profile, compiled once per installation ---- */
 
-/* What the compiled program depends on: the profile's text, libseccomp's version (its
- * code generator) and the kernel and architecture it was made for (libseccomp asks the
- * running kernel which actions it supports). A change in any of them is another name. */
+/* How PyBox compiles a profile (pybox_native_filter_compile: actions, attributes,
+ * conditions): raise it with any change there that could change a program, so that no
+ * copy compiled the old way is read again. */
+#define FILTER_COMPILER 1
+
+/* What the compiled program depends on: the profile's text, PyBox's compiler (its version
+ * and FILTER_COMPILER), libseccomp's version (its code generator) and the kernel and
+ * architecture it was made for (libseccomp asks the running kernel which actions it
+ * supports). A change in any of them is another name. */
 static void default_key(const char *src, char out[65])
 {
     char profile[65];
@@ -331,47 +338,61 @@ static void default_key(const char *src, char out[65])
         memset(&u, 0, sizeof u);
     pybox_buf_t b;
     pybox_buf_init(&b, 512);
-    pybox_buf_addf(&b, "profile %s\nlibseccomp %u.%u.%u\nkernel %s %s %s\n", profile, v ? v->major : 0,
-                   v ? v->minor : 0, v ? v->micro : 0, u.release, u.version, u.machine);
+    pybox_buf_addf(&b, "profile %s\npybox %s compiler %d\nlibseccomp %u.%u.%u\nkernel %s %s %s\n", profile,
+                   PYBOX_VERSION, FILTER_COMPILER, v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0, u.release,
+                   u.version, u.machine);
     pybox_sha256_hex(b.data, b.len, out);
     pybox_buf_free(&b);
 }
 
-/* The installation's compiled copy: a regular file of its owner's, written by no one
- * else, holding a whole number of instructions. Anything else is not used (the profile
- * is compiled again and the copy replaced). */
+/* The installation's compiled copy: the SHA-256 of the instructions (64 hex characters),
+ * then the instructions. Used only when it is a regular file of its owner's, written by no one
+ * else, of a whole number of instructions that match their digest; anything else (a
+ * copy damaged on disk among them) is not used: the profile is compiled again and the
+ * copy replaced. */
+#define COPY_DIGEST 64
+
 static int copy_read(const char *path, pybox_native_filter_t *out)
 {
     _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & 022) != 0 ||
-        sb.st_size <= 0 || sb.st_size % (off_t)sizeof(struct sock_filter) != 0 ||
-        sb.st_size / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS)
+        sb.st_size <= COPY_DIGEST || (sb.st_size - COPY_DIGEST) % (off_t)sizeof(struct sock_filter) != 0 ||
+        (sb.st_size - COPY_DIGEST) / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS)
         return -1;
-    struct sock_filter *insns = malloc((size_t)sb.st_size);
-    if (insns == NULL || pybox_read_exact(fd, insns, (size_t)sb.st_size) < 0) {
+    size_t len = (size_t)sb.st_size - COPY_DIGEST;
+    struct sock_filter *insns = malloc(len);
+    char want[COPY_DIGEST + 1] = "", got[65];
+    if (insns == NULL || pybox_read_exact(fd, want, COPY_DIGEST) < 0 || pybox_read_exact(fd, insns, len) < 0) {
+        free(insns);
+        return -1;
+    }
+    pybox_sha256_hex(insns, len, got);
+    if (strcmp(want, got) != 0) {
         free(insns);
         return -1;
     }
     out->insns = insns;
-    out->len = (unsigned short)(sb.st_size / (off_t)sizeof(struct sock_filter));
+    out->len = (unsigned short)(len / sizeof(struct sock_filter));
     out->rules = -1;
-    pybox_sha256_hex(insns, (size_t)sb.st_size, out->sha256);
+    memcpy(out->sha256, got, sizeof out->sha256);
     return 0;
 }
 
-/* Written whole under a name of this process's, then renamed into place: a reader sees
- * the old copy, none or the whole new one. A copy that cannot be written is no error:
- * the next process compiles again. */
+/* Written whole and synced under a name of this process's, then renamed into place: a
+ * reader sees the old copy, none or the whole new one. A copy that cannot be written is
+ * no error: the next process compiles again. */
 static void copy_write(const char *dir, const char *path, const pybox_native_filter_t *f)
 {
     char tmp[PATH_MAX];
     if (pybox_fmt(tmp, sizeof tmp, "%s/.filter.%ld.tmp", dir, (long)getpid()) < 0)
         return;
+    (void)unlink(tmp); /* one a process of this pid left when it was killed */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return;
-    bool ok = pybox_write_all(fd, f->insns, f->len * sizeof *f->insns) == 0;
+    bool ok = pybox_write_all(fd, f->sha256, COPY_DIGEST) == 0 &&
+              pybox_write_all(fd, f->insns, f->len * sizeof *f->insns) == 0 && fsync(fd) == 0;
     ok = close(fd) == 0 && ok;
     if (!ok || rename(tmp, path) < 0)
         unlink(tmp);
