@@ -147,7 +147,16 @@ static EVP_PKEY *read_private(const char *text, size_t len)
 {
     EVP_PKEY *pkey = NULL;
     BIO *bio = BIO_new_mem_buf(text, (int)len);
-    PKCS8_PRIV_KEY_INFO *p8 = bio ? PEM_read_bio_PKCS8_PRIV_KEY_INFO(bio, NULL, no_passphrase, NULL) : NULL;
+    /* the DER in secure memory, cleared when freed (as the structure read from it is) */
+    unsigned char *der = NULL;
+    long der_len = 0;
+    PKCS8_PRIV_KEY_INFO *p8 = NULL;
+    if (bio != NULL &&
+        PEM_bytes_read_bio_secmem(&der, &der_len, NULL, PEM_STRING_PKCS8INF, bio, no_passphrase, NULL) == 1) {
+        const unsigned char *at = der;
+        p8 = d2i_PKCS8_PRIV_KEY_INFO(NULL, &at, der_len);
+        OPENSSL_secure_clear_free(der, (size_t)der_len);
+    }
     const ASN1_OBJECT *oid = NULL;
     const unsigned char *inner = NULL;
     int inner_len = 0;
