@@ -252,6 +252,7 @@ pybox_mcp_warm_t *pybox_mcp_pool_take(pybox_mcp_pool_t *p, const char *image, in
          * then put off) or it takes longer than the bound. */
         int64_t until_ms = pybox_now_ms() + PYBOX_MCP_WARM_TAKE_WAIT_MAX_MS;
         if (s->n == 0 && s->takers == 0) {
+            pthread_cond_broadcast(&p->cv); /* a call waits: the next box is made now */
             s->takers++;
             while (s->n == 0 && !p->stopping && (s->making || s->next_try_ms <= pybox_now_ms()) &&
                    pybox_now_ms() < until_ms)
@@ -290,7 +291,6 @@ pybox_mcp_warm_t *pybox_mcp_pool_take(pybox_mcp_pool_t *p, const char *image, in
             snprintf(why, len, "no warm box of %s was ready (the last one was not used: %s)", image, s->last_failure);
         else if (w == NULL && why[0] == '\0')
             snprintf(why, len, "no warm box of %s was ready", image);
-        pthread_cond_broadcast(&p->cv); /* the next one is made now */
     }
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < n_stale; i++)
@@ -314,6 +314,13 @@ int pybox_mcp_pool_run(pybox_mcp_warm_t *w, const pybox_run_request_t *req, pybo
 
 void pybox_mcp_pool_done(pybox_mcp_pool_t *p, pybox_mcp_warm_t *w)
 {
+    /* The box taken is replaced now that its call has its receipt: made while the call
+     * ran, the next box would take CPU from it (about 1 ms of a 6 ms warm call here). */
+    if (p != NULL) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
     if (p != NULL && w != NULL && w->box != NULL) {
         pthread_mutex_lock(&p->mu);
         for (size_t i = 0; i < p->cfg->n_images; i++) {

@@ -42,8 +42,10 @@ void pybox_mcp_warm_free(pybox_mcp_warm_t *w);
  * the box serves the call as a session's box does and, unless the call ended it, stays
  * in w for the next call. */
 int pybox_mcp_pool_run(pybox_mcp_warm_t *w, const pybox_run_request_t *req, pybox_run_result_t *res);
-/* After the call: w freed, or, with its box kept by the relaxation, handed to the next call
- * of its image. p may be NULL. */
+/* After the call (its receipt made; w NULL when the box taken was not used): w freed, or,
+ * with its box kept by the relaxation, handed to the next call of its image; and the
+ * pool woken to make the box that replaces it (not when the box is taken: made beside
+ * the call, the next box would take CPU from it). p may be NULL. */
 void pybox_mcp_pool_done(pybox_mcp_pool_t *p, pybox_mcp_warm_t *w);
 
 /* Stop making boxes and remove every waiting one. */

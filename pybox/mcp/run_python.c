@@ -932,7 +932,8 @@ static cJSON *run_warm(const pybox_mcp_config_t *cfg, pybox_mcp_pool_t *pool, co
     _cleanup_(pybox_ready_free) pybox_ready_t frd;
     pybox_ready_init(&frd);
     if (pybox_prepare_files(rq, &frd, &err) < 0) {
-        pybox_mcp_warm_free(warm); /* never used: removed */
+        pybox_mcp_warm_free(warm);       /* never used: removed */
+        pybox_mcp_pool_done(pool, NULL); /* and its place is filled again */
         *used = true;
         return refuse_prepared(cfg, &frd, &err);
     }
@@ -960,6 +961,7 @@ static cJSON *run_warm(const pybox_mcp_config_t *cfg, pybox_mcp_pool_t *pool, co
         snprintf(why_cold, why_len, "the warm box taken for it ended before its program reached it (its init says: %s)",
                  res.record.end);
         pybox_mcp_warm_free(warm);
+        pybox_mcp_pool_done(pool, NULL); /* and its place is filled again */
         return NULL;
     }
     cJSON *result = result_of(cfg, &res, sc, &warm->rd.st, &frd.output);
