@@ -436,8 +436,6 @@ static int kernel_sweep_on(camp_t *c, const pybox_backend_ops_t *ops)
 {
     const char *name = ops->name;
     int left = boxes_left_on(c, name);
-    if (left == 0 && c->native_listener <= 0)
-        return 0;
     pybox_backend_t *be = NULL;
     pybox_error_t err = {0};
     if (ops->open(&c->st, &be, &err) < 0) {
@@ -446,7 +444,7 @@ static int kernel_sweep_on(camp_t *c, const pybox_backend_ops_t *ops)
     }
     pybox_leftover_t *v = NULL;
     size_t n = 0;
-    if (ops->list_leftovers(be, c->st.install_id, &v, &n, &err) == 0) {
+    if ((left > 0 || c->native_listener > 0) && ops->list_leftovers(be, c->st.install_id, &v, &n, &err) == 0) {
         for (size_t i = 0; i < n; i++) {
             pid_t pids[256];
             int np = box_pids(c, name, v[i].run_id, pids, 256);
@@ -460,8 +458,8 @@ static int kernel_sweep_on(camp_t *c, const pybox_backend_ops_t *ops)
         }
         free(v);
     }
-    /* The installation's cgroup parents: the campaign's alone (none under systemd, whose
-     * scopes go with their boxes). */
+    /* The installation's cgroup parents, whatever was left: the campaign's alone (none
+     * under systemd, whose scopes go with their boxes). */
     if (ops->forget != NULL && ops->forget(be, c->st.install_id, &err) < 0)
         say("%s cgroup parents: %s", name, err.msg);
     pybox_backend_close(be);
