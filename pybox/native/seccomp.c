@@ -280,9 +280,13 @@ int pybox_native_filter_compile(const char *json, size_t len, pybox_native_filte
     if (ctx == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "seccomp_init");
     /* The loader sets no_new_privs itself; only the native architecture is in the filter,
-     * so every other entry point (i386, x32) meets the bad-architecture action: kill. */
+     * so every other entry point (i386, x32) meets the bad-architecture action: kill. The
+     * system calls are sorted into a binary tree (the same decisions as a list): the kernel
+     * runs the filter once per system call number when it is loaded, to learn which ones it
+     * always allows, and a list of some 300 takes it 0.3 to 0.5 ms more per box. */
     if (seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) < 0 ||
-        seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) < 0)
+        seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) < 0 ||
+        seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2) < 0)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "seccomp_attr_set");
     const cJSON *sys = cJSON_GetObjectItemCaseSensitive(root, "syscalls");
     if (!cJSON_IsArray(sys))
@@ -322,7 +326,7 @@ void pybox_native_filter_free(pybox_native_filter_t *f)
 /* How PyBox compiles a profile (pybox_native_filter_compile: actions, attributes,
  * conditions): raise it with any change there that could change a program, so that no
  * copy compiled the old way is read again. */
-#define FILTER_COMPILER 1
+#define FILTER_COMPILER 2
 
 /* What the compiled program depends on: the profile's text, PyBox's compiler (its version
  * and FILTER_COMPILER), libseccomp's version (its code generator) and the kernel and
