@@ -1070,8 +1070,12 @@ static int deliver(const void *tar, size_t len, const pybox_output_spec_t *spec,
                 close(fd);
             break;
         }
-        EVP_MD_CTX *md = EVP_MD_CTX_new();
-        EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+        EVP_MD_CTX *md = pybox_digest_start();
+        if (md == NULL) {
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "a digest");
+            close(fd);
+            break;
+        }
         int64_t written = 0;
         for (;;) {
             la_ssize_t got = archive_read_data(r, buf, 65536);
@@ -1092,11 +1096,7 @@ static int deliver(const void *tar, size_t len, const pybox_output_spec_t *spec,
             }
             written += got;
         }
-        unsigned char dig[32];
-        unsigned int dl = 0;
-        EVP_DigestFinal_ex(md, dig, &dl);
-        EVP_MD_CTX_free(md);
-        pybox_hex(dig, 32, x->sha256);
+        pybox_digest_done(md, x->sha256);
         if (written != x->bytes)
             damaged = true;
         /* Trace each file to the run that made it, where the filesystem allows. */

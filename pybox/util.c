@@ -125,35 +125,52 @@ static const EVP_MD *sha256(void)
     return sha256_md != NULL ? sha256_md : EVP_sha256();
 }
 
-static void *crypto_ahead(void *arg)
+void *pybox_crypto_warm(void *arg)
 {
     (void)arg;
     pthread_once(&crypto_once, crypto_init);
     return NULL;
 }
 
-void pybox_crypto_ahead_start(pybox_crypto_ahead_t *a)
+void pybox_warmup_start(pybox_warmup_t *a, void *(*work)(void *))
 {
-    a->started = pthread_create(&a->thread, NULL, crypto_ahead, NULL) == 0;
+    a->started = pthread_create(&a->thread, NULL, work, NULL) == 0;
 }
 
-void pybox_crypto_ahead_join(pybox_crypto_ahead_t *a)
+void pybox_warmup_join(pybox_warmup_t *a)
 {
     if (a->started)
         pthread_join(a->thread, NULL);
     a->started = false;
 }
 
-void pybox_sha256_hex(const void *data, size_t len, char out[65])
+void pybox_sha256(const void *data, size_t len, unsigned char out[32])
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     if (EVP_Digest(data, len, md, &mdlen, sha256(), NULL) != 1 || mdlen != 32) {
         /* libcrypto cannot fail on SHA-256 of memory unless it is broken; say so loudly
-         * rather than print a digest that was not computed. */
+         * rather than use a digest that was not computed. */
         abort();
     }
+    memcpy(out, md, 32);
+}
+
+void pybox_sha256_hex(const void *data, size_t len, char out[65])
+{
+    unsigned char md[32];
+    pybox_sha256(data, len, md);
     pybox_hex(md, 32, out);
+}
+
+EVP_MD_CTX *pybox_digest_start(void)
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (md != NULL && EVP_DigestInit_ex(md, sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(md);
+        return NULL;
+    }
+    return md;
 }
 
 void pybox_digest_done(EVP_MD_CTX *md, char *out)

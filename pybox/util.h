@@ -53,23 +53,28 @@ void pybox_hex(const unsigned char *in, size_t n, char *out);
 /* A random id of 2n hex characters. out holds 2n+1. */
 int pybox_random_hex(size_t n, char *out, pybox_error_t *err);
 
-/* SHA-256 of a buffer as 64 hex characters + NUL. */
+/* SHA-256 of a buffer as 64 hex characters + NUL, or as its 32 bytes. */
 void pybox_sha256_hex(const void *data, size_t len, char out[65]);
+void pybox_sha256(const void *data, size_t len, unsigned char out[32]);
 
-/* libcrypto made ready ahead, on a thread of its own: its configuration read, SHA-256 and
- * Ed25519 fetched (about 1 ms that a short-lived process would otherwise spend at its
- * first digest). The first digest waits for it if it has not finished. Joined (by
- * pybox_crypto_ahead_join, or by scope with _cleanup_) before the process may exit:
- * libcrypto's exit handler must not run beside its start. */
+/* Work done ahead, on a thread of its own, while the process reads its options, program
+ * and state: work is a warm-up (below). Joined (by pybox_warmup_join, or by scope with _cleanup_)
+ * before the process may exit: no library's exit handler may run beside its start. */
 typedef struct {
     pthread_t thread;
     bool started;
-} pybox_crypto_ahead_t;
-void pybox_crypto_ahead_start(pybox_crypto_ahead_t *a);
-void pybox_crypto_ahead_join(pybox_crypto_ahead_t *a);
+} pybox_warmup_t;
+void pybox_warmup_start(pybox_warmup_t *a, void *(*work)(void *));
+void pybox_warmup_join(pybox_warmup_t *a);
+/* libcrypto made ready: its configuration read, SHA-256 and Ed25519 fetched (about 0.6 ms
+ * that a short-lived process would otherwise spend at its first digest, which waits for
+ * this if it has not finished). */
+void *pybox_crypto_warm(void *arg);
 
-/* Finish a SHA-256 digest and free it: its hex into out (65 bytes), unless out is NULL. */
+/* A SHA-256 digest begun (NULL when libcrypto has no memory for it), and one finished and
+ * freed: its hex into out (65 bytes), unless out is NULL. The one SHA-256 of the process. */
 typedef struct evp_md_ctx_st EVP_MD_CTX;
+EVP_MD_CTX *pybox_digest_start(void);
 void pybox_digest_done(EVP_MD_CTX *md, char *out);
 
 /* Read all of fd up to max bytes. On success *out is malloc'd (NUL-terminated, not

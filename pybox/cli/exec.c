@@ -247,10 +247,10 @@ static void kill_at(const char *step, const char *run_id, void *arg)
 
 static int run(int argc, char **argv)
 {
-    /* libcrypto made ready on another CPU while the options, the program and the state
-     * are read: the program's digest, early in the run, is its first use. */
-    _cleanup_(pybox_crypto_ahead_join) pybox_crypto_ahead_t crypto = {0};
-    pybox_crypto_ahead_start(&crypto);
+    /* libcrypto made ready on another CPU while the options, the program and the state are
+     * read, and the uid leased: the program's digest, early in the run, is its first use. */
+    _cleanup_(pybox_warmup_join) pybox_warmup_t crypto = {0};
+    pybox_warmup_start(&crypto, pybox_crypto_warm);
     pybox_error_t err = {0};
     pybox_exec_opts_t o;
     bool json = false;

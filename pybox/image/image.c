@@ -261,8 +261,9 @@ static int fingerprint(const pybox_image_paths_t *paths, const char *dir, bool f
     if (pybox_fmt(script, sizeof script, "%s/build-rootfs.sh", paths->recipes) < 0 ||
         pybox_fmt(pkgs, sizeof pkgs, "%s/packages", dir) < 0)
         return pybox_error_set(err, PYBOX_ERR_USAGE, ENAMETOOLONG, "recipe path");
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+    EVP_MD_CTX *md = pybox_digest_start();
+    if (md == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "a digest");
     int rc = full ? hash_tree(md, dir, "", 0, err) : hash_file(md, pkgs, err);
     if (rc == 0 && !full) {
         /* the optional customize step and its files (images/README.md) */

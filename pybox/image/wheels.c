@@ -41,8 +41,9 @@ static int sha256_file_fd(const char *path, char out[65], int64_t *size, int *ke
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s is not a regular file", path);
     if (sb.st_size > WHEEL_MAX)
         return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "%s is larger than %lld bytes", path, WHEEL_MAX);
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+    EVP_MD_CTX *md = pybox_digest_start();
+    if (md == NULL)
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "a digest");
     char buf[65536];
     int64_t total = 0;
     for (;;) {
@@ -58,11 +59,7 @@ static int sha256_file_fd(const char *path, char out[65], int64_t *size, int *ke
         EVP_DigestUpdate(md, buf, (size_t)r);
         total += r;
     }
-    unsigned char dig[32];
-    unsigned int dl = 0;
-    EVP_DigestFinal_ex(md, dig, &dl);
-    EVP_MD_CTX_free(md);
-    pybox_hex(dig, 32, out);
+    pybox_digest_done(md, out);
     *size = total;
     if (keep != NULL) {
         if (lseek(fd, 0, SEEK_SET) < 0)

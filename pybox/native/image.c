@@ -209,10 +209,9 @@ int pybox_native_tree_sha256(const char *dir, char out[65], pybox_error_t *err)
     _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return pybox_error_set(err, PYBOX_ERR_STATE, errno, "open(%s)", dir);
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    EVP_MD_CTX *md = pybox_digest_start();
     if (md == NULL)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "a digest");
-    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
     EVP_DigestUpdate(md, "pybox-tree/1\n", 13);
     int rc = hash_dir(md, dfd, ".", 0, err);
     pybox_digest_done(md, rc == 0 ? out : NULL);
