@@ -318,19 +318,14 @@ void pybox_mcp_pool_done(pybox_mcp_pool_t *p, pybox_mcp_warm_t *w)
      * ran, the next box would take CPU from it (about 1 ms of a 6 ms warm call here). */
     if (p != NULL) {
         pthread_mutex_lock(&p->mu);
-        pthread_cond_broadcast(&p->cv);
-        pthread_mutex_unlock(&p->mu);
-    }
-    if (p != NULL && w != NULL && w->box != NULL) {
-        pthread_mutex_lock(&p->mu);
-        for (size_t i = 0; i < p->cfg->n_images; i++) {
+        for (size_t i = 0; w != NULL && w->box != NULL && i < p->cfg->n_images; i++) {
             slot_t *s = &p->slots[i];
             if (strcmp(p->cfg->images[i], w->rd.image) == 0 && s->reused == NULL && !p->stopping) {
                 s->reused = w;
                 w = NULL;
-                break;
             }
         }
+        pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
     }
     pybox_mcp_warm_free(w);
