@@ -3,7 +3,6 @@
 #include "seccomp.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -384,28 +383,9 @@ static int copy_read(const char *path, pybox_native_filter_t *out)
     return 0;
 }
 
-/* Every other compiled copy in dir (named as default_key names them): made for another
- * PyBox, libseccomp or kernel, which this machine no longer runs. A process of an older
- * PyBox still running meets no copy and compiles again. */
-static void prune_others(const char *dir, const char *keep)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        const char *n = e->d_name;
-        if (strlen(n) == 64 + 4 && strspn(n, "0123456789abcdef") == 64 && strcmp(n + 64, ".bpf") == 0 &&
-            strcmp(n, keep) != 0)
-            (void)unlinkat(dirfd(d), n, 0);
-    }
-    closedir(d);
-}
-
 /* Written whole and synced under a name of this process's, then renamed into place: a
- * reader sees the old copy, none or the whole new one; the copies made for what this
- * machine ran before are removed. A copy that cannot be written is no error: the next
- * process compiles again. */
+ * reader sees the old copy, none or the whole new one. A copy that cannot be written is
+ * no error: the next process compiles again. */
 static void copy_write(const char *dir, const char *path, const pybox_native_filter_t *f)
 {
     char tmp[PATH_MAX];
@@ -418,12 +398,8 @@ static void copy_write(const char *dir, const char *path, const pybox_native_fil
     bool ok = pybox_write_all(fd, f->sha256, COPY_DIGEST) == 0 &&
               pybox_write_all(fd, f->insns, f->len * sizeof *f->insns) == 0 && fsync(fd) == 0;
     ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, path) < 0) {
+    if (!ok || rename(tmp, path) < 0)
         unlink(tmp);
-        return;
-    }
-    const char *name = strrchr(path, '/');
-    prune_others(dir, name != NULL ? name + 1 : path);
 }
 
 static pthread_mutex_t default_mu = PTHREAD_MUTEX_INITIALIZER;
