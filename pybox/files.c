@@ -1096,7 +1096,8 @@ static int deliver(const void *tar, size_t len, const pybox_output_spec_t *spec,
             }
             written += got;
         }
-        pybox_digest_done(md, x->sha256);
+        if (!pybox_digest_done(md, x->sha256) && rc == 0)
+            rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "the digest of an output file could not be finished");
         if (written != x->bytes)
             damaged = true;
         /* Trace each file to the run that made it, where the filesystem allows. */

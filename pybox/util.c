@@ -144,22 +144,20 @@ void pybox_warmup_join(pybox_warmup_t *a)
     a->started = false;
 }
 
-void pybox_sha256(const void *data, size_t len, unsigned char out[32])
+bool pybox_sha256(const void *data, size_t len, unsigned char out[32])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
-    if (EVP_Digest(data, len, md, &mdlen, sha256(), NULL) != 1 || mdlen != 32) {
-        /* libcrypto cannot fail on SHA-256 of memory unless it is broken; say so loudly
-         * rather than use a digest that was not computed. */
-        abort();
-    }
-    memcpy(out, md, 32);
+    return EVP_Digest(data, len, out, &mdlen, sha256(), NULL) == 1 && mdlen == 32;
 }
 
 void pybox_sha256_hex(const void *data, size_t len, char out[65])
 {
     unsigned char md[32];
-    pybox_sha256(data, len, md);
+    if (!pybox_sha256(data, len, md)) {
+        /* libcrypto fails on SHA-256 of memory only without memory for its context: say
+         * so loudly rather than use a digest that was not computed. */
+        abort();
+    }
     pybox_hex(md, 32, out);
 }
 
@@ -173,14 +171,15 @@ EVP_MD_CTX *pybox_digest_start(void)
     return md;
 }
 
-void pybox_digest_done(EVP_MD_CTX *md, char *out)
+bool pybox_digest_done(EVP_MD_CTX *md, char *out)
 {
     unsigned char dig[EVP_MAX_MD_SIZE];
     unsigned int dl = 0;
-    int ok = EVP_DigestFinal_ex(md, dig, &dl);
+    bool ok = EVP_DigestFinal_ex(md, dig, &dl) == 1 && dl == 32;
     EVP_MD_CTX_free(md);
-    if (out != NULL && ok == 1 && dl == 32)
+    if (out != NULL && ok)
         pybox_hex(dig, 32, out);
+    return ok;
 }
 
 int pybox_read_bounded(int fd, size_t max, char **out, size_t *len, bool *over, pybox_error_t *err)

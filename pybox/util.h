@@ -53,9 +53,10 @@ void pybox_hex(const unsigned char *in, size_t n, char *out);
 /* A random id of 2n hex characters. out holds 2n+1. */
 int pybox_random_hex(size_t n, char *out, pybox_error_t *err);
 
-/* SHA-256 of a buffer as 64 hex characters + NUL, or as its 32 bytes. */
+/* SHA-256 of a buffer as 64 hex characters + NUL (aborts if libcrypto cannot), or as its
+ * 32 bytes (false if libcrypto could not: no memory for its context). */
 void pybox_sha256_hex(const void *data, size_t len, char out[65]);
-void pybox_sha256(const void *data, size_t len, unsigned char out[32]);
+bool pybox_sha256(const void *data, size_t len, unsigned char out[32]);
 
 /* Work done ahead, on a thread of its own, while the process reads its options, program
  * and state: work is a warm-up (below). Joined (by pybox_warmup_join, or by scope with _cleanup_)
@@ -72,10 +73,11 @@ void pybox_warmup_join(pybox_warmup_t *a);
 void *pybox_crypto_warm(void *arg);
 
 /* A SHA-256 digest begun (NULL when libcrypto has no memory for it), and one finished and
- * freed: its hex into out (65 bytes), unless out is NULL. The one SHA-256 of the process. */
+ * freed: its hex into out (65 bytes), unless out is NULL; false (out untouched) when it
+ * could not be finished. The one SHA-256 of the process. */
 typedef struct evp_md_ctx_st EVP_MD_CTX;
 EVP_MD_CTX *pybox_digest_start(void);
-void pybox_digest_done(EVP_MD_CTX *md, char *out);
+bool pybox_digest_done(EVP_MD_CTX *md, char *out);
 
 /* Read all of fd up to max bytes. On success *out is malloc'd (NUL-terminated, not
  * counted) and *len is the size. If the input holds more than max bytes, *over is set

@@ -290,7 +290,8 @@ static int fingerprint(const pybox_image_paths_t *paths, const char *dir, bool f
     /* What PyBox itself adds to every image (compose): a change of it is a new image. */
     if (rc == 0 && full)
         EVP_DigestUpdate(md, PYBOX_COMPOSE_LAYOUT, sizeof PYBOX_COMPOSE_LAYOUT - 1);
-    pybox_digest_done(md, rc == 0 ? out : NULL);
+    if (!pybox_digest_done(md, rc == 0 ? out : NULL) && rc == 0)
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "the recipe's digest could not be finished");
     return rc;
 }
 

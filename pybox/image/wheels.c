@@ -59,7 +59,8 @@ static int sha256_file_fd(const char *path, char out[65], int64_t *size, int *ke
         EVP_DigestUpdate(md, buf, (size_t)r);
         total += r;
     }
-    pybox_digest_done(md, out);
+    if (!pybox_digest_done(md, out))
+        return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "the digest of %s could not be finished", path);
     *size = total;
     if (keep != NULL) {
         if (lseek(fd, 0, SEEK_SET) < 0)

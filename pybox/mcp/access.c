@@ -81,7 +81,8 @@ int pybox_mcp_tokens_parse(const char *text, size_t len, pybox_mcp_tokens_t *out
         pybox_mcp_token_t *t = &out->t[out->n];
         memcpy(t->name, p + name_at, name_len);
         t->name[name_len] = '\0';
-        pybox_sha256(p + tok_at, tok_len, t->digest);
+        if (!pybox_sha256(p + tok_at, tok_len, t->digest))
+            return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "line %zu: the token could not be hashed", line);
         for (size_t k = 0; k < out->n; k++) {
             if (strcmp(out->t[k].name, t->name) == 0)
                 return pybox_error_set(err, PYBOX_ERR_USAGE, 0, "line %zu: the name '%s' is given twice", line,
@@ -152,7 +153,8 @@ int pybox_mcp_bearer(const pybox_mcp_tokens_t *t, const char *authorization)
     if (n > PYBOX_MCP_TOKEN_MAX || !token_valid(tok, n))
         return -1;
     unsigned char d[32];
-    pybox_sha256(tok, n, d);
+    if (!pybox_sha256(tok, n, d))
+        return -1;
     /* Digests of equal length, every one compared: how long the answer takes says nothing
      * of which token, or how much of one, was right. */
     int found = -1;

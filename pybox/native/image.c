@@ -214,7 +214,8 @@ int pybox_native_tree_sha256(const char *dir, char out[65], pybox_error_t *err)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "a digest");
     EVP_DigestUpdate(md, "pybox-tree/1\n", 13);
     int rc = hash_dir(md, dfd, ".", 0, err);
-    pybox_digest_done(md, rc == 0 ? out : NULL);
+    if (!pybox_digest_done(md, rc == 0 ? out : NULL) && rc == 0)
+        rc = pybox_error_set(err, PYBOX_ERR_SYSTEM, ENOMEM, "the tree's digest could not be finished");
     return rc;
 }
 
