@@ -3,11 +3,14 @@
  * kernel's texts, the cgroup file logic on fixture trees (v1 and v2), the verifier's
  * comparisons and the spec's checks. The real-kernel tests are tests/test_native.c. */
 #include <check.h>
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/audit.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -81,6 +84,148 @@ START_TEST(seccomp_digest_is_stable)
     pybox_native_filter_free(&a);
     pybox_native_filter_free(&b);
     pybox_native_filter_free(&c);
+}
+END_TEST
+
+/* A classic BPF program run over one system call's seccomp_data, as the kernel runs it:
+ * its return value (the action), or ck fails on an instruction it does not know. */
+static uint32_t bpf_run(const pybox_native_filter_t *f, const struct seccomp_data *d)
+{
+    uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = {0};
+    const unsigned char *data = (const unsigned char *)d;
+    for (unsigned pc = 0; pc < f->len; pc++) {
+        const struct sock_filter *i = &f->insns[pc];
+        uint32_t src = BPF_SRC(i->code) == BPF_X ? x : i->k;
+        switch (BPF_CLASS(i->code)) {
+        case BPF_LD:
+            if (i->code == (BPF_LD | BPF_W | BPF_ABS)) {
+                ck_assert_uint_le(i->k + 4, sizeof *d);
+                memcpy(&a, data + i->k, 4);
+            } else if (i->code == (BPF_LD | BPF_IMM)) {
+                a = i->k;
+            } else if (i->code == (BPF_LD | BPF_MEM)) {
+                a = mem[i->k % BPF_MEMWORDS];
+            } else {
+                ck_abort_msg("BPF load 0x%x", i->code);
+            }
+            break;
+        case BPF_LDX:
+            ck_assert_msg(i->code == (BPF_LDX | BPF_MEM) || i->code == (BPF_LDX | BPF_IMM), "BPF 0x%x", i->code);
+            x = BPF_MODE(i->code) == BPF_MEM ? mem[i->k % BPF_MEMWORDS] : i->k;
+            break;
+        case BPF_ST:
+            mem[i->k % BPF_MEMWORDS] = a;
+            break;
+        case BPF_STX:
+            mem[i->k % BPF_MEMWORDS] = x;
+            break;
+        case BPF_ALU:
+            switch (BPF_OP(i->code)) {
+            case BPF_AND:
+                a &= src;
+                break;
+            case BPF_OR:
+                a |= src;
+                break;
+            case BPF_ADD:
+                a += src;
+                break;
+            case BPF_SUB:
+                a -= src;
+                break;
+            case BPF_LSH:
+                a <<= src & 31;
+                break;
+            case BPF_RSH:
+                a >>= src & 31;
+                break;
+            case BPF_NEG:
+                a = -a;
+                break;
+            default:
+                ck_abort_msg("BPF alu 0x%x", i->code);
+            }
+            break;
+        case BPF_JMP:
+            if (BPF_OP(i->code) == BPF_JA) {
+                pc += i->k;
+                break;
+            }
+            bool t = BPF_OP(i->code) == BPF_JEQ    ? a == src
+                     : BPF_OP(i->code) == BPF_JGT  ? a > src
+                     : BPF_OP(i->code) == BPF_JGE  ? a >= src
+                     : BPF_OP(i->code) == BPF_JSET ? (a & src) != 0
+                                                   : (ck_abort_msg("BPF jump 0x%x", i->code), false);
+            pc += t ? i->jt : i->jf;
+            break;
+        case BPF_RET:
+            return BPF_RVAL(i->code) == BPF_A ? a : i->k;
+        case BPF_MISC:
+            if (BPF_MISCOP(i->code) == BPF_TAX)
+                x = a;
+            else
+                a = x;
+            break;
+        }
+    }
+    ck_abort_msg("BPF program ran off its end");
+    return 0;
+}
+
+/* How many of the system calls tried (every number to 1023, on this architecture, x32's
+ * and another's, each with every argument as 0 and as each value the profile compares
+ * with) two filters decide differently. */
+static int decisions_differ(const pybox_native_filter_t *p, const pybox_native_filter_t *q)
+{
+    static const uint64_t values[] = {0,          1,        2,     10,        0xffffffffULL, 0x7e020000ULL,
+                                      0x10000ULL, 0x100ULL, ~0ULL, 1ULL << 32};
+    static const uint32_t arches[] = {AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, AUDIT_ARCH_AARCH64};
+    int differ = 0;
+    for (size_t ar = 0; ar < sizeof arches / sizeof *arches; ar++)
+        for (int x32 = 0; x32 < 2; x32++)
+            for (int nr = 0; nr < 1024; nr++)
+                for (int arg = -1; arg < 6; arg++)
+                    for (size_t v = 0; v < (arg < 0 ? 1 : sizeof values / sizeof *values); v++) {
+                        struct seccomp_data d = {.nr = nr | (x32 ? 0x40000000 : 0), .arch = arches[ar]};
+                        if (arg >= 0)
+                            d.args[arg] = values[v];
+                        differ += bpf_run(p, &d) != bpf_run(q, &d);
+                    }
+    return differ;
+}
+
+START_TEST(seccomp_tree_decides_as_the_list)
+{
+    pybox_error_t err = {0};
+    const char *src = pybox_policy_seccomp();
+    pybox_native_filter_t tree, list, other;
+    ck_assert_int_eq(pybox_native_filter_compile_as(src, strlen(src), PYBOX_FILTER_TREE, &tree, &err), 0);
+    ck_assert_int_eq(pybox_native_filter_compile_as(src, strlen(src), PYBOX_FILTER_LIST, &list, &err), 0);
+    ck_assert_str_ne(tree.sha256, list.sha256); /* two programs */
+    ck_assert_int_eq(decisions_differ(&tree, &list), 0);
+    /* and the comparison sees a difference: the profile with personality(0xffffffff) no
+     * longer allowed, as a list, differs from the tree in exactly those calls */
+    cJSON *prof = cJSON_Parse(src);
+    ck_assert_ptr_nonnull(prof);
+    int changed = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(prof, "syscalls")) {
+        cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+        cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(args, 0), "value");
+        if (cJSON_IsNumber(v) && v->valuedouble == 4294967295.0) {
+            cJSON_SetNumberValue(v, 4294967294.0);
+            changed++;
+        }
+    }
+    ck_assert_int_eq(changed, 1);
+    char *text = cJSON_PrintUnformatted(prof);
+    cJSON_Delete(prof);
+    ck_assert_int_eq(pybox_native_filter_compile_as(text, strlen(text), PYBOX_FILTER_LIST, &other, &err), 0);
+    free(text);
+    ck_assert_int_gt(decisions_differ(&tree, &other), 0);
+    pybox_native_filter_free(&tree);
+    pybox_native_filter_free(&list);
+    pybox_native_filter_free(&other);
 }
 END_TEST
 
@@ -1330,6 +1475,7 @@ Suite *suite_native(void)
     tcase_add_test(tc, environment_checked);
     tcase_add_test(tc, seccomp_digest_is_stable);
     tcase_add_test(tc, seccomp_compiled_once_per_installation);
+    tcase_add_test(tc, seccomp_tree_decides_as_the_list);
     tcase_add_test(tc, seccomp_unknown_names_reported);
     tcase_add_test(tc, seccomp_strict_form);
     tcase_add_test(tc, seccomp_filter_in_force);

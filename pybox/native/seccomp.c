@@ -263,6 +263,12 @@ static int export_bpf(scmp_filter_ctx ctx, pybox_native_filter_t *out, pybox_err
 
 int pybox_native_filter_compile(const char *json, size_t len, pybox_native_filter_t *out, pybox_error_t *err)
 {
+    return pybox_native_filter_compile_as(json, len, PYBOX_FILTER_TREE, out, err);
+}
+
+int pybox_native_filter_compile_as(const char *json, size_t len, pybox_native_filter_form_t form,
+                                   pybox_native_filter_t *out, pybox_error_t *err)
+{
     memset(out, 0, sizeof *out);
     __attribute__((cleanup(json_release))) cJSON *root = cJSON_ParseWithLength(json, len);
     if (!cJSON_IsObject(root))
@@ -286,7 +292,7 @@ int pybox_native_filter_compile(const char *json, size_t len, pybox_native_filte
      * always allows, and a list of some 300 takes it 0.3 to 0.5 ms more per box. */
     if (seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) < 0 ||
         seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) < 0 ||
-        seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2) < 0)
+        seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, form == PYBOX_FILTER_TREE ? 2 : 1) < 0)
         return pybox_error_set(err, PYBOX_ERR_SYSTEM, 0, "seccomp_attr_set");
     const cJSON *sys = cJSON_GetObjectItemCaseSensitive(root, "syscalls");
     if (!cJSON_IsArray(sys))

@@ -23,6 +23,12 @@ typedef struct pybox_native_filter {
  * architecture (all of them are named in the error), or a profile that does not list
  * this architecture is refused (PYBOX_ERR_USAGE). */
 int pybox_native_filter_compile(const char *json, size_t len, pybox_native_filter_t *out, pybox_error_t *err);
+/* The same, the system calls in the form asked: the binary tree pybox_native_filter_compile
+ * makes (fewer instructions per call, and a quicker load), or libseccomp's plain list (the
+ * unit tests hold the tree's every decision to the list's). */
+typedef enum { PYBOX_FILTER_TREE, PYBOX_FILTER_LIST } pybox_native_filter_form_t;
+int pybox_native_filter_compile_as(const char *json, size_t len, pybox_native_filter_form_t form,
+                                   pybox_native_filter_t *out, pybox_error_t *err);
 void pybox_native_filter_free(pybox_native_filter_t *f);
 
 /* PyBox's own profile, made once per process (thread-safe): read from the installation's
