@@ -172,20 +172,72 @@ static uint32_t bpf_run(const pybox_native_filter_t *f, const struct seccomp_dat
     return 0;
 }
 
-/* How many of the system calls tried (every number to 1023, on this architecture, x32's
- * and another's, each with every argument as 0 and as each value the profile compares
- * with) two filters decide differently. */
+/* The argument values worth trying against a profile: 0, all ones, a bit above 32, and
+ * for every value and valueTwo it compares with, the value, its neighbours and each of
+ * its bits alone (a masked comparison's mask). At most max; returns how many. The
+ * argument indexes it compares are set in *args (a bit each). */
+static size_t profile_values(const char *profile, uint64_t *out, size_t max, unsigned *args)
+{
+    size_t n = 0;
+#define ADD(x)                                                                                                         \
+    do {                                                                                                               \
+        uint64_t v_ = (x);                                                                                             \
+        bool seen_ = false;                                                                                            \
+        for (size_t k_ = 0; k_ < n; k_++)                                                                              \
+            seen_ = seen_ || out[k_] == v_;                                                                            \
+        if (!seen_) {                                                                                                  \
+            ck_assert_uint_lt(n, max);                                                                                 \
+            out[n++] = v_;                                                                                             \
+        }                                                                                                              \
+    } while (0)
+    ADD(0);
+    ADD(~0ULL);
+    ADD(1ULL << 32);
+    cJSON *prof = cJSON_Parse(profile);
+    ck_assert_ptr_nonnull(prof);
+    const cJSON *e, *a;
+    *args = 0;
+    cJSON_ArrayForEach (e, cJSON_GetObjectItemCaseSensitive(prof, "syscalls"))
+        cJSON_ArrayForEach (a, cJSON_GetObjectItemCaseSensitive(e, "args")) {
+            const cJSON *index = cJSON_GetObjectItemCaseSensitive(a, "index");
+            ck_assert(cJSON_IsNumber(index) && index->valueint >= 0 && index->valueint < 6);
+            *args |= 1U << index->valueint;
+            for (int w = 0; w < 2; w++) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, w == 0 ? "value" : "valueTwo");
+                if (!cJSON_IsNumber(v))
+                    continue;
+                uint64_t x = (uint64_t)v->valuedouble;
+                ADD(x);
+                ADD(x + 1);
+                ADD(x - 1);
+                for (int b = 0; b < 64; b++)
+                    if (x & (1ULL << b))
+                        ADD(1ULL << b);
+            }
+        }
+#undef ADD
+    cJSON_Delete(prof);
+    return n;
+}
+
+/* How many of the system calls tried (every number to 1023 as x86-64, with and without
+ * x32's bit, as i386 and as aarch64, with every argument 0, and with each argument the
+ * profile compares, and the last, as each of the profile's values) two filters decide
+ * differently. */
 static int decisions_differ(const pybox_native_filter_t *p, const pybox_native_filter_t *q)
 {
-    static const uint64_t values[] = {0,          1,        2,     10,        0xffffffffULL, 0x7e020000ULL,
-                                      0x10000ULL, 0x100ULL, ~0ULL, 1ULL << 32};
+    uint64_t values[256];
+    unsigned compared = 0;
+    size_t nv = profile_values(pybox_policy_seccomp(), values, sizeof values / sizeof *values, &compared);
+    ck_assert_uint_ne(compared, 0);
+    compared |= 1U << 5;
     static const uint32_t arches[] = {AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, AUDIT_ARCH_AARCH64};
     int differ = 0;
     for (size_t ar = 0; ar < sizeof arches / sizeof *arches; ar++)
         for (int x32 = 0; x32 < 2; x32++)
             for (int nr = 0; nr < 1024; nr++)
                 for (int arg = -1; arg < 6; arg++)
-                    for (size_t v = 0; v < (arg < 0 ? 1 : sizeof values / sizeof *values); v++) {
+                    for (size_t v = 0; (arg < 0 || (compared & (1U << arg))) && v < (arg < 0 ? 1 : nv); v++) {
                         struct seccomp_data d = {.nr = nr | (x32 ? 0x40000000 : 0), .arch = arches[ar]};
                         if (arg >= 0)
                             d.args[arg] = values[v];

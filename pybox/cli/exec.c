@@ -247,8 +247,9 @@ static void kill_at(const char *step, const char *run_id, void *arg)
 
 static int run(int argc, char **argv)
 {
-    /* libcrypto made ready on another CPU while the options, the program and the state are
-     * read, and the uid leased: the program's digest, early in the run, is its first use. */
+    /* libcrypto made ready on a thread of its own while the options, the program and the
+     * state are read and the uid leased: the program's digest, early in the run, is its
+     * first use. */
     _cleanup_(pybox_warmup_join) pybox_warmup_t crypto = {0};
     pybox_warmup_start(&crypto, pybox_crypto_warm);
     pybox_error_t err = {0};
