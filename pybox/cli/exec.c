@@ -287,7 +287,7 @@ static int run(int argc, char **argv)
         .started_s = pybox_cli_started_s,
         .hook = kill_step != NULL ? kill_at : NULL,
         .hook_arg = (void *)kill_step,
-        .why_cold = "pybox exec starts every box cold: one process per run, no server to keep a box waiting",
+        .why_cold = "pybox exec: one process per run, no server keeps a box warm",
     };
     _cleanup_(pybox_ready_free) pybox_ready_t rd;
     pybox_ready_init(&rd);
