@@ -101,9 +101,9 @@ $(BUILD)/pybox-test: $(BUILD)/obj/pybox/cli/main.o $(FRONT_OBJ) $(HOOKS_TEST_OBJ
 
 # The guest init is static and never sanitised: it runs as PID 1 inside the box.
 GUEST_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Wshadow -static
-$(BUILD)/pybox-init: guest/init.c guest/proto.h
+$(BUILD)/pybox-init: guest/init.c guest/proto.h guest/main_blob.S guest/main.py
 	@mkdir -p $(dir $@)
-	$(CC) $(GUEST_CFLAGS) guest/init.c -o $@
+	$(CC) $(GUEST_CFLAGS) -DPYBOX_GUEST_MAIN_FILE='"$(CURDIR)/guest/main.py"' guest/init.c guest/main_blob.S -o $@
 
 $(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/obj/campaign/evidence.o $(BUILD)/obj/campaign/page.o $(BUILD)/obj/campaign/site.o \
                      $(FRONT_OBJ) $(HOOKS_TEST_OBJ) $(BUILD)/libpybox.a

@@ -11,7 +11,8 @@
  * init, so the secret and the host's commands never reach it.
  *
  * Three kinds of box, one way of starting the interpreter: a cold box starts
- * `python3 -I -u -` and feeds it the program that came with the hello; a warm box starts
+ * `python3 -I -u -` (or, for a large program, PyBox's runner, which reads it whole) and
+ * feeds it the program that came with the hello; a warm box starts
  * PyBox's bootstrap, which imports the image's preload and says so on its channel
  * (descriptor 3), then feeds it the program when the host sends one; a session starts
  * the bootstrap and hands it each call on that channel with fresh pipes of its own for
@@ -89,13 +90,13 @@ static int parse_flag(const char *arg, const char *flag, int64_t max, int64_t *o
     return parse_num(arg + flen, arg + strlen(arg), max, out);
 }
 
-/* Read the hello line byte by byte so not one byte after it is consumed. Gives up at
- * the deadline: with no host, the box still ends. */
-static int read_hello(char *secret, int64_t deadline)
+/* Read one line from stdin byte by byte, so not one byte after it is consumed. Gives up
+ * at the deadline: with no host, the box still ends. Returns its length (its newline
+ * included), or -1. */
+static ssize_t read_line(char *line, size_t max, int64_t deadline)
 {
-    char line[PYBOX_GUEST_HELLO_MAX];
     size_t got = 0;
-    while (got < sizeof line) {
+    while (got < max) {
         int64_t left = deadline - now_ms();
         if (left <= 0)
             return -1;
@@ -111,11 +112,21 @@ static int read_hello(char *secret, int64_t deadline)
         if (r <= 0)
             return -1;
         if (line[got++] == '\n')
-            break;
+            return (ssize_t)got;
     }
+    return -1;
+}
+
+static int read_hello(char *secret, int64_t deadline)
+{
+    char line[PYBOX_GUEST_HELLO_MAX];
+    ssize_t n = read_line(line, sizeof line, deadline);
+    size_t got = n < 0 ? 0 : (size_t)n;
     size_t hlen = strlen(PYBOX_GUEST_HELLO);
-    if (got != hlen + PYBOX_GUEST_SECRET_HEX + 1 || line[got - 1] != '\n' || memcmp(line, PYBOX_GUEST_HELLO, hlen) != 0)
+    if (got != hlen + PYBOX_GUEST_SECRET_HEX + 1 || memcmp(line, PYBOX_GUEST_HELLO, hlen) != 0) {
+        explicit_bzero(line, sizeof line);
         return -1;
+    }
     for (size_t i = 0; i < PYBOX_GUEST_SECRET_HEX; i++) {
         char c = line[hlen + i];
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
@@ -241,10 +252,13 @@ static int caps_are_empty(void)
 
 typedef enum { MODE_COLD, MODE_WARM, MODE_SESSION } box_mode_t;
 
+/* The runner of a large cold program (guest/main.py, linked in by main_blob.S). */
+extern const char pybox_guest_main_src[];
+
 /* The interpreter's descriptors: 0 its stdin, 1 and 2 its stdout and stderr (-1: keep
  * the box's), 3 the bootstrap's channel (-1: none). Every other descriptor of init is
- * close-on-exec. */
-static void child_exec(int fd0, int fd1, int fd2, int chan, uid_t uid, box_mode_t mode)
+ * close-on-exec. A cold box's program is read whole by PyBox's runner when read_whole. */
+static void child_exec(int fd0, int fd1, int fd2, int chan, uid_t uid, box_mode_t mode, bool read_whole)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -286,9 +300,14 @@ static void child_exec(int fd0, int fd1, int fd2, int chan, uid_t uid, box_mode_
     /* argv[0] absolute: Python derives sys.executable from it, and a name would be looked
      * up on PATH, where a package's script could stand in for python3. */
     char *const cold[] = {PYBOX_GUEST_PYTHON, "-I", "-u", "-", NULL};
+    char *const whole[] = {PYBOX_GUEST_PYTHON, "-I", "-u", "-c", (char *)pybox_guest_main_src, NULL};
     char *const warm[] = {PYBOX_GUEST_PYTHON, "-I", "-u", PYBOX_GUEST_BOOTSTRAP, "warm", NULL};
     char *const session[] = {PYBOX_GUEST_PYTHON, "-I", "-u", PYBOX_GUEST_BOOTSTRAP, "session", NULL};
-    execve(PYBOX_GUEST_PYTHON, mode == MODE_COLD ? cold : mode == MODE_WARM ? warm : session, environ);
+    execve(PYBOX_GUEST_PYTHON,
+           mode == MODE_COLD   ? (read_whole ? whole : cold)
+           : mode == MODE_WARM ? warm
+                               : session,
+           environ);
     say("pybox-init: cannot start %s: %s\n", PYBOX_GUEST_PYTHON, strerror(errno));
     _exit(127);
 }
@@ -523,6 +542,24 @@ static void channel_in(void)
     }
 }
 
+/* The program's header (P) is read: its bytes go to the interpreter's stdin. A warm
+ * box's program clock starts here. */
+static int take_program(int64_t len)
+{
+    if (B.mode == MODE_SESSION || B.program_given || B.phase != PH_WAIT)
+        return -1;
+    B.program_given = true;
+    B.t_program = now_ms();
+    if (B.mode == MODE_WARM)
+        B.run_end = B.t_program + B.timer_ms; /* counted from the program's arrival */
+    B.phase = PH_RUN;
+    B.body_fd = B.prog_stdin;
+    B.body_left = len;
+    if (len == 0)
+        close_fd(&B.prog_stdin);
+    return 0;
+}
+
 /* A command's header is complete (its newline read): P or C. Returns -1 when it is out
  * of place or malformed: the host and this init disagree, and the box ends. */
 static int command(void)
@@ -531,19 +568,9 @@ static int command(void)
     const char *p = B.hdr + 1, *end = B.hdr + B.hdr_len - 1; /* without the newline */
     if (kind == PYBOX_GUEST_CTL_PROGRAM) {
         int64_t len;
-        if (B.mode == MODE_SESSION || B.program_given || B.phase != PH_WAIT ||
-            parse_num(p, end, PYBOX_GUEST_PROGRAM_MAX, &len) < 0)
-            return -1;
-        B.program_given = true;
-        B.t_program = now_ms();
-        if (B.mode == MODE_WARM)
-            B.run_end = B.t_program + B.timer_ms; /* counted from the program's arrival */
-        B.phase = PH_RUN;
-        B.body_fd = B.prog_stdin;
-        B.body_left = len;
-        if (len == 0)
-            close_fd(&B.prog_stdin);
-        return 0;
+        if (B.mode != MODE_WARM || parse_num(p, end, PYBOX_GUEST_PROGRAM_MAX, &len) < 0)
+            return -1; /* a cold box's came before its interpreter started */
+        return take_program(len);
     }
     if (kind == PYBOX_GUEST_CTL_CALL) {
         const char *sp = memchr(p, ' ', (size_t)(end - p));
@@ -807,6 +834,17 @@ int main(int argc, char **argv)
      * box's clocks from the hello keeps them a full margin behind the host's. A hello that
      * never comes ends the box at the first deadline above. */
     B.t_hello = now_ms();
+    /* A cold box's program comes with the hello: its length chooses how Python reads it. */
+    int64_t cold_len = -1;
+    if (B.mode == MODE_COLD) {
+        char hdr[PYBOX_GUEST_CMD_MAX];
+        ssize_t n = read_line(hdr, sizeof hdr, t0 + B.timer_ms);
+        if (n < 2 || hdr[0] != PYBOX_GUEST_CTL_PROGRAM ||
+            parse_num(hdr + 1, hdr + n - 1, PYBOX_GUEST_PROGRAM_MAX, &cold_len) < 0) {
+            say("pybox-init: no valid program header after the hello\n");
+            return PYBOX_GUEST_EXIT_PROTOCOL;
+        }
+    }
     B.run_end = B.t_hello + B.timer_ms;
     B.idle_end = B.t_hello + B.wait_ms;
     B.life_end = B.mode == MODE_SESSION ? B.t_hello + B.life_ms : INT64_MAX;
@@ -836,8 +874,8 @@ int main(int argc, char **argv)
     if (program_pid == 0) {
         explicit_bzero(B.secret, sizeof B.secret);
         if (B.mode == MODE_SESSION)
-            child_exec(null_fd, null_fd, null_fd, chan[1], (uid_t)uid, B.mode);
-        child_exec(pipefd[0], -1, -1, chan[1], (uid_t)uid, B.mode);
+            child_exec(null_fd, null_fd, null_fd, chan[1], (uid_t)uid, B.mode, false);
+        child_exec(pipefd[0], -1, -1, chan[1], (uid_t)uid, B.mode, cold_len >= PYBOX_GUEST_WHOLE_MIN);
     }
     if (pipefd[0] >= 0)
         close(pipefd[0]);
@@ -848,6 +886,8 @@ int main(int argc, char **argv)
     B.prog_stdin = pipefd[1];
     B.chan = chan[0];
     B.phase = B.mode == MODE_COLD ? PH_WAIT : PH_PRELOAD;
+    if (B.mode == MODE_COLD)
+        (void)take_program(cold_len);
     /* Init keeps only what it needs to end the program's processes. */
     if (set_caps(1ULL << CAP_KILL) < 0)
         say("pybox-init: capset: %s\n", strerror(errno));

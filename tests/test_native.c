@@ -314,6 +314,46 @@ START_TEST(hello_through_the_guest_protocol)
 }
 END_TEST
 
+/* A cold program from PYBOX_GUEST_WHOLE_MIN bytes is run by PyBox's runner (read whole)
+ * instead of `python3 -I -u -` (a byte per read): the program sees the same main module,
+ * arguments, streams, traceback and exit either way; only the runner's frames sit under
+ * its own (the first line says which way it ran). */
+static const char as_stdin[] = "import sys\n"
+                               "print(sys._getframe().f_back is None)\n"
+                               "print(sys.argv, sys.orig_argv[1:], __file__, __name__, __spec__, sorted(globals()))\n"
+                               "print(repr(sys.stdin.read()))\n"
+                               "def f():\n"
+                               "    raise ValueError('from the program')\n"
+                               "f()\n";
+
+START_TEST(a_large_program_runs_as_a_small_one)
+{
+    size_t small = strlen(as_stdin), len = PYBOX_GUEST_WHOLE_MIN + 100;
+    char *large = malloc(len + 1);
+    ck_assert_ptr_nonnull(large);
+    memcpy(large, as_stdin, small);
+    for (size_t i = small; i < len; i++)
+        large[i] = (i - small) % 64 == 0 ? '#' : (i - small) % 64 == 63 ? '\n' : 'x';
+    large[len - 1] = '\n';
+    large[len] = '\0';
+    outcome_t a, b;
+    run_fresh(as_stdin, 200131, &a);
+    run_fresh(large, 200132, &b);
+    free(large);
+    ck_assert_msg(a.r.rec.seen && b.r.rec.seen, "no done record; stderr: %s | %s", a.err, b.err);
+    ck_assert_msg(strncmp(a.out, "True\n", 5) == 0, "the small program ran under a frame: %s", a.out);
+    ck_assert_msg(strncmp(b.out, "False\n", 6) == 0, "the large program ran without the runner: %s", b.out);
+    ck_assert_str_eq(a.out + 5, b.out + 6);
+    ck_assert_msg(strstr(a.out, "['-'] ['-I', '-u', '-'] <stdin> __main__ None") != NULL, "%s", a.out);
+    ck_assert_str_eq(a.err, b.err);
+    ck_assert_msg(strstr(a.err, "File \"<stdin>\", line 7, in <module>") != NULL, "%s", a.err);
+    ck_assert_int_eq(a.r.rec.exit_code, 1);
+    ck_assert_int_eq(b.r.rec.exit_code, 1);
+    outcome_free(&a);
+    outcome_free(&b);
+}
+END_TEST
+
 static const char inside[] =
     "import os, socket, stat, errno\n"
     "st = dict(l.split(':\\t', 1) for l in open('/proc/self/status').read().splitlines())\n"
@@ -1018,10 +1058,11 @@ Suite *itest_suite_native(void)
     if (itest_needs_root("the native library suite"))
         return s;
     TCase *tc = itest_tcase(s, "native", 120,
-                            ITEST_TESTS(hello_through_the_guest_protocol, output_held_in_flight_after_the_box,
-                                        the_program_sees_a_sealed_box, the_box_takes_nothing_of_its_makers_process,
-                                        memory_limit_kills_and_is_counted, tcp_buffers_count_against_the_memory_limit,
-                                        pids_limit_refuses_forks, verify_catches_a_different_spec, files_in_and_out,
+                            ITEST_TESTS(hello_through_the_guest_protocol, a_large_program_runs_as_a_small_one,
+                                        output_held_in_flight_after_the_box, the_program_sees_a_sealed_box,
+                                        the_box_takes_nothing_of_its_makers_process, memory_limit_kills_and_is_counted,
+                                        tcp_buffers_count_against_the_memory_limit, pids_limit_refuses_forks,
+                                        verify_catches_a_different_spec, files_in_and_out,
                                         inputs_readable_whatever_the_makers_umask, files_out_bounded,
                                         files_out_as_the_engine_packs_them, killed_host_box_ends_by_its_timer,
                                         a_caller_ignoring_sigchld_keeps_its_box,
