@@ -7,40 +7,81 @@
 # program from stdin one byte per system call (0.19 ms a KB in a box here). It leaves
 # nothing of itself in the program's main module. Contract: docs/guest-protocol.md.
 def _pybox_main():
+    # Everything the runner uses is its own before the program runs: the program shares
+    # the main module's globals (and may change builtins), so no name of the runner is
+    # looked up there afterwards.
     import sys
+    from builtins import BaseException, KeyboardInterrupt, SystemExit, compile, exec, type
 
+    show = sys.__excepthook__  # how the interpreter prints an exception itself
+    traceback_of = BaseException.__traceback__.__get__
+    with_traceback = BaseException.with_traceback
+    own = sys._getframe().f_code.co_filename
     main = sys.modules["__main__"].__dict__
     del main["_pybox_main"]
     sys.argv[:] = ["-"]
     sys.orig_argv[sys.orig_argv.index("-c") :] = ["-"]
-    src = sys.stdin.buffer.read()
     main["__file__"] = "<stdin>"
     main["__cached__"] = None
+
+    def without_runner(e):
+        tb = traceback_of(e)
+        while tb is not None and tb.tb_frame.f_code.co_filename == own:
+            tb = tb.tb_next
+        with_traceback(e, tb)
+        return tb
+
+    e = None
     try:
+        src = sys.stdin.buffer.read()
         code = compile(src, "<stdin>", "exec", dont_inherit=True)
         del src
         exec(code, main)
     except SystemExit:
         raise  # the interpreter ends as it would: its status, its message
-    except BaseException as e:
-        # Printed as the interpreter prints an uncaught exception of the main module:
-        # without this runner's frames.
-        tb = e.__traceback__
-        own = sys._getframe().f_code.co_filename
-        while tb is not None and tb.tb_frame.f_code.co_filename == own:
-            tb = tb.tb_next
-        e = e.with_traceback(tb)
-        sys.last_type, sys.last_value, sys.last_traceback = type(e), e, tb
-        sys.excepthook(type(e), e, tb)
+    except BaseException as x:
+        e = x
+    if e is None:
         main.pop("__file__", None)
         main.pop("__cached__", None)
-        if isinstance(e, KeyboardInterrupt):
-            # The interpreter ends by SIGINT after its shutdown, as for `-`; said once.
-            sys.excepthook = lambda *a: None
+        return
+    # An uncaught exception, out of the handler (the hook sees none being handled), said
+    # as the interpreter says one of its main module's: without the runner's frames.
+    tb = without_runner(e)
+    t = type(e)
+    sys.last_type, sys.last_value, sys.last_traceback = t, e, tb
+    hook = sys.__dict__.get("excepthook")
+    if hook is None:
+        sys.stderr.write("sys.excepthook is missing\n")
+        show(t, e, tb)
+    else:
+        try:
+            hook(t, e, tb)
+        except SystemExit:
             raise
-        raise SystemExit(1) from None
+        except BaseException as x:
+            xtb = without_runner(x)
+            sys.stderr.write("Error in sys.excepthook:\n")
+            show(type(x), x, xtb)
+            sys.stderr.write("\nOriginal exception was:\n")
+            show(t, e, tb)
     main.pop("__file__", None)
     main.pop("__cached__", None)
+    if t is KeyboardInterrupt:
+        # The interpreter ends by SIGINT after its shutdown, as for `-`: it is raised
+        # again to the interpreter, which calls the hook once more; that call puts back
+        # what the program had, so nothing is said twice and nothing of the runner stays.
+        def quiet(*args):
+            if hook is None:
+                sys.__dict__.pop("excepthook", None)
+            else:
+                sys.excepthook = hook
+            with_traceback(e, tb)
+            sys.last_type, sys.last_value, sys.last_traceback = t, e, tb
+
+        sys.excepthook = quiet
+        raise e
+    raise SystemExit(1) from None
 
 
 _pybox_main()

@@ -316,8 +316,9 @@ END_TEST
 
 /* A cold program from PYBOX_GUEST_WHOLE_MIN bytes is run by PyBox's runner (read whole)
  * instead of `python3 -I -u -` (a byte per read): the program sees the same main module,
- * arguments, streams, traceback and exit either way; only the runner's frames sit under
- * its own (the first line says which way it ran). */
+ * arguments, streams, traceback and end either way, whatever it does to the names the
+ * runner uses or to its exception hook; only the runner's frames sit under its own (the
+ * first line says which way it ran). */
 static const char as_stdin[] = "import sys\n"
                                "print(sys._getframe().f_back is None)\n"
                                "print(sys.argv, sys.orig_argv[1:], __file__, __name__, __spec__, sorted(globals()))\n"
@@ -325,30 +326,52 @@ static const char as_stdin[] = "import sys\n"
                                "def f():\n"
                                "    raise ValueError('from the program')\n"
                                "f()\n";
+static const char hook_raises[] = "import sys\n"
+                                  "print(sys._getframe().f_back is None)\n"
+                                  "type = 'shadowed'; isinstance = len; SystemExit = None\n"
+                                  "def hook(t, v, tb):\n"
+                                  "    print('hook', t.__name__, sys.exc_info()[0])\n"
+                                  "    raise RuntimeError('from the hook')\n"
+                                  "sys.excepthook = hook\n"
+                                  "raise KeyboardInterrupt\n";
 
-START_TEST(a_large_program_runs_as_a_small_one)
+/* prog as it is and padded with comment lines past PYBOX_GUEST_WHOLE_MIN: the same said
+ * and the same end, each run the way its size chooses. */
+static void same_either_size(const char *prog, uint32_t uid, outcome_t *a, outcome_t *b)
 {
-    size_t small = strlen(as_stdin), len = PYBOX_GUEST_WHOLE_MIN + 100;
+    size_t small = strlen(prog), len = PYBOX_GUEST_WHOLE_MIN + 100;
     char *large = malloc(len + 1);
     ck_assert_ptr_nonnull(large);
-    memcpy(large, as_stdin, small);
+    memcpy(large, prog, small);
     for (size_t i = small; i < len; i++)
         large[i] = (i - small) % 64 == 0 ? '#' : (i - small) % 64 == 63 ? '\n' : 'x';
     large[len - 1] = '\n';
     large[len] = '\0';
-    outcome_t a, b;
-    run_fresh(as_stdin, 200131, &a);
-    run_fresh(large, 200132, &b);
+    run_fresh(prog, uid, a);
+    run_fresh(large, uid + 1, b);
     free(large);
-    ck_assert_msg(a.r.rec.seen && b.r.rec.seen, "no done record; stderr: %s | %s", a.err, b.err);
-    ck_assert_msg(strncmp(a.out, "True\n", 5) == 0, "the small program ran under a frame: %s", a.out);
-    ck_assert_msg(strncmp(b.out, "False\n", 6) == 0, "the large program ran without the runner: %s", b.out);
-    ck_assert_str_eq(a.out + 5, b.out + 6);
+    ck_assert_msg(a->r.rec.seen && b->r.rec.seen, "no done record; stderr: %s | %s", a->err, b->err);
+    ck_assert_msg(strncmp(a->out, "True\n", 5) == 0, "the small program ran under a frame: %s", a->out);
+    ck_assert_msg(strncmp(b->out, "False\n", 6) == 0, "the large program ran without the runner: %s", b->out);
+    ck_assert_str_eq(a->out + 5, b->out + 6);
+    ck_assert_str_eq(a->err, b->err);
+    ck_assert_int_eq(a->r.rec.exit_code, b->r.rec.exit_code);
+    ck_assert_int_eq(a->r.rec.signal, b->r.rec.signal);
+}
+
+START_TEST(a_large_program_runs_as_a_small_one)
+{
+    outcome_t a, b;
+    same_either_size(as_stdin, 200131, &a, &b);
     ck_assert_msg(strstr(a.out, "['-'] ['-I', '-u', '-'] <stdin> __main__ None") != NULL, "%s", a.out);
-    ck_assert_str_eq(a.err, b.err);
     ck_assert_msg(strstr(a.err, "File \"<stdin>\", line 7, in <module>") != NULL, "%s", a.err);
     ck_assert_int_eq(a.r.rec.exit_code, 1);
-    ck_assert_int_eq(b.r.rec.exit_code, 1);
+    outcome_free(&a);
+    outcome_free(&b);
+    same_either_size(hook_raises, 200133, &a, &b);
+    ck_assert_msg(strstr(a.out, "hook KeyboardInterrupt None") != NULL, "%s", a.out);
+    ck_assert_msg(strstr(a.err, "Error in sys.excepthook:") != NULL, "%s", a.err);
+    ck_assert_int_eq(a.r.rec.signal, SIGINT);
     outcome_free(&a);
     outcome_free(&b);
 }
