@@ -269,13 +269,30 @@ static const char outputs[] = "import os\n"
                               "print('hello')\n";
 
 typedef struct {
-    double *plain, *in, *no_out, *out; /* wall seconds */
+    double *plain, *in, *no_out, *out, *large; /* wall seconds */
+    char *large_program;                       /* print('hello'), then comments to PYBOX_PROGRAM_MAX bytes */
     int n, bad;
 } files_lane_t;
 
+/* The largest program PyBox takes: print('hello') and comment lines, NUL-terminated. */
+static char *largest_program(void)
+{
+    char *p = malloc((size_t)PYBOX_PROGRAM_MAX + 1);
+    if (p == NULL)
+        return NULL;
+    size_t n = strlen(hello);
+    memcpy(p, hello, n);
+    for (size_t i = n; i < (size_t)PYBOX_PROGRAM_MAX; i++)
+        p[i] = (i - n) % 80 == 0 ? '#' : (i - n) % 80 == 79 ? '\n' : 'x';
+    p[PYBOX_PROGRAM_MAX - 1] = '\n';
+    p[PYBOX_PROGRAM_MAX] = '\0';
+    return p;
+}
+
 /* One round: print('hello') without and with an input of PYBOX_INPUT_MAX bytes, and a
  * program writing 64 files of 100 KB without and with --output (a new folder, removed
- * after): what taking files in and out adds, each beside the same run without it. */
+ * after): what taking files in and out adds, each beside the same run without it; and
+ * print('hello') as the largest program PyBox takes (what a program's size adds). */
 static void files_once(files_lane_t *f, const char *bin, const char *dir, const char *input)
 {
     char out[PATH_MAX];
@@ -283,16 +300,17 @@ static void files_once(files_lane_t *f, const char *bin, const char *dir, const 
     const char *const plain[] = {bin, "exec", "--json", "--backend", "native", NULL};
     const char *const in[] = {bin, "exec", "--json", "--backend", "native", "--input", input, NULL};
     const char *const with_out[] = {bin, "exec", "--json", "--backend", "native", "--output", out, NULL};
-    double t[4];
-    cJSON *r[4] = {run_receipt(plain, hello, "hello\n", &t[0]), run_receipt(in, hello, "hello\n", &t[1]),
-                   run_receipt(plain, outputs, "hello\n", &t[2]), run_receipt(with_out, outputs, "hello\n", &t[3])};
+    double t[5];
+    cJSON *r[5] = {run_receipt(plain, hello, "hello\n", &t[0]), run_receipt(in, hello, "hello\n", &t[1]),
+                   run_receipt(plain, outputs, "hello\n", &t[2]), run_receipt(with_out, outputs, "hello\n", &t[3]),
+                   run_receipt(plain, f->large_program, "hello\n", &t[4])};
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
         pybox_remove_tree_at(dfd, "out");
         close(dfd);
     }
     bool ok = true;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
         ok = ok && r[k] != NULL;
         cJSON_Delete(r[k]);
     }
@@ -305,6 +323,7 @@ static void files_once(files_lane_t *f, const char *bin, const char *dir, const 
     f->in[i] = t[1];
     f->no_out[i] = t[2];
     f->out[i] = t[3];
+    f->large[i] = t[4];
 }
 
 /* The bench's folder and its input file: 0, or -1 (nothing left). */
@@ -635,7 +654,9 @@ int main(int argc, char **argv)
         fl.in = calloc((size_t)files_runs, sizeof(double));
         fl.no_out = calloc((size_t)files_runs, sizeof(double));
         fl.out = calloc((size_t)files_runs, sizeof(double));
-        for (int i = 0; i < files_runs; i++)
+        fl.large = calloc((size_t)files_runs, sizeof(double));
+        fl.large_program = largest_program();
+        for (int i = 0; fl.large != NULL && fl.large_program != NULL && i < files_runs; i++)
             files_once(&fl, bin, fdir, finput);
         files_teardown(fdir, finput);
     }
@@ -778,6 +799,7 @@ int main(int argc, char **argv)
         if (fl.n > 0) {
             cJSON_AddNumberToObject(o, "native_input_8mib_added_ms", added_ms(fl.plain, fl.in, fl.n));
             cJSON_AddNumberToObject(o, "native_64_outputs_added_ms", added_ms(fl.no_out, fl.out, fl.n));
+            cJSON_AddNumberToObject(o, "native_largest_program_added_ms", added_ms(fl.plain, fl.large, fl.n));
         }
         if (mcp.present)
             cJSON_AddItemToObject(o, "mcp_warm_vs_cold", cJSON_Duplicate(mcp.figures, true));
@@ -849,6 +871,10 @@ int main(int argc, char **argv)
         printf("\nAt once (native): 64 runs four at a time %.1f runs/s (bwrap: %.1f runs/s); 200 runs sixteen at a "
                "time in %.2f s, %d failed.\n\n",
                rate4, rateb4, w16, f16);
+        if (fl.n > 0)
+            printf("Program size (native): `print('hello')` as the largest program PyBox takes (%d bytes, the rest "
+                   "comments) adds %.1f ms to the same run of the bare program (median of %d pairs).\n\n",
+                   PYBOX_PROGRAM_MAX, added_ms(fl.plain, fl.large, fl.n), fl.n);
         if (nat->n_data > 0 || dock->n_data > 0)
             printf("Data image, `import numpy, pandas, matplotlib.pyplot` at 0.5 CPU: the program's own time %.3f s "
                    "native, %.3f s docker; complete runs %.3f s and %.3f s.\n\n",
@@ -889,6 +915,8 @@ int main(int argc, char **argv)
     free(fl.in);
     free(fl.no_out);
     free(fl.out);
+    free(fl.large);
+    free(fl.large_program);
     free(tb);
     free(tdr);
     if (failures > 0)
