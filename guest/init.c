@@ -123,14 +123,14 @@ static int read_hello(char *secret, int64_t deadline)
     ssize_t n = read_line(line, sizeof line, deadline);
     size_t got = n < 0 ? 0 : (size_t)n;
     size_t hlen = strlen(PYBOX_GUEST_HELLO);
-    if (got != hlen + PYBOX_GUEST_SECRET_HEX + 1 || memcmp(line, PYBOX_GUEST_HELLO, hlen) != 0) {
-        explicit_bzero(line, sizeof line);
-        return -1;
-    }
-    for (size_t i = 0; i < PYBOX_GUEST_SECRET_HEX; i++) {
+    bool ok = got == hlen + PYBOX_GUEST_SECRET_HEX + 1 && memcmp(line, PYBOX_GUEST_HELLO, hlen) == 0;
+    for (size_t i = 0; ok && i < PYBOX_GUEST_SECRET_HEX; i++) {
         char c = line[hlen + i];
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-            return -1;
+        ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    }
+    if (!ok) {
+        explicit_bzero(line, sizeof line); /* whatever came, nothing of it stays */
+        return -1;
     }
     memcpy(secret, line + hlen, PYBOX_GUEST_SECRET_HEX);
     secret[PYBOX_GUEST_SECRET_HEX] = '\0';
