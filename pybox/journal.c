@@ -241,6 +241,8 @@ int pybox_journal_list(const pybox_state_t *st, pybox_journal_info_t **out, size
         memcpy(info->run_id, run, 33);
         /* Never wait on what is not a regular file (a FIFO planted there): it is torn. */
         int fd = openat(dirfd(d), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0 && errno == ENOENT)
+            continue; /* gone since the listing: a note given its name, or closed; no leftover */
         struct stat rs;
         if (fd < 0 || fstat(fd, &rs) < 0 || !S_ISREG(rs.st_mode)) {
             if (fd >= 0)
@@ -249,12 +251,13 @@ int pybox_journal_list(const pybox_state_t *st, pybox_journal_info_t **out, size
             n++;
             continue;
         }
-        info->live = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
         /* A note being written is locked right after it is created; in that instant it
-         * is unlocked, so a fresh temporary note always counts as live. */
-        struct stat sb;
-        if (name[0] == '.' && fstat(fd, &sb) == 0 && (int64_t)sb.st_mtime > pybox_wall_s() - 60)
+         * is unlocked, so a fresh temporary note always counts as live, and is never
+         * locked here (a shared lock taken in that instant would refuse its writer's). */
+        if (name[0] == '.' && (int64_t)rs.st_mtime > pybox_wall_s() - 60)
             info->live = true;
+        else
+            info->live = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
         info->torn = name[0] == '.' || read_note(fd, info) < 0;
         close(fd);
         n++;
