@@ -105,15 +105,21 @@ int pybox_random_hex(size_t n, char *out, pybox_error_t *err)
 static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
 static EVP_MD *sha256_md;
 
-/* What the first use of libcrypto costs, paid once: its configuration and providers
- * loaded, SHA-256 fetched for keeps, Ed25519's key manager and signature fetched (libcrypto
- * keeps them cached for the receipt's signing). Not the old by-name tables of every cipher
- * and digest (PyBox fetches by name from the providers, or uses EVP_sha256() and the like),
- * which cost more than the rest together: 0.35 ms of every run's CPU. First, when this is
- * libcrypto's first use, as `pybox exec` makes it; otherwise it changes nothing. */
+/* What the first use of libcrypto costs, paid once: its default provider loaded, SHA-256
+ * fetched for keeps, Ed25519's key manager and signature fetched (libcrypto keeps them
+ * cached for the receipt's signing). Not the old by-name tables of every cipher and digest
+ * (PyBox fetches by name from the providers, or uses EVP_sha256() and the like), which cost
+ * more than the rest together: 0.35 ms of every run's CPU. Not the host's OpenSSL
+ * configuration file either (0.35-0.4 ms of every run, read at the first fetch): PyBox asks
+ * for two fixed algorithms, SHA-256 and Ed25519, whose results no configuration changes;
+ * docs/receipt.md says so. And no clean-up at exit (the process ends there; 0.1-0.2 ms).
+ * First, when this is libcrypto's first use, as `pybox exec` makes it; otherwise libcrypto
+ * was set up by whatever used it first, and this changes nothing. */
 static void crypto_init(void)
 {
-    (void)OPENSSL_init_crypto(OPENSSL_INIT_NO_ADD_ALL_CIPHERS | OPENSSL_INIT_NO_ADD_ALL_DIGESTS, NULL);
+    (void)OPENSSL_init_crypto(OPENSSL_INIT_NO_ADD_ALL_CIPHERS | OPENSSL_INIT_NO_ADD_ALL_DIGESTS |
+                                  OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ATEXIT,
+                              NULL);
     sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
     EVP_KEYMGMT_free(EVP_KEYMGMT_fetch(NULL, "ED25519", NULL));
     EVP_SIGNATURE_free(EVP_SIGNATURE_fetch(NULL, "ED25519", NULL));
