@@ -196,21 +196,25 @@ int pybox_leftovers_clean_in(const pybox_state_t *st, pybox_backend_t *be, const
         const pybox_journal_info_t *ni = &notes[k];
         if (ni->live)
             continue;
+        /* The note is claimed before anything it names is touched: a run the listing took
+         * for dead but which holds its note now (or which removed it since) keeps its
+         * output and scratch folders. The claim is held while they go. */
+        int fd = -1;
+        pybox_error_t cerr = {0};
+        if (pybox_journal_claim(st, ni->run_id, &fd, &cerr) != 1)
+            continue;
         sweep_output(st, ni->run_id, dry_run, rep);
         sweep_scratch(st, ni->run_id, dry_run, rep);
         bool has_leftover = false;
         for (size_t i = 0; i < nleft; i++)
             if (!gone[i] && strcmp(left[i].run_id, ni->run_id) == 0)
                 has_leftover = true;
-        if (has_leftover)
-            continue; /* reported with its box */
-        if (!ni->torn && ni->expires > rep->at)
-            continue; /* a run that just ended; its own pybox closes it */
-        int fd = -1;
-        pybox_error_t cerr = {0};
-        int claim = pybox_journal_claim(st, ni->run_id, &fd, &cerr);
-        if (claim != 1)
+        /* reported with its box; or a run that just ended, whose note goes once expired */
+        if (has_leftover || (!ni->torn && ni->expires > rep->at)) {
+            if (fd >= 0)
+                close(fd);
             continue;
+        }
         const char *why = ni->torn ? "unreadable note of a run that is over"
                                    : "expired note of a run that is over, "
                                      "with no box left";

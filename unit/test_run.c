@@ -6,11 +6,13 @@
 #include <archive_entry.h>
 #include <check.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -911,7 +913,9 @@ static bool present(const char *p)
 /* An MCP call's scratch folder under its own note: kept while the note is held (the
  * server lives); once nothing holds it (the server was killed) housekeeping removes the
  * folder at once, never through a link in it, and the note once it has expired; a dry
- * run only reports it. */
+ * run only reports it. A note the listing took for dead but which cannot be claimed when
+ * its turn comes (here, another lister's shared lock on it) keeps its folder: the claim
+ * comes before anything the note names is touched. */
 START_TEST(dead_mcp_scratch_is_cleaned)
 {
     char home[] = "/tmp/pybox-unit-scratch-XXXXXX";
@@ -920,10 +924,10 @@ START_TEST(dead_mcp_scratch_is_cleaned)
     pybox_state_t st;
     pybox_error_t err = {0};
     ck_assert_msg(pybox_state_open(&st, true, &err) == 0, "%s", err.msg);
-    enum { LIVE, DEAD, DEAD_UNEXPIRED, N };
+    enum { LIVE, DEAD, DEAD_UNEXPIRED, BUSY, N };
     pybox_journal_t note[N];
     char dir[N][PATH_MAX], file[PATH_MAX + 16], outside[PATH_MAX + 16];
-    const int64_t expires[N] = {1, 1, pybox_wall_s() + 3600};
+    const int64_t expires[N] = {1, 1, pybox_wall_s() + 3600, 1};
     snprintf(outside, sizeof outside, "%s/outside", home);
     FILE *f = fopen(outside, "we");
     ck_assert_ptr_nonnull(f);
@@ -949,6 +953,12 @@ START_TEST(dead_mcp_scratch_is_cleaned)
     /* SIGKILL, as far as the notes go: the lock goes, the note and the folder stay. */
     pybox_journal_abandon(&note[DEAD]);
     pybox_journal_abandon(&note[DEAD_UNEXPIRED]);
+    pybox_journal_abandon(&note[BUSY]);
+    char busyp[PATH_MAX + 64];
+    snprintf(busyp, sizeof busyp, "%s/runs/%s.json", home, note[BUSY].run_id);
+    int busy = open(busyp, O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(busy, 0);
+    ck_assert_int_eq(flock(busy, LOCK_SH), 0);
 
     script_t s;
     script_init(&s);
@@ -967,6 +977,7 @@ START_TEST(dead_mcp_scratch_is_cleaned)
     ck_assert_int_eq(pybox_leftovers_clean(&st, be, false, true, &rep, &err), 0);
     pybox_leftovers_report_free(&rep);
     ck_assert_msg(present(dir[LIVE]), "the scratch of a live call was removed");
+    ck_assert_msg(present(dir[BUSY]), "the scratch of a note that could not be claimed was removed");
     ck_assert(present(notep) == false);
     ck_assert(!present(dir[DEAD]));
     ck_assert(!present(dir[DEAD_UNEXPIRED]));
@@ -975,6 +986,12 @@ START_TEST(dead_mcp_scratch_is_cleaned)
     snprintf(notep, sizeof notep, "%s/runs/%s.json", home, note[LIVE].run_id);
     ck_assert(present(notep));
     ck_assert_msg(present(outside) && present(home), "a link in a scratch folder was followed");
+    /* Claimable once the other lock is gone: then it goes, with its note. */
+    close(busy);
+    ck_assert_int_eq(pybox_leftovers_clean(&st, be, false, true, &rep, &err), 0);
+    pybox_leftovers_report_free(&rep);
+    ck_assert(!present(dir[BUSY]));
+    ck_assert(!present(busyp));
 
     /* The call's own end takes both. */
     pybox_journal_scratch_close(&st, &note[LIVE]);
