@@ -2,15 +2,16 @@
 """PyBox's interpreter bootstrap: /pybox/bootstrap.py in every image (read-only), started
 by the box's init, never by the program, as
 
-    /usr/bin/python3 -I -u /pybox/bootstrap.py warm|session
+    /usr/bin/python3 -I -u /pybox/bootstrap.py warm <runner>|session
 
 before any program exists. It imports the image's preload (/pybox/preload: one module a
 line, '#' comments), with what those imports print kept apart, and says so on its channel
 to init (descriptor 3, a unix SOCK_SEQPACKET socket): "ready " and a JSON report. Then:
 
-warm     the program comes on stdin, whole, as a cold box's does; it runs as the main
-         module from "<stdin>", as `python3 -I -u -` runs it, and this process ends as
-         that one would (its status is what init sees).
+warm     the program comes on stdin, whole, as a cold box's does; PyBox's runner (init
+         gives its text, guest/main.py, which runs a large cold program too) runs it as
+         the main module from "<stdin>", as `python3 -I -u -` runs it, and this process
+         ends as that one would (its status, or SIGINT, is what init sees).
 session  each call comes on the channel: "call K" with three descriptors (the call's
          program, stdout and stderr pipes); the code runs in the session's one main
          module, the value of a last expression is reported rather than printed, and
@@ -19,8 +20,12 @@ session  each call comes on the channel: "call K" with three descriptors (the ca
          untrusted.
 
 Contract: docs/guest-protocol.md."""
+import _signal
 import os
 import sys
+
+# The bootstrap's own, before any program runs: a program may change the builtins.
+from builtins import BaseException, KeyboardInterrupt, SystemExit, compile, exec, int, isinstance, print, type
 
 CHANNEL = 3
 PRELOAD = "/pybox/preload"
@@ -162,7 +167,8 @@ def _finish(main, code):
     atexit functions run, then what its globals still hold dropped (a file it left open
     there is flushed and closed), the standard streams flushed. The interpreter then ends
     without tearing down the modules the image preloaded, which costs the data image a
-    third of a second of CPU and tells the program nothing."""
+    third of a second of CPU and tells the program nothing: with code, or (None) by
+    SIGINT, as the interpreter ends after an uncaught KeyboardInterrupt."""
     import atexit
 
     try:
@@ -178,6 +184,10 @@ def _finish(main, code):
             f.flush()
         except Exception:
             pass
+    if code is None:
+        _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+        os.kill(os.getpid(), _signal.SIGINT)
+        code = 128 + _signal.SIGINT  # the interpreter's own, should SIGINT not end it
     os._exit(code)
 
 
@@ -188,30 +198,30 @@ def _compiler_ready():
     compile("", "<stdin>", "exec", dont_inherit=True)
 
 
-def warm():
+def warm(runner_text):
+    """The runner is compiled before the program comes (its compile() builds the
+    syntax-tree types the program's needs: _compiler_ready's work). It ends as the
+    interpreter would end after it: a SystemExit (the program's own, or its status 1
+    after an uncaught exception it has said), or a KeyboardInterrupt it has said, with
+    its hook set so that the interpreter's call of it says nothing more."""
+    runner = compile(runner_text, "<string>", "exec", dont_inherit=True)
     report = _preload()
-    _compiler_ready()
     os.write(CHANNEL, b"ready " + _json(report).encode("ascii")[:SAID_MAX])
     os.close(CHANNEL)
     if report["failed"] is not None:
         os._exit(3)  # never used: the host removes the box
-    src = sys.stdin.buffer.read()
     main = _fresh_main()
-    try:
-        code = compile(src, "<stdin>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as e:
-        sys.excepthook(type(e), e, None)
-        _finish(main, 1)
-    del src
     status = 0
     try:
-        exec(code, main.__dict__)
+        exec(runner, main.__dict__)
     except SystemExit as e:
         status = _exit_code(e)
-    except BaseException as e:
-        _report_exception(e)
-        status = 1
-    del code
+    except KeyboardInterrupt as e:
+        hook = sys.__dict__.get("excepthook")
+        if hook is not None:
+            hook(type(e), e, e.__traceback__)
+        status = None
+    del runner
     _finish(main, status)
 
 
@@ -309,8 +319,8 @@ def session():
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["warm"]:
-        warm()
+    if sys.argv[1:2] == ["warm"] and len(sys.argv) == 3:
+        warm(sys.argv[2])
     elif sys.argv[1:] == ["session"]:
         session()
     else:

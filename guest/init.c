@@ -252,7 +252,8 @@ static int caps_are_empty(void)
 
 typedef enum { MODE_COLD, MODE_WARM, MODE_SESSION } box_mode_t;
 
-/* The runner of a large cold program (guest/main.py, linked in by main_blob.S). */
+/* The runner of a large cold program and of a warm box's (guest/main.py, linked in by
+ * main_blob.S). */
 extern const char pybox_guest_main_src[];
 
 /* The interpreter's descriptors: 0 its stdin, 1 and 2 its stdout and stderr (-1: keep
@@ -301,7 +302,8 @@ static void child_exec(int fd0, int fd1, int fd2, int chan, uid_t uid, box_mode_
      * up on PATH, where a package's script could stand in for python3. */
     char *const cold[] = {PYBOX_GUEST_PYTHON, "-I", "-u", "-", NULL};
     char *const whole[] = {PYBOX_GUEST_PYTHON, "-I", "-u", "-c", (char *)pybox_guest_main_src, NULL};
-    char *const warm[] = {PYBOX_GUEST_PYTHON, "-I", "-u", PYBOX_GUEST_BOOTSTRAP, "warm", NULL};
+    char *const warm[] = {PYBOX_GUEST_PYTHON,           "-I", "-u", PYBOX_GUEST_BOOTSTRAP, "warm",
+                          (char *)pybox_guest_main_src, NULL};
     char *const session[] = {PYBOX_GUEST_PYTHON, "-I", "-u", PYBOX_GUEST_BOOTSTRAP, "session", NULL};
     execve(PYBOX_GUEST_PYTHON,
            mode == MODE_COLD   ? (read_whole ? whole : cold)

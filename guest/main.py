@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: MIT
 # PyBox's runner of a cold box's program of PYBOX_GUEST_WHOLE_MIN bytes or more
-# (guest/proto.h): the box's init then starts the interpreter as
+# (guest/proto.h), and of every warm box's. For the first, the box's init starts the
+# interpreter as
 #     /usr/bin/python3 -I -u -c <this file>
-# and feeds the program on its stdin. It runs the program as `python3 -I -u -` runs a
-# smaller one, but reads it whole in a few reads: with -u the interpreter reads its
-# program from stdin one byte per system call (0.19 ms a KB in a box here). It leaves
-# nothing of itself in the program's main module. Contract: docs/guest-protocol.md.
+# and feeds the program on its stdin; for the second, the bootstrap (guest/bootstrap.py,
+# started as python3 -I -u /pybox/bootstrap.py warm <this file>) runs this file in a
+# fresh main module once the program comes on its stdin. It runs the program as
+# `python3 -I -u -` runs a smaller one, but reads it whole in a few reads: with -u the
+# interpreter reads its program from stdin one byte per system call (0.19 ms a KB in a
+# box here). It leaves nothing of itself in the program's main module. Contract:
+# docs/guest-protocol.md.
 def _pybox_main():
     # Everything the runner uses is its own before the program runs: the program shares
     # the main module's globals (and may change builtins), so no name of the runner is
@@ -20,7 +24,9 @@ def _pybox_main():
     main = sys.modules["__main__"].__dict__
     del main["_pybox_main"]
     sys.argv[:] = ["-"]
-    sys.orig_argv[sys.orig_argv.index("-c") :] = ["-"]
+    # init starts every interpreter as `python3 -I -u <what it runs>`: what it runs reads
+    # as `-`, whichever way it came
+    sys.orig_argv[3:] = ["-"]
     main["__file__"] = "<stdin>"
     main["__cached__"] = None
 

@@ -304,6 +304,47 @@ test('warm boxes: 50 calls of print(1) and 50 of a pandas import, each its own b
   }
 });
 
+// A warm box runs its program through the same runner as a large cold one
+// (guest/main.py): what it says and how it ends are the interpreter's own for `-`,
+// which a cold server's small program runs as. Each program here broke the warm path
+// before it took the runner: a hook called inside a handler, a hook that raises, a
+// KeyboardInterrupt ended by exit 1, builtins rebound by the program, sys.orig_argv.
+const endings = [
+  'import sys\nprint(sys.argv, sys.orig_argv[1:], __file__, __name__, __spec__)\nraise ValueError("plain")\n',
+  'import sys\ntype = None; isinstance = len; SystemExit = None\n' +
+    'def hook(t, v, tb):\n    print("hook", t.__name__, sys.exc_info()[0])\n    raise RuntimeError("from the hook")\n' +
+    'sys.excepthook = hook\nraise LookupError("first")\n',
+  'import sys\ndef hook(t, v, tb):\n    print("hook", t.__name__, sys.exc_info()[0])\nsys.excepthook = hook\nraise KeyboardInterrupt\n',
+  'import builtins, sys\nbuiltins.isinstance = None; builtins.print = None; builtins.SystemExit = None\nsys.exit("a message")\n',
+  'import sys, atexit\natexit.register(lambda: sys.stdout.write("atexit ran\\n"))\ndel sys.excepthook\n1 / 0\n',
+];
+
+test('a warm box ends a program as the interpreter does: said, status and signal as a cold box\'s', async () => {
+  const warm = await connect(['--images', 'stdlib', '--warm', '1']);
+  const cold = await connect(['--images', 'stdlib', '--warm', '0']);
+  const differ = [];
+  try {
+    for (const code of endings) {
+      const ends = [];
+      for (const { client } of [warm, cold]) {
+        const res = await client.callTool({ name: 'run_python', arguments: { code } });
+        const r = res.structuredContent;
+        ends.push({ kind: r.seen.start.kind, out: r.said.stdout.text, err: r.said.stderr.text,
+          exit: r.seen.init_record.exit_code, signal: r.seen.init_record.signal });
+      }
+      const [w, c] = ends;
+      assert.equal(w.kind, 'warm');
+      assert.equal(c.kind, 'cold');
+      if (JSON.stringify({ ...w, kind: null }) !== JSON.stringify({ ...c, kind: null }))
+        differ.push(`${code}warm: ${JSON.stringify(w)}\ncold: ${JSON.stringify(c)}`);
+    }
+    assert.deepEqual(differ, [], `warm and cold differ for ${differ.length} of ${endings.length}:\n${differ.join('\n\n')}`);
+  } finally {
+    await warm.client.close();
+    await cold.client.close();
+  }
+});
+
 test('a warm server: a call asking other limits than its boxes starts cold and says why; --warm 0 keeps none', async () => {
   const { client } = await connect(['--images', 'stdlib', '--warm', '1', '--max-memory', '512M']);
   try {
