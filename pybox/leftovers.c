@@ -201,7 +201,11 @@ int pybox_leftovers_clean_in(const pybox_state_t *st, pybox_backend_t *be, const
          * output and scratch folders. The claim is held while they go. */
         int fd = -1;
         pybox_error_t cerr = {0};
-        if (pybox_journal_claim(st, ni->run_id, &fd, &cerr) != 1)
+        int claim = pybox_journal_claim(st, ni->run_id, &fd, &cerr);
+        if (claim < 0) /* a note that cannot be opened or locked (a link, say): said, kept */
+            add(rep, "note", ni->run_id, ni->run_id, false,
+                "its run note could not be claimed: %s; nothing it names was removed", cerr.msg);
+        if (claim != 1)
             continue;
         sweep_output(st, ni->run_id, dry_run, rep);
         sweep_scratch(st, ni->run_id, dry_run, rep);

@@ -915,7 +915,8 @@ static bool present(const char *p)
  * folder at once, never through a link in it, and the note once it has expired; a dry
  * run only reports it. A note the listing took for dead but which cannot be claimed when
  * its turn comes (here, another lister's shared lock on it) keeps its folder: the claim
- * comes before anything the note names is touched. */
+ * comes before anything the note names is touched. A note that is a link is never
+ * claimed: said, and its folder kept. */
 START_TEST(dead_mcp_scratch_is_cleaned)
 {
     char home[] = "/tmp/pybox-unit-scratch-XXXXXX";
@@ -924,10 +925,10 @@ START_TEST(dead_mcp_scratch_is_cleaned)
     pybox_state_t st;
     pybox_error_t err = {0};
     ck_assert_msg(pybox_state_open(&st, true, &err) == 0, "%s", err.msg);
-    enum { LIVE, DEAD, DEAD_UNEXPIRED, BUSY, N };
+    enum { LIVE, DEAD, DEAD_UNEXPIRED, BUSY, LINKED, N };
     pybox_journal_t note[N];
     char dir[N][PATH_MAX], file[PATH_MAX + 16], outside[PATH_MAX + 16];
-    const int64_t expires[N] = {1, 1, pybox_wall_s() + 3600, 1};
+    const int64_t expires[N] = {1, 1, pybox_wall_s() + 3600, 1, 1};
     snprintf(outside, sizeof outside, "%s/outside", home);
     FILE *f = fopen(outside, "we");
     ck_assert_ptr_nonnull(f);
@@ -959,6 +960,11 @@ START_TEST(dead_mcp_scratch_is_cleaned)
     int busy = open(busyp, O_RDONLY | O_CLOEXEC);
     ck_assert_int_ge(busy, 0);
     ck_assert_int_eq(flock(busy, LOCK_SH), 0);
+    pybox_journal_abandon(&note[LINKED]);
+    char linkedp[PATH_MAX + 64];
+    snprintf(linkedp, sizeof linkedp, "%s/runs/%s.json", home, note[LINKED].run_id);
+    ck_assert_int_eq(unlink(linkedp), 0);
+    ck_assert_int_eq(symlink(outside, linkedp), 0);
 
     script_t s;
     script_init(&s);
@@ -975,7 +981,13 @@ START_TEST(dead_mcp_scratch_is_cleaned)
         ck_assert_msg(present(dir[i]), "a dry run removed %s", dir[i]);
 
     ck_assert_int_eq(pybox_leftovers_clean(&st, be, false, true, &rep, &err), 0);
+    bool linked_said = false;
+    for (size_t i = 0; i < rep.n; i++)
+        linked_said = linked_said || (strcmp(rep.entries[i].run_id, note[LINKED].run_id) == 0 &&
+                                      !rep.entries[i].removed && strstr(rep.entries[i].reason, "could not be claimed"));
     pybox_leftovers_report_free(&rep);
+    ck_assert_msg(linked_said, "a note that is a link was not said");
+    ck_assert_msg(present(dir[LINKED]), "the scratch of a note that is a link was removed");
     ck_assert_msg(present(dir[LIVE]), "the scratch of a live call was removed");
     ck_assert_msg(present(dir[BUSY]), "the scratch of a note that could not be claimed was removed");
     ck_assert(present(notep) == false);
