@@ -24,8 +24,22 @@ import _signal
 import os
 import sys
 
-# The bootstrap's own, before any program runs: a program may change the builtins.
-from builtins import BaseException, KeyboardInterrupt, SystemExit, compile, exec, int, isinstance, print, type
+# The bootstrap's own, before any program runs: a program may change the builtins, the
+# functions of os and _signal, sys.modules (the interpreter keeps its own table, bound
+# here), atexit's module (the functions registered are the interpreter's, whichever
+# module object registered them; atexit is then left out of sys.modules, as a cold start
+# has it).
+from builtins import (BaseException, KeyboardInterrupt, SystemExit, compile, exec, getattr, int, issubclass, repr,
+                      str, type)
+
+import atexit
+
+_run_exitfuncs = atexit._run_exitfuncs
+del sys.modules["atexit"], atexit
+_modules = sys.modules
+_exit, _kill, _getpid, _write = os._exit, os.kill, os.getpid, os.write
+_set_signal, SIGINT, SIG_DFL = _signal.signal, _signal.SIGINT, _signal.SIG_DFL
+_OWN = __file__
 
 CHANNEL = 3
 PRELOAD = "/pybox/preload"
@@ -133,14 +147,14 @@ def _report_exception(e):
 def _fresh_main():
     """A main module as `python3 -I -u -` gives the program one."""
     main = type(sys)("__main__")
-    main.__dict__.update(
-        __file__="<stdin>",
-        __cached__=None,
+    main.__dict__.update(  # in the order the interpreter's own main module has them
+        __package__=None,
         __loader__=sys.modules["_frozen_importlib"].BuiltinImporter,
         __spec__=None,
         __annotations__={},
         __builtins__=sys.modules["builtins"],
-        __package__=None,
+        __file__="<stdin>",
+        __cached__=None,
     )
     sys.modules["__main__"] = main
     sys.argv[:] = ["-"]
@@ -148,47 +162,113 @@ def _fresh_main():
 
 
 def _exit_code(e):
-    """The status an uncaught SystemExit gives, as the interpreter would (its message on
-    stderr)."""
-    code = e.code
+    """The status an uncaught SystemExit gives, as the interpreter gives it: its code
+    (the exception itself when that cannot be had); none, 0; an int, its low byte (-1
+    past a C long); anything else printed on stderr (the process's descriptor 2 when
+    sys.stderr is missing or None), 1."""
+    try:
+        code = e.code
+    except BaseException:
+        code = e
     if code is None:
         return 0
-    if isinstance(code, int):
-        return code & 0xFF
+    if issubclass(type(code), int):
+        return (code if -(2**63) <= code < 2**63 else -1) & 0xFF
+    err = sys.__dict__.get("stderr")
     try:
-        print(code, file=sys.stderr)
-    except Exception:
+        if err is None:
+            _write(2, (str(code) + "\n").encode("utf-8", "backslashreplace"))
+        else:
+            err.write(str(code))
+            err.write("\n")
+    except BaseException:
         pass
     return 1
 
 
-def _finish(main, code):
-    """The program's end as the interpreter's own starts it: its threads joined, its
-    atexit functions run, then what its globals still hold dropped (a file it left open
-    there is flushed and closed), the standard streams flushed. The interpreter then ends
-    without tearing down the modules the image preloaded, which costs the data image a
-    third of a second of CPU and tells the program nothing: with code, or (None) by
-    SIGINT, as the interpreter ends after an uncaught KeyboardInterrupt."""
-    import atexit
-
+def _unraisable(obj, e):
+    """An exception the interpreter's own shutdown meets, said as its default hook for
+    them says it: from the frame that raised it (not the bootstrap's), its type's line
+    always with ": " and the exception's text."""
+    err = sys.__dict__.get("stderr")
+    if err is None:
+        return
+    tb = e.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == _OWN:
+        tb = tb.tb_next
+    t = type(e)
     try:
-        threading = sys.modules.get("threading")
-        if threading is not None:
-            threading._shutdown()
-    except BaseException as e:
-        _report_exception(e)
-    atexit._run_exitfuncs()
-    main.__dict__.clear()
-    for f in (sys.stdout, sys.stderr):
+        try:
+            what = repr(obj)
+        except BaseException:
+            what = "<object repr() failed>"
+        err.write("Exception ignored in: %s\n" % what)
+        if tb is not None:
+            import traceback  # the program is over: nothing of it sees this import
+
+            err.write("Traceback (most recent call last):\n")
+            traceback.print_tb(tb, file=err)
+        mod = getattr(t, "__module__", "<unknown>")
+        try:
+            text = str(e)
+        except BaseException:
+            text = "<exception str() failed>"
+        prefix = "" if mod in ("builtins", "__main__") else "%s." % mod
+        err.write("%s%s: %s\n" % (prefix, t.__qualname__, text))
+    except BaseException:
+        pass
+
+
+def _flushed(names):
+    """sys.stdout and sys.stderr (names: their names in sys) flushed as the interpreter's
+    shutdown flushes them (a missing, None or closed one left alone): False when one
+    failed."""
+    ok = True
+    for name in names:
+        f = sys.__dict__.get(name)
+        if f is None:
+            continue
+        try:
+            closed = getattr(f, "closed")
+        except BaseException:
+            closed = False
+        if closed:
+            continue
         try:
             f.flush()
-        except Exception:
-            pass
+        except BaseException as e:
+            if name.strip("_") == "stdout":
+                _unraisable(f, e)
+            ok = False
+    return ok
+
+
+def _finish(main, code):
+    """The program's end as the interpreter's own shutdown makes it: its threads joined,
+    its atexit functions run, the standard streams flushed, what its globals still hold
+    dropped (a file it left open there is flushed and closed), the streams flushed again;
+    a failure to flush ends it with 120. The interpreter then ends without tearing down
+    the modules the image preloaded, which costs the data image a third of a second of
+    CPU and tells the program nothing: with code, or (None) by SIGINT, as the interpreter
+    ends after an uncaught KeyboardInterrupt."""
+    threading = _modules.get("threading")
+    if threading is not None:
+        try:
+            threading._shutdown()
+        except BaseException as e:
+            _unraisable(threading, e)
+    _run_exitfuncs()
+    ok = _flushed(("stdout", "stderr"))
+    main.__dict__.clear()
+    # then the interpreter's own streams, which it puts back before it flushes them again
+    ok = _flushed(("__stdout__", "__stderr__")) and ok
+    if not ok:
+        code = 120 if code is not None else None
     if code is None:
-        _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
-        os.kill(os.getpid(), _signal.SIGINT)
-        code = 128 + _signal.SIGINT  # the interpreter's own, should SIGINT not end it
-    os._exit(code)
+        _set_signal(SIGINT, SIG_DFL)
+        _kill(_getpid(), SIGINT)
+        code = 128 + SIGINT  # the interpreter's own, should SIGINT not end it
+    _exit(code)
 
 
 def _compiler_ready():

@@ -18,6 +18,9 @@ def _pybox_main():
     from builtins import BaseException, KeyboardInterrupt, SystemExit, compile, exec, type
 
     show = sys.__excepthook__  # how the interpreter prints an exception itself
+    # sys's own attributes set as the interpreter sets them: in its dictionary, past
+    # whatever its module's class was made to do
+    sysd = sys.__dict__
     traceback_of = BaseException.__traceback__.__get__
     with_traceback = BaseException.with_traceback
     own = sys._getframe().f_code.co_filename
@@ -55,8 +58,8 @@ def _pybox_main():
     # as the interpreter says one of its main module's: without the runner's frames.
     tb = without_runner(e)
     t = type(e)
-    sys.last_type, sys.last_value, sys.last_traceback = t, e, tb
-    hook = sys.__dict__.get("excepthook")
+    sysd["last_type"], sysd["last_value"], sysd["last_traceback"] = t, e, tb
+    hook = sysd.get("excepthook")
     if hook is None:
         sys.stderr.write("sys.excepthook is missing\n")
         show(t, e, tb)
@@ -79,13 +82,13 @@ def _pybox_main():
         # what the program had, so nothing is said twice and nothing of the runner stays.
         def quiet(*args):
             if hook is None:
-                sys.__dict__.pop("excepthook", None)
+                sysd.pop("excepthook", None)
             else:
-                sys.excepthook = hook
+                sysd["excepthook"] = hook
             with_traceback(e, tb)
-            sys.last_type, sys.last_value, sys.last_traceback = t, e, tb
+            sysd["last_type"], sysd["last_value"], sysd["last_traceback"] = t, e, tb
 
-        sys.excepthook = quiet
+        sysd["excepthook"] = quiet
         raise e
     raise SystemExit(1) from None
 

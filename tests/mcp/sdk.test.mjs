@@ -308,7 +308,9 @@ test('warm boxes: 50 calls of print(1) and 50 of a pandas import, each its own b
 // (guest/main.py): what it says and how it ends are the interpreter's own for `-`,
 // which a cold server's small program runs as. Each program here broke the warm path
 // before it took the runner: a hook called inside a handler, a hook that raises, a
-// KeyboardInterrupt ended by exit 1, builtins rebound by the program, sys.orig_argv.
+// KeyboardInterrupt ended by exit 1, builtins rebound by the program, sys.orig_argv;
+// an exit status past a C long, sys.stderr None, os functions replaced, a stream that
+// cannot be flushed (status 120), an error in the threads' shutdown.
 const endings = [
   'import sys\nprint(sys.argv, sys.orig_argv[1:], __file__, __name__, __spec__)\nraise ValueError("plain")\n',
   'import sys\ntype = None; isinstance = len; SystemExit = None\n' +
@@ -317,6 +319,13 @@ const endings = [
   'import sys\ndef hook(t, v, tb):\n    print("hook", t.__name__, sys.exc_info()[0])\nsys.excepthook = hook\nraise KeyboardInterrupt\n',
   'import builtins, sys\nbuiltins.isinstance = None; builtins.print = None; builtins.SystemExit = None\nsys.exit("a message")\n',
   'import sys, atexit\natexit.register(lambda: sys.stdout.write("atexit ran\\n"))\ndel sys.excepthook\n1 / 0\n',
+  // and the interpreter's own end, which the bootstrap makes for a warm box
+  'import sys\nsys.exit(2**63)\n',
+  'import sys\nsys.stderr = None\nsys.exit("to descriptor 2")\n',
+  'import os, sys\nos._exit = lambda c: print("mocked", c)\nos.kill = lambda *a: print("mocked")\nsys.exit(5)\n',
+  'import sys\nclass W:\n    def write(self, s): return len(s)\n    def flush(self): raise OSError("no flush")\n' +
+    '    def __repr__(self): return "<W>"\nsys.stdout = W()\n',
+  'import threading\ndef stuck(): raise RuntimeError("at shutdown")\nthreading._shutdown = stuck\n',
 ];
 
 test('a warm box ends a program as the interpreter does: said, status and signal as a cold box\'s', async () => {
