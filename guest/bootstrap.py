@@ -173,7 +173,8 @@ def _exit_code(e):
     if code is None:
         return 0
     if issubclass(type(code), int):
-        return (code if -(2**63) <= code < 2**63 else -1) & 0xFF
+        v = int.__int__(code)  # its value as an int, whatever its class makes of comparisons
+        return (v if -(2**63) <= v < 2**63 else -1) & 0xFF
     err = sys.__dict__.get("stderr")
     try:
         if err is None:
@@ -262,8 +263,8 @@ def _finish(main, code):
     main.__dict__.clear()
     # then the interpreter's own streams, which it puts back before it flushes them again
     ok = _flushed(("__stdout__", "__stderr__")) and ok
-    if not ok:
-        code = 120 if code is not None else None
+    if not ok and code is not None:
+        code = 120
     if code is None:
         _set_signal(SIGINT, SIG_DFL)
         _kill(_getpid(), SIGINT)
@@ -297,9 +298,12 @@ def warm(runner_text):
     except SystemExit as e:
         status = _exit_code(e)
     except KeyboardInterrupt as e:
-        hook = sys.__dict__.get("excepthook")
-        if hook is not None:
-            hook(type(e), e, e.__traceback__)
+        hook = sys.__dict__.get("excepthook")  # the runner's, which puts back the program's
+        try:
+            if hook is not None:
+                hook(type(e), e, e.__traceback__)
+        except BaseException:
+            pass
         status = None
     del runner
     _finish(main, status)

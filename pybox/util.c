@@ -112,7 +112,8 @@ static EVP_MD *sha256_md;
  * more than the rest together: 0.35 ms of every run's CPU. Not the host's OpenSSL
  * configuration file either (0.35-0.4 ms of every run, read at the first fetch): PyBox asks
  * for two fixed algorithms, SHA-256 and Ed25519, whose results no configuration changes;
- * docs/receipt.md says so. And no clean-up at exit (the process ends there; 0.1-0.2 ms).
+ * docs/receipt.md says so. And no clean-up at exit: what it would free, the process's end
+ * frees.
  * First, when this is libcrypto's first use, as `pybox exec` makes it; otherwise libcrypto
  * was set up by whatever used it first, and this changes nothing. */
 static void crypto_init(void)
