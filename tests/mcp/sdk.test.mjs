@@ -306,11 +306,12 @@ test('warm boxes: 50 calls of print(1) and 50 of a pandas import, each its own b
 
 // A warm box runs its program through the same runner as a large cold one
 // (guest/main.py): what it says and how it ends are the interpreter's own for `-`,
-// which a cold server's small program runs as. Each program here broke the warm path
-// before it took the runner: a hook called inside a handler, a hook that raises, a
-// KeyboardInterrupt ended by exit 1, builtins rebound by the program, sys.orig_argv;
-// an exit status past a C long, sys.stderr None, os functions replaced, a stream that
-// cannot be flushed (status 120), an error in the threads' shutdown.
+// which a cold server's small program runs as. The first five broke the warm path
+// before it took the runner (a hook called inside a handler, a hook that raises, a
+// KeyboardInterrupt ended by exit 1, builtins rebound by the program, sys.orig_argv);
+// the last five, its own shutdown before it followed the interpreter's (an exit status
+// past a C long, sys.stderr None, os functions replaced, a stream that cannot be flushed:
+// status 120, an error in the threads' shutdown).
 const endings = [
   'import sys\nprint(sys.argv, sys.orig_argv[1:], __file__, __name__, __spec__)\nraise ValueError("plain")\n',
   'import sys\ntype = None; isinstance = len; SystemExit = None\n' +
