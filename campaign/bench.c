@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -69,8 +70,10 @@ static int status_code(int st)
 }
 
 /* One complete run, its stdout captured into out (may be NULL); the exit code, the wall
- * time in *secs. */
-static int run(const char *const argv[], const char *program, pybox_buf_t *out, double *secs)
+ * time in *secs, and in *cpu (may be NULL) the CPU time, user and system, of the run's
+ * process and of those it waited for (wait4): whole only for a command that starts no
+ * process it does not wait for. */
+static int run_cpu(const char *const argv[], const char *program, pybox_buf_t *out, double *secs, double *cpu)
 {
     int o[2];
     if (pipe2(o, O_CLOEXEC) < 0)
@@ -85,18 +88,44 @@ static int run(const char *const argv[], const char *program, pybox_buf_t *out, 
             pybox_buf_add(out, buf, (size_t)n); /* bounded: past it the receipt reads as not JSON */
     close(o[0]);
     int st = 0;
-    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+    struct rusage ru;
+    if (pid < 0 || wait4(pid, &st, 0, &ru) != pid)
         return -1;
     *secs = pybox_now_s() - t0;
+    if (cpu != NULL)
+        *cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+               (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
     return status_code(st);
 }
 
+static int run(const char *const argv[], const char *program, pybox_buf_t *out, double *secs)
+{
+    return run_cpu(argv, program, out, secs, NULL);
+}
+
+/* The time every CPU of the machine has spent busy so far (user, nice, system, irq and
+ * softirq: kernel workers included), in seconds from the kernel's ticks; < 0 unknown. */
+static double machine_busy_s(void)
+{
+    FILE *f = fopen("/proc/stat", "re");
+    if (f == NULL)
+        return -1;
+    unsigned long long v[7] = {0};
+    int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]);
+    fclose(f);
+    long hz = sysconf(_SC_CLK_TCK);
+    if (got != 7 || hz <= 0)
+        return -1;
+    return (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / (double)hz; /* not idle (3), not iowait (4) */
+}
+
 /* total runs, at most width at once; returns the wall time, *failed the runs whose exit
- * code was not 0. */
-static double at_once(const char *const argv[], const char *program, int total, int width, int *failed)
+ * code was not 0, *busy (may be NULL) the machine's busy CPU time meanwhile (< 0 unknown). */
+static double at_once(const char *const argv[], const char *program, int total, int width, int *failed, double *busy)
 {
     *failed = 0;
     int started = 0, running = 0;
+    double b0 = machine_busy_s();
     double t0 = pybox_now_s();
     while (started < total || running > 0) {
         while (running < width && started < total) {
@@ -114,7 +143,10 @@ static double at_once(const char *const argv[], const char *program, int total, 
         if (status_code(st) != 0)
             (*failed)++;
     }
-    return pybox_now_s() - t0;
+    double t = pybox_now_s() - t0, b1 = machine_busy_s();
+    if (busy != NULL)
+        *busy = b0 >= 0 && b1 >= b0 ? b1 - b0 : -1;
+    return t;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -613,8 +645,17 @@ int main(int argc, char **argv)
 
     /* 1. Complete runs, interleaved, after one warm-up of each. */
     double *tb = calloc((size_t)runs, sizeof *tb), *tdr = calloc((size_t)runs, sizeof *tdr);
-    int nb = 0, ndr = 0, bad_ref = 0;
+    int nb = 0, ndr = 0, bad_ref = 0, bad_start = 0;
     double w;
+    /* Process start and exit alone: `pybox --version` beside `bwrap --version`. */
+    const char *const pybox_version[] = {bin, "--version", NULL};
+    const char *const bwrap_version[] = {"bwrap", "--version", NULL};
+    double *sw[2], *sc[2];
+    int ns[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        sw[k] = calloc((size_t)runs, sizeof(double));
+        sc[k] = calloc((size_t)runs, sizeof(double));
+    }
     for (int b = 0; b < 2; b++)
         if (lanes[b].present)
             run(lanes[b].argv, hello, NULL, &w);
@@ -630,19 +671,27 @@ int main(int argc, char **argv)
             run(bwrap, hello, NULL, &tb[nb]) == 0 ? nb++ : bad_ref++;
         if (have_docker_run)
             run(docker_run, hello, NULL, &tdr[ndr]) == 0 ? ndr++ : bad_ref++;
+        for (int k = 0; k < (have_bwrap ? 2 : 1); k++) {
+            if (run_cpu(k == 0 ? pybox_version : bwrap_version, "", NULL, &sw[k][ns[k]], &sc[k][ns[k]]) == 0)
+                ns[k]++;
+            else if (k == 0)
+                bad_start++;
+            else
+                bad_ref++;
+        }
     }
     if (have_docker_run)
         unlink(sc_path);
 
     /* 2. At once: four over 64 runs, and 200 at sixteen (native; bubblewrap beside it). */
     int f4 = 0, f16 = 0, fb4 = 0;
-    double w4 = 0, w16 = 0, wb4 = 0;
+    double w4 = 0, w16 = 0, wb4 = 0, busy4 = -1, busyb4 = -1;
     if (nat->present) {
-        w4 = at_once(nat->argv, hello, 64, 4, &f4);
-        w16 = at_once(nat->argv, hello, 200, 16, &f16);
+        w4 = at_once(nat->argv, hello, 64, 4, &f4, &busy4);
+        w16 = at_once(nat->argv, hello, 200, 16, &f16, NULL);
     }
     if (have_bwrap)
-        wb4 = at_once(bwrap, hello, 64, 4, &fb4);
+        wb4 = at_once(bwrap, hello, 64, 4, &fb4, &busyb4);
 
     /* 2b. Files in and out (native), interleaved run by run. */
     files_lane_t fl = {0};
@@ -680,6 +729,17 @@ int main(int argc, char **argv)
     double data_n = median(nat->data_prog, nat->n_data), data_d = median(dock->data_prog, dock->n_data);
     double data_nw = median(nat->data_wall, nat->n_data), data_dw = median(dock->data_wall, dock->n_data);
     double rate4 = w4 > 0 ? 64 / w4 : 0, rateb4 = wb4 > 0 ? 64 / wb4 : 0;
+    /* CPU a run while four ran at once (the machine's, kernel workers included), and what
+     * it bounds: on fewer than four CPUs, at most (CPUs / CPU a run) runs a second. */
+    double cpu_n = busy4 > 0 ? busy4 / 64 : 0, cpu_b = busyb4 > 0 ? busyb4 / 64 : 0;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    double n_cpus = online > 0 && online < 4 ? (double)online : 4.0;
+    double bound_n = cpu_n > 0 ? n_cpus / cpu_n : 0, bound_b = cpu_b > 0 ? n_cpus / cpu_b : 0;
+    double start_w[2], start_c[2];
+    for (int k = 0; k < 2; k++) {
+        start_w[k] = median(sw[k], ns[k]);
+        start_c[k] = median(sc[k], ns[k]);
+    }
 
     goal_t g[16];
     size_t ng = 0;
@@ -752,7 +812,7 @@ int main(int argc, char **argv)
     int missed = 0;
     for (size_t i = 0; i < ng; i++)
         missed += g[i].judged && !g[i].met;
-    int failures = nat->bad + dock->bad + f4 + f16 + nat->bad_data + dock->bad_data + fl.bad;
+    int failures = nat->bad + dock->bad + f4 + f16 + nat->bad_data + dock->bad_data + fl.bad + bad_start;
 
     if (json) {
         cJSON *r = cJSON_CreateObject();
@@ -792,6 +852,23 @@ int main(int argc, char **argv)
             cJSON_AddNumberToObject(o, "ratio_docker_backend_to_docker_run", md / mdr);
         cJSON_AddNumberToObject(o, "native_four_at_once_runs_per_s", rate4);
         cJSON_AddNumberToObject(o, "bwrap_four_at_once_runs_per_s", rateb4);
+        if (cpu_n > 0) {
+            cJSON_AddNumberToObject(o, "native_four_at_once_cpu_per_run_ms", cpu_n * 1e3);
+            cJSON_AddNumberToObject(o, "native_four_at_once_cpu_bound_runs_per_s", bound_n);
+        }
+        if (cpu_b > 0) {
+            cJSON_AddNumberToObject(o, "bwrap_four_at_once_cpu_per_run_ms", cpu_b * 1e3);
+            cJSON_AddNumberToObject(o, "bwrap_four_at_once_cpu_bound_runs_per_s", bound_b);
+        }
+        cJSON_AddNumberToObject(o, "cpus_online", (double)online);
+        if (ns[0] > 0) {
+            cJSON_AddNumberToObject(o, "pybox_version_median_ms", start_w[0] * 1e3);
+            cJSON_AddNumberToObject(o, "pybox_version_cpu_median_ms", start_c[0] * 1e3);
+        }
+        if (ns[1] > 0) {
+            cJSON_AddNumberToObject(o, "bwrap_version_median_ms", start_w[1] * 1e3);
+            cJSON_AddNumberToObject(o, "bwrap_version_cpu_median_ms", start_c[1] * 1e3);
+        }
         cJSON_AddNumberToObject(o, "native_200_at_16_failed", f16);
         cJSON_AddNumberToObject(o, "native_200_at_16_s", w16);
         if (nat->present)
@@ -871,6 +948,20 @@ int main(int argc, char **argv)
         printf("\nAt once (native): 64 runs four at a time %.1f runs/s (bwrap: %.1f runs/s); 200 runs sixteen at a "
                "time in %.2f s, %d failed.\n\n",
                rate4, rateb4, w16, f16);
+        if (cpu_n > 0 && cpu_b > 0)
+            printf("CPU a run, four at once (the machine's busy time over the 64 runs, kernel workers included, "
+                   "from /proc/stat): native %.1f ms, bwrap %.1f ms. With %ld CPU%s online, four at once can run at "
+                   "most %.0f / CPU a run: %.1f native runs/s, %.1f bwrap runs/s, a ratio of %.2fx. Reached: %.0f%% "
+                   "of the bound natively, %.0f%% with bwrap.\n\n",
+                   cpu_n * 1e3, cpu_b * 1e3, online, online == 1 ? "" : "s", n_cpus, bound_n, bound_b,
+                   bound_n / bound_b, 100 * rate4 / bound_n, 100 * rateb4 / bound_b);
+        if (ns[0] > 0 && ns[1] > 0)
+            printf("Process start and exit alone, interleaved: `pybox --version` %.2f ms (CPU %.2f ms), `bwrap "
+                   "--version` %.2f ms (CPU %.2f ms).\n\n",
+                   start_w[0] * 1e3, start_c[0] * 1e3, start_w[1] * 1e3, start_c[1] * 1e3);
+        else if (ns[0] > 0)
+            printf("Process start and exit alone: `pybox --version` %.2f ms (CPU %.2f ms).\n\n", start_w[0] * 1e3,
+                   start_c[0] * 1e3);
         if (fl.n > 0)
             printf("Program size (native): `print('hello')` as the largest program PyBox takes (%d bytes, the rest "
                    "comments) adds %.1f ms to the same run of the bare program (median of %d pairs).\n\n",
@@ -919,6 +1010,10 @@ int main(int argc, char **argv)
     free(fl.large_program);
     free(tb);
     free(tdr);
+    for (int k = 0; k < 2; k++) {
+        free(sw[k]);
+        free(sc[k]);
+    }
     if (failures > 0)
         return 1;
     return judge && missed > 0 && !json ? 3 : 0; /* the campaign reads met or missed from the figures */
