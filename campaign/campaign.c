@@ -54,6 +54,7 @@ typedef struct {
     char home[PATH_MAX];      /* the campaign's own installation */
     char main_home[PATH_MAX]; /* the main installation's folder (only ever read, by drivers) */
     char tmp[PATH_MAX];       /* scratch, removed at the end */
+    bool tmp_made;            /* tmp exists: removed also when the set-up fails */
     pybox_state_t st;
     pybox_backend_t *engine; /* the backend whose boxes an engine holds (its socket, its fixtures) */
     char id[33];             /* this campaign */
@@ -1514,10 +1515,17 @@ static int setup(camp_t *c)
     }
     snprintf(c->main_home, sizeof c->main_home, "%s", main_st.dir);
     snprintf(c->tmp, sizeof c->tmp, "/tmp/pybox-campaign-XXXXXX");
-    if (mkdtemp(c->tmp) == NULL || chmod(c->tmp, 0755) < 0)
+    char why[128];
+    if (mkdtemp(c->tmp) == NULL) {
+        say("a scratch folder in /tmp: %s", pybox_strerror(errno, why, sizeof why));
         return -1;
-    if (pybox_fmt(c->home, sizeof c->home, "%s/home", c->tmp) < 0 || mkdir(c->home, 0700) < 0)
+    }
+    c->tmp_made = true;
+    if (chmod(c->tmp, 0755) < 0 || pybox_fmt(c->home, sizeof c->home, "%s/home", c->tmp) < 0 ||
+        mkdir(c->home, 0700) < 0) {
+        say("the campaign's installation folder in %s: %s", c->tmp, pybox_strerror(errno, why, sizeof why));
         return -1;
+    }
     setenv("PYBOX_HOME", c->home, 1);
     if (pybox_state_open(&c->st, true, &err) < 0 || pybox_state_borrow_images(&main_st, &c->st, &err) < 0 ||
         open_engine(c, &err) < 0) {
@@ -1527,12 +1535,16 @@ static int setup(camp_t *c)
     pybox_random_hex(8, c->id, NULL);
     pybox_random_hex(16, c->canary, NULL);
     snprintf(c->env_entry, sizeof c->env_entry, "PYBOX_CANARY=%s", c->canary);
-    if (pybox_fmt(c->host_dir, sizeof c->host_dir, "%s/host-folder", c->tmp) < 0 || mkdir(c->host_dir, 0755) < 0)
+    if (pybox_fmt(c->host_dir, sizeof c->host_dir, "%s/host-folder", c->tmp) < 0 || mkdir(c->host_dir, 0755) < 0) {
+        say("the host folder in %s: %s", c->tmp, pybox_strerror(errno, why, sizeof why));
         return -1;
+    }
     char canary_path[PATH_MAX];
     if (pybox_fmt(canary_path, sizeof canary_path, "%s/canary.txt", c->host_dir) < 0 ||
-        pybox_write_file_atomic(canary_path, c->canary, strlen(c->canary), 0644, &err) < 0)
+        pybox_write_file_atomic(canary_path, c->canary, strlen(c->canary), 0644, &err) < 0) {
+        say("the host folder's canary: %s", err.msg[0] ? err.msg : "its path is too long");
         return -1;
+    }
 
     c->host = cJSON_CreateObject();
     struct utsname u;
@@ -1723,8 +1735,13 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    if (setup(&c) < 0)
+    if (setup(&c) < 0) {
+        /* a refused campaign leaves nothing: nothing of its installation is outside tmp
+         * before its first case (no box, no cgroup, no lease) */
+        if (c.tmp_made)
+            (void)pybox_remove_tree_at(AT_FDCWD, c.tmp);
         return 1;
+    }
     say("campaign %s as installation %s; records in %s/%s", c.id, c.st.install_id, c.out, EV_RECORDS);
     int passed = 0, failed = 0;
     pybox_buf_t failures; /* "kind/id on backend (record)" of each failed case, said last */

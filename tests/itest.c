@@ -40,18 +40,30 @@ static const char *pybox_bin(void)
     return b && *b ? b : "build/pybox";
 }
 
-const char *itest_test_bin(void)
+/* The program the environment variable var names, else the one called name beside the
+ * pybox under test, as make builds them. */
+static const char *tool_bin(const char *var, const char *name, char bin[PATH_MAX])
 {
-    static char bin[PATH_MAX];
-    const char *b = getenv("PYBOX_TEST_BIN");
+    const char *b = getenv(var);
     if (b && *b)
         return b;
-    /* the test build beside the installed one, as make builds them */
     const char *main_bin = pybox_bin();
     const char *slash = strrchr(main_bin, '/');
     int dir_len = slash ? (int)(slash - main_bin) + 1 : 0;
-    ck_assert_int_eq(pybox_fmt(bin, sizeof bin, "%.*spybox-test", dir_len, main_bin), 0);
+    ck_assert_int_eq(pybox_fmt(bin, PATH_MAX, "%.*s%s", dir_len, main_bin, name), 0);
     return bin;
+}
+
+const char *itest_test_bin(void)
+{
+    static char bin[PATH_MAX];
+    return tool_bin("PYBOX_TEST_BIN", "pybox-test", bin);
+}
+
+const char *itest_campaign_bin(void)
+{
+    static char bin[PATH_MAX];
+    return tool_bin("PYBOX_CAMPAIGN_BIN", "pybox-campaign", bin);
 }
 
 static int memfd_with(const char *name, const void *data, size_t len)
@@ -169,8 +181,14 @@ const cJSON *itest_exec_past_deadline(const char *program, const char *timeout_s
 
 void itest_pybox_test(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r)
 {
+    itest_run_bin(itest_test_bin(), program, len, args, env, r);
+}
+
+void itest_run_bin(const char *bin, const char *program, size_t len, const char *const *args, const char *const *env,
+                   itest_run_t *r)
+{
     itest_job_t j;
-    start_bin(itest_test_bin(), program, len, args, env, 0, &j);
+    start_bin(bin, program, len, args, env, 0, &j);
     itest_finish(&j, r);
 }
 

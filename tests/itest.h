@@ -44,6 +44,11 @@ void itest_pybox_ok(const char *program, size_t len, const char *const *args, co
  * test hook: PYBOX_TEST_BIN, else pybox-test beside PYBOX_BIN. */
 void itest_pybox_test(const char *program, size_t len, const char *const *args, const char *const *env, itest_run_t *r);
 const char *itest_test_bin(void);
+/* The campaign's tool: PYBOX_CAMPAIGN_BIN, else pybox-campaign beside the pybox tested. */
+const char *itest_campaign_bin(void);
+/* Any program, run as itest_pybox runs pybox (argv[0] bin, then args). */
+void itest_run_bin(const char *bin, const char *program, size_t len, const char *const *args, const char *const *env,
+                   itest_run_t *r);
 /* Shorthand: pybox exec --json [extra args] < program, with --timeout ITEST_ROOMY_S
  * unless extra names a deadline. */
 void itest_exec(const char *program, const char *const *extra, itest_run_t *r);

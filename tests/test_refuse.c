@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Bad input is refused with a clear error and exit 125, before any box is built. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pty.h>
 #include <sched.h>
@@ -220,6 +222,46 @@ START_TEST(engine_never_answers)
 }
 END_TEST
 
+/* The campaign's scratch folders in /tmp (pybox-campaign-*): how many there are. */
+static int campaign_scratch(void)
+{
+    DIR *d = opendir("/tmp");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strncmp(e->d_name, "pybox-campaign-", 15) == 0;
+    closedir(d);
+    return n;
+}
+
+/* A campaign refused at its set-up (here no engine answers) leaves nothing: not its
+ * scratch folder, with the installation it had begun in it, nor a page or a record in
+ * its --out folder. */
+START_TEST(campaign_refused_leaves_nothing)
+{
+    char out[] = "/tmp/pybox-itest-campaign-out-XXXXXX", limits[PATH_MAX], kase[PATH_MAX];
+    ck_assert_ptr_nonnull(mkdtemp(out));
+    ck_assert_int_eq(pybox_fmt(limits, sizeof limits, "%s/campaign/limits.md", PYBOX_SOURCE), 0);
+    ck_assert_int_eq(pybox_fmt(kase, sizeof kase, "%s/campaign/cases/receipt-clean-exit.json", PYBOX_SOURCE), 0);
+    const char *pybox = getenv("PYBOX_BIN");
+    ck_assert_msg(pybox != NULL && pybox[0] == '/', "PYBOX_BIN: the campaign takes an absolute path");
+    const char *args[] = {"run", "--pybox", pybox, "--out", out, "--limits", limits, kase, NULL};
+    const char *env[] = {"DOCKER_HOST=unix:///nonexistent-pybox-itest/engine.sock", NULL};
+    int before = campaign_scratch();
+    itest_run_t r;
+    itest_run_bin(itest_campaign_bin(), "", 0, args, env, &r);
+    bool out_empty = rmdir(out) == 0;
+    if (!out_empty)
+        (void)pybox_remove_tree_at(AT_FDCWD, out);
+    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(itest_contains(r.err, r.err_len, "no container engine"), "%s", r.err);
+    ck_assert_msg(campaign_scratch() == before, "a refused campaign left its scratch folder in /tmp: %s", r.err);
+    ck_assert_msg(out_empty, "a refused campaign wrote into its --out folder");
+    itest_run_free(&r);
+}
+END_TEST
+
 /* A state directory on a read-only file system: refused before anything is made, and
  * the error says it is the state directory (not only which of its files failed). Its
  * tmpfs is in a mount namespace of this test's own. */
@@ -268,6 +310,7 @@ Suite *itest_suite_refuse(void)
     itest_tcase(s, "state directory", 60, ITEST_TESTS(read_only_state_dir));
     if (!itest_native()) { /* the engine's own failure: the docker backend only */
         itest_tcase(s, "engine never answers", 30, ITEST_TESTS(engine_never_answers));
+        itest_tcase(s, "campaign refused", 60, ITEST_TESTS(campaign_refused_leaves_nothing));
     }
     return s;
 }
