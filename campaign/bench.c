@@ -730,11 +730,11 @@ int main(int argc, char **argv)
     double data_nw = median(nat->data_wall, nat->n_data), data_dw = median(dock->data_wall, dock->n_data);
     double rate4 = w4 > 0 ? 64 / w4 : 0, rateb4 = wb4 > 0 ? 64 / wb4 : 0;
     /* CPU a run while four ran at once (the machine's, kernel workers included), and what
-     * it bounds: on fewer than four CPUs, at most (CPUs / CPU a run) runs a second. */
+     * it bounds: however many run at once, at most (CPUs online / CPU a run) a second. */
     double cpu_n = busy4 > 0 ? busy4 / 64 : 0, cpu_b = busyb4 > 0 ? busyb4 / 64 : 0;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
-    double n_cpus = online > 0 && online < 4 ? (double)online : 4.0;
-    double bound_n = cpu_n > 0 ? n_cpus / cpu_n : 0, bound_b = cpu_b > 0 ? n_cpus / cpu_b : 0;
+    double bound_n = cpu_n > 0 && online > 0 ? (double)online / cpu_n : 0;
+    double bound_b = cpu_b > 0 && online > 0 ? (double)online / cpu_b : 0;
     double start_w[2], start_c[2];
     for (int k = 0; k < 2; k++) {
         start_w[k] = median(sw[k], ns[k]);
@@ -948,12 +948,12 @@ int main(int argc, char **argv)
         printf("\nAt once (native): 64 runs four at a time %.1f runs/s (bwrap: %.1f runs/s); 200 runs sixteen at a "
                "time in %.2f s, %d failed.\n\n",
                rate4, rateb4, w16, f16);
-        if (cpu_n > 0 && cpu_b > 0)
+        if (bound_n > 0 && bound_b > 0)
             printf("CPU a run, four at once (the machine's busy time over the 64 runs, kernel workers included, "
-                   "from /proc/stat): native %.1f ms, bwrap %.1f ms. With %ld CPU%s online, four at once can run at "
-                   "most %.0f / CPU a run: %.1f native runs/s, %.1f bwrap runs/s, a ratio of %.2fx. Reached: %.0f%% "
-                   "of the bound natively, %.0f%% with bwrap.\n\n",
-                   cpu_n * 1e3, cpu_b * 1e3, online, online == 1 ? "" : "s", n_cpus, bound_n, bound_b,
+                   "from /proc/stat): native %.1f ms, bwrap %.1f ms. With %ld CPU%s online, no number at once can run "
+                   "more than %ld / CPU a run: %.1f native runs/s, %.1f bwrap runs/s, a ratio of %.2fx. Four at "
+                   "once reached %.0f%% of the bound natively, %.0f%% with bwrap.\n\n",
+                   cpu_n * 1e3, cpu_b * 1e3, online, online == 1 ? "" : "s", online, bound_n, bound_b,
                    bound_n / bound_b, 100 * rate4 / bound_n, 100 * rateb4 / bound_b);
         if (ns[0] > 0 && ns[1] > 0)
             printf("Process start and exit alone, interleaved: `pybox --version` %.2f ms (CPU %.2f ms), `bwrap "
